@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Logging. Inside a plugin every message goes through the ncclDebugLogger_t NCCL handed to init
+ * (so NCCL_DEBUG / NCCL_DEBUG_SUBSYS filter it); before any init, messages are dropped. Tools
+ * call topo_log_to_stderr() instead. Messages carry a prefix naming the component ("TOPO/Tuner").
+ * Thread-safe; never allocates. TRACE is compiled out unless TOPO_ENABLE_TRACE is defined.
+ */
+#ifndef TOPO_LOG_H
+#define TOPO_LOG_H
+
+#include <stdatomic.h>
+#include "nccl/nccl_common.h"
+
+/* Install NCCL's logger (any init may call this; the latest non-NULL one wins). */
+void topo_log_set_logger(ncclDebugLogger_t logger);
+/* Tools: print WARN (and INFO when verbose) to stderr, prefixed by the program name. */
+void topo_log_to_stderr(const char *program, int verbose);
+/* The component name used as prefix by this binary ("TOPO/Tuner", "TOPO/Profiler", ...). */
+void topo_log_set_component(const char *component);
+
+void topo_log(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+              const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+#define TOPO_WARN(...) topo_log(NCCL_LOG_WARN, NCCL_ALL, __FILE__, __LINE__, __VA_ARGS__)
+#define TOPO_INFO(flags, ...) topo_log(NCCL_LOG_INFO, (flags), __FILE__, __LINE__, __VA_ARGS__)
+#ifdef TOPO_ENABLE_TRACE
+#define TOPO_TRACE(flags, ...) topo_log(NCCL_LOG_TRACE, (flags), __FILE__, __LINE__, __VA_ARGS__)
+#else
+#define TOPO_TRACE(flags, ...) ((void)0)
+#endif
+
+/* Warn once per call site for the life of the process (or until the library is reloaded). */
+#define TOPO_WARN_ONCE(...)                                         \
+  do {                                                              \
+    static atomic_int topo_warned_;                                 \
+    if (!atomic_exchange(&topo_warned_, 1)) TOPO_WARN(__VA_ARGS__); \
+  } while (0)
+
+#endif

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+// Unit tests of common/: env table parsing and warnings, logger plumbing, CRC, allocation hook.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "alloc.h"
+#include "crc32.h"
+#include "env.h"
+#include "log.h"
+#include "plugin_host.h"
+#include "status.h"
+
+static int setup(void **state) {
+  (void)state;
+  topo_log_set_logger(topo_host_log);
+  topo_host_log_reset();
+  topo_env_reset_warnings();
+  return 0;
+}
+
+static void test_env_defaults_when_unset(void **state) {
+  (void)state;
+  unsetenv("TOPO_PROFILER_DIR");
+  assert_string_equal(topo_env_str(TOPO_ENV_PROFILER_DIR), "./topo-traces");
+  assert_int_equal(topo_env_is_set(TOPO_ENV_PROFILER_DIR), 0);
+  setenv("TOPO_PROFILER_DIR", "", 1);
+  assert_string_equal(topo_env_str(TOPO_ENV_PROFILER_DIR), "./topo-traces");
+  unsetenv("TOPO_PROFILER_DIR");
+}
+
+static void test_env_bad_bool_warns_once_and_defaults(void **state) {
+  (void)state;
+  setenv("TOPO_LOG_ENV", "maybe", 1);
+  assert_int_equal(topo_env_bool(TOPO_ENV_LOG_ENV), 0);
+  assert_int_equal(topo_env_bool(TOPO_ENV_LOG_ENV), 0);
+  assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 1);
+  assert_true(topo_host_log_contains("TOPO_LOG_ENV=\"maybe\""));
+  setenv("TOPO_LOG_ENV", "ON", 1);
+  assert_int_equal(topo_env_bool(TOPO_ENV_LOG_ENV), 1);
+  unsetenv("TOPO_LOG_ENV");
+}
+
+static void test_env_unknown_variable_warns(void **state) {
+  (void)state;
+  setenv("TOPO_TUNER_PROFIEL", "x", 1);
+  assert_int_equal(topo_env_check_unknown(), 1);
+  assert_true(topo_host_log_contains("TOPO_TUNER_PROFIEL"));
+  assert_int_equal(topo_env_check_unknown(), 0); /* once per process */
+  unsetenv("TOPO_TUNER_PROFIEL");
+}
+
+static void test_env_table_names_are_unique_and_documented(void **state) {
+  (void)state;
+  const topo_env_info *t = topo_env_table();
+  for (int i = 0; i < TOPO_ENV_COUNT; i++) {
+    assert_true(strncmp(t[i].name, "TOPO_", 5) == 0);
+    assert_true(strlen(t[i].doc) > 10);
+    for (int j = i + 1; j < TOPO_ENV_COUNT; j++) assert_string_not_equal(t[i].name, t[j].name);
+  }
+}
+
+static void test_log_is_silent_without_logger_and_prefixed_with_one(void **state) {
+  (void)state;
+  topo_log_set_component("TOPO/Test");
+  TOPO_WARN("value %d", 42);
+  assert_true(topo_host_log_contains("TOPO/Test value 42"));
+}
+
+static void test_crc32c_known_vector(void **state) {
+  (void)state;
+  /* RFC 3720 B.4: CRC-32C of "123456789" is 0xE3069283. */
+  assert_int_equal(topo_crc32c(0, "123456789", 9), 0xE3069283u);
+  /* incremental == one shot */
+  uint32_t c = topo_crc32c(0, "12345", 5);
+  assert_int_equal(topo_crc32c(c, "6789", 4), 0xE3069283u);
+}
+
+static void test_alloc_failure_injection(void **state) {
+  (void)state;
+  topo_alloc_fail_after(1);
+  void *a = topo_malloc(8);
+  void *b = topo_malloc(8);
+  assert_non_null(a);
+  assert_null(b);
+  topo_alloc_fail_after(-1);
+  b = topo_calloc(2, 8);
+  assert_non_null(b);
+  topo_free(a);
+  topo_free(b);
+  topo_free(NULL);
+}
+
+static void test_status_names(void **state) {
+  (void)state;
+  assert_string_equal(topo_status_str(TOPO_OK), "ok");
+  assert_string_equal(topo_status_str((topo_status)999), "unknown status");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(test_env_defaults_when_unset, setup),
+      cmocka_unit_test_setup(test_env_bad_bool_warns_once_and_defaults, setup),
+      cmocka_unit_test_setup(test_env_unknown_variable_warns, setup),
+      cmocka_unit_test_setup(test_env_table_names_are_unique_and_documented, setup),
+      cmocka_unit_test_setup(test_log_is_silent_without_logger_and_prefixed_with_one, setup),
+      cmocka_unit_test_setup(test_crc32c_known_vector, setup),
+      cmocka_unit_test_setup(test_alloc_failure_injection, setup),
+      cmocka_unit_test_setup(test_status_names, setup),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
