@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The tuner profile: the measured parameters libtopo-tuner.so's cost model runs on, written by
+ * topo-calibrate and by `topo-report fit`, read by the tuner at init (TOPO_TUNER_PROFILE) and by
+ * topo-tune. Text file, versioned, diff-able; format in docs/profile-format.md.
+ *
+ * A file holds one or more sections, each keyed by (GPU model, nRanks, nNodes, NCCL version);
+ * a zero / empty key field matches anything. A section carries link parameters per link class,
+ * protocol parameters, and optionally fitted per-(collective, algorithm, protocol[, channels])
+ * latency/bandwidth terms that take precedence over the link model where they were measured.
+ *
+ * Ownership: a topo_profile owns its terms array; topo_profile_free releases it (NULL-safe).
+ * Thread-safety: functions touch only their arguments. Not for hot paths (they allocate).
+ */
+#ifndef TOPO_PROFILE_H
+#define TOPO_PROFILE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "nccl/nccl_common.h"
+#include "status.h"
+
+#define TOPO_PROFILE_VERSION 1
+
+enum topo_link_class { TOPO_LINK_NVLINK = 0, TOPO_LINK_PCI = 1, TOPO_LINK_NET = 2, TOPO_LINK_COUNT };
+
+typedef struct topo_profile_key {
+  char gpu[32];      /* "H200", "H100", "A100", ... ; "" = any */
+  int nranks;        /* 0 = any */
+  int nnodes;        /* 0 = any */
+  int nccl_version;  /* NCCL_VERSION_CODE, 0 = any */
+} topo_profile_key;
+
+typedef struct topo_profile_link {
+  double bw_gbs;     /* per-GPU, per-direction bandwidth collectives reach on this class, GB/s */
+  double lat_us;     /* latency of one step (hop) over this class, us */
+} topo_profile_link;
+
+typedef struct topo_profile_proto {
+  double bw_eff;     /* fraction of the link bandwidth this protocol reaches (Simple ~0.95) */
+  double lat_us;     /* extra latency per step of this protocol, us */
+  double ch_bw_gbs;  /* bandwidth cap of one channel with this protocol, GB/s (0 = none) */
+} topo_profile_proto;
+
+/* Fitted: time_us = lat_us + nBytes / (bw_gbs * 1e3), nBytes as the tuner sees it (AllGather /
+ * ReduceScatter: the full gathered buffer). Valid for min_bytes..max_bytes (measured range). */
+typedef struct topo_profile_term {
+  int coll;          /* ncclFunc_t 0..4 */
+  int algo;          /* NCCL_ALGO_* */
+  int proto;         /* NCCL_PROTO_* */
+  int nchannels;     /* 0 = NCCL's own channel count */
+  double lat_us;
+  double bw_gbs;
+  uint64_t min_bytes, max_bytes;
+  double rel_err;    /* rms relative error of the fit over its points */
+  int npoints;       /* measurements behind it */
+} topo_profile_term;
+
+typedef struct topo_profile {
+  topo_profile_key key;
+  topo_profile_link link[TOPO_LINK_COUNT];
+  topo_profile_proto proto[NCCL_NUM_PROTOCOLS];
+  double launch_us;      /* fixed cost of one collective launch on the GPU, us */
+  int max_channels;      /* channels NCCL runs for collectives on this machine (0 = unknown) */
+  int nvls;              /* NVLS available: 1 yes, 0 no, -1 unknown */
+  int nterms, cap_terms;
+  topo_profile_term *terms;
+  char source[256];      /* "builtin:H200" or "path:section" - for logs */
+} topo_profile;
+
+/* Built-in defaults for a GPU model ("H200", "H100", "A100"; NULL or unknown -> H200 with a
+ * warning from the caller's side). Returns TOPO_ERR_INVALID for an unknown model (and still
+ * fills H200 values). */
+topo_status topo_profile_builtin(const char *gpu, topo_profile *out);
+
+/* Load the section of `path` that best matches `want` (exact field matches beat wildcards).
+ * Malformed lines give one warning each naming file:line and the fault, and are skipped.
+ * TOPO_ERR_IO if unreadable, TOPO_ERR_PARSE if no usable section: `out` then holds the built-in
+ * defaults for want->gpu. */
+topo_status topo_profile_load(const char *path, const topo_profile_key *want, topo_profile *out);
+
+/* Append one section (as topo_profile_load reads it back, exactly). */
+topo_status topo_profile_write(FILE *f, const topo_profile *p);
+
+/* Add or replace (same coll/algo/proto/nchannels) a fitted term. */
+topo_status topo_profile_set_term(topo_profile *p, const topo_profile_term *t);
+const topo_profile_term *topo_profile_find_term(const topo_profile *p, int coll, int algo,
+                                                int proto, int nchannels);
+void topo_profile_free(topo_profile *p);
+
+/* Least-squares fit of time_us = lat + bytes/(bw*1e3) over n points (n >= 2, weights relative:
+ * minimises the relative error). Fills lat_us, bw_gbs, min/max_bytes, rel_err, npoints.
+ * TOPO_ERR_INVALID when the points cannot give a positive bandwidth. */
+topo_status topo_profile_fit_term(const uint64_t *bytes, const double *time_us, int n,
+                                  topo_profile_term *term);
+
+/* Names used in files and CLIs: "allreduce", "ring", "simple", ... (-1 when unknown). */
+const char *topo_coll_name(int coll);
+const char *topo_algo_name(int algo);
+const char *topo_proto_name(int proto);
+int topo_coll_from_name(const char *name);
+int topo_algo_from_name(const char *name);
+int topo_proto_from_name(const char *name);
+
+#endif
