@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: Apache-2.0
+// The cost model (see model.h and docs/tuner-model.md). Times in us, bandwidths in GB/s
+// (1 GB/s = 1e3 bytes/us). "Wire" bytes are what one GPU sends per direction; link and channel
+// bandwidths in the profile are per GPU, per direction, as collectives reach them.
+#include "model.h"
+
+#include <math.h>
+
+/* Shape constants of the model: what the profile's link/protocol parameters cannot express.
+ * Derived from the CUDA-graph sweep on 2 x H200 (tests/data/nccl-2.28.9-2xh200/graph-sweep.txt)
+ * and documented in docs/tuner-model.md. */
+
+/* Per-channel throughput of each collective's kernel relative to AllReduce's (the SM work per
+ * wire byte differs: AllGather copies twice, ReduceScatter reduces once). Indexed by ncclFunc_t. */
+static const double coll_channel_eff[NCCL_NUM_FUNCTIONS] = {0.85, 0.85, 0.75, 0.85, 1.0};
+/* Bytes one channel must move before its pipeline runs at full rate (chunk fill), per protocol. */
+static const double fill_bytes[NCCL_NUM_PROTOCOLS] = {0.0, 64e3, 96e3};
+/* Pipeline steps beyond the algorithm's hops that pay the protocol's per-step latency (0: the
+ * profile's per-step latencies already include the pipeline's start, as fitted). */
+static const double proto_fill_steps = 0.0;
+/* Tree: extra fan-in synchronisation per call, and bandwidth relative to a ring per protocol. */
+static const double tree_extra_lat_us = 0.6;
+static const double tree_proto_eff[NCCL_NUM_PROTOCOLS] = {0.92, 0.85, 1.0};
+/* NVLink SHARP: bandwidth relative to Simple over the same link, channels NCCL runs (sm90). */
+static const double nvls_eff = 0.75;
+static const int nvls_channels = 16;
+/* PAT: bandwidth relative to Simple. */
+static const double pat_eff = 0.75;
+/* Channel-bound and link-bound bandwidth combine as a smooth minimum (a^-6 + b^-6)^(-1/6). */
+/* Channels assumed when the profile does not say how many NCCL runs. */
+static const int default_channels = 16;
+
+static double smooth_min(double a, double b) {
+  if (a <= 0 || b <= 0) return 0;
+  double a3 = a * a * a, b3 = b * b * b;
+  return 1.0 / sqrt(cbrt(1.0 / (a3 * a3) + 1.0 / (b3 * b3)));
+}
+
+static int ilog2_ceil(int n) {
+  int l = 0;
+  while ((1 << l) < n) l++;
+  return l;
+}
+
+void topo_model_init(topo_model *m, const topo_profile *prof, int nranks, int nnodes,
+                     int ranks_per_domain) {
+  m->prof = prof;
+  m->nranks = nranks > 0 ? nranks : 1;
+  m->nnodes = nnodes > 0 ? nnodes : 1;
+  if (m->nnodes > m->nranks) m->nnodes = m->nranks;
+  if (ranks_per_domain <= 0 || ranks_per_domain > m->nranks)
+    ranks_per_domain = m->nranks / m->nnodes;
+  m->ranks_per_domain = ranks_per_domain > 0 ? ranks_per_domain : 1;
+  m->channels = prof->max_channels > 0 ? prof->max_channels : 0;
+  if (m->channels > 64) m->channels = 64; /* MAXCHANNELS */
+  m->model_channels = m->channels ? m->channels : default_channels;
+}
+
+double topo_model_latency_count(int algo, int pipe_ops) {
+  if (pipe_ops < 1) pipe_ops = 1;
+  if (algo == NCCL_ALGO_RING) return pipe_ops;
+  return (pipe_ops + 9) / 10;
+}
+
+double topo_model_busbw_factor(int coll, int nranks) {
+  double n = nranks > 0 ? nranks : 1;
+  if (coll == ncclFuncAllReduce) return 2.0 * (n - 1) / n;
+  if (coll == ncclFuncAllGather || coll == ncclFuncReduceScatter) return (n - 1) / n;
+  return 1.0;
+}
+
+int topo_model_nccl_channels(const topo_model *m, int algo, int proto, double bytes) {
+  if (algo == NCCL_ALGO_NVLS || algo == NCCL_ALGO_NVLS_TREE) return nvls_channels;
+  if (!m->channels) return 0;
+  if (algo == NCCL_ALGO_COLLNET_DIRECT || algo == NCCL_ALGO_COLLNET_CHAIN) return m->channels;
+  static const double threads[NCCL_NUM_PROTOCOLS] = {512, 640, 512};
+  static const double per_thread[NCCL_NUM_PROTOCOLS] = {8, 8, 64};
+  double thr = per_thread[proto] * (algo == NCCL_ALGO_RING && proto == NCCL_PROTO_LL ? m->nranks : 1);
+  int nc = m->channels;
+  while (nc >= 2 && bytes < nc * threads[proto] * thr) nc--;
+  return nc;
+}
+
+/* The link GPUs of one NVLink domain talk over (NVLink, else PCI). */
+static const topo_profile_link *intra_link(const topo_model *m) {
+  const topo_profile_link *nvl = &m->prof->link[TOPO_LINK_NVLINK];
+  return nvl->bw_gbs > 0 ? nvl : &m->prof->link[TOPO_LINK_PCI];
+}
+
+/* Bandwidth (GB/s, wire bytes) of `nch` channels of protocol `proto` over a link of `link_bw`. */
+static double chan_bw(const topo_model *m, int coll, int proto, int nch, double link_bw) {
+  const topo_profile_proto *pp = &m->prof->proto[proto];
+  double ch = pp->ch_bw_gbs > 0 ? pp->ch_bw_gbs * coll_channel_eff[coll] : 0;
+  double link = link_bw * (pp->bw_eff > 0 ? pp->bw_eff : 1.0);
+  return ch > 0 ? smooth_min(nch * ch, link) : link;
+}
+
+static double fill_us(const topo_model *m, int coll, int proto, int nch, double wire) {
+  const topo_profile_proto *pp = &m->prof->proto[proto];
+  if (pp->ch_bw_gbs <= 0 || nch <= 0) return 0;
+  double per_channel = wire / nch;
+  double f = per_channel < fill_bytes[proto] ? per_channel : fill_bytes[proto];
+  return f / (pp->ch_bw_gbs * coll_channel_eff[coll] * 1e3);
+}
+
+/* The link model alone (no fitted terms). */
+static int link_model(const topo_model *m, int coll, int algo, int proto, int nch, double S,
+                      int reg_buff, double *lat_us, double *xfer_us) {
+  const topo_profile *p = m->prof;
+  const topo_profile_link *in = intra_link(m), *net = &p->link[TOPO_LINK_NET];
+  const topo_profile_proto *pp = &p->proto[proto];
+  double n = m->nranks, N = m->nnodes, r = m->ranks_per_domain;
+  int multi = m->nnodes > 1;
+  if (multi && net->bw_gbs <= 0) return -1;
+  if (!multi && in->bw_gbs <= 0) return -1;
+  double launch = p->launch_us;
+  double plat = pp->lat_us;
+
+  switch (algo) {
+  case NCCL_ALGO_RING: {
+    double steps = coll == ncclFuncAllReduce ? 2 * (n - 1) : n - 1;
+    double inter = !multi ? 0 : coll == ncclFuncAllReduce ? 2 * (N - 1) : N - 1;
+    double wire = coll == ncclFuncAllReduce ? 2 * (n - 1) / n * S
+                : coll == ncclFuncAllGather || coll == ncclFuncReduceScatter ? (n - 1) / n * S
+                : S;
+    double link = multi ? fmin(in->bw_gbs, net->bw_gbs) : in->bw_gbs;
+    if (r <= 1 && multi) link = net->bw_gbs;
+    *lat_us = launch + (steps - inter) * in->lat_us + inter * net->lat_us +
+              (steps + proto_fill_steps) * plat;
+    *xfer_us = wire / (chan_bw(m, coll, proto, nch, link) * 1e3) + fill_us(m, coll, proto, nch, wire);
+    return 0;
+  }
+  case NCCL_ALGO_TREE: {
+    if (coll != ncclFuncAllReduce) return -1;
+    double hops_in = 2 * (r - 1), hops_net = multi ? 2 * ilog2_ceil(m->nnodes) : 0;
+    double wire_in = r <= 1 ? 0 : r == 2 ? S : 2 * S, wire_net = multi ? S : 0;
+    double t_in = wire_in > 0 ? wire_in / (chan_bw(m, coll, proto, nch, in->bw_gbs) * 1e3) : 0;
+    double t_net = wire_net > 0 ? wire_net / (chan_bw(m, coll, proto, nch, net->bw_gbs) * 1e3) : 0;
+    *lat_us = launch + tree_extra_lat_us + hops_in * in->lat_us + hops_net * net->lat_us +
+              (hops_in + hops_net + proto_fill_steps) * plat;
+    *xfer_us = fmax(t_in, t_net) / tree_proto_eff[proto] + fill_us(m, coll, proto, nch, fmax(wire_in, wire_net));
+    return 0;
+  }
+  case NCCL_ALGO_NVLS:
+  case NCCL_ALGO_NVLS_TREE: {
+    if (proto != NCCL_PROTO_SIMPLE || r < 2) return -1;
+    if (coll != ncclFuncAllReduce && (algo == NCCL_ALGO_NVLS_TREE ||
+                                      (coll != ncclFuncAllGather && coll != ncclFuncReduceScatter)))
+      return -1;
+    if (algo == NCCL_ALGO_NVLS_TREE && !multi) return -1;
+    double phases = coll == ncclFuncAllReduce ? 2 : 1;
+    double wire_in = coll == ncclFuncAllReduce ? S : (n - 1) / n * S;
+    double t_in = wire_in / (chan_bw(m, coll, proto, nvls_channels, in->bw_gbs) * nvls_eff * 1e3);
+    double lat = launch + phases * (r * in->lat_us / 2 + proto_fill_steps * plat);
+    double t_net = 0;
+    if (multi) {
+      double hops = algo == NCCL_ALGO_NVLS_TREE ? 2 * ilog2_ceil(m->nnodes)
+                  : coll == ncclFuncAllReduce ? 2 * (N - 1) : N - 1;
+      double wire_net = algo == NCCL_ALGO_NVLS_TREE ? S
+                      : coll == ncclFuncAllReduce ? 2 * (N - 1) / N * S : (N - 1) / N * S;
+      lat += hops * (net->lat_us + plat);
+      t_net = wire_net / (chan_bw(m, coll, proto, nvls_channels, net->bw_gbs) * 1e3);
+    }
+    double t = fmax(t_in, t_net);
+    if (reg_buff) t *= 0.9; /* zero-copy user buffers: no staging copy */
+    *lat_us = lat;
+    *xfer_us = t;
+    return 0;
+  }
+  case NCCL_ALGO_PAT: {
+    if (proto != NCCL_PROTO_SIMPLE) return -1;
+    if (coll != ncclFuncAllGather && coll != ncclFuncReduceScatter) return -1;
+    const topo_profile_link *l = multi ? net : in;
+    double hops = ilog2_ceil(m->nranks);
+    double wire = (n - 1) / n * S;
+    *lat_us = launch + hops * (l->lat_us + plat) + proto_fill_steps * plat;
+    *xfer_us = wire / (chan_bw(m, coll, proto, nch, l->bw_gbs) * pat_eff * 1e3) +
+               fill_us(m, coll, proto, nch, wire);
+    return 0;
+  }
+  case NCCL_ALGO_COLLNET_DIRECT:
+  case NCCL_ALGO_COLLNET_CHAIN: {
+    if (proto != NCCL_PROTO_SIMPLE || !multi) return -1;
+    if (coll != ncclFuncAllReduce &&
+        !(algo == NCCL_ALGO_COLLNET_DIRECT &&
+          (coll == ncclFuncAllGather || coll == ncclFuncReduceScatter)))
+      return -1;
+    double hops_in = algo == NCCL_ALGO_COLLNET_CHAIN ? 2 * (r - 1) : (r > 1 ? 2 : 0);
+    double wire = coll == ncclFuncAllReduce ? S : (n - 1) / n * S;
+    double link = r > 1 ? fmin(in->bw_gbs, net->bw_gbs) : net->bw_gbs;
+    *lat_us = launch + hops_in * in->lat_us + 2 * net->lat_us + (hops_in + 2 + proto_fill_steps) * plat;
+    double t = wire / (chan_bw(m, coll, proto, nch, link) * 1e3);
+    if (reg_buff) t *= 0.9;
+    *xfer_us = t;
+    return 0;
+  }
+  }
+  return -1;
+}
+
+int topo_model_parts(const topo_model *m, int coll, int algo, int proto, int nch, double bytes,
+                     int reg_buff, double *lat_us, double *xfer_us) {
+  if (coll < 0 || coll >= NCCL_NUM_FUNCTIONS || algo < 0 || algo >= NCCL_NUM_ALGORITHMS ||
+      proto < 0 || proto >= NCCL_NUM_PROTOCOLS || bytes < 0)
+    return -1;
+  if (m->nranks <= 1) {
+    if (algo != NCCL_ALGO_RING || proto != NCCL_PROTO_SIMPLE) return -1;
+    *lat_us = m->prof->launch_us;
+    *xfer_us = 0;
+    return 0;
+  }
+  int own = topo_model_nccl_channels(m, algo, proto, bytes);
+  if (own <= 0) own = m->model_channels;
+  int used = nch > 0 ? nch : own;
+  if (link_model(m, coll, algo, proto, used, bytes, reg_buff, lat_us, xfer_us)) return -1;
+
+  /* Fitted terms take precedence inside their measured range. A term for NCCL's own channel
+   * count (nchannels 0) also serves other counts, scaled by the link model's ratio. */
+  const topo_profile_term *t = topo_profile_find_term(m->prof, coll, algo, proto, nch > 0 ? nch : 0);
+  int scaled = 0;
+  if (!t && nch > 0 && nch != own) {
+    t = topo_profile_find_term(m->prof, coll, algo, proto, 0);
+    scaled = 1;
+  }
+  if (t && t->bw_gbs > 0 && t->lat_us >= 0 && bytes >= (double)t->min_bytes &&
+      bytes <= (double)t->max_bytes) {
+    double xfer = bytes / (t->bw_gbs * 1e3);
+    if (scaled) {
+      double l0, x0;
+      if (link_model(m, coll, algo, proto, own, bytes, reg_buff, &l0, &x0) == 0 && x0 > 0)
+        xfer *= *xfer_us / x0;
+    }
+    *lat_us = t->lat_us;
+    *xfer_us = xfer;
+  }
+  return 0;
+}
+
+double topo_model_time(const topo_model *m, int coll, int algo, int proto, int nch, double bytes,
+                       int pipe_ops, int reg_buff) {
+  double lat, xfer;
+  if (topo_model_parts(m, coll, algo, proto, nch, bytes, reg_buff, &lat, &xfer)) return -1;
+  return lat * topo_model_latency_count(algo, pipe_ops) + xfer;
+}

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: Apache-2.0
+// Decision table (see table.h): built once per distinct communicator shape, read lock-free.
+#include "table.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "alloc.h"
+
+static double edge_bytes(int b) { return b == 0 ? 0.0 : ldexp(1.0, b); }
+
+int topo_table_bucket(size_t nbytes) {
+  if (nbytes < 2) return 0;
+  int b = 63 - __builtin_clzll((unsigned long long)nbytes);
+  return b < TOPO_TABLE_BUCKETS ? b : TOPO_TABLE_BUCKETS - 1;
+}
+
+/* Algorithms whose cost depends on regBuff in the model. */
+static int uses_reg(int algo) {
+  return algo == NCCL_ALGO_NVLS || algo == NCCL_ALGO_NVLS_TREE ||
+         algo == NCCL_ALGO_COLLNET_DIRECT || algo == NCCL_ALGO_COLLNET_CHAIN;
+}
+
+/* Channel count worth returning for (coll, algo, proto) in bucket [lo, hi): the smallest power
+ * of two >= 2, below NCCL's own count at lo, predicted within the tolerance at both edges. */
+static int pick_channels(const topo_model *m, int coll, int algo, int proto, double lo, double hi,
+                         double t_lo, double t_hi) {
+  if (algo != NCCL_ALGO_RING && algo != NCCL_ALGO_TREE && algo != NCCL_ALGO_PAT) return 0;
+  int own = topo_model_nccl_channels(m, algo, proto, lo);
+  if (own <= 2) return 0;
+  for (int k = 2; k < own; k *= 2) {
+    double a = topo_model_time(m, coll, algo, proto, k, lo, 1, 0);
+    if (a < 0 || a > t_lo * TOPO_TABLE_CHANNEL_TOLERANCE) continue;
+    double b = topo_model_time(m, coll, algo, proto, k, hi, 1, 0);
+    if (b < 0 || b > t_hi * TOPO_TABLE_CHANNEL_TOLERANCE) continue;
+    return k;
+  }
+  return 0;
+}
+
+static void fill_entry(const topo_model *m, topo_table *t, int coll, int algo, int proto, int reg) {
+  double lat_e[TOPO_TABLE_BUCKETS + 1], x_e[TOPO_TABLE_BUCKETS + 1];
+  int ok = 1;
+  for (int e = 0; e <= TOPO_TABLE_BUCKETS && ok; e++)
+    ok = topo_model_parts(m, coll, algo, proto, 0, edge_bytes(e), reg, &lat_e[e], &x_e[e]) == 0;
+  for (int b = 0; b < TOPO_TABLE_BUCKETS; b++) {
+    topo_table_cell *c = &t->cells[coll][b][reg];
+    if (!ok) {
+      c->lat[algo][proto] = -1.0f;
+      continue;
+    }
+    double lo = edge_bytes(b), hi = edge_bytes(b + 1);
+    double t_lo = lat_e[b] + x_e[b], t_hi = lat_e[b + 1] + x_e[b + 1];
+    c->lat[algo][proto] = (float)lat_e[b];
+    c->xfer[algo][proto] = (float)x_e[b];
+    double slope = (t_hi - t_lo) / (hi - lo);
+    c->slope[algo][proto] = (float)(slope > 0 ? slope : 0);
+    c->nch[algo][proto] = reg ? t->cells[coll][b][0].nch[algo][proto]
+                              : (uint8_t)pick_channels(m, coll, algo, proto, lo, hi, t_lo, t_hi);
+  }
+}
+
+topo_status topo_table_build(const topo_model *m, topo_table **out) {
+  topo_table *t = topo_calloc(1, sizeof *t);
+  if (!t) return TOPO_ERR_NOMEM;
+  t->nranks = m->nranks;
+  for (int coll = 0; coll < NCCL_NUM_FUNCTIONS; coll++)
+    for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+      for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
+        fill_entry(m, t, coll, a, p, 0);
+        if (uses_reg(a)) {
+          fill_entry(m, t, coll, a, p, 1);
+        } else {
+          for (int b = 0; b < TOPO_TABLE_BUCKETS; b++) {
+            topo_table_cell *c0 = &t->cells[coll][b][0], *c1 = &t->cells[coll][b][1];
+            c1->lat[a][p] = c0->lat[a][p];
+            c1->xfer[a][p] = c0->xfer[a][p];
+            c1->slope[a][p] = c0->slope[a][p];
+            c1->nch[a][p] = c0->nch[a][p];
+          }
+        }
+      }
+  *out = t;
+  return TOPO_OK;
+}
+
+void topo_table_free(topo_table *t) { topo_free(t); }
+
+static float cell_time(const topo_table_cell *c, int b, size_t nbytes, int pipe_ops, int algo,
+                       int proto) {
+  float lat = c->lat[algo][proto];
+  if (lat < 0) return -1.0f;
+  double t = lat * topo_model_latency_count(algo, pipe_ops) + c->xfer[algo][proto] +
+             c->slope[algo][proto] * ((double)nbytes - edge_bytes(b));
+  if (!(t >= 0)) t = 0;
+  if (t > 2.9e9) t = 2.9e9;
+  return (float)t;
+}
+
+float topo_table_time(const topo_table *t, int coll, size_t nbytes, int pipe_ops, int reg_buff,
+                      int algo, int proto) {
+  if (!t || coll < 0 || coll >= NCCL_NUM_FUNCTIONS || algo < 0 || algo >= NCCL_NUM_ALGORITHMS ||
+      proto < 0 || proto >= NCCL_NUM_PROTOCOLS)
+    return -1.0f;
+  int b = topo_table_bucket(nbytes);
+  return cell_time(&t->cells[coll][b][reg_buff ? 1 : 0], b, nbytes, pipe_ops, algo, proto);
+}
+
+int topo_table_select(const float *cost, int num_algo, int num_proto, int *algo, int *proto) {
+  float best = 3.6e9f;
+  int found = 0;
+  for (int a = 0; a < num_algo; a++)
+    for (int p = 0; p < num_proto; p++) {
+      float v = cost[a * num_proto + p];
+      if (v >= 0.0f && v < best) {
+        best = v;
+        *algo = a;
+        *proto = p;
+        found = 1;
+      }
+    }
+  return found;
+}
+
+int topo_table_apply(const topo_table *t, int coll, size_t nbytes, int pipe_ops, int reg_buff,
+                     float *cost, int num_algo, int num_proto, int *algo, int *proto) {
+  if (!t || !cost || coll < 0 || coll >= NCCL_NUM_FUNCTIONS || num_algo <= 0 || num_proto <= 0)
+    return -1;
+  int b = topo_table_bucket(nbytes);
+  const topo_table_cell *c = &t->cells[coll][b][reg_buff ? 1 : 0];
+  float pred[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
+  int na = num_algo < NCCL_NUM_ALGORITHMS ? num_algo : NCCL_NUM_ALGORITHMS;
+  int np = num_proto < NCCL_NUM_PROTOCOLS ? num_proto : NCCL_NUM_PROTOCOLS;
+  int predicted = 0;
+  float min_other = -1.0f, max_ring = -1.0f;
+  for (int a = 0; a < na; a++)
+    for (int p = 0; p < np; p++) {
+      float v = cost[a * num_proto + p];
+      pred[a][p] = -1.0f;
+      if (!(v >= 0.0f)) continue; /* ignored: -1, -1024, NaN */
+      pred[a][p] = cell_time(c, b, nbytes, pipe_ops, a, p);
+      if (pred[a][p] >= 0) predicted++;
+      if (a == NCCL_ALGO_RING) {
+        if (v > max_ring) max_ring = v;
+      } else if (min_other < 0 || v < min_other) {
+        min_other = v;
+      }
+    }
+  if (!predicted) return -1;
+  /* NCCL multiplies RING entries by 1024 for FP8 reductions above 8 ranks (precision): keep
+   * that penalty relative to the other algorithms when it is visible in the table. */
+  float ring_scale = 1.0f;
+  if (t->nranks > 8 && min_other > 0 && max_ring > 200.0f * min_other) ring_scale = 1024.0f;
+
+  for (int a = 0; a < num_algo; a++)
+    for (int p = 0; p < num_proto; p++) {
+      float *v = &cost[a * num_proto + p];
+      if (!(*v >= 0.0f)) continue;
+      float mine = a < na && p < np ? pred[a][p] : -1.0f;
+      if (mine >= 0 && a == NCCL_ALGO_RING) mine = fminf(mine * ring_scale, 2.9e9f);
+      *v = mine >= 0 ? mine : TOPO_TABLE_UNPREDICTED_US;
+    }
+  int ba = -1, bp = -1;
+  if (!topo_table_select(cost, num_algo, num_proto, &ba, &bp)) return 0; /* cannot happen */
+  *algo = ba;
+  *proto = bp;
+  return ba < na && bp < np ? c->nch[ba][bp] : 0;
+}
