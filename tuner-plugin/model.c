@@ -10,30 +10,37 @@
  * Derived from the CUDA-graph sweep on 2 x H200 (tests/data/nccl-2.28.9-2xh200/graph-sweep.txt)
  * and documented in docs/tuner-model.md. */
 
-/* Per-channel throughput of each collective's kernel relative to AllReduce's (the SM work per
- * wire byte differs: AllGather copies twice, ReduceScatter reduces once). Indexed by ncclFunc_t. */
-static const double coll_channel_eff[NCCL_NUM_FUNCTIONS] = {0.85, 0.85, 0.75, 0.85, 1.0};
-/* Bytes one channel must move before its pipeline runs at full rate (chunk fill), per protocol. */
-static const double fill_bytes[NCCL_NUM_PROTOCOLS] = {0.0, 64e3, 96e3};
+/* Bandwidth each collective's kernels reach relative to AllReduce's, per protocol (the SM work
+ * per wire byte differs: AllGather copies twice, ReduceScatter reduces once); the profile's
+ * figures are AllReduce's. Indexed by ncclFunc_t; Broadcast is a copy chain like AllGather,
+ * Reduce a reduction chain like ReduceScatter. */
+static const double coll_eff[NCCL_NUM_FUNCTIONS][NCCL_NUM_PROTOCOLS] = {
+    {0.78, 0.82, 0.81}, {0.81, 0.83, 0.82}, {0.78, 0.82, 0.81}, {0.81, 0.83, 0.82}, {1, 1, 1}};
+/* Bytes one channel moves before its chunk pipeline runs at full rate (the gap between the
+ * small-message floor and the large-message intercept), per collective and protocol. */
+static const double fill_bytes[NCCL_NUM_FUNCTIONS][NCCL_NUM_PROTOCOLS] = {
+    {0, 67e3, 135e3}, {0, 110e3, 91e3}, {0, 67e3, 135e3}, {0, 110e3, 91e3}, {0, 83e3, 54e3}};
 /* Pipeline steps beyond the algorithm's hops that pay the protocol's per-step latency (0: the
  * profile's per-step latencies already include the pipeline's start, as fitted). */
 static const double proto_fill_steps = 0.0;
 /* Tree: extra fan-in synchronisation per call, and bandwidth relative to a ring per protocol. */
-static const double tree_extra_lat_us = 0.6;
+static const double tree_extra_lat_us = 1.5;
 static const double tree_proto_eff[NCCL_NUM_PROTOCOLS] = {0.92, 0.85, 1.0};
 /* NVLink SHARP: bandwidth relative to Simple over the same link, channels NCCL runs (sm90). */
 static const double nvls_eff = 0.75;
 static const int nvls_channels = 16;
 /* PAT: bandwidth relative to Simple. */
 static const double pat_eff = 0.75;
-/* Channel-bound and link-bound bandwidth combine as a smooth minimum (a^-6 + b^-6)^(-1/6). */
+/* Channel-bound and link-bound bandwidth combine as a smooth minimum (a^-4 + b^-4)^(-1/4) for
+ * the chunk-pipelined protocols (LL128, Simple: their rate bends before the link); LL, which
+ * writes flag-carrying lines without a chunk pipeline, takes the plain minimum. */
 /* Channels assumed when the profile does not say how many NCCL runs. */
 static const int default_channels = 16;
 
 static double smooth_min(double a, double b) {
   if (a <= 0 || b <= 0) return 0;
-  double a3 = a * a * a, b3 = b * b * b;
-  return 1.0 / sqrt(cbrt(1.0 / (a3 * a3) + 1.0 / (b3 * b3)));
+  double a2 = a * a, b2 = b * b;
+  return 1.0 / sqrt(sqrt(1.0 / (a2 * a2) + 1.0 / (b2 * b2)));
 }
 
 static int ilog2_ceil(int n) {
@@ -90,17 +97,18 @@ static const topo_profile_link *intra_link(const topo_model *m) {
 /* Bandwidth (GB/s, wire bytes) of `nch` channels of protocol `proto` over a link of `link_bw`. */
 static double chan_bw(const topo_model *m, int coll, int proto, int nch, double link_bw) {
   const topo_profile_proto *pp = &m->prof->proto[proto];
-  double ch = pp->ch_bw_gbs > 0 ? pp->ch_bw_gbs * coll_channel_eff[coll] : 0;
+  double ch = pp->ch_bw_gbs > 0 ? pp->ch_bw_gbs : 0;
   double link = link_bw * (pp->bw_eff > 0 ? pp->bw_eff : 1.0);
-  return ch > 0 ? smooth_min(nch * ch, link) : link;
+  double bw = ch <= 0 ? link : proto == NCCL_PROTO_LL ? fmin(nch * ch, link) : smooth_min(nch * ch, link);
+  return bw * coll_eff[coll][proto];
 }
 
 static double fill_us(const topo_model *m, int coll, int proto, int nch, double wire) {
   const topo_profile_proto *pp = &m->prof->proto[proto];
   if (pp->ch_bw_gbs <= 0 || nch <= 0) return 0;
   double per_channel = wire / nch;
-  double f = per_channel < fill_bytes[proto] ? per_channel : fill_bytes[proto];
-  return f / (pp->ch_bw_gbs * coll_channel_eff[coll] * 1e3);
+  double f = per_channel < fill_bytes[coll][proto] ? per_channel : fill_bytes[coll][proto];
+  return f / (pp->ch_bw_gbs * coll_eff[coll][proto] * 1e3);
 }
 
 /* The link model alone (no fitted terms). */
