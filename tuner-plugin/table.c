@@ -46,15 +46,13 @@ static void fill_entry(const topo_model *m, topo_table *t, int coll, int algo, i
   for (int b = 0; b < TOPO_TABLE_BUCKETS; b++) {
     topo_table_cell *c = &t->cells[coll][b][reg];
     if (!ok) {
-      c->lat[algo][proto] = -1.0f;
+      c->e[algo][proto].lat = -1.0f;
       continue;
     }
     double lo = edge_bytes(b), hi = edge_bytes(b + 1);
     double t_lo = lat_e[b] + x_e[b], t_hi = lat_e[b + 1] + x_e[b + 1];
-    c->lat[algo][proto] = (float)lat_e[b];
-    c->xfer[algo][proto] = (float)x_e[b];
     double slope = (t_hi - t_lo) / (hi - lo);
-    c->slope[algo][proto] = (float)(slope > 0 ? slope : 0);
+    c->e[algo][proto] = (topo_table_entry){(float)lat_e[b], (float)x_e[b], (float)(slope > 0 ? slope : 0)};
     c->nch[algo][proto] = reg ? t->cells[coll][b][0].nch[algo][proto]
                               : (uint8_t)pick_channels(m, coll, algo, proto, lo, hi, t_lo, t_hi);
   }
@@ -73,9 +71,7 @@ topo_status topo_table_build(const topo_model *m, topo_table **out) {
         } else {
           for (int b = 0; b < TOPO_TABLE_BUCKETS; b++) {
             topo_table_cell *c0 = &t->cells[coll][b][0], *c1 = &t->cells[coll][b][1];
-            c1->lat[a][p] = c0->lat[a][p];
-            c1->xfer[a][p] = c0->xfer[a][p];
-            c1->slope[a][p] = c0->slope[a][p];
+            c1->e[a][p] = c0->e[a][p];
             c1->nch[a][p] = c0->nch[a][p];
           }
         }
@@ -88,10 +84,10 @@ void topo_table_free(topo_table *t) { topo_free(t); }
 
 static float cell_time(const topo_table_cell *c, int b, size_t nbytes, int pipe_ops, int algo,
                        int proto) {
-  float lat = c->lat[algo][proto];
-  if (lat < 0) return -1.0f;
-  double t = lat * topo_model_latency_count(algo, pipe_ops) + c->xfer[algo][proto] +
-             c->slope[algo][proto] * ((double)nbytes - edge_bytes(b));
+  const topo_table_entry *e = &c->e[algo][proto];
+  if (e->lat < 0) return -1.0f;
+  double t = e->lat * topo_model_latency_count(algo, pipe_ops) + e->xfer +
+             e->slope * ((double)nbytes - edge_bytes(b));
   if (!(t >= 0)) t = 0;
   if (t > 2.9e9) t = 2.9e9;
   return (float)t;
@@ -128,40 +124,59 @@ int topo_table_apply(const topo_table *t, int coll, size_t nbytes, int pipe_ops,
     return -1;
   int b = topo_table_bucket(nbytes);
   const topo_table_cell *c = &t->cells[coll][b][reg_buff ? 1 : 0];
-  float pred[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
   int na = num_algo < NCCL_NUM_ALGORITHMS ? num_algo : NCCL_NUM_ALGORITHMS;
   int np = num_proto < NCCL_NUM_PROTOCOLS ? num_proto : NCCL_NUM_PROTOCOLS;
-  int predicted = 0;
-  float min_other = -1.0f, max_ring = -1.0f;
-  for (int a = 0; a < na; a++)
-    for (int p = 0; p < np; p++) {
-      float v = cost[a * num_proto + p];
-      pred[a][p] = -1.0f;
-      if (!(v >= 0.0f)) continue; /* ignored: -1, -1024, NaN */
-      pred[a][p] = cell_time(c, b, nbytes, pipe_ops, a, p);
-      if (pred[a][p] >= 0) predicted++;
-      if (a == NCCL_ALGO_RING) {
-        if (v > max_ring) max_ring = v;
-      } else if (min_other < 0 || v < min_other) {
-        min_other = v;
-      }
-    }
-  if (!predicted) return -1;
+  float dx = (float)((double)nbytes - (b == 0 ? 0.0 : (double)(1ull << b)));
+  float lc_ring = pipe_ops > 1 ? (float)pipe_ops : 1.0f;
+  float lc_other = pipe_ops > 10 ? (float)((pipe_ops + 9) / 10) : 1.0f;
+
   /* NCCL multiplies RING entries by 1024 for FP8 reductions above 8 ranks (precision): keep
    * that penalty relative to the other algorithms when it is visible in the table. */
   float ring_scale = 1.0f;
-  if (t->nranks > 8 && min_other > 0 && max_ring > 200.0f * min_other) ring_scale = 1024.0f;
+  if (t->nranks > 8) {
+    float min_other = -1.0f, max_ring = -1.0f;
+    for (int a = 0; a < num_algo; a++)
+      for (int p = 0; p < num_proto; p++) {
+        float v = cost[a * num_proto + p];
+        if (!(v >= 0.0f)) continue;
+        if (a == NCCL_ALGO_RING) max_ring = v > max_ring ? v : max_ring;
+        else if (min_other < 0 || v < min_other) min_other = v;
+      }
+    if (min_other > 0 && max_ring > 200.0f * min_other) ring_scale = 1024.0f;
+  }
 
-  for (int a = 0; a < num_algo; a++)
+  /* One pass: write the model's time into every allowed entry it predicts and follow NCCL's
+   * selection (strict minimum, lowest algorithm then protocol). Allowed entries it cannot
+   * predict are remembered and, if it predicted any, made usable-but-never-preferred. */
+  float best = 3.6e9f;
+  int ba = -1, bp = -1, predicted = 0;
+  uint32_t unpredicted = 0;
+  for (int a = 0; a < num_algo; a++) {
+    float *row = &cost[a * num_proto];
+    float lc = a == NCCL_ALGO_RING ? lc_ring * ring_scale : lc_other;
+    float xs = a == NCCL_ALGO_RING ? ring_scale : 1.0f;
     for (int p = 0; p < num_proto; p++) {
-      float *v = &cost[a * num_proto + p];
-      if (!(*v >= 0.0f)) continue;
-      float mine = a < na && p < np ? pred[a][p] : -1.0f;
-      if (mine >= 0 && a == NCCL_ALGO_RING) mine = fminf(mine * ring_scale, 2.9e9f);
-      *v = mine >= 0 ? mine : TOPO_TABLE_UNPREDICTED_US;
+      if (!(row[p] >= 0.0f)) continue; /* ignored: -1, -1024, NaN */
+      const topo_table_entry *e = a < na && p < np ? &c->e[a][p] : NULL;
+      if (!e || e->lat < 0) {
+        if (a * num_proto + p < 32) unpredicted |= 1u << (a * num_proto + p);
+        else row[p] = TOPO_TABLE_UNPREDICTED_US;
+        continue;
+      }
+      float v = e->lat * lc + (e->xfer + e->slope * dx) * xs;
+      v = v >= 0.0f ? (v < 2.9e9f ? v : 2.9e9f) : 0.0f;
+      row[p] = v;
+      predicted++;
+      if (v < best) {
+        best = v;
+        ba = a;
+        bp = p;
+      }
     }
-  int ba = -1, bp = -1;
-  if (!topo_table_select(cost, num_algo, num_proto, &ba, &bp)) return 0; /* cannot happen */
+  }
+  if (!predicted) return -1; /* nothing we can speak for: NCCL's table stands */
+  for (int i = 0; unpredicted; i++, unpredicted >>= 1)
+    if (unpredicted & 1) cost[i] = TOPO_TABLE_UNPREDICTED_US;
   *algo = ba;
   *proto = bp;
   return ba < na && bp < np ? c->nch[ba][bp] : 0;

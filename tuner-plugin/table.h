@@ -22,10 +22,14 @@
 /* Value written into entries NCCL allows but the model cannot predict: usable, never preferred. */
 #define TOPO_TABLE_UNPREDICTED_US 3.0e9f
 
+typedef struct topo_table_entry {
+  float lat;   /* latency part, us (< 0: no prediction) */
+  float xfer;  /* transfer us at the lower edge */
+  float slope; /* us per byte up to the next edge */
+} topo_table_entry;
+
 typedef struct topo_table_cell {
-  float lat[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];   /* < 0: no prediction */
-  float xfer[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];  /* transfer us at the lower edge */
-  float slope[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS]; /* us per byte up to the next edge */
+  topo_table_entry e[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
   uint8_t nch[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS]; /* preferred channels, 0 = NCCL's */
 } topo_table_cell;
 
