@@ -20,9 +20,11 @@ static const double coll_eff[NCCL_NUM_FUNCTIONS][NCCL_NUM_PROTOCOLS] = {
  * small-message floor and the large-message intercept), per collective and protocol. */
 static const double fill_bytes[NCCL_NUM_FUNCTIONS][NCCL_NUM_PROTOCOLS] = {
     {0, 67e3, 135e3}, {0, 110e3, 91e3}, {0, 67e3, 135e3}, {0, 110e3, 91e3}, {0, 83e3, 54e3}};
-/* Pipeline steps beyond the algorithm's hops that pay the protocol's per-step latency (0: the
- * profile's per-step latencies already include the pipeline's start, as fitted). */
-static const double proto_fill_steps = 0.0;
+/* The profile's per-step protocol latency is fitted on 2 ranks, where AllReduce has 2 steps.
+ * Half of it is paid once (the chunk pipeline's start and drain), half per step:
+ * protocol latency = lat_us x (steps + 2) / 2 - exact for 2 steps, and on 2 ranks it matches
+ * AllGather's single step better than lat_us x steps (LL128 11.3 us measured). */
+static double proto_steps_lat(double plat, double steps) { return plat * (steps + 2.0) / 2.0; }
 /* Tree: extra fan-in synchronisation per call, and bandwidth relative to a ring per protocol. */
 static const double tree_extra_lat_us = 1.5;
 static const double tree_proto_eff[NCCL_NUM_PROTOCOLS] = {0.92, 0.85, 1.0};
@@ -111,6 +113,15 @@ static double fill_us(const topo_model *m, int coll, int proto, int nch, double 
   return f / (pp->ch_bw_gbs * coll_eff[coll][proto] * 1e3);
 }
 
+/* LL moves data in rounds of one flagged line per thread, each round one hop latency long: its
+ * step latencies and its transfer overlap (time = launch + max(hops, transfer)). LL128 and
+ * Simple pipeline chunks behind a handshake per step: latency and transfer add up. Returns the
+ * transfer part that remains beside the `hops_us` already counted as latency. */
+static double overlap(int proto, double hops_us, double xfer_us) {
+  if (proto != NCCL_PROTO_LL) return xfer_us;
+  return xfer_us > hops_us ? xfer_us - hops_us : 0.0;
+}
+
 /* The link model alone (no fitted terms). */
 static int link_model(const topo_model *m, int coll, int algo, int proto, int nch, double S,
                       int reg_buff, double *lat_us, double *xfer_us) {
@@ -134,8 +145,9 @@ static int link_model(const topo_model *m, int coll, int algo, int proto, int nc
     double link = multi ? fmin(in->bw_gbs, net->bw_gbs) : in->bw_gbs;
     if (r <= 1 && multi) link = net->bw_gbs;
     *lat_us = launch + (steps - inter) * in->lat_us + inter * net->lat_us +
-              (steps + proto_fill_steps) * plat;
-    *xfer_us = wire / (chan_bw(m, coll, proto, nch, link) * 1e3) + fill_us(m, coll, proto, nch, wire);
+              proto_steps_lat(plat, steps);
+    *xfer_us = overlap(proto, *lat_us - launch, wire / (chan_bw(m, coll, proto, nch, link) * 1e3)) +
+               fill_us(m, coll, proto, nch, wire);
     return 0;
   }
   case NCCL_ALGO_TREE: {
@@ -145,8 +157,9 @@ static int link_model(const topo_model *m, int coll, int algo, int proto, int nc
     double t_in = wire_in > 0 ? wire_in / (chan_bw(m, coll, proto, nch, in->bw_gbs) * 1e3) : 0;
     double t_net = wire_net > 0 ? wire_net / (chan_bw(m, coll, proto, nch, net->bw_gbs) * 1e3) : 0;
     *lat_us = launch + tree_extra_lat_us + hops_in * in->lat_us + hops_net * net->lat_us +
-              (hops_in + hops_net + proto_fill_steps) * plat;
-    *xfer_us = fmax(t_in, t_net) / tree_proto_eff[proto] + fill_us(m, coll, proto, nch, fmax(wire_in, wire_net));
+              proto_steps_lat(plat, hops_in + hops_net);
+    *xfer_us = overlap(proto, *lat_us - launch - tree_extra_lat_us, fmax(t_in, t_net) / tree_proto_eff[proto]) +
+               fill_us(m, coll, proto, nch, fmax(wire_in, wire_net));
     return 0;
   }
   case NCCL_ALGO_NVLS:
@@ -159,7 +172,7 @@ static int link_model(const topo_model *m, int coll, int algo, int proto, int nc
     double phases = coll == ncclFuncAllReduce ? 2 : 1;
     double wire_in = coll == ncclFuncAllReduce ? S : (n - 1) / n * S;
     double t_in = wire_in / (chan_bw(m, coll, proto, nvls_channels, in->bw_gbs) * nvls_eff * 1e3);
-    double lat = launch + phases * (r * in->lat_us / 2 + proto_fill_steps * plat);
+    double lat = launch + phases * r * in->lat_us / 2 + proto_steps_lat(plat, phases);
     double t_net = 0;
     if (multi) {
       double hops = algo == NCCL_ALGO_NVLS_TREE ? 2 * ilog2_ceil(m->nnodes)
@@ -181,7 +194,7 @@ static int link_model(const topo_model *m, int coll, int algo, int proto, int nc
     const topo_profile_link *l = multi ? net : in;
     double hops = ilog2_ceil(m->nranks);
     double wire = (n - 1) / n * S;
-    *lat_us = launch + hops * (l->lat_us + plat) + proto_fill_steps * plat;
+    *lat_us = launch + hops * l->lat_us + proto_steps_lat(plat, hops);
     *xfer_us = wire / (chan_bw(m, coll, proto, nch, l->bw_gbs) * pat_eff * 1e3) +
                fill_us(m, coll, proto, nch, wire);
     return 0;
@@ -196,7 +209,7 @@ static int link_model(const topo_model *m, int coll, int algo, int proto, int nc
     double hops_in = algo == NCCL_ALGO_COLLNET_CHAIN ? 2 * (r - 1) : (r > 1 ? 2 : 0);
     double wire = coll == ncclFuncAllReduce ? S : (n - 1) / n * S;
     double link = r > 1 ? fmin(in->bw_gbs, net->bw_gbs) : net->bw_gbs;
-    *lat_us = launch + hops_in * in->lat_us + 2 * net->lat_us + (hops_in + 2 + proto_fill_steps) * plat;
+    *lat_us = launch + hops_in * in->lat_us + 2 * net->lat_us + proto_steps_lat(plat, hops_in + 2);
     double t = wire / (chan_bw(m, coll, proto, nch, link) * 1e3);
     if (reg_buff) t *= 0.9;
     *xfer_us = t;

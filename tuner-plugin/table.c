@@ -7,12 +7,14 @@
 
 #include "alloc.h"
 
-static double edge_bytes(int b) { return b == 0 ? 0.0 : ldexp(1.0, b); }
+/* Bucket i covers [edge(i), edge(i+1)): two per octave, at 2^k and 1.5 x 2^k. */
+static double edge_bytes(int i) { return i < 2 ? (double)i : ldexp(i % 2 ? 1.5 : 1.0, i / 2); }
 
 int topo_table_bucket(size_t nbytes) {
-  if (nbytes < 2) return 0;
-  int b = 63 - __builtin_clzll((unsigned long long)nbytes);
-  return b < TOPO_TABLE_BUCKETS ? b : TOPO_TABLE_BUCKETS - 1;
+  if (nbytes < 2) return (int)nbytes;
+  int k = 63 - __builtin_clzll((unsigned long long)nbytes);
+  int i = 2 * k + (int)((nbytes >> (k - 1)) & 1);
+  return i < TOPO_TABLE_BUCKETS ? i : TOPO_TABLE_BUCKETS - 1;
 }
 
 /* Algorithms whose cost depends on regBuff in the model. */
@@ -62,6 +64,7 @@ topo_status topo_table_build(const topo_model *m, topo_table **out) {
   topo_table *t = topo_calloc(1, sizeof *t);
   if (!t) return TOPO_ERR_NOMEM;
   t->nranks = m->nranks;
+  for (int i = 0; i < TOPO_TABLE_BUCKETS; i++) t->edge[i] = (float)edge_bytes(i);
   for (int coll = 0; coll < NCCL_NUM_FUNCTIONS; coll++)
     for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
       for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
@@ -126,7 +129,7 @@ int topo_table_apply(const topo_table *t, int coll, size_t nbytes, int pipe_ops,
   const topo_table_cell *c = &t->cells[coll][b][reg_buff ? 1 : 0];
   int na = num_algo < NCCL_NUM_ALGORITHMS ? num_algo : NCCL_NUM_ALGORITHMS;
   int np = num_proto < NCCL_NUM_PROTOCOLS ? num_proto : NCCL_NUM_PROTOCOLS;
-  float dx = (float)((double)nbytes - (b == 0 ? 0.0 : (double)(1ull << b)));
+  float dx = (float)nbytes - t->edge[b];
   float lc_ring = pipe_ops > 1 ? (float)pipe_ops : 1.0f;
   float lc_other = pipe_ops > 10 ? (float)((pipe_ops + 9) / 10) : 1.0f;
 

@@ -16,7 +16,9 @@
 
 #include "model.h"
 
-#define TOPO_TABLE_BUCKETS 41 /* [0,2), [2,4), ..., [2^40, inf): beyond, the last bucket extrapolates */
+/* Two buckets per octave: [2^k, 1.5 x 2^k), [1.5 x 2^k, 2^(k+1)), for k < 41; beyond 2^41 the
+ * last bucket extrapolates. */
+#define TOPO_TABLE_BUCKETS 82
 /* Saving SMs: a smaller channel count is taken only when predicted within this factor. */
 #define TOPO_TABLE_CHANNEL_TOLERANCE 1.015
 /* Value written into entries NCCL allows but the model cannot predict: usable, never preferred. */
@@ -35,6 +37,7 @@ typedef struct topo_table_cell {
 
 typedef struct topo_table {
   int nranks;
+  float edge[TOPO_TABLE_BUCKETS]; /* lower edge of each bucket, bytes */
   topo_table_cell cells[NCCL_NUM_FUNCTIONS][TOPO_TABLE_BUCKETS][2]; /* [coll][bucket][regBuff] */
 } topo_table;
 
@@ -42,7 +45,7 @@ typedef struct topo_table {
 topo_status topo_table_build(const topo_model *m, topo_table **out);
 void topo_table_free(topo_table *t);
 
-/* Size bucket of nBytes and its lower edge. */
+/* Size bucket of nBytes. */
 int topo_table_bucket(size_t nbytes);
 
 /* Predicted us for one entry (-1 when none). Hot path: O(1), no allocation. */
