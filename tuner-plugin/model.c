@@ -113,6 +113,13 @@ static double fill_us(const topo_model *m, int coll, int proto, int nch, double 
   return f / (pp->ch_bw_gbs * coll_eff[coll][proto] * 1e3);
 }
 
+/* One LL round: every thread of a channel (512) stores one 8-byte flagged line; a hop can never
+ * be shorter than a round, whatever the link's latency. */
+static double ll_round_us(const topo_model *m) {
+  double ch = m->prof->proto[NCCL_PROTO_LL].ch_bw_gbs;
+  return ch > 0 ? 512.0 * 8.0 / (ch * 1e3) : 0.0;
+}
+
 /* LL moves data in rounds of one flagged line per thread, each round one hop latency long: its
  * step latencies and its transfer overlap (time = launch + max(hops, transfer)). LL128 and
  * Simple pipeline chunks behind a handshake per step: latency and transfer add up. Returns the
@@ -134,6 +141,9 @@ static int link_model(const topo_model *m, int coll, int algo, int proto, int nc
   if (!multi && in->bw_gbs <= 0) return -1;
   double launch = p->launch_us;
   double plat = pp->lat_us;
+  /* Per-hop latency inside a domain (LL: at least one round). */
+  double hop_in = in->lat_us;
+  if (proto == NCCL_PROTO_LL && ll_round_us(m) > hop_in) hop_in = ll_round_us(m);
 
   switch (algo) {
   case NCCL_ALGO_RING: {
@@ -144,7 +154,7 @@ static int link_model(const topo_model *m, int coll, int algo, int proto, int nc
                 : S;
     double link = multi ? fmin(in->bw_gbs, net->bw_gbs) : in->bw_gbs;
     if (r <= 1 && multi) link = net->bw_gbs;
-    *lat_us = launch + (steps - inter) * in->lat_us + inter * net->lat_us +
+    *lat_us = launch + (steps - inter) * hop_in + inter * net->lat_us +
               proto_steps_lat(plat, steps);
     *xfer_us = overlap(proto, *lat_us - launch, wire / (chan_bw(m, coll, proto, nch, link) * 1e3)) +
                fill_us(m, coll, proto, nch, wire);
@@ -156,7 +166,7 @@ static int link_model(const topo_model *m, int coll, int algo, int proto, int nc
     double wire_in = r <= 1 ? 0 : r == 2 ? S : 2 * S, wire_net = multi ? S : 0;
     double t_in = wire_in > 0 ? wire_in / (chan_bw(m, coll, proto, nch, in->bw_gbs) * 1e3) : 0;
     double t_net = wire_net > 0 ? wire_net / (chan_bw(m, coll, proto, nch, net->bw_gbs) * 1e3) : 0;
-    *lat_us = launch + tree_extra_lat_us + hops_in * in->lat_us + hops_net * net->lat_us +
+    *lat_us = launch + tree_extra_lat_us + hops_in * hop_in + hops_net * net->lat_us +
               proto_steps_lat(plat, hops_in + hops_net);
     *xfer_us = overlap(proto, *lat_us - launch - tree_extra_lat_us, fmax(t_in, t_net) / tree_proto_eff[proto]) +
                fill_us(m, coll, proto, nch, fmax(wire_in, wire_net));

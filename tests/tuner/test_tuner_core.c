@@ -198,8 +198,9 @@ static void test_model_is_physically_sensible(void **state) {
   for (int ch = 1; ch <= 24; ch++) {
     double l, x;
     topo_model_parts(&m, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, ch, big, 0, &l, &x);
-    /* Simple's protocol latency: lat_us x (14 steps + 2) / 2 on top of LL's. */
-    assert_float_equal(l, lar + p.proto[NCCL_PROTO_SIMPLE].lat_us * 8, 1e-9);
+    /* Launch, 14 NVLink hops, Simple's protocol latency lat_us x (14 steps + 2) / 2. */
+    assert_float_equal(l, p.launch_us + 14 * p.link[TOPO_LINK_NVLINK].lat_us +
+                              p.proto[NCCL_PROTO_SIMPLE].lat_us * 8, 1e-9);
     assert_true(x < prev);
     prev = x;
   }
