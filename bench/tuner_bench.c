@@ -61,8 +61,22 @@ static void bench_calls(const char *label, const char *path, const query *q, int
   }
   *out_med = pct(ns, n, 0.5);
   *out_p99 = pct(ns, n, 0.99);
-  printf("%-28s median %6.1f ns  p99 %7.1f ns  max %9.1f ns  (%d calls)\n", label, *out_med,
-         *out_p99, ns[n - 1], n);
+  printf("%-28s median %6.1f ns  p99 %7.1f ns  max %9.1f ns  (%d calls, each timed)\n", label,
+         *out_med, *out_p99, ns[n - 1], n);
+  /* Batches of 32 calls timed together: the timer's own cost amortised (table restores included,
+   * as in the baseline). */
+  int nb = n / 32;
+  for (int b = 0; b < nb; b++) {
+    double t0 = now_ns();
+    for (int i = b * 32; i < b * 32 + 32; i++) {
+      memcpy(table, q[i].table, sizeof table);
+      int nch = 0;
+      topo_host_tuner_get(&t, q[i].coll, q[i].bytes, 1, table, 0, &nch);
+    }
+    ns[b] = (now_ns() - t0) / 32;
+  }
+  printf("%-28s median %6.1f ns  p99 %7.1f ns per call in batches of 32\n", "", pct(ns, nb, 0.5),
+         pct(ns, nb, 0.99));
   free(ns);
   topo_host_tuner_finalize(&t);
   topo_host_tuner_unload(&t);

@@ -154,23 +154,22 @@ int topo_table_apply(const topo_table *t, int coll, size_t nbytes, int pipe_ops,
   float best = 3.6e9f;
   int ba = -1, bp = -1, predicted = 0;
   uint32_t unpredicted = 0;
-  for (int a = 0; a < num_algo; a++) {
+  for (int a = 0; a < na; a++) {
     float *row = &cost[a * num_proto];
+    const topo_table_entry *e = c->e[a];
     float lc = a == NCCL_ALGO_RING ? lc_ring * ring_scale : lc_other;
     float xs = a == NCCL_ALGO_RING ? ring_scale : 1.0f;
-    for (int p = 0; p < num_proto; p++) {
+    for (int p = 0; p < np; p++) {
       if (!(row[p] >= 0.0f)) continue; /* ignored: -1, -1024, NaN */
-      const topo_table_entry *e = a < na && p < np ? &c->e[a][p] : NULL;
-      if (!e || e->lat < 0) {
-        if (a * num_proto + p < 32) unpredicted |= 1u << (a * num_proto + p);
-        else row[p] = TOPO_TABLE_UNPREDICTED_US;
+      if (e[p].lat < 0) {
+        unpredicted |= 1u << (a * NCCL_NUM_PROTOCOLS + p);
         continue;
       }
-      float v = e->lat * lc + (e->xfer + e->slope * dx) * xs;
+      float v = e[p].lat * lc + (e[p].xfer + e[p].slope * dx) * xs;
       v = v >= 0.0f ? (v < 2.9e9f ? v : 2.9e9f) : 0.0f;
       row[p] = v;
       predicted++;
-      if (v < best) {
+      if (v < best) { /* NCCL's selection: strict minimum, lowest algorithm then protocol */
         best = v;
         ba = a;
         bp = p;
@@ -179,7 +178,12 @@ int topo_table_apply(const topo_table *t, int coll, size_t nbytes, int pipe_ops,
   }
   if (!predicted) return -1; /* nothing we can speak for: NCCL's table stands */
   for (int i = 0; unpredicted; i++, unpredicted >>= 1)
-    if (unpredicted & 1) cost[i] = TOPO_TABLE_UNPREDICTED_US;
+    if (unpredicted & 1) cost[(i / NCCL_NUM_PROTOCOLS) * num_proto + i % NCCL_NUM_PROTOCOLS] = TOPO_TABLE_UNPREDICTED_US;
+  /* Entries beyond what we model (a future NCCL's extra algorithms or protocols). */
+  if (num_algo > na || num_proto > np)
+    for (int a = 0; a < num_algo; a++)
+      for (int p = a < na ? np : 0; p < num_proto; p++)
+        if (cost[a * num_proto + p] >= 0.0f) cost[a * num_proto + p] = TOPO_TABLE_UNPREDICTED_US;
   *algo = ba;
   *proto = bp;
   return ba < na && bp < np ? c->nch[ba][bp] : 0;
