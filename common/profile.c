@@ -529,13 +529,15 @@ static void handle_line(reader *r, char *line) {
 
   if (strcmp(k, "topo-profile") == 0) {
     long v;
-    if (ntok != 2 || !parse_long(tok[1], 1, 1000000, &v))
-      { bad(ps, "version line: want 'topo-profile <version>'"); return; }
+    r->version_seen = 1; /* a malformed one still counts: no second warning for its absence */
+    if (ntok != 2 || !parse_long(tok[1], 1, 1000000, &v)) {
+      bad(ps, "version line: want 'topo-profile <version>'");
+      return;
+    }
     if (v > TOPO_PROFILE_VERSION) {
       TOPO_WARN("%s:%d: profile version %ld is newer than this reader's %d; keys it does not know "
                 "will be skipped", ps->name, ps->line, v, TOPO_PROFILE_VERSION);
     }
-    r->version_seen = 1;
     return;
   }
   if (!r->version_seen) {
