@@ -62,15 +62,16 @@ static void file_stamp(const char *path, long long *mtime, long long *size) {
   }
 }
 
-const char *topo_tuner_gpu_model(char *buf, size_t len) {
-  const char *env = topo_env_str(TOPO_ENV_TUNER_GPU);
-  if (env[0] && strcasecmp(env, "auto") != 0) {
-    snprintf(buf, len, "%s", env);
-    return buf;
-  }
+/* The first GPU's model from the driver, read once per process (lock-free after). */
+static char detected_gpu[32];
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+
+static void detect_gpu(void) {
+  char *buf = detected_gpu;
+  size_t len = sizeof detected_gpu;
   snprintf(buf, len, "H200");
   DIR *d = opendir("/proc/driver/nvidia/gpus");
-  if (!d) return buf;
+  if (!d) return;
   struct dirent *e;
   while ((e = readdir(d))) {
     if (e->d_name[0] == '.') continue;
@@ -89,6 +90,16 @@ const char *topo_tuner_gpu_model(char *buf, size_t len) {
     break; /* the first GPU decides: every rank of a node sees the same list */
   }
   closedir(d);
+}
+
+const char *topo_tuner_gpu_model(char *buf, size_t len) {
+  const char *env = topo_env_str(TOPO_ENV_TUNER_GPU);
+  if (env[0] && strcasecmp(env, "auto") != 0) {
+    snprintf(buf, len, "%s", env);
+    return buf;
+  }
+  pthread_once(&detect_once, detect_gpu);
+  snprintf(buf, len, "%s", detected_gpu);
   return buf;
 }
 
