@@ -123,7 +123,8 @@ static double ll_round_us(const topo_model *m) {
 }
 
 /* LL moves data in rounds of one flagged line per thread, each round one hop latency long: its
- * step latencies and its transfer overlap (time = launch + max(hops, transfer)). LL128 and
+ * hops inside an NVLink domain and its transfer overlap (time = launch + max(hops, transfer));
+ * network hops are a delay the stream pays on top. LL128 and
  * Simple pipeline chunks behind a handshake per step: latency and transfer add up. Returns the
  * transfer part that remains beside the `hops_us` already counted as latency. */
 static double overlap(int proto, double hops_us, double xfer_us) {
@@ -154,11 +155,12 @@ static int link_model(const topo_model *m, int coll, int algo, int proto, int nc
     double wire = coll == ncclFuncAllReduce ? 2 * (n - 1) / n * S
                 : coll == ncclFuncAllGather || coll == ncclFuncReduceScatter ? (n - 1) / n * S
                 : S;
-    double link = multi ? fmin(in->bw_gbs, net->bw_gbs) : in->bw_gbs;
-    if (r <= 1 && multi) link = net->bw_gbs;
+    /* Rings leave a node through every GPU's NIC (one ring per NIC): the network side carries
+     * a GPU's wire over r NICs' worth of bandwidth. */
+    double link = multi ? (r > 1 ? fmin(in->bw_gbs, net->bw_gbs * r) : net->bw_gbs) : in->bw_gbs;
     *lat_us = launch + (steps - inter) * hop_in + inter * net->lat_us +
               proto_steps_lat(plat, steps);
-    *xfer_us = overlap(proto, *lat_us - launch, wire / (chan_bw(m, coll, proto, nch, link) * 1e3)) +
+    *xfer_us = overlap(proto, (steps - inter) * hop_in, wire / (chan_bw(m, coll, proto, nch, link) * 1e3)) +
                fill_us(m, coll, proto, nch, wire);
     return 0;
   }
@@ -167,10 +169,10 @@ static int link_model(const topo_model *m, int coll, int algo, int proto, int nc
     double hops_in = 2 * (r - 1), hops_net = multi ? 2 * ilog2_ceil(m->nnodes) : 0;
     double wire_in = r <= 1 ? 0 : r == 2 ? S : 2 * S, wire_net = multi ? S : 0;
     double t_in = wire_in > 0 ? wire_in / (chan_bw(m, coll, proto, nch, in->bw_gbs) * 1e3) : 0;
-    double t_net = wire_net > 0 ? wire_net / (chan_bw(m, coll, proto, nch, net->bw_gbs) * 1e3) : 0;
+    double t_net = wire_net > 0 ? wire_net / (chan_bw(m, coll, proto, nch, net->bw_gbs * r) * 1e3) : 0;
     *lat_us = launch + tree_extra_lat_us + hops_in * hop_in + hops_net * net->lat_us +
               proto_steps_lat(plat, hops_in + hops_net);
-    *xfer_us = overlap(proto, *lat_us - launch - tree_extra_lat_us, fmax(t_in, t_net) / tree_proto_eff[proto]) +
+    *xfer_us = overlap(proto, hops_in * hop_in, fmax(t_in, t_net) / tree_proto_eff[proto]) +
                fill_us(m, coll, proto, nch, fmax(wire_in, wire_net));
     return 0;
   }
@@ -193,7 +195,7 @@ static int link_model(const topo_model *m, int coll, int algo, int proto, int nc
       double wire_net = algo == NCCL_ALGO_NVLS_TREE ? S
                       : coll == ncclFuncAllReduce ? 2 * (N - 1) / N * S : (N - 1) / N * S;
       lat += hops * (net->lat_us + plat);
-      t_net = wire_net / (chan_bw(m, coll, proto, nvls_channels, net->bw_gbs) * 1e3);
+      t_net = wire_net / (chan_bw(m, coll, proto, nvls_channels, net->bw_gbs * r) * 1e3);
     }
     double t = fmax(t_in, t_net);
     if (reg_buff) t *= 0.9; /* zero-copy user buffers: no staging copy */
@@ -221,7 +223,7 @@ static int link_model(const topo_model *m, int coll, int algo, int proto, int nc
       return -1;
     double hops_in = algo == NCCL_ALGO_COLLNET_CHAIN ? 2 * (r - 1) : (r > 1 ? 2 : 0);
     double wire = coll == ncclFuncAllReduce ? S : (n - 1) / n * S;
-    double link = r > 1 ? fmin(in->bw_gbs, net->bw_gbs) : net->bw_gbs;
+    double link = r > 1 ? fmin(in->bw_gbs, net->bw_gbs * r) : net->bw_gbs;
     *lat_us = launch + hops_in * in->lat_us + 2 * net->lat_us + proto_steps_lat(plat, hops_in + 2);
     double t = wire / (chan_bw(m, coll, proto, nch, link) * 1e3);
     if (reg_buff) t *= 0.9;
