@@ -401,6 +401,44 @@ static void test_bad_profile_line_warns_and_the_rest_is_used(void **state) {
   topo_profile_free(&prof);
 }
 
+/* A profile's fitted term replaces the link model inside its measured byte range only. */
+static void test_fitted_terms_take_precedence_in_their_range(void **state) {
+  (void)state;
+  topo_profile prof;
+  topo_profile_builtin("H200", &prof);
+  topo_profile_term term = {.coll = ncclFuncAllReduce, .algo = NCCL_ALGO_TREE,
+                            .proto = NCCL_PROTO_LL128, .nchannels = 0, .lat_us = 1.0,
+                            .bw_gbs = 2000.0, .min_bytes = 1 << 20, .max_bytes = 1 << 24,
+                            .rel_err = 0.01, .npoints = 5};
+  assert_int_equal(topo_profile_set_term(&prof, &term), TOPO_OK);
+  char path[] = "/tmp/topo-tuner-terms-XXXXXX";
+  FILE *f = fdopen(mkstemp(path), "w");
+  assert_int_equal(topo_profile_write(f, &prof), TOPO_OK);
+  fclose(f);
+  setenv("TOPO_TUNER_PROFILE", path, 1);
+  topo_host_tuner t;
+  open_tuner(&t, TOPO_NCCL_2_28, 2, 1);
+  static const struct { size_t bytes; int fitted; } cases[] = {
+      {256 << 10, 0}, {1 << 20, 1}, {4 << 20, 1}, {16 << 20, 1}, {64 << 20, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    float table[21];
+    nccl2_fill(ncclFuncAllReduce, cases[i].bytes, 7, table);
+    int nch = 0, a = -1, p = -1;
+    topo_host_tuner_get(&t, ncclFuncAllReduce, cases[i].bytes, 1, table, 0, &nch);
+    assert_true(topo_host_select(table, 7, 3, &a, &p));
+    int is_term = a == NCCL_ALGO_TREE && p == NCCL_PROTO_LL128;
+    if (is_term != cases[i].fitted)
+      fail_msg("%zu B: picked %d/%d (fitted term %s)", cases[i].bytes, a, p,
+               cases[i].fitted ? "expected" : "out of range");
+    if (is_term) /* the term's own time: 1 us + bytes / 2000 GB/s */
+      assert_float_equal(table[a * 3 + p], 1.0 + cases[i].bytes / 2e6, 0.01 * (1.0 + cases[i].bytes / 2e6));
+  }
+  close_tuner(&t);
+  unsetenv("TOPO_TUNER_PROFILE");
+  unlink(path);
+  topo_profile_free(&prof);
+}
+
 static void test_unknown_topo_variable_warns(void **state) {
   (void)state;
   setenv("TOPO_TUNER_NO_SUCH_KNOB", "1", 1);
@@ -460,6 +498,7 @@ int main(void) {
       cmocka_unit_test_setup(test_force_takes_the_choice_where_allowed, setup),
       cmocka_unit_test_setup(test_rules_pin_choices_ahead_of_the_model, setup),
       cmocka_unit_test_setup(test_bad_profile_line_warns_and_the_rest_is_used, setup),
+      cmocka_unit_test_setup(test_fitted_terms_take_precedence_in_their_range, setup),
       cmocka_unit_test_setup(test_unknown_topo_variable_warns, setup),
       cmocka_unit_test_setup(test_v5_constants_calibrated_within_bounds, setup),
   };
