@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The decision table: the cost model evaluated once at init for every collective, log2 size
- * bucket and regBuff value, so that getCollInfo is a lookup. Per bucket and (algorithm, protocol)
- * it holds the latency part (scaled by numPipeOps at call time), the transfer time at the lower
- * bucket edge with its slope up to the next edge (linear interpolation, exact at the edges), and
- * the channel count the model prefers (0 = NCCL's own).
+ * The decision table: the cost model evaluated once at init for every collective, size bucket
+ * (two per octave) and regBuff value, so that getCollInfo is a lookup. Per bucket and
+ * (algorithm, protocol) it holds the latency part (scaled by numPipeOps at call time), the
+ * transfer time at the lower bucket edge with its slope up to the next edge (linear
+ * interpolation, exact at the edges), and the channel count the model prefers (0 = NCCL's own).
  * Ownership: built by topo_table_build (allocates), released by topo_table_free. Read-only and
  * shareable between threads and communicators once built.
  */
