@@ -77,7 +77,7 @@ typedef struct topo_cal_options {
 } topo_cal_options;
 
 /* Defaults: every collective, sizes 8 B .. 1 GB x2, channels {0,4,8,16,24,32}, 20 iterations,
- * 3 warm-up, auto timing (graphs up to 4 MB), p2p on 256 MB, prune 4, verify on. */
+ * 3 warm-up, auto timing (graphs up to 16 MB), p2p on 256 MB, prune 4, verify on. */
 void topo_cal_options_default(topo_cal_options *o);
 /* Parse argv. Returns 0, or -1 with a one-line message in err (no "error:" prefix). --help and
  * --version only set the flags. --quick applies its limits after every other option. */

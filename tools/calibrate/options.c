@@ -27,7 +27,7 @@ void topo_cal_options_default(topo_cal_options *o) {
   o->iters = 20;
   o->warmup = 3;
   o->timing = TOPO_CAL_TIMING_AUTO;
-  o->graph_max_bytes = 4ull << 20;
+  o->graph_max_bytes = 16ull << 20;
   o->p2p_bytes = 256ull << 20;
   o->p2p = 1;
   o->sweep = 1;
@@ -339,7 +339,7 @@ void topo_cal_usage(FILE *f, const char *prog) {
           "  -w, --warmup N        untimed samples first (default 3)\n"
           "      --quick           x4 steps, NCCL's channel count only, <= 256M (about a minute)\n"
           "      --timing MODE     auto (graphs up to --graph-max), graph or eager\n"
-          "      --graph-max SIZE  largest size timed with CUDA graphs in auto mode (default 4M)\n"
+          "      --graph-max SIZE  largest size timed with CUDA graphs in auto mode (default 16M)\n"
           "      --p2p-bytes SIZE  copy size of the p2p bandwidth matrix (default 256M)\n"
           "      --no-p2p          skip the p2p matrix; --no-sweep skip the collectives;\n"
           "      --no-default      skip the NCCL-default sweep\n"

@@ -749,7 +749,8 @@ static int measure_point(run_ctx *c, const topo_cal_setting *s, int coll, uint64
       p->ran_algo = ch->algo;
       p->ran_proto = ch->proto;
       p->ran_channels = ch->nchannels;
-      if (ch->algo != s->algo || ch->proto != s->proto || (s->nchannels > 0 && ch->nchannels != s->nchannels))
+      /* Channels: a forced count is a ceiling (small messages use fewer channels). */
+      if (ch->algo != s->algo || ch->proto != s->proto || (s->nchannels > 0 && ch->nchannels > s->nchannels))
         flag = 2;
     }
   } else if (!rc && c->log_on) {
@@ -999,8 +1000,10 @@ static int share_machine(run_ctx *c) {
   return 0;
 }
 
-/* Control communicator + facts; picks up the allowed table, the channel count, the tuner state. */
-static int control_up(run_ctx *c, const ncclUniqueId *id, int first) {
+/* Control communicator + facts; picks up the allowed table, the channel count, the tuner state.
+ * expect_tuner: NCCL_TUNER_PLUGIN names our tuner and this is the first communicator to load it
+ * (NCCL logs "TUNER/Plugin: Using" only then), so its absence from the log means not loaded. */
+static int control_up(run_ctx *c, const ncclUniqueId *id, int first, int expect_tuner) {
   if (c->log_on) {
     topo_cal_nccl_log_poll(&c->log);
     topo_cal_nccl_log_reset(&c->log);
@@ -1008,6 +1011,10 @@ static int control_up(run_ctx *c, const ncclUniqueId *id, int first) {
   if (comm_create(c, CONTROLS(c), 0, "topo-calibrate control", id)) return -1;
   open_log(c);
   shared_facts f;
+  if (c->log_on && expect_tuner) {
+    topo_cal_nccl_log_poll(&c->log);
+    if (c->log.tuner_loaded != 1) c->log.tuner_loaded = 0;
+  }
   if (learn_facts(c, &f)) return -1;
   if (first) {
     if (share_machine(c)) return -1;
@@ -1064,7 +1071,7 @@ static int sweep(run_ctx *c) {
   set_env("TOPO_TUNER_FORCE", NULL);
   if (phase_a) {
     set_env("NCCL_TUNER_PLUGIN", c->tuner_path);
-    if (control_up(c, &id, 1)) return -1;
+    if (control_up(c, &id, 1, 1)) return -1;
     if (r->tuner_loaded == 0) {
       if (o->force_via == TOPO_CAL_VIA_TUNER) {
         topo_cal_warn("NCCL did not load %s (NCCL_TUNER_PLUGIN); see %s", c->tuner_path, c->log_path);
@@ -1119,7 +1126,7 @@ static int sweep(run_ctx *c) {
   int need_b = !c->use_tuner_force || o->run_default || o->bench;
   if (!need_b) return 0;
   set_env("NCCL_TUNER_PLUGIN", "none");
-  if (control_up(c, &id, !phase_a)) return -1;
+  if (control_up(c, &id, !phase_a, 0)) return -1;
   if (!phase_a) {
     r->force_via = TOPO_CAL_VIA_ENV;
     nplan = topo_cal_plan_settings(o, &r->allowed, plan, 256);
