@@ -73,6 +73,7 @@ typedef struct topo_cal_options {
   const char *tuner;            /* libtopo-tuner.so */
   const char *profile;          /* --bench: profile the tuner runs on */
   const char *workdir;          /* NCCL log and temporary profile */
+  double time_budget_s;         /* > 0: skip forced settings once the run nears this (default/tuner still run) */
   int verbose;
 } topo_cal_options;
 
@@ -235,6 +236,8 @@ typedef struct topo_cal_results {
   int nsettings, cap_settings;
   topo_cal_point *points;
   int npoints, cap_points;
+  int partial;              /* 1: stopped early (signal or time budget); what ran is complete */
+  int skipped_settings;     /* forced settings not run because of the time budget */
 } topo_cal_results;
 
 void topo_cal_results_init(topo_cal_results *r);
@@ -354,6 +357,11 @@ typedef struct topo_cal_proc {
   int (*share_id)(void *ctx, void *id, size_t len);
   void *share_ctx;
 } topo_cal_proc;
+
+/* Ask a running sweep to stop after the current point (async-signal-safe; main() calls it from
+ * SIGTERM/SIGINT). The outputs are still written, marked partial. */
+void topo_cal_request_stop(void);
+int topo_cal_stop_requested(void);
 
 /* Run every measurement this process takes part in, fill r (identical in every process), write
  * outputs from process 0. Returns the exit code: 0, 1 (a measurement failed), 2 (no usable GPU). */

@@ -60,6 +60,23 @@ static int share_id(void *ctx, void *id, size_t len) {
   return read_all(s->fds[2 * s->proc], id, len);
 }
 
+/* The parent forwards SIGTERM/SIGINT to its workers (they stop after their current point, in
+ * step, and write what they measured) and keeps waiting for them. */
+static pid_t *signal_pids;
+static int signal_npids;
+
+static void forward_signal(int sig) {
+  for (int i = 0; i < signal_npids; i++)
+    if (signal_pids[i] > 0) kill(signal_pids[i], sig);
+}
+
+/* Workers: every SIGTERM/SIGINT only asks for a stop (the signal may come twice: from a process
+ * group kill and from the parent's forward). */
+static void worker_signal(int sig) {
+  (void)sig;
+  topo_cal_request_stop();
+}
+
 static void stop_all(pid_t *pids, int n) {
   for (int i = 0; i < n; i++)
     if (pids[i] > 0) kill(pids[i], SIGTERM);
@@ -118,6 +135,13 @@ int topo_cal_launch_fork(const topo_cal_options *o, int ngpus) {
           if (q != r) close(fds[2 * q]);
         }
       }
+      struct sigaction wsa;
+      memset(&wsa, 0, sizeof wsa);
+      wsa.sa_handler = worker_signal;
+      wsa.sa_flags = SA_RESTART;
+      sigemptyset(&wsa.sa_mask);
+      sigaction(SIGTERM, &wsa, NULL);
+      sigaction(SIGINT, &wsa, NULL);
       char host[64];
       int node = (int)((long)r * nodes / n);
       if (nodes > 1) {
@@ -142,6 +166,15 @@ int topo_cal_launch_fork(const topo_cal_options *o, int ngpus) {
     close(fds[2 * q]);
     close(fds[2 * q + 1]);
   }
+  signal_pids = pids;
+  signal_npids = n;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = forward_signal;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
   int worst = 0, left = n;
   while (left > 0) {
     int status;
@@ -166,6 +199,9 @@ int topo_cal_launch_fork(const topo_cal_options *o, int ngpus) {
       left = 0;
     }
   }
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGINT, SIG_DFL);
+  signal_npids = 0;
   topo_free(fds);
   topo_free(pids);
   return worst;

@@ -6,6 +6,7 @@
  * builds started by mpirun/srun). Exit: 0 success, 1 a measurement or output failed, 2 misuse or
  * no usable GPU.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,23 @@
 static const char *program_name(const char *argv0) {
   const char *s = argv0 ? strrchr(argv0, '/') : NULL;
   return s ? s + 1 : argv0 ? argv0 : "topo-calibrate";
+}
+
+/* First SIGTERM/SIGINT: finish the current point and write what was measured; a second one
+ * kills (SA_RESETHAND). */
+static void on_signal(int sig) {
+  (void)sig;
+  topo_cal_request_stop();
+}
+
+static void install_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_signal;
+  sa.sa_flags = SA_RESTART | SA_RESETHAND;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
 }
 
 #ifdef TOPO_CALIBRATE_MPI
@@ -47,6 +65,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   topo_cal_log_setup(prog, o.verbose, 0);
+  install_signals();
 #ifdef TOPO_CALIBRATE_MPI
   if (under_mpi()) return topo_cal_launch_mpi(&o, &argc, &argv);
 #endif

@@ -143,7 +143,7 @@ typedef enum {
   OPT_NONE = 0, OPT_OUTPUT, OPT_GPUS, OPT_COLLS, OPT_ALGOS, OPT_PROTOS, OPT_CHANNELS, OPT_MIN, OPT_MAX,
   OPT_STEP, OPT_ITERS, OPT_WARMUP, OPT_QUICK, OPT_TIMING, OPT_GRAPH_MAX, OPT_P2P_BYTES, OPT_NO_P2P,
   OPT_NO_SWEEP, OPT_NO_DEFAULT, OPT_BENCH, OPT_NODES, OPT_PROCS, OPT_TUNER, OPT_FORCE_VIA,
-  OPT_PROFILE, OPT_NO_VERIFY, OPT_PRUNE, OPT_LINE_RATE, OPT_FLOOR, OPT_CSV, OPT_WORKDIR,
+  OPT_PROFILE, OPT_NO_VERIFY, OPT_PRUNE, OPT_LINE_RATE, OPT_FLOOR, OPT_CSV, OPT_WORKDIR, OPT_BUDGET,
   OPT_VERBOSE, OPT_HELP, OPT_VERSION,
 } opt_id;
 
@@ -170,6 +170,7 @@ static const opt_spec specs[] = {
     {"no-verify", 0, 0, OPT_NO_VERIFY},  {"prune", 0, 1, OPT_PRUNE},
     {"line-rate", 0, 1, OPT_LINE_RATE},  {"floor-us", 0, 1, OPT_FLOOR},
     {"csv", 0, 1, OPT_CSV},              {"workdir", 0, 1, OPT_WORKDIR},
+    {"time-budget", 0, 1, OPT_BUDGET},
     {"verbose", 'v', 0, OPT_VERBOSE},    {"help", 'h', 0, OPT_HELP},
     {"version", 'V', 0, OPT_VERSION},
 };
@@ -248,6 +249,9 @@ static int apply(topo_cal_options *o, opt_id id, const char *arg, const char *na
     return 0;
   case OPT_CSV: o->csv = arg; return 0;
   case OPT_WORKDIR: o->workdir = arg; return 0;
+  case OPT_BUDGET:
+    if (parse_double(arg, 1, 1e7, &o->time_budget_s)) return fail(err, len, "--time-budget wants seconds >= 1, got '%s'", arg);
+    return 0;
   case OPT_VERBOSE: o->verbose++; return 0;
   case OPT_HELP: o->help = 1; return 0;
   case OPT_VERSION: o->version = 1; return 0;
@@ -359,6 +363,8 @@ void topo_cal_usage(FILE *f, const char *prog) {
           "      --floor-us US     fastest credible collective (default 1)\n"
           "      --csv FILE        every measurement, one line each\n"
           "      --workdir DIR     where NCCL's log and temporary files go (default /tmp)\n"
+          "      --time-budget S   stop starting forced settings when the run nears S seconds\n"
+          "                        (NCCL's default and the tuner still run; outputs marked partial)\n"
           "  -v, --verbose         one progress line per point; -h, --help; -V, --version\n"
           "\n"
           "Environment: NCCL_NVLS_ENABLE is left as set (keep it 0 where NVLS must stay off);\n"
@@ -373,6 +379,7 @@ void topo_cal_usage(FILE *f, const char *prog) {
           "  %s --bench --nodes 2 --quick            two \"nodes\" over sockets (labelled as such)\n"
           "  %s -g 1                                 what one GPU can measure\n"
           "\n"
+          "SIGTERM / SIGINT stop the sweep after the current point; what was measured is still written.\n"
           "Exit status: 0 success, 1 a measurement or output failed, 2 misuse or no usable GPU.\n",
           prog, prog, prog, prog, prog, prog, prog);
 }

@@ -61,6 +61,9 @@ static void report_machine(FILE *f, const topo_cal_results *r) {
             r->tuner_loaded > 0 ? r->tuner_name : "", "");
   }
   if (r->line_rate_gbs > 0) fprintf(f, "# plausibility: link line rate %.0f GB/s per direction\n", r->line_rate_gbs);
+  if (r->partial)
+    fprintf(f, "# PARTIAL: stopped early (signal or --time-budget)%s%d forced setting%s skipped\n",
+            r->skipped_settings ? "; " : "", r->skipped_settings, r->skipped_settings == 1 ? "" : "s");
 }
 
 static void report_p2p(FILE *f, const topo_cal_results *r) {

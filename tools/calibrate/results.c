@@ -4,6 +4,7 @@
  * swept and one record per (setting, collective, size) point. Grown with topo_realloc; owned by
  * the caller of topo_cal_results_init, released by topo_cal_results_free.
  */
+#include <signal.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -79,3 +80,8 @@ int topo_cal_results_best_forced(const topo_cal_results *r, int coll, uint64_t b
   }
   return best;
 }
+
+static volatile sig_atomic_t stop_flag;
+
+void topo_cal_request_stop(void) { stop_flag = 1; }
+int topo_cal_stop_requested(void) { return stop_flag != 0; }

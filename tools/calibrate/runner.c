@@ -65,7 +65,7 @@ typedef struct run_ctx {
   rank_ctx rk[MAX_LOCAL];
   size_t buf_bytes;
   int nevents;
-  double *samples;   /* nevents + 1 */
+  double *samples;   /* nevents + 2 */
   topo_cal_nccl_log log;
   int log_on;        /* this process reads NCCL's log (process 0 with --verify) */
   char log_path[768];
@@ -78,6 +78,10 @@ typedef struct run_ctx {
   uint64_t sizes[TOPO_CAL_MAX_SIZES];
   int nsizes;
   int unit, nunits;  /* progress: (setting, collective) pairs */
+  int stop;          /* every process agreed to stop (signal), set by measure_point */
+  double t_start;    /* run start, us */
+  double unit_us;    /* time spent on (setting, collective) pairs so far, for the budget */
+  int units_done;
 } run_ctx;
 
 /* Facts process 0 learns from NCCL's log and shares with the others. */
@@ -229,7 +233,7 @@ static int buffers_init(run_ctx *c) {
   need = (need + 4095) & ~(uint64_t)4095;
   c->buf_bytes = need;
   c->nevents = c->o->iters > 100 ? c->o->iters : 100;
-  c->samples = topo_calloc((size_t)c->nevents + 2, sizeof(double));
+  c->samples = topo_calloc((size_t)c->nevents + 4, sizeof(double));
   if (!c->samples) return -1;
   for (int i = 0; i < c->nlocal; i++) {
     rank_ctx *k = &c->rk[i];
@@ -766,9 +770,14 @@ static int measure_point(run_ctx *c, const topo_cal_setting *s, int coll, uint64
     return c->pp->nprocs > 1 ? -1 : 1;
   }
   if (c->pp->nprocs > 1) {
+    /* Samples (min over ranks), then -flag and -stop (max over ranks) in one reduction. */
     c->samples[iters] = -flag;
-    if (reduce_min(c, c->samples, iters + 1)) return -1;
+    c->samples[iters + 1] = -(double)topo_cal_stop_requested();
+    if (reduce_min(c, c->samples, iters + 2)) return -1;
     flag = -c->samples[iters];
+    c->stop = -c->samples[iters + 1] > 0;
+  } else {
+    c->stop = topo_cal_stop_requested();
   }
   if (topo_cal_stats_compute(c->samples, iters, &p->stats)) {
     p->status = TOPO_CAL_FAILED;
@@ -829,7 +838,7 @@ static int run_setting(run_ctx *c, const topo_cal_setting *s, int via_env) {
                                              TOPO_CAL_COLL_REDUCESCATTER, TOPO_CAL_COLL_BROADCAST,
                                              TOPO_CAL_COLL_REDUCE};
   int broken = 0;
-  for (int oi = 0; oi < TOPO_CAL_NCOLLS && !rc && !broken; oi++) {
+  for (int oi = 0; oi < TOPO_CAL_NCOLLS && !rc && !broken && !c->stop; oi++) {
     int coll = order[oi];
     if (!((c->o->colls >> coll) & 1u) || !topo_cal_setting_applies(s, coll, &c->r->allowed)) continue;
     c->unit++;
@@ -879,7 +888,10 @@ static int run_setting(run_ctx *c, const topo_cal_setting *s, int via_env) {
         pruned_at = z + 1;
         break;
       }
+      if (c->stop) break;
     }
+    c->unit_us += now_us() - tc;
+    c->units_done++;
     if (!c->leader || !npts) continue;
     double busbw = topo_cal_algbw(last.bytes, last.stats.median) * topo_cal_busbw_factor(coll, c->r->nranks);
     char fb[24], lb[24], pr[96] = "";
@@ -1036,6 +1048,27 @@ static int pick_first_id(run_ctx *c, ncclUniqueId *id) {
   return c->pp->share_id && c->pp->share_id(c->pp->share_ctx, id, sizeof *id) == 0 ? 0 : -1;
 }
 
+/* --time-budget: skip a forced setting when it and the default / tuner runs still to come would
+ * not fit. Process 0 decides from its clock and every process follows (identical plans). */
+static int over_budget(run_ctx *c, const topo_cal_setting *s) {
+  const topo_cal_options *o = c->o;
+  if (!(o->time_budget_s > 0)) return 0;
+  int units = 0;
+  for (int k = 0; k < TOPO_CAL_NCOLLS; k++) units += ((o->colls >> k) & 1u) && topo_cal_setting_applies(s, k, &c->r->allowed);
+  int later = __builtin_popcount(o->colls) * ((o->bench ? 1 : 0) + (o->run_default || o->bench ? 1 : 0));
+  double per = c->units_done ? c->unit_us / c->units_done : 2e6; /* us per (setting, collective) */
+  double init = 3e6;                                             /* a communicator's init, us */
+  int skip = now_us() - c->t_start + (units + later) * per + 3 * init > o->time_budget_s * 1e6;
+  if (share_bytes(c, &skip, sizeof skip)) return 1;
+  if (skip) {
+    c->r->skipped_settings++;
+    c->r->partial = 1;
+    if (c->r->skipped_settings == 1 && c->leader)
+      topo_cal_warn("--time-budget %.0f s: skipping the remaining forced settings", o->time_budget_s);
+  }
+  return skip;
+}
+
 static int sweep(run_ctx *c) {
   const topo_cal_options *o = c->o;
   topo_cal_results *r = c->r;
@@ -1093,8 +1126,9 @@ static int sweep(run_ctx *c) {
       topo_cal_progress("%d forced settings x %d sizes (%s what NCCL allows)", nplan, c->nsizes,
                         r->allowed_from_nccl ? "NCCL's table says" : "built-in rules for");
     if (c->use_tuner_force)
-      for (int i = 0; i < nplan && !rc; i++) rc = run_setting(c, &plan[i], 0);
-    if (!rc && o->bench && tuner_file && r->tuner_loaded != 0) {
+      for (int i = 0; i < nplan && !rc && !c->stop; i++)
+        if (!over_budget(c, &plan[i])) rc = run_setting(c, &plan[i], 0);
+    if (!rc && !c->stop && o->bench && tuner_file && r->tuner_loaded != 0) {
       char tmp[1024];
       const char *prof = o->profile;
       if (!prof && c->use_tuner_force) {
@@ -1121,6 +1155,7 @@ static int sweep(run_ctx *c) {
     }
     comm_destroy(c, CONTROLS(c), rc != 0);
     if (rc) return -1;
+    if (c->stop) return 0;
   }
   /* Phase B: no tuner. */
   int need_b = !c->use_tuner_force || o->run_default || o->bench;
@@ -1140,8 +1175,9 @@ static int sweep(run_ctx *c) {
                         r->allowed_from_nccl ? "NCCL's table says" : "built-in rules for");
   }
   if (!c->use_tuner_force)
-    for (int i = 0; i < nplan && !rc; i++) rc = run_setting(c, &plan[i], 1);
-  if (!rc && (o->run_default || o->bench)) {
+    for (int i = 0; i < nplan && !rc && !c->stop; i++)
+      if (!over_budget(c, &plan[i])) rc = run_setting(c, &plan[i], 1);
+  if (!rc && !c->stop && (o->run_default || o->bench)) {
     topo_cal_setting d = {TOPO_CAL_DEFAULT, -1, -1, 0};
     rc = run_setting(c, &d, 0);
   }
@@ -1179,6 +1215,7 @@ int topo_cal_run(const topo_cal_options *o, const topo_cal_proc *proc, topo_cal_
   c->pp = proc;
   c->r = r;
   c->leader = proc->proc == 0;
+  c->t_start = now_us();
   setup_log(c); /* before the first NCCL call: NCCL reads NCCL_DEBUG* once */
   int rc = devices_init(c);
   if (rc == -2) {
@@ -1205,6 +1242,10 @@ int topo_cal_run(const topo_cal_options *o, const topo_cal_proc *proc, topo_cal_
     topo_cal_progress("one GPU: measured device copy bandwidth and the launch floor; the p2p matrix and every "
                       "collective sweep need at least 2 GPUs (-g 2 or more)");
   if (!rc && r->nranks >= 2 && o->sweep) rc = sweep(c);
+  if (c->stop || topo_cal_stop_requested()) {
+    r->partial = 1;
+    if (c->leader) topo_cal_warn("stopped by a signal: writing what was measured (partial)");
+  }
   int out_rc = write_outputs(c);
   if (c->log_on) topo_cal_nccl_log_close(&c->log);
   buffers_free(c);
