@@ -243,12 +243,23 @@ int topo_cal_report_bench(FILE *f, const topo_cal_results *r, topo_cal_bench_sum
     double log_t = 0, log_d = 0;
     int nt = 0, nd = 0;
     int header = 0;
-    for (int i = 0; i < r->npoints; i++) {
-      const topo_cal_point *p = &r->points[i];
-      /* one row per size: drive from the oracle's sizes (first forced point per size) */
-      if (p->coll != c || r->settings[p->setting].kind != TOPO_CAL_FORCED) continue;
-      int b = topo_cal_results_best_forced(r, c, p->bytes);
-      if (b != i) continue;
+    /* One row per size with an oracle, in size order. */
+    uint64_t sizes[TOPO_CAL_MAX_SIZES * 2];
+    int nsz = 0;
+    for (int i = 0; i < r->npoints && nsz < (int)(sizeof sizes / sizeof sizes[0]); i++) {
+      const topo_cal_point *q = &r->points[i];
+      if (q->coll != c || r->settings[q->setting].kind != TOPO_CAL_FORCED) continue;
+      int k = 0;
+      while (k < nsz && sizes[k] < q->bytes) k++;
+      if (k < nsz && sizes[k] == q->bytes) continue;
+      memmove(&sizes[k + 1], &sizes[k], (size_t)(nsz - k) * sizeof sizes[0]);
+      sizes[k] = q->bytes;
+      nsz++;
+    }
+    for (int z = 0; z < nsz; z++) {
+      int b = topo_cal_results_best_forced(r, c, sizes[z]);
+      if (b < 0) continue;
+      const topo_cal_point *p = &r->points[b];
       int di = sdef >= 0 ? find_point(r, sdef, c, p->bytes) : -1;
       int ti = stun >= 0 ? find_point(r, stun, c, p->bytes) : -1;
       if (di < 0 && ti < 0) continue;

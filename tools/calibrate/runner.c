@@ -825,7 +825,11 @@ static int run_setting(run_ctx *c, const topo_cal_setting *s, int via_env) {
     set_env("NCCL_ALGO", NULL);
     set_env("NCCL_PROTO", NULL);
     comm_destroy(c, COMMS(c), 1);
-    return -1;
+    if (c->pp->nprocs > 1) return -1;
+    /* One process: this setting is lost, the sweep goes on. */
+    topo_cal_warn("setting %s: no communicator; skipped", label);
+    c->failed = 1;
+    return 0;
   }
   shared_facts facts;
   if (learn_facts(c, &facts)) rc = -1;
@@ -1247,12 +1251,13 @@ int topo_cal_run(const topo_cal_options *o, const topo_cal_proc *proc, topo_cal_
     if (c->leader) topo_cal_warn("stopped by a signal: writing what was measured (partial)");
   }
   int out_rc = write_outputs(c);
+  int failed = c->failed;
   if (c->log_on) topo_cal_nccl_log_close(&c->log);
   buffers_free(c);
   topo_free(c);
   for (int i = 0; i < r->npoints; i++)
     if (r->points[i].status == TOPO_CAL_FAILED) rc = rc ? rc : -1;
-  return rc || out_rc ? 1 : 0;
+  return rc || out_rc || failed ? 1 : 0;
 }
 
 /* ---------------------------------------------------------------------------------------------
