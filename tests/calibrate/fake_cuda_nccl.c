@@ -9,11 +9,16 @@
 // 0), the tuner's load status (sticky failure, reload after the last communicator), forcing by
 // TOPO_TUNER_FORCE only through a loaded tuner and by NCCL_ALGO / NCCL_PROTO, and refusal of
 // collectives nothing allows. FAKE_NCCL_REFUSE_LL128=1 makes the tuner's LL128 force ignored.
+// Several processes (the fork launcher): fake_nccl_shared_init(n) before forking puts a shared
+// memory rendezvous under Broadcast and AllReduce(double, min) - the calls runner.c exchanges
+// data with - so each process gets the real result.
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include <cuda_runtime.h>
@@ -236,6 +241,25 @@ struct ncclComm {
   int tuner;                             /* holds a reference on the tuner */
 };
 
+/* Cross-process rendezvous for the data-carrying calls (multi-process tests only). */
+typedef struct fake_shared {
+  pthread_barrier_t barrier;
+  int nranks;
+  unsigned char slot[8][65536];
+} fake_shared;
+static fake_shared *shared;
+
+void fake_nccl_shared_init(int nranks);
+void fake_nccl_shared_init(int nranks) {
+  shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) abort();
+  pthread_barrierattr_t attr;
+  pthread_barrierattr_init(&attr);
+  pthread_barrierattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+  pthread_barrier_init(&shared->barrier, &attr, (unsigned)nranks);
+  shared->nranks = nranks;
+}
+
 static FILE *debug_file;
 static int debug_init_done;
 static int tuner_status; /* 0 ready, 1 loaded, -1 failed (sticky) */
@@ -249,6 +273,8 @@ static void debug_init(void) {
     debug_file = fopen(path, "w");
     if (debug_file) setvbuf(debug_file, NULL, _IOLBF, 0);
   }
+  const char *host = getenv("NCCL_HOSTID");
+  if (host && debug_file) fprintf(debug_file, "fake:1:1 [0] NCCL INFO NCCL_HOSTID set by environment to %s\n", host);
 }
 
 static void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -406,6 +432,20 @@ static size_t elem_size(ncclDataType_t t) {
 }
 
 ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op, ncclComm_t c, cudaStream_t st) {
+  if (shared && c->nranks > 1 && t == ncclDouble && op == ncclMin && count * 8 <= sizeof shared->slot[0]) {
+    memcpy(shared->slot[c->rank], s, count * 8);
+    pthread_barrier_wait(&shared->barrier);
+    double *out = r;
+    for (size_t i = 0; i < count; i++) {
+      double m = ((const double *)shared->slot[0])[i];
+      for (int k = 1; k < c->nranks; k++) {
+        double v = ((const double *)shared->slot[k])[i];
+        if (v < m) m = v;
+      }
+      out[i] = m;
+    }
+    pthread_barrier_wait(&shared->barrier);
+  }
   return coll(F_ALLREDUCE, count, elem_size(t), c, st);
 }
 ncclResult_t ncclAllGather(const void *s, void *r, size_t count, ncclDataType_t t, ncclComm_t c, cudaStream_t st) {
@@ -415,6 +455,13 @@ ncclResult_t ncclReduceScatter(const void *s, void *r, size_t count, ncclDataTyp
   return coll(F_REDUCESCATTER, count, elem_size(t), c, st);
 }
 ncclResult_t ncclBroadcast(const void *s, void *r, size_t count, ncclDataType_t t, int root, ncclComm_t c, cudaStream_t st) {
+  size_t bytes = count * elem_size(t);
+  if (shared && c->nranks > 1 && bytes <= sizeof shared->slot[0]) {
+    if (c->rank == root) memcpy(shared->slot[root], s, bytes);
+    pthread_barrier_wait(&shared->barrier);
+    memmove(r, shared->slot[root], bytes);
+    pthread_barrier_wait(&shared->barrier);
+  }
   return coll(F_BCAST, count, elem_size(t), c, st);
 }
 ncclResult_t ncclReduce(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op, int root, ncclComm_t c, cudaStream_t st) {

@@ -286,6 +286,53 @@ static int scenario_stop(void) {
   return failures;
 }
 
+void fake_nccl_shared_init(int nranks); /* fake_cuda_nccl.c */
+
+/* Two "nodes" through the fork launcher: one process per GPU, NCCL_HOSTID per node, ids and
+ * samples exchanged over the (fake) NCCL; process 0 alone writes the outputs, labelled as
+ * socket transport, keyed nnodes=2. */
+static int scenario_two_nodes(void) {
+  scenario s;
+  setup(&s, 1);
+  s.o.nodes = 2;
+  s.o.bench = 1;
+  s.o.nchannels = 1;
+  fake_nccl_shared_init(2);
+  fflush(stdout);
+  int saved = dup(1);
+  int fd = open(s.summary, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  dup2(fd, 1);
+  close(fd);
+  int rc = topo_cal_launch_fork(&s.o, 2);
+  fflush(stdout);
+  dup2(saved, 1);
+  close(saved);
+  CHECK(rc == 0);
+  CHECK(file_contains(s.summary, "2 nodes (socket transport"));
+  CHECK(file_contains(s.summary, "geometric mean"));
+  CHECK(file_contains(s.summary, "2 processes"));
+  topo_profile_key want = {"H200", 2, 2, 0};
+  topo_profile prof;
+  CHECK(topo_profile_load(s.profile, &want, &prof) == TOPO_OK);
+  CHECK(prof.key.nnodes == 2);
+  CHECK(topo_profile_find_term(&prof, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 0) != NULL);
+  topo_profile_free(&prof);
+  /* process 0's NCCL log saw its node id */
+  DIR *d = opendir(s.dir);
+  int seen = 0;
+  struct dirent *e;
+  char path[512];
+  while (d && (e = readdir(d)))
+    if (strncmp(e->d_name, "topo-calibrate-nccl.", 20) == 0) {
+      snprintf(path, sizeof path, "%s/%s", s.dir, e->d_name);
+      seen |= file_contains(path, "NCCL_HOSTID set by environment to topo-calibrate-node0");
+    }
+  if (d) closedir(d);
+  CHECK(seen);
+  cleanup(&s);
+  return failures;
+}
+
 static void in_child(int (*fn)(void)) {
   fflush(stdout);
   fflush(stderr);
@@ -310,6 +357,10 @@ static void test_without_tuner_forces_through_nccl_env(void **state) {
   (void)state;
   in_child(scenario_env_forcing);
 }
+static void test_two_nodes_run_one_process_per_gpu(void **state) {
+  (void)state;
+  in_child(scenario_two_nodes);
+}
 static void test_stop_request_writes_partial_results(void **state) {
   (void)state;
   in_child(scenario_stop);
@@ -320,6 +371,7 @@ int main(void) {
       cmocka_unit_test(test_forced_sweep_through_tuner_with_bench),
       cmocka_unit_test(test_forced_choice_nccl_ignored_is_marked_not_fitted),
       cmocka_unit_test(test_without_tuner_forces_through_nccl_env),
+      cmocka_unit_test(test_two_nodes_run_one_process_per_gpu),
       cmocka_unit_test(test_stop_request_writes_partial_results),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
