@@ -245,7 +245,7 @@ struct ncclComm {
 typedef struct fake_shared {
   pthread_barrier_t barrier;
   int nranks;
-  unsigned char slot[8][65536];
+  _Alignas(16) unsigned char slot[8][65536];
 } fake_shared;
 static fake_shared *shared;
 
