@@ -16,7 +16,7 @@ log "topo-calibrate on $n GPU(s)"
 work="$OUT/calibrate-work"
 mkdir -p "$work"
 # shellcheck disable=SC2086
-timeout "${CALIBRATE_TIMEOUT:-420}" "$TOPO_CALIBRATE" -o "$OUT/calibrate.profile" --csv "$OUT/calibrate.csv" \
+timeout -k 10 "$(inner_timeout "${CALIBRATE_TIMEOUT:-420}")" "$TOPO_CALIBRATE" -o "$OUT/calibrate.profile" --csv "$OUT/calibrate.csv" \
   --workdir "$work" --tuner "$TUNER_SO" ${CALIBRATE_ARGS:-} "$@" \
   >"$OUT/calibrate-summary.txt" 2>"$OUT/calibrate-progress.log"
 rc=$?

@@ -33,6 +33,15 @@ TOPO_DEMO=${TOPO_DEMO:-$TOPO_BUILD/tools/demo/topo-demo}
 NVTX_CAPTURE_SO=${NVTX_CAPTURE_SO:-$TOPO_BUILD/tests/nvtx/libtopo_nvtx_capture.so}
 
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
+
+# Seconds for a job inside a script: its default, but never past the limit run_all.sh gave the
+# whole step (STEP_LIMIT), so nothing outlives its step and overlaps the next one on the GPUs.
+inner_timeout() {
+  local t=$1
+  if [ -n "${STEP_LIMIT:-}" ] && [ $(( STEP_LIMIT - 10 )) -lt "$t" ]; then t=$(( STEP_LIMIT - 10 )); fi
+  [ "$t" -lt 10 ] && t=10
+  echo "$t"
+}
 die() { echo "error: $*" >&2; exit 1; }
 
 # First file under the build named like $1 when the guessed path is wrong (prints nothing if none).

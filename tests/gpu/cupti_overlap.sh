@@ -14,7 +14,7 @@ d="$OUT/cupti"
 rm -rf "$d"; mkdir -p "$d/traces"
 env NCCL_PROFILER_PLUGIN="$PROFILER_SO" TOPO_PROFILER_CUPTI=1 TOPO_PROFILER_DIR="$d/traces" \
   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,PROFILE \
-  timeout 240 "$PYTHON" "$GPU_DIR/cupti_overlap.py" --nranks 2 --out "$d" ${CUPTI_ARGS:-} >"$d/job.log" 2>&1
+  timeout -k 10 "$(inner_timeout 240)" "$PYTHON" "$GPU_DIR/cupti_overlap.py" --nranks 2 --out "$d" ${CUPTI_ARGS:-} >"$d/job.log" 2>&1
 rc=$?
 "$TOPO_REPORT" --json -o "$d/report.json" "$d/traces" 2>"$d/report.err"
 rc2=$?

@@ -16,7 +16,7 @@ penv=()
 [ -f "$prof" ] && penv=(TOPO_TUNER_PROFILE="$prof")
 env NCCL_TUNER_PLUGIN="$TUNER_SO" NCCL_PROFILER_PLUGIN="$PROFILER_SO" TOPO_PROFILER_DIR="$d/traces" \
   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING "${penv[@]}" \
-  timeout 300 "$PYTHON" "$GPU_DIR/ddp_job.py" --kineto "$d/kineto" --out "$d" ${DDP_ARGS:-} >"$d/job.log" 2>&1
+  timeout -k 10 "$(inner_timeout 300)" "$PYTHON" "$GPU_DIR/ddp_job.py" --kineto "$d/kineto" --out "$d" ${DDP_ARGS:-} >"$d/job.log" 2>&1
 rc=$?
 {
   echo "ddp job exit $rc"

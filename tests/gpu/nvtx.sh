@@ -24,7 +24,7 @@ rm -rf "$d"; mkdir -p "$d/traces"
 cap="$d/nvtx-capture.txt"
 env NCCL_PROFILER_PLUGIN="$PROFILER_SO" TOPO_PROFILER_DIR="$d/traces" TOPO_PROFILER_NVTX=1 \
   NVTX_INJECTION64_PATH="$NVTX_CAPTURE_SO" TOPOTEST_NVTX_CAPTURE="$cap" \
-  timeout 180 "$PYTHON" "$GPU_DIR/torch_collectives.py" --mode load --nranks "$nr" >"$d/job.log" 2>&1
+  timeout -k 10 "$(inner_timeout 180)" "$PYTHON" "$GPU_DIR/torch_collectives.py" --mode load --nranks "$nr" >"$d/job.log" 2>&1
 rc=$?
 "$PYTHON" - "$cap" "$nr" >"$OUT/nvtx.txt" 2>&1 <<'PYEOF'
 import re, sys

@@ -38,7 +38,7 @@ common_env=(NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING,ENV,PROFILE
 
 # (1) PyTorch's NCCL
 log "plugins_load: PyTorch's NCCL, $nr ranks"
-env "${common_env[@]}" timeout 180 "$PYTHON" "$GPU_DIR/torch_collectives.py" --mode load --nranks "$nr" \
+env "${common_env[@]}" timeout -k 10 "$(inner_timeout 180)" "$PYTHON" "$GPU_DIR/torch_collectives.py" --mode load --nranks "$nr" \
   >"$OUT/plugins-torch.log" 2>&1
 echo "torch job exit $?" >>"$res"
 check "torch-nccl($(nccl_version_of "$(torch_nccl_dir)/libnccl.so.2"))" "$OUT/plugins-torch.log"
@@ -55,7 +55,7 @@ else
   log "plugins_load: system NCCL $sys_lib"
   work="$OUT/plugins-sys-work"; mkdir -p "$work"
   env "${common_env[@]}" NCCL_DEBUG_FILE="$OUT/plugins-system-nccl.%p.log" LD_PRELOAD="$sys_lib" \
-    timeout 180 "$TOPO_CALIBRATE" -g "$nr" --quick -c allreduce -e 1M --no-p2p --no-default \
+    timeout -k 10 "$(inner_timeout 180)" "$TOPO_CALIBRATE" -g "$nr" --quick -c allreduce -e 1M --no-p2p --no-default \
     --force-via tuner --tuner "$TUNER_SO" --workdir "$work" \
     >"$OUT/plugins-system-calibrate.txt" 2>"$OUT/plugins-system-calibrate.err"
   echo "system-NCCL topo-calibrate exit $?" >>"$res"
