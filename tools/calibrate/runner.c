@@ -964,6 +964,28 @@ static void nccl_identity(run_ctx *c) {
     snprintf(c->r->nccl_path, sizeof c->r->nccl_path, "%s", info.dli_fname);
 }
 
+/* The user's NCCL settings that would distort a calibration: NCCL_ALGO / NCCL_PROTO restrict
+ * what NCCL allows (unset, with a warning: every forced setting sets its own); channel limits
+ * that NCCL reads once per process or that override ncclConfig_t (warned: forced channel counts
+ * may not apply - the log verification still marks what ran). */
+static void check_user_env(run_ctx *c) {
+  static const char *const restrict_vars[] = {"NCCL_ALGO", "NCCL_PROTO"};
+  for (size_t i = 0; i < sizeof restrict_vars / sizeof restrict_vars[0]; i++) {
+    const char *v = getenv(restrict_vars[i]);
+    if (v) {
+      if (c->leader) topo_cal_warn("%s=%s in the environment: unset for the calibration (each setting forces its own)", restrict_vars[i], v);
+      unsetenv(restrict_vars[i]);
+    }
+  }
+  static const char *const channel_vars[] = {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_NRINGS",
+                                             "NCCL_MAX_NRINGS", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS"};
+  for (size_t i = 0; i < sizeof channel_vars / sizeof channel_vars[0]; i++) {
+    const char *v = getenv(channel_vars[i]);
+    if (v && c->leader)
+      topo_cal_warn("%s=%s is set: NCCL applies it to every communicator, so forced channel counts may not hold", channel_vars[i], v);
+  }
+}
+
 static void setup_log(run_ctx *c) {
   const char *dir = c->o->workdir ? c->o->workdir : getenv("TMPDIR");
   if (!dir || !*dir) dir = "/tmp";
@@ -1220,6 +1242,7 @@ int topo_cal_run(const topo_cal_options *o, const topo_cal_proc *proc, topo_cal_
   c->r = r;
   c->leader = proc->proc == 0;
   c->t_start = now_us();
+  check_user_env(c);
   setup_log(c); /* before the first NCCL call: NCCL reads NCCL_DEBUG* once */
   int rc = devices_init(c);
   if (rc == -2) {
