@@ -136,9 +136,11 @@ static int scenario_tuner_bench(void) {
   scenario s;
   setup(&s, 1);
   s.o.bench = 1;
+  setenv("NCCL_ALGO", "Tree", 1); /* a user's restriction: unset with a warning, or ring could not be forced */
   run(&s);
   topo_cal_results *r = &s.r;
   CHECK(s.rc == 0);
+  CHECK(getenv("NCCL_ALGO") == NULL);
   CHECK(r->nranks == 2 && r->ndev == 2);
   CHECK(strcmp(r->gpu_model, "H200") == 0);
   CHECK(r->nccl_version == 22809);
