@@ -15,6 +15,7 @@
 #ifndef TOPO_PROFILE_H
 #define TOPO_PROFILE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -74,13 +75,28 @@ typedef struct topo_profile {
  * fills H200 values). */
 topo_status topo_profile_builtin(const char *gpu, topo_profile *out);
 
+/* Built-in GPU models, for CLIs: "H200", "H100", "A100"; NULL past the end. */
+const char *topo_profile_builtin_name(int i);
+
 /* Load the section of `path` that best matches `want` (exact field matches beat wildcards).
  * Malformed lines give one warning each naming file:line and the fault, and are skipped.
  * TOPO_ERR_IO if unreadable, TOPO_ERR_PARSE if no usable section: `out` then holds the built-in
  * defaults for want->gpu. */
 topo_status topo_profile_load(const char *path, const topo_profile_key *want, topo_profile *out);
 
-/* Append one section (as topo_profile_load reads it back, exactly). */
+/* As topo_profile_load, from `len` bytes of `text` (need not be NUL-terminated; any byte sequence
+ * is safe). `name` names the source in warnings ("name:line: fault"; NULL = "<profile>").
+ * *nbad (may be NULL) receives the number of malformed lines skipped. Same status and fallback as
+ * topo_profile_load (TOPO_ERR_NOMEM: out holds the defaults, without terms). */
+topo_status topo_profile_parse(const char *text, size_t len, const char *name,
+                               const topo_profile_key *want, topo_profile *out, int *nbad);
+
+/* Score of section key `have` for `want`: -1 when it does not match, else higher is better
+ * (gpu 8, nnodes 4, nranks 2, nccl 1 for each field given exactly on both sides). */
+int topo_profile_key_score(const topo_profile_key *have, const topo_profile_key *want);
+
+/* Append one section (as topo_profile_load reads it back, exactly): a `topo-profile 1` line, the
+ * section line and every field; numbers in the shortest form that reads back bit-exact. */
 topo_status topo_profile_write(FILE *f, const topo_profile *p);
 
 /* Add or replace (same coll/algo/proto/nchannels) a fitted term. */

@@ -1,0 +1,744 @@
+// SPDX-License-Identifier: Apache-2.0
+// The tuner profile (see profile.h, docs/profile-format.md): built-in defaults for H200/H100/A100
+// NVLink nodes, the text reader (best-matching section, one warning per malformed line, never
+// crashes), the exact writer, fitted terms and their weighted least-squares fit, name tables.
+// Called at tuner init, by topo-tune, topo-calibrate and topo-report fit; never on a hot path.
+#include "profile.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "alloc.h"
+#include "log.h"
+
+#define PROFILE_MAX_FILE (16u << 20) /* a profile larger than this is not a profile */
+#define PROFILE_MAX_LINE 1024
+#define PROFILE_MAX_TOKENS 16
+#define PROFILE_MAX_TERMS 65536      /* per section */
+
+/* ---------------------------------------------------------------------------------------------
+ * Names
+ */
+
+static const char *const coll_names[NCCL_NUM_FUNCTIONS] = {"broadcast", "reduce", "allgather",
+                                                           "reducescatter", "allreduce"};
+static const char *const algo_names[NCCL_NUM_ALGORITHMS] = {
+    "tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"};
+static const char *const proto_names[NCCL_NUM_PROTOCOLS] = {"ll", "ll128", "simple"};
+static const char *const link_names[TOPO_LINK_COUNT] = {"nvlink", "pci", "net"};
+
+const char *topo_coll_name(int coll) {
+  return coll >= 0 && coll < NCCL_NUM_FUNCTIONS ? coll_names[coll] : "unknown";
+}
+const char *topo_algo_name(int algo) {
+  return algo >= 0 && algo < NCCL_NUM_ALGORITHMS ? algo_names[algo] : "unknown";
+}
+const char *topo_proto_name(int proto) {
+  return proto >= 0 && proto < NCCL_NUM_PROTOCOLS ? proto_names[proto] : "unknown";
+}
+
+/* Case-insensitive, '_' and '-' ignored: "collnet_direct" == "CollNetDirect" == "collnet-direct". */
+static int name_equal(const char *a, const char *b) {
+  for (;;) {
+    while (*a == '_' || *a == '-') a++;
+    while (*b == '_' || *b == '-') b++;
+    if (tolower((unsigned char)*a) != tolower((unsigned char)*b)) return 0;
+    if (!*a) return 1;
+    a++, b++;
+  }
+}
+
+static int lookup(const char *name, const char *const *table, int n) {
+  if (!name) return -1;
+  for (int i = 0; i < n; i++)
+    if (name_equal(name, table[i])) return i;
+  return -1;
+}
+
+int topo_coll_from_name(const char *name) { return lookup(name, coll_names, NCCL_NUM_FUNCTIONS); }
+int topo_algo_from_name(const char *name) { return lookup(name, algo_names, NCCL_NUM_ALGORITHMS); }
+int topo_proto_from_name(const char *name) {
+  return lookup(name, proto_names, NCCL_NUM_PROTOCOLS);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Built-in defaults. Where every number comes from: docs/profile-format.md, "Built-in defaults".
+ * H200 and H100: 18 NVLink 4 links to NVSwitch 3 (same fabric); link and protocol figures from the
+ * CUDA-graph sweep on 2 x H200 (tests/data/nccl-2.28.9-2xh200/graph-sweep.txt) and the published
+ * limits (shared/reference/tuner-anchors.md section 5). A100: 12 NVLink 3 links, NCCL's own
+ * per-link figure and constants (not measured by us).
+ */
+
+typedef struct builtin_profile {
+  const char *gpu;
+  topo_profile_link link[TOPO_LINK_COUNT];
+  topo_profile_proto proto[NCCL_NUM_PROTOCOLS];
+  double launch_us;
+  int max_channels;
+  int nvls;
+} builtin_profile;
+
+static const builtin_profile builtins[] = {
+    {.gpu = "H200",
+     .link = {{.bw_gbs = 370.0, .lat_us = 0.6}, {.bw_gbs = 50.0, .lat_us = 1.0},
+              {.bw_gbs = 45.0, .lat_us = 5.0}},
+     .proto = {{.bw_eff = 0.333, .lat_us = 0.0, .ch_bw_gbs = 5.2},
+               {.bw_eff = 0.825, .lat_us = 4.0, .ch_bw_gbs = 16.0},
+               {.bw_eff = 0.888, .lat_us = 5.7, .ch_bw_gbs = 20.9}},
+     .launch_us = 5.7,
+     .max_channels = 24,
+     .nvls = -1},
+    {.gpu = "H100",
+     .link = {{.bw_gbs = 370.0, .lat_us = 0.6}, {.bw_gbs = 50.0, .lat_us = 1.0},
+              {.bw_gbs = 45.0, .lat_us = 5.0}},
+     .proto = {{.bw_eff = 0.333, .lat_us = 0.0, .ch_bw_gbs = 5.2},
+               {.bw_eff = 0.825, .lat_us = 4.0, .ch_bw_gbs = 16.0},
+               {.bw_eff = 0.888, .lat_us = 5.7, .ch_bw_gbs = 20.9}},
+     .launch_us = 5.7,
+     .max_channels = 24,
+     .nvls = -1},
+    {.gpu = "A100",
+     .link = {{.bw_gbs = 240.0, .lat_us = 0.6}, {.bw_gbs = 24.0, .lat_us = 1.0},
+              {.bw_gbs = 23.0, .lat_us = 5.0}},
+     .proto = {{.bw_eff = 0.365, .lat_us = 0.0, .ch_bw_gbs = 5.0},
+               {.bw_eff = 0.92, .lat_us = 4.0, .ch_bw_gbs = 20.0},
+               {.bw_eff = 0.95, .lat_us = 5.7, .ch_bw_gbs = 20.0}},
+     .launch_us = 6.5,
+     .max_channels = 24,
+     .nvls = 0},
+};
+#define NBUILTINS ((int)(sizeof builtins / sizeof builtins[0]))
+
+const char *topo_profile_builtin_name(int i) {
+  return i >= 0 && i < NBUILTINS ? builtins[i].gpu : NULL;
+}
+
+topo_status topo_profile_builtin(const char *gpu, topo_profile *out) {
+  if (!out) return TOPO_ERR_INVALID;
+  int idx = 0;
+  topo_status st = TOPO_OK;
+  if (gpu && *gpu && strcmp(gpu, "*") != 0) {
+    idx = -1;
+    for (int i = 0; i < NBUILTINS; i++)
+      if (strcasecmp(gpu, builtins[i].gpu) == 0) idx = i;
+    if (idx < 0) {
+      idx = 0;
+      st = TOPO_ERR_INVALID;
+    }
+  }
+  const builtin_profile *b = &builtins[idx];
+  memset(out, 0, sizeof *out);
+  snprintf(out->key.gpu, sizeof out->key.gpu, "%s", b->gpu);
+  memcpy(out->link, b->link, sizeof out->link);
+  memcpy(out->proto, b->proto, sizeof out->proto);
+  out->launch_us = b->launch_us;
+  out->max_channels = b->max_channels;
+  out->nvls = b->nvls;
+  snprintf(out->source, sizeof out->source, "builtin:%s", b->gpu);
+  return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Terms
+ */
+
+static int valid_term(const topo_profile_term *t) {
+  return t->coll >= 0 && t->coll < NCCL_NUM_FUNCTIONS && t->algo >= 0 &&
+         t->algo < NCCL_NUM_ALGORITHMS && t->proto >= 0 && t->proto < NCCL_NUM_PROTOCOLS &&
+         t->nchannels >= 0 && t->nchannels <= 64 && isfinite(t->lat_us) && t->lat_us >= 0 &&
+         isfinite(t->bw_gbs) && t->bw_gbs > 0 && t->min_bytes <= t->max_bytes &&
+         isfinite(t->rel_err) && t->rel_err >= 0 && t->npoints >= 0;
+}
+
+const topo_profile_term *topo_profile_find_term(const topo_profile *p, int coll, int algo,
+                                                int proto, int nchannels) {
+  if (!p || !p->terms) return NULL;
+  for (int i = 0; i < p->nterms; i++) {
+    const topo_profile_term *t = &p->terms[i];
+    if (t->coll == coll && t->algo == algo && t->proto == proto && t->nchannels == nchannels)
+      return t;
+  }
+  return NULL;
+}
+
+topo_status topo_profile_set_term(topo_profile *p, const topo_profile_term *t) {
+  if (!p || !t || !valid_term(t)) return TOPO_ERR_INVALID;
+  topo_profile_term *old =
+      (topo_profile_term *)topo_profile_find_term(p, t->coll, t->algo, t->proto, t->nchannels);
+  if (old) {
+    *old = *t;
+    return TOPO_OK;
+  }
+  if (p->nterms >= PROFILE_MAX_TERMS) return TOPO_ERR_INVALID;
+  if (p->nterms >= p->cap_terms) {
+    int cap = p->cap_terms ? 2 * p->cap_terms : 16;
+    topo_profile_term *grown = topo_realloc(p->terms, (size_t)cap * sizeof *grown);
+    if (!grown) return TOPO_ERR_NOMEM;
+    p->terms = grown;
+    p->cap_terms = cap;
+  }
+  p->terms[p->nterms++] = *t;
+  return TOPO_OK;
+}
+
+void topo_profile_free(topo_profile *p) {
+  if (!p) return;
+  topo_free(p->terms);
+  p->terms = NULL;
+  p->nterms = p->cap_terms = 0;
+}
+
+/* Weighted least squares: minimise sum(((lat + b*x - t) / t)^2), b = 1 / (bw * 1e3). With
+ * w = 1/t^2 the normal equations are those of an ordinary weighted fit. A negative intercept is
+ * clamped to 0 and the slope refitted alone; a non-positive slope is rejected. */
+topo_status topo_profile_fit_term(const uint64_t *bytes, const double *time_us, int n,
+                                  topo_profile_term *term) {
+  if (!bytes || !time_us || !term || n < 2) return TOPO_ERR_INVALID;
+  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (int i = 0; i < n; i++) {
+    double t = time_us[i];
+    if (!isfinite(t) || t <= 0) return TOPO_ERR_INVALID;
+    double x = (double)bytes[i], w = 1.0 / (t * t);
+    sw += w, sx += w * x, sy += w * t, sxx += w * x * x, sxy += w * x * t;
+    if (bytes[i] < lo) lo = bytes[i];
+    if (bytes[i] > hi) hi = bytes[i];
+  }
+  if (lo == hi) return TOPO_ERR_INVALID; /* one size says nothing about bandwidth */
+  double det = sw * sxx - sx * sx;
+  if (!(det > 0) || !isfinite(det)) return TOPO_ERR_INVALID;
+  double slope = (sw * sxy - sx * sy) / det;
+  double lat = (sy - slope * sx) / sw;
+  if (lat < 0) {
+    lat = 0;
+    slope = sxy / sxx;
+  }
+  if (!(slope > 0) || !isfinite(slope) || !isfinite(lat)) return TOPO_ERR_INVALID;
+  double bw = 1.0 / (slope * 1e3);
+  if (!isfinite(bw) || bw <= 0) return TOPO_ERR_INVALID;
+  double sq = 0;
+  for (int i = 0; i < n; i++) {
+    double r = (lat + (double)bytes[i] * slope - time_us[i]) / time_us[i];
+    sq += r * r;
+  }
+  term->lat_us = lat;
+  term->bw_gbs = bw;
+  term->min_bytes = lo;
+  term->max_bytes = hi;
+  term->rel_err = sqrt(sq / n);
+  term->npoints = n;
+  return TOPO_OK;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Section keys
+ */
+
+static int gpu_is_any(const char *g) { return !g[0] || strcmp(g, "*") == 0; }
+
+int topo_profile_key_score(const topo_profile_key *have, const topo_profile_key *want) {
+  static const topo_profile_key any;
+  if (!have) return -1;
+  if (!want) want = &any;
+  int score = 0;
+  if (!gpu_is_any(have->gpu) && !gpu_is_any(want->gpu)) {
+    if (strcasecmp(have->gpu, want->gpu) != 0) return -1;
+    score += 8;
+  }
+  if (have->nnodes > 0 && want->nnodes > 0) {
+    if (have->nnodes != want->nnodes) return -1;
+    score += 4;
+  }
+  if (have->nranks > 0 && want->nranks > 0) {
+    if (have->nranks != want->nranks) return -1;
+    score += 2;
+  }
+  if (have->nccl_version > 0 && want->nccl_version > 0) {
+    if (have->nccl_version != want->nccl_version) return -1;
+    score += 1;
+  }
+  return score;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Reader
+ */
+
+typedef struct parser {
+  const char *name;
+  int line;
+  int nbad;
+} parser;
+
+static void bad(parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void bad(parser *ps, const char *fmt, ...) {
+  char what[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  TOPO_WARN("%s:%d: %s; line skipped", ps->name, ps->line, what);
+  ps->nbad++;
+}
+
+static int parse_double(const char *s, double lo, double hi, double *out) {
+  if (!*s) return 0;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (*end || errno == ERANGE || !isfinite(v) || v < lo || v > hi) return 0;
+  *out = v;
+  return 1;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out) {
+  if (!*s) return 0;
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (*end || errno == ERANGE || v < lo || v > hi) return 0;
+  *out = v;
+  return 1;
+}
+
+static int parse_u64(const char *s, uint64_t *out) {
+  if (!isdigit((unsigned char)*s)) return 0;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (*end || errno == ERANGE) return 0;
+  *out = v;
+  return 1;
+}
+
+/* Split "key=value" in place; returns the value or NULL when there is no '='. */
+static char *split_kv(char *tok) {
+  char *eq = strchr(tok, '=');
+  if (!eq) return NULL;
+  *eq = '\0';
+  return eq + 1;
+}
+
+static int valid_gpu_name(const char *s) {
+  size_t n = strlen(s);
+  if (n == 0 || n >= sizeof(((topo_profile_key *)0)->gpu)) return 0;
+  if (strcmp(s, "*") == 0) return 1;
+  for (; *s; s++)
+    if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-' && *s != '.') return 0;
+  return 1;
+}
+
+/* `section gpu=H200 nranks=8 nnodes=1 nccl=22809`; absent or "*" fields match anything. */
+static int parse_section(parser *ps, char **tok, int ntok, topo_profile_key *key) {
+  memset(key, 0, sizeof *key);
+  for (int i = 1; i < ntok; i++) {
+    char *v = split_kv(tok[i]);
+    long n;
+    if (!v) return bad(ps, "section: expected key=value, got '%s'", tok[i]), 0;
+    if (strcmp(tok[i], "gpu") == 0) {
+      if (!valid_gpu_name(v)) return bad(ps, "section: bad gpu name '%s'", v), 0;
+      snprintf(key->gpu, sizeof key->gpu, "%s", strcmp(v, "*") == 0 ? "" : v);
+    } else if (strcmp(tok[i], "nranks") == 0 || strcmp(tok[i], "nnodes") == 0 ||
+               strcmp(tok[i], "nccl") == 0) {
+      if (strcmp(v, "*") == 0) {
+        n = 0;
+      } else if (!parse_long(v, 0, 100000000, &n)) {
+        return bad(ps, "section: bad number '%s' (want an integer >= 0 or *)", v), 0;
+      }
+      if (tok[i][1] == 'r') key->nranks = (int)n;
+      else if (tok[i][1] == 'n') key->nnodes = (int)n;
+      else key->nccl_version = (int)n;
+    } else {
+      return bad(ps, "section: unknown key '%s' (gpu, nranks, nnodes, nccl)", tok[i]), 0;
+    }
+  }
+  return 1;
+}
+
+/* key=value pairs of a link / proto / term line. `names` lists the keys, `vals` receives them,
+ * `seen` marks which came; returns 0 after warning on an unknown key or a bad value. */
+typedef struct kv_spec {
+  const char *key;
+  double lo, hi;
+} kv_spec;
+
+static int parse_pairs(parser *ps, const char *what, char **tok, int first, int ntok,
+                       const kv_spec *spec, int nspec, double *vals, int *seen) {
+  for (int i = first; i < ntok; i++) {
+    char *v = split_kv(tok[i]);
+    if (!v) {
+      return bad(ps, "%s: expected key=value, got '%s'", what, tok[i]), 0;
+    }
+    int k;
+    for (k = 0; k < nspec; k++)
+      if (strcmp(tok[i], spec[k].key) == 0) break;
+    if (k == nspec) {
+      return bad(ps, "%s: unknown key '%s'", what, tok[i]), 0;
+    }
+    if (!parse_double(v, spec[k].lo, spec[k].hi, &vals[k])) {
+      return bad(ps, "%s: bad value for %s: '%s' (want %g..%g)", what, spec[k].key, v, spec[k].lo,
+                 spec[k].hi), 0;
+    }
+    seen[k] = 1;
+  }
+  return 1;
+}
+
+static const kv_spec link_spec[] = {{"bw_gbs", 1e-6, 1e6}, {"lat_us", 0, 1e6}};
+static const kv_spec proto_spec[] = {
+    {"bw_eff", 1e-6, 1.0}, {"lat_us", 0, 1e6}, {"ch_bw_gbs", 0, 1e6}};
+
+static int parse_link(parser *ps, char **tok, int ntok, topo_profile *p) {
+  int cls = ntok > 1 ? lookup(tok[1], link_names, TOPO_LINK_COUNT) : -1;
+  if (cls < 0) return bad(ps, "link: unknown link class '%s' (nvlink, pci, net)", ntok > 1 ? tok[1] : ""), 0;
+  double v[2] = {p->link[cls].bw_gbs, p->link[cls].lat_us};
+  int seen[2] = {0, 0};
+  if (!parse_pairs(ps, "link", tok, 2, ntok, link_spec, 2, v, seen)) return 0;
+  if (!seen[0] && !seen[1]) return bad(ps, "link %s: no bw_gbs= or lat_us=", tok[1]), 0;
+  p->link[cls].bw_gbs = v[0];
+  p->link[cls].lat_us = v[1];
+  return 1;
+}
+
+static int parse_proto(parser *ps, char **tok, int ntok, topo_profile *p) {
+  int pr = ntok > 1 ? topo_proto_from_name(tok[1]) : -1;
+  if (pr < 0) return bad(ps, "proto: unknown protocol '%s' (ll, ll128, simple)", ntok > 1 ? tok[1] : ""), 0;
+  double v[3] = {p->proto[pr].bw_eff, p->proto[pr].lat_us, p->proto[pr].ch_bw_gbs};
+  int seen[3] = {0, 0, 0};
+  if (!parse_pairs(ps, "proto", tok, 2, ntok, proto_spec, 3, v, seen)) return 0;
+  if (!seen[0] && !seen[1] && !seen[2])
+    return bad(ps, "proto %s: no bw_eff=, lat_us= or ch_bw_gbs=", tok[1]), 0;
+  p->proto[pr].bw_eff = v[0];
+  p->proto[pr].lat_us = v[1];
+  p->proto[pr].ch_bw_gbs = v[2];
+  return 1;
+}
+
+/* `term <coll> <algo> <proto> [channels=N] lat_us=X bw_gbs=Y [min_bytes= max_bytes= rel_err=
+ * npoints=]` */
+static topo_status parse_term(parser *ps, char **tok, int ntok, topo_profile *p) {
+  if (ntok < 4) return bad(ps, "term: want <collective> <algorithm> <protocol> key=value..."), TOPO_ERR_PARSE;
+  topo_profile_term t;
+  memset(&t, 0, sizeof t);
+  t.max_bytes = UINT64_MAX;
+  if ((t.coll = topo_coll_from_name(tok[1])) < 0)
+    return bad(ps, "term: unknown collective '%s'", tok[1]), TOPO_ERR_PARSE;
+  if ((t.algo = topo_algo_from_name(tok[2])) < 0)
+    return bad(ps, "term: unknown algorithm '%s'", tok[2]), TOPO_ERR_PARSE;
+  if ((t.proto = topo_proto_from_name(tok[3])) < 0)
+    return bad(ps, "term: unknown protocol '%s'", tok[3]), TOPO_ERR_PARSE;
+  int have_lat = 0, have_bw = 0;
+  for (int i = 4; i < ntok; i++) {
+    char *v = split_kv(tok[i]);
+    const char *k = tok[i];
+    long n;
+    if (!v) return bad(ps, "term: expected key=value, got '%s'", k), TOPO_ERR_PARSE;
+    if (strcmp(k, "channels") == 0) {
+      if (!parse_long(v, 0, 64, &n)) return bad(ps, "term: bad channels '%s' (0..64)", v), TOPO_ERR_PARSE;
+      t.nchannels = (int)n;
+    } else if (strcmp(k, "lat_us") == 0) {
+      if (!parse_double(v, 0, 1e9, &t.lat_us)) return bad(ps, "term: bad lat_us '%s' (>= 0)", v), TOPO_ERR_PARSE;
+      have_lat = 1;
+    } else if (strcmp(k, "bw_gbs") == 0) {
+      if (!parse_double(v, 1e-9, 1e9, &t.bw_gbs) || !(t.bw_gbs > 0))
+        return bad(ps, "term: bad bw_gbs '%s' (must be > 0)", v), TOPO_ERR_PARSE;
+      have_bw = 1;
+    } else if (strcmp(k, "min_bytes") == 0) {
+      if (!parse_u64(v, &t.min_bytes)) return bad(ps, "term: bad min_bytes '%s'", v), TOPO_ERR_PARSE;
+    } else if (strcmp(k, "max_bytes") == 0) {
+      if (!parse_u64(v, &t.max_bytes)) return bad(ps, "term: bad max_bytes '%s'", v), TOPO_ERR_PARSE;
+    } else if (strcmp(k, "rel_err") == 0) {
+      if (!parse_double(v, 0, 1e9, &t.rel_err)) return bad(ps, "term: bad rel_err '%s'", v), TOPO_ERR_PARSE;
+    } else if (strcmp(k, "npoints") == 0) {
+      if (!parse_long(v, 0, 1000000000, &n)) return bad(ps, "term: bad npoints '%s'", v), TOPO_ERR_PARSE;
+      t.npoints = (int)n;
+    } else {
+      return bad(ps, "term: unknown key '%s'", k), TOPO_ERR_PARSE;
+    }
+  }
+  if (!have_lat || !have_bw) return bad(ps, "term: lat_us= and bw_gbs= are required"), TOPO_ERR_PARSE;
+  if (t.min_bytes > t.max_bytes) return bad(ps, "term: min_bytes > max_bytes"), TOPO_ERR_PARSE;
+  if (topo_profile_find_term(p, t.coll, t.algo, t.proto, t.nchannels))
+    return bad(ps, "term: duplicate (collective, algorithm, protocol, channels) in this section"),
+           TOPO_ERR_PARSE;
+  topo_status st = topo_profile_set_term(p, &t);
+  if (st == TOPO_ERR_INVALID) return bad(ps, "term: too many terms in one section"), st;
+  return st;
+}
+
+static int parse_nvls(const char *v, int *out) {
+  if (strcmp(v, "1") == 0 || strcasecmp(v, "yes") == 0) *out = 1;
+  else if (strcmp(v, "0") == 0 || strcasecmp(v, "no") == 0) *out = 0;
+  else if (strcmp(v, "-1") == 0 || strcasecmp(v, "unknown") == 0) *out = -1;
+  else return 0;
+  return 1;
+}
+
+/* Parse state across lines: the section being read and the best one so far. */
+typedef struct reader {
+  parser ps;
+  topo_profile_key want;
+  int in_section;      /* 1: lines apply to cur; 0 before any section; -1 skipping a bad one */
+  int version_seen;
+  topo_profile cur;
+  int cur_score;
+  topo_profile best;
+  int best_score;      /* -1: none yet */
+  topo_status nomem;
+} reader;
+
+static void finish_section(reader *r) {
+  if (r->in_section != 1) return;
+  r->in_section = 0;
+  if (r->cur_score > r->best_score) {
+    topo_profile_free(&r->best);
+    r->best = r->cur;
+    r->best_score = r->cur_score;
+  } else {
+    topo_profile_free(&r->cur);
+  }
+  memset(&r->cur, 0, sizeof r->cur);
+}
+
+static void handle_line(reader *r, char *line) {
+  parser *ps = &r->ps;
+  char *tok[PROFILE_MAX_TOKENS];
+  int ntok = 0;
+  for (char *s = line;;) {
+    while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\v' || *s == '\f') s++;
+    if (!*s || *s == '#') break;
+    if (ntok == PROFILE_MAX_TOKENS) {
+      bad(ps, "more than %d fields", PROFILE_MAX_TOKENS);
+      return;
+    }
+    tok[ntok++] = s;
+    while (*s && *s != ' ' && *s != '\t' && *s != '\r' && *s != '\v' && *s != '\f' && *s != '#') s++;
+    if (*s == '#') {
+      *s = '\0';
+      break;
+    }
+    if (*s) *s++ = '\0';
+  }
+  if (ntok == 0) return;
+  const char *k = tok[0];
+
+  if (strcmp(k, "topo-profile") == 0) {
+    long v;
+    r->version_seen = 1; /* a malformed one still counts: no second warning for its absence */
+    if (ntok != 2 || !parse_long(tok[1], 1, 1000000, &v)) {
+      bad(ps, "version line: want 'topo-profile <version>'");
+      return;
+    }
+    if (v > TOPO_PROFILE_VERSION) {
+      TOPO_WARN("%s:%d: profile version %ld is newer than this reader's %d; keys it does not know "
+                "will be skipped", ps->name, ps->line, v, TOPO_PROFILE_VERSION);
+    }
+    return;
+  }
+  if (!r->version_seen) {
+    TOPO_WARN("%s:%d: no 'topo-profile %d' line before the first entry; reading it as version %d",
+              ps->name, ps->line, TOPO_PROFILE_VERSION, TOPO_PROFILE_VERSION);
+    r->version_seen = 1;
+  }
+  if (strcmp(k, "section") == 0) {
+    finish_section(r);
+    topo_profile_key key;
+    if (!parse_section(ps, tok, ntok, &key)) {
+      r->in_section = -1; /* its lines belong to no usable section: skipped quietly */
+      return;
+    }
+    topo_profile_builtin(key.gpu, &r->cur);
+    r->cur.key = key;
+    snprintf(r->cur.source, sizeof r->cur.source, "%s:%d", ps->name, ps->line);
+    r->cur_score = topo_profile_key_score(&key, &r->want);
+    r->in_section = 1;
+    return;
+  }
+  if (r->in_section == -1) return;
+  if (r->in_section == 0) { bad(ps, "'%s' before any 'section' line", k); return; }
+
+  topo_profile *p = &r->cur;
+  long n;
+  double d;
+  if (strcmp(k, "launch_us") == 0) {
+    if (ntok != 2 || !parse_double(tok[1], 0, 1e6, &d))
+      { bad(ps, "launch_us: want one number >= 0"); return; }
+    p->launch_us = d;
+  } else if (strcmp(k, "max_channels") == 0) {
+    if (ntok != 2 || !parse_long(tok[1], 0, 64, &n))
+      { bad(ps, "max_channels: want one integer 0..64"); return; }
+    p->max_channels = (int)n;
+  } else if (strcmp(k, "nvls") == 0) {
+    int v;
+    if (ntok != 2 || !parse_nvls(tok[1], &v)) { bad(ps, "nvls: want yes, no or unknown"); return; }
+    p->nvls = v;
+  } else if (strcmp(k, "link") == 0) {
+    parse_link(ps, tok, ntok, p);
+  } else if (strcmp(k, "proto") == 0) {
+    parse_proto(ps, tok, ntok, p);
+  } else if (strcmp(k, "term") == 0) {
+    if (parse_term(ps, tok, ntok, p) == TOPO_ERR_NOMEM) r->nomem = TOPO_ERR_NOMEM;
+  } else {
+    bad(ps, "unknown key '%s'", k);
+  }
+}
+
+topo_status topo_profile_parse(const char *text, size_t len, const char *name,
+                               const topo_profile_key *want, topo_profile *out, int *nbad) {
+  if (nbad) *nbad = 0;
+  if (!out) return TOPO_ERR_INVALID;
+  reader r;
+  memset(&r, 0, sizeof r);
+  r.ps.name = name ? name : "<profile>";
+  if (want) r.want = *want;
+  r.best_score = -1;
+  if (!text) len = 0;
+
+  char line[PROFILE_MAX_LINE];
+  size_t pos = 0;
+  while (pos < len && r.nomem == TOPO_OK) {
+    size_t end = pos;
+    while (end < len && text[end] != '\n') end++;
+    r.ps.line++;
+    size_t n = end - pos;
+    if (memchr(text + pos, '\0', n)) {
+      bad(&r.ps, "NUL byte in line");
+    } else if (n >= sizeof line) {
+      bad(&r.ps, "line longer than %d bytes", PROFILE_MAX_LINE - 1);
+    } else {
+      memcpy(line, text + pos, n);
+      line[n] = '\0';
+      handle_line(&r, line);
+    }
+    pos = end + 1;
+  }
+  finish_section(&r);
+  topo_profile_free(&r.cur);
+  if (nbad) *nbad = r.ps.nbad;
+
+  const char *gpu = want && want->gpu[0] ? want->gpu : NULL;
+  if (r.nomem != TOPO_OK) {
+    topo_profile_free(&r.best);
+    TOPO_WARN("%s: out of memory while reading; using the built-in defaults", r.ps.name);
+    topo_profile_builtin(gpu, out);
+    return TOPO_ERR_NOMEM;
+  }
+  if (r.best_score < 0) {
+    topo_profile_builtin(gpu, out);
+    TOPO_WARN("%s: no section matches gpu=%s nranks=%d nnodes=%d nccl=%d; using %s", r.ps.name,
+              gpu ? gpu : "*", want ? want->nranks : 0, want ? want->nnodes : 0,
+              want ? want->nccl_version : 0, out->source);
+    return TOPO_ERR_PARSE;
+  }
+  *out = r.best;
+  return TOPO_OK;
+}
+
+topo_status topo_profile_load(const char *path, const topo_profile_key *want, topo_profile *out) {
+  if (!out) return TOPO_ERR_INVALID;
+  const char *gpu = want && want->gpu[0] ? want->gpu : NULL;
+  FILE *f = path ? fopen(path, "rb") : NULL;
+  if (!f) {
+    topo_profile_builtin(gpu, out);
+    TOPO_WARN("cannot open profile '%s': %s; using %s", path ? path : "(null)",
+              path ? strerror(errno) : "no path", out->source);
+    return TOPO_ERR_IO;
+  }
+  topo_status st = TOPO_OK;
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  for (;;) {
+    if (len == cap) {
+      if (cap >= PROFILE_MAX_FILE) {
+        st = TOPO_ERR_IO;
+        TOPO_WARN("profile '%s' is larger than %u bytes; using the built-in defaults", path,
+                  PROFILE_MAX_FILE);
+        break;
+      }
+      cap = cap ? 2 * cap : 65536;
+      char *grown = topo_realloc(buf, cap);
+      if (!grown) {
+        st = TOPO_ERR_NOMEM;
+        TOPO_WARN("profile '%s': out of memory; using the built-in defaults", path);
+        break;
+      }
+      buf = grown;
+    }
+    size_t got = fread(buf + len, 1, cap - len, f);
+    len += got;
+    if (got == 0) {
+      if (ferror(f)) {
+        st = TOPO_ERR_IO;
+        TOPO_WARN("cannot read profile '%s'; using the built-in defaults", path);
+      }
+      break;
+    }
+  }
+  fclose(f);
+  if (st != TOPO_OK) {
+    topo_free(buf);
+    topo_profile_builtin(gpu, out);
+    return st;
+  }
+  st = topo_profile_parse(buf, len, path, want, out, NULL);
+  topo_free(buf);
+  return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Writer
+ */
+
+/* Shortest %g form that reads back to the same double. */
+static void fmt_double(char *buf, size_t size, double v) {
+  for (int prec = 1; prec <= 17; prec++) {
+    snprintf(buf, size, "%.*g", prec, v);
+    if (strtod(buf, NULL) == v) return;
+  }
+}
+
+topo_status topo_profile_write(FILE *f, const topo_profile *p) {
+  if (!f || !p) return TOPO_ERR_INVALID;
+  char a[40], b[40], c[40];
+  fprintf(f, "topo-profile %d\n", TOPO_PROFILE_VERSION);
+  char nr[16], nn[16], nv[16];
+  snprintf(nr, sizeof nr, "%d", p->key.nranks);
+  snprintf(nn, sizeof nn, "%d", p->key.nnodes);
+  snprintf(nv, sizeof nv, "%d", p->key.nccl_version);
+  fprintf(f, "section gpu=%s nranks=%s nnodes=%s nccl=%s\n", gpu_is_any(p->key.gpu) ? "*" : p->key.gpu,
+          p->key.nranks > 0 ? nr : "*", p->key.nnodes > 0 ? nn : "*",
+          p->key.nccl_version > 0 ? nv : "*");
+  fmt_double(a, sizeof a, p->launch_us);
+  fprintf(f, "launch_us %s\n", a);
+  fprintf(f, "max_channels %d\n", p->max_channels);
+  fprintf(f, "nvls %s\n", p->nvls > 0 ? "yes" : p->nvls == 0 ? "no" : "unknown");
+  for (int i = 0; i < TOPO_LINK_COUNT; i++) {
+    fmt_double(a, sizeof a, p->link[i].bw_gbs);
+    fmt_double(b, sizeof b, p->link[i].lat_us);
+    fprintf(f, "link %s bw_gbs=%s lat_us=%s\n", link_names[i], a, b);
+  }
+  for (int i = 0; i < NCCL_NUM_PROTOCOLS; i++) {
+    fmt_double(a, sizeof a, p->proto[i].bw_eff);
+    fmt_double(b, sizeof b, p->proto[i].lat_us);
+    fmt_double(c, sizeof c, p->proto[i].ch_bw_gbs);
+    fprintf(f, "proto %s bw_eff=%s lat_us=%s ch_bw_gbs=%s\n", proto_names[i], a, b, c);
+  }
+  for (int i = 0; i < p->nterms; i++) {
+    const topo_profile_term *t = &p->terms[i];
+    fmt_double(a, sizeof a, t->lat_us);
+    fmt_double(b, sizeof b, t->bw_gbs);
+    fmt_double(c, sizeof c, t->rel_err);
+    fprintf(f,
+            "term %s %s %s channels=%d lat_us=%s bw_gbs=%s min_bytes=%llu max_bytes=%llu "
+            "rel_err=%s npoints=%d\n",
+            topo_coll_name(t->coll), topo_algo_name(t->algo), topo_proto_name(t->proto),
+            t->nchannels, a, b, (unsigned long long)t->min_bytes,
+            (unsigned long long)t->max_bytes, c, t->npoints);
+  }
+  return ferror(f) ? TOPO_ERR_IO : TOPO_OK;
+}
