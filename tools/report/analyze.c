@@ -389,6 +389,7 @@ static void p1_coll(void *vc, int src, const rp_coll *co) {
     s->timed_colls++;
   }
   table_add(c, co);
+  if (s->kind == RP_SRC_KINETO) return;
   int64_t lo = co->timed ? co->gpu_start : co->cpu_start, hi = co->timed ? co->gpu_stop : co->cpu_stop;
   if (lo < r->t0) r->t0 = lo;
   if (hi > r->t_end) r->t_end = hi;
@@ -396,7 +397,7 @@ static void p1_coll(void *vc, int src, const rp_coll *co) {
 
 static void p1_interval(void *vc, int src, const rp_interval *iv) {
   ctx *c = vc;
-  (void)src;
+  if (c->r->src[src].kind == RP_SRC_KINETO) return; /* its range is known at its end */
   if (iv->start < c->r->t0) c->r->t0 = iv->start;
   if (iv->stop > c->r->t_end) c->r->t_end = iv->stop;
 }
@@ -622,6 +623,10 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
     merged(&c, one, 1, &s1, 1, "pass 1 (JSON)");
     int p = kineto_rank(&c, s);
     if (p >= 0) r->ranks[p].colls += s->colls, r->ranks[p].timed_colls += s->timed_colls;
+    if (s->gpu_last > s->gpu_first) {
+      if (s->gpu_first < r->t0) r->t0 = s->gpu_first;
+      if (s->gpu_last > r->t_end) r->t_end = s->gpu_last;
+    }
     rp_source_close(s);
   }
   if (c.st != TOPO_OK) goto out;

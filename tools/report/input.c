@@ -110,8 +110,7 @@ topo_status rp_source_open(rp_source *s, int pass) {
       return st;
     }
     s->impl = k;
-    if (pass > 1) { /* counts were taken in pass 1 */
-    }
+    if (pass > 1) rp_kineto_set_base(k, s->kineto_base); /* it may come last in the file */
     return TOPO_OK;
   }
   topo_trace_reader *r;

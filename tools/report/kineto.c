@@ -46,6 +46,8 @@ struct rp_kineto {
   int failed;
   char path[512];
   int64_t base_ns;
+  int64_t first, last;   /* GPU events' range, without the base */
+  int base_fixed;        /* base given by pass 1: ignore the key */
   int rank, world;
   uint64_t events;
   /* steps found (emitted with the base at the end) */
@@ -382,6 +384,8 @@ static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, const jev *
             !strcmp(e->cat, "gpu_memcpy") || !strcmp(e->cat, "gpu_memset") ||
             !strcmp(e->cat, "Memcpy") || !strcmp(e->cat, "Memset");
   if (!gpu || stop <= start) return;
+  if (e->ts < k->first) k->first = e->ts;
+  if (e->ts + e->dur > k->last) k->last = e->ts + e->dur;
   rp_interval iv = {start, stop, (uint32_t)(e->stream >= 0 ? e->stream : e->tid), RP_COMPUTE,
                     0xff, RP_FROM_KERNEL, 0};
   int func = -1, algo = -1, proto = -1;
@@ -455,6 +459,8 @@ static void finish(rp_kineto *k, rp_source *s, const rp_sink *sink) {
   s->rank = k->rank;
   s->nranks = k->world;
   s->kineto_base = k->base_ns;
+  s->gpu_first = k->first + k->base_ns;
+  s->gpu_last = k->last + k->base_ns;
   if (sink->step)
     for (size_t i = 0; i < k->nsteps; i++)
       sink->step(sink->ctx, s->index, k->steps[i].start + k->base_ns,
@@ -508,7 +514,7 @@ int rp_kineto_step(rp_kineto *k, rp_source *s, const rp_sink *sink, size_t max_e
         } else if (!strcmp(key, "baseTimeNanoseconds") && (peek_ws(k) == '-' || isdigit(peek_ws(k)))) {
           char num[64];
           if (!number_text(k, num, sizeof num)) break;
-          k->base_ns = text_to_i64(num);
+          if (!k->base_fixed) k->base_ns = text_to_i64(num);
         } else if (!skip_value(k)) {
           break;
         }
@@ -527,6 +533,8 @@ static rp_kineto *kineto_new(const char *name) {
   if (!k) return NULL;
   snprintf(k->path, sizeof k->path, "%s", name);
   k->rank = -1;
+  k->first = INT64_MAX / 2;
+  k->last = INT64_MIN / 2;
   return k;
 }
 
@@ -551,6 +559,11 @@ void rp_kineto_close(rp_kineto *k) {
   if (!k->mem) topo_free(k->buf);
   topo_free(k->steps);
   topo_free(k);
+}
+
+void rp_kineto_set_base(rp_kineto *k, int64_t base_ns) {
+  k->base_ns = base_ns;
+  k->base_fixed = 1;
 }
 
 uint64_t rp_kineto_offset(const rp_kineto *k) { return k->off + k->pos; }

@@ -130,6 +130,7 @@ typedef struct rp_source {
   int64_t gpu_to_real;    /* add to globaltimer ns */
   int64_t cupti_to_real;  /* add to CUPTI ns */
   int64_t kineto_base;    /* Kineto baseTimeNanoseconds (0 when absent) */
+  int64_t gpu_first, gpu_last; /* Kineto: aligned range of its GPU events (pass 1) */
   int proc;               /* index of the rank (process) it belongs to, -1 until known */
   int quiet;              /* no warnings (second pass, --quiet) */
   /* learned in pass 1 */
@@ -155,6 +156,8 @@ topo_status rp_kineto_open(const char *path, rp_kineto **out);
 /* Parse up to `max_events` events; calls the sink with the source index. 0 when finished. */
 int rp_kineto_step(rp_kineto *k, rp_source *s, const rp_sink *sink, size_t max_events);
 void rp_kineto_close(rp_kineto *k);
+/* Pass 2: the baseTimeNanoseconds found in pass 1 (Kineto may write it after the events). */
+void rp_kineto_set_base(rp_kineto *k, int64_t base_ns);
 uint64_t rp_kineto_offset(const rp_kineto *k);
 /* Parse a whole JSON buffer through the same entry point (fuzzing, tests): returns events seen. */
 uint64_t rp_kineto_parse_memory(const char *data, size_t len, const rp_sink *sink);
