@@ -109,7 +109,18 @@ static int close_out(FILE *f) {
   return fclose(f) == 0 ? 0 : 1;
 }
 
+static int run_main(int argc, char **argv, args *a_out);
+
 int main(int argc, char **argv) {
+  args a;
+  memset(&a, 0, sizeof a);
+  int rc = run_main(argc, argv, &a);
+  free(a.paths);
+  return rc;
+}
+
+/* Everything main does; a->paths (allocated by parse) is freed by the caller on every path. */
+static int run_main(int argc, char **argv, args *a_out) {
   topo_log_to_stderr("topo-report", 0);
   topo_env_check_unknown();
   if (argc < 2) {
@@ -134,6 +145,7 @@ int main(int argc, char **argv) {
   args a;
   memset(&a, 0, sizeof a);
   int rc = parse(argc, argv, from, &a);
+  *a_out = a;
   if (rc) return rc;
   topo_log_to_stderr("topo-report", a.verbose);
   rp_options opt = {a.reorder ? a.reorder : 65536, a.progress, a.quiet};
@@ -152,12 +164,15 @@ int main(int argc, char **argv) {
   } else if (!strcmp(cmd, "diff")) {
     if (a.npaths != 2) return misuse("diff wants two runs (files or directories)");
     rp_report ra, rb;
-    if (rp_analyze(&a.paths[0], 1, &opt, &ra) != TOPO_OK) return 1;
-    if (rp_analyze(&a.paths[1], 1, &opt, &rb) != TOPO_OK) return 1;
-    FILE *out = open_out(a.output);
-    if (!out) return 1;
-    rp_render_diff(&ra, &rb, a.paths[0], a.paths[1], out);
-    rc = close_out(out);
+    int ok = rp_analyze(&a.paths[0], 1, &opt, &ra) == TOPO_OK;
+    ok &= rp_analyze(&a.paths[1], 1, &opt, &rb) == TOPO_OK;
+    FILE *out = ok ? open_out(a.output) : NULL;
+    if (out) {
+      rp_render_diff(&ra, &rb, a.paths[0], a.paths[1], out);
+      rc = close_out(out);
+    } else {
+      rc = 1;
+    }
     rp_report_free(&ra);
     rp_report_free(&rb);
   } else {
@@ -168,14 +183,16 @@ int main(int argc, char **argv) {
     if (st != TOPO_OK) {
       fprintf(stderr, "topo-report: %s\n", topo_status_str(st));
       rp_report_free(&r);
-      free(a.paths);
       return 1;
     }
     if (!strcmp(cmd, "fit")) {
       rc = rp_fit(&r, a.gpu, a.output, stdout) == TOPO_OK ? 0 : 1;
     } else {
       FILE *out = open_out(a.output);
-      if (!out) return 1;
+      if (!out) {
+        rp_report_free(&r);
+        return 1;
+      }
       if (a.json) rp_render_json(&r, out);
       else if (a.csv) rp_render_csv(&r, out);
       else rp_render_text(&r, out);
@@ -187,6 +204,5 @@ int main(int argc, char **argv) {
     }
     rp_report_free(&r);
   }
-  free(a.paths);
   return rc;
 }
