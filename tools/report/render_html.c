@@ -96,7 +96,7 @@ static void timeline(FILE *f, const rp_report *r) {
     double x = L + t / (double)(to - from) * W;
     char lab[32];
     rp_fmt_ns((int64_t)t, lab, sizeof lab);
-    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"18\" y2=\"%.0f\" class=grid/><text x=\"%.1f\" y=\"12\" class=tick text-anchor=middle>%s</text>\n",
+    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"18\" y2=\"%.0f\" class=\"grid\"/><text x=\"%.1f\" y=\"12\" class=tick text-anchor=middle>%s</text>\n",
             x, x, H - 6, x, lab);
   }
   for (int i = 0; i < r->nranks; i++) {
@@ -132,7 +132,7 @@ static void breakdown(FILE *f, const rp_report *r) {
   fprintf(f, "<h2>Where each rank's GPU time goes</h2><p class=note>Share of the rank's span (first to "
              "last GPU activity). Overlap ratio = overlapped / communication, as Holistic Trace Analysis "
              "defines it.</p>\n");
-  fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" role=img>\n", W + L + 170, H);
+  fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" role=img>\n", W + L + 240, H);
   for (int i = 0; i < r->nranks; i++) {
     rp_derived d;
     rp_derive(&r->ranks[i].t, &d);
@@ -184,7 +184,7 @@ static void busbw_plot(FILE *f, const rp_report *r) {
   fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" style=\"max-width:1000px\" role=img>\n", W + L + 200, H + T + B);
   for (double v = 0; v <= ymax + 1e-9; v += ystep) {
     double y = T + H - v / ymax * H;
-    fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" class=grid/><text x=\"%.0f\" y=\"%.1f\" class=tick text-anchor=end>%g</text>\n",
+    fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/><text x=\"%.0f\" y=\"%.1f\" class=tick text-anchor=end>%g</text>\n",
             L, L + W, y, y, L - 6, y + 4, v);
   }
   for (int b = lo; b <= hi; b++) {
@@ -192,7 +192,7 @@ static void busbw_plot(FILE *f, const rp_report *r) {
     if ((hi - lo) > 16 && (b - lo) % 2) continue;
     char lab[32];
     rp_fmt_bytes((uint64_t)1 << b, lab, sizeof lab);
-    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\" class=grid/><text x=\"%.1f\" y=\"%.0f\" class=tick text-anchor=middle>%s</text>\n",
+    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\" class=\"grid\"/><text x=\"%.1f\" y=\"%.0f\" class=tick text-anchor=middle>%s</text>\n",
             x, x, T, T + H, x, T + H + 16, lab);
   }
   fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" class=lab text-anchor=middle>message size (nccl-tests size, bucket lower bound)</text>\n",
