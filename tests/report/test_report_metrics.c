@@ -40,10 +40,10 @@ static void kernel(tf_trace *t, const topo_trace_header *h, int kind, int64_t s,
 }
 
 /* Rank 0 (host0): compute K1 [0,1000) s7, K2 [200,400) s8 (nested), K3 [1500,2500) s7, memcpy
- * [2600,2700); AllReduce seq0 [800,1700), seq1 [3000,3500), AllGather seq2 [3400,3600); steps 1
+ * [2600,2700); AllReduce seq0 [800,1700), seq1 [3000,3500), AllGather seq0 [3400,3600); steps 1
  * [0,2000) and 2 [2000,4000). Killed: no footer, no seq 3.
  * Rank 1 (host1, other clock offsets): seq0 [850,1700), seq1 not GPU-timed (cpu 2900),
- * seq2 [3450,3600), seq3 [4000,4100). */
+ * AllGather seq0 [3450,3600), AllReduce seq3 [4000,4100). NCCL counts seq per (comm, function). */
 static void write_fixture(void) {
   snprintf(dir, sizeof dir, "/tmp/topo-report-XXXXXX");
   assert_non_null(mkdtemp(dir));
@@ -65,7 +65,7 @@ static void write_fixture(void) {
   kernel(&t, &h0, TOPO_KERNEL_COMPUTE, 200, 400, 8);
   kernel(&t, &h0, TOPO_KERNEL_MEMCPY, 2600, 2700, 9);
   coll(&t, &h0, 4, 1, 1 << 20, 2950, 3000, 3500, 1);
-  coll(&t, &h0, 2, 2, 4096, 3300, 3400, 3600, 2);
+  coll(&t, &h0, 2, 0, 4096, 3300, 3400, 3600, 2); /* seq counts per function */
   topo_trace_record p2p = tf_coll(6, 0, 64, raw_mono(&h0, 3700), raw_mono(&h0, 3710), 0, 0, 1, 2, 1, 3);
   tf_add(&t, &p2p);
   topo_trace_record m1 = tf_mark(1, raw_mono(&h0, 0), raw_mono(&h0, 2000), 1);
@@ -86,7 +86,7 @@ static void write_fixture(void) {
   tf_begin(&t, &h1, NULL);
   coll(&t, &h1, 4, 0, 1 << 20, 700, 850, 1700, 1);
   coll(&t, &h1, 4, 1, 1 << 20, 2900, 0, 0, 1);
-  coll(&t, &h1, 2, 2, 4096, 3300, 3450, 3600, 1);
+  coll(&t, &h1, 2, 0, 4096, 3300, 3450, 3600, 1);
   coll(&t, &h1, 4, 3, 1 << 20, 3900, 4000, 4100, 1);
   tf_footer(&t, NULL);
   snprintf(path, sizeof path, "%s/rank1.trace", dir);
@@ -219,9 +219,8 @@ static void test_join_gives_skew_stragglers_and_missing_rank(void **state) {
   rp_report r;
   analyze_dir(&r);
   assert_int_equal(r.ncomms, 1);
-  assert_int_equal(r.comms[0].joined, 4);
-  assert_int_equal(r.comms[0].incomplete, 1);          /* seq 3: rank 0 was gone */
-  assert_int_equal(r.comms[0].last_seq, 3);
+  assert_int_equal(r.comms[0].joined, 4);               /* AllReduce 0, 1, 3 and AllGather 0 (own seqs) */
+  assert_int_equal(r.comms[0].incomplete, 1);          /* AllReduce 3: rank 0 was gone */
   assert_int_equal(r.skew[4].n, 2);                      /* AllReduce seq 0 (GPU) and 1 (CPU) */
   assert_int_equal(r.skew[4].max, 50);
   assert_int_equal(r.skew[2].n, 1);

@@ -12,27 +12,30 @@
 #include "log.h"
 #include "report.h"
 
-/* ---- cross-rank join: one ring of open collectives per communicator */
-typedef struct join_comm {
-  uint64_t hash;
-  int nranks;
-  int *proc_of_rank;     /* rank -> report rank index, -1 unknown */
-  int *live;             /* rank has a source still delivering (count of such sources) */
-  int64_t *last_seq;     /* latest seq seen from the rank, -1 none */
-  /* ring of open entries for seqs [base, base + cap) */
-  uint64_t base;
+/* ---- cross-rank join: NCCL's seqNumber counts per (communicator, function), so each
+ * communicator holds one ring of open collectives per function. */
+typedef struct join_ring {
+  uint64_t base;         /* open entries cover seqs [base, base + cap) */
   int have_base;
   size_t cap;
   uint64_t *seq;
   uint8_t *used;
-  uint8_t *func;
   int *have;
   int64_t *gpu, *cpu;    /* cap x nranks */
   uint8_t *got;          /* cap x nranks: 1 cpu only, 2 gpu-timed */
-  rp_comm_summary *sum;
-} join_comm;
+  int64_t *last_seq;     /* per rank: latest seq seen, -1 none */
+} join_ring;
 
 #define JOIN_MAX_CAP (1u << 16)
+
+typedef struct join_comm {
+  uint64_t hash;
+  int nranks;
+  int *proc_of_rank;     /* rank -> report rank index, -1 unknown */
+  int *live;             /* rank -> sources of it still delivering */
+  join_ring ring[RP_MAX_FUNC];
+  rp_comm_summary *sum;
+} join_comm;
 
 typedef struct ctx {
   rp_report *r;
@@ -213,56 +216,60 @@ static join_comm *join_for(ctx *c, uint64_t hash, int nranks) {
   j->nranks = nranks;
   j->proc_of_rank = topo_malloc((size_t)nranks * sizeof(int));
   j->live = topo_calloc((size_t)nranks, sizeof(int));
-  j->last_seq = topo_malloc((size_t)nranks * sizeof(int64_t));
-  if (!j->proc_of_rank || !j->live || !j->last_seq) return NULL;
-  for (int i = 0; i < nranks; i++) j->proc_of_rank[i] = -1, j->last_seq[i] = -1;
+  if (!j->proc_of_rank || !j->live) return NULL;
+  for (int i = 0; i < nranks; i++) j->proc_of_rank[i] = -1;
   return j;
 }
 
-static int join_grow(join_comm *j, size_t cap) {
-  size_t n = (size_t)j->nranks;
+static int join_grow(join_ring *g, int nranks, size_t cap) {
+  size_t n = (size_t)nranks;
   uint64_t *seq = topo_calloc(cap, sizeof *seq);
-  uint8_t *used = topo_calloc(cap, 1), *func = topo_calloc(cap, 1), *got = topo_calloc(cap * n, 1);
+  uint8_t *used = topo_calloc(cap, 1), *got = topo_calloc(cap * n, 1);
   int *have = topo_calloc(cap, sizeof *have);
   int64_t *gpu = topo_calloc(cap * n, sizeof *gpu), *cpu = topo_calloc(cap * n, sizeof *cpu);
-  if (!seq || !used || !func || !got || !have || !gpu || !cpu) {
-    topo_free(seq), topo_free(used), topo_free(func), topo_free(got), topo_free(have);
+  if (!g->last_seq) {
+    g->last_seq = topo_malloc(n * sizeof *g->last_seq);
+    if (g->last_seq)
+      for (size_t k = 0; k < n; k++) g->last_seq[k] = -1;
+  }
+  if (!seq || !used || !got || !have || !gpu || !cpu || !g->last_seq) {
+    topo_free(seq), topo_free(used), topo_free(got), topo_free(have);
     topo_free(gpu), topo_free(cpu);
     return 0;
   }
-  for (size_t i = 0; i < j->cap; i++) {
-    if (!j->used[i]) continue;
-    size_t k = j->seq[i] % cap;
-    seq[k] = j->seq[i];
+  for (size_t i = 0; i < g->cap; i++) {
+    if (!g->used[i]) continue;
+    size_t k = g->seq[i] % cap;
+    seq[k] = g->seq[i];
     used[k] = 1;
-    func[k] = j->func[i];
-    have[k] = j->have[i];
-    memcpy(got + k * n, j->got + i * n, n);
-    memcpy(gpu + k * n, j->gpu + i * n, n * sizeof *gpu);
-    memcpy(cpu + k * n, j->cpu + i * n, n * sizeof *cpu);
+    have[k] = g->have[i];
+    memcpy(got + k * n, g->got + i * n, n);
+    memcpy(gpu + k * n, g->gpu + i * n, n * sizeof *gpu);
+    memcpy(cpu + k * n, g->cpu + i * n, n * sizeof *cpu);
   }
-  topo_free(j->seq), topo_free(j->used), topo_free(j->func), topo_free(j->got);
-  topo_free(j->have), topo_free(j->gpu), topo_free(j->cpu);
-  j->seq = seq, j->used = used, j->func = func, j->got = got, j->have = have, j->gpu = gpu,
-  j->cpu = cpu, j->cap = cap;
+  topo_free(g->seq), topo_free(g->used), topo_free(g->got);
+  topo_free(g->have), topo_free(g->gpu), topo_free(g->cpu);
+  g->seq = seq, g->used = used, g->got = got, g->have = have, g->gpu = gpu, g->cpu = cpu;
+  g->cap = cap;
   return 1;
 }
 
-static void join_finalize(ctx *c, join_comm *j, size_t i) {
+static void join_finalize(ctx *c, join_comm *j, int func, size_t i) {
   rp_report *r = c->r;
+  join_ring *g = &j->ring[func];
   size_t n = (size_t)j->nranks;
-  uint8_t *got = j->got + i * n;
+  uint8_t *got = g->got + i * n;
   j->sum->joined++;
-  if ((size_t)j->have[i] < n) {
+  if ((size_t)g->have[i] < n) {
     j->sum->incomplete++;
     for (size_t k = 0; k < n; k++)
       if (!got[k] && j->proc_of_rank[k] >= 0) r->ranks[j->proc_of_rank[k]].missed++;
   }
-  if (j->have[i] >= 2) {
+  if (g->have[i] >= 2) {
     int all_gpu = 1;
     for (size_t k = 0; k < n; k++)
       if (got[k] == 1) all_gpu = 0;
-    const int64_t *t = (all_gpu ? j->gpu : j->cpu) + i * n;
+    const int64_t *t = (all_gpu ? g->gpu : g->cpu) + i * n;
     int64_t mx = INT64_MIN, second = INT64_MIN, mn = INT64_MAX;
     size_t last = 0;
     for (size_t k = 0; k < n; k++) {
@@ -272,8 +279,7 @@ static void join_finalize(ctx *c, join_comm *j, size_t i) {
       if (t[k] < mn) mn = t[k];
     }
     rp_quant_add(&j->sum->skew, mx - mn);
-    int f = j->func[i] < RP_MAX_FUNC ? j->func[i] : RP_MAX_FUNC - 1;
-    rp_quant_add(&r->skew[f], mx - mn);
+    rp_quant_add(&r->skew[func], mx - mn);
     for (size_t k = 0; k < n; k++) {
       if (!got[k] || j->proc_of_rank[k] < 0) continue;
       rp_rank *rk = &r->ranks[j->proc_of_rank[k]];
@@ -286,82 +292,91 @@ static void join_finalize(ctx *c, join_comm *j, size_t i) {
       rk->late_total += mx - second;
     }
   }
-  j->used[i] = 0;
-  j->have[i] = 0;
+  g->used[i] = 0;
+  g->have[i] = 0;
   memset(got, 0, n);
 }
 
-/* Finalize every open entry with seq < upto, advancing base. */
-static void join_evict(ctx *c, join_comm *j, uint64_t upto) {
-  if (!j->have_base) return;
-  if (upto > j->base + j->cap) { /* a jump: finalize everything open, in any order */
-    for (size_t i = 0; i < j->cap; i++)
-      if (j->used[i] && j->seq[i] < upto) join_finalize(c, j, i);
-    j->base = upto;
+/* Finalize every open entry of ring `func` with seq < upto, advancing its base. */
+static void join_evict(ctx *c, join_comm *j, int func, uint64_t upto) {
+  join_ring *g = &j->ring[func];
+  if (!g->have_base) return;
+  if (upto > g->base + g->cap) { /* a jump: finalize everything open below it */
+    for (size_t i = 0; i < g->cap; i++)
+      if (g->used[i] && g->seq[i] < upto) join_finalize(c, j, func, i);
+    g->base = upto;
     return;
   }
-  while (j->base < upto) {
-    size_t i = j->base % j->cap;
-    if (j->used[i] && j->seq[i] == j->base) join_finalize(c, j, i);
-    j->base++;
+  while (g->base < upto) {
+    size_t i = g->base % g->cap;
+    if (g->used[i] && g->seq[i] == g->base) join_finalize(c, j, func, i);
+    g->base++;
   }
 }
 
+static void join_evict_all(ctx *c, join_comm *j) {
+  for (int f = 0; f < RP_MAX_FUNC; f++)
+    if (j->ring[f].have_base) join_evict(c, j, f, j->ring[f].base + j->ring[f].cap + 1);
+}
+
 static void join_add(ctx *c, join_comm *j, int rank, const rp_coll *co) {
+  int func = co->func < RP_MAX_FUNC ? co->func : RP_MAX_FUNC - 1;
+  join_ring *g = &j->ring[func];
   size_t limit = JOIN_MAX_CAP;
   while (limit > 16 && limit * (size_t)j->nranks > (1u << 24)) limit /= 2;
-  if (!j->cap && !join_grow(j, limit < 1024 ? limit : 1024)) {
+  if (!g->cap && !join_grow(g, j->nranks, limit < 1024 ? limit : 1024)) {
     c->st = TOPO_ERR_NOMEM;
     return;
   }
-  if (!j->have_base) {
-    j->base = co->seq;
-    j->have_base = 1;
-    j->sum->first_seq = co->seq;
+  if (!g->have_base) {
+    g->base = co->seq;
+    g->have_base = 1;
   }
-  if (co->seq < j->sum->first_seq) j->sum->first_seq = co->seq;
-  if ((int64_t)co->seq > j->last_seq[rank]) j->last_seq[rank] = (int64_t)co->seq;
-  if (co->seq < j->base) {
+  if ((int64_t)co->seq > g->last_seq[rank]) g->last_seq[rank] = (int64_t)co->seq;
+  if (co->seq < g->base) {
     j->sum->incomplete++; /* arrived after its entry was closed */
     return;
   }
-  while (co->seq >= j->base + j->cap) {
-    if (j->cap < limit) {
-      if (!join_grow(j, j->cap * 2)) {
+  while (co->seq >= g->base + g->cap) {
+    if (g->cap < limit) {
+      if (!join_grow(g, j->nranks, g->cap * 2)) {
         c->st = TOPO_ERR_NOMEM;
         return;
       }
     } else {
-      join_evict(c, j, co->seq - j->cap + 1);
+      join_evict(c, j, func, co->seq - g->cap + 1);
     }
   }
-  size_t i = co->seq % j->cap, n = (size_t)j->nranks;
-  if (!j->used[i]) {
-    j->used[i] = 1;
-    j->seq[i] = co->seq;
-    j->func[i] = (uint8_t)co->func;
-    j->have[i] = 0;
+  size_t i = co->seq % g->cap, n = (size_t)j->nranks;
+  if (!g->used[i]) {
+    g->used[i] = 1;
+    g->seq[i] = co->seq;
+    g->have[i] = 0;
   }
-  uint8_t *got = j->got + i * n;
+  uint8_t *got = g->got + i * n;
   if (got[rank]) return; /* duplicate */
   got[rank] = co->timed ? 2 : 1;
-  j->gpu[i * n + (size_t)rank] = co->gpu_start;
-  j->cpu[i * n + (size_t)rank] = co->cpu_start;
-  if (++j->have[i] == j->nranks) join_finalize(c, j, i);
+  g->gpu[i * n + (size_t)rank] = co->gpu_start;
+  g->cpu[i * n + (size_t)rank] = co->cpu_start;
+  if (++g->have[i] == j->nranks) join_finalize(c, j, func, i);
 }
 
 /* After a chunk: entries below every live rank's latest seq can get no more records. */
 static void join_progress(ctx *c, join_comm *j) {
-  int64_t mn = INT64_MAX;
-  for (int k = 0; k < j->nranks; k++) {
-    if (!j->live[k]) continue;
-    if (j->last_seq[k] < mn) mn = j->last_seq[k];
-  }
-  if (mn == INT64_MAX) {
-    join_evict(c, j, j->base + j->cap + 1);
+  int any_live = 0;
+  for (int k = 0; k < j->nranks; k++) any_live |= j->live[k] > 0;
+  if (!any_live) {
+    join_evict_all(c, j);
     return;
   }
-  if (mn > 0) join_evict(c, j, (uint64_t)mn);
+  for (int f = 0; f < RP_MAX_FUNC; f++) {
+    join_ring *g = &j->ring[f];
+    if (!g->have_base) continue;
+    int64_t mn = INT64_MAX;
+    for (int k = 0; k < j->nranks; k++)
+      if (j->live[k] && g->last_seq[k] < mn) mn = g->last_seq[k];
+    if (mn > 0 && mn != INT64_MAX) join_evict(c, j, f, (uint64_t)mn);
+  }
 }
 
 /* ---- pass 1 sinks */
@@ -604,14 +619,7 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
 
   rp_sink s1 = {&c, p1_coll, p1_interval, step_add, p1_record};
   merged(&c, bin, nbin, &s1, 1, "pass 1");
-  for (size_t i = 0; i < c.njc; i++) {
-    join_evict(&c, &c.jc[i], c.jc[i].base + c.jc[i].cap + 1);
-    for (int k = 0; k < c.jc[i].nranks; k++) {
-      if (c.jc[i].last_seq[k] < 0) continue;
-      uint64_t ls = (uint64_t)c.jc[i].last_seq[k];
-      if (ls > r->comms[i].last_seq) r->comms[i].last_seq = ls;
-    }
-  }
+  for (size_t i = 0; i < c.njc; i++) join_evict_all(&c, &c.jc[i]);
   for (int i = 0; i < nbin; i++) rp_source_close(&r->src[bin[i]]);
   /* Kineto / Chrome JSON, one file at a time */
   for (int i = 0; i < r->nsrc && c.st == TOPO_OK; i++) {
@@ -694,9 +702,12 @@ out:
   topo_free(bin);
   for (size_t i = 0; i < c.njc; i++) {
     join_comm *j = &c.jc[i];
-    topo_free(j->proc_of_rank), topo_free(j->live), topo_free(j->last_seq), topo_free(j->seq);
-    topo_free(j->used), topo_free(j->func), topo_free(j->have), topo_free(j->gpu);
-    topo_free(j->cpu), topo_free(j->got);
+    topo_free(j->proc_of_rank), topo_free(j->live);
+    for (int f = 0; f < RP_MAX_FUNC; f++) {
+      join_ring *g = &j->ring[f];
+      topo_free(g->seq), topo_free(g->used), topo_free(g->have), topo_free(g->gpu);
+      topo_free(g->cpu), topo_free(g->got), topo_free(g->last_seq);
+    }
   }
   topo_free(c.jc);
   topo_free(c.src_comm);

@@ -292,7 +292,7 @@ static void tables(FILE *f, const rp_report *r) {
   for (int i = 0; i < RP_MAX_FUNC; i++) any |= r->skew[i].n > 0;
   if (any) {
     fprintf(f, "<h2>Stragglers</h2><p class=note>Each collective is joined across ranks by (communicator, "
-               "sequence number). The rank that starts last makes the others wait; “delay caused” sums, "
+               "function, sequence number). The rank that starts last makes the others wait; “delay caused” sums, "
                "over the collectives it started last, the gap to the second-to-last rank.</p>"
                "<table><tr><th>rank</th><th>started last</th><th>of joined</th><th>delay caused</th><th>time waiting for others</th><th>missing records</th></tr>\n");
     for (int i = 0; i < r->nranks; i++) {

@@ -133,10 +133,9 @@ void rp_render_json(const rp_report *r, FILE *f) {
   for (size_t i = 0; i < r->ncomms; i++) {
     const rp_comm_summary *c = &r->comms[i];
     fprintf(f, "%s{\"comm_hash\":\"%016" PRIx64 "\",\"nranks\":%d,\"ranks_seen\":%d,\"joined\":%" PRIu64
-               ",\"incomplete\":%" PRIu64 ",\"first_seq\":%" PRIu64 ",\"last_seq\":%" PRIu64
-               ",\"skew_median_ns\":%" PRId64 ",\"skew_p99_ns\":%" PRId64 "}",
+               ",\"incomplete\":%" PRIu64 ",\"skew_median_ns\":%" PRId64 ",\"skew_p99_ns\":%" PRId64 "}",
             i ? "," : "", c->hash, c->nranks, c->ranks_seen, c->joined, c->incomplete,
-            c->first_seq, c->last_seq, rp_quant_get(&c->skew, 0.5), rp_quant_get(&c->skew, 0.99));
+            rp_quant_get(&c->skew, 0.5), rp_quant_get(&c->skew, 0.99));
   }
   fprintf(f, "],\n\"steps\":[");
   for (size_t i = 0; i < r->nstepsum; i++) {

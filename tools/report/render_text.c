@@ -109,7 +109,7 @@ void rp_render_text(const rp_report *r, FILE *f) {
   int any_skew = 0;
   for (int i = 0; i < RP_MAX_FUNC; i++) any_skew |= r->skew[i].n > 0;
   if (any_skew) {
-    fprintf(f, "\nStart skew across ranks (same collective joined by comm hash + seq)\n");
+    fprintf(f, "\nStart skew across ranks (same collective joined by comm hash, function and seq)\n");
     fprintf(f, "  %-14s %10s %12s %12s %12s\n", "collective", "joined", "median", "p99", "max");
     for (int i = 0; i < RP_MAX_FUNC; i++) {
       const rp_quant *q = &r->skew[i];

@@ -205,8 +205,7 @@ typedef struct rp_rank {
 typedef struct rp_comm_summary {
   uint64_t hash;
   int nranks, ranks_seen;
-  uint64_t joined, incomplete;
-  uint64_t first_seq, last_seq;
+  uint64_t joined, incomplete;    /* collectives joined by (func, seq); lacking some rank */
   rp_quant skew;                  /* start skew per collective, ns */
 } rp_comm_summary;
 
