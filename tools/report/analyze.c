@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The analysis: pass 1 streams every input once, merged by time, to build the collective table,
-// the fit points, the steps and the cross-rank join by (comm hash, seq); pass 2 streams each
+// the fit points, the steps and the cross-rank join by (comm hash, function, seq); pass 2 streams each
 // rank's inputs again through the interval sweep (sweep.c). Called by main.c; owns rp_report.
 #include <inttypes.h>
 #include <stdlib.h>
@@ -671,7 +671,8 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
       c.st = TOPO_ERR_NOMEM;
       break;
     }
-    rp_sweep_keep(c.sweep, r->window_from, r->window_to, RP_TIMELINE_CAP);
+    size_t keep = r->nranks <= 16 ? RP_TIMELINE_CAP : (size_t)RP_TIMELINE_CAP * 16 / (size_t)r->nranks;
+    rp_sweep_keep(c.sweep, r->window_from, r->window_to, p < RP_TIMELINE_RANKS ? (keep < 256 ? 256 : keep) : 0);
     c.sweep_rank = p;
     merged(&c, mine, n, &s2, 2, "pass 2");
     rp_sweep_finish(c.sweep, &k->t);

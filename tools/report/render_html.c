@@ -83,7 +83,8 @@ static void timeline(FILE *f, const rp_report *r) {
   int64_t from = r->window_from, to = r->window_to;
   if (to <= from || !r->nranks) return;
   const double W = 1100, L = 90, lane_h = 13, gap = 10;
-  double H = 30 + r->nranks * (2 * lane_h + gap) + 10;
+  int nr = r->nranks < RP_TIMELINE_RANKS ? r->nranks : RP_TIMELINE_RANKS;
+  double H = 30 + nr * (2 * lane_h + gap) + 10;
   char span[32];
   rp_fmt_ns(to - from, span, sizeof span);
   fprintf(f, "<h2>Timeline</h2><p class=note>%s of GPU activity per rank (%s). Upper lane: compute "
@@ -99,7 +100,8 @@ static void timeline(FILE *f, const rp_report *r) {
     fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"18\" y2=\"%.0f\" class=\"grid\"/><text x=\"%.1f\" y=\"12\" class=tick text-anchor=middle>%s</text>\n",
             x, x, H - 6, x, lab);
   }
-  for (int i = 0; i < r->nranks; i++) {
+  if (nr < r->nranks) fprintf(f, "<p class=note>The first %d of %d ranks.</p>\n", nr, r->nranks);
+  for (int i = 0; i < nr; i++) {
     const rp_rank *k = &r->ranks[i];
     double y = 24 + i * (2 * lane_h + gap);
     char name[32];

@@ -25,7 +25,8 @@
 
 #define RP_MAX_FUNC 16          /* ncclFunc_t values kept apart; higher ones share the last */
 #define RP_EXACT_SAMPLES 4096   /* quantiles are exact up to this many samples */
-#define RP_TIMELINE_CAP 20000   /* intervals kept per rank for the HTML timeline */
+#define RP_TIMELINE_CAP 20000   /* intervals kept per rank for the HTML timeline (<= 16 ranks) */
+#define RP_TIMELINE_RANKS 64    /* ranks drawn in the HTML timeline */
 
 typedef struct rp_report rp_report_fwd;
 
