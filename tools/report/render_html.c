@@ -91,6 +91,7 @@ static void timeline(FILE *f, const rp_report *r) {
              "kernels; lower lane: communication. Where both are coloured at once, communication is "
              "overlapped.</p>\n",
           span, r->nstepsum ? "one training step from the middle of the run" : "a window from the middle of the run");
+  if (nr < r->nranks) fprintf(f, "<p class=note>The first %d of %d ranks.</p>\n", nr, r->nranks);
   fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" role=img>\n", W + L + 10, H);
   double step = nice_step((double)(to - from), 8);
   for (double t = 0; t <= (double)(to - from); t += step) {
@@ -100,7 +101,6 @@ static void timeline(FILE *f, const rp_report *r) {
     fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"18\" y2=\"%.0f\" class=\"grid\"/><text x=\"%.1f\" y=\"12\" class=tick text-anchor=middle>%s</text>\n",
             x, x, H - 6, x, lab);
   }
-  if (nr < r->nranks) fprintf(f, "<p class=note>The first %d of %d ranks.</p>\n", nr, r->nranks);
   for (int i = 0; i < nr; i++) {
     const rp_rank *k = &r->ranks[i];
     double y = 24 + i * (2 * lane_h + gap);
