@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -47,7 +48,8 @@ typedef struct ctx {
   rp_sweep *sweep;       /* pass 2: the rank being swept */
   int sweep_rank;
   int64_t last_progress;
-  uint64_t total_bytes;
+  uint64_t total_bytes;  /* input bytes x passes */
+  uint64_t closed_bytes; /* bytes read by sources already closed */
   int progress;
   topo_status st;
 } ctx;
@@ -63,10 +65,15 @@ static void progress(ctx *c, const char *what, int force) {
   int64_t t = now_ns();
   if (!force && t - c->last_progress < 1000000000LL) return;
   c->last_progress = t;
-  uint64_t done = 0;
+  uint64_t done = c->closed_bytes;
   for (int i = 0; i < c->r->nsrc; i++) done += rp_source_offset(&c->r->src[i]);
-  fprintf(stderr, "topo-report: %s: %" PRIu64 " MB read, %" PRIu64 " records\n", what,
-          done >> 20, c->r->records);
+  fprintf(stderr, "topo-report: %s: %" PRIu64 " MB of %" PRIu64 " MB read, %" PRIu64 " records\n",
+          what, done >> 20, c->total_bytes >> 20, c->r->records);
+}
+
+static void close_src(ctx *c, rp_source *s) {
+  c->closed_bytes += rp_source_offset(s);
+  rp_source_close(s);
 }
 
 /* ---- rows and fit points */
@@ -557,12 +564,24 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
   memset(&c, 0, sizeof c);
   c.r = r;
   c.opt = &opt;
-  c.progress = opt.progress < 0 ? isatty(2) : opt.progress;
+  c.progress = opt.progress;
   char **files = NULL;
   int nfiles = 0;
   topo_status st = rp_paths_expand(paths, npaths, &files, &nfiles);
   if (st != TOPO_OK) return st;
   st = add_sources(r, files, nfiles, &opt);
+  if (c.progress < 0) { /* auto: on a terminal, or for inputs that take a while (> 256 MB) */
+    uint64_t bytes = 0;
+    for (int i = 0; i < nfiles; i++) {
+      struct stat sb;
+      if (stat(files[i], &sb) == 0) bytes += (uint64_t)sb.st_size;
+    }
+    c.progress = isatty(2) || bytes > (256u << 20);
+  }
+  for (int i = 0; i < nfiles; i++) {
+    struct stat sb;
+    if (stat(files[i], &sb) == 0) c.total_bytes += 2 * (uint64_t)sb.st_size;
+  }
   rp_paths_free(files, nfiles);
   if (st != TOPO_OK) return st;
   if (!r->nsrc) {
@@ -620,7 +639,7 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
   rp_sink s1 = {&c, p1_coll, p1_interval, step_add, p1_record};
   merged(&c, bin, nbin, &s1, 1, "pass 1");
   for (size_t i = 0; i < c.njc; i++) join_evict_all(&c, &c.jc[i]);
-  for (int i = 0; i < nbin; i++) rp_source_close(&r->src[bin[i]]);
+  for (int i = 0; i < nbin; i++) close_src(&c, &r->src[bin[i]]);
   /* Kineto / Chrome JSON, one file at a time */
   for (int i = 0; i < r->nsrc && c.st == TOPO_OK; i++) {
     rp_source *s = &r->src[i];
@@ -635,7 +654,7 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
       if (s->gpu_first < r->t0) r->t0 = s->gpu_first;
       if (s->gpu_last > r->t_end) r->t_end = s->gpu_last;
     }
-    rp_source_close(s);
+    close_src(&c, s);
   }
   if (c.st != TOPO_OK) goto out;
   for (int i = 0; i < r->nsrc; i++) {
@@ -674,7 +693,9 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
     size_t keep = r->nranks <= 16 ? RP_TIMELINE_CAP : (size_t)RP_TIMELINE_CAP * 16 / (size_t)r->nranks;
     rp_sweep_keep(c.sweep, r->window_from, r->window_to, p < RP_TIMELINE_RANKS ? (keep < 256 ? 256 : keep) : 0);
     c.sweep_rank = p;
-    merged(&c, mine, n, &s2, 2, "pass 2");
+    char what[64];
+    snprintf(what, sizeof what, "pass 2, rank %d of %d", p + 1, r->nranks);
+    merged(&c, mine, n, &s2, 2, what);
     rp_sweep_finish(c.sweep, &k->t);
     size_t nk;
     const rp_interval *kept = rp_sweep_kept(c.sweep, &nk, &k->timeline_dropped);
@@ -684,7 +705,7 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
     }
     rp_sweep_free(c.sweep);
     c.sweep = NULL;
-    for (int i = 0; i < n; i++) rp_source_close(&r->src[mine[i]]);
+    for (int i = 0; i < n; i++) close_src(&c, &r->src[mine[i]]);
     rp_times *o = &r->overall;
     if (k->t.first < o->first) o->first = k->t.first;
     if (k->t.last > o->last) o->last = k->t.last;

@@ -110,6 +110,7 @@ topo_status rp_source_open(rp_source *s, int pass) {
       return st;
     }
     s->impl = k;
+    rp_kineto_set_quiet(k, s->quiet || pass > 1);
     if (pass > 1) rp_kineto_set_base(k, s->kineto_base); /* it may come last in the file */
     return TOPO_OK;
   }

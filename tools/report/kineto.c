@@ -48,6 +48,7 @@ struct rp_kineto {
   int64_t base_ns;
   int64_t first, last;   /* GPU events' range, without the base */
   int base_fixed;        /* base given by pass 1: ignore the key */
+  int quiet;
   int rank, world;
   uint64_t events;
   /* steps found (emitted with the base at the end) */
@@ -90,7 +91,8 @@ static void fail(rp_kineto *k, const char *what) {
   if (k->failed) return;
   k->failed = 1;
   k->st = ST_DONE;
-  TOPO_WARN("%s: byte %" PRIu64 ": malformed JSON (%s); the %" PRIu64
+  if (!k->quiet)
+    TOPO_WARN("%s: byte %" PRIu64 ": malformed JSON (%s); the %" PRIu64
             " events before it are used",
             k->path, where(k), what, k->events);
 }
@@ -561,6 +563,8 @@ void rp_kineto_close(rp_kineto *k) {
   topo_free(k);
 }
 
+void rp_kineto_set_quiet(rp_kineto *k, int quiet) { k->quiet = quiet; }
+
 void rp_kineto_set_base(rp_kineto *k, int64_t base_ns) {
   k->base_ns = base_ns;
   k->base_fixed = 1;
@@ -571,6 +575,7 @@ uint64_t rp_kineto_offset(const rp_kineto *k) { return k->off + k->pos; }
 uint64_t rp_kineto_parse_memory(const char *data, size_t len, const rp_sink *sink) {
   rp_kineto *k = kineto_new("(memory)");
   if (!k) return 0;
+  k->quiet = 1;
   k->mem = data;
   k->buf = (char *)data;
   k->len = len;

@@ -28,7 +28,7 @@ static const char usage[] =
     "  --html FILE        also write a self-contained HTML page with SVG plots\n"
     "  -o, --output FILE  write the report (or profile) to FILE instead of stdout\n"
     "  --reorder-window N intervals held to sort each rank's timeline (default 65536)\n"
-    "  --progress / --no-progress   progress on stderr (default: when stderr is a terminal)\n"
+    "  --progress / --no-progress   progress on stderr (default: on a terminal or inputs > 256 MB)\n"
     "  -q, --quiet        no warnings about damaged inputs\n"
     "  -v, --verbose      informational messages\n"
     "  -h, --help         this text;  --version  the version\n"
