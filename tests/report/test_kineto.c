@@ -129,6 +129,21 @@ static void test_chrome_array_format_and_old_kernel_names(void **state) {
   assert_false(rp_nccl_kernel_parse("void at::native::vectorized_elementwise_kernel", &func, &algo, &proto));
 }
 
+static int64_t last_start;
+static void keep_start(void *ctx, int src, const rp_interval *iv) {
+  (void)ctx, (void)src;
+  last_start = iv->start;
+}
+
+static void test_absolute_microseconds_keep_every_digit(void **state) {
+  (void)state;
+  /* Kineto without baseTimeNanoseconds writes epoch µs: 16 integer digits, 3 decimals. */
+  static const char ev[] = "[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1700000000123456.789,\"dur\":1.5}]";
+  rp_sink sink = {NULL, NULL, keep_start, NULL, NULL};
+  assert_int_equal(rp_kineto_parse_memory(ev, sizeof ev - 1, &sink), 1);
+  assert_int_equal(last_start, 1700000000123456789LL);
+}
+
 static void test_deep_nesting_does_not_recurse(void **state) {
   (void)state;
   size_t depth = 200000;
@@ -147,6 +162,7 @@ int main(void) {
       cmocka_unit_test(test_kineto_trace_alone_gives_exact_overlap),
       cmocka_unit_test(test_every_prefix_of_a_trace_parses_safely),
       cmocka_unit_test(test_chrome_array_format_and_old_kernel_names),
+      cmocka_unit_test(test_absolute_microseconds_keep_every_digit),
       cmocka_unit_test(test_deep_nesting_does_not_recurse),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -186,9 +186,9 @@ static int64_t us_text_to_ns(const char *t) {
   int neg = *t == '-';
   if (*t == '-' || *t == '+') t++;
   int64_t ip = 0;
-  int digits = 0;
   while (isdigit((unsigned char)*t)) {
-    if (digits++ < 15) ip = ip * 10 + (*t - '0');
+    if (ip > (INT64_MAX / 1000 - 9) / 10) return 0; /* beyond year 2262 in ns: not a time */
+    ip = ip * 10 + (*t - '0');
     t++;
   }
   int64_t frac = 0;

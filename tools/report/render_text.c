@@ -42,9 +42,10 @@ void rp_render_text(const rp_report *r, FILE *f) {
   char a[48], b[48], c[48], d[48];
   int traces = 0, jsons = 0;
   for (int i = 0; i < r->nsrc; i++) r->src[i].kind == RP_SRC_TRACE ? traces++ : jsons++;
-  fprintf(f, "topo-report: %d rank%s from %d trace file%s", r->nranks, r->nranks == 1 ? "" : "s",
-          traces, traces == 1 ? "" : "s");
-  if (jsons) fprintf(f, " and %d JSON file%s", jsons, jsons == 1 ? "" : "s");
+  fprintf(f, "topo-report: %d rank%s from", r->nranks, r->nranks == 1 ? "" : "s");
+  if (traces) fprintf(f, " %d trace file%s", traces, traces == 1 ? "" : "s");
+  if (traces && jsons) fprintf(f, " and");
+  if (jsons) fprintf(f, " %d JSON file%s", jsons, jsons == 1 ? "" : "s");
   fprintf(f, "; %" PRIu64 " collectives (%" PRIu64 " GPU-timed), %" PRIu64 " p2p\n", r->colls,
           r->timed_colls, r->p2p);
   if (r->overall.last > r->overall.first)
