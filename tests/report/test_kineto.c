@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "report.h"
+#include "trace_fixture.h"
 
 static const char kineto[] =
     "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H200\"}],\n"
@@ -79,6 +80,43 @@ static void test_kineto_trace_alone_gives_exact_overlap(void **state) {
   assert_int_equal(r.rows[0]->bucket, 20); /* 262144 floats = 1 MiB */
   assert_int_equal(r.rows[0]->algo_proto[1][0], 1);
   assert_int_equal(rp_quant_get(&r.rows[0]->time, 0.5), 3000);
+  rp_report_free(&r);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* A topo trace of the same rank beside the Kineto file: one rank, the Kineto kernels give the
+ * unions, the topo collective records (with algorithm and seq) give the table. */
+static void test_kineto_and_topo_trace_of_one_rank_merge(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/topo-kineto-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  write_file("rank3.pt.trace.json", kineto, sizeof kineto - 1);
+  topo_trace_header h;
+  tf_header_init(&h, 0x42, 3, 4);
+  tf_trace t;
+  tf_begin(&t, &h, NULL);
+  topo_trace_record c = tf_coll(4, 0, 1 << 20, 1001000000, 1001000100, 1001001400, 1001004600, 1, 0, 2, 13);
+  tf_add(&t, &c);
+  tf_footer(&t, NULL);
+  char path[128];
+  snprintf(path, sizeof path, "%s/rank3.trace", dir);
+  assert_int_equal(tf_save(&t, path), 0);
+  tf_free(&t);
+  const char *paths[] = {dir};
+  rp_options opt = {65536, 0, 1};
+  rp_report r;
+  assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
+  assert_int_equal(r.nranks, 1);
+  assert_int_equal(r.ranks[0].world_rank, 3);
+  assert_int_equal(r.ranks[0].nsources, 2);
+  assert_int_equal(r.ranks[0].comm_from_kernels, 1);
+  assert_int_equal(r.ranks[0].t.comm, 3000);      /* the kernel, not the record's [1400,4600) */
+  assert_int_equal(r.ranks[0].t.compute, 2250);
+  assert_int_equal(r.colls, 1);                   /* not counted twice */
+  assert_int_equal(r.nrows, 1);
+  assert_int_equal(rp_quant_get(&r.rows[0]->time, 0.5), 3200);
   rp_report_free(&r);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
@@ -160,6 +198,7 @@ static void test_deep_nesting_does_not_recurse(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kineto_trace_alone_gives_exact_overlap),
+      cmocka_unit_test(test_kineto_and_topo_trace_of_one_rank_merge),
       cmocka_unit_test(test_every_prefix_of_a_trace_parses_safely),
       cmocka_unit_test(test_chrome_array_format_and_old_kernel_names),
       cmocka_unit_test(test_absolute_microseconds_keep_every_digit),

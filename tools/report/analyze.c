@@ -179,10 +179,11 @@ static int rank_find_or_add(rp_report *r, const char *host, uint32_t pid, int wo
 static int kineto_rank(ctx *c, rp_source *s) {
   if (s->proc >= 0) return s->proc;
   rp_report *r = c->r;
+  s->proc = -1;
   if (s->rank >= 0)
-    for (int i = 0; i < r->nranks; i++)
-      if (r->ranks[i].world_rank == s->rank) return s->proc = i;
-  s->proc = rank_find_or_add(r, "", 0, s->rank >= 0 ? s->rank : s->index);
+    for (int i = 0; i < r->nranks && s->proc < 0; i++)
+      if (r->ranks[i].world_rank == s->rank) s->proc = i;
+  if (s->proc < 0) s->proc = rank_find_or_add(r, "", 0, s->rank >= 0 ? s->rank : s->index);
   if (s->proc >= 0) r->ranks[s->proc].nsources++;
   return s->proc;
 }
