@@ -182,6 +182,26 @@ static void test_absolute_microseconds_keep_every_digit(void **state) {
   assert_int_equal(last_start, 1700000000123456789LL);
 }
 
+static int nsteps;
+static int64_t step_start;
+static void on_step(void *ctx, int src, int64_t a, int64_t b, uint64_t v) {
+  (void)ctx, (void)src, (void)b, (void)v;
+  nsteps++;
+  step_start = a;
+}
+
+static void test_gpu_projected_steps_win_over_cpu_steps(void **state) {
+  (void)state;
+  static const char ev[] =
+      "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"ts\":10,\"dur\":5},"
+      "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"ProfilerStep#1\",\"ts\":12,\"dur\":6}]}";
+  rp_sink sink = {NULL, NULL, NULL, on_step, NULL};
+  nsteps = 0;
+  rp_kineto_parse_memory(ev, sizeof ev - 1, &sink);
+  assert_int_equal(nsteps, 1);
+  assert_int_equal(step_start, 12000);
+}
+
 static void test_deep_nesting_does_not_recurse(void **state) {
   (void)state;
   size_t depth = 200000;
@@ -202,6 +222,7 @@ int main(void) {
       cmocka_unit_test(test_every_prefix_of_a_trace_parses_safely),
       cmocka_unit_test(test_chrome_array_format_and_old_kernel_names),
       cmocka_unit_test(test_absolute_microseconds_keep_every_digit),
+      cmocka_unit_test(test_gpu_projected_steps_win_over_cpu_steps),
       cmocka_unit_test(test_deep_nesting_does_not_recurse),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -52,8 +52,9 @@ struct rp_kineto {
   int rank, world;
   uint64_t events;
   /* steps found (emitted with the base at the end) */
-  struct { int64_t start, stop; uint64_t value; } *steps;
+  struct { int64_t start, stop; uint64_t value; int gpu; } *steps;
   size_t nsteps, cap_steps;
+  int gpu_steps;         /* GPU-projected ProfilerStep ranges seen: they win over CPU ones */
   jev ev;
 };
 
@@ -379,6 +380,8 @@ static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, const jev *
     k->steps[k->nsteps].start = e->ts;
     k->steps[k->nsteps].stop = e->ts + e->dur;
     k->steps[k->nsteps].value = (uint64_t)strtoull(e->name + 13, NULL, 10);
+    k->steps[k->nsteps].gpu = !strcmp(e->cat, "gpu_user_annotation");
+    k->gpu_steps |= k->steps[k->nsteps].gpu;
     k->nsteps++;
     return;
   }
@@ -465,7 +468,8 @@ static void finish(rp_kineto *k, rp_source *s, const rp_sink *sink) {
   s->gpu_last = k->last + k->base_ns;
   if (sink->step)
     for (size_t i = 0; i < k->nsteps; i++)
-      sink->step(sink->ctx, s->index, k->steps[i].start + k->base_ns,
+      if (k->steps[i].gpu == k->gpu_steps)
+        sink->step(sink->ctx, s->index, k->steps[i].start + k->base_ns,
                  k->steps[i].stop + k->base_ns, k->steps[i].value);
 }
 
