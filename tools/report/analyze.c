@@ -292,12 +292,12 @@ static void join_finalize(ctx *c, join_comm *j, int func, size_t i) {
       if (!got[k] || j->proc_of_rank[k] < 0) continue;
       rp_rank *rk = &r->ranks[j->proc_of_rank[k]];
       rk->joined++;
-      rk->wait_total += mx - t[k];
+      rk->wait_total = rp_add_sat(rk->wait_total, mx - t[k]);
     }
     if (mx > second && j->proc_of_rank[last] >= 0) {
       rp_rank *rk = &r->ranks[j->proc_of_rank[last]];
       rk->last_count++;
-      rk->late_total += mx - second;
+      rk->late_total = rp_add_sat(rk->late_total, mx - second);
     }
   }
   g->used[i] = 0;
@@ -472,9 +472,11 @@ static topo_status step_summary(rp_report *r) {
       uint64_t *hit = bsearch(&st->value, vals, u, sizeof *vals, cmp_u64);
       rp_stepsum *sum = &r->stepsum[hit - vals];
       sum->ranks++;
-      sum->span += st->stop - st->start;
-      sum->comm += st->comm, sum->compute += st->compute, sum->overlap += st->overlap;
-      sum->busy += st->busy;
+      sum->span = rp_add_sat(sum->span, st->stop - st->start);
+      sum->comm = rp_add_sat(sum->comm, st->comm);
+      sum->compute = rp_add_sat(sum->compute, st->compute);
+      sum->overlap = rp_add_sat(sum->overlap, st->overlap);
+      sum->busy = rp_add_sat(sum->busy, st->busy);
     }
   topo_free(vals);
   return TOPO_OK;
@@ -710,8 +712,12 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
     rp_times *o = &r->overall;
     if (k->t.first < o->first) o->first = k->t.first;
     if (k->t.last > o->last) o->last = k->t.last;
-    o->comm += k->t.comm, o->compute += k->t.compute, o->overlap += k->t.overlap;
-    o->busy += k->t.busy, o->memory += k->t.memory, o->late += k->t.late;
+    o->comm = rp_add_sat(o->comm, k->t.comm);
+    o->compute = rp_add_sat(o->compute, k->t.compute);
+    o->overlap = rp_add_sat(o->overlap, k->t.overlap);
+    o->busy = rp_add_sat(o->busy, k->t.busy);
+    o->memory = rp_add_sat(o->memory, k->t.memory);
+    o->late += k->t.late;
     for (int cl = 0; cl < RP_CLASSES; cl++) o->intervals[cl] += k->t.intervals[cl];
     if (k->t.late && !opt.quiet)
       TOPO_WARN("rank %d: %" PRIu64 " intervals arrived more than %zu intervals out of order "

@@ -59,7 +59,8 @@ topo_status rp_fit(const rp_report *r, const char *gpu, const char *out_path, FI
             if (q->func != func || q->algo != algo || q->proto != proto || q->nranks != sizes[si] ||
                 !q->n)
               continue;
-            bytes[n] = (uint64_t)(q->size_sum / (double)q->n);
+            double mean = q->size_sum / (double)q->n;
+            bytes[n] = mean < 1.8e19 ? (uint64_t)mean : UINT64_MAX;
             us[n] = (double)rp_quant_get(&q->time, 0.5) / 1e3;
             n++;
           }

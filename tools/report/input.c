@@ -12,6 +12,10 @@
 #include "report.h"
 #include "trace_reader.h"
 
+/* Aligned times are kept within +-2^62 ns (146 years) so that every difference fits in int64;
+ * a value outside (garbage in a record or header) makes the time invalid. */
+#define TIME_LIMIT ((int64_t)1 << 62)
+
 int rp_path_is_json(const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f) return 0;
@@ -130,11 +134,22 @@ topo_status rp_source_open(rp_source *s, int pass) {
   s->header = *h;
   s->rank = h->rank;
   s->nranks = h->nranks;
-  s->mono_to_real = h->realtime_ns - h->mono_ns;
-  s->gpu_to_real = h->gpu_minus_realtime_ns == TOPO_TRACE_OFFSET_UNKNOWN ? 0 : -h->gpu_minus_realtime_ns;
+  /* Offsets outside +-2^62 are garbage: taken as 0 (their records then align as they are). */
+  int64_t lim = TIME_LIMIT;
+  s->mono_to_real = 0;
+  if (h->realtime_ns > -lim && h->realtime_ns < lim && h->mono_ns > -lim && h->mono_ns < lim)
+    s->mono_to_real = h->realtime_ns - h->mono_ns;
+  s->gpu_to_real = h->gpu_minus_realtime_ns > -lim && h->gpu_minus_realtime_ns < lim ? -h->gpu_minus_realtime_ns : 0;
   s->cupti_to_real =
-      h->cupti_minus_realtime_ns == TOPO_TRACE_OFFSET_UNKNOWN ? 0 : -h->cupti_minus_realtime_ns;
+      h->cupti_minus_realtime_ns > -lim && h->cupti_minus_realtime_ns < lim ? -h->cupti_minus_realtime_ns : 0;
   return TOPO_OK;
+}
+
+static int align(int64_t raw, int64_t offset, int64_t *out) {
+  int64_t v;
+  if (__builtin_add_overflow(raw, offset, &v) || v <= -TIME_LIMIT || v >= TIME_LIMIT) return 0;
+  *out = v;
+  return 1;
 }
 
 static void deliver_record(rp_source *s, const rp_sink *sink, const topo_trace_record *rec,
@@ -157,13 +172,13 @@ static void deliver_record(rp_source *s, const rp_sink *sink, const topo_trace_r
     o.bytes = c->bytes;
     o.p2p = rec->type == TOPO_REC_P2P;
     o.stream = c->stream_id;
-    o.cpu_start = c->cpu_start_ns + s->mono_to_real;
-    o.cpu_stop = c->cpu_stop_ns + s->mono_to_real;
-    o.timed = (c->flags & TOPO_COLL_F_GPU_TIMED) && c->gpu_stop_ns > c->gpu_start_ns;
-    if (o.timed) {
-      o.gpu_start = c->gpu_start_ns + s->gpu_to_real;
-      o.gpu_stop = c->gpu_stop_ns + s->gpu_to_real;
-    }
+    if (!align(c->cpu_start_ns, s->mono_to_real, &o.cpu_start) ||
+        !align(c->cpu_stop_ns, s->mono_to_real, &o.cpu_stop))
+      o.cpu_start = o.cpu_stop = 0;
+    o.timed = (c->flags & TOPO_COLL_F_GPU_TIMED) && c->gpu_stop_ns > c->gpu_start_ns &&
+              align(c->gpu_start_ns, s->gpu_to_real, &o.gpu_start) &&
+              align(c->gpu_stop_ns, s->gpu_to_real, &o.gpu_stop);
+    if (!o.timed) o.gpu_start = o.gpu_stop = 0;
     if (pass == 1) {
       s->colls++;
       s->timed_colls += (uint64_t)o.timed;
@@ -179,9 +194,10 @@ static void deliver_record(rp_source *s, const rp_sink *sink, const topo_trace_r
   }
   case TOPO_REC_KERNEL: {
     const topo_rec_kernel *k = &rec->kernel;
-    if (k->gpu_stop_ns <= k->gpu_start_ns) break;
-    rp_interval iv = {k->gpu_start_ns + s->cupti_to_real, k->gpu_stop_ns + s->cupti_to_real,
-                      k->stream_id, RP_COMPUTE, 0xff, RP_FROM_KERNEL, k->name_id};
+    rp_interval iv = {0, 0, k->stream_id, RP_COMPUTE, 0xff, RP_FROM_KERNEL, k->name_id};
+    if (k->gpu_stop_ns <= k->gpu_start_ns || !align(k->gpu_start_ns, s->cupti_to_real, &iv.start) ||
+        !align(k->gpu_stop_ns, s->cupti_to_real, &iv.stop))
+      break;
     int func = -1, algo, proto;
     if (k->kind == TOPO_KERNEL_MEMCPY || k->kind == TOPO_KERNEL_MEMSET) {
       iv.cls = RP_MEMORY;
@@ -202,9 +218,10 @@ static void deliver_record(rp_source *s, const rp_sink *sink, const topo_trace_r
   }
   case TOPO_REC_MARK: {
     const topo_rec_mark *m = &rec->mark;
-    if (sink->step && m->cpu_stop_ns >= m->cpu_start_ns)
-      sink->step(sink->ctx, s->index, m->cpu_start_ns + s->mono_to_real,
-                 m->cpu_stop_ns + s->mono_to_real, m->value);
+    int64_t a, b;
+    if (sink->step && m->cpu_stop_ns >= m->cpu_start_ns && align(m->cpu_start_ns, s->mono_to_real, &a) &&
+        align(m->cpu_stop_ns, s->mono_to_real, &b))
+      sink->step(sink->ctx, s->index, a, b, m->value);
     break;
   }
   default:

@@ -368,7 +368,11 @@ static int coll_from_args(const char *n) {
 static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, const jev *e) {
   k->events++;
   if (strcmp(e->ph, "X") != 0 || !e->has_ts) return;
-  int64_t start = e->ts + k->base_ns, stop = start + (e->has_dur && e->dur > 0 ? e->dur : 0);
+  /* keep every time within +-2^62 ns so that differences fit in int64 */
+  const int64_t lim = (int64_t)1 << 61;
+  if (e->ts <= -lim || e->ts >= lim || e->dur < 0 || e->dur >= lim || k->base_ns <= -lim || k->base_ns >= lim)
+    return;
+  int64_t start = e->ts + k->base_ns, stop = start + (e->has_dur ? e->dur : 0);
   if (!strncmp(e->name, "ProfilerStep#", 13)) {
     if (k->nsteps == k->cap_steps) {
       size_t cap = k->cap_steps ? k->cap_steps * 2 : 64;
@@ -520,7 +524,10 @@ int rp_kineto_step(rp_kineto *k, rp_source *s, const rp_sink *sink, size_t max_e
         } else if (!strcmp(key, "baseTimeNanoseconds") && (peek_ws(k) == '-' || isdigit(peek_ws(k)))) {
           char num[64];
           if (!number_text(k, num, sizeof num)) break;
-          if (!k->base_fixed) k->base_ns = text_to_i64(num);
+          if (!k->base_fixed) {
+            int64_t b = text_to_i64(num);
+            k->base_ns = b > -((int64_t)1 << 61) && b < ((int64_t)1 << 61) ? b : 0;
+          }
         } else if (!skip_value(k)) {
           break;
         }

@@ -276,7 +276,7 @@ static void tables(FILE *f, const rp_report *r) {
         int al, pr;
         double share;
         rp_row_top_choice(w, &al, &pr, &share);
-        rp_fmt_ns((int64_t)w->time.sum, a, sizeof a);
+        rp_fmt_ns(rp_dbl_ns(w->time.sum), a, sizeof a);
         rp_fmt_ns(rp_quant_get(&w->time, 0.5), b, sizeof b);
         rp_fmt_ns(rp_quant_get(&w->time, 0.99), c, sizeof c);
         fprintf(f, "<tr><td>%s</td><td>%d</td><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%.2f</td><td>%.2f</td><td>%s / %s (%.0f%%)</td><td>",

@@ -93,7 +93,7 @@ void rp_render_text(const rp_report *r, FILE *f) {
         if (w->ch_max) snprintf(ch, sizeof ch, w->ch_min == w->ch_max ? "%d" : "%d-%d", w->ch_min, w->ch_max);
         else snprintf(ch, sizeof ch, "?");
         fprintf(f, "  %-14s %5d %10s %9" PRIu64 " %9" PRIu64 " %12s %11s %11s", rp_func_name(w->func),
-                w->nranks, size, w->calls, w->timed, dur((int64_t)w->time.sum, a, sizeof a),
+                w->nranks, size, w->calls, w->timed, dur(rp_dbl_ns(w->time.sum), a, sizeof a),
                 dur(rp_quant_get(&w->time, 0.5), b, sizeof b),
                 dur(rp_quant_get(&w->time, 0.99), c, sizeof c));
         if (w->timed)

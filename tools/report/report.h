@@ -266,6 +266,20 @@ void rp_paths_free(char **paths, int n);
 int rp_path_is_json(const char *path);
 uint32_t rp_name_intern(rp_report *r, const char *name);
 
+/* a + b, saturating (sums over many ranks or collectives of garbage input must not overflow). */
+static inline int64_t rp_add_sat(int64_t a, int64_t b) {
+  int64_t v;
+  if (__builtin_add_overflow(a, b, &v)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return v;
+}
+
+/* A double (ns sums) as int64, clamped. */
+static inline int64_t rp_dbl_ns(double v) {
+  if (!(v > -9.2e18)) return v != v ? 0 : INT64_MIN;
+  if (v >= 9.2e18) return INT64_MAX;
+  return (int64_t)v;
+}
+
 /* Derived figures used by every renderer. */
 double rp_ratio(int64_t num, int64_t den); /* num/den, 0 when den <= 0 */
 double rp_row_mean_ns(const rp_row *row);

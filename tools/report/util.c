@@ -235,8 +235,14 @@ void rp_derive_overall(const rp_report *r, rp_derived *d) {
   for (int i = 0; i < r->nranks; i++) {
     rp_derived x;
     rp_derive(&r->ranks[i].t, &x);
-    d->span += x.span, d->comm += x.comm, d->compute += x.compute, d->overlap += x.overlap;
-    d->exposed += x.exposed, d->idle += x.idle, d->memory += x.memory, d->busy += x.busy;
+    d->span = rp_add_sat(d->span, x.span);
+    d->comm = rp_add_sat(d->comm, x.comm);
+    d->compute = rp_add_sat(d->compute, x.compute);
+    d->overlap = rp_add_sat(d->overlap, x.overlap);
+    d->exposed = rp_add_sat(d->exposed, x.exposed);
+    d->idle = rp_add_sat(d->idle, x.idle);
+    d->memory = rp_add_sat(d->memory, x.memory);
+    d->busy = rp_add_sat(d->busy, x.busy);
   }
   d->comm_share = rp_ratio(d->comm, d->span);
   d->overlap_ratio = rp_ratio(d->overlap, d->comm);
