@@ -588,7 +588,7 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
   rp_paths_free(files, nfiles);
   if (st != TOPO_OK) return st;
   if (!r->nsrc) {
-    TOPO_WARN("no input files");
+    TOPO_WARN("no input files (give trace files, or directories holding *.trace / *.json)");
     return TOPO_ERR_INVALID;
   }
   c.src_comm = topo_malloc((size_t)r->nsrc * sizeof(int));

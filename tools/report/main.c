@@ -181,7 +181,7 @@ static int run_main(int argc, char **argv, args *a_out) {
     rp_report r;
     topo_status st = rp_analyze(a.paths, a.npaths, &opt, &r);
     if (st != TOPO_OK) {
-      fprintf(stderr, "topo-report: %s\n", topo_status_str(st));
+      if (st != TOPO_ERR_INVALID) fprintf(stderr, "topo-report: %s\n", topo_status_str(st));
       rp_report_free(&r);
       return 1;
     }
