@@ -342,6 +342,7 @@ static int parse_section(parser *ps, char **tok, int ntok, topo_profile_key *key
     if (!v) return bad(ps, "section: expected key=value, got '%s'", tok[i]), 0;
     if (strcmp(tok[i], "gpu") == 0) {
       if (!valid_gpu_name(v)) return bad(ps, "section: bad gpu name '%s'", v), 0;
+      memset(key->gpu, 0, sizeof key->gpu); /* a repeated gpu= leaves no tail of the first */
       snprintf(key->gpu, sizeof key->gpu, "%s", strcmp(v, "*") == 0 ? "" : v);
     } else if (strcmp(tok[i], "nranks") == 0 || strcmp(tok[i], "nnodes") == 0 ||
                strcmp(tok[i], "nccl") == 0) {
@@ -694,12 +695,22 @@ topo_status topo_profile_load(const char *path, const topo_profile_key *want, to
  * Writer
  */
 
-/* Shortest %g form that reads back to the same double. */
+/* The shortest text that reads back to the same double: plain decimals ("370", "0.825") unless an
+ * exponent form is shorter ("1e-07"). */
 static void fmt_double(char *buf, size_t size, double v) {
+  char exp_form[40] = "", fixed[64] = "";
   for (int prec = 1; prec <= 17; prec++) {
-    snprintf(buf, size, "%.*g", prec, v);
-    if (strtod(buf, NULL) == v) return;
+    snprintf(exp_form, sizeof exp_form, "%.*g", prec, v);
+    if (strtod(exp_form, NULL) == v) break;
   }
+  if (fabs(v) < 1e15) {
+    for (int dec = 0; dec <= 20; dec++) {
+      snprintf(fixed, sizeof fixed, "%.*f", dec, v);
+      if (strtod(fixed, NULL) == v) break;
+      fixed[0] = '\0';
+    }
+  }
+  snprintf(buf, size, "%s", fixed[0] && strlen(fixed) <= strlen(exp_form) ? fixed : exp_form);
 }
 
 topo_status topo_profile_write(FILE *f, const topo_profile *p) {

@@ -32,6 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nccl/nccl_common.h"
 #include "status.h"
 
 #define TOPO_RULES_MAX_CHANNELS 64 /* NCCL's MAXCHANNELS: a larger channels field is an error */

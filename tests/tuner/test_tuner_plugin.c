@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: Apache-2.0
+// libtopo-tuner.so through the plugin host, as NCCL 2.21-2.30 load it: the ABI versions, the
+// "never hurt the job" rules on NCCL's cost table, force and rules, bad input, v5 constants.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "profile.h"
+#include "topo_version.h"
+#include "tuner_test_util.h"
+
+static const char *so = TOPO_TEST_TUNER_SO;
+
+static void clear_env(void) {
+  unsetenv("TOPO_TUNER_PROFILE");
+  unsetenv("TOPO_TUNER_RULES");
+  unsetenv("TOPO_TUNER_FORCE");
+  setenv("TOPO_TUNER_GPU", "H200", 1);
+}
+
+static int setup(void **state) {
+  (void)state;
+  clear_env();
+  topo_host_log_reset();
+  return 0;
+}
+
+/* Load as `nccl`, init a 2-rank one-node communicator. */
+static void open_tuner(topo_host_tuner *t, int nccl, size_t nranks, size_t nnodes) {
+  assert_int_equal(topo_host_tuner_load(t, so, nccl), TOPO_OK);
+  assert_int_equal(topo_host_tuner_init(t, 0x1234, nranks, nnodes, topo_host_log, NULL, NULL),
+                   ncclSuccess);
+}
+
+static void close_tuner(topo_host_tuner *t) {
+  assert_int_equal(topo_host_tuner_finalize(t), ncclSuccess);
+  topo_host_tuner_unload(t);
+}
+
+static void test_each_nccl_version_gets_its_highest_abi(void **state) {
+  (void)state;
+  static const struct { int nccl, abi; } cases[] = {{TOPO_NCCL_2_21, 2}, {TOPO_NCCL_2_22, 3},
+                                                    {TOPO_NCCL_2_24, 4}, {TOPO_NCCL_2_28, 5},
+                                                    {TOPO_NCCL_2_30, 6}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    topo_host_tuner t;
+    open_tuner(&t, cases[i].nccl, 2, 1);
+    assert_int_equal(t.lib.version, cases[i].abi);
+    const char *name = *(const char *const *)t.lib.sym;
+    assert_non_null(strstr(name, "topo"));
+    assert_non_null(strstr(name, TOPO_VERSION));
+    assert_non_null(t.ctx);
+    /* A small AllReduce: an LL protocol must win; a large one: Simple. */
+    for (int big = 0; big <= 1; big++) {
+      size_t bytes = big ? (256u << 20) : 1024;
+      float table[21];
+      nccl2_fill(ncclFuncAllReduce, bytes, t.num_algo, table);
+      int nch = 0, a = -1, p = -1;
+      assert_int_equal(topo_host_tuner_get(&t, ncclFuncAllReduce, bytes, 1, table, 0, &nch),
+                       ncclSuccess);
+      assert_true(topo_host_select(table, t.num_algo, 3, &a, &p));
+      if (big) assert_int_equal(p, NCCL_PROTO_SIMPLE);
+      else assert_int_equal(p, NCCL_PROTO_LL);
+    }
+    close_tuner(&t);
+  }
+}
+
+static void test_ignored_entries_stay_ignored(void **state) {
+  (void)state;
+  static const float negatives[] = {-1.0f, -1024.0f, -0.5f, -3.0e9f};
+  for (int nccl = 0; nccl < 2; nccl++) {
+    topo_host_tuner t;
+    open_tuner(&t, nccl ? TOPO_NCCL_2_30 : TOPO_NCCL_2_22, 8, 1);
+    uint64_t seed = 42;
+    for (int q = 0; q < 20000; q++) {
+      float table[21], before[21];
+      int coll = (int)(test_rand(&seed) % 5);
+      size_t bytes = test_rand_size(&seed, 33);
+      for (int i = 0; i < t.num_algo * 3; i++) {
+        uint64_t r = test_rand(&seed) % 8;
+        table[i] = r < 3 ? negatives[test_rand(&seed) % 4] : (float)(test_rand(&seed) % 100000) / 10.0f;
+      }
+      memcpy(before, table, sizeof table);
+      int nch = 0;
+      assert_int_equal(topo_host_tuner_get(&t, coll, bytes, 1 + (int)(test_rand(&seed) % 4), table,
+                                           (int)(test_rand(&seed) % 2), &nch),
+                       ncclSuccess);
+      int usable_before = 0, usable_after = 0;
+      for (int i = 0; i < t.num_algo * 3; i++) {
+        if (before[i] < 0) {
+          if (table[i] != before[i]) fail_msg("entry %d arrived %g, left %g", i, before[i], table[i]);
+        } else {
+          usable_before++;
+          if (!(table[i] >= 0 && table[i] < 3.6e9f)) fail_msg("entry %d became %g", i, table[i]);
+          usable_after++;
+        }
+      }
+      assert_int_equal(usable_before, usable_after);
+      assert_true(nch >= 0 && nch <= 64);
+    }
+    close_tuner(&t);
+  }
+}
+
+static void test_never_leaves_all_entries_unusable(void **state) {
+  (void)state;
+  topo_host_tuner t;
+  open_tuner(&t, TOPO_NCCL_2_28, 8, 1);
+  for (int coll = 0; coll < 5; coll++)
+    for (int only = 0; only < 21; only++)
+      for (int sz = 3; sz < 34; sz += 5) {
+        float table[21];
+        for (int i = 0; i < 21; i++) table[i] = -1.0f;
+        table[only] = 12.5f;
+        int nch = 0, a = -1, p = -1;
+        assert_int_equal(topo_host_tuner_get(&t, coll, (size_t)1 << sz, 1, table, 0, &nch),
+                         ncclSuccess);
+        assert_true(topo_host_select(table, 7, 3, &a, &p));
+        assert_int_equal(a * 3 + p, only); /* the one NCCL allowed */
+      }
+  close_tuner(&t);
+}
+
+static void test_nchannels_within_limits(void **state) {
+  (void)state;
+  topo_host_tuner t;
+  open_tuner(&t, TOPO_NCCL_2_28, 8, 1);
+  uint64_t seed = 7;
+  int reduced = 0;
+  for (int q = 0; q < 50000; q++) {
+    int coll = (int)(test_rand(&seed) % 5);
+    size_t bytes = test_rand_size(&seed, 33);
+    float table[21];
+    nccl2_fill(coll, bytes, 7, table);
+    int nch = 0, a = -1, p = -1;
+    topo_host_tuner_get(&t, coll, bytes, 1, table, 0, &nch);
+    assert_true(topo_host_select(table, 7, 3, &a, &p));
+    /* Never above the profile's channel count; never on paths NCCL does not clamp. */
+    assert_true(nch >= 0 && nch < 24);
+    if (a != NCCL_ALGO_RING && a != NCCL_ALGO_TREE && a != NCCL_ALGO_PAT) assert_int_equal(nch, 0);
+    reduced += nch > 0;
+  }
+  print_message("channel reductions: %d of 50000 queries\n", reduced);
+  close_tuner(&t);
+}
+
+static void test_nccl_algo_proto_restrictions_respected(void **state) {
+  (void)state;
+  topo_host_tuner t;
+  open_tuner(&t, TOPO_NCCL_2_28, 2, 1);
+  for (int sz = 3; sz < 34; sz++) {
+    size_t bytes = (size_t)1 << sz;
+    /* NCCL_PROTO=Simple: LL and LL128 arrive ignored. */
+    float table[21];
+    nccl2_fill(ncclFuncAllReduce, bytes, 7, table);
+    for (int a = 0; a < 7; a++) table[a * 3 + 0] = table[a * 3 + 1] = -1.0f;
+    int nch = 0, a = -1, p = -1;
+    topo_host_tuner_get(&t, ncclFuncAllReduce, bytes, 1, table, 0, &nch);
+    assert_true(topo_host_select(table, 7, 3, &a, &p));
+    assert_int_equal(p, NCCL_PROTO_SIMPLE);
+    /* NCCL_ALGO=Tree. */
+    nccl2_fill(ncclFuncAllReduce, bytes, 7, table);
+    for (int q = 0; q < 3; q++) table[NCCL_ALGO_RING * 3 + q] = -1.0f;
+    topo_host_tuner_get(&t, ncclFuncAllReduce, bytes, 1, table, 0, &nch);
+    assert_true(topo_host_select(table, 7, 3, &a, &p));
+    assert_int_equal(a, NCCL_ALGO_TREE);
+  }
+  close_tuner(&t);
+}
+
+static void test_null_context_leaves_table_alone(void **state) {
+  (void)state;
+  topo_host_tuner t;
+  assert_int_equal(topo_host_tuner_load(&t, so, TOPO_NCCL_2_30), TOPO_OK);
+  const ncclTuner_v6_t *v6 = t.lib.sym;
+  float table[21], before[21];
+  nccl2_fill(ncclFuncAllReduce, 4096, 7, table);
+  memcpy(before, table, sizeof table);
+  int nch = 3;
+  assert_int_equal(v6->getCollInfo(NULL, ncclFuncAllReduce, 4096, 1, (float **)table, 7, 3, 0, &nch),
+                   ncclSuccess);
+  assert_memory_equal(table, before, sizeof table);
+  assert_int_equal(nch, 3);
+  size_t chunk = 131072;
+  assert_int_equal(v6->getChunkSize(NULL, ncclFuncAllReduce, 4096, 1, 2, 1, &chunk), ncclSuccess);
+  assert_int_equal(chunk, 131072);
+  assert_int_equal(v6->finalize(NULL), ncclSuccess);
+  assert_int_equal(v6->init(NULL, 1, 2, 1, topo_host_log, NULL, NULL), ncclSuccess);
+  /* Garbage arguments: unknown collective, zero-size table dims. */
+  void *ctx = NULL;
+  ncclTunerConstants_v5_t c;
+  topo_host_default_constants(&c);
+  ncclNvlDomainInfo_v5_t nvl = {1, 2, 2};
+  assert_int_equal(v6->init(&ctx, 1, 2, 1, topo_host_log, &nvl, &c), ncclSuccess);
+  assert_int_equal(v6->getCollInfo(ctx, (ncclFunc_t)9, 4096, 1, (float **)table, 7, 3, 0, &nch),
+                   ncclSuccess);
+  assert_int_equal(v6->getCollInfo(ctx, ncclFuncAllReduce, 4096, 0, (float **)table, 0, 3, 0, &nch),
+                   ncclSuccess);
+  assert_int_equal(v6->getCollInfo(ctx, ncclFuncAllReduce, 4096, 1, NULL, 7, 3, 0, &nch),
+                   ncclSuccess);
+  assert_int_equal(v6->finalize(ctx), ncclSuccess);
+  topo_host_tuner_unload(&t);
+}
+
+static void test_load_finalize_dlclose_reload_cycles(void **state) {
+  (void)state;
+  for (int cycle = 0; cycle < 30; cycle++) {
+    topo_host_tuner t;
+    open_tuner(&t, cycle % 2 ? TOPO_NCCL_2_28 : TOPO_NCCL_2_30, 2 + cycle % 7, 1);
+    float table[21];
+    nccl2_fill(ncclFuncAllGather, 65536, 7, table);
+    int nch = 0;
+    assert_int_equal(topo_host_tuner_get(&t, ncclFuncAllGather, 65536, 1, table, 0, &nch),
+                     ncclSuccess);
+    close_tuner(&t);
+  }
+}
+
+static void test_v6_chunk_size_is_left_to_nccl(void **state) {
+  (void)state;
+  topo_host_tuner t;
+  open_tuner(&t, TOPO_NCCL_2_30, 2, 1);
+  const ncclTuner_v6_t *v6 = t.lib.sym;
+  for (int p = 0; p < 3; p++) {
+    size_t chunk = 524288;
+    assert_int_equal(v6->getChunkSize(t.ctx, ncclFuncAllReduce, 1 << 20, NCCL_ALGO_RING, p, 1, &chunk),
+                     ncclSuccess);
+    assert_int_equal(chunk, 524288);
+  }
+  close_tuner(&t);
+}
+
+static void test_v2_returns_a_pair_nccl_can_use(void **state) {
+  (void)state;
+  topo_host_tuner t;
+  open_tuner(&t, TOPO_NCCL_2_21, 2, 1);
+  for (int coll = 0; coll < 5; coll++)
+    for (int sz = 3; sz < 34; sz += 3) {
+      float table[18];
+      nccl2_fill(coll, (size_t)1 << sz, 6, table);
+      int nch = 0, a = -1, p = -1;
+      assert_int_equal(topo_host_tuner_get(&t, coll, (size_t)1 << sz, 1, table, 0, &nch), ncclSuccess);
+      assert_true(topo_host_select(table, 6, 3, &a, &p));
+      assert_float_equal(table[a * 3 + p], 0.0f, 0.0f); /* the shim turned our pair into 0.0 */
+      assert_int_equal(nch, 0);
+    }
+  close_tuner(&t);
+}
+
+static void test_force_takes_the_choice_where_allowed(void **state) {
+  (void)state;
+  setenv("TOPO_TUNER_FORCE", "ring,ll128,4", 1);
+  topo_host_tuner t;
+  open_tuner(&t, TOPO_NCCL_2_28, 2, 1);
+  float table[21], before[21];
+  nccl2_fill(ncclFuncAllReduce, 8, 7, table);
+  int nch = 0, a, p;
+  topo_host_tuner_get(&t, ncclFuncAllReduce, 8, 1, table, 0, &nch);
+  assert_true(topo_host_select(table, 7, 3, &a, &p));
+  assert_int_equal(a, NCCL_ALGO_RING);
+  assert_int_equal(p, NCCL_PROTO_LL128);
+  assert_int_equal(nch, 4);
+  /* LL128 disabled by NCCL: NCCL's own table and channels stand. */
+  nccl2_fill(ncclFuncAllReduce, 8, 7, table);
+  table[NCCL_ALGO_RING * 3 + NCCL_PROTO_LL128] = -1.0f;
+  memcpy(before, table, sizeof table);
+  nch = 0;
+  topo_host_tuner_get(&t, ncclFuncAllReduce, 8, 1, table, 0, &nch);
+  assert_memory_equal(table, before, sizeof table);
+  assert_int_equal(nch, 0);
+  close_tuner(&t);
+  /* A malformed value: one warning, the model decides. */
+  setenv("TOPO_TUNER_FORCE", "ring", 1);
+  topo_host_log_reset();
+  open_tuner(&t, TOPO_NCCL_2_28, 2, 1);
+  assert_true(topo_host_log_contains("TOPO_TUNER_FORCE"));
+  close_tuner(&t);
+  unsetenv("TOPO_TUNER_FORCE");
+}
+
+static char *write_temp(const char *text) {
+  static char path[64];
+  snprintf(path, sizeof path, "/tmp/topo-tuner-test-XXXXXX");
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  fputs(text, f);
+  fclose(f);
+  return path;
+}
+
+static void test_rules_pin_choices_ahead_of_the_model(void **state) {
+  (void)state;
+  char *path = write_temp("# pin Tree/Simple for mid AllReduce, 2 channels\n"
+                          "allreduce,1024,65536,tree,simple,2,-1,-1\n"
+                          "allreduce,0,-1,ring,bogus,-1,-1,-1\n"
+                          "allgather,0,100,ring,ll128,-1,1,2,-1,-1\n");
+  setenv("TOPO_TUNER_RULES", path, 1);
+  topo_host_tuner t;
+  open_tuner(&t, TOPO_NCCL_2_28, 2, 1);
+  char where[96];
+  snprintf(where, sizeof where, "%s:3", path);
+  assert_true(topo_host_log_contains(where)); /* the malformed line, named */
+  float table[21];
+  int nch = 0, a, p;
+  nccl2_fill(ncclFuncAllReduce, 4096, 7, table);
+  topo_host_tuner_get(&t, ncclFuncAllReduce, 4096, 1, table, 0, &nch);
+  assert_true(topo_host_select(table, 7, 3, &a, &p));
+  assert_int_equal(a, NCCL_ALGO_TREE);
+  assert_int_equal(p, NCCL_PROTO_SIMPLE);
+  assert_int_equal(nch, 2);
+  nccl2_fill(ncclFuncAllGather, 64, 7, table);
+  nch = 0;
+  topo_host_tuner_get(&t, ncclFuncAllGather, 64, 1, table, 0, &nch);
+  assert_true(topo_host_select(table, 7, 3, &a, &p));
+  assert_int_equal(p, NCCL_PROTO_LL128);
+  assert_int_equal(nch, 0);
+  /* Outside every rule: the model (LL for a small AllReduce). */
+  nccl2_fill(ncclFuncAllReduce, 128, 7, table);
+  topo_host_tuner_get(&t, ncclFuncAllReduce, 128, 1, table, 0, &nch);
+  assert_true(topo_host_select(table, 7, 3, &a, &p));
+  assert_int_equal(p, NCCL_PROTO_LL);
+  close_tuner(&t);
+  unlink(path);
+  unsetenv("TOPO_TUNER_RULES");
+}
+
+/* Decisions of a communicator for a fixed grid, as (algo*3+proto, nChannels) pairs. */
+static void decisions(topo_host_tuner *t, int *out) {
+  int k = 0;
+  for (int coll = 0; coll < 5; coll++)
+    for (int sz = 3; sz < 34; sz++) {
+      float table[21];
+      nccl2_fill(coll, (size_t)1 << sz, 7, table);
+      int nch = 0, a = -1, p = -1;
+      topo_host_tuner_get(t, coll, (size_t)1 << sz, 1, table, 0, &nch);
+      topo_host_select(table, 7, 3, &a, &p);
+      out[k++] = a * 3 + p;
+      out[k++] = nch;
+    }
+}
+
+static void test_bad_profile_line_warns_and_the_rest_is_used(void **state) {
+  (void)state;
+  /* A profile equal to the built-in H200 one but with lower NVLink latency... and one bad line. */
+  topo_profile prof;
+  topo_profile_builtin("H200", &prof);
+  char path[] = "/tmp/topo-tuner-prof-XXXXXX";
+  int fd = mkstemp(path);
+  FILE *f = fdopen(fd, "w");
+  assert_int_equal(topo_profile_write(f, &prof), TOPO_OK);
+  fclose(f);
+  /* Insert a malformed line after the first line. */
+  f = fopen(path, "r");
+  char buf[16384];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  buf[n] = 0;
+  fclose(f);
+  char *nl = strchr(buf, '\n');
+  assert_non_null(nl);
+  f = fopen(path, "w");
+  fwrite(buf, 1, (size_t)(nl - buf + 1), f);
+  fputs("this line is not a profile line at all\n", f);
+  fputs(nl + 1, f);
+  fclose(f);
+
+  int ref[2 * 5 * 31], got[2 * 5 * 31];
+  topo_host_tuner t;
+  open_tuner(&t, TOPO_NCCL_2_28, 2, 1);
+  decisions(&t, ref);
+  close_tuner(&t);
+
+  setenv("TOPO_TUNER_PROFILE", path, 1);
+  topo_host_log_reset();
+  open_tuner(&t, TOPO_NCCL_2_28, 2, 1);
+  char where[96];
+  snprintf(where, sizeof where, "%s:2", path);
+  if (!topo_host_log_contains(where)) fail_msg("no warning naming %s", where);
+  decisions(&t, got);
+  close_tuner(&t);
+  assert_memory_equal(ref, got, sizeof ref); /* the rest of the file was used: same parameters */
+
+  /* Unreadable: a warning and the built-in defaults. */
+  setenv("TOPO_TUNER_PROFILE", "/nonexistent/topo.profile", 1);
+  topo_host_log_reset();
+  open_tuner(&t, TOPO_NCCL_2_28, 2, 1);
+  assert_true(topo_host_log_contains("/nonexistent/topo.profile"));
+  assert_true(topo_host_log_count(NCCL_LOG_WARN) >= 1);
+  decisions(&t, got);
+  close_tuner(&t);
+  assert_memory_equal(ref, got, sizeof ref);
+  unsetenv("TOPO_TUNER_PROFILE");
+  unlink(path);
+  topo_profile_free(&prof);
+}
+
+/* A profile's fitted term replaces the link model inside its measured byte range only. */
+static void test_fitted_terms_take_precedence_in_their_range(void **state) {
+  (void)state;
+  topo_profile prof;
+  topo_profile_builtin("H200", &prof);
+  topo_profile_term term = {.coll = ncclFuncAllReduce, .algo = NCCL_ALGO_TREE,
+                            .proto = NCCL_PROTO_LL128, .nchannels = 0, .lat_us = 1.0,
+                            .bw_gbs = 2000.0, .min_bytes = 1 << 20, .max_bytes = 1 << 24,
+                            .rel_err = 0.01, .npoints = 5};
+  assert_int_equal(topo_profile_set_term(&prof, &term), TOPO_OK);
+  char path[] = "/tmp/topo-tuner-terms-XXXXXX";
+  FILE *f = fdopen(mkstemp(path), "w");
+  assert_int_equal(topo_profile_write(f, &prof), TOPO_OK);
+  fclose(f);
+  setenv("TOPO_TUNER_PROFILE", path, 1);
+  topo_host_tuner t;
+  open_tuner(&t, TOPO_NCCL_2_28, 2, 1);
+  static const struct { size_t bytes; int fitted; } cases[] = {
+      {256 << 10, 0}, {1 << 20, 1}, {4 << 20, 1}, {16 << 20, 1}, {64 << 20, 0}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    float table[21];
+    nccl2_fill(ncclFuncAllReduce, cases[i].bytes, 7, table);
+    int nch = 0, a = -1, p = -1;
+    topo_host_tuner_get(&t, ncclFuncAllReduce, cases[i].bytes, 1, table, 0, &nch);
+    assert_true(topo_host_select(table, 7, 3, &a, &p));
+    int is_term = a == NCCL_ALGO_TREE && p == NCCL_PROTO_LL128;
+    if (is_term != cases[i].fitted)
+      fail_msg("%zu B: picked %d/%d (fitted term %s)", cases[i].bytes, a, p,
+               cases[i].fitted ? "expected" : "out of range");
+    if (is_term) /* the term's own time: 1 us + bytes / 2000 GB/s */
+      assert_float_equal(table[a * 3 + p], 1.0 + cases[i].bytes / 2e6, 0.01 * (1.0 + cases[i].bytes / 2e6));
+  }
+  close_tuner(&t);
+  unsetenv("TOPO_TUNER_PROFILE");
+  unlink(path);
+  topo_profile_free(&prof);
+}
+
+static void test_unknown_topo_variable_warns(void **state) {
+  (void)state;
+  setenv("TOPO_TUNER_NO_SUCH_KNOB", "1", 1);
+  topo_host_log_reset();
+  topo_host_tuner t;
+  open_tuner(&t, TOPO_NCCL_2_28, 2, 1);
+  assert_true(topo_host_log_contains("TOPO_TUNER_NO_SUCH_KNOB"));
+  assert_non_null(t.ctx); /* and the tuner still works */
+  close_tuner(&t);
+  unsetenv("TOPO_TUNER_NO_SUCH_KNOB");
+}
+
+static void test_v5_constants_calibrated_within_bounds(void **state) {
+  (void)state;
+  topo_host_tuner t;
+  assert_int_equal(topo_host_tuner_load(&t, so, TOPO_NCCL_2_28), TOPO_OK);
+  ncclTunerConstants_v5_t c, d;
+  topo_host_default_constants(&c);
+  d = c;
+  assert_int_equal(topo_host_tuner_init(&t, 1, 8, 1, topo_host_log, NULL, &c), ncclSuccess);
+  topo_profile prof;
+  topo_profile_builtin("H200", &prof);
+  /* NVLink ring LL latency per hop: the profile's link latency + LL's. */
+  assert_float_equal(c.hwLatencies[NCCL_HW_NVLINK][NCCL_ALGO_RING][NCCL_PROTO_LL],
+                     prof.link[TOPO_LINK_NVLINK].lat_us + prof.proto[NCCL_PROTO_LL].lat_us, 1e-9);
+  assert_float_equal(c.perChMaxRingLL128Bws[NCCL_HOPPER_COMPCAP_IDX][0],
+                     prof.proto[NCCL_PROTO_LL128].ch_bw_gbs, 1e-9);
+  const double *cv = (const double *)&c, *dv = (const double *)&d;
+  int changed = 0;
+  for (size_t i = 0; i < sizeof c / sizeof(double); i++) {
+    if (cv[i] == dv[i]) continue;
+    changed++;
+    assert_true(cv[i] > 0 && cv[i] >= dv[i] / 4 - 1e-12 && (dv[i] == 0 || cv[i] <= dv[i] * 4 + 1e-12));
+  }
+  assert_true(changed > 0);
+  /* Other rows (Volta, Ampere, Blackwell) are never touched. */
+  for (int row = 0; row < 4; row++) {
+    if (row == NCCL_HOPPER_COMPCAP_IDX) continue;
+    assert_memory_equal(c.llMaxBws[row], d.llMaxBws[row], sizeof c.llMaxBws[row]);
+    assert_memory_equal(c.perChMaxTreeBws[row], d.perChMaxTreeBws[row], sizeof c.perChMaxTreeBws[row]);
+  }
+  close_tuner(&t);
+  topo_profile_free(&prof);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup(test_each_nccl_version_gets_its_highest_abi, setup),
+      cmocka_unit_test_setup(test_ignored_entries_stay_ignored, setup),
+      cmocka_unit_test_setup(test_never_leaves_all_entries_unusable, setup),
+      cmocka_unit_test_setup(test_nchannels_within_limits, setup),
+      cmocka_unit_test_setup(test_nccl_algo_proto_restrictions_respected, setup),
+      cmocka_unit_test_setup(test_null_context_leaves_table_alone, setup),
+      cmocka_unit_test_setup(test_load_finalize_dlclose_reload_cycles, setup),
+      cmocka_unit_test_setup(test_v6_chunk_size_is_left_to_nccl, setup),
+      cmocka_unit_test_setup(test_v2_returns_a_pair_nccl_can_use, setup),
+      cmocka_unit_test_setup(test_force_takes_the_choice_where_allowed, setup),
+      cmocka_unit_test_setup(test_rules_pin_choices_ahead_of_the_model, setup),
+      cmocka_unit_test_setup(test_bad_profile_line_warns_and_the_rest_is_used, setup),
+      cmocka_unit_test_setup(test_fitted_terms_take_precedence_in_their_range, setup),
+      cmocka_unit_test_setup(test_unknown_topo_variable_warns, setup),
+      cmocka_unit_test_setup(test_v5_constants_calibrated_within_bounds, setup),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+// Decision table (see table.h): built once per distinct communicator shape, read lock-free.
+#include "table.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "alloc.h"
+
+/* Bucket i covers [edge(i), edge(i+1)): two per octave, at 2^k and 1.5 x 2^k. */
+static double edge_bytes(int i) { return i < 2 ? (double)i : ldexp(i % 2 ? 1.5 : 1.0, i / 2); }
+
+int topo_table_bucket(size_t nbytes) {
+  if (nbytes < 2) return (int)nbytes;
+  int k = 63 - __builtin_clzll((unsigned long long)nbytes);
+  int i = 2 * k + (int)((nbytes >> (k - 1)) & 1);
+  return i < TOPO_TABLE_BUCKETS ? i : TOPO_TABLE_BUCKETS - 1;
+}
+
+/* Algorithms whose cost depends on regBuff in the model. */
+static int uses_reg(int algo) {
+  return algo == NCCL_ALGO_NVLS || algo == NCCL_ALGO_NVLS_TREE ||
+         algo == NCCL_ALGO_COLLNET_DIRECT || algo == NCCL_ALGO_COLLNET_CHAIN;
+}
+
+/* Channel count worth returning for (coll, algo, proto) in bucket [lo, hi): the smallest power
+ * of two >= 2, below NCCL's own count at lo, predicted within the tolerance at both edges. */
+static int pick_channels(const topo_model *m, int coll, int algo, int proto, double lo, double hi,
+                         double t_lo, double t_hi) {
+  if (algo != NCCL_ALGO_RING && algo != NCCL_ALGO_TREE && algo != NCCL_ALGO_PAT) return 0;
+  int own = topo_model_nccl_channels(m, algo, proto, lo);
+  if (own <= 2) return 0;
+  for (int k = 2; k < own; k *= 2) {
+    double a = topo_model_time(m, coll, algo, proto, k, lo, 1, 0);
+    if (a < 0 || a > t_lo * TOPO_TABLE_CHANNEL_TOLERANCE) continue;
+    double b = topo_model_time(m, coll, algo, proto, k, hi, 1, 0);
+    if (b < 0 || b > t_hi * TOPO_TABLE_CHANNEL_TOLERANCE) continue;
+    return k;
+  }
+  return 0;
+}
+
+static void fill_entry(const topo_model *m, topo_table *t, int coll, int algo, int proto, int reg) {
+  double lat_e[TOPO_TABLE_BUCKETS + 1], x_e[TOPO_TABLE_BUCKETS + 1];
+  int ok = 1;
+  for (int e = 0; e <= TOPO_TABLE_BUCKETS && ok; e++)
+    ok = topo_model_parts(m, coll, algo, proto, 0, edge_bytes(e), reg, &lat_e[e], &x_e[e]) == 0;
+  for (int b = 0; b < TOPO_TABLE_BUCKETS; b++) {
+    topo_table_cell *c = &t->cells[coll][b][reg];
+    if (!ok) {
+      c->e[algo][proto].lat = -1.0f;
+      continue;
+    }
+    double lo = edge_bytes(b), hi = edge_bytes(b + 1);
+    double t_lo = lat_e[b] + x_e[b], t_hi = lat_e[b + 1] + x_e[b + 1];
+    double slope = (t_hi - t_lo) / (hi - lo);
+    c->e[algo][proto] = (topo_table_entry){(float)lat_e[b], (float)x_e[b], (float)(slope > 0 ? slope : 0)};
+    c->nch[algo][proto] = reg ? t->cells[coll][b][0].nch[algo][proto]
+                              : (uint8_t)pick_channels(m, coll, algo, proto, lo, hi, t_lo, t_hi);
+  }
+}
+
+topo_status topo_table_build(const topo_model *m, topo_table **out) {
+  topo_table *t = topo_calloc(1, sizeof *t);
+  if (!t) return TOPO_ERR_NOMEM;
+  t->nranks = m->nranks;
+  for (int i = 0; i < TOPO_TABLE_BUCKETS; i++) t->edge[i] = (float)edge_bytes(i);
+  for (int coll = 0; coll < NCCL_NUM_FUNCTIONS; coll++)
+    for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+      for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
+        fill_entry(m, t, coll, a, p, 0);
+        if (uses_reg(a)) {
+          fill_entry(m, t, coll, a, p, 1);
+        } else {
+          for (int b = 0; b < TOPO_TABLE_BUCKETS; b++) {
+            topo_table_cell *c0 = &t->cells[coll][b][0], *c1 = &t->cells[coll][b][1];
+            c1->e[a][p] = c0->e[a][p];
+            c1->nch[a][p] = c0->nch[a][p];
+          }
+        }
+      }
+  *out = t;
+  return TOPO_OK;
+}
+
+void topo_table_free(topo_table *t) { topo_free(t); }
+
+static float cell_time(const topo_table_cell *c, int b, size_t nbytes, int pipe_ops, int algo,
+                       int proto) {
+  const topo_table_entry *e = &c->e[algo][proto];
+  if (e->lat < 0) return -1.0f;
+  double t = e->lat * topo_model_latency_count(algo, pipe_ops) + e->xfer +
+             e->slope * ((double)nbytes - edge_bytes(b));
+  if (!(t >= 0)) t = 0;
+  if (t > 2.9e9) t = 2.9e9;
+  return (float)t;
+}
+
+float topo_table_time(const topo_table *t, int coll, size_t nbytes, int pipe_ops, int reg_buff,
+                      int algo, int proto) {
+  if (!t || coll < 0 || coll >= NCCL_NUM_FUNCTIONS || algo < 0 || algo >= NCCL_NUM_ALGORITHMS ||
+      proto < 0 || proto >= NCCL_NUM_PROTOCOLS)
+    return -1.0f;
+  int b = topo_table_bucket(nbytes);
+  return cell_time(&t->cells[coll][b][reg_buff ? 1 : 0], b, nbytes, pipe_ops, algo, proto);
+}
+
+int topo_table_select(const float *cost, int num_algo, int num_proto, int *algo, int *proto) {
+  float best = 3.6e9f;
+  int found = 0;
+  for (int a = 0; a < num_algo; a++)
+    for (int p = 0; p < num_proto; p++) {
+      float v = cost[a * num_proto + p];
+      if (v >= 0.0f && v < best) {
+        best = v;
+        *algo = a;
+        *proto = p;
+        found = 1;
+      }
+    }
+  return found;
+}
+
+int topo_table_apply(const topo_table *t, int coll, size_t nbytes, int pipe_ops, int reg_buff,
+                     float *cost, int num_algo, int num_proto, int *algo, int *proto) {
+  if (!t || !cost || coll < 0 || coll >= NCCL_NUM_FUNCTIONS || num_algo <= 0 || num_proto <= 0)
+    return -1;
+  int b = topo_table_bucket(nbytes);
+  const topo_table_cell *c = &t->cells[coll][b][reg_buff ? 1 : 0];
+  int na = num_algo < NCCL_NUM_ALGORITHMS ? num_algo : NCCL_NUM_ALGORITHMS;
+  int np = num_proto < NCCL_NUM_PROTOCOLS ? num_proto : NCCL_NUM_PROTOCOLS;
+  float dx = (float)nbytes - t->edge[b];
+  float lc_ring = pipe_ops > 1 ? (float)pipe_ops : 1.0f;
+  float lc_other = pipe_ops > 10 ? (float)((pipe_ops + 9) / 10) : 1.0f;
+
+  /* NCCL multiplies RING entries by 1024 for FP8 reductions above 8 ranks (precision): keep
+   * that penalty relative to the other algorithms when it is visible in the table. */
+  float ring_scale = 1.0f;
+  if (t->nranks > 8) {
+    float min_other = -1.0f, max_ring = -1.0f;
+    for (int a = 0; a < num_algo; a++)
+      for (int p = 0; p < num_proto; p++) {
+        float v = cost[a * num_proto + p];
+        if (!(v >= 0.0f)) continue;
+        if (a == NCCL_ALGO_RING) max_ring = v > max_ring ? v : max_ring;
+        else if (min_other < 0 || v < min_other) min_other = v;
+      }
+    if (min_other > 0 && max_ring > 200.0f * min_other) ring_scale = 1024.0f;
+  }
+
+  /* One pass: write the model's time into every allowed entry it predicts and follow NCCL's
+   * selection (strict minimum, lowest algorithm then protocol). Allowed entries it cannot
+   * predict are remembered and, if it predicted any, made usable-but-never-preferred. */
+  float best = 3.6e9f;
+  int ba = -1, bp = -1, predicted = 0;
+  uint32_t unpredicted = 0;
+  for (int a = 0; a < na; a++) {
+    float *row = &cost[a * num_proto];
+    const topo_table_entry *e = c->e[a];
+    float lc = a == NCCL_ALGO_RING ? lc_ring * ring_scale : lc_other;
+    float xs = a == NCCL_ALGO_RING ? ring_scale : 1.0f;
+    for (int p = 0; p < np; p++) {
+      if (!(row[p] >= 0.0f)) continue; /* ignored: -1, -1024, NaN */
+      if (e[p].lat < 0) {
+        unpredicted |= 1u << (a * NCCL_NUM_PROTOCOLS + p);
+        continue;
+      }
+      float v = e[p].lat * lc + (e[p].xfer + e[p].slope * dx) * xs;
+      v = v >= 0.0f ? (v < 2.9e9f ? v : 2.9e9f) : 0.0f;
+      row[p] = v;
+      predicted++;
+      if (v < best) { /* NCCL's selection: strict minimum, lowest algorithm then protocol */
+        best = v;
+        ba = a;
+        bp = p;
+      }
+    }
+  }
+  if (!predicted) return -1; /* nothing we can speak for: NCCL's table stands */
+  for (int i = 0; unpredicted; i++, unpredicted >>= 1)
+    if (unpredicted & 1) cost[(i / NCCL_NUM_PROTOCOLS) * num_proto + i % NCCL_NUM_PROTOCOLS] = TOPO_TABLE_UNPREDICTED_US;
+  /* Entries beyond what we model (a future NCCL's extra algorithms or protocols). */
+  if (num_algo > na || num_proto > np)
+    for (int a = 0; a < num_algo; a++)
+      for (int p = a < na ? np : 0; p < num_proto; p++)
+        if (cost[a * num_proto + p] >= 0.0f) cost[a * num_proto + p] = TOPO_TABLE_UNPREDICTED_US;
+  *algo = ba;
+  *proto = bp;
+  return ba < na && bp < np ? c->nch[ba][bp] : 0;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The decision table: the cost model evaluated once at init for every collective, size bucket
+ * (two per octave) and regBuff value, so that getCollInfo is a lookup. Per bucket and
+ * (algorithm, protocol) it holds the latency part (scaled by numPipeOps at call time), the
+ * transfer time at the lower bucket edge with its slope up to the next edge (linear
+ * interpolation, exact at the edges), and the channel count the model prefers (0 = NCCL's own).
+ * Ownership: built by topo_table_build (allocates), released by topo_table_free. Read-only and
+ * shareable between threads and communicators once built.
+ */
+#ifndef TOPO_TUNER_TABLE_H
+#define TOPO_TUNER_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+/* Two buckets per octave: [2^k, 1.5 x 2^k), [1.5 x 2^k, 2^(k+1)), for k < 41; beyond 2^41 the
+ * last bucket extrapolates. */
+#define TOPO_TABLE_BUCKETS 82
+/* Saving SMs: a smaller channel count is taken only when predicted within this factor. */
+#define TOPO_TABLE_CHANNEL_TOLERANCE 1.015
+/* Value written into entries NCCL allows but the model cannot predict: usable, never preferred. */
+#define TOPO_TABLE_UNPREDICTED_US 3.0e9f
+
+typedef struct topo_table_entry {
+  float lat;   /* latency part, us (< 0: no prediction) */
+  float xfer;  /* transfer us at the lower edge */
+  float slope; /* us per byte up to the next edge */
+} topo_table_entry;
+
+typedef struct topo_table_cell {
+  topo_table_entry e[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
+  uint8_t nch[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS]; /* preferred channels, 0 = NCCL's */
+} topo_table_cell;
+
+typedef struct topo_table {
+  int nranks;
+  float edge[TOPO_TABLE_BUCKETS]; /* lower edge of each bucket, bytes */
+  topo_table_cell cells[NCCL_NUM_FUNCTIONS][TOPO_TABLE_BUCKETS][2]; /* [coll][bucket][regBuff] */
+} topo_table;
+
+/* Evaluate the model into a new table. TOPO_ERR_NOMEM on allocation failure (*out untouched). */
+topo_status topo_table_build(const topo_model *m, topo_table **out);
+void topo_table_free(topo_table *t);
+
+/* Size bucket of nBytes. */
+int topo_table_bucket(size_t nbytes);
+
+/* Predicted us for one entry (-1 when none). Hot path: O(1), no allocation. */
+float topo_table_time(const topo_table *t, int coll, size_t nbytes, int pipe_ops, int reg_buff,
+                      int algo, int proto);
+
+/* Write predicted times into NCCL's cost table (float[num_algo][num_proto]): every entry that
+ * arrived >= 0 gets the model's time (TOPO_TABLE_UNPREDICTED_US when it has none); entries that
+ * arrived negative (-1, -1024 ...) are never touched. If the model predicts none of the allowed
+ * entries, nothing is written and -1 is returned. Otherwise returns the channel count for the
+ * entry NCCL will now select (0 = NCCL's own) and that entry in *algo / *proto.
+ * Rank-invariant: a pure function of its arguments and the table. Hot path: O(1). */
+int topo_table_apply(const topo_table *t, int coll, size_t nbytes, int pipe_ops, int reg_buff,
+                     float *cost, int num_algo, int num_proto, int *algo, int *proto);
+
+/* NCCL's selection over a cost table: minimum over entries >= 0 and < 3.6e9, ties to the lowest
+ * algorithm then protocol. Returns 0 when nothing is selectable. */
+int topo_table_select(const float *cost, int num_algo, int num_proto, int *algo, int *proto);
+
+#endif
