@@ -267,7 +267,7 @@ static void tables(FILE *f, const rp_report *r) {
     if (rows) {
       memcpy(rows, r->rows, r->nrows * sizeof *rows);
       qsort(rows, r->nrows, sizeof *rows, cmp_row);
-      fprintf(f, "<h2>Collectives</h2><table><tr><th>collective</th><th>ranks</th><th>size</th><th>calls</th><th>GPU-timed</th>"
+      fprintf(f, "<h2>Collectives</h2><table><tr><th>collective</th><th>ranks</th><th>size</th><th>calls</th><th>GPU-timed</th><th>bytes</th>"
                  "<th>total</th><th>median</th><th>p99</th><th>algbw GB/s</th><th>busbw GB/s</th><th>algorithm / protocol</th><th>channels</th></tr>\n");
       for (size_t i = 0; i < r->nrows; i++) {
         const rp_row *w = rows[i];
@@ -279,8 +279,10 @@ static void tables(FILE *f, const rp_report *r) {
         rp_fmt_ns(rp_dbl_ns(w->time.sum), a, sizeof a);
         rp_fmt_ns(rp_quant_get(&w->time, 0.5), b, sizeof b);
         rp_fmt_ns(rp_quant_get(&w->time, 0.99), c, sizeof c);
-        fprintf(f, "<tr><td>%s</td><td>%d</td><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%.2f</td><td>%.2f</td><td>%s / %s (%.0f%%)</td><td>",
-                rp_func_name(w->func), w->nranks, size, w->calls, w->timed, a, b, c, rp_row_algbw(w),
+        char tb[32];
+        rp_fmt_bytes(w->size_sum, tb, sizeof tb);
+        fprintf(f, "<tr><td>%s</td><td>%d</td><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.2f</td><td>%.2f</td><td>%s / %s (%.0f%%)</td><td>",
+                rp_func_name(w->func), w->nranks, size, w->calls, w->timed, tb, a, b, c, rp_row_algbw(w),
                 rp_row_busbw(w), rp_algo_name(al), rp_proto_name(pr), share * 100);
         if (w->ch_max) fprintf(f, w->ch_min == w->ch_max ? "%d" : "%d–%d", w->ch_min, w->ch_max);
         else fputs("?", f);

@@ -17,6 +17,12 @@ static const char *dur(int64_t ns, char *buf, size_t len) {
   return buf;
 }
 
+/* GB/s with 3-4 significant digits: 0.0123, 1.23, 123.4. */
+static const char *gbs(double v, char *buf, size_t len) {
+  snprintf(buf, len, v >= 100 ? "%.1f" : v >= 1 ? "%.2f" : "%.4f", v);
+  return buf;
+}
+
 static void rank_label(const rp_rank *k, char *buf, size_t len) {
   if (k->world_rank >= 0) snprintf(buf, len, "rank %d", k->world_rank);
   else snprintf(buf, len, "rank ?");
@@ -78,8 +84,8 @@ void rp_render_text(const rp_report *r, FILE *f) {
       memcpy(rows, r->rows, r->nrows * sizeof *rows);
       qsort(rows, r->nrows, sizeof *rows, cmp_row);
       fprintf(f, "\nCollectives (GPU time per rank and call; size as nccl-tests counts it)\n");
-      fprintf(f, "  %-14s %5s %10s %9s %9s %12s %11s %11s %9s %9s  %-22s %s\n", "collective",
-              "ranks", "size", "calls", "timed", "total", "median", "p99", "algbw", "busbw",
+      fprintf(f, "  %-14s %5s %10s %9s %9s %10s %12s %11s %11s %9s %9s  %-22s %s\n", "collective",
+              "ranks", "size", "calls", "timed", "bytes", "total", "median", "p99", "algbw", "busbw",
               "algorithm/protocol", "channels");
       for (size_t i = 0; i < r->nrows; i++) {
         const rp_row *w = rows[i];
@@ -92,12 +98,14 @@ void rp_render_text(const rp_report *r, FILE *f) {
                  share * 100);
         if (w->ch_max) snprintf(ch, sizeof ch, w->ch_min == w->ch_max ? "%d" : "%d-%d", w->ch_min, w->ch_max);
         else snprintf(ch, sizeof ch, "?");
-        fprintf(f, "  %-14s %5d %10s %9" PRIu64 " %9" PRIu64 " %12s %11s %11s", rp_func_name(w->func),
-                w->nranks, size, w->calls, w->timed, dur(rp_dbl_ns(w->time.sum), a, sizeof a),
+        char total_bytes[32];
+        rp_fmt_bytes(w->size_sum, total_bytes, sizeof total_bytes);
+        fprintf(f, "  %-14s %5d %10s %9" PRIu64 " %9" PRIu64 " %10s %12s %11s %11s", rp_func_name(w->func),
+                w->nranks, size, w->calls, w->timed, total_bytes, dur(rp_dbl_ns(w->time.sum), a, sizeof a),
                 dur(rp_quant_get(&w->time, 0.5), b, sizeof b),
                 dur(rp_quant_get(&w->time, 0.99), c, sizeof c));
         if (w->timed)
-          fprintf(f, " %9.2f %9.2f", rp_row_algbw(w), rp_row_busbw(w));
+          fprintf(f, " %9s %9s", gbs(rp_row_algbw(w), a, sizeof a), gbs(rp_row_busbw(w), b, sizeof b));
         else
           fprintf(f, " %9s %9s", "-", "-");
         fprintf(f, "  %-22s %s\n", choice, ch);
