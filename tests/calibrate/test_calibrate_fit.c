@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: Apache-2.0
+// From measurements to a tuner profile: fitted terms recover known latency/bandwidth, rejected
+// and not-forced points stay out, link and protocol parameters come from the measurements, the
+// key names the machine, and the written file reads back through topo_profile_load.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "calibrate.h"
+#include "profile.h"
+
+/* time = lat + bytes / (bw * 1e3) at every size 1 KB .. 1 GB (x4). */
+static void add_curve(topo_cal_results *r, int setting, int coll, double lat, double bw, int status_at_1mb) {
+  for (uint64_t b = 1024; b <= (1ull << 30); b *= 4) {
+    topo_cal_point p;
+    memset(&p, 0, sizeof p);
+    p.setting = setting;
+    p.coll = coll;
+    p.bytes = b;
+    double t = lat + (double)b / (bw * 1e3);
+    p.stats.n = 20;
+    p.stats.median = p.stats.p25 = p.stats.p75 = p.stats.min = p.stats.max = t;
+    p.ran_algo = p.ran_proto = p.ran_channels = -1;
+    p.status = b == (1u << 20) ? status_at_1mb : TOPO_CAL_OK;
+    if (p.status != TOPO_CAL_OK) p.stats.median = t / 100; /* a bogus figure that must not count */
+    assert_true(topo_cal_results_add_point(r, &p) >= 0);
+  }
+}
+
+static void make_results(topo_cal_results *r) {
+  topo_cal_results_init(r);
+  snprintf(r->gpu_model, sizeof r->gpu_model, "H200");
+  r->nranks = 2;
+  r->nnodes = 1;
+  r->nccl_version = 22809;
+  r->nccl_channels = 24;
+  r->ndev = 2;
+  r->dev[0].multicast = 1;
+  r->dev[1].multicast = 1;
+  r->floor_graph_us = 1.5;
+  assert_int_equal(topo_cal_results_alloc_p2p(r, 2), 0);
+  r->p2p_ce_bw[1] = r->p2p_ce_bw[2] = 380;
+  r->p2p_sm_lat[1] = r->p2p_sm_lat[2] = 2.0; /* round trip */
+  topo_cal_setting simple = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 0};
+  topo_cal_setting ll = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL, 0};
+  topo_cal_setting ll128ch4 = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL128, 4};
+  topo_cal_setting def = {TOPO_CAL_DEFAULT, -1, -1, 0};
+  topo_cal_setting simplech4 = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 4};
+  int s0 = topo_cal_results_add_setting(r, &simple);
+  int s1 = topo_cal_results_add_setting(r, &ll);
+  int s2 = topo_cal_results_add_setting(r, &ll128ch4);
+  int s3 = topo_cal_results_add_setting(r, &def);
+  /* AllReduce on 2 ranks: busbw = algbw */
+  add_curve(r, s0, TOPO_CAL_COLL_ALLREDUCE, 12.0, 360.0, TOPO_CAL_REJECTED);
+  add_curve(r, s1, TOPO_CAL_COLL_ALLREDUCE, 7.0, 120.0, TOPO_CAL_MISMATCH);
+  add_curve(r, s2, TOPO_CAL_COLL_ALLREDUCE, 14.0, 80.0, TOPO_CAL_OK);
+  add_curve(r, s3, TOPO_CAL_COLL_ALLREDUCE, 7.0, 360.0, TOPO_CAL_OK);
+  add_curve(r, s0, TOPO_CAL_COLL_ALLGATHER, 6.0, 700.0, TOPO_CAL_OK);
+  int s4 = topo_cal_results_add_setting(r, &simplech4);
+  add_curve(r, s4, TOPO_CAL_COLL_ALLREDUCE, 12.0, 100.0, TOPO_CAL_OK);
+}
+
+static void test_terms_recover_latency_and_bandwidth(void **state) {
+  (void)state;
+  topo_cal_results r;
+  make_results(&r);
+  topo_profile p;
+  int n = topo_cal_fit_profile(&r, &p);
+  assert_int_equal(n, 5); /* four AllReduce settings + one AllGather; no term for "default" */
+  const topo_profile_term *t = topo_profile_find_term(&p, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 0);
+  assert_non_null(t);
+  assert_true(fabs(t->lat_us - 12.0) < 1e-6 * 12);
+  assert_true(fabs(t->bw_gbs - 360.0) < 1e-6 * 360);
+  assert_int_equal(t->npoints, 10); /* 11 sizes less the rejected one */
+  assert_int_equal(t->min_bytes, 1024);
+  assert_int_equal(t->max_bytes, 1ull << 30);
+  t = topo_profile_find_term(&p, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL128, 4);
+  assert_non_null(t);
+  assert_true(fabs(t->bw_gbs - 80.0) < 1e-6 * 80);
+  assert_null(topo_profile_find_term(&p, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL128, 0));
+  assert_string_equal(p.key.gpu, "H200");
+  assert_int_equal(p.key.nranks, 2);
+  assert_int_equal(p.key.nnodes, 1);
+  assert_int_equal(p.key.nccl_version, 22809);
+  assert_int_equal(p.max_channels, 24);
+  assert_int_equal(p.nvls, 1);
+  topo_profile_free(&p);
+  topo_cal_results_free(&r);
+}
+
+static void test_link_and_protocol_parameters_come_from_measurements(void **state) {
+  (void)state;
+  topo_cal_results r;
+  make_results(&r);
+  topo_profile p;
+  assert_true(topo_cal_fit_profile(&r, &p) > 0);
+  /* link: the best of the large-message busbw (~359 GB/s at 1 GB for ring/simple) and the
+   * copy-engine p2p (380) */
+  assert_true(fabs(p.link[TOPO_LINK_NVLINK].bw_gbs - 380.0) < 1e-9);
+  assert_true(fabs(p.link[TOPO_LINK_NVLINK].lat_us - 1.0) < 1e-9); /* half the round trip */
+  /* protocols: efficiencies relative to the link */
+  double simple_peak = (double)(1ull << 30) / ((12.0 + (double)(1ull << 30) / 360e3) * 1e3);
+  assert_true(fabs(p.proto[TOPO_CAL_PROTO_SIMPLE].bw_eff - simple_peak / 380.0) < 1e-6);
+  /* LL's 1 GB point is accepted (only 1 MB was marked not-forced) */
+  assert_true(p.proto[TOPO_CAL_PROTO_LL].bw_eff < 0.35 && p.proto[TOPO_CAL_PROTO_LL].bw_eff > 0.3);
+  /* Simple with 4 channels reaches ~100 of ~360 GB/s: channel-limited, 25 GB/s per channel */
+  double ch4 = (double)(1ull << 30) / ((12.0 + (double)(1ull << 30) / 100e3) * 1e3);
+  assert_true(fabs(p.proto[TOPO_CAL_PROTO_SIMPLE].ch_bw_gbs - ch4 / 4) < 1e-6);
+  /* LL128 was measured with 4 channels only: nothing to compare with, the built-in value stays */
+  topo_profile b;
+  topo_profile_builtin("H200", &b);
+  assert_true(p.proto[TOPO_CAL_PROTO_LL128].ch_bw_gbs == b.proto[TOPO_CAL_PROTO_LL128].ch_bw_gbs);
+  /* launch: ring/LL latency (7 us) less 2 hops of 1 us */
+  assert_true(fabs(p.launch_us - 5.0) < 1e-6);
+  /* Simple's extra latency per step over LL: (12 - 7) / 2 */
+  assert_true(fabs(p.proto[TOPO_CAL_PROTO_SIMPLE].lat_us - (2.5 + p.proto[TOPO_CAL_PROTO_LL].lat_us)) < 1e-6);
+  topo_profile_free(&p);
+  topo_cal_results_free(&r);
+}
+
+static void test_written_profile_reads_back(void **state) {
+  (void)state;
+  topo_cal_results r;
+  make_results(&r);
+  char path[] = "/tmp/topo-cal-prof-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *rep = open_memstream(&buf, &len);
+  assert_int_equal(topo_cal_write_profile(&r, path, rep), 5);
+  fclose(rep);
+  assert_non_null(strstr(buf, "allreduce"));
+  assert_non_null(strstr(buf, "ll128"));
+  topo_profile_key want = {"H200", 2, 1, 22809};
+  topo_profile p;
+  assert_int_equal(topo_profile_load(path, &want, &p), TOPO_OK);
+  assert_int_equal(p.nterms, 5);
+  const topo_profile_term *t = topo_profile_find_term(&p, TOPO_CAL_COLL_ALLGATHER, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 0);
+  assert_non_null(t);
+  assert_true(fabs(t->bw_gbs - 700.0) < 1e-3);
+  topo_profile_free(&p);
+  free(buf);
+  unlink(path);
+  /* an unwritable path is an error, not a crash */
+  assert_int_equal(topo_cal_write_profile(&r, "/nonexistent-dir/x.profile", NULL), -1);
+  topo_cal_results_free(&r);
+}
+
+static void test_one_gpu_profile_keeps_builtin_links(void **state) {
+  (void)state;
+  topo_cal_results r;
+  topo_cal_results_init(&r);
+  snprintf(r.gpu_model, sizeof r.gpu_model, "H100");
+  r.nranks = 1;
+  r.floor_graph_us = 2.25;
+  topo_profile p, b;
+  assert_int_equal(topo_cal_fit_profile(&r, &p), 0);
+  topo_profile_builtin("H100", &b);
+  assert_true(p.link[TOPO_LINK_NVLINK].bw_gbs == b.link[TOPO_LINK_NVLINK].bw_gbs);
+  assert_true(p.launch_us == 2.25);
+  assert_int_equal(p.key.nranks, 1);
+  topo_profile_free(&p);
+  topo_cal_results_free(&r);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_terms_recover_latency_and_bandwidth),
+      cmocka_unit_test(test_link_and_protocol_parameters_come_from_measurements),
+      cmocka_unit_test(test_written_profile_reads_back),
+      cmocka_unit_test(test_one_gpu_profile_keeps_builtin_links),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Check a 2-GPU run with both plugins: the tuner's decisions are the ones NCCL ran, on every
+rank, and the profiler's per-collective GPU times match CUDA-event timings within 5 %.
+
+Inputs: --calls DIR (calls-rank*.json from torch_collectives.py --mode timing), --dump DIR
+(one `topo-report dump` JSON-lines file per trace, *.jsonl), --map FILE (`topo-tune --json`
+decision map for the same profile, nRanks and nNodes). Prints a table; exit 0 when every check
+passes, 1 otherwise.
+"""
+import argparse
+import glob
+import json
+import os
+import statistics
+import sys
+
+
+def norm(name):
+    return str(name).lower().replace("_", "").replace("-", "")
+
+
+def load_dump(path):
+    header, colls = None, []
+    with open(path) as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if "header" in obj:
+                header = obj["header"]
+            elif obj.get("type") == "coll":
+                colls.append(obj)
+    return header, colls
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--calls", required=True)
+    p.add_argument("--dump", required=True)
+    p.add_argument("--map", required=True)
+    p.add_argument("--tolerance", type=float, default=0.05)
+    a = p.parse_args()
+    ok = True
+
+    # topo-tune's decisions: (collective, tuner bytes) -> (algo, proto, channels)
+    with open(a.map) as fh:
+        dmap = json.load(fh)
+    decide = {}
+    for c in dmap.get("collectives", []):
+        for row in c.get("rows", []):
+            t = row["topo"]
+            decide[(norm(c["collective"]), int(row["bytes"]))] = (norm(t["algo"]), norm(t["proto"]), int(t["channels"]))
+    nranks = int(dmap.get("nranks", 2))
+
+    # Per rank: the collective records of the communicator that carried the most collectives.
+    per_rank = {}
+    for f in sorted(glob.glob(os.path.join(a.dump, "*.jsonl"))):
+        h, colls = load_dump(f)
+        if not h or not colls:
+            continue
+        r = int(h.get("rank", -1))
+        if r not in per_rank or len(colls) > len(per_rank[r]):
+            per_rank[r] = sorted(colls, key=lambda x: x.get("seq", 0))
+    if len(per_rank) < nranks:
+        print(f"FAIL: collective records for {len(per_rank)} rank(s), expected {nranks}")
+        return 1
+
+    # 1. Every rank ran the same algorithm / protocol / channels for every collective.
+    seqs = {}
+    for r, colls in per_rank.items():
+        for c in colls:
+            seqs.setdefault(c["seq"], {})[r] = (norm(c["func"]), c["bytes"], norm(c["algo"]), norm(c["proto"]), c["nchannels"])
+    diverge = [s for s, by in seqs.items() if len(by) == len(per_rank) and len(set(by.values())) > 1]
+    print(f"ranks agree on every collective: {'yes' if not diverge else 'NO'} "
+          f"({len(seqs)} collectives, {len(diverge)} differ)")
+    ok &= not diverge
+
+    # 2. What NCCL ran is what the tuner decides (topo-tune's map for the same inputs).
+    checked = mism = unknown = 0
+    lines = []
+    for c in per_rank[min(per_rank)]:
+        func = norm(c["func"])
+        tb = c["bytes"] * (nranks if func in ("allgather", "reducescatter") else 1)
+        d = decide.get((func, tb))
+        if d is None:
+            unknown += 1
+            continue
+        ran = (norm(c["algo"]), norm(c["proto"]), int(c["nchannels"]))
+        good = ran[0] == d[0] and ran[1] == d[1] and (d[2] == 0 or ran[2] <= d[2])
+        checked += 1
+        if not good:
+            mism += 1
+            if len(lines) < 20:
+                lines.append(f"  {c['func']} {tb} B: NCCL ran {ran}, tuner map says {d}")
+    print(f"decisions: {checked} collectives at mapped sizes, {mism} differ from topo-tune's map, "
+          f"{unknown} at sizes the map does not list")
+    for l in lines:
+        print(l)
+    ok &= checked > 0 and mism == 0
+
+    # 3. Profiler GPU time vs CUDA events, per (func, bytes), sizes >= 1 MB.
+    worst = 0.0
+    rows = []
+    for r, colls in sorted(per_rank.items()):
+        path = os.path.join(a.calls, f"calls-rank{r}.json")
+        if not os.path.exists(path):
+            continue
+        calls = json.load(open(path))
+        timed = [c for c in colls if c.get("gpu_stop_ns", 0) > c.get("gpu_start_ns", 0) > 0]
+        i = 0
+        pairs = {}
+        for call in calls:  # align in order: the next record with the same func and bytes
+            while i < len(timed) and not (norm(timed[i]["func"]) == norm(call["func"]) and timed[i]["bytes"] == call["bytes"]):
+                i += 1
+            if i == len(timed):
+                break
+            prof_us = (timed[i]["gpu_stop_ns"] - timed[i]["gpu_start_ns"]) / 1e3
+            pairs.setdefault((call["func"], call["bytes"]), []).append((prof_us, call["event_us"]))
+            i += 1
+        for (func, b), v in sorted(pairs.items()):
+            if b * (nranks if norm(func) in ("allgather", "reducescatter") else 1) < (1 << 20):
+                continue
+            prof = statistics.median(x[0] for x in v)
+            ev = statistics.median(x[1] for x in v)
+            rel = (prof - ev) / ev if ev > 0 else float("inf")
+            worst = max(worst, abs(rel))
+            rows.append((r, func, b, len(v), prof, ev, rel))
+    print(f"\n{'rank':>4} {'collective':<14} {'bytes':>11} {'n':>3} {'profiler us':>12} {'events us':>10} {'diff':>7}")
+    for r, func, b, n, prof, ev, rel in rows:
+        print(f"{r:>4} {func:<14} {b:>11} {n:>3} {prof:>12.2f} {ev:>10.2f} {100 * rel:>6.1f}%"
+              f"{'' if abs(rel) <= a.tolerance else '  > tolerance'}")
+    print(f"profiler vs events: worst |diff| {100 * worst:.1f}% (tolerance {100 * a.tolerance:.0f}%), {len(rows)} rows")
+    ok &= bool(rows) and worst <= a.tolerance
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

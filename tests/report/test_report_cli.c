@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: Apache-2.0
+// topo-report end to end, as a user runs it: help, version, misuse (one line, exit 2), the text,
+// JSON, CSV and HTML reports, dump, Chrome export, diff, and fit writing a tuner profile that
+// common/profile.c reads back with the latency and bandwidth the fixture was built with.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "profile.h"
+#include "trace_fixture.h"
+
+static char dir[64];
+
+/* Run a command; returns its exit status and its stdout (caller frees). */
+static int run(const char *args, char **out) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "%s %s 2>%s/stderr", TOPO_REPORT_EXE, args, dir);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  size_t got;
+  while ((got = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+    n += got;
+    if (n + 1 >= cap) buf = realloc(buf, cap *= 2);
+  }
+  buf[n] = 0;
+  int st = pclose(p);
+  if (out) *out = buf;
+  else free(buf);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char *slurp(const char *name) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  b[fread(b, 1, (size_t)n, f)] = 0;
+  fclose(f);
+  return b;
+}
+
+/* Two ranks; AllReduce Ring/Simple at 1, 4 and 16 MiB taking exactly 10 us + bytes / 100 GB/s,
+ * a compute kernel beside each, and step marks. `slow` adds 1 us to every collective. */
+static void write_run(const char *sub, int slow) {
+  char d[128];
+  snprintf(d, sizeof d, "%s/%s", dir, sub);
+  assert_int_equal(mkdir(d, 0755), 0);
+  for (int rank = 0; rank < 2; rank++) {
+    topo_trace_header h;
+    tf_header_init(&h, 0x77, rank, 2);
+    tf_trace t;
+    tf_begin(&t, &h, NULL);
+    tf_string(&t, 1, "step");
+    int64_t now = 1000000;
+    uint64_t seq = 0;
+    for (int step = 0; step < 4; step++) {
+      int64_t s0 = now;
+      for (int k = 0; k < 3; k++) {
+        uint64_t bytes = (uint64_t)1 << (20 + 2 * k);
+        int64_t dur = 10000 + (int64_t)(bytes / 100) + (slow ? 1000 : 0);
+        topo_trace_record kr = tf_kernel(TOPO_KERNEL_COMPUTE, 0, now, now + dur / 2, 7);
+        tf_add(&t, &kr);
+        topo_trace_record c = tf_coll(4, seq++, bytes, now - 100, now - 50, now, now + dur, 1, 2, 8, 1);
+        tf_add(&t, &c);
+        now += dur + 500;
+      }
+      topo_trace_record m = tf_mark(1, s0, now, (uint64_t)step);
+      tf_add(&t, &m);
+    }
+    tf_footer(&t, NULL);
+    char path[160];
+    snprintf(path, sizeof path, "%s/rank%d.trace", d, rank);
+    assert_int_equal(tf_save(&t, path), 0);
+    tf_free(&t);
+  }
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/topo-cli-XXXXXX");
+  if (!mkdtemp(dir)) return -1;
+  write_run("a", 0);
+  write_run("b", 1);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  return system(cmd);
+}
+
+static void test_help_version_and_misuse(void **state) {
+  (void)state;
+  char *out;
+  assert_int_equal(run("--help", &out), 0);
+  assert_non_null(strstr(out, "Examples:"));
+  free(out);
+  assert_int_equal(run("--version", &out), 0);
+  assert_non_null(strstr(out, "topo-report "));
+  free(out);
+  assert_int_equal(run("--bogus x", NULL), 2);
+  char *err = slurp("stderr");
+  assert_non_null(strstr(err, "unknown option '--bogus'"));
+  int nl = 0;
+  for (char *q = err; *q; q++) nl += *q == '\n';
+  assert_int_equal(nl, 1); /* one line */
+  free(err);
+  assert_int_equal(run("", NULL), 2);
+  assert_int_equal(run("dump", NULL), 2);
+  assert_int_equal(run("--reorder-window 0 x", NULL), 2);
+}
+
+static void test_text_json_csv_and_html(void **state) {
+  (void)state;
+  char args[256], *out;
+  snprintf(args, sizeof args, "%s/a", dir);
+  assert_int_equal(run(args, &out), 0);
+  assert_non_null(strstr(out, "AllReduce"));
+  assert_non_null(strstr(out, "Ring/Simple 100%"));
+  free(out);
+  snprintf(args, sizeof args, "--json %s/a", dir);
+  assert_int_equal(run(args, &out), 0);
+  assert_non_null(strstr(out, "\"ranks\":["));
+  assert_non_null(strstr(out, "\"collective\":\"AllReduce\",\"nranks\":2,\"size_from\":1048576,\"calls\":8"));
+  free(out);
+  snprintf(args, sizeof args, "--csv %s/a", dir);
+  assert_int_equal(run(args, &out), 0);
+  assert_true(strncmp(out, "table,rank,host", 15) == 0);
+  assert_non_null(strstr(out, "\ncollective,AllReduce,2,4194304,8,8,"));
+  free(out);
+  snprintf(args, sizeof args, "--html %s/r.html -o %s/out.txt %s/a", dir, dir, dir);
+  assert_int_equal(run(args, NULL), 0);
+  char *html = slurp("r.html");
+  assert_non_null(html);
+  assert_non_null(strstr(html, "<svg"));
+  assert_non_null(strstr(html, "Bus bandwidth against message size"));
+  assert_non_null(strstr(html, "</html>"));
+  free(html);
+}
+
+static void test_dump_export_diff(void **state) {
+  (void)state;
+  char args[256], *out;
+  snprintf(args, sizeof args, "dump %s/a/rank0.trace", dir);
+  assert_int_equal(run(args, &out), 0);
+  int lines = 0;
+  for (char *p = out; *p; p++) lines += *p == '\n';
+  assert_int_equal(lines, 1 + 29 + 1); /* header; string + 4 x (3 kernels, 3 colls, 1 mark); end */
+  assert_non_null(strstr(out, "\"type\":\"coll\",\"func\":\"AllReduce\",\"seq\":0,\"bytes\":1048576"));
+  assert_non_null(strstr(out, "{\"end\":{\"records\":29,"));
+  free(out);
+  snprintf(args, sizeof args, "export --chrome %s/c.json %s/a", dir, dir);
+  assert_int_equal(run(args, NULL), 0);
+  char *c = slurp("c.json");
+  assert_non_null(strstr(c, "\"traceEvents\":["));
+  assert_non_null(strstr(c, "\"name\":\"AllReduce 4 MiB Ring/Simple\""));
+  assert_non_null(strstr(c, "\"name\":\"rank 1 (host1:1001)\""));
+  free(c);
+  snprintf(args, sizeof args, "diff %s/a %s/b", dir, dir);
+  assert_int_equal(run(args, &out), 0);
+  assert_non_null(strstr(out, "AllReduce"));
+  assert_non_null(strstr(out, "change"));
+  free(out);
+}
+
+static void test_fit_writes_a_profile_the_tuner_reads(void **state) {
+  (void)state;
+  char args[256], *out;
+  snprintf(args, sizeof args, "fit --gpu H200 -o %s/fit.profile %s/a", dir, dir);
+  assert_int_equal(run(args, &out), 0);
+  assert_non_null(strstr(out, "wrote 1 fitted terms"));
+  free(out);
+  char path[128];
+  snprintf(path, sizeof path, "%s/fit.profile", dir);
+  topo_profile p;
+  topo_profile_key want = {"H200", 2, 1, 0};
+  assert_int_equal(topo_profile_load(path, &want, &p), TOPO_OK);
+  const topo_profile_term *t = topo_profile_find_term(&p, 4, 1, 2, 0);
+  assert_non_null(t);
+  assert_true(t->lat_us > 9.99 && t->lat_us < 10.01);
+  assert_true(t->bw_gbs > 99.9 && t->bw_gbs < 100.1);
+  assert_int_equal(t->npoints, 3);
+  topo_profile_free(&p);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_help_version_and_misuse),
+      cmocka_unit_test(test_text_json_csv_and_html),
+      cmocka_unit_test(test_dump_export_diff),
+      cmocka_unit_test(test_fit_writes_a_profile_the_tuner_reads),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

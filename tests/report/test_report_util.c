@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+// topo-report's building blocks: nearest-rank quantiles (exact, then histogram within 0.4 %),
+// nccl-tests sizes and busbw factors, and the interval sweep on its own (touching intervals,
+// identical intervals on two streams, steps cut in the middle of an interval, empty input).
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "report.h"
+
+static void test_quantiles_exact_then_histogram(void **state) {
+  (void)state;
+  rp_quant q;
+  memset(&q, 0, sizeof q);
+  assert_int_equal(rp_quant_get(&q, 0.5), 0);
+  for (int i = 10; i >= 1; i--) rp_quant_add(&q, i * 100);
+  assert_true(rp_quant_is_exact(&q));
+  assert_int_equal(rp_quant_get(&q, 0.5), 500); /* 5th of 10 */
+  assert_int_equal(rp_quant_get(&q, 0.99), 1000);
+  assert_int_equal(rp_quant_get(&q, 0.0), 100);
+  rp_quant_free(&q);
+  memset(&q, 0, sizeof q);
+  for (int64_t i = 1; i <= 100000; i++) rp_quant_add(&q, i * 1000); /* 1 us .. 100 ms */
+  assert_false(rp_quant_is_exact(&q));
+  int64_t med = rp_quant_get(&q, 0.5), p99 = rp_quant_get(&q, 0.99);
+  assert_true(llabs(med - 50000000) <= 50000000 / 250);
+  assert_true(llabs(p99 - 99000000) <= 99000000 / 250);
+  assert_int_equal(rp_quant_get(&q, 1.0), 100000000);
+  assert_int_equal((int64_t)q.sum, (int64_t)1000 * 100000 * 100001 / 2);
+  rp_quant_free(&q);
+}
+
+static void test_sizes_and_factors_follow_nccl_tests(void **state) {
+  (void)state;
+  assert_int_equal(rp_coll_size(2, 1024, 8), 8192);  /* AllGather: per-rank part x nranks */
+  assert_int_equal(rp_coll_size(3, 1024, 8), 8192);  /* ReduceScatter */
+  assert_int_equal(rp_coll_size(4, 1024, 8), 1024);  /* AllReduce */
+  assert_true(rp_busbw_factor(4, 2) == 1.0);
+  assert_true(rp_busbw_factor(2, 4) == 0.75);
+  assert_true(rp_busbw_factor(0, 8) == 1.0);
+  assert_string_equal(rp_func_name(3), "ReduceScatter");
+  assert_string_equal(rp_algo_name(6), "PAT");
+  assert_string_equal(rp_proto_name(-1), "?");
+  char b[32];
+  rp_bucket_label(20, b, sizeof b);
+  assert_string_equal(b, "1 MiB+");
+}
+
+static void test_sweep_touching_duplicate_and_step_cuts(void **state) {
+  (void)state;
+  rp_step steps[2] = {{.start = 0, .stop = 150, .value = 1}, {.start = 150, .stop = 1000, .value = 2}};
+  rp_sweep *s = rp_sweep_new(8, steps, 2);
+  assert_non_null(s);
+  rp_interval iv[] = {
+      {0, 100, 1, RP_COMPUTE, 0xff, RP_FROM_KERNEL, 0},
+      {100, 200, 1, RP_COMPUTE, 0xff, RP_FROM_KERNEL, 0}, /* touches: one union [0,200) */
+      {50, 300, 2, RP_COMM, 4, RP_FROM_COLL, 0},
+      {50, 300, 3, RP_COMM, 4, RP_FROM_COLL, 0},          /* same interval on another stream */
+      {400, 400, 3, RP_COMM, 4, RP_FROM_COLL, 0},         /* empty: ignored */
+      {500, 600, 3, RP_MEMORY, 0xff, RP_FROM_KERNEL, 0},
+  };
+  for (size_t i = 0; i < sizeof iv / sizeof *iv; i++) assert_int_equal(rp_sweep_add(s, &iv[i]), TOPO_OK);
+  rp_times t;
+  rp_sweep_finish(s, &t);
+  assert_int_equal(t.compute, 200);
+  assert_int_equal(t.comm, 250);
+  assert_int_equal(t.overlap, 150);
+  assert_int_equal(t.memory, 100);
+  assert_int_equal(t.busy, 400);
+  assert_int_equal(t.first, 0);
+  assert_int_equal(t.last, 600);
+  assert_int_equal(steps[0].comm, 100);    /* [50,150) */
+  assert_int_equal(steps[0].overlap, 100);
+  assert_int_equal(steps[1].comm, 150);    /* [150,300) */
+  assert_int_equal(steps[1].compute, 50);  /* [150,200) */
+  assert_int_equal(steps[1].busy, 250);    /* [150,300) + [500,600) */
+  rp_sweep_free(s);
+
+  s = rp_sweep_new(4, NULL, 0);
+  rp_sweep_finish(s, &t);
+  assert_int_equal(t.busy, 0);
+  assert_true(t.first == INT64_MAX && t.last == INT64_MIN);
+  rp_sweep_free(s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_quantiles_exact_then_histogram),
+      cmocka_unit_test(test_sizes_and_factors_follow_nccl_tests),
+      cmocka_unit_test(test_sweep_touching_duplicate_and_step_cuts),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * From a run's measurements to a tuner profile (common/profile.h). Fitted terms: for every forced
+ * (collective, algorithm, protocol, channels) with at least two accepted sizes, a least-squares
+ * latency/bandwidth term over its measured range (topo_profile_fit_term). Parameters, where
+ * measured (else the built-in values for the GPU model stay):
+ *   link bw     one node: the highest of the large-message bus bandwidths of every forced
+ *               setting and the median copy-engine p2p bandwidth -> NVLink; several nodes
+ *               (NCCL_HOSTID runs): the highest ring bus bandwidth -> NET
+ *   link lat    one node: half the SM ping-pong round trip (one NVLink hop); several nodes: the
+ *               ring/LL AllReduce latency spread over its 2(n-1) steps
+ *   proto       bw_eff: each protocol's best ring bus bandwidth / link bw; ch_bw_gbs: the best
+ *               per-channel bus bandwidth of a channel-limited forced setting (< 85 % of what
+ *               NCCL's own or a larger channel count reaches); lat_us: its ring
+ *               AllReduce latency above LL's, per step
+ *   launch_us   ring/LL AllReduce latency less its 2(n-1) link hops, at least the GPU floor
+ *   max_channels NCCL's own channel count (its log); nvls: the GPUs' multicast support
+ * Pure; called by runner.c (every process computes the same profile from the same results).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "calibrate.h"
+#include "profile.h"
+
+static double busbw_of(const topo_cal_results *r, const topo_cal_point *p) {
+  return topo_cal_algbw(p->bytes, p->stats.median) * topo_cal_busbw_factor(p->coll, r->nranks);
+}
+
+static uint64_t largest_ok(const topo_cal_results *r) {
+  uint64_t top = 0;
+  for (int i = 0; i < r->npoints; i++)
+    if (r->points[i].status == TOPO_CAL_OK && r->points[i].bytes > top) top = r->points[i].bytes;
+  return top;
+}
+
+/* Best bus bandwidth at "large" sizes (>= 1/16 of the largest measured) over forced points that
+ * match algo/proto/channels (-1 = any). */
+static double peak_busbw(const topo_cal_results *r, int algo, int proto, int nch) {
+  uint64_t large = largest_ok(r) / 16;
+  double best = 0;
+  for (int i = 0; i < r->npoints; i++) {
+    const topo_cal_point *p = &r->points[i];
+    const topo_cal_setting *s = &r->settings[p->setting];
+    if (p->status != TOPO_CAL_OK || s->kind != TOPO_CAL_FORCED || p->bytes < large) continue;
+    if ((algo >= 0 && s->algo != algo) || (proto >= 0 && s->proto != proto) ||
+        (nch >= 0 && s->nchannels != nch))
+      continue;
+    double bw = busbw_of(r, p);
+    if (bw > best) best = bw;
+  }
+  return best;
+}
+
+static double median_positive(const double *v, int n) {
+  double tmp[4096];
+  int k = 0;
+  for (int i = 0; i < n && k < 4096; i++)
+    if (v[i] > 0) tmp[k++] = v[i];
+  if (!k) return 0;
+  topo_cal_stats s;
+  return topo_cal_stats_compute(tmp, k, &s) == 0 ? s.median : 0;
+}
+
+static const topo_profile_term *term_of(const topo_profile *p, int coll, int algo, int proto) {
+  return topo_profile_find_term(p, coll, algo, proto, 0);
+}
+
+int topo_cal_fit_profile(const topo_cal_results *r, topo_profile *out) {
+  topo_profile_builtin(r->gpu_model[0] ? r->gpu_model : NULL, out);
+  snprintf(out->key.gpu, sizeof out->key.gpu, "%s", r->gpu_model[0] ? r->gpu_model : "*");
+  out->key.nranks = r->nranks;
+  out->key.nnodes = r->nnodes;
+  out->key.nccl_version = r->nccl_version;
+  snprintf(out->source, sizeof out->source, "topo-calibrate:%s", out->key.gpu);
+  if (r->nccl_channels > 0) out->max_channels = r->nccl_channels;
+  int mc = -1;
+  for (int d = 0; d < r->ndev && d < 64; d++) {
+    if (r->dev[d].multicast == 0) mc = 0;
+    else if (r->dev[d].multicast == 1 && mc != 0) mc = 1;
+  }
+  if (mc >= 0) out->nvls = mc;
+
+  /* Fitted terms. */
+  int nterms = 0;
+  uint64_t *bytes = NULL;
+  double *times = NULL;
+  if (r->npoints > 0) {
+    bytes = topo_malloc((size_t)r->npoints * sizeof *bytes);
+    times = topo_malloc((size_t)r->npoints * sizeof *times);
+    if (!bytes || !times) {
+      topo_free(bytes);
+      topo_free(times);
+      return -1;
+    }
+  }
+  for (int s = 0; s < r->nsettings; s++) {
+    const topo_cal_setting *st = &r->settings[s];
+    if (st->kind != TOPO_CAL_FORCED) continue;
+    for (int c = 0; c < TOPO_CAL_NCOLLS; c++) {
+      int n = 0;
+      for (int i = 0; i < r->npoints; i++) {
+        const topo_cal_point *p = &r->points[i];
+        if (p->setting != s || p->coll != c || p->status != TOPO_CAL_OK) continue;
+        bytes[n] = p->bytes;
+        times[n] = p->stats.median;
+        n++;
+      }
+      if (n < 2) continue;
+      topo_profile_term t;
+      memset(&t, 0, sizeof t);
+      if (topo_profile_fit_term(bytes, times, n, &t) != TOPO_OK) continue;
+      t.coll = c;
+      t.algo = st->algo;
+      t.proto = st->proto;
+      t.nchannels = st->nchannels;
+      topo_status sst = topo_profile_set_term(out, &t);
+      if (sst == TOPO_ERR_NOMEM) {
+        topo_free(bytes);
+        topo_free(times);
+        return -1;
+      }
+      if (sst == TOPO_OK) nterms++;
+    }
+  }
+  topo_free(bytes);
+  topo_free(times);
+
+  if (r->nranks < 2) {
+    if (r->floor_graph_us > 0) out->launch_us = r->floor_graph_us;
+    return nterms;
+  }
+
+  /* Links. */
+  double n = r->nranks;
+  int multi = r->nnodes > 1;
+  int cls = multi ? TOPO_LINK_NET : TOPO_LINK_NVLINK;
+  double peak = peak_busbw(r, -1, -1, -1);
+  double link_bw = peak;
+  if (!multi && r->p2p_ce_bw && r->ndev > 1) {
+    double ce = median_positive(r->p2p_ce_bw, r->ndev * r->ndev);
+    if (ce > link_bw) link_bw = ce;
+  }
+  if (link_bw > 0) out->link[cls].bw_gbs = link_bw;
+  const topo_profile_term *ll = term_of(out, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL);
+  double steps = 2 * (n - 1);
+  if (!multi && r->p2p_sm_lat && r->ndev > 1) {
+    double rt = median_positive(r->p2p_sm_lat, r->ndev * r->ndev);
+    if (rt > 0) out->link[TOPO_LINK_NVLINK].lat_us = rt / 2;
+  } else if (multi && ll && steps > 0) {
+    double per = (ll->lat_us - out->launch_us) / steps;
+    if (per > 0.5) out->link[TOPO_LINK_NET].lat_us = per;
+  }
+
+  /* Launch: what ring/LL AllReduce costs beyond its link hops. */
+  double hop = out->link[cls].lat_us;
+  if (ll) {
+    double launch = ll->lat_us - steps * (hop + out->proto[TOPO_CAL_PROTO_LL].lat_us);
+    if (launch < r->floor_graph_us) launch = r->floor_graph_us;
+    if (launch > 0) out->launch_us = launch;
+  } else if (r->floor_graph_us > 0 && out->launch_us < r->floor_graph_us) {
+    out->launch_us = r->floor_graph_us;
+  }
+
+  /* Protocols. */
+  double lb = out->link[cls].bw_gbs;
+  for (int p = 0; p < TOPO_CAL_NPROTOS; p++) {
+    double pk = peak_busbw(r, TOPO_CAL_ALGO_RING, p, -1);
+    if (pk > 0 && lb > 0) {
+      double eff = pk / lb;
+      out->proto[p].bw_eff = eff > 1.0 ? 1.0 : eff;
+    }
+    double best_ch = 0;
+    for (int s = 0; s < r->nsettings; s++) {
+      const topo_cal_setting *st = &r->settings[s];
+      if (st->kind != TOPO_CAL_FORCED || st->algo != TOPO_CAL_ALGO_RING || st->proto != p ||
+          st->nchannels <= 0)
+        continue;
+      /* Channel-limited: well below what NCCL's own count or more channels reach. */
+      double ref = peak_busbw(r, TOPO_CAL_ALGO_RING, p, 0);
+      for (int s2 = 0; s2 < r->nsettings; s2++) {
+        const topo_cal_setting *o2 = &r->settings[s2];
+        if (o2->kind == TOPO_CAL_FORCED && o2->algo == TOPO_CAL_ALGO_RING && o2->proto == p &&
+            o2->nchannels > st->nchannels) {
+          double b2 = peak_busbw(r, TOPO_CAL_ALGO_RING, p, o2->nchannels);
+          if (b2 > ref) ref = b2;
+        }
+      }
+      double bw = peak_busbw(r, TOPO_CAL_ALGO_RING, p, st->nchannels);
+      if (bw > 0 && bw < 0.85 * ref && bw / st->nchannels > best_ch) best_ch = bw / st->nchannels;
+    }
+    if (best_ch > 0) out->proto[p].ch_bw_gbs = best_ch;
+    const topo_profile_term *t = term_of(out, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING, p);
+    if (p != TOPO_CAL_PROTO_LL && t && ll && steps > 0) {
+      double extra = (t->lat_us - ll->lat_us) / steps + out->proto[TOPO_CAL_PROTO_LL].lat_us;
+      out->proto[p].lat_us = extra > 0 ? extra : 0;
+    }
+  }
+  return nterms;
+}
+
+int topo_cal_write_profile(const topo_cal_results *r, const char *path, FILE *report) {
+  topo_profile p;
+  int n = topo_cal_fit_profile(r, &p);
+  if (n < 0) {
+    topo_cal_warn("cannot fit the profile: out of memory");
+    return -1;
+  }
+  int rc = n;
+  if (path) {
+    FILE *f = fopen(path, "w");
+    if (!f) {
+      topo_cal_warn("cannot write the profile to %s: %s", path, strerror(errno));
+      rc = -1;
+    } else {
+      fprintf(f, "# written by topo-calibrate: %s, %d ranks, %d nodes%s\n", p.key.gpu, p.key.nranks,
+              p.key.nnodes, r->nnodes > 1 ? " (socket transport via NCCL_HOSTID)" : "");
+      topo_status st = topo_profile_write(f, &p);
+      if (fclose(f) != 0 || st != TOPO_OK) {
+        topo_cal_warn("cannot write the profile to %s: %s", path, topo_status_str(st != TOPO_OK ? st : TOPO_ERR_IO));
+        rc = -1;
+      }
+    }
+  }
+  if (report) topo_cal_report_profile(report, &p);
+  topo_profile_free(&p);
+  return rc;
+}

@@ -1,0 +1,772 @@
+// SPDX-License-Identifier: Apache-2.0
+// The analysis: pass 1 streams every input once, merged by time, to build the collective table,
+// the fit points, the steps and the cross-rank join by (comm hash, function, seq); pass 2 streams each
+// rank's inputs again through the interval sweep (sweep.c). Called by main.c; owns rp_report.
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "log.h"
+#include "report.h"
+
+/* ---- cross-rank join: NCCL's seqNumber counts per (communicator, function), so each
+ * communicator holds one ring of open collectives per function. */
+typedef struct join_ring {
+  uint64_t base;         /* open entries cover seqs [base, base + cap) */
+  int have_base;
+  size_t cap;
+  uint64_t *seq;
+  uint8_t *used;
+  int *have;
+  int64_t *gpu, *cpu;    /* cap x nranks */
+  uint8_t *got;          /* cap x nranks: 1 cpu only, 2 gpu-timed */
+  int64_t *last_seq;     /* per rank: latest seq seen, -1 none */
+} join_ring;
+
+#define JOIN_MAX_CAP (1u << 16)
+
+typedef struct join_comm {
+  uint64_t hash;
+  int nranks;
+  int *proc_of_rank;     /* rank -> report rank index, -1 unknown */
+  int *live;             /* rank -> sources of it still delivering */
+  join_ring ring[RP_MAX_FUNC];
+  rp_comm_summary *sum;
+} join_comm;
+
+typedef struct ctx {
+  rp_report *r;
+  const rp_options *opt;
+  join_comm *jc;
+  size_t njc;
+  int *src_comm;         /* source -> join_comm index, -1 none */
+  int bin_colls;         /* binary collectives seen: Kineto kernels do not feed the table */
+  rp_sweep *sweep;       /* pass 2: the rank being swept */
+  int sweep_rank;
+  int64_t last_progress;
+  uint64_t total_bytes;  /* input bytes x passes */
+  uint64_t closed_bytes; /* bytes read by sources already closed */
+  int progress;
+  topo_status st;
+} ctx;
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void progress(ctx *c, const char *what, int force) {
+  if (!c->progress) return;
+  int64_t t = now_ns();
+  if (!force && t - c->last_progress < 1000000000LL) return;
+  c->last_progress = t;
+  uint64_t done = c->closed_bytes;
+  for (int i = 0; i < c->r->nsrc; i++) done += rp_source_offset(&c->r->src[i]);
+  fprintf(stderr, "topo-report: %s: %" PRIu64 " MB of %" PRIu64 " MB read, %" PRIu64 " records\n",
+          what, done >> 20, c->total_bytes >> 20, c->r->records);
+}
+
+static void close_src(ctx *c, rp_source *s) {
+  c->closed_bytes += rp_source_offset(s);
+  rp_source_close(s);
+}
+
+/* ---- rows and fit points */
+static int bucket_of(uint64_t size) { return size ? 63 - __builtin_clzll(size) : -1; }
+
+static rp_row *row_get(rp_report *r, int func, int nranks, int bucket) {
+  for (size_t i = 0; i < r->nrows; i++) {
+    rp_row *w = r->rows[i];
+    if (w->func == func && w->nranks == nranks && w->bucket == bucket) return w;
+  }
+  if (r->nrows == r->cap_rows) {
+    size_t cap = r->cap_rows ? r->cap_rows * 2 : 32;
+    rp_row **v = topo_realloc(r->rows, cap * sizeof *v);
+    if (!v) return NULL;
+    r->rows = v;
+    r->cap_rows = cap;
+  }
+  rp_row *w = topo_calloc(1, sizeof *w);
+  if (!w) return NULL;
+  w->func = func;
+  w->nranks = nranks;
+  w->bucket = bucket;
+  w->ch_min = 1 << 30;
+  r->rows[r->nrows++] = w;
+  return w;
+}
+
+static rp_fitpt *fit_get(rp_report *r, int func, int algo, int proto, int nranks, int bucket) {
+  for (size_t i = 0; i < r->nfit; i++) {
+    rp_fitpt *p = r->fit[i];
+    if (p->func == func && p->algo == algo && p->proto == proto && p->nranks == nranks &&
+        p->bucket == bucket)
+      return p;
+  }
+  if (r->nfit == r->cap_fit) {
+    size_t cap = r->cap_fit ? r->cap_fit * 2 : 32;
+    rp_fitpt **v = topo_realloc(r->fit, cap * sizeof *v);
+    if (!v) return NULL;
+    r->fit = v;
+    r->cap_fit = cap;
+  }
+  rp_fitpt *p = topo_calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->func = func;
+  p->algo = algo;
+  p->proto = proto;
+  p->nranks = nranks;
+  p->bucket = bucket;
+  r->fit[r->nfit++] = p;
+  return p;
+}
+
+static void table_add(ctx *c, const rp_coll *co) {
+  rp_report *r = c->r;
+  int func = co->func < RP_MAX_FUNC ? co->func : RP_MAX_FUNC - 1;
+  uint64_t size = rp_coll_size(func, co->bytes, co->nranks);
+  int bucket = bucket_of(size);
+  rp_row *w = row_get(r, func, co->nranks, bucket);
+  if (!w) {
+    c->st = TOPO_ERR_NOMEM;
+    return;
+  }
+  w->calls++;
+  w->size_sum += size;
+  int a = co->algo >= 0 && co->algo < 7 ? co->algo : 7, p = co->proto >= 0 && co->proto < 3 ? co->proto : 3;
+  w->algo_proto[a][p]++;
+  if (co->nchannels > 0) {
+    if (co->nchannels < w->ch_min) w->ch_min = co->nchannels;
+    if (co->nchannels > w->ch_max) w->ch_max = co->nchannels;
+  }
+  if (!co->timed) return;
+  int64_t d = co->gpu_stop - co->gpu_start;
+  w->timed++;
+  w->timed_size_sum += size;
+  rp_quant_add(&w->time, d);
+  if (func <= 4 && a < 7 && p < 3) {
+    rp_fitpt *fp = fit_get(r, func, a, p, co->nranks, bucket);
+    if (fp) {
+      fp->n++;
+      fp->size_sum += (double)size;
+      rp_quant_add(&fp->time, d);
+    }
+  }
+}
+
+/* ---- ranks (processes) */
+static int rank_find_or_add(rp_report *r, const char *host, uint32_t pid, int world_rank) {
+  for (int i = 0; i < r->nranks; i++)
+    if (pid && r->ranks[i].pid == pid && !strcmp(r->ranks[i].host, host)) return i;
+  rp_rank *v = topo_realloc(r->ranks, (size_t)(r->nranks + 1) * sizeof *v);
+  if (!v) return -1;
+  r->ranks = v;
+  rp_rank *k = &r->ranks[r->nranks];
+  memset(k, 0, sizeof *k);
+  snprintf(k->host, sizeof k->host, "%s", host);
+  k->pid = pid;
+  k->world_rank = world_rank;
+  k->t.first = INT64_MAX;
+  k->t.last = INT64_MIN;
+  return r->nranks++;
+}
+
+static int kineto_rank(ctx *c, rp_source *s) {
+  if (s->proc >= 0) return s->proc;
+  rp_report *r = c->r;
+  s->proc = -1;
+  if (s->rank >= 0)
+    for (int i = 0; i < r->nranks && s->proc < 0; i++)
+      if (r->ranks[i].world_rank == s->rank) s->proc = i;
+  if (s->proc < 0) s->proc = rank_find_or_add(r, "", 0, s->rank >= 0 ? s->rank : s->index);
+  if (s->proc >= 0) r->ranks[s->proc].nsources++;
+  return s->proc;
+}
+
+static void step_add(void *vc, int src, int64_t start, int64_t stop, uint64_t value) {
+  ctx *c = vc;
+  rp_source *s = &c->r->src[src];
+  int p = s->kind == RP_SRC_KINETO ? kineto_rank(c, s) : s->proc;
+  if (p < 0) return;
+  rp_rank *k = &c->r->ranks[p];
+  if (k->nsteps == k->cap_steps) {
+    size_t cap = k->cap_steps ? k->cap_steps * 2 : 64;
+    rp_step *v = topo_realloc(k->steps, cap * sizeof *v);
+    if (!v) {
+      c->st = TOPO_ERR_NOMEM;
+      return;
+    }
+    k->steps = v;
+    k->cap_steps = cap;
+  }
+  rp_step *st = &k->steps[k->nsteps++];
+  memset(st, 0, sizeof *st);
+  st->start = start;
+  st->stop = stop;
+  st->value = value;
+}
+
+/* ---- join */
+static join_comm *join_for(ctx *c, uint64_t hash, int nranks) {
+  for (size_t i = 0; i < c->njc; i++)
+    if (c->jc[i].hash == hash && c->jc[i].nranks == nranks) return &c->jc[i];
+  join_comm *v = topo_realloc(c->jc, (c->njc + 1) * sizeof *v);
+  if (!v) return NULL;
+  c->jc = v;
+  join_comm *j = &c->jc[c->njc++];
+  memset(j, 0, sizeof *j);
+  j->hash = hash;
+  j->nranks = nranks;
+  j->proc_of_rank = topo_malloc((size_t)nranks * sizeof(int));
+  j->live = topo_calloc((size_t)nranks, sizeof(int));
+  if (!j->proc_of_rank || !j->live) return NULL;
+  for (int i = 0; i < nranks; i++) j->proc_of_rank[i] = -1;
+  return j;
+}
+
+static int join_grow(join_ring *g, int nranks, size_t cap) {
+  size_t n = (size_t)nranks;
+  uint64_t *seq = topo_calloc(cap, sizeof *seq);
+  uint8_t *used = topo_calloc(cap, 1), *got = topo_calloc(cap * n, 1);
+  int *have = topo_calloc(cap, sizeof *have);
+  int64_t *gpu = topo_calloc(cap * n, sizeof *gpu), *cpu = topo_calloc(cap * n, sizeof *cpu);
+  if (!g->last_seq) {
+    g->last_seq = topo_malloc(n * sizeof *g->last_seq);
+    if (g->last_seq)
+      for (size_t k = 0; k < n; k++) g->last_seq[k] = -1;
+  }
+  if (!seq || !used || !got || !have || !gpu || !cpu || !g->last_seq) {
+    topo_free(seq), topo_free(used), topo_free(got), topo_free(have);
+    topo_free(gpu), topo_free(cpu);
+    return 0;
+  }
+  for (size_t i = 0; i < g->cap; i++) {
+    if (!g->used[i]) continue;
+    size_t k = g->seq[i] % cap;
+    seq[k] = g->seq[i];
+    used[k] = 1;
+    have[k] = g->have[i];
+    memcpy(got + k * n, g->got + i * n, n);
+    memcpy(gpu + k * n, g->gpu + i * n, n * sizeof *gpu);
+    memcpy(cpu + k * n, g->cpu + i * n, n * sizeof *cpu);
+  }
+  topo_free(g->seq), topo_free(g->used), topo_free(g->got);
+  topo_free(g->have), topo_free(g->gpu), topo_free(g->cpu);
+  g->seq = seq, g->used = used, g->got = got, g->have = have, g->gpu = gpu, g->cpu = cpu;
+  g->cap = cap;
+  return 1;
+}
+
+static void join_finalize(ctx *c, join_comm *j, int func, size_t i) {
+  rp_report *r = c->r;
+  join_ring *g = &j->ring[func];
+  size_t n = (size_t)j->nranks;
+  uint8_t *got = g->got + i * n;
+  j->sum->joined++;
+  if ((size_t)g->have[i] < n) {
+    j->sum->incomplete++;
+    for (size_t k = 0; k < n; k++)
+      if (!got[k] && j->proc_of_rank[k] >= 0) r->ranks[j->proc_of_rank[k]].missed++;
+  }
+  if (g->have[i] >= 2) {
+    int all_gpu = 1;
+    for (size_t k = 0; k < n; k++)
+      if (got[k] == 1) all_gpu = 0;
+    const int64_t *t = (all_gpu ? g->gpu : g->cpu) + i * n;
+    int64_t mx = INT64_MIN, second = INT64_MIN, mn = INT64_MAX;
+    size_t last = 0;
+    for (size_t k = 0; k < n; k++) {
+      if (!got[k]) continue;
+      if (t[k] > mx) second = mx, mx = t[k], last = k;
+      else if (t[k] > second) second = t[k];
+      if (t[k] < mn) mn = t[k];
+    }
+    rp_quant_add(&j->sum->skew, mx - mn);
+    rp_quant_add(&r->skew[func], mx - mn);
+    for (size_t k = 0; k < n; k++) {
+      if (!got[k] || j->proc_of_rank[k] < 0) continue;
+      rp_rank *rk = &r->ranks[j->proc_of_rank[k]];
+      rk->joined++;
+      rk->wait_total = rp_add_sat(rk->wait_total, mx - t[k]);
+    }
+    if (mx > second && j->proc_of_rank[last] >= 0) {
+      rp_rank *rk = &r->ranks[j->proc_of_rank[last]];
+      rk->last_count++;
+      rk->late_total = rp_add_sat(rk->late_total, mx - second);
+    }
+  }
+  g->used[i] = 0;
+  g->have[i] = 0;
+  memset(got, 0, n);
+}
+
+/* Finalize every open entry of ring `func` with seq < upto, advancing its base. */
+static void join_evict(ctx *c, join_comm *j, int func, uint64_t upto) {
+  join_ring *g = &j->ring[func];
+  if (!g->have_base) return;
+  if (upto > g->base + g->cap) { /* a jump: finalize everything open below it */
+    for (size_t i = 0; i < g->cap; i++)
+      if (g->used[i] && g->seq[i] < upto) join_finalize(c, j, func, i);
+    g->base = upto;
+    return;
+  }
+  while (g->base < upto) {
+    size_t i = g->base % g->cap;
+    if (g->used[i] && g->seq[i] == g->base) join_finalize(c, j, func, i);
+    g->base++;
+  }
+}
+
+static void join_evict_all(ctx *c, join_comm *j) {
+  for (int f = 0; f < RP_MAX_FUNC; f++)
+    if (j->ring[f].have_base) join_evict(c, j, f, j->ring[f].base + j->ring[f].cap + 1);
+}
+
+static void join_add(ctx *c, join_comm *j, int rank, const rp_coll *co) {
+  int func = co->func < RP_MAX_FUNC ? co->func : RP_MAX_FUNC - 1;
+  join_ring *g = &j->ring[func];
+  size_t limit = JOIN_MAX_CAP;
+  while (limit > 16 && limit * (size_t)j->nranks > (1u << 24)) limit /= 2;
+  if (!g->cap && !join_grow(g, j->nranks, limit < 1024 ? limit : 1024)) {
+    c->st = TOPO_ERR_NOMEM;
+    return;
+  }
+  if (!g->have_base) {
+    g->base = co->seq;
+    g->have_base = 1;
+  }
+  if ((int64_t)co->seq > g->last_seq[rank]) g->last_seq[rank] = (int64_t)co->seq;
+  if (co->seq < g->base) {
+    j->sum->incomplete++; /* arrived after its entry was closed */
+    return;
+  }
+  while (co->seq >= g->base + g->cap) {
+    if (g->cap < limit) {
+      if (!join_grow(g, j->nranks, g->cap * 2)) {
+        c->st = TOPO_ERR_NOMEM;
+        return;
+      }
+    } else {
+      join_evict(c, j, func, co->seq - g->cap + 1);
+    }
+  }
+  size_t i = co->seq % g->cap, n = (size_t)j->nranks;
+  if (!g->used[i]) {
+    g->used[i] = 1;
+    g->seq[i] = co->seq;
+    g->have[i] = 0;
+  }
+  uint8_t *got = g->got + i * n;
+  if (got[rank]) return; /* duplicate */
+  got[rank] = co->timed ? 2 : 1;
+  g->gpu[i * n + (size_t)rank] = co->gpu_start;
+  g->cpu[i * n + (size_t)rank] = co->cpu_start;
+  if (++g->have[i] == j->nranks) join_finalize(c, j, func, i);
+}
+
+/* After a chunk: entries below every live rank's latest seq can get no more records. */
+static void join_progress(ctx *c, join_comm *j) {
+  int any_live = 0;
+  for (int k = 0; k < j->nranks; k++) any_live |= j->live[k] > 0;
+  if (!any_live) {
+    join_evict_all(c, j);
+    return;
+  }
+  for (int f = 0; f < RP_MAX_FUNC; f++) {
+    join_ring *g = &j->ring[f];
+    if (!g->have_base) continue;
+    int64_t mn = INT64_MAX;
+    for (int k = 0; k < j->nranks; k++)
+      if (j->live[k] && g->last_seq[k] < mn) mn = g->last_seq[k];
+    if (mn > 0 && mn != INT64_MAX) join_evict(c, j, f, (uint64_t)mn);
+  }
+}
+
+/* ---- pass 1 sinks */
+static void p1_coll(void *vc, int src, const rp_coll *co) {
+  ctx *c = vc;
+  rp_report *r = c->r;
+  rp_source *s = &r->src[src];
+  if (s->kind == RP_SRC_TRACE) {
+    c->bin_colls = 1;
+    r->colls += !co->p2p;
+    r->p2p += (uint64_t)co->p2p;
+    r->timed_colls += (uint64_t)co->timed;
+    if (s->proc >= 0) {
+      r->ranks[s->proc].colls++;
+      r->ranks[s->proc].timed_colls += (uint64_t)co->timed;
+    }
+    int jc = c->src_comm[src];
+    if (jc >= 0 && !co->p2p) join_add(c, &c->jc[jc], s->rank, co);
+  } else {
+    if (c->bin_colls) return; /* topo traces describe the collectives better */
+    r->colls_from_kineto = 1;
+    r->colls++;
+    r->timed_colls++;
+    s->colls++;
+    s->timed_colls++;
+  }
+  table_add(c, co);
+  if (s->kind == RP_SRC_KINETO) return;
+  int64_t lo = co->timed ? co->gpu_start : co->cpu_start, hi = co->timed ? co->gpu_stop : co->cpu_stop;
+  if (lo < r->t0) r->t0 = lo;
+  if (hi > r->t_end) r->t_end = hi;
+}
+
+static void p1_interval(void *vc, int src, const rp_interval *iv) {
+  ctx *c = vc;
+  if (c->r->src[src].kind == RP_SRC_KINETO) return; /* its range is known at its end */
+  if (iv->start < c->r->t0) c->r->t0 = iv->start;
+  if (iv->stop > c->r->t_end) c->r->t_end = iv->stop;
+}
+
+static void p1_record(void *vc, int src, const topo_trace_record *rec) {
+  (void)src;
+  (void)rec;
+  ((ctx *)vc)->r->records++;
+}
+
+/* ---- pass 2 sink */
+static void p2_interval(void *vc, int src, const rp_interval *iv) {
+  ctx *c = vc;
+  const rp_rank *k = &c->r->ranks[c->sweep_rank];
+  (void)src;
+  if (iv->cls == RP_COMM && (iv->origin == RP_FROM_COLL) == k->comm_from_kernels) return;
+  if (rp_sweep_add(c->sweep, iv) != TOPO_OK) c->st = TOPO_ERR_NOMEM;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Steps grouped by number across ranks. */
+static topo_status step_summary(rp_report *r) {
+  size_t total = 0;
+  for (int i = 0; i < r->nranks; i++) total += r->ranks[i].nsteps;
+  if (!total) return TOPO_OK;
+  uint64_t *vals = topo_malloc(total * sizeof *vals);
+  if (!vals) return TOPO_ERR_NOMEM;
+  size_t n = 0;
+  for (int i = 0; i < r->nranks; i++)
+    for (size_t k = 0; k < r->ranks[i].nsteps; k++) vals[n++] = r->ranks[i].steps[k].value;
+  qsort(vals, n, sizeof *vals, cmp_u64);
+  size_t u = 0;
+  for (size_t k = 0; k < n; k++)
+    if (!u || vals[u - 1] != vals[k]) vals[u++] = vals[k];
+  r->stepsum = topo_calloc(u, sizeof *r->stepsum);
+  if (!r->stepsum) {
+    topo_free(vals);
+    return TOPO_ERR_NOMEM;
+  }
+  r->nstepsum = u;
+  for (size_t k = 0; k < u; k++) r->stepsum[k].value = vals[k];
+  for (int i = 0; i < r->nranks; i++)
+    for (size_t k = 0; k < r->ranks[i].nsteps; k++) {
+      const rp_step *st = &r->ranks[i].steps[k];
+      uint64_t *hit = bsearch(&st->value, vals, u, sizeof *vals, cmp_u64);
+      rp_stepsum *sum = &r->stepsum[hit - vals];
+      sum->ranks++;
+      sum->span = rp_add_sat(sum->span, st->stop - st->start);
+      sum->comm = rp_add_sat(sum->comm, st->comm);
+      sum->compute = rp_add_sat(sum->compute, st->compute);
+      sum->overlap = rp_add_sat(sum->overlap, st->overlap);
+      sum->busy = rp_add_sat(sum->busy, st->busy);
+    }
+  topo_free(vals);
+  return TOPO_OK;
+}
+
+static int cmp_step(const void *a, const void *b) {
+  const rp_step *x = a, *y = b;
+  return (x->start > y->start) - (x->start < y->start);
+}
+
+/* Read sources (the listed ones) merged by time: always step the one furthest behind. */
+static void merged(ctx *c, int *idx, int n, const rp_sink *sink, int pass, const char *what) {
+  for (;;) {
+    int best = -1;
+    for (int i = 0; i < n; i++) {
+      rp_source *s = &c->r->src[idx[i]];
+      if (s->done) continue;
+      if (best < 0 || s->frontier < c->r->src[idx[best]].frontier) best = i;
+    }
+    if (best < 0 || c->st != TOPO_OK) break;
+    rp_source *s = &c->r->src[idx[best]];
+    int more = rp_source_step(s, sink, pass);
+    if (pass == 1 && c->src_comm[idx[best]] >= 0) {
+      join_comm *j = &c->jc[c->src_comm[idx[best]]];
+      if (!more && s->rank >= 0 && s->rank < j->nranks) j->live[s->rank]--;
+      join_progress(c, j);
+    }
+    progress(c, what, 0);
+  }
+}
+
+static void choose_window(rp_report *r) {
+  int best = -1;
+  for (int i = 0; i < r->nranks; i++)
+    if (r->ranks[i].nsteps >= 1 && (best < 0 || r->ranks[i].nsteps > r->ranks[best].nsteps)) best = i;
+  if (best >= 0) {
+    const rp_rank *k = &r->ranks[best];
+    const rp_step *st = &k->steps[k->nsteps / 2];
+    int64_t pad = (st->stop - st->start) / 20;
+    r->window_from = st->start - pad;
+    r->window_to = st->stop + pad;
+    return;
+  }
+  r->window_from = r->t0;
+  r->window_to = r->t_end;
+  uint64_t most = 0;
+  for (int i = 0; i < r->nsrc; i++) {
+    const rp_source *s = &r->src[i];
+    uint64_t n = s->timed_colls + s->nccl_kernels + s->compute_kernels + s->memory_kernels;
+    if (n > most) most = n;
+  }
+  if (most > RP_TIMELINE_CAP && r->t_end > r->t0) {
+    double frac = (double)RP_TIMELINE_CAP / (double)most * 0.9;
+    int64_t w = (int64_t)((double)(r->t_end - r->t0) * frac);
+    int64_t mid = r->t0 + (r->t_end - r->t0) / 2;
+    r->window_from = mid - w / 2;
+    r->window_to = mid + w / 2;
+  }
+}
+
+static topo_status add_sources(rp_report *r, char **files, int nfiles, const rp_options *opt) {
+  r->src = topo_calloc((size_t)(nfiles ? nfiles : 1), sizeof *r->src);
+  if (!r->src) return TOPO_ERR_NOMEM;
+  for (int i = 0; i < nfiles; i++) {
+    rp_source *s = &r->src[r->nsrc];
+    memset(s, 0, sizeof *s);
+    s->index = r->nsrc;
+    s->proc = -1;
+    s->rank = -1;
+    s->quiet = opt->quiet;
+    s->kind = rp_path_is_json(files[i]) ? RP_SRC_KINETO : RP_SRC_TRACE;
+    s->path = topo_strdup(files[i]);
+    if (!s->path) return TOPO_ERR_NOMEM;
+    r->nsrc++;
+  }
+  return TOPO_OK;
+}
+
+topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *opt_in,
+                       rp_report *r) {
+  rp_options opt = {65536, -1, 0};
+  if (opt_in) opt = *opt_in;
+  if (!opt.reorder_window) opt.reorder_window = 65536;
+  memset(r, 0, sizeof *r);
+  r->t0 = INT64_MAX;
+  r->t_end = INT64_MIN;
+  ctx c;
+  memset(&c, 0, sizeof c);
+  c.r = r;
+  c.opt = &opt;
+  c.progress = opt.progress;
+  char **files = NULL;
+  int nfiles = 0;
+  topo_status st = rp_paths_expand(paths, npaths, &files, &nfiles);
+  if (st != TOPO_OK) return st;
+  st = add_sources(r, files, nfiles, &opt);
+  if (c.progress < 0) { /* auto: on a terminal, or for inputs that take a while (> 256 MB) */
+    uint64_t bytes = 0;
+    for (int i = 0; i < nfiles; i++) {
+      struct stat sb;
+      if (stat(files[i], &sb) == 0) bytes += (uint64_t)sb.st_size;
+    }
+    c.progress = isatty(2) || bytes > (256u << 20);
+  }
+  for (int i = 0; i < nfiles; i++) {
+    struct stat sb;
+    if (stat(files[i], &sb) == 0) c.total_bytes += 2 * (uint64_t)sb.st_size;
+  }
+  rp_paths_free(files, nfiles);
+  if (st != TOPO_OK) return st;
+  if (!r->nsrc) {
+    TOPO_WARN("no input files (give trace files, or directories holding *.trace / *.json)");
+    return TOPO_ERR_INVALID;
+  }
+  c.src_comm = topo_malloc((size_t)r->nsrc * sizeof(int));
+  if (!c.src_comm) return TOPO_ERR_NOMEM;
+  int *bin = topo_malloc((size_t)r->nsrc * sizeof(int)), nbin = 0;
+  if (!bin) return TOPO_ERR_NOMEM;
+
+  /* Open binary traces; ranks are processes (host, pid); world rank = rank in the largest comm. */
+  for (int i = 0; i < r->nsrc; i++) {
+    rp_source *s = &r->src[i];
+    c.src_comm[i] = -1;
+    if (s->kind != RP_SRC_TRACE) continue;
+    r->have_trace = 1;
+    if (rp_source_open(s, 1) != TOPO_OK || !s->header_ok) continue;
+    bin[nbin++] = i;
+    const topo_trace_header *h = &s->header;
+    if (h->nranks < 1 || h->nranks > (1 << 20) || h->rank < 0 || h->rank >= h->nranks) {
+      if (h->comm_hash)
+        TOPO_WARN("%s: rank %d of %d is not a valid rank; its collectives are not joined",
+                  s->path, h->rank, h->nranks);
+      s->rank = -1;
+    }
+    int p = rank_find_or_add(r, h->host, h->pid, s->rank);
+    if (p < 0) return TOPO_ERR_NOMEM;
+    s->proc = p;
+    rp_rank *k = &r->ranks[p];
+    k->nsources++;
+    if (s->rank >= 0 && (k->world_rank < 0 || h->nranks > k->world_size)) {
+      k->world_rank = s->rank; /* its rank in the largest communicator names the process */
+      k->world_size = h->nranks;
+    }
+    if (h->comm_hash && s->rank >= 0) {
+      join_comm *j = join_for(&c, h->comm_hash, h->nranks);
+      if (!j) return TOPO_ERR_NOMEM;
+      c.src_comm[i] = (int)(j - c.jc);
+      j->proc_of_rank[s->rank] = p;
+      j->live[s->rank]++;
+    }
+  }
+  /* comm summaries (stable pointers now that the comm list is complete) */
+  r->comms = topo_calloc(c.njc ? c.njc : 1, sizeof *r->comms);
+  if (!r->comms) return TOPO_ERR_NOMEM;
+  r->ncomms = c.njc;
+  for (size_t i = 0; i < c.njc; i++) {
+    c.jc[i].sum = &r->comms[i];
+    r->comms[i].hash = c.jc[i].hash;
+    r->comms[i].nranks = c.jc[i].nranks;
+    for (int k = 0; k < c.jc[i].nranks; k++) r->comms[i].ranks_seen += c.jc[i].live[k] > 0;
+  }
+
+  rp_sink s1 = {&c, p1_coll, p1_interval, step_add, p1_record};
+  merged(&c, bin, nbin, &s1, 1, "pass 1");
+  for (size_t i = 0; i < c.njc; i++) join_evict_all(&c, &c.jc[i]);
+  for (int i = 0; i < nbin; i++) close_src(&c, &r->src[bin[i]]);
+  /* Kineto / Chrome JSON, one file at a time */
+  for (int i = 0; i < r->nsrc && c.st == TOPO_OK; i++) {
+    rp_source *s = &r->src[i];
+    if (s->kind != RP_SRC_KINETO) continue;
+    r->have_kineto = 1;
+    if (rp_source_open(s, 1) != TOPO_OK) continue;
+    int one[1] = {i};
+    merged(&c, one, 1, &s1, 1, "pass 1 (JSON)");
+    int p = kineto_rank(&c, s);
+    if (p >= 0) r->ranks[p].colls += s->colls, r->ranks[p].timed_colls += s->timed_colls;
+    if (s->gpu_last > s->gpu_first) {
+      if (s->gpu_first < r->t0) r->t0 = s->gpu_first;
+      if (s->gpu_last > r->t_end) r->t_end = s->gpu_last;
+    }
+    close_src(&c, s);
+  }
+  if (c.st != TOPO_OK) goto out;
+  for (int i = 0; i < r->nsrc; i++) {
+    rp_source *s = &r->src[i];
+    if (s->proc < 0) continue;
+    rp_rank *k = &r->ranks[s->proc];
+    if (s->nccl_kernels) k->comm_from_kernels = 1;
+    for (int d = 0; d < TOPO_DROP_KINDS; d++) k->dropped[d] += s->dropped[d];
+    k->problems += s->problems;
+  }
+  for (int i = 0; i < r->nranks; i++) {
+    rp_rank *k = &r->ranks[i];
+    if (k->nsteps) qsort(k->steps, k->nsteps, sizeof *k->steps, cmp_step);
+  }
+  choose_window(r);
+
+  /* Pass 2: one rank at a time, its sources merged by time through the sweep. */
+  rp_sink s2 = {&c, NULL, p2_interval, NULL, NULL};
+  int *mine = topo_malloc((size_t)r->nsrc * sizeof(int));
+  if (!mine) {
+    st = TOPO_ERR_NOMEM;
+    goto out;
+  }
+  r->overall.first = INT64_MAX;
+  r->overall.last = INT64_MIN;
+  for (int p = 0; p < r->nranks && c.st == TOPO_OK; p++) {
+    rp_rank *k = &r->ranks[p];
+    int n = 0;
+    for (int i = 0; i < r->nsrc; i++)
+      if (r->src[i].proc == p && rp_source_open(&r->src[i], 2) == TOPO_OK) mine[n++] = i;
+    c.sweep = rp_sweep_new(opt.reorder_window, k->steps, k->nsteps);
+    if (!c.sweep) {
+      c.st = TOPO_ERR_NOMEM;
+      break;
+    }
+    size_t keep = r->nranks <= 16 ? RP_TIMELINE_CAP : (size_t)RP_TIMELINE_CAP * 16 / (size_t)r->nranks;
+    rp_sweep_keep(c.sweep, r->window_from, r->window_to, p < RP_TIMELINE_RANKS ? (keep < 256 ? 256 : keep) : 0);
+    c.sweep_rank = p;
+    char what[64];
+    snprintf(what, sizeof what, "pass 2, rank %d of %d", p + 1, r->nranks);
+    merged(&c, mine, n, &s2, 2, what);
+    rp_sweep_finish(c.sweep, &k->t);
+    size_t nk;
+    const rp_interval *kept = rp_sweep_kept(c.sweep, &nk, &k->timeline_dropped);
+    if (nk && (k->timeline = topo_malloc(nk * sizeof *kept))) {
+      memcpy(k->timeline, kept, nk * sizeof *kept);
+      k->ntimeline = nk;
+    }
+    rp_sweep_free(c.sweep);
+    c.sweep = NULL;
+    for (int i = 0; i < n; i++) close_src(&c, &r->src[mine[i]]);
+    rp_times *o = &r->overall;
+    if (k->t.first < o->first) o->first = k->t.first;
+    if (k->t.last > o->last) o->last = k->t.last;
+    o->comm = rp_add_sat(o->comm, k->t.comm);
+    o->compute = rp_add_sat(o->compute, k->t.compute);
+    o->overlap = rp_add_sat(o->overlap, k->t.overlap);
+    o->busy = rp_add_sat(o->busy, k->t.busy);
+    o->memory = rp_add_sat(o->memory, k->t.memory);
+    o->late += k->t.late;
+    for (int cl = 0; cl < RP_CLASSES; cl++) o->intervals[cl] += k->t.intervals[cl];
+    if (k->t.late && !opt.quiet)
+      TOPO_WARN("rank %d: %" PRIu64 " intervals arrived more than %zu intervals out of order "
+                "and were clipped; raise --reorder-window",
+                k->world_rank, k->t.late, opt.reorder_window);
+  }
+  topo_free(mine);
+  if (c.st == TOPO_OK) c.st = step_summary(r);
+  progress(&c, "done", 1);
+out:
+  topo_free(bin);
+  for (size_t i = 0; i < c.njc; i++) {
+    join_comm *j = &c.jc[i];
+    topo_free(j->proc_of_rank), topo_free(j->live);
+    for (int f = 0; f < RP_MAX_FUNC; f++) {
+      join_ring *g = &j->ring[f];
+      topo_free(g->seq), topo_free(g->used), topo_free(g->have), topo_free(g->gpu);
+      topo_free(g->cpu), topo_free(g->got), topo_free(g->last_seq);
+    }
+  }
+  topo_free(c.jc);
+  topo_free(c.src_comm);
+  return c.st != TOPO_OK ? c.st : st;
+}
+
+void rp_report_free(rp_report *r) {
+  for (int i = 0; i < r->nsrc; i++) {
+    rp_source_close(&r->src[i]);
+    topo_free(r->src[i].path);
+  }
+  topo_free(r->src);
+  for (int i = 0; i < r->nranks; i++) {
+    topo_free(r->ranks[i].steps);
+    topo_free(r->ranks[i].timeline);
+  }
+  topo_free(r->ranks);
+  for (size_t i = 0; i < r->nrows; i++) {
+    rp_quant_free(&r->rows[i]->time);
+    topo_free(r->rows[i]);
+  }
+  topo_free(r->rows);
+  for (size_t i = 0; i < r->nfit; i++) {
+    rp_quant_free(&r->fit[i]->time);
+    topo_free(r->fit[i]);
+  }
+  topo_free(r->fit);
+  for (size_t i = 0; i < r->ncomms; i++) rp_quant_free(&r->comms[i].skew);
+  topo_free(r->comms);
+  for (int i = 0; i < RP_MAX_FUNC; i++) rp_quant_free(&r->skew[i]);
+  topo_free(r->stepsum);
+  memset(r, 0, sizeof *r);
+}

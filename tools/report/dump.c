@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+// `topo-report dump FILE`: a binary trace as JSON lines: the header, one line per record (raw
+// clocks, as stored), and a last line with what the reader found (footer, drops, problems).
+#include <inttypes.h>
+#include <string.h>
+
+#include "report.h"
+#include "trace_reader.h"
+
+static void drops(FILE *f, const uint64_t *d) {
+  fprintf(f, "[%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", d[0],
+          d[1], d[2], d[3], d[4], d[5]);
+}
+
+static void text(FILE *f, const char *s, size_t n) {
+  char buf[64];
+  if (n > sizeof buf - 1) n = sizeof buf - 1;
+  memcpy(buf, s, n);
+  buf[n] = 0;
+  rp_json_string(f, buf);
+}
+
+topo_status rp_dump(const char *path, FILE *f) {
+  topo_trace_reader *r;
+  topo_status st = topo_trace_reader_open(path, 0, &r);
+  if (st != TOPO_OK) return st;
+  const topo_trace_header *h = topo_trace_reader_header(r);
+  if (h) {
+    fprintf(f, "{\"header\":{\"version\":%u,\"flags\":%u,\"comm_hash\":\"%016" PRIx64
+               "\",\"rank\":%d,\"nranks\":%d,\"nnodes\":%d,\"pid\":%u,\"mono_ns\":%" PRId64
+               ",\"realtime_ns\":%" PRId64 ",\"gpu_minus_realtime_ns\":%" PRId64
+               ",\"cupti_minus_realtime_ns\":%" PRId64 ",\"abi_version\":%u,\"event_mask\":%u,"
+               "\"sample_every\":%u,\"host\":",
+            h->version, h->flags, h->comm_hash, h->rank, h->nranks, h->nnodes, h->pid, h->mono_ns,
+            h->realtime_ns, h->gpu_minus_realtime_ns, h->cupti_minus_realtime_ns, h->abi_version,
+            h->event_mask, h->sample_every);
+    rp_json_string(f, h->host);
+    fprintf(f, ",\"comm_name\":");
+    rp_json_string(f, h->comm_name);
+    fprintf(f, ",\"topo_version\":");
+    rp_json_string(f, h->topo_version);
+    fprintf(f, "}}\n");
+  }
+  const topo_trace_record *rec;
+  while ((rec = topo_trace_reader_next(r))) {
+    switch (rec->type) {
+    case TOPO_REC_COLL:
+    case TOPO_REC_P2P: {
+      const topo_rec_coll *c = &rec->coll;
+      fprintf(f, "{\"type\":\"%s\",\"func\":\"%s\",\"seq\":%" PRIu64 ",\"bytes\":%" PRIu64
+                 ",\"algo\":\"%s\",\"proto\":\"%s\",\"nchannels\":%u,\"nwarps\":%u,"
+                 "\"datatype\":%u,\"flags\":%u,\"cpu_start_ns\":%" PRId64 ",\"cpu_stop_ns\":%" PRId64
+                 ",\"gpu_start_ns\":%" PRId64 ",\"gpu_stop_ns\":%" PRId64 ",\"peer\":%d,\"stream\":%u}\n",
+              rec->type == TOPO_REC_COLL ? "coll" : "p2p", rp_func_name(c->func), c->seq, c->bytes,
+              rp_algo_name(c->algo == TOPO_UNKNOWN_U8 ? -1 : c->algo),
+              rp_proto_name(c->proto == TOPO_UNKNOWN_U8 ? -1 : c->proto), c->nchannels, c->nwarps,
+              c->datatype, c->flags, c->cpu_start_ns, c->cpu_stop_ns, c->gpu_start_ns,
+              c->gpu_stop_ns, c->peer, c->stream_id);
+      break;
+    }
+    case TOPO_REC_KERNEL: {
+      const topo_rec_kernel *k = &rec->kernel;
+      fprintf(f, "{\"type\":\"kernel\",\"kind\":%u,\"name\":", k->kind);
+      rp_json_string(f, topo_trace_reader_string(r, k->name_id));
+      fprintf(f, ",\"device\":%u,\"gpu_start_ns\":%" PRId64 ",\"gpu_stop_ns\":%" PRId64
+                 ",\"correlation\":%" PRIu64 ",\"stream\":%u,\"context\":%u,\"bytes\":%" PRIu64 "}\n",
+              k->device, k->gpu_start_ns, k->gpu_stop_ns, k->correlation, k->stream_id,
+              k->context_id, k->bytes);
+      break;
+    }
+    case TOPO_REC_STRING: {
+      const topo_rec_string *s = &rec->string;
+      fprintf(f, "{\"type\":\"string\",\"id\":%u,\"last\":%s,\"text\":", s->id,
+              (s->flags & TOPO_STRING_F_LAST) ? "true" : "false");
+      text(f, s->text, s->len <= sizeof s->text ? s->len : sizeof s->text);
+      fprintf(f, "}\n");
+      break;
+    }
+    case TOPO_REC_CHANNEL: {
+      const topo_rec_channel *c = &rec->channel;
+      fprintf(f, "{\"type\":\"channel\",\"channel\":%u,\"func\":\"%s\",\"seq\":%" PRIu64
+                 ",\"gpu_start_ns\":%" PRId64 ",\"gpu_stop_ns\":%" PRId64 ",\"cpu_start_ns\":%" PRId64
+                 ",\"cpu_stop_ns\":%" PRId64 "}\n",
+              c->channel, rp_func_name(c->func), c->seq, c->gpu_start_ns, c->gpu_stop_ns,
+              c->cpu_start_ns, c->cpu_stop_ns);
+      break;
+    }
+    case TOPO_REC_PROXY: {
+      const topo_rec_proxy *p = &rec->proxy;
+      fprintf(f, "{\"type\":\"proxy\",\"channel\":%u,\"send\":%s,\"func\":\"%s\",\"peer\":%d,"
+                 "\"seq\":%" PRIu64 ",\"nsteps\":%d,\"chunk_size\":%d,\"bytes\":%" PRIu64
+                 ",\"cpu_start_ns\":%" PRId64 ",\"cpu_stop_ns\":%" PRId64 "}\n",
+              p->channel, p->is_send ? "true" : "false", rp_func_name(p->func), p->peer, p->seq,
+              p->nsteps, p->chunk_size, p->bytes, p->cpu_start_ns, p->cpu_stop_ns);
+      break;
+    }
+    case TOPO_REC_MARK: {
+      const topo_rec_mark *m = &rec->mark;
+      fprintf(f, "{\"type\":\"mark\",\"name\":");
+      rp_json_string(f, topo_trace_reader_string(r, m->name_id));
+      fprintf(f, ",\"cpu_start_ns\":%" PRId64 ",\"cpu_stop_ns\":%" PRId64 ",\"value\":%" PRIu64 "}\n",
+              m->cpu_start_ns, m->cpu_stop_ns, m->value);
+      break;
+    }
+    case TOPO_REC_STATS:
+      fprintf(f, "{\"type\":\"stats\",\"records\":%" PRIu64 ",\"dropped\":", rec->stats.records);
+      drops(f, rec->stats.dropped);
+      fprintf(f, "}\n");
+      break;
+    default:
+      fprintf(f, "{\"type\":\"unknown\",\"code\":%u}\n", rec->type);
+      break;
+    }
+  }
+  const topo_trace_reader_info *info = topo_trace_reader_info_get(r);
+  fprintf(f, "{\"end\":{\"records\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"bad_blocks\":%" PRIu64
+             ",\"skipped_bytes\":%" PRIu64 ",\"footer\":%s,\"truncated\":%s,\"problems\":%u,"
+             "\"dropped\":",
+          info->records, info->blocks, info->bad_blocks, info->skipped_bytes,
+          info->footer ? "true" : "false", info->truncated ? "true" : "false", info->problems);
+  drops(f, info->dropped);
+  fprintf(f, "}}\n");
+  int ok = info->header_ok;
+  topo_trace_reader_close(r);
+  return ok ? TOPO_OK : TOPO_ERR_PARSE;
+}

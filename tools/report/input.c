@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: Apache-2.0
+// topo-report's inputs: expands directories into files, tells binary traces from JSON by their
+// first bytes, and turns each file into a stream of aligned collectives, GPU intervals and steps
+// (rp_source_step). Binary traces go through common/trace_reader.h; JSON through kineto.c.
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "alloc.h"
+#include "log.h"
+#include "report.h"
+#include "trace_reader.h"
+
+/* Aligned times are kept within +-2^62 ns (146 years) so that every difference fits in int64;
+ * a value outside (garbage in a record or header) makes the time invalid. */
+#define TIME_LIMIT ((int64_t)1 << 62)
+
+int rp_path_is_json(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  int c;
+  do c = fgetc(f);
+  while (c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == 0xef || c == 0xbb || c == 0xbf);
+  fclose(f);
+  return c == '{' || c == '[';
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int push_path(char ***v, int *n, int *cap, const char *p) {
+  if (*n == *cap) {
+    int c = *cap ? *cap * 2 : 16;
+    char **nv = topo_realloc(*v, (size_t)c * sizeof *nv);
+    if (!nv) return 0;
+    *v = nv;
+    *cap = c;
+  }
+  if (!((*v)[*n] = topo_strdup(p))) return 0;
+  (*n)++;
+  return 1;
+}
+
+static int wanted_in_dir(const char *name) {
+  size_t n = strlen(name);
+  if (name[0] == '.') return 0;
+  static const char *ext[] = {".trace", ".topo", ".bin", ".json", ".pt.trace.json"};
+  for (size_t i = 0; i < sizeof ext / sizeof *ext; i++) {
+    size_t e = strlen(ext[i]);
+    if (n > e && !strcmp(name + n - e, ext[i])) return 1;
+  }
+  return 0;
+}
+
+topo_status rp_paths_expand(const char *const *paths, int npaths, char ***out, int *nout) {
+  char **v = NULL;
+  int n = 0, cap = 0;
+  *out = NULL;
+  *nout = 0;
+  for (int i = 0; i < npaths; i++) {
+    struct stat st;
+    if (stat(paths[i], &st) != 0) {
+      TOPO_WARN("%s: no such file or directory", paths[i]);
+      continue;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      if (!push_path(&v, &n, &cap, paths[i])) goto nomem;
+      continue;
+    }
+    DIR *d = opendir(paths[i]);
+    if (!d) {
+      TOPO_WARN("%s: cannot read directory", paths[i]);
+      continue;
+    }
+    int first = n;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      if (!wanted_in_dir(e->d_name)) continue;
+      char full[4096];
+      snprintf(full, sizeof full, "%s/%s", paths[i], e->d_name);
+      struct stat fst;
+      if (stat(full, &fst) != 0 || !S_ISREG(fst.st_mode)) continue;
+      if (!push_path(&v, &n, &cap, full)) {
+        closedir(d);
+        goto nomem;
+      }
+    }
+    closedir(d);
+    qsort(v + first, (size_t)(n - first), sizeof *v, cmp_str);
+  }
+  *out = v;
+  *nout = n;
+  return TOPO_OK;
+nomem:
+  rp_paths_free(v, n);
+  return TOPO_ERR_NOMEM;
+}
+
+void rp_paths_free(char **paths, int n) {
+  for (int i = 0; i < n; i++) topo_free(paths[i]);
+  topo_free(paths);
+}
+
+topo_status rp_source_open(rp_source *s, int pass) {
+  s->done = 0;
+  s->frontier = INT64_MIN;
+  if (s->kind == RP_SRC_KINETO) {
+    rp_kineto *k;
+    topo_status st = rp_kineto_open(s->path, &k);
+    if (st != TOPO_OK) {
+      s->done = 1;
+      return st;
+    }
+    s->impl = k;
+    rp_kineto_set_quiet(k, s->quiet || pass > 1);
+    if (pass > 1) rp_kineto_set_base(k, s->kineto_base); /* it may come last in the file */
+    return TOPO_OK;
+  }
+  topo_trace_reader *r;
+  topo_status st = topo_trace_reader_open(s->path, s->quiet || pass > 1, &r);
+  if (st != TOPO_OK) {
+    s->done = 1;
+    return st;
+  }
+  s->impl = r;
+  const topo_trace_header *h = topo_trace_reader_header(r);
+  s->header_ok = h != NULL;
+  if (!h) {
+    s->done = 1;
+    return TOPO_OK;
+  }
+  s->header = *h;
+  s->rank = h->rank;
+  s->nranks = h->nranks;
+  /* Offsets outside +-2^62 are garbage: taken as 0 (their records then align as they are). */
+  int64_t lim = TIME_LIMIT;
+  s->mono_to_real = 0;
+  if (h->realtime_ns > -lim && h->realtime_ns < lim && h->mono_ns > -lim && h->mono_ns < lim)
+    s->mono_to_real = h->realtime_ns - h->mono_ns;
+  s->gpu_to_real = h->gpu_minus_realtime_ns > -lim && h->gpu_minus_realtime_ns < lim ? -h->gpu_minus_realtime_ns : 0;
+  s->cupti_to_real =
+      h->cupti_minus_realtime_ns > -lim && h->cupti_minus_realtime_ns < lim ? -h->cupti_minus_realtime_ns : 0;
+  return TOPO_OK;
+}
+
+static int align(int64_t raw, int64_t offset, int64_t *out) {
+  int64_t v;
+  if (__builtin_add_overflow(raw, offset, &v) || v <= -TIME_LIMIT || v >= TIME_LIMIT) return 0;
+  *out = v;
+  return 1;
+}
+
+static void deliver_record(rp_source *s, const rp_sink *sink, const topo_trace_record *rec,
+                           int pass) {
+  topo_trace_reader *r = s->impl;
+  if (sink->record) sink->record(sink->ctx, s->index, rec);
+  switch (rec->type) {
+  case TOPO_REC_COLL:
+  case TOPO_REC_P2P: {
+    const topo_rec_coll *c = &rec->coll;
+    rp_coll o;
+    memset(&o, 0, sizeof o);
+    o.func = c->func;
+    o.algo = c->algo == TOPO_UNKNOWN_U8 ? -1 : c->algo;
+    o.proto = c->proto == TOPO_UNKNOWN_U8 ? -1 : c->proto;
+    o.nchannels = c->nchannels;
+    o.nranks = s->nranks;
+    o.comm = s->header.comm_hash;
+    o.seq = c->seq;
+    o.bytes = c->bytes;
+    o.p2p = rec->type == TOPO_REC_P2P;
+    o.stream = c->stream_id;
+    if (!align(c->cpu_start_ns, s->mono_to_real, &o.cpu_start) ||
+        !align(c->cpu_stop_ns, s->mono_to_real, &o.cpu_stop))
+      o.cpu_start = o.cpu_stop = 0;
+    o.timed = (c->flags & TOPO_COLL_F_GPU_TIMED) && c->gpu_stop_ns > c->gpu_start_ns &&
+              align(c->gpu_start_ns, s->gpu_to_real, &o.gpu_start) &&
+              align(c->gpu_stop_ns, s->gpu_to_real, &o.gpu_stop);
+    if (!o.timed) o.gpu_start = o.gpu_stop = 0;
+    if (pass == 1) {
+      s->colls++;
+      s->timed_colls += (uint64_t)o.timed;
+    }
+    if (sink->coll) sink->coll(sink->ctx, s->index, &o);
+    if (o.timed && sink->interval) {
+      rp_interval iv = {o.gpu_start, o.gpu_stop, o.stream, RP_COMM, (uint8_t)o.func, RP_FROM_COLL, 0};
+      sink->interval(sink->ctx, s->index, &iv);
+    }
+    int64_t t = o.timed ? o.gpu_start : o.cpu_start;
+    if (t > s->frontier) s->frontier = t;
+    break;
+  }
+  case TOPO_REC_KERNEL: {
+    const topo_rec_kernel *k = &rec->kernel;
+    rp_interval iv = {0, 0, k->stream_id, RP_COMPUTE, 0xff, RP_FROM_KERNEL, k->name_id};
+    if (k->gpu_stop_ns <= k->gpu_start_ns || !align(k->gpu_start_ns, s->cupti_to_real, &iv.start) ||
+        !align(k->gpu_stop_ns, s->cupti_to_real, &iv.stop))
+      break;
+    int func = -1, algo, proto;
+    if (k->kind == TOPO_KERNEL_MEMCPY || k->kind == TOPO_KERNEL_MEMSET) {
+      iv.cls = RP_MEMORY;
+    } else if (k->kind == TOPO_KERNEL_NCCL ||
+               rp_nccl_kernel_parse(topo_trace_reader_string(r, k->name_id), &func, &algo, &proto)) {
+      iv.cls = RP_COMM;
+      if (func < 0) rp_nccl_kernel_parse(topo_trace_reader_string(r, k->name_id), &func, &algo, &proto);
+      iv.func = func >= 0 ? (uint8_t)func : 0xff;
+    }
+    if (pass == 1) {
+      if (iv.cls == RP_COMM) s->nccl_kernels++;
+      else if (iv.cls == RP_MEMORY) s->memory_kernels++;
+      else s->compute_kernels++;
+    }
+    if (sink->interval) sink->interval(sink->ctx, s->index, &iv);
+    if (iv.start > s->frontier) s->frontier = iv.start;
+    break;
+  }
+  case TOPO_REC_MARK: {
+    const topo_rec_mark *m = &rec->mark;
+    int64_t a, b;
+    if (sink->step && m->cpu_stop_ns >= m->cpu_start_ns && align(m->cpu_start_ns, s->mono_to_real, &a) &&
+        align(m->cpu_stop_ns, s->mono_to_real, &b))
+      sink->step(sink->ctx, s->index, a, b, m->value);
+    break;
+  }
+  default:
+    break; /* strings and stats are handled by the reader; unknown types are ignored */
+  }
+}
+
+int rp_source_step(rp_source *s, const rp_sink *sink, int pass) {
+  if (s->done || !s->impl) return 0;
+  if (s->kind == RP_SRC_KINETO) {
+    int more = rp_kineto_step(s->impl, s, sink, 4096);
+    if (!more) s->done = 1;
+    return more;
+  }
+  topo_trace_reader *r = s->impl;
+  const topo_trace_record *recs;
+  size_t n = topo_trace_reader_next_block(r, &recs);
+  if (pass == 1) s->records += n;
+  for (size_t i = 0; i < n; i++) deliver_record(s, sink, &recs[i], pass);
+  if (!n) {
+    s->done = 1;
+    if (pass == 1) {
+      const topo_trace_reader_info *info = topo_trace_reader_info_get(r);
+      memcpy(s->dropped, info->dropped, sizeof s->dropped);
+      s->problems = info->problems;
+      s->footer = info->footer;
+    }
+  }
+  return n > 0;
+}
+
+uint64_t rp_source_offset(const rp_source *s) {
+  if (!s->impl) return 0;
+  return s->kind == RP_SRC_KINETO ? rp_kineto_offset(s->impl) : topo_trace_reader_offset(s->impl);
+}
+
+void rp_source_close(rp_source *s) {
+  if (!s->impl) return;
+  if (s->kind == RP_SRC_KINETO) rp_kineto_close(s->impl);
+  else topo_trace_reader_close(s->impl);
+  s->impl = NULL;
+}

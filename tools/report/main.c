@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: Apache-2.0
+// topo-report's command line: parses arguments, runs the analysis, picks the renderer. Sub-
+// commands: (default) report, dump, export --chrome, diff, fit. Misuse: one line, exit 2.
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "env.h"
+#include "log.h"
+#include "report.h"
+#include "topo_version.h"
+
+static const char usage[] =
+    "usage: topo-report [options] TRACE_OR_DIR...      report on traces of all ranks\n"
+    "       topo-report dump TRACE                      print a binary trace as JSON lines\n"
+    "       topo-report export --chrome OUT TRACE_OR_DIR...  Perfetto/Chrome trace JSON\n"
+    "       topo-report diff [options] A B              two runs side by side (files or dirs)\n"
+    "       topo-report fit [--gpu NAME] -o PROFILE TRACE_OR_DIR...  fit a tuner profile\n"
+    "\n"
+    "Inputs: binary traces of libtopo-profiler.so (one per communicator and rank), PyTorch\n"
+    "profiler (Kineto) or Chrome trace JSON; directories are searched for *.trace, *.topo,\n"
+    "*.bin and *.json files. A Kineto trace alone is enough for the overlap figures.\n"
+    "\n"
+    "Options:\n"
+    "  --json             the report as one JSON object (times in ns)\n"
+    "  --csv              the rank and collective tables as CSV\n"
+    "  --html FILE        also write a self-contained HTML page with SVG plots\n"
+    "  -o, --output FILE  write the report (or profile) to FILE instead of stdout\n"
+    "  --reorder-window N intervals held to sort each rank's timeline (default 65536)\n"
+    "  --progress / --no-progress   progress on stderr (default: on a terminal or inputs > 256 MB)\n"
+    "  -q, --quiet        no warnings about damaged inputs\n"
+    "  -v, --verbose      informational messages\n"
+    "  -h, --help         this text;  --version  the version\n"
+    "\n"
+    "Examples:\n"
+    "  topo-report ./topo-traces\n"
+    "  topo-report --html report.html ./topo-traces\n"
+    "  topo-report --json rank*.trace > report.json\n"
+    "  topo-report trace_rank0.pt.trace.json trace_rank1.pt.trace.json   # Kineto only\n"
+    "  topo-report export --chrome run.json ./topo-traces   # open in ui.perfetto.dev\n"
+    "  topo-report diff before/ after/\n"
+    "  topo-report fit --gpu H200 -o h200.profile ./topo-traces\n";
+
+static int misuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int misuse(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "topo-report: ");
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, " (try --help)\n");
+  return 2;
+}
+
+typedef struct args {
+  int json, csv, quiet, verbose;
+  int progress;
+  const char *html, *output, *gpu, *chrome;
+  size_t reorder;
+  const char **paths;
+  int npaths;
+} args;
+
+/* Parse options and positional paths from argv[from..]; returns 0 or an exit code. */
+static int parse(int argc, char **argv, int from, args *a) {
+  a->progress = -1;
+  a->paths = calloc((size_t)argc + 1, sizeof *a->paths);
+  if (!a->paths) return 1;
+  for (int i = from; i < argc; i++) {
+    const char *s = argv[i];
+#define NEED_VALUE()                                       \
+  do {                                                     \
+    if (i + 1 >= argc) return misuse("%s needs a value", s); \
+  } while (0)
+    if (!strcmp(s, "--json")) a->json = 1;
+    else if (!strcmp(s, "--csv")) a->csv = 1;
+    else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) a->quiet = 1;
+    else if (!strcmp(s, "-v") || !strcmp(s, "--verbose")) a->verbose = 1;
+    else if (!strcmp(s, "--progress")) a->progress = 1;
+    else if (!strcmp(s, "--no-progress")) a->progress = 0;
+    else if (!strcmp(s, "--html")) { NEED_VALUE(); a->html = argv[++i]; }
+    else if (!strcmp(s, "-o") || !strcmp(s, "--output")) { NEED_VALUE(); a->output = argv[++i]; }
+    else if (!strcmp(s, "--gpu")) { NEED_VALUE(); a->gpu = argv[++i]; }
+    else if (!strcmp(s, "--chrome")) { NEED_VALUE(); a->chrome = argv[++i]; }
+    else if (!strcmp(s, "--reorder-window")) {
+      NEED_VALUE();
+      char *end;
+      long v = strtol(argv[++i], &end, 10);
+      if (*end || v < 1 || v > (1L << 26)) return misuse("--reorder-window wants 1..67108864, not '%s'", argv[i]);
+      a->reorder = (size_t)v;
+    } else if (s[0] == '-' && s[1]) return misuse("unknown option '%s'", s);
+    else a->paths[a->npaths++] = s;
+#undef NEED_VALUE
+  }
+  return 0;
+}
+
+static FILE *open_out(const char *path) {
+  if (!path || !strcmp(path, "-")) return stdout;
+  FILE *f = fopen(path, "w");
+  if (!f) TOPO_WARN("cannot write %s", path);
+  return f;
+}
+
+static int close_out(FILE *f) {
+  if (f == stdout) return fflush(f) == 0 ? 0 : 1;
+  return fclose(f) == 0 ? 0 : 1;
+}
+
+static int run_main(int argc, char **argv, args *a_out);
+
+int main(int argc, char **argv) {
+  args a;
+  memset(&a, 0, sizeof a);
+  int rc = run_main(argc, argv, &a);
+  free(a.paths);
+  return rc;
+}
+
+/* Everything main does; a->paths (allocated by parse) is freed by the caller on every path. */
+static int run_main(int argc, char **argv, args *a_out) {
+  topo_log_to_stderr("topo-report", 0);
+  topo_env_check_unknown();
+  if (argc < 2) {
+    fputs(usage, stderr);
+    return 2;
+  }
+  if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+    fputs(usage, stdout);
+    return 0;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("topo-report %s\n", TOPO_VERSION);
+    return 0;
+  }
+  const char *cmd = "report";
+  int from = 1;
+  if (!strcmp(argv[1], "dump") || !strcmp(argv[1], "export") || !strcmp(argv[1], "diff") ||
+      !strcmp(argv[1], "fit")) {
+    cmd = argv[1];
+    from = 2;
+  }
+  args a;
+  memset(&a, 0, sizeof a);
+  int rc = parse(argc, argv, from, &a);
+  *a_out = a;
+  if (rc) return rc;
+  topo_log_to_stderr("topo-report", a.verbose);
+  rp_options opt = {a.reorder ? a.reorder : 65536, a.progress, a.quiet};
+  rc = 0;
+
+  if (!strcmp(cmd, "dump")) {
+    if (a.npaths != 1) return misuse("dump wants exactly one trace file");
+    FILE *out = open_out(a.output);
+    if (!out) return 1;
+    rc = rp_dump(a.paths[0], out) == TOPO_OK ? 0 : 1;
+    if (close_out(out)) rc = 1;
+  } else if (!strcmp(cmd, "export")) {
+    if (!a.chrome) return misuse("export needs --chrome FILE");
+    if (!a.npaths) return misuse("export needs traces");
+    rc = rp_export_chrome(a.paths, a.npaths, &opt, a.chrome) == TOPO_OK ? 0 : 1;
+  } else if (!strcmp(cmd, "diff")) {
+    if (a.npaths != 2) return misuse("diff wants two runs (files or directories)");
+    rp_report ra, rb;
+    int ok = rp_analyze(&a.paths[0], 1, &opt, &ra) == TOPO_OK;
+    ok &= rp_analyze(&a.paths[1], 1, &opt, &rb) == TOPO_OK;
+    FILE *out = ok ? open_out(a.output) : NULL;
+    if (out) {
+      rp_render_diff(&ra, &rb, a.paths[0], a.paths[1], out);
+      rc = close_out(out);
+    } else {
+      rc = 1;
+    }
+    rp_report_free(&ra);
+    rp_report_free(&rb);
+  } else {
+    if (!a.npaths) return misuse("no traces given");
+    if (!strcmp(cmd, "fit") && !a.output) return misuse("fit needs -o PROFILE");
+    rp_report r;
+    topo_status st = rp_analyze(a.paths, a.npaths, &opt, &r);
+    if (st != TOPO_OK) {
+      if (st != TOPO_ERR_INVALID) fprintf(stderr, "topo-report: %s\n", topo_status_str(st));
+      rp_report_free(&r);
+      return 1;
+    }
+    if (!strcmp(cmd, "fit")) {
+      rc = rp_fit(&r, a.gpu, a.output, stdout) == TOPO_OK ? 0 : 1;
+    } else {
+      FILE *out = open_out(a.output);
+      if (!out) {
+        rp_report_free(&r);
+        return 1;
+      }
+      if (a.json) rp_render_json(&r, out);
+      else if (a.csv) rp_render_csv(&r, out);
+      else rp_render_text(&r, out);
+      if (close_out(out)) rc = 1;
+      if (a.html) {
+        if (rp_render_html(&r, a.html) != TOPO_OK) rc = 1;
+        else if (!a.quiet && !a.json && !a.csv && out == stdout) fprintf(stdout, "\nwrote %s\n", a.html);
+      }
+    }
+    rp_report_free(&r);
+  }
+  return rc;
+}

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+// `topo-report diff A B`: two analysed runs side by side (before/after a tuning change): overall
+// unions and ratios, then each collective row present in either run with its median time and
+// busbw and the relative change.
+#include <inttypes.h>
+#include <string.h>
+
+#include "report.h"
+
+static const rp_row *find_row(const rp_report *r, const rp_row *w) {
+  for (size_t i = 0; i < r->nrows; i++)
+    if (r->rows[i]->func == w->func && r->rows[i]->nranks == w->nranks && r->rows[i]->bucket == w->bucket)
+      return r->rows[i];
+  return NULL;
+}
+
+static void change(FILE *f, double a, double b) {
+  if (a > 0 && b > 0) fprintf(f, " %+8.1f%%", (b - a) / a * 100.0);
+  else fprintf(f, " %9s", "-");
+}
+
+static void line_ns(FILE *f, const char *what, int64_t a, int64_t b) {
+  char x[32], y[32];
+  rp_fmt_ns(a, x, sizeof x);
+  rp_fmt_ns(b, y, sizeof y);
+  fprintf(f, "  %-26s %14s %14s", what, x, y);
+  change(f, (double)a, (double)b);
+  fputc('\n', f);
+}
+
+static void line_pct(FILE *f, const char *what, double a, double b) {
+  fprintf(f, "  %-26s %13.1f%% %13.1f%% %+8.1f pp\n", what, a * 100, b * 100, (b - a) * 100);
+}
+
+static void row_line(FILE *f, const rp_row *key, const rp_row *a, const rp_row *b) {
+  char size[32], ta[32], tb[32];
+  rp_bucket_label(key->bucket, size, sizeof size);
+  int64_t ma = a ? rp_quant_get(&a->time, 0.5) : 0, mb = b ? rp_quant_get(&b->time, 0.5) : 0;
+  if (a && a->timed) rp_fmt_ns(ma, ta, sizeof ta); else snprintf(ta, sizeof ta, "-");
+  if (b && b->timed) rp_fmt_ns(mb, tb, sizeof tb); else snprintf(tb, sizeof tb, "-");
+  double ba = a ? rp_row_busbw(a) : 0, bb = b ? rp_row_busbw(b) : 0;
+  fprintf(f, "  %-14s %5d %10s %12s %12s", rp_func_name(key->func), key->nranks, size, ta, tb);
+  change(f, (double)ma, (double)mb);
+  fprintf(f, " %9.2f %9.2f", ba, bb);
+  change(f, ba, bb);
+  fputc('\n', f);
+}
+
+void rp_render_diff(const rp_report *a, const rp_report *b, const char *name_a,
+                    const char *name_b, FILE *f) {
+  rp_derived da, db;
+  rp_derive_overall(a, &da);
+  rp_derive_overall(b, &db);
+  fprintf(f, "topo-report diff\n  A: %s (%d ranks, %" PRIu64 " collectives)\n  B: %s (%d ranks, %" PRIu64
+             " collectives)\n\nAll ranks (sums)%*s%14s %14s %9s\n",
+          name_a, a->nranks, a->colls, name_b, b->nranks, b->colls, 13, "", "A", "B", "change");
+  line_ns(f, "span", da.span, db.span);
+  line_ns(f, "communication", da.comm, db.comm);
+  line_ns(f, "compute", da.compute, db.compute);
+  line_ns(f, "overlapped communication", da.overlap, db.overlap);
+  line_ns(f, "exposed communication", da.exposed, db.exposed);
+  line_ns(f, "idle", da.idle, db.idle);
+  line_pct(f, "communication share", da.comm_share, db.comm_share);
+  line_pct(f, "overlap ratio", da.overlap_ratio, db.overlap_ratio);
+  fprintf(f, "\nCollectives (median GPU time per rank and call; busbw GB/s)\n");
+  fprintf(f, "  %-14s %5s %10s %12s %12s %9s %9s %9s %9s\n", "collective", "ranks", "size",
+          "median A", "median B", "change", "busbw A", "busbw B", "change");
+  for (size_t i = 0; i < a->nrows; i++) row_line(f, a->rows[i], a->rows[i], find_row(b, a->rows[i]));
+  for (size_t i = 0; i < b->nrows; i++)
+    if (!find_row(a, b->rows[i])) row_line(f, b->rows[i], NULL, b->rows[i]);
+}

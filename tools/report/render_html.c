@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: Apache-2.0
+// --html FILE: one self-contained page (inline CSS and SVG, no scripts, no network): summary
+// cards, a timeline per rank with communication and compute lanes over one step (or a window),
+// time breakdown per rank (compute only / overlapped / exposed communication / idle), busbw
+// against message size per collective, the collective, straggler and step tables.
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "log.h"
+#include "report.h"
+#include "topo_version.h"
+
+#define C_COMPUTE "#4e79a7"
+#define C_COMM "#f28e2b"
+#define C_OVERLAP "#b07aa1"
+#define C_IDLE "#e3e3e3"
+#define C_MEMORY "#59a14f"
+
+static const char *palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+
+static void esc(FILE *f, const char *s) {
+  for (; *s; s++) {
+    if (*s == '<') fputs("&lt;", f);
+    else if (*s == '>') fputs("&gt;", f);
+    else if (*s == '&') fputs("&amp;", f);
+    else if (*s == '"') fputs("&quot;", f);
+    else fputc(*s, f);
+  }
+}
+
+static void rank_name(const rp_rank *k, char *buf, size_t len) {
+  if (k->world_rank >= 0) snprintf(buf, len, "rank %d", k->world_rank);
+  else snprintf(buf, len, "rank ?");
+}
+
+static void card(FILE *f, const char *label, const char *value, const char *sub) {
+  fprintf(f, "<div class=card><div class=lab>%s</div><div class=val>%s</div><div class=sub>%s</div></div>\n",
+          label, value, sub);
+}
+
+static int cmp_iv(const void *a, const void *b) {
+  const rp_interval *x = a, *y = b;
+  return (x->start > y->start) - (x->start < y->start);
+}
+
+/* Draw one lane: intervals of class `cls`, merged where they touch within half a pixel. */
+static void lane(FILE *f, const rp_interval *iv, size_t n, int cls, int64_t from, int64_t to,
+                 double x0, double w, double y, double h, const char *color) {
+  double scale = w / (double)(to - from);
+  double cur_a = -1, cur_b = -1;
+  for (size_t i = 0; i < n; i++) {
+    if (iv[i].cls != cls) continue;
+    int64_t s = iv[i].start < from ? from : iv[i].start, e = iv[i].stop > to ? to : iv[i].stop;
+    if (e <= s) continue;
+    double a = x0 + (double)(s - from) * scale, b = x0 + (double)(e - from) * scale;
+    if (cur_a >= 0 && a <= cur_b + 0.5) {
+      if (b > cur_b) cur_b = b;
+      continue;
+    }
+    if (cur_a >= 0)
+      fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\"/>", cur_a, y,
+              cur_b - cur_a < 0.6 ? 0.6 : cur_b - cur_a, h, color);
+    cur_a = a;
+    cur_b = b;
+  }
+  if (cur_a >= 0)
+    fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\"/>", cur_a, y,
+            cur_b - cur_a < 0.6 ? 0.6 : cur_b - cur_a, h, color);
+  fputc('\n', f);
+}
+
+static double nice_step(double range, int ticks) {
+  double raw = range / ticks, mag = pow(10, floor(log10(raw)));
+  double n = raw / mag;
+  return (n < 1.5 ? 1 : n < 3 ? 2 : n < 7 ? 5 : 10) * mag;
+}
+
+static void timeline(FILE *f, const rp_report *r) {
+  int64_t from = r->window_from, to = r->window_to;
+  if (to <= from || !r->nranks) return;
+  const double W = 1100, L = 90, lane_h = 13, gap = 10;
+  int nr = r->nranks < RP_TIMELINE_RANKS ? r->nranks : RP_TIMELINE_RANKS;
+  double H = 30 + nr * (2 * lane_h + gap) + 10;
+  char span[32];
+  rp_fmt_ns(to - from, span, sizeof span);
+  fprintf(f, "<h2>Timeline</h2><p class=note>%s of GPU activity per rank (%s). Upper lane: compute "
+             "kernels; lower lane: communication. Where both are coloured at once, communication is "
+             "overlapped.</p>\n",
+          span, r->nstepsum ? "one training step from the middle of the run" : "a window from the middle of the run");
+  if (nr < r->nranks) fprintf(f, "<p class=note>The first %d of %d ranks.</p>\n", nr, r->nranks);
+  fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" role=img>\n", W + L + 10, H);
+  double step = nice_step((double)(to - from), 8);
+  for (double t = 0; t <= (double)(to - from); t += step) {
+    double x = L + t / (double)(to - from) * W;
+    char lab[32];
+    rp_fmt_ns((int64_t)t, lab, sizeof lab);
+    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"18\" y2=\"%.0f\" class=\"grid\"/><text x=\"%.1f\" y=\"12\" class=tick text-anchor=middle>%s</text>\n",
+            x, x, H - 6, x, lab);
+  }
+  for (int i = 0; i < nr; i++) {
+    const rp_rank *k = &r->ranks[i];
+    double y = 24 + i * (2 * lane_h + gap);
+    char name[32];
+    rank_name(k, name, sizeof name);
+    fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab text-anchor=end>%s</text>\n", L - 8, y + lane_h + 4, name);
+    fprintf(f, "<rect x=\"%.0f\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\" fill=\"#f6f6f6\"/>\n", L, y, W, 2 * lane_h);
+    rp_interval *iv = topo_malloc((k->ntimeline ? k->ntimeline : 1) * sizeof *iv);
+    if (!iv) continue;
+    memcpy(iv, k->timeline, k->ntimeline * sizeof *iv);
+    qsort(iv, k->ntimeline, sizeof *iv, cmp_iv);
+    lane(f, iv, k->ntimeline, RP_COMPUTE, from, to, L, W, y, lane_h - 1, C_COMPUTE);
+    lane(f, iv, k->ntimeline, RP_MEMORY, from, to, L, W, y, lane_h - 1, C_MEMORY);
+    /* communication drawn only where the rank uses that origin for its unions */
+    rp_interval *comm = iv;
+    size_t nc = 0;
+    for (size_t j = 0; j < k->ntimeline; j++)
+      if (iv[j].cls == RP_COMM && (iv[j].origin == RP_FROM_KERNEL) == (k->comm_from_kernels != 0))
+        comm[nc++] = iv[j];
+    lane(f, comm, nc, RP_COMM, from, to, L, W, y + lane_h, lane_h - 1, C_COMM);
+    topo_free(iv);
+  }
+  fprintf(f, "</svg>\n<div class=legend><span style=\"background:%s\"></span>compute <span style=\"background:%s\"></span>communication <span style=\"background:%s\"></span>memory copies</div>\n",
+          C_COMPUTE, C_COMM, C_MEMORY);
+}
+
+static void breakdown(FILE *f, const rp_report *r) {
+  if (!r->nranks) return;
+  const double W = 900, L = 90, bar = 18, gap = 8;
+  double H = 10 + r->nranks * (bar + gap) + 20;
+  fprintf(f, "<h2>Where each rank's GPU time goes</h2><p class=note>Share of the rank's span (first to "
+             "last GPU activity). Overlap ratio = overlapped / communication, as Holistic Trace Analysis "
+             "defines it.</p>\n");
+  fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" role=img>\n", W + L + 240, H);
+  for (int i = 0; i < r->nranks; i++) {
+    rp_derived d;
+    rp_derive(&r->ranks[i].t, &d);
+    double y = 10 + i * (bar + gap), x = L;
+    char name[32];
+    rank_name(&r->ranks[i], name, sizeof name);
+    fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab text-anchor=end>%s</text>\n", L - 8, y + bar - 5, name);
+    struct { int64_t v; const char *c, *what; } parts[] = {
+        {d.compute - d.overlap, C_COMPUTE, "compute only"},
+        {d.overlap, C_OVERLAP, "overlapped communication"},
+        {d.exposed, C_COMM, "exposed communication"},
+        {d.busy - d.compute - d.exposed, C_MEMORY, "memory copies only"},
+        {d.idle, C_IDLE, "idle"}};
+    for (size_t p = 0; p < sizeof parts / sizeof *parts; p++) {
+      double w = d.span > 0 ? W * (double)parts[p].v / (double)d.span : 0;
+      if (w <= 0) continue;
+      char t[32];
+      rp_fmt_ns(parts[p].v, t, sizeof t);
+      fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\"><title>%s: %s (%.1f%%)</title></rect>",
+              x, y, w, bar, parts[p].c, parts[p].what, t, 100.0 * (double)parts[p].v / (double)d.span);
+      x += w;
+    }
+    fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab>comm %.1f%% · overlap %.1f%%</text>\n", L + W + 8,
+            y + bar - 5, d.comm_share * 100, d.overlap_ratio * 100);
+  }
+  fprintf(f, "</svg>\n<div class=legend><span style=\"background:%s\"></span>compute only "
+             "<span style=\"background:%s\"></span>overlapped communication <span style=\"background:%s\"></span>exposed communication "
+             "<span style=\"background:%s\"></span>memory only <span style=\"background:%s;border:1px solid #ccc\"></span>idle</div>\n",
+          C_COMPUTE, C_OVERLAP, C_COMM, C_MEMORY, C_IDLE);
+}
+
+static void busbw_plot(FILE *f, const rp_report *r) {
+  int lo = 64, hi = -1;
+  double maxbw = 0;
+  for (size_t i = 0; i < r->nrows; i++) {
+    const rp_row *w = r->rows[i];
+    if (!w->timed || w->bucket < 0 || w->func > 10) continue;
+    if (w->bucket < lo) lo = w->bucket;
+    if (w->bucket > hi) hi = w->bucket;
+    if (rp_row_busbw(w) > maxbw) maxbw = rp_row_busbw(w);
+  }
+  if (hi < 0 || maxbw <= 0) return;
+  if (hi == lo) hi = lo + 1;
+  const double W = 820, H = 340, L = 70, T = 20, B = 50;
+  double ystep = nice_step(maxbw, 6), ymax = ceil(maxbw / ystep) * ystep;
+  fprintf(f, "<h2>Bus bandwidth against message size</h2><p class=note>busbw = algbw × the nccl-tests "
+             "factor (AllReduce 2(n−1)/n; AllGather, ReduceScatter (n−1)/n; others 1), from the mean "
+             "GPU time of each size bucket.</p>\n");
+  fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" style=\"max-width:1000px\" role=img>\n", W + L + 200, H + T + B);
+  for (double v = 0; v <= ymax + 1e-9; v += ystep) {
+    double y = T + H - v / ymax * H;
+    fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/><text x=\"%.0f\" y=\"%.1f\" class=tick text-anchor=end>%g</text>\n",
+            L, L + W, y, y, L - 6, y + 4, v);
+  }
+  for (int b = lo; b <= hi; b++) {
+    double x = L + (double)(b - lo) / (hi - lo) * W;
+    if ((hi - lo) > 16 && (b - lo) % 2) continue;
+    char lab[32];
+    rp_fmt_bytes((uint64_t)1 << b, lab, sizeof lab);
+    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\" class=\"grid\"/><text x=\"%.1f\" y=\"%.0f\" class=tick text-anchor=middle>%s</text>\n",
+            x, x, T, T + H, x, T + H + 16, lab);
+  }
+  fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" class=lab text-anchor=middle>message size (nccl-tests size, bucket lower bound)</text>\n",
+          L + W / 2, T + H + 38);
+  fprintf(f, "<text transform=\"translate(16 %.0f) rotate(-90)\" class=lab text-anchor=middle>busbw (GB/s)</text>\n", T + H / 2);
+  int series = 0;
+  for (int func = 0; func < RP_MAX_FUNC; func++) {
+    int sizes[64], ns = 0;
+    for (size_t i = 0; i < r->nrows; i++) {
+      const rp_row *w = r->rows[i];
+      if (w->func != func || !w->timed) continue;
+      int seen = 0;
+      for (int k = 0; k < ns; k++) seen |= sizes[k] == w->nranks;
+      if (!seen && ns < 64) sizes[ns++] = w->nranks;
+    }
+    for (int si = 0; si < ns; si++) {
+      const char *color = palette[series % 10];
+      fprintf(f, "<polyline fill=none stroke=\"%s\" stroke-width=2 points=\"", color);
+      for (int b = lo; b <= hi; b++)
+        for (size_t i = 0; i < r->nrows; i++) {
+          const rp_row *w = r->rows[i];
+          if (w->func != func || w->nranks != sizes[si] || w->bucket != b || !w->timed) continue;
+          fprintf(f, "%.1f,%.1f ", L + (double)(b - lo) / (hi - lo) * W, T + H - rp_row_busbw(w) / ymax * H);
+        }
+      fprintf(f, "\"/>\n");
+      for (size_t i = 0; i < r->nrows; i++) {
+        const rp_row *w = r->rows[i];
+        if (w->func != func || w->nranks != sizes[si] || !w->timed || w->bucket < 0) continue;
+        char lab[32];
+        rp_bucket_label(w->bucket, lab, sizeof lab);
+        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=3.5 fill=\"%s\"><title>%s, %d ranks, %s: busbw %.2f GB/s, %" PRIu64 " calls</title></circle>",
+                L + (double)(w->bucket - lo) / (hi - lo) * W, T + H - rp_row_busbw(w) / ymax * H, color,
+                rp_func_name(func), w->nranks, lab, rp_row_busbw(w), w->calls);
+      }
+      fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=12 height=12 fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\" class=lab>%s (%d ranks)</text>\n",
+              L + W + 20, T + 10 + series * 20, color, L + W + 38, T + 21 + series * 20, rp_func_name(func), sizes[si]);
+      series++;
+    }
+  }
+  fprintf(f, "</svg>\n");
+}
+
+static int cmp_row(const void *a, const void *b) {
+  const rp_row *x = *(rp_row *const *)a, *y = *(rp_row *const *)b;
+  if (x->func != y->func) return x->func - y->func;
+  if (x->nranks != y->nranks) return x->nranks - y->nranks;
+  return x->bucket - y->bucket;
+}
+
+static void tables(FILE *f, const rp_report *r) {
+  char a[32], b[32], c[32], d[32], e[32], g[32];
+  fprintf(f, "<h2>Per rank</h2><table><tr><th>rank</th><th>host:pid</th><th>span</th><th>communication</th><th>compute</th>"
+             "<th>overlapped</th><th>exposed</th><th>idle</th><th>comm share</th><th>overlap ratio</th><th>collectives</th></tr>\n");
+  for (int i = 0; i < r->nranks; i++) {
+    const rp_rank *k = &r->ranks[i];
+    rp_derived dv;
+    rp_derive(&k->t, &dv);
+    char name[32];
+    rank_name(k, name, sizeof name);
+    rp_fmt_ns(dv.span, a, sizeof a), rp_fmt_ns(dv.comm, b, sizeof b), rp_fmt_ns(dv.compute, c, sizeof c);
+    rp_fmt_ns(dv.overlap, d, sizeof d), rp_fmt_ns(dv.exposed, e, sizeof e), rp_fmt_ns(dv.idle, g, sizeof g);
+    fprintf(f, "<tr><td>%s</td><td>", name);
+    esc(f, k->host);
+    fprintf(f, ":%u</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</td><td>%.1f%%</td><td>%" PRIu64 "</td></tr>\n",
+            k->pid, a, b, c, d, e, g, dv.comm_share * 100, dv.overlap_ratio * 100, k->colls);
+  }
+  fprintf(f, "</table>\n");
+  if (r->nrows) {
+    rp_row **rows = topo_malloc(r->nrows * sizeof *rows);
+    if (rows) {
+      memcpy(rows, r->rows, r->nrows * sizeof *rows);
+      qsort(rows, r->nrows, sizeof *rows, cmp_row);
+      fprintf(f, "<h2>Collectives</h2><table><tr><th>collective</th><th>ranks</th><th>size</th><th>calls</th><th>GPU-timed</th><th>bytes</th>"
+                 "<th>total</th><th>median</th><th>p99</th><th>algbw GB/s</th><th>busbw GB/s</th><th>algorithm / protocol</th><th>channels</th></tr>\n");
+      for (size_t i = 0; i < r->nrows; i++) {
+        const rp_row *w = rows[i];
+        char size[32];
+        rp_bucket_label(w->bucket, size, sizeof size);
+        int al, pr;
+        double share;
+        rp_row_top_choice(w, &al, &pr, &share);
+        rp_fmt_ns(rp_dbl_ns(w->time.sum), a, sizeof a);
+        rp_fmt_ns(rp_quant_get(&w->time, 0.5), b, sizeof b);
+        rp_fmt_ns(rp_quant_get(&w->time, 0.99), c, sizeof c);
+        char tb[32];
+        rp_fmt_bytes(w->size_sum, tb, sizeof tb);
+        fprintf(f, "<tr><td>%s</td><td>%d</td><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.2f</td><td>%.2f</td><td>%s / %s (%.0f%%)</td><td>",
+                rp_func_name(w->func), w->nranks, size, w->calls, w->timed, tb, a, b, c, rp_row_algbw(w),
+                rp_row_busbw(w), rp_algo_name(al), rp_proto_name(pr), share * 100);
+        if (w->ch_max) fprintf(f, w->ch_min == w->ch_max ? "%d" : "%d–%d", w->ch_min, w->ch_max);
+        else fputs("?", f);
+        fprintf(f, "</td></tr>\n");
+      }
+      fprintf(f, "</table>\n");
+      topo_free(rows);
+    }
+  }
+  int any = 0;
+  for (int i = 0; i < RP_MAX_FUNC; i++) any |= r->skew[i].n > 0;
+  if (any) {
+    fprintf(f, "<h2>Stragglers</h2><p class=note>Each collective is joined across ranks by (communicator, "
+               "function, sequence number). The rank that starts last makes the others wait; “delay caused” sums, "
+               "over the collectives it started last, the gap to the second-to-last rank.</p>"
+               "<table><tr><th>rank</th><th>started last</th><th>of joined</th><th>delay caused</th><th>time waiting for others</th><th>missing records</th></tr>\n");
+    for (int i = 0; i < r->nranks; i++) {
+      const rp_rank *k = &r->ranks[i];
+      char name[32];
+      rank_name(k, name, sizeof name);
+      rp_fmt_ns(k->late_total, a, sizeof a);
+      rp_fmt_ns(k->wait_total, b, sizeof b);
+      fprintf(f, "<tr><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td></tr>\n",
+              name, k->last_count, k->joined, a, b, k->missed);
+    }
+    fprintf(f, "</table><table><tr><th>collective</th><th>joined</th><th>start skew median</th><th>p99</th><th>max</th></tr>\n");
+    for (int i = 0; i < RP_MAX_FUNC; i++) {
+      const rp_quant *q = &r->skew[i];
+      if (!q->n) continue;
+      rp_fmt_ns(rp_quant_get(q, 0.5), a, sizeof a);
+      rp_fmt_ns(rp_quant_get(q, 0.99), b, sizeof b);
+      rp_fmt_ns(q->max, c, sizeof c);
+      fprintf(f, "<tr><td>%s</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", rp_func_name(i), q->n, a, b, c);
+    }
+    fprintf(f, "</table>\n");
+  }
+  if (r->nstepsum) {
+    fprintf(f, "<h2>Steps</h2><table><tr><th>step</th><th>ranks</th><th>mean span</th><th>communication</th><th>compute</th><th>exposed</th><th>comm share</th><th>overlap ratio</th></tr>\n");
+    for (size_t i = 0; i < r->nstepsum; i++) {
+      const rp_stepsum *s = &r->stepsum[i];
+      rp_fmt_ns(s->span / (s->ranks ? s->ranks : 1), a, sizeof a);
+      rp_fmt_ns(s->comm, b, sizeof b);
+      rp_fmt_ns(s->compute, c, sizeof c);
+      rp_fmt_ns(s->comm - s->overlap, d, sizeof d);
+      fprintf(f, "<tr><td>%" PRIu64 "</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</td><td>%.1f%%</td></tr>\n",
+              s->value, s->ranks, a, b, c, d, rp_ratio(s->comm, s->span) * 100, rp_ratio(s->overlap, s->comm) * 100);
+    }
+    fprintf(f, "</table>\n");
+  }
+}
+
+topo_status rp_render_html(const rp_report *r, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    TOPO_WARN("cannot write %s", path);
+    return TOPO_ERR_IO;
+  }
+  fprintf(f, "<!doctype html>\n<html lang=en><head><meta charset=utf-8><title>topo-report</title>\n<style>\n"
+             "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0;background:#fafafa;color:#222}\n"
+             "main{max-width:1280px;margin:0 auto;padding:24px 32px 64px}\n"
+             "h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:36px 0 6px;border-bottom:1px solid #e5e5e5;padding-bottom:4px}\n"
+             ".meta{color:#666;font-size:13px}.note{color:#555;font-size:13px;margin:2px 0 10px}\n"
+             ".cards{display:flex;flex-wrap:wrap;gap:12px;margin-top:18px}\n"
+             ".card{background:#fff;border:1px solid #e5e5e5;border-radius:8px;padding:12px 16px;min-width:150px}\n"
+             ".card .lab{font-size:12px;color:#666;text-transform:uppercase;letter-spacing:.04em}.card .val{font-size:24px;font-weight:600}.card .sub{font-size:12px;color:#888}\n"
+             "svg.plot{background:#fff;border:1px solid #e5e5e5;border-radius:8px}\n"
+             "svg text{font:12px system-ui,sans-serif;fill:#333}svg .tick{fill:#777;font-size:11px}svg .grid{stroke:#eee;stroke-width:1}\n"
+             ".legend{font-size:13px;color:#444;margin:6px 0}.legend span{display:inline-block;width:12px;height:12px;margin:0 5px 0 14px;vertical-align:-1px;border-radius:2px}\n"
+             "table{border-collapse:collapse;background:#fff;margin:8px 0;font-size:13px;font-variant-numeric:tabular-nums}\n"
+             "th,td{border:1px solid #e5e5e5;padding:4px 10px;text-align:right}th{background:#f3f3f3;font-weight:600}td:first-child,th:first-child{text-align:left}\n"
+             "</style></head><body><main>\n");
+  rp_derived o;
+  rp_derive_overall(r, &o);
+  fprintf(f, "<h1>topo-report</h1><div class=meta>%d rank%s · %" PRIu64 " collectives (%" PRIu64 " GPU-timed) · %d input file%s · topo %s</div>\n",
+          r->nranks, r->nranks == 1 ? "" : "s", r->colls, r->timed_colls, r->nsrc, r->nsrc == 1 ? "" : "s", TOPO_VERSION);
+  char v[48], s[96];
+  fprintf(f, "<div class=cards>\n");
+  snprintf(v, sizeof v, "%.1f%%", o.comm_share * 100);
+  rp_fmt_ns(o.comm, s, sizeof s);
+  card(f, "communication share", v, "of the GPU span, all ranks");
+  snprintf(v, sizeof v, "%.1f%%", o.overlap_ratio * 100);
+  card(f, "overlap ratio", v, "overlapped / communication");
+  snprintf(v, sizeof v, "%.1f%%", o.exposed_share * 100);
+  char sub[96], t[32];
+  rp_fmt_ns(o.exposed, t, sizeof t);
+  snprintf(sub, sizeof sub, "exposed communication: %s", t);
+  card(f, "exposed", v, sub);
+  snprintf(v, sizeof v, "%.1f%%", o.idle_share * 100);
+  card(f, "idle", v, "no kernel running");
+  if (r->overall.last > r->overall.first) {
+    rp_fmt_ns(r->overall.last - r->overall.first, v, sizeof v);
+    card(f, "wall span", v, "first to last GPU activity");
+  }
+  fprintf(f, "</div>\n");
+  timeline(f, r);
+  breakdown(f, r);
+  busbw_plot(f, r);
+  tables(f, r);
+  fprintf(f, "<p class=meta style=\"margin-top:40px\">Definitions: docs/metrics.md. Generated by topo-report %s.</p></main></body></html>\n",
+          TOPO_VERSION);
+  return fclose(f) == 0 ? TOPO_OK : TOPO_ERR_IO;
+}

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: Apache-2.0
+// Terminal tables: per-rank unions (span, communication, compute, overlap, exposed, idle), the
+// collective table, cross-rank skew and stragglers, steps, and input problems. Reads rp_report.
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+static const char *pct(double v, char *buf, size_t len) {
+  snprintf(buf, len, "%.1f%%", v * 100.0);
+  return buf;
+}
+
+static const char *dur(int64_t ns, char *buf, size_t len) {
+  rp_fmt_ns(ns, buf, len);
+  return buf;
+}
+
+/* GB/s with 3-4 significant digits: 0.0123, 1.23, 123.4. */
+static const char *gbs(double v, char *buf, size_t len) {
+  snprintf(buf, len, v >= 100 ? "%.1f" : v >= 1 ? "%.2f" : "%.4f", v);
+  return buf;
+}
+
+static void rank_label(const rp_rank *k, char *buf, size_t len) {
+  if (k->world_rank >= 0) snprintf(buf, len, "rank %d", k->world_rank);
+  else snprintf(buf, len, "rank ?");
+}
+
+static void print_times_row(FILE *f, const char *label, const rp_derived *d) {
+  char a[32], b[32], c[32], e[32], g[32], h[32], i[32], j[32], k[32];
+  fprintf(f, "  %-16s %12s %12s %12s %12s %12s %7s %8s %12s\n", label, dur(d->span, a, sizeof a),
+          dur(d->comm, b, sizeof b), dur(d->compute, c, sizeof c), dur(d->overlap, e, sizeof e),
+          dur(d->exposed, g, sizeof g), pct(d->comm_share, h, sizeof h),
+          pct(d->overlap_ratio, i, sizeof i), dur(d->idle, j, sizeof j));
+  (void)k;
+}
+
+static int cmp_row(const void *a, const void *b) {
+  const rp_row *x = *(rp_row *const *)a, *y = *(rp_row *const *)b;
+  if (x->func != y->func) return x->func - y->func;
+  if (x->nranks != y->nranks) return x->nranks - y->nranks;
+  return x->bucket - y->bucket;
+}
+
+void rp_render_text(const rp_report *r, FILE *f) {
+  char a[48], b[48], c[48], d[48];
+  int traces = 0, jsons = 0;
+  for (int i = 0; i < r->nsrc; i++) r->src[i].kind == RP_SRC_TRACE ? traces++ : jsons++;
+  fprintf(f, "topo-report: %d rank%s from", r->nranks, r->nranks == 1 ? "" : "s");
+  if (traces) fprintf(f, " %d trace file%s", traces, traces == 1 ? "" : "s");
+  if (traces && jsons) fprintf(f, " and");
+  if (jsons) fprintf(f, " %d JSON file%s", jsons, jsons == 1 ? "" : "s");
+  fprintf(f, "; %" PRIu64 " collectives (%" PRIu64 " GPU-timed), %" PRIu64 " p2p\n", r->colls,
+          r->timed_colls, r->p2p);
+  if (r->overall.last > r->overall.first)
+    fprintf(f, "wall span of GPU activity: %s\n",
+            dur(r->overall.last - r->overall.first, a, sizeof a));
+
+  fprintf(f, "\nGPU time per rank (unions over all streams; docs/metrics.md)\n");
+  fprintf(f, "  %-16s %12s %12s %12s %12s %12s %7s %8s %12s\n", "", "span", "comm", "compute",
+          "overlapped", "exposed", "comm%", "overlap%", "idle");
+  for (int i = 0; i < r->nranks; i++) {
+    rp_derived dv;
+    rp_derive(&r->ranks[i].t, &dv);
+    char label[64];
+    rank_label(&r->ranks[i], label, sizeof label);
+    if (r->ranks[i].comm_from_kernels) strncat(label, " (k)", sizeof label - strlen(label) - 1);
+    print_times_row(f, label, &dv);
+  }
+  if (r->nranks > 1) {
+    rp_derived dv;
+    rp_derive_overall(r, &dv);
+    print_times_row(f, "all ranks (sum)", &dv);
+  }
+  int any_k = 0;
+  for (int i = 0; i < r->nranks; i++) any_k |= r->ranks[i].comm_from_kernels;
+  if (any_k) fprintf(f, "  (k): communication from NCCL kernel records, not collective records\n");
+
+  if (r->nrows) {
+    rp_row **rows = malloc(r->nrows * sizeof *rows);
+    if (rows) {
+      memcpy(rows, r->rows, r->nrows * sizeof *rows);
+      qsort(rows, r->nrows, sizeof *rows, cmp_row);
+      fprintf(f, "\nCollectives (GPU time per rank and call; size as nccl-tests counts it)\n");
+      fprintf(f, "  %-14s %5s %10s %9s %9s %10s %12s %11s %11s %9s %9s  %-22s %s\n", "collective",
+              "ranks", "size", "calls", "timed", "bytes", "total", "median", "p99", "algbw", "busbw",
+              "algorithm/protocol", "channels");
+      for (size_t i = 0; i < r->nrows; i++) {
+        const rp_row *w = rows[i];
+        char size[32], choice[48], ch[32];
+        rp_bucket_label(w->bucket, size, sizeof size);
+        int al, pr;
+        double share;
+        rp_row_top_choice(w, &al, &pr, &share);
+        snprintf(choice, sizeof choice, "%s/%s %.0f%%", rp_algo_name(al), rp_proto_name(pr),
+                 share * 100);
+        if (w->ch_max) snprintf(ch, sizeof ch, w->ch_min == w->ch_max ? "%d" : "%d-%d", w->ch_min, w->ch_max);
+        else snprintf(ch, sizeof ch, "?");
+        char total_bytes[32];
+        rp_fmt_bytes(w->size_sum, total_bytes, sizeof total_bytes);
+        fprintf(f, "  %-14s %5d %10s %9" PRIu64 " %9" PRIu64 " %10s %12s %11s %11s", rp_func_name(w->func),
+                w->nranks, size, w->calls, w->timed, total_bytes, dur(rp_dbl_ns(w->time.sum), a, sizeof a),
+                dur(rp_quant_get(&w->time, 0.5), b, sizeof b),
+                dur(rp_quant_get(&w->time, 0.99), c, sizeof c));
+        if (w->timed)
+          fprintf(f, " %9s %9s", gbs(rp_row_algbw(w), a, sizeof a), gbs(rp_row_busbw(w), b, sizeof b));
+        else
+          fprintf(f, " %9s %9s", "-", "-");
+        fprintf(f, "  %-22s %s\n", choice, ch);
+      }
+      fprintf(f, "  algbw, busbw in GB/s (busbw: nccl-tests factors)\n");
+      free(rows);
+    }
+  }
+
+  int any_skew = 0;
+  for (int i = 0; i < RP_MAX_FUNC; i++) any_skew |= r->skew[i].n > 0;
+  if (any_skew) {
+    fprintf(f, "\nStart skew across ranks (same collective joined by comm hash, function and seq)\n");
+    fprintf(f, "  %-14s %10s %12s %12s %12s\n", "collective", "joined", "median", "p99", "max");
+    for (int i = 0; i < RP_MAX_FUNC; i++) {
+      const rp_quant *q = &r->skew[i];
+      if (!q->n) continue;
+      fprintf(f, "  %-14s %10" PRIu64 " %12s %12s %12s\n", rp_func_name(i), q->n,
+              dur(rp_quant_get(q, 0.5), a, sizeof a), dur(rp_quant_get(q, 0.99), b, sizeof b),
+              dur(q->max, c, sizeof c));
+    }
+    /* Stragglers: ranks by the delay they caused as the last to start. */
+    int *order = malloc((size_t)r->nranks * sizeof *order);
+    if (order) {
+      for (int i = 0; i < r->nranks; i++) order[i] = i;
+      for (int i = 1; i < r->nranks; i++) /* insertion sort: ranks are few */
+        for (int j = i; j > 0 && r->ranks[order[j]].late_total > r->ranks[order[j - 1]].late_total; j--) {
+          int t = order[j];
+          order[j] = order[j - 1];
+          order[j - 1] = t;
+        }
+      fprintf(f, "\nStragglers (the rank that starts a collective last makes the others wait)\n");
+      fprintf(f, "  %-16s %10s %12s %14s %14s %8s\n", "", "last", "of joined", "delay caused",
+              "time waiting", "missed");
+      int shown = 0;
+      for (int i = 0; i < r->nranks && shown < 8; i++, shown++) {
+        const rp_rank *k = &r->ranks[order[i]];
+        char label[64];
+        rank_label(k, label, sizeof label);
+        fprintf(f, "  %-16s %10" PRIu64 " %12" PRIu64 " %14s %14s %8" PRIu64 "\n", label,
+                k->last_count, k->joined, dur(k->late_total, a, sizeof a),
+                dur(k->wait_total, b, sizeof b), k->missed);
+      }
+      free(order);
+    }
+  }
+  for (size_t i = 0; i < r->ncomms; i++) {
+    const rp_comm_summary *cs = &r->comms[i];
+    if (cs->ranks_seen < cs->nranks)
+      fprintf(f, "  comm %016" PRIx64 ": traces of %d of its %d ranks were given\n", cs->hash,
+              cs->ranks_seen, cs->nranks);
+    if (cs->incomplete)
+      fprintf(f, "  comm %016" PRIx64 ": %" PRIu64 " of %" PRIu64
+              " collectives lack some rank's record (a rank died, dropped records or its trace was cut)\n",
+              cs->hash, cs->incomplete, cs->joined);
+  }
+  for (int i = 0; i < r->nranks; i++)
+    if (r->ranks[i].missed) {
+      char label[64];
+      rank_label(&r->ranks[i], label, sizeof label);
+      fprintf(f, "  %s has no record of %" PRIu64 " collectives the other ranks ran\n", label,
+              r->ranks[i].missed);
+    }
+
+  if (r->nstepsum) {
+    fprintf(f, "\nSteps (sums over ranks; comm%% and overlap%% of those sums)\n");
+    fprintf(f, "  %-8s %5s %12s %12s %12s %12s %7s %8s\n", "step", "ranks", "mean span", "comm",
+            "compute", "exposed", "comm%", "overlap%");
+    size_t from = r->nstepsum > 20 ? r->nstepsum - 20 : 0;
+    if (from) fprintf(f, "  (last 20 of %zu steps; --json has all)\n", r->nstepsum);
+    for (size_t i = from; i < r->nstepsum; i++) {
+      const rp_stepsum *s = &r->stepsum[i];
+      char e[32], g[32];
+      fprintf(f, "  %-8" PRIu64 " %5d %12s %12s %12s %12s %7s %8s\n", s->value, s->ranks,
+              dur(s->span / (s->ranks ? s->ranks : 1), a, sizeof a), dur(s->comm, b, sizeof b),
+              dur(s->compute, c, sizeof c), dur(s->comm - s->overlap, d, sizeof d),
+              pct(rp_ratio(s->comm, s->span), e, sizeof e), pct(rp_ratio(s->overlap, s->comm), g, sizeof g));
+    }
+  }
+
+  uint64_t dropped[TOPO_DROP_KINDS] = {0};
+  uint32_t problems = 0;
+  for (int i = 0; i < r->nranks; i++) {
+    for (int k = 0; k < TOPO_DROP_KINDS; k++) dropped[k] += r->ranks[i].dropped[k];
+    problems += r->ranks[i].problems;
+  }
+  uint64_t dsum = 0;
+  for (int k = 0; k < TOPO_DROP_KINDS; k++) dsum += dropped[k];
+  if (dsum || problems) {
+    fprintf(f, "\nData quality\n");
+    if (dsum)
+      fprintf(f, "  the profiler dropped %" PRIu64 " events (collectives %" PRIu64 ", kernel/proxy %" PRIu64
+              ", records %" PRIu64 ", I/O %" PRIu64 ", CUPTI %" PRIu64 ")\n",
+              dsum, dropped[TOPO_DROP_COLL], dropped[TOPO_DROP_CHILD], dropped[TOPO_DROP_RECORD],
+              dropped[TOPO_DROP_IO], dropped[TOPO_DROP_CUPTI]);
+    if (problems) fprintf(f, "  %u problems in trace files (see the warnings above)\n", problems);
+  }
+  if (r->timed_colls < r->colls && !r->colls_from_kineto) {
+    int all_k = r->nranks > 0;
+    for (int i = 0; i < r->nranks; i++) all_k &= r->ranks[i].comm_from_kernels;
+    if (!all_k)
+      fprintf(f, "\nnote: %" PRIu64 " of %" PRIu64 " collectives have no GPU timing; communication "
+              "time is a lower bound where kernel records are missing\n",
+              r->colls - r->timed_colls, r->colls);
+  }
+}

@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * topo-report's internal model: the inputs (binary traces, Kineto/Chrome JSON), the per-rank
+ * interval sweep, the collective table, the cross-rank join, and the finished report that every
+ * renderer (text, JSON, CSV, HTML, Chrome export, diff, fit) reads. Definitions of every metric:
+ * docs/metrics.md.
+ *
+ * Times: every timestamp is converted on input to one aligned clock, ns of CLOCK_REALTIME of the
+ * writing host (binary traces: from each header's calibration; Kineto: its µs timestamps plus
+ * baseTimeNanoseconds). Renderers show them relative to rp_report.t0.
+ *
+ * Memory: the analysis streams its inputs twice (pass 1: collectives, steps, joins; pass 2: the
+ * interval sweep, one rank at a time). State grows with ranks, open intervals (bounded by the
+ * reorder window), open cross-rank joins, distinct (collective, size) rows and steps; never with
+ * the number of events. Single-threaded. Every allocation goes through common/alloc.h.
+ */
+#ifndef TOPO_REPORT_H
+#define TOPO_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "status.h"
+#include "trace_format.h"
+
+#define RP_MAX_FUNC 16          /* ncclFunc_t values kept apart; higher ones share the last */
+#define RP_EXACT_SAMPLES 4096   /* quantiles are exact up to this many samples */
+#define RP_TIMELINE_CAP 20000   /* intervals kept per rank for the HTML timeline (<= 16 ranks) */
+#define RP_TIMELINE_RANKS 64    /* ranks drawn in the HTML timeline */
+
+typedef struct rp_report rp_report_fwd;
+
+/* ---- quantiles: exact up to RP_EXACT_SAMPLES samples, then a log-linear histogram (< 0.4 %) */
+typedef struct rp_quant {
+  uint64_t n;
+  double sum;
+  int64_t min, max;
+  int64_t *exact;      /* n values while n <= RP_EXACT_SAMPLES */
+  uint32_t *hist;      /* allocated when n first exceeds RP_EXACT_SAMPLES */
+} rp_quant;
+void rp_quant_add(rp_quant *q, int64_t v);
+int64_t rp_quant_get(const rp_quant *q, double p); /* p in [0,1]; 0 when empty */
+int rp_quant_is_exact(const rp_quant *q);
+void rp_quant_free(rp_quant *q);
+
+/* ---- interval classes and the per-rank sweep (sweep.c) */
+enum rp_class { RP_COMM = 0, RP_COMPUTE = 1, RP_MEMORY = 2, RP_CLASSES };
+enum rp_origin { RP_FROM_COLL = 0, RP_FROM_KERNEL = 1 };
+
+typedef struct rp_interval {
+  int64_t start, stop;
+  uint32_t stream;
+  uint8_t cls;
+  uint8_t func;        /* communication: ncclFunc_t when known, 0xff otherwise */
+  uint8_t origin;      /* RP_FROM_COLL (a collective record's GPU time) or RP_FROM_KERNEL */
+  uint32_t name;       /* name id of the source (binary: string id; 0 = none) */
+} rp_interval;
+
+typedef struct rp_step {
+  int64_t start, stop;    /* aligned clock */
+  uint64_t value;         /* step number */
+  int64_t comm, compute, overlap, busy;  /* filled by the sweep */
+} rp_step;
+
+typedef struct rp_times {
+  int64_t first, last;    /* first start, last stop over all GPU intervals (INT64_MAX/MIN: none) */
+  int64_t comm, compute, overlap, busy, memory; /* union lengths, ns */
+  uint64_t intervals[RP_CLASSES];
+  uint64_t late;          /* intervals that arrived after the sweep passed them (clipped) */
+} rp_times;
+
+typedef struct rp_sweep rp_sweep;
+/* steps (sorted by start, owned by the caller) receive their comm/compute/overlap/busy;
+ * `keep` (may be NULL) receives the intervals that overlap [keep_from, keep_to). */
+rp_sweep *rp_sweep_new(size_t reorder_window, rp_step *steps, size_t nsteps);
+void rp_sweep_keep(rp_sweep *s, int64_t from, int64_t to, size_t cap);
+topo_status rp_sweep_add(rp_sweep *s, const rp_interval *iv);
+void rp_sweep_finish(rp_sweep *s, rp_times *out);
+/* Intervals kept for the timeline (valid until free). */
+const rp_interval *rp_sweep_kept(const rp_sweep *s, size_t *n, uint64_t *dropped);
+void rp_sweep_free(rp_sweep *s);
+
+/* ---- a collective observation as the inputs deliver it */
+typedef struct rp_coll {
+  int func;               /* ncclFunc_t */
+  int algo, proto;        /* -1 unknown */
+  int nchannels;          /* 0 unknown */
+  int nranks;             /* communicator size (0 unknown) */
+  uint64_t comm;
+  uint64_t seq;
+  uint64_t bytes;         /* as the Coll event reports it (AG/RS: the per-rank part) */
+  int64_t cpu_start, cpu_stop;   /* aligned */
+  int64_t gpu_start, gpu_stop;   /* aligned; valid when timed */
+  int timed;
+  int p2p;
+  uint32_t stream;
+} rp_coll;
+
+/* nccl-tests "size" of a collective (AG/RS: bytes x nranks) and its busbw factor. */
+uint64_t rp_coll_size(int func, uint64_t bytes, int nranks);
+double rp_busbw_factor(int func, int nranks);
+const char *rp_func_name(int func);   /* "AllReduce", ... ; "Func<n>" style for others */
+const char *rp_algo_name(int algo);   /* "Ring", ..., "?" */
+const char *rp_proto_name(int proto); /* "LL", "LL128", "Simple", "?" */
+/* Recognise an NCCL kernel name (ncclDevKernel_*, ncclKernel_*, nccl*): 1 when it is one; fills
+ * func/algo/proto from the name where it says (else -1). */
+int rp_nccl_kernel_parse(const char *name, int *func, int *algo, int *proto);
+
+/* ---- inputs (input.c, kineto.c) */
+typedef enum rp_source_kind { RP_SRC_TRACE, RP_SRC_KINETO } rp_source_kind;
+
+/* What a source hands the analysis. Each callback may be NULL. */
+typedef struct rp_sink {
+  void *ctx;
+  void (*coll)(void *ctx, int src, const rp_coll *c);
+  void (*interval)(void *ctx, int src, const rp_interval *iv);
+  void (*step)(void *ctx, int src, int64_t start, int64_t stop, uint64_t value);
+  void (*record)(void *ctx, int src, const topo_trace_record *rec); /* binary only (dump) */
+} rp_sink;
+
+typedef struct rp_source {
+  rp_source_kind kind;
+  char *path;
+  int index;
+  /* from the header (binary) or the JSON (Kineto) */
+  topo_trace_header header;
+  int header_ok;
+  int rank;               /* rank in its communicator; Kineto: distributedInfo.rank (-1 unknown) */
+  int nranks;
+  int64_t mono_to_real;   /* add to CLOCK_MONOTONIC ns */
+  int64_t gpu_to_real;    /* add to globaltimer ns */
+  int64_t cupti_to_real;  /* add to CUPTI ns */
+  int64_t kineto_base;    /* Kineto baseTimeNanoseconds (0 when absent) */
+  int64_t gpu_first, gpu_last; /* Kineto: aligned range of its GPU events (pass 1) */
+  int proc;               /* index of the rank (process) it belongs to, -1 until known */
+  int quiet;              /* no warnings (second pass, --quiet) */
+  /* learned in pass 1 */
+  uint64_t records, colls, timed_colls, nccl_kernels, compute_kernels, memory_kernels;
+  uint64_t dropped[TOPO_DROP_KINDS];
+  uint32_t problems;
+  int footer;
+  /* streaming state */
+  void *impl;
+  int64_t frontier;       /* aligned time of the latest thing delivered */
+  int done;
+} rp_source;
+
+topo_status rp_source_open(rp_source *s, int pass);
+/* Deliver one chunk (a block / up to 4096 events) to the sink. 0 at the end. */
+int rp_source_step(rp_source *s, const rp_sink *sink, int pass);
+void rp_source_close(rp_source *s);
+uint64_t rp_source_offset(const rp_source *s);
+
+/* Kineto / Chrome trace JSON reader (kineto.c). */
+typedef struct rp_kineto rp_kineto;
+topo_status rp_kineto_open(const char *path, rp_kineto **out);
+/* Parse up to `max_events` events; calls the sink with the source index. 0 when finished. */
+int rp_kineto_step(rp_kineto *k, rp_source *s, const rp_sink *sink, size_t max_events);
+void rp_kineto_close(rp_kineto *k);
+/* Pass 2: the baseTimeNanoseconds found in pass 1 (Kineto may write it after the events). */
+void rp_kineto_set_base(rp_kineto *k, int64_t base_ns);
+void rp_kineto_set_quiet(rp_kineto *k, int quiet); /* no warnings (second pass, --quiet) */
+uint64_t rp_kineto_offset(const rp_kineto *k);
+/* Parse a whole JSON buffer through the same entry point (fuzzing, tests): returns events seen. */
+uint64_t rp_kineto_parse_memory(const char *data, size_t len, const rp_sink *sink);
+
+/* ---- the analysis (analyze.c) */
+typedef struct rp_row {           /* one collective type x communicator size x size bucket */
+  int func, nranks, bucket;       /* bucket: floor(log2(size)), -1 for size 0 */
+  uint64_t calls, timed;
+  uint64_t size_sum, timed_size_sum;  /* nccl-tests sizes */
+  rp_quant time;                  /* GPU duration per rank and call, ns */
+  uint64_t algo_proto[8][4];      /* counts; index 7 / 3 = unknown */
+  int ch_min, ch_max;
+} rp_row;
+
+typedef struct rp_fitpt {         /* fit input: (func, algo, proto, nranks, bucket) */
+  int func, algo, proto, nranks, bucket;
+  uint64_t n;
+  double size_sum;
+  rp_quant time;
+} rp_fitpt;
+
+typedef struct rp_rank {
+  int world_rank;                 /* rank in its largest communicator, or Kineto rank */
+  int world_size;                 /* that communicator's size */
+  char host[64];
+  uint32_t pid;
+  int nsources;
+  int comm_from_kernels;          /* 1: NCCL kernel records give the comm intervals */
+  rp_times t;
+  rp_step *steps;
+  size_t nsteps, cap_steps;
+  /* cross-rank */
+  uint64_t joined, last_count;    /* collectives joined; times this rank started last */
+  int64_t wait_total;             /* sum of (last start - own start) */
+  int64_t late_total;             /* sum of skew when it was the last to start */
+  uint64_t missed;                /* joined collectives of its communicators it has no record of */
+  uint64_t colls, timed_colls;
+  uint64_t dropped[TOPO_DROP_KINDS];
+  uint32_t problems;
+  rp_interval *timeline;
+  size_t ntimeline;
+  uint64_t timeline_dropped;
+} rp_rank;
+
+typedef struct rp_comm_summary {
+  uint64_t hash;
+  int nranks, ranks_seen;
+  uint64_t joined, incomplete;    /* collectives joined by (func, seq); lacking some rank */
+  rp_quant skew;                  /* start skew per collective, ns */
+} rp_comm_summary;
+
+typedef struct rp_stepsum {      /* one step number, summed over the ranks that have it */
+  uint64_t value;
+  int ranks;
+  int64_t span, comm, compute, overlap, busy; /* sums over ranks, ns */
+} rp_stepsum;
+
+/* Figures derived from a rank's unions (docs/metrics.md). */
+typedef struct rp_derived {
+  int64_t span, comm, compute, overlap, exposed, idle, memory, busy;
+  double comm_share, overlap_ratio, exposed_share, compute_share, idle_share;
+} rp_derived;
+void rp_derive(const rp_times *t, rp_derived *d);
+/* Overall: sums over ranks (rank-time), ratios of the sums. */
+void rp_derive_overall(const rp_report_fwd *r, rp_derived *d);
+
+typedef struct rp_options {
+  size_t reorder_window;          /* intervals held to sort the sweep (default 65536) */
+  int progress;                   /* 1: progress lines on stderr; -1: auto (when stderr is a tty) */
+  int quiet;                      /* no warnings about damaged traces */
+} rp_options;
+
+typedef struct rp_report {
+  rp_source *src;
+  int nsrc;
+  rp_rank *ranks;
+  int nranks;
+  rp_row **rows;
+  size_t nrows, cap_rows;
+  rp_fitpt **fit;
+  size_t nfit, cap_fit;
+  rp_comm_summary *comms;
+  size_t ncomms;
+  rp_quant skew[RP_MAX_FUNC];     /* start skew per collective type */
+  uint64_t records, colls, p2p, timed_colls;
+  int64_t t0, t_end;              /* earliest / latest aligned time seen */
+  int64_t window_from, window_to; /* timeline window */
+  char **names;                   /* kernel names (index 0 = "") */
+  size_t nnames, cap_names;
+  void *name_map;
+  rp_times overall;               /* sums over ranks (first/last: min/max) */
+  rp_stepsum *stepsum;            /* by step number */
+  size_t nstepsum;
+  int have_kineto, have_trace, colls_from_kineto;
+} rp_report;
+
+/* Analyse `paths` (files and directories: every *.trace / *.topo / *.json inside, sorted). */
+topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *opt,
+                       rp_report *out);
+void rp_report_free(rp_report *r);
+/* Collect input files: expands directories. Caller frees with rp_paths_free. */
+topo_status rp_paths_expand(const char *const *paths, int npaths, char ***out, int *nout);
+void rp_paths_free(char **paths, int n);
+int rp_path_is_json(const char *path);
+uint32_t rp_name_intern(rp_report *r, const char *name);
+
+/* a + b, saturating (sums over many ranks or collectives of garbage input must not overflow). */
+static inline int64_t rp_add_sat(int64_t a, int64_t b) {
+  int64_t v;
+  if (__builtin_add_overflow(a, b, &v)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return v;
+}
+
+/* A double (ns sums) as int64, clamped. */
+static inline int64_t rp_dbl_ns(double v) {
+  if (!(v > -9.2e18)) return v != v ? 0 : INT64_MIN;
+  if (v >= 9.2e18) return INT64_MAX;
+  return (int64_t)v;
+}
+
+/* Derived figures used by every renderer. */
+double rp_ratio(int64_t num, int64_t den); /* num/den, 0 when den <= 0 */
+double rp_row_mean_ns(const rp_row *row);
+double rp_row_algbw(const rp_row *row);  /* GB/s from mean size / mean time */
+double rp_row_busbw(const rp_row *row);
+void rp_row_top_choice(const rp_row *row, int *algo, int *proto, double *share);
+void rp_bucket_label(int bucket, char *buf, size_t len);
+void rp_fmt_bytes(uint64_t v, char *buf, size_t len);
+void rp_fmt_ns(int64_t ns, char *buf, size_t len);
+
+/* ---- renderers (render_*.c, export_chrome.c, fit.c) */
+void rp_render_text(const rp_report *r, FILE *f);
+void rp_render_json(const rp_report *r, FILE *f);
+void rp_render_csv(const rp_report *r, FILE *f);
+topo_status rp_render_html(const rp_report *r, const char *path);
+void rp_json_string(FILE *f, const char *s);
+topo_status rp_export_chrome(const char *const *paths, int npaths, const rp_options *opt,
+                             const char *out_path);
+topo_status rp_dump(const char *path, FILE *out);
+topo_status rp_fit(const rp_report *r, const char *gpu, const char *out_path, FILE *summary);
+void rp_render_diff(const rp_report *a, const rp_report *b, const char *name_a,
+                    const char *name_b, FILE *f);
+
+#endif

@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: Apache-2.0
+// Small shared pieces of topo-report: quantile estimator, NCCL names and nccl-tests factors, the
+// NCCL kernel-name parser, number formatting. Pure functions; no global state.
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "report.h"
+
+#define HIST_BUCKETS (256 + 56 * 128)
+
+static int hist_index(int64_t v) {
+  if (v < 256) return v < 0 ? 0 : (int)v;
+  int e = 63 - __builtin_clzll((unsigned long long)v);
+  int sub = (int)((v >> (e - 7)) & 127);
+  return 256 + (e - 8) * 128 + sub;
+}
+
+/* Midpoint of a histogram bucket. */
+static int64_t hist_value(int i) {
+  if (i < 256) return i;
+  int e = (i - 256) / 128 + 8, sub = (i - 256) % 128;
+  int64_t lo = (int64_t)(128 + sub) << (e - 7);
+  return lo + ((int64_t)1 << (e - 7)) / 2;
+}
+
+void rp_quant_add(rp_quant *q, int64_t v) {
+  if (q->n == 0 || v < q->min) q->min = v;
+  if (q->n == 0 || v > q->max) q->max = v;
+  q->sum += (double)v;
+  if (q->n < RP_EXACT_SAMPLES) {
+    if (!q->exact) q->exact = topo_malloc(RP_EXACT_SAMPLES * sizeof *q->exact);
+    if (q->exact) q->exact[q->n] = v;
+  } else if (!q->hist) {
+    q->hist = topo_calloc(HIST_BUCKETS, sizeof *q->hist);
+    if (q->hist && q->exact)
+      for (uint64_t i = 0; i < q->n; i++) q->hist[hist_index(q->exact[i])]++;
+  }
+  if (q->hist) q->hist[hist_index(v)]++;
+  q->n++;
+}
+
+int rp_quant_is_exact(const rp_quant *q) { return q->n <= RP_EXACT_SAMPLES; }
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Nearest rank: the ceil(p*n)-th smallest sample (at least the first). */
+int64_t rp_quant_get(const rp_quant *q, double p) {
+  if (q->n == 0) return 0;
+  uint64_t k = (uint64_t)ceil(p * (double)q->n);
+  if (k < 1) k = 1;
+  if (k > q->n) k = q->n;
+  if (k == q->n) return q->max;
+  if (k == 1 && p <= 0) return q->min;
+  if (q->n <= RP_EXACT_SAMPLES && q->exact) {
+    int64_t *copy = topo_malloc(q->n * sizeof *copy);
+    if (!copy) return q->min;
+    memcpy(copy, q->exact, q->n * sizeof *copy);
+    qsort(copy, q->n, sizeof *copy, cmp_i64);
+    int64_t v = copy[k - 1];
+    topo_free(copy);
+    return v;
+  }
+  if (!q->hist) return q->min;
+  uint64_t seen = 0;
+  for (int i = 0; i < HIST_BUCKETS; i++) {
+    seen += q->hist[i];
+    if (seen >= k) {
+      int64_t v = hist_value(i);
+      return v < q->min ? q->min : v > q->max ? q->max : v;
+    }
+  }
+  return q->max;
+}
+
+void rp_quant_free(rp_quant *q) {
+  topo_free(q->exact);
+  topo_free(q->hist);
+  q->exact = NULL;
+  q->hist = NULL;
+}
+
+uint64_t rp_coll_size(int func, uint64_t bytes, int nranks) {
+  if ((func == 2 || func == 3) && nranks > 0) return bytes * (uint64_t)nranks;
+  return bytes;
+}
+
+double rp_busbw_factor(int func, int nranks) {
+  double n = nranks > 0 ? nranks : 1;
+  switch (func) {
+  case 4: return 2.0 * (n - 1) / n;          /* AllReduce */
+  case 2: case 3: return (n - 1) / n;        /* AllGather, ReduceScatter */
+  default: return 1.0;                       /* Broadcast, Reduce, Send/Recv, others */
+  }
+}
+
+const char *rp_func_name(int func) {
+  static const char *names[] = {"Broadcast", "Reduce",  "AllGather", "ReduceScatter",
+                                "AllReduce", "SendRecv", "Send",     "Recv",
+                                "AlltoAll",  "Scatter",  "Gather"};
+  if (func >= 0 && func < (int)(sizeof names / sizeof *names)) return names[func];
+  return "Other";
+}
+
+const char *rp_algo_name(int algo) {
+  static const char *names[] = {"Tree", "Ring", "CollnetDirect", "CollnetChain",
+                                "NVLS", "NVLSTree", "PAT"};
+  return algo >= 0 && algo < 7 ? names[algo] : "?";
+}
+
+const char *rp_proto_name(int proto) {
+  static const char *names[] = {"LL", "LL128", "Simple"};
+  return proto >= 0 && proto < 3 ? names[proto] : "?";
+}
+
+/* Names NCCL gives its kernels: ncclDevKernel_AllReduce_Sum_f32_RING_LL(...) (2.19+),
+ * ncclKernel_AllReduce_RING_LL_Sum_float(...) (older), ncclDevKernel_SendRecv, nccl*. */
+int rp_nccl_kernel_parse(const char *name, int *func, int *algo, int *proto) {
+  *func = *algo = *proto = -1;
+  if (strncmp(name, "nccl", 4) != 0 && !strstr(name, "ncclKernel") && !strstr(name, "ncclDevKernel"))
+    return 0;
+  static const struct { const char *s; int f; } funcs[] = {
+      {"AllReduce", 4}, {"ReduceScatter", 3}, {"AllGather", 2}, {"Broadcast", 0},
+      {"SendRecv", 5},  {"Reduce", 1}};
+  const char *end = strchr(name, '(');
+  size_t len = end ? (size_t)(end - name) : strlen(name);
+  char base[256];
+  if (len >= sizeof base) len = sizeof base - 1;
+  memcpy(base, name, len);
+  base[len] = 0;
+  for (size_t i = 0; i < sizeof funcs / sizeof *funcs; i++)
+    if (strstr(base, funcs[i].s)) {
+      *func = funcs[i].f;
+      break;
+    }
+  static const struct { const char *s; int a; } algos[] = {
+      {"_NVLS_TREE", 5}, {"_NVLSTREE", 5}, {"_NVLS", 4}, {"_COLLNET_DIRECT", 2},
+      {"_COLLNET_CHAIN", 3}, {"_RING", 1}, {"_TREE", 0}, {"_PAT", 6}};
+  for (size_t i = 0; i < sizeof algos / sizeof *algos; i++)
+    if (strstr(base, algos[i].s)) {
+      *algo = algos[i].a;
+      break;
+    }
+  if (strstr(base, "_LL128")) *proto = 1;
+  else if (strstr(base, "_LL")) *proto = 0;
+  else if (strstr(base, "_SIMPLE")) *proto = 2;
+  return 1;
+}
+
+double rp_ratio(int64_t num, int64_t den) { return den > 0 ? (double)num / (double)den : 0.0; }
+
+double rp_row_mean_ns(const rp_row *row) {
+  return row->time.n ? row->time.sum / (double)row->time.n : 0.0;
+}
+
+double rp_row_algbw(const rp_row *row) {
+  double t = rp_row_mean_ns(row);
+  if (t <= 0 || !row->timed) return 0.0;
+  return ((double)row->timed_size_sum / (double)row->timed) / t; /* bytes/ns = GB/s */
+}
+
+double rp_row_busbw(const rp_row *row) {
+  return rp_row_algbw(row) * rp_busbw_factor(row->func, row->nranks);
+}
+
+void rp_row_top_choice(const rp_row *row, int *algo, int *proto, double *share) {
+  uint64_t best = 0, total = 0;
+  *algo = *proto = -1;
+  for (int a = 0; a < 8; a++)
+    for (int p = 0; p < 4; p++) {
+      total += row->algo_proto[a][p];
+      if (row->algo_proto[a][p] > best) {
+        best = row->algo_proto[a][p];
+        *algo = a == 7 ? -1 : a;
+        *proto = p == 3 ? -1 : p;
+      }
+    }
+  *share = total ? (double)best / (double)total : 0.0;
+}
+
+void rp_fmt_bytes(uint64_t v, char *buf, size_t len) {
+  static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  double d = (double)v;
+  while (d >= 1024 && u < 4) {
+    d /= 1024;
+    u++;
+  }
+  if (u == 0) snprintf(buf, len, "%" PRIu64 " B", v);
+  else snprintf(buf, len, d == floor(d) ? "%.0f %s" : "%.1f %s", d, unit[u]);
+}
+
+void rp_bucket_label(int bucket, char *buf, size_t len) {
+  if (bucket < 0) {
+    snprintf(buf, len, "0 B");
+    return;
+  }
+  char lo[32];
+  rp_fmt_bytes((uint64_t)1 << bucket, lo, sizeof lo);
+  snprintf(buf, len, "%s+", lo);
+}
+
+void rp_fmt_ns(int64_t ns, char *buf, size_t len) {
+  double a = fabs((double)ns);
+  if (a < 1e3) snprintf(buf, len, "%" PRId64 " ns", ns);
+  else if (a < 1e6) snprintf(buf, len, "%.2f us", (double)ns / 1e3);
+  else if (a < 1e9) snprintf(buf, len, "%.3f ms", (double)ns / 1e6);
+  else snprintf(buf, len, "%.3f s", (double)ns / 1e9);
+}
+
+void rp_derive(const rp_times *t, rp_derived *d) {
+  memset(d, 0, sizeof *d);
+  if (t->last > t->first) d->span = t->last - t->first;
+  d->comm = t->comm;
+  d->compute = t->compute;
+  d->overlap = t->overlap;
+  d->exposed = t->comm - t->overlap;
+  d->memory = t->memory;
+  d->busy = t->busy;
+  d->idle = d->span - t->busy;
+  d->comm_share = rp_ratio(d->comm, d->span);
+  d->overlap_ratio = rp_ratio(d->overlap, d->comm);
+  d->exposed_share = rp_ratio(d->exposed, d->span);
+  d->compute_share = rp_ratio(d->compute, d->span);
+  d->idle_share = rp_ratio(d->idle, d->span);
+}
+
+void rp_derive_overall(const rp_report *r, rp_derived *d) {
+  memset(d, 0, sizeof *d);
+  for (int i = 0; i < r->nranks; i++) {
+    rp_derived x;
+    rp_derive(&r->ranks[i].t, &x);
+    d->span = rp_add_sat(d->span, x.span);
+    d->comm = rp_add_sat(d->comm, x.comm);
+    d->compute = rp_add_sat(d->compute, x.compute);
+    d->overlap = rp_add_sat(d->overlap, x.overlap);
+    d->exposed = rp_add_sat(d->exposed, x.exposed);
+    d->idle = rp_add_sat(d->idle, x.idle);
+    d->memory = rp_add_sat(d->memory, x.memory);
+    d->busy = rp_add_sat(d->busy, x.busy);
+  }
+  d->comm_share = rp_ratio(d->comm, d->span);
+  d->overlap_ratio = rp_ratio(d->overlap, d->comm);
+  d->exposed_share = rp_ratio(d->exposed, d->span);
+  d->compute_share = rp_ratio(d->compute, d->span);
+  d->idle_share = rp_ratio(d->idle, d->span);
+}
