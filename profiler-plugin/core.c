@@ -208,9 +208,13 @@ static void count_drop(topo_comm *c, int kind) {
   if (c) atomic_fetch_add_explicit(&c->dropped[kind], 1, memory_order_relaxed);
 }
 
+/* A collective's record lost to a full queue counts as RECORD; a channel or proxy record as
+ * CHILD, so "records + COLL + RECORD + OTHER drops" accounts for every collective. */
 static void emit(topo_comm *c, const topo_trace_record *r) {
   if (!c) return;
-  if (!topo_writer_push(c, r)) count_drop(c, TOPO_DROP_RECORD);
+  if (!topo_writer_push(c, r))
+    count_drop(c, r->type == TOPO_REC_COLL || r->type == TOPO_REC_P2P ? TOPO_DROP_RECORD
+                                                                      : TOPO_DROP_CHILD);
 }
 
 /* Called once per object by the thread that dropped its last reference. */

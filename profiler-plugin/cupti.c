@@ -59,7 +59,7 @@ static const char *errstr(CUptiResult r) {
 }
 
 static void push(const topo_trace_record *r) {
-  if (!topo_writer_push(out, r)) atomic_fetch_add(&out->dropped[TOPO_DROP_RECORD], 1);
+  if (!topo_writer_push(out, r)) atomic_fetch_add(&out->dropped[TOPO_DROP_CUPTI], 1);
 }
 
 /* The string id of a kernel name, emitting its STRING records the first time. */
