@@ -28,6 +28,14 @@
 #define H_GRAPH (1ull << 5)
 #define H_SAMPLED (1ull << 6)
 #define H_LOW24(h) ((uint32_t)(((h) >> 8) & 0xffffff))
+/* Object-free KernelCh handle (no channel records asked): tag, kind, channel in bits 5-10,
+ * the parent's index in bits 11-34 and the low 29 bits of its generation in bits 35-63. */
+#define KCH_HANDLE(ch, idx, gen)                                                           \
+  ((uint64_t)H_TAG | (uint64_t)TOPO_EV_KERNELCH << 1 | (uint64_t)(ch) << 5 |               \
+   (uint64_t)(idx) << 11 | (uint64_t)((gen) & 0x1fffffffu) << 35)
+#define KCH_CH(h) ((int)(((h) >> 5) & 0x3f))
+#define KCH_IDX(h) ((uint32_t)(((h) >> 11) & 0xffffff))
+#define KCH_GEN(h) ((uint32_t)((h) >> 35))
 
 enum { POOL_PARENTS = 0, POOL_CHILDREN = 1 };
 
@@ -42,6 +50,7 @@ typedef struct topo_obj {
   topo_trace_record rec;          /* parents: topo_rec_coll; ProxyOp: topo_rec_proxy */
   atomic_llong gpu_start_min, gpu_stop_max;
   atomic_int ch_done;
+  atomic_ullong ch_stopped;        /* channels whose KernelCh stopped (object-free handles) */
   int ch_expected;                /* 0 none, > 0 count, TOPO_PROF_UNKNOWN_CHANNELS */
   uint64_t nvtx_range;
   int channel;                    /* KernelCh */
@@ -66,6 +75,8 @@ static struct {
   int kernelch, channel_records, proxy, nvtx, cupti;
   uint32_t sample_every;
   atomic_ullong tick;
+  atomic_llong held;         /* collectives waiting for kernel channels (reaper skips at 0) */
+  int64_t last_reap;         /* writer thread only */
   int64_t gpu_timeout_ns;
   pid_t pid;
   topo_comm *comms;
@@ -85,17 +96,31 @@ static const char *const algo_names[] = {"TREE", "RING", "COLLNET_DIRECT", "COLL
                                          "NVLS", "NVLS_TREE", "PAT"};
 static const char *const proto_names[] = {"LL", "LL128", "SIMPLE"};
 
-static int lookup(const char *name, const char *const *table, int n) {
+/* NCCL passes the same static name strings again and again: a direct-mapped cache from the
+ * pointer to the id (packed in one atomic word), confirmed by one strcmp so that a reused buffer
+ * with other text is never misread. */
+#define NAME_CACHE 64
+static atomic_ullong name_cache[4][NAME_CACHE];
+
+static int lookup(int which, const char *name, const char *const *table, int n) {
   if (!name) return TOPO_UNKNOWN_U8;
+  uint64_t key = (uint64_t)(uintptr_t)name;
+  atomic_ullong *slot = &name_cache[which][(key >> 3) & (NAME_CACHE - 1)];
+  uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
+  if (v && (v >> 8) == key && (int)(v & 0xff) < n && strcmp(name, table[v & 0xff]) == 0)
+    return (int)(v & 0xff);
   for (int i = 0; i < n; i++)
-    if (name[0] == table[i][0] && strcmp(name, table[i]) == 0) return i;
+    if (name[0] == table[i][0] && strcmp(name, table[i]) == 0) {
+      if (key < (1ull << 56)) atomic_store_explicit(slot, key << 8 | (uint64_t)i, memory_order_relaxed);
+      return i;
+    }
   return TOPO_UNKNOWN_U8;
 }
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
-int topo_prof_func_id(const char *n) { return lookup(n, func_names, COUNT(func_names)); }
-int topo_prof_datatype_id(const char *n) { return lookup(n, dtype_names, COUNT(dtype_names)); }
-int topo_prof_algo_id(const char *n) { return lookup(n, algo_names, COUNT(algo_names)); }
-int topo_prof_proto_id(const char *n) { return lookup(n, proto_names, COUNT(proto_names)); }
+int topo_prof_func_id(const char *n) { return lookup(0, n, func_names, COUNT(func_names)); }
+int topo_prof_datatype_id(const char *n) { return lookup(1, n, dtype_names, COUNT(dtype_names)); }
+int topo_prof_algo_id(const char *n) { return lookup(2, n, algo_names, COUNT(algo_names)); }
+int topo_prof_proto_id(const char *n) { return lookup(3, n, proto_names, COUNT(proto_names)); }
 int topo_prof_datatype_size(int dt) {
   return dt >= 0 && dt < COUNT(dtype_sizes) ? dtype_sizes[dt] : 1;
 }
@@ -169,6 +194,17 @@ static topo_obj *resolve(void *h, uint32_t *gen) {
   return &p->objs[idx];
 }
 
+/* The parent of an object-free KernelCh handle if it is still alive in that generation. */
+static topo_obj *kch_parent(uint64_t h) {
+  topo_pool *p = &g.pools[POOL_PARENTS];
+  uint32_t idx = KCH_IDX(h);
+  if (!p->objs || idx == 0 || idx > p->n) return NULL;
+  topo_obj *o = &p->objs[idx];
+  uint64_t w = atomic_load_explicit(&o->refgen, memory_order_acquire);
+  if (((uint32_t)(w >> 32) & 0x1fffffffu) != KCH_GEN(h) || (uint32_t)w == 0) return NULL;
+  return o;
+}
+
 /* Take a reference if `o` is still generation `gen` and alive. */
 static int obj_acquire(topo_obj *o, uint32_t gen) {
   uint64_t w = atomic_load_explicit(&o->refgen, memory_order_acquire);
@@ -200,8 +236,10 @@ static void obj_release(topo_obj *o) {
 static void release_hold(topo_obj *o, uint64_t expect) {
   if (!(expect & 1)) return;
   if (atomic_compare_exchange_strong_explicit(&o->hold, &expect, expect & ~1ull,
-                                              memory_order_acq_rel, memory_order_relaxed))
+                                              memory_order_acq_rel, memory_order_relaxed)) {
+    atomic_fetch_sub_explicit(&g.held, 1, memory_order_relaxed);
     obj_release(o);
+  }
 }
 
 static void count_drop(topo_comm *c, int kind) {
@@ -296,6 +334,10 @@ static int read_mask(void) {
 
 /* Writer-thread tick: complete collectives whose kernel channels are overdue. */
 static void reap(int64_t now) {
+  /* A scan every 100 ms, and only while something waits: the timeout is seconds. */
+  if (atomic_load_explicit(&g.held, memory_order_relaxed) == 0 || now - g.last_reap < 100000000)
+    return;
+  g.last_reap = now;
   topo_pool *p = &g.pools[POOL_PARENTS];
   for (uint32_t i = 1; i <= p->n; i++) {
     topo_obj *o = &p->objs[i];
@@ -326,6 +368,8 @@ static int global_start(void) {
     return -1;
   }
   atomic_store(&g.tick, 0);
+  atomic_store(&g.held, 0);
+  g.last_reap = 0;
   uint32_t ring = 1;
   while (ring < (uint32_t)topo_env_int(TOPO_ENV_PROFILER_RING)) ring <<= 1;
   topo_writer_config wc = {.dir = topo_env_str(TOPO_ENV_PROFILER_DIR), .ring_size = ring,
@@ -564,12 +608,28 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c) {
   atomic_store_explicit(&o->gpu_start_min, INT64_MAX, memory_order_relaxed);
   atomic_store_explicit(&o->gpu_stop_max, 0, memory_order_relaxed);
   atomic_store_explicit(&o->ch_done, 0, memory_order_relaxed);
+  atomic_store_explicit(&o->ch_stopped, 0, memory_order_relaxed);
   atomic_store_explicit(&o->stop_cpu, 0, memory_order_relaxed);
   o->ch_expected = expected;
   o->nvtx_range = g.nvtx ? topo_nvtx_coll_start(r) : 0;
+  if (expected) atomic_fetch_add_explicit(&g.held, 1, memory_order_relaxed);
   atomic_store_explicit(&o->hold, (uint64_t)gen << 1 | (expected != 0), memory_order_relaxed);
   obj_publish(o, gen, 1u + (expected != 0));
   return make_handle(POOL_PARENTS, idx, gen);
+}
+
+static void fold_min(atomic_llong *v, int64_t x) {
+  int64_t cur = atomic_load_explicit(v, memory_order_relaxed);
+  while (x < cur && !atomic_compare_exchange_weak_explicit(v, &cur, x, memory_order_relaxed,
+                                                           memory_order_relaxed)) {
+  }
+}
+
+static void fold_max(atomic_llong *v, int64_t x) {
+  int64_t cur = atomic_load_explicit(v, memory_order_relaxed);
+  while (x > cur && !atomic_compare_exchange_weak_explicit(v, &cur, x, memory_order_relaxed,
+                                                           memory_order_relaxed)) {
+  }
 }
 
 static void *start_child(const topo_prof_descr *d, topo_comm *c) {
@@ -578,6 +638,17 @@ static void *start_child(const topo_prof_descr *d, topo_comm *c) {
   if (!parent || !obj_acquire(parent, pgen)) {
     count_drop(c, TOPO_DROP_CHILD);
     return NULL;
+  }
+  if (d->kind == TOPO_EV_KERNELCH && !g.channel_records) {
+    /* No object: the handle names the parent (which this child keeps alive) and the channel. */
+    if (d->channel < 0 || d->channel >= 64) {
+      obj_release(parent);
+      count_drop(c, TOPO_DROP_CHILD);
+      return NULL;
+    }
+    if (d->ptimer) fold_min(&parent->gpu_start_min, (int64_t)d->ptimer);
+    uint32_t pidx = (uint32_t)(parent - g.pools[POOL_PARENTS].objs);
+    return (void *)(uintptr_t)KCH_HANDLE(d->channel, pidx, pgen);
   }
   uint32_t idx = obj_alloc(POOL_CHILDREN, 0, &gen);
   if (!idx) {
@@ -594,14 +665,7 @@ static void *start_child(const topo_prof_descr *d, topo_comm *c) {
     o->channel = d->channel;
     o->gpu_start = (int64_t)d->ptimer;
     atomic_store_explicit(&o->gpu_stop, 0, memory_order_relaxed);
-    if (d->ptimer) {
-      int64_t cur = atomic_load_explicit(&parent->gpu_start_min, memory_order_relaxed);
-      while ((int64_t)d->ptimer < cur &&
-             !atomic_compare_exchange_weak_explicit(&parent->gpu_start_min, &cur,
-                                                    (int64_t)d->ptimer, memory_order_relaxed,
-                                                    memory_order_relaxed)) {
-      }
-    }
+    if (d->ptimer) fold_min(&parent->gpu_start_min, (int64_t)d->ptimer);
   } else { /* ProxyOp */
     memset(&o->rec, 0, sizeof o->rec);
     topo_rec_proxy *r = &o->rec.proxy;
@@ -660,7 +724,33 @@ ncclResult_t topo_prof_start(void *ctx, void **handle, const topo_prof_descr *d)
   return ncclSuccess;
 }
 
+/* A kernel channel of `parent` stopped: count it, and when all are in, drop the hold. */
+static void channel_done(topo_obj *parent) {
+  int done = atomic_fetch_add_explicit(&parent->ch_done, 1, memory_order_acq_rel) + 1;
+  if (parent->ch_expected > 0 && done == parent->ch_expected)
+    release_hold(parent, atomic_load_explicit(&parent->hold, memory_order_acquire));
+}
+
+/* Clock calibration: a stop is reported after it happened, so pTimer - realtime(seen) is at
+ * most the true offset; keep the largest. Sampled on channel 0 only (one clock read per op). */
+static void calibrate(topo_comm *c, uint64_t ptimer) {
+  if (!c) return;
+  int64_t off = (int64_t)ptimer - topo_clock_realtime_ns();
+  fold_max(&c->gpu_offset_best, off);
+}
+
 ncclResult_t topo_prof_stop(void *handle) {
+  uint64_t v = (uint64_t)(uintptr_t)handle;
+  if ((v & H_TAG) && H_KIND(v) == TOPO_EV_KERNELCH) {
+    topo_obj *parent = kch_parent(v);
+    if (!parent) return ncclSuccess;
+    uint64_t bit = 1ull << KCH_CH(v);
+    if (atomic_fetch_or_explicit(&parent->ch_stopped, bit, memory_order_acq_rel) & bit)
+      return ncclSuccess; /* a repeated stop */
+    channel_done(parent);
+    obj_release(parent);
+    return ncclSuccess;
+  }
   uint32_t gen;
   topo_obj *o = resolve(handle, &gen);
   if (!o) return ncclSuccess;
@@ -689,11 +779,7 @@ ncclResult_t topo_prof_stop(void *handle) {
       rec.channel.cpu_stop_ns = now;
       emit(c, &rec);
     }
-    if (parent) {
-      int done = atomic_fetch_add_explicit(&parent->ch_done, 1, memory_order_acq_rel) + 1;
-      if (parent->ch_expected > 0 && done == parent->ch_expected)
-        release_hold(parent, atomic_load_explicit(&parent->hold, memory_order_acquire));
-    }
+    if (parent) channel_done(parent);
     break;
   }
   case TOPO_EV_PROXYOP:
@@ -707,6 +793,18 @@ ncclResult_t topo_prof_stop(void *handle) {
 ncclResult_t topo_prof_state(void *handle, int state_kind, uint64_t value) {
   uint64_t v = (uint64_t)(uintptr_t)handle;
   if (!v || state_kind == TOPO_ST_OTHER) return ncclSuccess;
+  if ((v & H_TAG) && H_KIND(v) == TOPO_EV_KERNELCH) {
+    /* NCCL holds this channel's reference on the parent until its stop; after the stop the
+     * channel's bit is set and the update is ignored. */
+    if (state_kind != TOPO_ST_KERNELCH_STOP || !value) return ncclSuccess;
+    topo_obj *parent = kch_parent(v);
+    if (!parent || (atomic_load_explicit(&parent->ch_stopped, memory_order_acquire) &
+                    (1ull << KCH_CH(v))))
+      return ncclSuccess;
+    fold_max(&parent->gpu_stop_max, (int64_t)value);
+    if (KCH_CH(v) == 0) calibrate(atomic_load_explicit(&parent->comm, memory_order_relaxed), value);
+    return ncclSuccess;
+  }
   uint32_t gen;
   topo_obj *o;
   if (v & H_TAG) { /* a ProxyStep names its ProxyOp */
@@ -720,25 +818,8 @@ ncclResult_t topo_prof_state(void *handle, int state_kind, uint64_t value) {
   if (!o || !obj_acquire(o, gen)) return ncclSuccess; /* after stop: ignored */
   if (state_kind == TOPO_ST_KERNELCH_STOP && o->kind == TOPO_EV_KERNELCH && value) {
     atomic_store_explicit(&o->gpu_stop, (int64_t)value, memory_order_relaxed);
-    topo_obj *parent = o->parent;
-    if (parent) {
-      int64_t cur = atomic_load_explicit(&parent->gpu_stop_max, memory_order_relaxed);
-      while ((int64_t)value > cur &&
-             !atomic_compare_exchange_weak_explicit(&parent->gpu_stop_max, &cur, (int64_t)value,
-                                                    memory_order_relaxed, memory_order_relaxed)) {
-      }
-    }
-    /* Clock calibration: the stop was observed after it happened, so pTimer - realtime(seen)
-     * is at most the true offset; keep the largest. */
-    topo_comm *c = atomic_load_explicit(&o->comm, memory_order_relaxed);
-    if (c) {
-      int64_t off = (int64_t)value - topo_clock_realtime_ns();
-      int64_t best = atomic_load_explicit(&c->gpu_offset_best, memory_order_relaxed);
-      while (off > best && !atomic_compare_exchange_weak_explicit(&c->gpu_offset_best, &best, off,
-                                                                  memory_order_relaxed,
-                                                                  memory_order_relaxed)) {
-      }
-    }
+    if (o->parent) fold_max(&o->parent->gpu_stop_max, (int64_t)value);
+    if (o->channel == 0) calibrate(atomic_load_explicit(&o->comm, memory_order_relaxed), value);
   } else if (state_kind == TOPO_ST_PROXY_BYTES && o->kind == TOPO_EV_PROXYOP) {
     atomic_fetch_add_explicit(&o->bytes, value, memory_order_relaxed);
   }
