@@ -248,5 +248,12 @@ EXPORT void fake_cupti_reset(void) {
   buf = NULL;
   buf_size = buf_used = 0;
   dropped = 0;
+  for (int i = 0; i < nnames; i++) free(names[i]);
+  nnames = 0;
   pthread_mutex_unlock(&lock);
+}
+
+__attribute__((destructor)) static void unload(void) {
+  for (int i = 0; i < nnames; i++) free(names[i]);
+  nnames = 0;
 }
