@@ -2,8 +2,10 @@
 // The profiler core (see core.h): configuration, event pools with generation-checked handles,
 // per-collective records completed by reference counts, kernel-channel sampling through NCCL's
 // activation mask, and the reaper that completes collectives whose GPU timing never arrived.
+#define _GNU_SOURCE 1 /* dladdr */
 #include "core.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -57,7 +59,7 @@ typedef struct topo_obj {
   int64_t gpu_start, cpu_start;
   atomic_llong gpu_stop;
   atomic_ullong bytes;            /* ProxyOp */
-} topo_obj;
+} __attribute__((aligned(64))) topo_obj;
 
 typedef struct topo_pool {
   topo_obj *objs; /* n + 1 entries, 0 unused */
@@ -75,7 +77,6 @@ static struct {
   int kernelch, channel_records, proxy, nvtx, cupti;
   uint32_t sample_every;
   atomic_ullong tick;
-  atomic_llong held;         /* collectives waiting for kernel channels (reaper skips at 0) */
   int64_t last_reap;         /* writer thread only */
   int64_t gpu_timeout_ns;
   pid_t pid;
@@ -97,21 +98,37 @@ static const char *const algo_names[] = {"TREE", "RING", "COLLNET_DIRECT", "COLL
 static const char *const proto_names[] = {"LL", "LL128", "SIMPLE"};
 
 /* NCCL passes the same static name strings again and again: a direct-mapped cache from the
- * pointer to the id (packed in one atomic word), confirmed by one strcmp so that a reused buffer
- * with other text is never misread. */
+ * pointer to the id, packed in one atomic word (pointer << 8 | trusted << 7 | id). A name that
+ * lies inside a loaded object's image (a string literal of libnccl, as NCCL's *ToString tables
+ * are) is trusted by pointer; any other (a stack or heap buffer, as in replays) is compared with
+ * the cached name at every use, so a reused buffer with other text is never misread. */
 #define NAME_CACHE 64
+#define NAME_TRUSTED 0x80
 static atomic_ullong name_cache[4][NAME_CACHE];
+
+static inline int same(const char *a, const char *b) {
+  while (*a && *a == *b) {
+    a++;
+    b++;
+  }
+  return *a == *b;
+}
 
 static int lookup(int which, const char *name, const char *const *table, int n) {
   if (!name) return TOPO_UNKNOWN_U8;
   uint64_t key = (uint64_t)(uintptr_t)name;
   atomic_ullong *slot = &name_cache[which][(key >> 3) & (NAME_CACHE - 1)];
   uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
-  if (v && (v >> 8) == key && (int)(v & 0xff) < n && strcmp(name, table[v & 0xff]) == 0)
-    return (int)(v & 0xff);
+  if (v && (v >> 8) == key) {
+    int id = (int)(v & 0x7f);
+    if (id < n && ((v & NAME_TRUSTED) || same(name, table[id]))) return id;
+  }
   for (int i = 0; i < n; i++)
-    if (name[0] == table[i][0] && strcmp(name, table[i]) == 0) {
-      if (key < (1ull << 56)) atomic_store_explicit(slot, key << 8 | (uint64_t)i, memory_order_relaxed);
+    if (name[0] == table[i][0] && same(name, table[i])) {
+      Dl_info info;
+      uint64_t trusted = dladdr(name, &info) && info.dli_fname ? NAME_TRUSTED : 0;
+      if (key < (1ull << 56))
+        atomic_store_explicit(slot, key << 8 | trusted | (uint64_t)i, memory_order_relaxed);
       return i;
     }
   return TOPO_UNKNOWN_U8;
@@ -237,7 +254,6 @@ static void release_hold(topo_obj *o, uint64_t expect) {
   if (!(expect & 1)) return;
   if (atomic_compare_exchange_strong_explicit(&o->hold, &expect, expect & ~1ull,
                                               memory_order_acq_rel, memory_order_relaxed)) {
-    atomic_fetch_sub_explicit(&g.held, 1, memory_order_relaxed);
     obj_release(o);
   }
 }
@@ -334,9 +350,8 @@ static int read_mask(void) {
 
 /* Writer-thread tick: complete collectives whose kernel channels are overdue. */
 static void reap(int64_t now) {
-  /* A scan every 100 ms, and only while something waits: the timeout is seconds. */
-  if (atomic_load_explicit(&g.held, memory_order_relaxed) == 0 || now - g.last_reap < 100000000)
-    return;
+  /* A scan every 100 ms is plenty for a timeout of seconds (8192 loads: ~10 us). */
+  if (now - g.last_reap < 100000000) return;
   g.last_reap = now;
   topo_pool *p = &g.pools[POOL_PARENTS];
   for (uint32_t i = 1; i <= p->n; i++) {
@@ -368,7 +383,6 @@ static int global_start(void) {
     return -1;
   }
   atomic_store(&g.tick, 0);
-  atomic_store(&g.held, 0);
   g.last_reap = 0;
   uint32_t ring = 1;
   while (ring < (uint32_t)topo_env_int(TOPO_ENV_PROFILER_RING)) ring <<= 1;
@@ -612,7 +626,6 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c) {
   atomic_store_explicit(&o->stop_cpu, 0, memory_order_relaxed);
   o->ch_expected = expected;
   o->nvtx_range = g.nvtx ? topo_nvtx_coll_start(r) : 0;
-  if (expected) atomic_fetch_add_explicit(&g.held, 1, memory_order_relaxed);
   atomic_store_explicit(&o->hold, (uint64_t)gen << 1 | (expected != 0), memory_order_relaxed);
   obj_publish(o, gen, 1u + (expected != 0));
   return make_handle(POOL_PARENTS, idx, gen);
