@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -513,6 +514,54 @@ static void test_killed_process_leaves_readable_blocks(void **s) {
   test_trace_free(&t);
 }
 
+/* ---- a process that exits without destroying its communicators still gets its footer ---- */
+static void test_exit_without_finalize_flushes_and_writes_the_footer(void **s) {
+  (void)s;
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    topo_host_profiler p;
+    if (topo_host_profiler_load(&p, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28) != TOPO_OK) _exit(2);
+    topo_host_profiler_init(&p, 0xe1, NULL, 1, 2, 0, NULL);
+    for (uint64_t i = 0; i < 100; i++) {
+      drv_op op = allreduce(i, 1);
+      drv_run(&p, &op);
+    }
+    exit(0); /* no finalize, no dlclose: the destructor must write it all */
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  test_trace t;
+  read_only_trace(&t);
+  assert_true(t.has_footer);
+  const topo_trace_record **colls;
+  assert_int_equal(test_trace_select(&t, TOPO_REC_COLL, &colls), 100);
+  free(colls);
+  test_trace_free(&t);
+}
+
+static void test_trace_file_is_created_private_to_the_group(void **s) {
+  (void)s;
+  topo_host_profiler p;
+  load(&p, 5);
+  topo_host_profiler_init(&p, 0x640, NULL, 1, 2, 0, topo_host_log);
+  topo_host_profiler_finalize(&p);
+  topo_host_profiler_unload(&p);
+  char **paths;
+  assert_int_equal(test_trace_list(dir, &paths), 1);
+  struct stat st;
+  assert_int_equal(stat(paths[0], &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0640 & ~(unsigned)umask(022));
+  umask(022);
+  char host[64];
+  gethostname(host, sizeof host);
+  char want[128];
+  snprintf(want, sizeof want, "topo-%.40s-%d-0000000000000640-r0.trace", host, (int)getpid());
+  assert_non_null(strstr(paths[0], want));
+  test_trace_free_list(paths, 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_exports_exactly_the_six_profiler_symbols, setup, teardown),
@@ -529,6 +578,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_unwritable_directory_warns_once_and_counts, setup, teardown),
       cmocka_unit_test_setup_teardown(test_reload_after_last_finalize_starts_afresh, setup, teardown),
       cmocka_unit_test_setup_teardown(test_killed_process_leaves_readable_blocks, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_exit_without_finalize_flushes_and_writes_the_footer, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_trace_file_is_created_private_to_the_group, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
