@@ -181,8 +181,9 @@ static void pool_push(topo_pool *p, uint32_t idx) {
   }
 }
 
-/* Allocate an object with `refs` references; returns its index or 0 (pool empty). */
-static uint32_t obj_alloc(int pool, uint32_t refs, uint32_t *gen) {
+/* Take a free object; returns its index (0: pool empty) and its current generation. The
+ * caller initialises it and then publishes it with obj_publish. */
+static uint32_t obj_alloc(int pool, uint32_t *gen) {
   topo_pool *p = &g.pools[pool];
   uint32_t idx = pool_pop(p);
   if (!idx) return 0;
@@ -591,7 +592,7 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c) {
     atomic_store_explicit(&c->learned_rank, d->rank, memory_order_relaxed);
     atomic_store_explicit(&c->learned_hash, d->comm_hash, memory_order_relaxed);
   }
-  uint32_t idx = obj_alloc(POOL_PARENTS, 0, &gen);
+  uint32_t idx = obj_alloc(POOL_PARENTS, &gen);
   if (!idx) {
     count_drop(c, TOPO_DROP_COLL);
     return NULL;
@@ -663,7 +664,7 @@ static void *start_child(const topo_prof_descr *d, topo_comm *c) {
     uint32_t pidx = (uint32_t)(parent - g.pools[POOL_PARENTS].objs);
     return (void *)(uintptr_t)KCH_HANDLE(d->channel, pidx, pgen);
   }
-  uint32_t idx = obj_alloc(POOL_CHILDREN, 0, &gen);
+  uint32_t idx = obj_alloc(POOL_CHILDREN, &gen);
   if (!idx) {
     obj_release(parent);
     count_drop(c, TOPO_DROP_CHILD);

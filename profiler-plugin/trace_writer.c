@@ -138,6 +138,10 @@ static void close_comm(topo_comm *c) {
     close(c->fd);
     c->fd = -1;
   }
+  /* Closed comms stay listed until the last finalize; their block buffer need not. */
+  topo_free(c->block);
+  c->block = NULL;
+  c->block_count = 0;
   atomic_store(&c->closed, 1);
 }
 
