@@ -6,7 +6,7 @@
 // kernels on a compute stream, gradients all-reduced in 25 MB buckets on the NCCL stream while
 // the backward pass runs, an optimizer step, and a small AllGather of metrics. NCCL kernels run
 // at ~350 GB/s bus bandwidth after ~10 us launch; a collective ends only when every rank has
-// joined, so one slower rank (the straggler) shows up as waiting on the others. The fake CUPTI
+// joined, so one rank 4 % slower (the straggler) shows up as waiting on the others. The fake CUPTI
 // library injects the compute and NCCL kernels, so the traces carry a real compute timeline.
 // Events are paced in real time (a step takes ~0.1 s) so that CPU and GPU clocks agree.
 #include <dlfcn.h>
@@ -35,6 +35,7 @@
 #define LAUNCH_NS 10000
 #define MAX_OPS 4096
 #define MAX_KERNELS 65536
+#define STRAGGLER_SLOWDOWN 1.04 /* the straggler computes 4 % slower */
 
 typedef struct options {
   const char *out, *profiler, *tuner, *cupti;
@@ -107,7 +108,7 @@ static void simulate(const options *o, int64_t t0) {
     /* forward + backward on every rank; buckets launched as gradients fill */
     int64_t compute_end[MAX_RANKS];
     for (int r = 0; r < o->ranks; r++) {
-      double speed = (r == o->straggler ? 1.08 : 1.0) * (1.0 + jitter(o->seed, r, step, 0, 0.02));
+      double speed = (r == o->straggler ? STRAGGLER_SLOWDOWN : 1.0) * (1.0 + jitter(o->seed, r, step, 0, 0.02));
       int64_t t = rank_time[r];
       int op = first_op;
       uint64_t grad = 0;
@@ -160,7 +161,7 @@ static void simulate(const options *o, int64_t t0) {
     int64_t last = 0;
     for (int r = 0; r < o->ranks; r++) {
       int64_t t = compute_end[r] > last_ar ? compute_end[r] : last_ar;
-      t += (int64_t)(3000000 * (r == o->straggler ? 1.08 : 1.0)); /* Adam */
+      t += (int64_t)(3000000 * (r == o->straggler ? STRAGGLER_SLOWDOWN : 1.0)); /* Adam */
       ag->launch[r] = t;
       ag->start[r] = t + LAUNCH_NS;
       if (ag->start[r] > last) last = ag->start[r];
@@ -176,7 +177,7 @@ static void rank_kernels(const options *o, int r, int64_t t0) {
   int64_t t = t0;
   int ag = 0;
   for (int step = 0; step < o->steps; step++) {
-    double speed = (r == o->straggler ? 1.08 : 1.0) * (1.0 + jitter(o->seed, r, step, 0, 0.02));
+    double speed = (r == o->straggler ? STRAGGLER_SLOWDOWN : 1.0) * (1.0 + jitter(o->seed, r, step, 0, 0.02));
     for (int pass = 0; pass < 2; pass++)
       for (int l = 0; l < LAYERS; l++)
         for (int k = 0; k < NLK; k++) {
@@ -188,7 +189,7 @@ static void rank_kernels(const options *o, int r, int64_t t0) {
         }
     while (ag < sim.nops && !sim.ops[ag].allgather) ag++;
     if (ag >= sim.nops) break;
-    int64_t opt_start = sim.ops[ag].launch[r] - (int64_t)(3000000 * (r == o->straggler ? 1.08 : 1.0));
+    int64_t opt_start = sim.ops[ag].launch[r] - (int64_t)(3000000 * (r == o->straggler ? STRAGGLER_SLOWDOWN : 1.0));
     if (sim.nkernels < MAX_KERNELS)
       sim.kernels[sim.nkernels++] =
           (sim_kernel){opt_start, sim.ops[ag].launch[r] - 2000, "multi_tensor_apply_kernel<AdamFunctor<bf16>>"};
