@@ -506,8 +506,9 @@ ncclResult_t topo_prof_finalize(void *ctx) {
   topo_pool *p = &g.pools[POOL_PARENTS];
   for (uint32_t i = 1; i <= p->n; i++) {
     topo_obj *o = &p->objs[i];
-    if (atomic_load_explicit(&o->comm, memory_order_relaxed) != c) continue;
-    release_hold(o, atomic_load_explicit(&o->hold, memory_order_acquire));
+    uint64_t h = atomic_load_explicit(&o->hold, memory_order_acquire);
+    /* comm is read after the hold (acquire), so it belongs to the life the hold names */
+    if ((h & 1) && atomic_load_explicit(&o->comm, memory_order_relaxed) == c) release_hold(o, h);
   }
   for (uint32_t i = 1; i <= p->n; i++) {
     topo_obj *o = &p->objs[i];
@@ -627,8 +628,10 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c) {
   atomic_store_explicit(&o->stop_cpu, 0, memory_order_relaxed);
   o->ch_expected = expected;
   o->nvtx_range = g.nvtx ? topo_nvtx_coll_start(r) : 0;
-  atomic_store_explicit(&o->hold, (uint64_t)gen << 1 | (expected != 0), memory_order_relaxed);
+  /* References first, then the hold bit (release): the reaper and finalize act on the hold bit
+   * and must find the references and a zero stop time of this life. */
   obj_publish(o, gen, 1u + (expected != 0));
+  atomic_store_explicit(&o->hold, (uint64_t)gen << 1 | (expected != 0), memory_order_release);
   return make_handle(POOL_PARENTS, idx, gen);
 }
 
