@@ -2,10 +2,10 @@
 // The profiler core (see core.h): configuration, event pools with generation-checked handles,
 // per-collective records completed by reference counts, kernel-channel sampling through NCCL's
 // activation mask, and the reaper that completes collectives whose GPU timing never arrived.
-#define _GNU_SOURCE 1 /* dladdr */
+#define _GNU_SOURCE 1 /* dl_iterate_phdr */
 #include "core.h"
 
-#include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -98,13 +98,39 @@ static const char *const algo_names[] = {"TREE", "RING", "COLLNET_DIRECT", "COLL
 static const char *const proto_names[] = {"LL", "LL128", "SIMPLE"};
 
 /* NCCL passes the same static name strings again and again: a direct-mapped cache from the
- * pointer to the id, packed in one atomic word (pointer << 8 | trusted << 7 | id). A name that
- * lies inside a loaded object's image (a string literal of libnccl, as NCCL's *ToString tables
- * are) is trusted by pointer; any other (a stack or heap buffer, as in replays) is compared with
- * the cached name at every use, so a reused buffer with other text is never misread. */
+ * pointer to the id, packed in one atomic word (pointer << 8 | trusted << 7 | id). A name inside
+ * a read-only segment of a loaded object (a string literal, as NCCL's *ToString tables return)
+ * cannot change and is trusted by pointer; any other (a stack or heap buffer, as in replays) is
+ * compared with the cached name at every use, so a reused buffer is never misread. The
+ * read-only ranges are collected at the first init (dl_iterate_phdr), not on the hot path. */
 #define NAME_CACHE 64
 #define NAME_TRUSTED 0x80
+#define MAX_RO_RANGES 256
 static atomic_ullong name_cache[4][NAME_CACHE];
+static struct {
+  uintptr_t start, end;
+} ro_ranges[MAX_RO_RANGES];
+static int n_ro_ranges;
+
+static int collect_ro(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  (void)arg;
+  for (int i = 0; i < info->dlpi_phnum && n_ro_ranges < MAX_RO_RANGES; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W)) continue;
+    ro_ranges[n_ro_ranges].start = info->dlpi_addr + ph->p_vaddr;
+    ro_ranges[n_ro_ranges].end = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+    n_ro_ranges++;
+  }
+  return 0;
+}
+
+static int read_only(const char *p) {
+  uintptr_t a = (uintptr_t)p;
+  for (int i = 0; i < n_ro_ranges; i++)
+    if (a >= ro_ranges[i].start && a < ro_ranges[i].end) return 1;
+  return 0;
+}
 
 static inline int same(const char *a, const char *b) {
   while (*a && *a == *b) {
@@ -125,8 +151,7 @@ static int lookup(int which, const char *name, const char *const *table, int n) 
   }
   for (int i = 0; i < n; i++)
     if (name[0] == table[i][0] && same(name, table[i])) {
-      Dl_info info;
-      uint64_t trusted = dladdr(name, &info) && info.dli_fname ? NAME_TRUSTED : 0;
+      uint64_t trusted = read_only(name) ? NAME_TRUSTED : 0;
       if (key < (1ull << 56))
         atomic_store_explicit(slot, key << 8 | trusted | (uint64_t)i, memory_order_relaxed);
       return i;
@@ -372,6 +397,10 @@ static void free_comm(topo_comm *c) {
 
 static int global_start(void) {
   g.pid = getpid();
+  n_ro_ranges = 0;
+  for (int w = 0; w < 4; w++)
+    for (int i = 0; i < NAME_CACHE; i++) atomic_store(&name_cache[w][i], 0);
+  dl_iterate_phdr(collect_ro, NULL);
   g.nvtx = topo_env_bool(TOPO_ENV_PROFILER_NVTX);
   g.cupti = topo_env_bool(TOPO_ENV_PROFILER_CUPTI);
   g.sample_every = (uint32_t)topo_env_int(TOPO_ENV_PROFILER_SAMPLE);
