@@ -3,7 +3,9 @@
 // sources plus tests/reliability/fault_hook.c, which exports the plugin's own allocation hook)
 // are loaded through the plugin host, and every allocation reached from init is made to fail in
 // turn. Each time init must still answer ncclSuccess, warn, and fall back: the tuner leaves
-// NCCL's cost table, nChannels and constants exactly as NCCL filled them.
+// NCCL's cost table, nChannels and constants exactly as NCCL filled them; the profiler asks for
+// no events (mask 0), answers every event with a NULL handle and writes nothing, and the next
+// init, with memory back, profiles normally.
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +18,11 @@
 #include <cmocka.h>
 
 #include "host_tuner.h"
+#ifdef TOPO_TEST_PROFILER_FAULTS_SO
+#include "host_profiler.h"
+#include "profiler_driver.h"
+#include "trace_read.h"
+#endif
 
 typedef void (*fail_after_fn)(long);
 typedef long (*count_fn)(void);
@@ -116,9 +123,93 @@ static void test_tuner_answers_success_and_falls_back_at_each_init_allocation(vo
   assert_int_equal(failed_inits + degraded, sites);
 }
 
+#ifdef TOPO_TEST_PROFILER_FAULTS_SO
+static void one_collective(topo_host_profiler *p, uint64_t seq) {
+  drv_op op;
+  memset(&op, 0, sizeof op);
+  op.func = "AllReduce";
+  op.dtype = "ncclFloat32";
+  op.algo = "RING";
+  op.proto = "LL";
+  op.seq = seq;
+  op.count = 256;
+  op.nch = 2;
+  op.peer = -1;
+  drv_set_gpu(&op, 5000, 10, 100);
+  drv_run(p, &op);
+}
+
+static void test_profiler_answers_success_and_disables_itself_at_each_init_allocation(void **state) {
+  (void)state;
+  char tdir[] = "/tmp/topo-faults-traces-XXXXXX";
+  assert_non_null(mkdtemp(tdir));
+  setenv("TOPO_PROFILER_DIR", tdir, 1);
+  setenv("TOPO_PROFILER_SAMPLE", "1", 1);
+  setenv("TOPO_PROFILER_POOL", "64", 1);
+  setenv("TOPO_PROFILER_RING", "256", 1);
+  setenv("TOPO_PROFILER_CUPTI", "0", 1);
+  topo_host_profiler p;
+  assert_int_equal(topo_host_profiler_load(&p, TOPO_TEST_PROFILER_FAULTS_SO, TOPO_NCCL_2_28), TOPO_OK);
+  fail_after_fn fail_after = (fail_after_fn)(uintptr_t)dlsym(p.lib.handle, "topo_test_alloc_fail_after");
+  count_fn count = (count_fn)(uintptr_t)dlsym(p.lib.handle, "topo_test_alloc_count");
+  assert_non_null(fail_after);
+  assert_non_null(count);
+  long sites = 0;
+  int failed = 0;
+  for (long k = 0;; k++) {
+    topo_host_log_reset();
+    topo_host_profiler_mask = 0;
+    long start = count();
+    fail_after(k);
+    assert_int_equal(topo_host_profiler_init(&p, 0xfa000 + (uint64_t)k, "faults", 1, 1, 0,
+                                             topo_host_log), ncclSuccess);
+    long used = count() - start;
+    fail_after(-1);
+    one_collective(&p, (uint64_t)k);
+    if (used > k) {
+      failed++;
+      assert_null(p.ctx);
+      assert_int_equal(topo_host_profiler_mask, 0); /* NCCL asks for no event */
+      assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 1);
+      assert_true(topo_host_log_contains("profiling disabled"));
+    } else {
+      sites = k;
+      assert_non_null(p.ctx);
+      assert_int_not_equal(topo_host_profiler_mask, 0);
+      assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 0);
+    }
+    assert_int_equal(topo_host_profiler_finalize(&p), ncclSuccess);
+    if (used <= k) break;
+  }
+  topo_host_profiler_unload(&p);
+  /* Only the last, unhindered init left a trace, and it holds its collective. */
+  char **paths;
+  size_t n = test_trace_list(tdir, &paths);
+  assert_int_equal(n, 1);
+  test_trace t;
+  assert_int_equal(test_trace_read(paths[0], &t), 0);
+  assert_true(t.has_footer);
+  assert_int_equal(t.header.comm_hash, 0xfa000 + (uint64_t)sites);
+  const topo_trace_record **colls;
+  assert_int_equal(test_trace_select(&t, TOPO_REC_COLL, &colls), 1);
+  assert_int_equal(colls[0]->coll.seq, (uint64_t)sites);
+  free(colls);
+  test_trace_free(&t);
+  test_trace_free_list(paths, n);
+  test_trace_rmdir(tdir);
+  print_message("profiler: %ld allocation sites in init; %d failed inits answered success with "
+                "profiling off\n", sites, failed);
+  assert_true(sites >= 4); /* two pools, the writer's ring, the context and its block */
+  assert_int_equal(failed, sites);
+}
+#endif
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tuner_answers_success_and_falls_back_at_each_init_allocation),
+#ifdef TOPO_TEST_PROFILER_FAULTS_SO
+      cmocka_unit_test(test_profiler_answers_success_and_disables_itself_at_each_init_allocation),
+#endif
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
