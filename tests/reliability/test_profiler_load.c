@@ -7,7 +7,7 @@
 // from the trace files alone: per communicator, collective records + COLL + RECORD + OTHER drops
 // = collectives issued, channel records + CHILD drops = kernel-channel events delivered, the
 // footer's record and block counts match what is read back, and the per-block STATS records
-// never decrease and never exceed the footer. Sanitizer builds run a tenth of the load.
+// never decrease and never exceed the footer. The TSan build runs a tenth of the load.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,10 +27,10 @@
 #include "profiler_driver.h"
 #include "trace_read.h"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__SANITIZE_THREAD__)
 #define EVENTS 1000000L
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#if __has_feature(thread_sanitizer)
 #define EVENTS 1000000L
 #endif
 #endif
