@@ -303,6 +303,16 @@ void topo_writer_open(topo_comm *c) {
                 "dropped, the job is unaffected", w.dir, strerror(errno));
     return;
   }
+  /* A rankless stream is named by its label; only [A-Za-z0-9_-] of it reaches the path. */
+  char label[sizeof c->name];
+  size_t n = 0;
+  for (; c->name[n] && n + 1 < sizeof label; n++) {
+    char ch = c->name[n];
+    int safe = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+               ch == '_' || ch == '-';
+    label[n] = safe ? ch : '_';
+  }
+  label[n] = 0;
   for (int attempt = 0; attempt < 100 && c->fd < 0; attempt++) {
     char suffix[16] = "";
     if (attempt) snprintf(suffix, sizeof suffix, ".%d", attempt);
@@ -311,7 +321,7 @@ void topo_writer_open(topo_comm *c) {
                h->pid, (unsigned long long)c->hash, c->rank, suffix);
     else
       snprintf(c->path, sizeof c->path, "%s/topo-%s-%u-%s%s.trace", w.dir, host, h->pid,
-               c->name, suffix);
+               label, suffix);
     c->fd = open(c->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
     if (c->fd < 0 && errno != EEXIST) break;
   }
