@@ -195,10 +195,38 @@ static void test_names_with_conversions_and_paths_stay_out_of_paths_and_formats(
   assert_int_equal(rmdir(base), 0);
 }
 
+/* A host passing no rank (v1-v3 pass -1; a v4+ host could too) gets a name-derived file name:
+ * only [A-Za-z0-9_-] of the communicator's name may reach it. */
+static void test_rankless_communicator_names_are_reduced_to_safe_characters(void **state) {
+  (void)state;
+  char base[] = "/tmp/topo-rankless-XXXXXX";
+  assert_non_null(mkdtemp(base));
+  char dir[300], host[64], want[600];
+  snprintf(dir, sizeof dir, "%s/traces", base);
+  setenv("TOPO_PROFILER_DIR", dir, 1);
+  host_name(host, sizeof host);
+  topo_host_profiler p;
+  assert_int_equal(topo_host_profiler_load(&p, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28), TOPO_OK);
+  assert_int_equal(topo_host_profiler_init(&p, 0x5afe, "../x/%s%n", 1, 1, -1, topo_host_log),
+                   ncclSuccess);
+  one_collective(&p, 0);
+  assert_int_equal(topo_host_profiler_finalize(&p), ncclSuccess);
+  topo_host_profiler_unload(&p);
+  assert_int_equal(count_entries(base), 1);
+  assert_int_equal(count_entries(dir), 1);
+  snprintf(want, sizeof want, "%s/topo-%s-%u-___x__s_n.trace", dir, host, (unsigned)getpid());
+  struct stat st;
+  assert_int_equal(lstat(want, &st), 0);
+  assert_true(S_ISREG(st.st_mode));
+  test_trace_rmdir(dir);
+  assert_int_equal(rmdir(base), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_existing_link_or_file_at_the_trace_path_is_never_followed),
       cmocka_unit_test(test_names_with_conversions_and_paths_stay_out_of_paths_and_formats),
+      cmocka_unit_test(test_rankless_communicator_names_are_reduced_to_safe_characters),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
