@@ -8,10 +8,10 @@
 #    plugin host exactly as NCCL does and drives them with an NCCL 2.28 event stream modelled on
 #    an 8-rank data-parallel step (bf16 ~350M parameters, 25 MB gradient buckets overlapping the
 #    backward pass, one slow rank); the plugins write real trace files; topo-report reads them.
-# Usage: bash scripts/main.sh [--cpu]   (TOPO_MAIN_OUT=dir to change ./topo-run)
+# Usage: bash scripts/main.sh [--cpu]   (MAIN_OUT=dir to change ./topo-run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${TOPO_MAIN_OUT:-$PWD/topo-run}
+out=${MAIN_OUT:-$PWD/topo-run}
 mkdir -p "$out"
 jobs=$(nproc 2>/dev/null || echo 2)
 
@@ -24,7 +24,7 @@ have_gpus() {
 if have_gpus "${1:-}"; then
   export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
   echo "topo: GPUs found: a real DDP job through NCCL with both plugins (tests/gpu/ddp_job.sh)"
-  OUT="$out" TOPO_BUILD="$PWD/build-main" bash tests/gpu/ddp_job.sh
+  OUT="$out" GPU_BUILD="$PWD/build-main" bash tests/gpu/ddp_job.sh
   cat "$out/ddp_job.txt"
   echo "topo: HTML report: $out/ddp/report-topo.html"
   exit 0
