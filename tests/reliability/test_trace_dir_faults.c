@@ -40,12 +40,15 @@
   } while (0)
 
 /* The job: COMMS communicators, OPS collectives each, finalize, unload. Returns nothing; exits
- * the child with 1 on any failed check. `warning` must appear in the single warning. */
-static void job(const char *warning) {
+ * the child with 1 on any failed check. `warning` must appear in the single warning.
+ * `after_load` (may be NULL) runs once the plugins are loaded, before the first init. */
+static void job(const char *warning, void (*after_load)(void)) {
   topo_host_profiler p[COMMS];
   topo_host_log_reset();
-  for (int c = 0; c < COMMS; c++) {
+  for (int c = 0; c < COMMS; c++)
     CHILD_CHECK(topo_host_profiler_load(&p[c], TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28) == TOPO_OK);
+  if (after_load) after_load();
+  for (int c = 0; c < COMMS; c++) {
     CHILD_CHECK(topo_host_profiler_init(&p[c], 0xd1e0 + (uint64_t)c, "faults", 1, COMMS, c,
                                         topo_host_log) == ncclSuccess);
     CHILD_CHECK(p[c].ctx != NULL); /* profiling stays on: records are counted as dropped */
@@ -102,7 +105,7 @@ static void env_for(const char *dir) {
 
 static void missing_body(const char *dir) {
   env_for(dir);
-  job(dir);
+  job(dir, NULL);
 }
 
 static void test_missing_directory_warns_once_and_the_job_runs(void **state) {
@@ -119,16 +122,25 @@ static void test_missing_directory_warns_once_and_the_job_runs(void **state) {
   assert_int_equal(rmdir(base), 0);        /* and nothing else in the base either */
 }
 
-static void unwritable_body(const char *dir) {
+static const char *unwritable_dir;
+
+/* Root ignores mode bits: become `nobody` (after the plugins are loaded, so the build tree's
+ * permissions do not matter), then the directory must really be unwritable. */
+static void drop_privileges(void) {
   if (geteuid() == 0) {
     struct passwd *nobody = getpwnam("nobody");
     uid_t uid = nobody ? nobody->pw_uid : 65534;
-    CHILD_CHECK(setgid(uid) == 0 || setgid(65534) == 0);
+    gid_t gid = nobody ? nobody->pw_gid : 65534;
+    CHILD_CHECK(setgid(gid) == 0);
     CHILD_CHECK(setuid(uid) == 0);
   }
-  CHILD_CHECK(access(dir, W_OK) != 0 && errno == EACCES);
+  CHILD_CHECK(access(unwritable_dir, W_OK) != 0 && errno == EACCES);
+}
+
+static void unwritable_body(const char *dir) {
+  unwritable_dir = dir;
   env_for(dir);
-  job(dir);
+  job(dir, drop_privileges);
 }
 
 static void test_unwritable_directory_warns_once_and_the_job_runs(void **state) {
@@ -148,7 +160,7 @@ static void full_body(const char *dir) {
   struct rlimit rl = {FSIZE_LIMIT, FSIZE_LIMIT};
   CHILD_CHECK(setrlimit(RLIMIT_FSIZE, &rl) == 0);
   env_for(dir);
-  job("File too large");
+  job("File too large", NULL);
 }
 
 static void test_full_disk_warns_once_and_keeps_the_complete_blocks(void **state) {
