@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the TOPO_* variable table's parser (common/env.c). The first input byte
 // picks a table entry, the rest (NULs dropped, as an environment cannot hold them) becomes the
-// variable's value; the value is set with setenv and read back through common/env.h exactly as a
-// plugin reads it. Contract checked: an INT reads as the default or as the value itself inside
+// variable's value; the value is put into the environment and read back through common/env.h
+// exactly as a plugin reads it. Contract checked: an INT reads as the default or as the value itself inside
 // [min, max]; a BOOL reads 0 or 1; a STR reads the value or the default; a rejected value warns
 // exactly once (a second read stays silent) and an accepted one never warns. Built with clang
 // when TOPO_BUILD_FUZZERS=ON; every build replays the seed corpus (CTest test_fuzz_env_corpus).
@@ -57,12 +57,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   topo_env_id id = (topo_env_id)(data[0] % TOPO_ENV_COUNT);
   const topo_env_info *e = &table[id];
 
-  char value[512];
+  /* putenv of one static buffer per entry, rewritten in place: glibc's setenv would keep every
+   * replaced value alive (by design), growing the process by each input. */
+  static char assignment[TOPO_ENV_COUNT][600];
+  char *slot = assignment[id];
+  size_t prefix = (size_t)snprintf(slot, sizeof assignment[id], "%s=", e->name);
+  char *value = slot + prefix;
   size_t n = 0;
-  for (size_t i = 1; i < size && n + 1 < sizeof value; i++)
+  for (size_t i = 1; i < size && prefix + n + 1 < sizeof assignment[id] && n < 511; i++)
     if (data[i]) value[n++] = (char)data[i];
   value[n] = '\0';
-  if (setenv(e->name, value, 1) != 0) return 0;
+  if (putenv(slot) != 0) return 0;
   topo_env_reset_warnings();
   warnings = 0;
 
