@@ -2,10 +2,11 @@
 // libFuzzer target for the TOPO_* variable table's parser (common/env.c). The first input byte
 // picks a table entry, the rest (NULs dropped, as an environment cannot hold them) becomes the
 // variable's value; the value is put into the environment and read back through common/env.h
-// exactly as a plugin reads it. Contract checked: an INT reads as the default or as the value itself inside
-// [min, max]; a BOOL reads 0 or 1; a STR reads the value or the default; a rejected value warns
-// exactly once (a second read stays silent) and an accepted one never warns. Built with clang
-// when TOPO_BUILD_FUZZERS=ON; every build replays the seed corpus (CTest test_fuzz_env_corpus).
+// exactly as a plugin reads it. Contract checked: an INT reads as the default or as the value
+// itself inside [min, max]; a BOOL reads 0 or 1; a STR reads the value or the default; a rejected
+// value warns exactly once (a second read stays silent) and an accepted one never warns. Built
+// with clang when TOPO_BUILD_FUZZERS=ON; every build replays the seed corpus (CTest
+// test_fuzz_env_corpus).
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
