@@ -94,8 +94,11 @@ void rp_render_text(const rp_report *r, FILE *f) {
         int al, pr;
         double share;
         rp_row_top_choice(w, &al, &pr, &share);
-        snprintf(choice, sizeof choice, "%s/%s %.0f%%", rp_algo_name(al), rp_proto_name(pr),
-                 share * 100);
+        if (al < 0 && pr < 0) /* Kineto kernel names only: the algorithm/protocol is unknown */
+          snprintf(choice, sizeof choice, "? %.0f%%", share * 100);
+        else
+          snprintf(choice, sizeof choice, "%s/%s %.0f%%", rp_algo_name(al), rp_proto_name(pr),
+                   share * 100);
         if (w->ch_max) snprintf(ch, sizeof ch, w->ch_min == w->ch_max ? "%d" : "%d-%d", w->ch_min, w->ch_max);
         else snprintf(ch, sizeof ch, "?");
         char total_bytes[32];
