@@ -54,7 +54,7 @@ static void test_kineto_trace_alone_gives_exact_overlap(void **state) {
   assert_non_null(mkdtemp(dir));
   write_file("rank3.pt.trace.json", kineto, sizeof kineto - 1);
   const char *paths[] = {dir};
-  rp_options opt = {65536, 0, 1};
+  rp_options opt = {65536, 0, 1, 0, 0, 0};
   rp_report r;
   assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
   assert_int_equal(r.nranks, 1);
@@ -105,7 +105,7 @@ static void test_kineto_and_topo_trace_of_one_rank_merge(void **state) {
   assert_int_equal(tf_save(&t, path), 0);
   tf_free(&t);
   const char *paths[] = {dir};
-  rp_options opt = {65536, 0, 1};
+  rp_options opt = {65536, 0, 1, 0, 0, 0};
   rp_report r;
   assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
   assert_int_equal(r.nranks, 1);
@@ -117,6 +117,18 @@ static void test_kineto_and_topo_trace_of_one_rank_merge(void **state) {
   assert_int_equal(r.colls, 1);                   /* not counted twice */
   assert_int_equal(r.nrows, 1);
   assert_int_equal(rp_quant_get(&r.rows[0]->time, 0.5), 3200);
+  /* the text says which input each figure comes from, and that they cover different times */
+  char *text = NULL;
+  size_t tlen = 0;
+  FILE *mf = open_memstream(&text, &tlen);
+  assert_non_null(mf);
+  rp_render_text(&r, mf);
+  fclose(mf);
+  assert_non_null(strstr(text, "sources: GPU time per rank and steps from Kineto GPU events (1 rank); "
+                               "collectives, skew and stragglers from topo traces"));
+  assert_null(strstr(text, "they cover different times")); /* the trace's [1400,4600) is inside */
+  assert_non_null(strstr(text, "size as nccl-tests counts it; from topo traces)"));
+  free(text);
   rp_report_free(&r);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
@@ -252,7 +264,7 @@ static void test_steps_follow_the_kernels_their_cpu_range_launched(void **state)
 static void test_real_ddp_trace_steps_span_the_whole_step(void **state) {
   (void)state;
   const char *paths[] = {TOPO_REPORT_DATA "/ddp-kineto-rank0-excerpt.pt.trace.json"};
-  rp_options opt = {65536, 0, 1};
+  rp_options opt = {65536, 0, 1, 0, 0, 0};
   rp_report r;
   assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
   assert_int_equal(r.nranks, 1);
