@@ -99,6 +99,9 @@ static void test_kineto_and_topo_trace_of_one_rank_merge(void **state) {
   tf_begin(&t, &h, NULL);
   topo_trace_record c = tf_coll(4, 0, 1 << 20, 1001000000, 1001000100, 1001001400, 1001004600, 1, 0, 2, 13);
   tf_add(&t, &c);
+  tf_string(&t, 1, "step");
+  topo_trace_record mark = tf_mark(1, 1001000000, 1001008000, 7); /* Kineto's ProfilerStep#7 too */
+  tf_add(&t, &mark);
   tf_footer(&t, NULL);
   char path[128];
   snprintf(path, sizeof path, "%s/rank3.trace", dir);
@@ -115,6 +118,9 @@ static void test_kineto_and_topo_trace_of_one_rank_merge(void **state) {
   assert_int_equal(r.ranks[0].t.comm, 3000);      /* the kernel, not the record's [1400,4600) */
   assert_int_equal(r.ranks[0].t.compute, 2250);
   assert_int_equal(r.colls, 1);                   /* not counted twice */
+  assert_int_equal(r.ranks[0].nsteps, 1);         /* step 7 once: the Kineto one */
+  assert_int_equal(r.ranks[0].steps[0].start, 1001000000);
+  assert_int_equal(r.ranks[0].steps[0].stop, 1001010000);
   assert_int_equal(r.nrows, 1);
   assert_int_equal(rp_quant_get(&r.rows[0]->time, 0.5), 3200);
   /* the text says which input each figure comes from, and that they cover different times */

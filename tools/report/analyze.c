@@ -223,6 +223,19 @@ static void step_add(void *vc, int src, int64_t start, int64_t stop, uint64_t va
   st->start = start;
   st->stop = stop;
   st->value = value;
+  st->from_kineto = s->kind == RP_SRC_KINETO;
+}
+
+/* A rank with both Kineto ProfilerSteps and topo step marks keeps the Kineto ones (they follow
+ * the GPU work each step launched); the same step numbered twice would count twice. */
+static void steps_one_source(rp_rank *k) {
+  int kin = 0, mark = 0;
+  for (size_t i = 0; i < k->nsteps; i++) k->steps[i].from_kineto ? kin++ : mark++;
+  if (!kin || !mark) return;
+  size_t n = 0;
+  for (size_t i = 0; i < k->nsteps; i++)
+    if (k->steps[i].from_kineto) k->steps[n++] = k->steps[i];
+  k->nsteps = n;
 }
 
 /* ---- join */
@@ -720,6 +733,7 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
   }
   for (int i = 0; i < r->nranks; i++) {
     rp_rank *k = &r->ranks[i];
+    steps_one_source(k);
     if (k->nsteps) qsort(k->steps, k->nsteps, sizeof *k->steps, cmp_step);
   }
   choose_window(r);

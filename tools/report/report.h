@@ -60,6 +60,7 @@ typedef struct rp_step {
   int64_t start, stop;    /* aligned clock */
   uint64_t value;         /* step number */
   int64_t comm, compute, overlap, busy;  /* filled by the sweep */
+  int from_kineto;        /* a Kineto ProfilerStep (else a topo step mark) */
 } rp_step;
 
 typedef struct rp_times {
