@@ -2,7 +2,9 @@
 // Streaming reader of PyTorch profiler (Kineto) and Chrome trace JSON: a small pull tokenizer of
 // our own (no DOM): the top-level object is walked key by key, `traceEvents` element by element,
 // and each event is parsed into the few fields the report needs. Memory: one input buffer and one
-// event; no recursion (nesting is skipped with a counter), so no input can exhaust the stack.
+// event, plus (pass 1, when steps are wanted) 16 bytes per launch and 24 per GPU event for the
+// step attribution by correlation id, capped at CORR_MAX each; no recursion (nesting is skipped
+// with a counter), so no input can exhaust the stack.
 // Called by input.c (rp_source_step) and by the fuzz target (rp_kineto_parse_memory).
 #include <ctype.h>
 #include <errno.h>
@@ -39,7 +41,7 @@ typedef struct jev {
 typedef struct kstep { int64_t start, stop; uint64_t value; int gpu; } kstep; /* ts units */
 typedef struct corr_launch { int64_t corr, ts; } corr_launch;
 typedef struct corr_gpu { int64_t corr, start, stop; } corr_gpu;
-#define CORR_MAX (1u << 23)  /* per table (~200 MB at most); beyond: steps fall back, one warning */
+#define CORR_MAX (1u << 22)  /* entries per table (160 MB for both at most); beyond: one warning */
 
 struct rp_kineto {
   FILE *f;
