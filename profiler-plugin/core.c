@@ -1,0 +1,874 @@
+// SPDX-License-Identifier: Apache-2.0
+// The profiler core (see core.h): configuration, event pools with generation-checked handles,
+// per-collective records completed by reference counts, kernel-channel sampling through NCCL's
+// activation mask, and the reaper that completes collectives whose GPU timing never arrived.
+#define _GNU_SOURCE 1 /* dl_iterate_phdr */
+#include "core.h"
+
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "clock.h"
+#include "env.h"
+#include "internal.h"
+#include "log.h"
+#include "nccl/profiler_common.h"
+#include "topo_version.h"
+
+/* ---- handles ----
+ * Pool object: gen << 32 | index << 2 | pool << 1 (bit 0 clear; index >= 1 so never NULL).
+ * Tagged value (bit 0 set) for events that need no object: bits 1-4 kind, bit 5 graph-captured,
+ * bit 6 kernel channels requested, bits 8-31 stream id or child index, bits 32-63 generation. */
+#define H_TAG 1ull
+#define H_KIND(h) ((int)(((h) >> 1) & 0xf))
+#define H_GRAPH (1ull << 5)
+#define H_SAMPLED (1ull << 6)
+#define H_LOW24(h) ((uint32_t)(((h) >> 8) & 0xffffff))
+/* Object-free KernelCh handle (no channel records asked): tag, kind, channel in bits 5-10,
+ * the parent's index in bits 11-34 and the low 29 bits of its generation in bits 35-63. */
+#define KCH_HANDLE(ch, idx, gen)                                                           \
+  ((uint64_t)H_TAG | (uint64_t)TOPO_EV_KERNELCH << 1 | (uint64_t)(ch) << 5 |               \
+   (uint64_t)(idx) << 11 | (uint64_t)((gen) & 0x1fffffffu) << 35)
+#define KCH_CH(h) ((int)(((h) >> 5) & 0x3f))
+#define KCH_IDX(h) ((uint32_t)(((h) >> 11) & 0xffffff))
+#define KCH_GEN(h) ((uint32_t)((h) >> 35))
+
+enum { POOL_PARENTS = 0, POOL_CHILDREN = 1 };
+
+typedef struct topo_obj {
+  atomic_ullong refgen;           /* gen << 32 | references */
+  atomic_ullong hold;             /* gen << 1 | 1 while waiting for kernel channels */
+  atomic_uint next_free;
+  atomic_llong stop_cpu;          /* Coll/P2p stop time, for the reaper; 0 before stop */
+  _Atomic(topo_comm *) comm;
+  uint8_t kind;
+  struct topo_obj *parent;        /* children: the parent they hold a reference on */
+  topo_trace_record rec;          /* parents: topo_rec_coll; ProxyOp: topo_rec_proxy */
+  atomic_llong gpu_start_min, gpu_stop_max;
+  atomic_int ch_done;
+  atomic_ullong ch_stopped;        /* channels whose KernelCh stopped (object-free handles) */
+  int ch_expected;                /* 0 none, > 0 count, TOPO_PROF_UNKNOWN_CHANNELS */
+  uint64_t nvtx_range;
+  int channel;                    /* KernelCh */
+  int64_t gpu_start, cpu_start;
+  atomic_llong gpu_stop;
+  atomic_ullong bytes;            /* ProxyOp */
+} __attribute__((aligned(64))) topo_obj;
+
+typedef struct topo_pool {
+  topo_obj *objs; /* n + 1 entries, 0 unused */
+  uint32_t n;
+  atomic_ullong head; /* tag << 32 | index of the first free object (0 = empty) */
+} topo_pool;
+
+static struct {
+  pthread_mutex_t lock;
+  int users;                 /* live contexts (inits minus finalizes) */
+  int generation_started;    /* writer/pools exist */
+  topo_pool pools[2];
+  _Atomic(int *) mask_ptr;
+  int base_mask;             /* without KernelCh */
+  int kernelch, channel_records, proxy, nvtx, cupti;
+  uint32_t sample_every;
+  atomic_ullong tick;
+  int64_t last_reap;         /* writer thread only */
+  int64_t gpu_timeout_ns;
+  pid_t pid;
+  topo_comm *comms;
+  topo_comm *cupti_comm;
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* ---- name tables ---- */
+static const char *const func_names[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
+                                         "AllReduce", "SendRecv", "Send", "Recv", "AlltoAll",
+                                         "Scatter", "Gather"};
+static const char *const dtype_names[] = {"ncclInt8", "ncclUint8", "ncclInt32", "ncclUint32",
+                                          "ncclInt64", "ncclUint64", "ncclFloat16", "ncclFloat32",
+                                          "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3",
+                                          "ncclFloat8e5m2"};
+static const int dtype_sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
+static const char *const algo_names[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN",
+                                         "NVLS", "NVLS_TREE", "PAT"};
+static const char *const proto_names[] = {"LL", "LL128", "SIMPLE"};
+
+/* NCCL passes the same static name strings again and again: a direct-mapped cache from the
+ * pointer to the id, packed in one atomic word (pointer << 8 | trusted << 7 | id). A name inside
+ * a read-only segment of a loaded object (a string literal, as NCCL's *ToString tables return)
+ * cannot change and is trusted by pointer; any other (a stack or heap buffer, as in replays) is
+ * compared with the cached name at every use, so a reused buffer is never misread. The
+ * read-only ranges are collected at the first init (dl_iterate_phdr), not on the hot path. */
+#define NAME_CACHE 64
+#define NAME_TRUSTED 0x80
+#define MAX_RO_RANGES 256
+static atomic_ullong name_cache[4][NAME_CACHE];
+static struct {
+  uintptr_t start, end;
+} ro_ranges[MAX_RO_RANGES];
+static int n_ro_ranges;
+
+static int collect_ro(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  (void)arg;
+  for (int i = 0; i < info->dlpi_phnum && n_ro_ranges < MAX_RO_RANGES; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W)) continue;
+    ro_ranges[n_ro_ranges].start = info->dlpi_addr + ph->p_vaddr;
+    ro_ranges[n_ro_ranges].end = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+    n_ro_ranges++;
+  }
+  return 0;
+}
+
+static int read_only(const char *p) {
+  uintptr_t a = (uintptr_t)p;
+  for (int i = 0; i < n_ro_ranges; i++)
+    if (a >= ro_ranges[i].start && a < ro_ranges[i].end) return 1;
+  return 0;
+}
+
+static inline int same(const char *a, const char *b) {
+  while (*a && *a == *b) {
+    a++;
+    b++;
+  }
+  return *a == *b;
+}
+
+static int lookup(int which, const char *name, const char *const *table, int n) {
+  if (!name) return TOPO_UNKNOWN_U8;
+  uint64_t key = (uint64_t)(uintptr_t)name;
+  atomic_ullong *slot = &name_cache[which][(key >> 3) & (NAME_CACHE - 1)];
+  uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
+  if (v && (v >> 8) == key) {
+    int id = (int)(v & 0x7f);
+    if (id < n && ((v & NAME_TRUSTED) || same(name, table[id]))) return id;
+  }
+  for (int i = 0; i < n; i++)
+    if (name[0] == table[i][0] && same(name, table[i])) {
+      uint64_t trusted = read_only(name) ? NAME_TRUSTED : 0;
+      if (key < (1ull << 56))
+        atomic_store_explicit(slot, key << 8 | trusted | (uint64_t)i, memory_order_relaxed);
+      return i;
+    }
+  return TOPO_UNKNOWN_U8;
+}
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+int topo_prof_func_id(const char *n) { return lookup(0, n, func_names, COUNT(func_names)); }
+int topo_prof_datatype_id(const char *n) { return lookup(1, n, dtype_names, COUNT(dtype_names)); }
+int topo_prof_algo_id(const char *n) { return lookup(2, n, algo_names, COUNT(algo_names)); }
+int topo_prof_proto_id(const char *n) { return lookup(3, n, proto_names, COUNT(proto_names)); }
+int topo_prof_datatype_size(int dt) {
+  return dt >= 0 && dt < COUNT(dtype_sizes) ? dtype_sizes[dt] : 1;
+}
+
+/* ---- pools: Treiber stacks with a tag against ABA ---- */
+static int pool_create(topo_pool *p, uint32_t n) {
+  p->objs = topo_calloc((size_t)n + 1, sizeof(topo_obj));
+  if (!p->objs) return -1;
+  p->n = n;
+  for (uint32_t i = 1; i <= n; i++) atomic_init(&p->objs[i].next_free, i < n ? i + 1 : 0);
+  atomic_init(&p->head, 1);
+  return 0;
+}
+
+static void pool_destroy(topo_pool *p) {
+  topo_free(p->objs);
+  memset(p, 0, sizeof *p);
+}
+
+static uint32_t pool_pop(topo_pool *p) {
+  uint64_t head = atomic_load_explicit(&p->head, memory_order_acquire);
+  for (;;) {
+    uint32_t idx = (uint32_t)head;
+    if (idx == 0) return 0;
+    uint32_t next = atomic_load_explicit(&p->objs[idx].next_free, memory_order_relaxed);
+    uint64_t want = ((head >> 32) + 1) << 32 | next;
+    if (atomic_compare_exchange_weak_explicit(&p->head, &head, want, memory_order_acq_rel,
+                                              memory_order_acquire))
+      return idx;
+  }
+}
+
+static void pool_push(topo_pool *p, uint32_t idx) {
+  uint64_t head = atomic_load_explicit(&p->head, memory_order_relaxed);
+  for (;;) {
+    atomic_store_explicit(&p->objs[idx].next_free, (uint32_t)head, memory_order_relaxed);
+    uint64_t want = ((head >> 32) + 1) << 32 | idx;
+    if (atomic_compare_exchange_weak_explicit(&p->head, &head, want, memory_order_release,
+                                              memory_order_relaxed))
+      return;
+  }
+}
+
+/* Take a free object; returns its index (0: pool empty) and its current generation. The
+ * caller initialises it and then publishes it with obj_publish. */
+static uint32_t obj_alloc(int pool, uint32_t *gen) {
+  topo_pool *p = &g.pools[pool];
+  uint32_t idx = pool_pop(p);
+  if (!idx) return 0;
+  topo_obj *o = &p->objs[idx];
+  *gen = (uint32_t)(atomic_load_explicit(&o->refgen, memory_order_relaxed) >> 32);
+  return idx;
+}
+
+static void obj_publish(topo_obj *o, uint32_t gen, uint32_t refs) {
+  atomic_store_explicit(&o->refgen, (uint64_t)gen << 32 | refs, memory_order_release);
+}
+
+static inline void *make_handle(int pool, uint32_t idx, uint32_t gen) {
+  return (void *)(uintptr_t)((uint64_t)gen << 32 | (uint64_t)idx << 2 | (uint64_t)pool << 1);
+}
+
+/* Resolve a handle to its object if it is one of ours and still the same generation. */
+static topo_obj *resolve(void *h, uint32_t *gen) {
+  uint64_t v = (uint64_t)(uintptr_t)h;
+  if (!v || (v & H_TAG)) return NULL;
+  int pool = (int)((v >> 1) & 1);
+  uint32_t idx = (uint32_t)(v >> 2) & 0x3fffffffu;
+  topo_pool *p = &g.pools[pool];
+  if (!p->objs || idx == 0 || idx > p->n) return NULL;
+  *gen = (uint32_t)(v >> 32);
+  return &p->objs[idx];
+}
+
+/* The parent of an object-free KernelCh handle if it is still alive in that generation. */
+static topo_obj *kch_parent(uint64_t h) {
+  topo_pool *p = &g.pools[POOL_PARENTS];
+  uint32_t idx = KCH_IDX(h);
+  if (!p->objs || idx == 0 || idx > p->n) return NULL;
+  topo_obj *o = &p->objs[idx];
+  uint64_t w = atomic_load_explicit(&o->refgen, memory_order_acquire);
+  if (((uint32_t)(w >> 32) & 0x1fffffffu) != KCH_GEN(h) || (uint32_t)w == 0) return NULL;
+  return o;
+}
+
+/* Take a reference if `o` is still generation `gen` and alive. */
+static int obj_acquire(topo_obj *o, uint32_t gen) {
+  uint64_t w = atomic_load_explicit(&o->refgen, memory_order_acquire);
+  for (;;) {
+    if ((uint32_t)(w >> 32) != gen || (uint32_t)w == 0) return 0;
+    if (atomic_compare_exchange_weak_explicit(&o->refgen, &w, w + 1, memory_order_acq_rel,
+                                              memory_order_acquire))
+      return 1;
+  }
+}
+
+static void complete(topo_obj *o);
+
+/* Drop one reference; the last one completes the object and returns it to its pool. */
+static void obj_release(topo_obj *o) {
+  uint64_t w = atomic_fetch_sub_explicit(&o->refgen, 1, memory_order_acq_rel);
+  if ((uint32_t)w != 1) return;
+  complete(o);
+  int pool = o >= g.pools[POOL_CHILDREN].objs &&
+             o <= g.pools[POOL_CHILDREN].objs + g.pools[POOL_CHILDREN].n;
+  topo_pool *p = &g.pools[pool];
+  uint32_t next_gen = (uint32_t)(w >> 32) + 1;
+  atomic_store_explicit(&o->refgen, (uint64_t)next_gen << 32, memory_order_release);
+  atomic_store_explicit(&o->hold, (uint64_t)next_gen << 1, memory_order_relaxed);
+  pool_push(p, (uint32_t)(o - p->objs));
+}
+
+/* Release the "waiting for kernel channels" reference exactly once. */
+static void release_hold(topo_obj *o, uint64_t expect) {
+  if (!(expect & 1)) return;
+  if (atomic_compare_exchange_strong_explicit(&o->hold, &expect, expect & ~1ull,
+                                              memory_order_acq_rel, memory_order_relaxed)) {
+    obj_release(o);
+  }
+}
+
+static void count_drop(topo_comm *c, int kind) {
+  if (c) atomic_fetch_add_explicit(&c->dropped[kind], 1, memory_order_relaxed);
+}
+
+/* A collective's record lost to a full queue counts as RECORD; a channel or proxy record as
+ * CHILD, so "records + COLL + RECORD + OTHER drops" accounts for every collective. */
+static void emit(topo_comm *c, const topo_trace_record *r) {
+  if (!c) return;
+  if (!topo_writer_push(c, r))
+    count_drop(c, r->type == TOPO_REC_COLL || r->type == TOPO_REC_P2P ? TOPO_DROP_RECORD
+                                                                      : TOPO_DROP_CHILD);
+}
+
+/* Called once per object by the thread that dropped its last reference. */
+static void complete(topo_obj *o) {
+  topo_comm *c = atomic_load_explicit(&o->comm, memory_order_relaxed);
+  switch (o->kind) {
+  case TOPO_EV_COLL:
+  case TOPO_EV_P2P: {
+    topo_rec_coll *r = &o->rec.coll;
+    int64_t s = atomic_load_explicit(&o->gpu_start_min, memory_order_relaxed);
+    int64_t e = atomic_load_explicit(&o->gpu_stop_max, memory_order_relaxed);
+    int done = atomic_load_explicit(&o->ch_done, memory_order_relaxed);
+    if (s != INT64_MAX && e != 0 && e >= s) {
+      r->gpu_start_ns = s;
+      r->gpu_stop_ns = e;
+      r->flags |= TOPO_COLL_F_GPU_TIMED;
+      if (o->ch_expected > 0 && done < o->ch_expected) r->flags |= TOPO_COLL_F_PARTIAL;
+    }
+    r->cpu_stop_ns = atomic_load_explicit(&o->stop_cpu, memory_order_relaxed);
+    if (o->nvtx_range) topo_nvtx_coll_end(o->nvtx_range, r);
+    emit(c, &o->rec);
+    break;
+  }
+  case TOPO_EV_PROXYOP:
+    o->rec.proxy.bytes = atomic_load_explicit(&o->bytes, memory_order_relaxed);
+    if (!o->rec.proxy.cpu_stop_ns) o->rec.proxy.cpu_stop_ns = topo_clock_monotonic_ns();
+    emit(c, &o->rec);
+    if (o->parent) obj_release(o->parent);
+    break;
+  case TOPO_EV_KERNELCH:
+    if (o->parent) obj_release(o->parent);
+    break;
+  }
+  o->parent = NULL;
+}
+
+/* ---- configuration ---- */
+static void parse_events(void) {
+  const char *s = topo_env_str(TOPO_ENV_PROFILER_EVENTS);
+  g.base_mask = ncclProfileColl | ncclProfileP2p;
+  g.kernelch = g.channel_records = g.proxy = 0;
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", s);
+  for (char *save = NULL, *tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+    if (!strcmp(tok, "coll") || !strcmp(tok, "p2p")) continue; /* always on */
+    if (!strcmp(tok, "kernel")) g.kernelch = 1;
+    else if (!strcmp(tok, "channel")) g.kernelch = g.channel_records = 1;
+    else if (!strcmp(tok, "proxy")) g.proxy = 1;
+    else if (!strcmp(tok, "none")) g.kernelch = 0;
+    else TOPO_WARN("TOPO/Profiler: TOPO_PROFILER_EVENTS: unknown event class '%s' ignored "
+                   "(known: coll,p2p,kernel,channel,proxy,none)", tok);
+  }
+  if (g.proxy) g.base_mask |= ncclProfileProxyOp | ncclProfileProxyStep;
+}
+
+int topo_prof_mask_for(int abi_version) {
+  int m = g.base_mask ? g.base_mask : (ncclProfileColl | ncclProfileP2p);
+  /* Kernel-channel events give GPU timers from v4 (2.27); v3 has no pTimer: not worth NCCL's cost. */
+  if (abi_version >= 4 && g.kernelch) m |= ncclProfileKernelCh;
+  return m;
+}
+
+/* The mask value for the API operation numbered `k` (process-wide order). */
+static int mask_for_op(int abi_version, uint64_t k) {
+  int m = topo_prof_mask_for(abi_version);
+  if (g.sample_every > 1 && (k % g.sample_every) != 0) m &= ~ncclProfileKernelCh;
+  return m;
+}
+
+static void set_mask(int value) {
+  int *p = atomic_load_explicit(&g.mask_ptr, memory_order_relaxed);
+  if (p) __atomic_store_n(p, value, __ATOMIC_RELAXED);
+}
+
+static int read_mask(void) {
+  int *p = atomic_load_explicit(&g.mask_ptr, memory_order_relaxed);
+  return p ? __atomic_load_n(p, __ATOMIC_RELAXED) : 0;
+}
+
+/* Writer-thread tick: complete collectives whose kernel channels are overdue. */
+static void reap(int64_t now) {
+  /* A scan every 100 ms is plenty for a timeout of seconds (8192 loads: ~10 us). */
+  if (now - g.last_reap < 100000000) return;
+  g.last_reap = now;
+  topo_pool *p = &g.pools[POOL_PARENTS];
+  for (uint32_t i = 1; i <= p->n; i++) {
+    topo_obj *o = &p->objs[i];
+    uint64_t h = atomic_load_explicit(&o->hold, memory_order_acquire);
+    if (!(h & 1)) continue;
+    int64_t st = atomic_load_explicit(&o->stop_cpu, memory_order_relaxed);
+    if (st && now - st > g.gpu_timeout_ns) release_hold(o, h);
+  }
+}
+
+/* ---- init / finalize ---- */
+static void free_comm(topo_comm *c) {
+  topo_free(c->block);
+  topo_free(c);
+}
+
+static int global_start(void) {
+  g.pid = getpid();
+  n_ro_ranges = 0;
+  for (int w = 0; w < 4; w++)
+    for (int i = 0; i < NAME_CACHE; i++) atomic_store(&name_cache[w][i], 0);
+  dl_iterate_phdr(collect_ro, NULL);
+  g.nvtx = topo_env_bool(TOPO_ENV_PROFILER_NVTX);
+  g.cupti = topo_env_bool(TOPO_ENV_PROFILER_CUPTI);
+  g.sample_every = (uint32_t)topo_env_int(TOPO_ENV_PROFILER_SAMPLE);
+  g.gpu_timeout_ns = topo_env_int(TOPO_ENV_PROFILER_GPU_TIMEOUT_MS) * 1000000LL;
+  parse_events();
+  long pool = topo_env_int(TOPO_ENV_PROFILER_POOL);
+  if (pool_create(&g.pools[POOL_PARENTS], (uint32_t)pool) ||
+      pool_create(&g.pools[POOL_CHILDREN], (uint32_t)pool * 4)) {
+    pool_destroy(&g.pools[POOL_PARENTS]);
+    return -1;
+  }
+  atomic_store(&g.tick, 0);
+  g.last_reap = 0;
+  uint32_t ring = 1;
+  while (ring < (uint32_t)topo_env_int(TOPO_ENV_PROFILER_RING)) ring <<= 1;
+  topo_writer_config wc = {.dir = topo_env_str(TOPO_ENV_PROFILER_DIR), .ring_size = ring,
+                           .idle_flush_ns = topo_env_int(TOPO_ENV_PROFILER_FLUSH_MS) * 1000000LL};
+  if (topo_writer_start(&wc)) {
+    pool_destroy(&g.pools[POOL_PARENTS]);
+    pool_destroy(&g.pools[POOL_CHILDREN]);
+    return -1;
+  }
+  topo_writer_set_tick(reap);
+  if (g.nvtx) g.nvtx = topo_nvtx_init();
+  if (g.cupti) {
+    topo_comm *c = topo_calloc(1, sizeof *c);
+    if (c && (c->block = topo_calloc(TOPO_WRITER_BLOCK_RECORDS, sizeof(topo_trace_record)))) {
+      c->rank = -1;
+      snprintf(c->name, sizeof c->name, "cupti");
+      c->fd = -1;
+      atomic_store(&c->gpu_offset_best, INT64_MIN);
+      c->header.flags = TOPO_TRACE_F_CUPTI;
+      if (topo_cupti_start(c)) {
+        topo_writer_open(c);
+        c->next = g.comms;
+        g.comms = c;
+        g.cupti_comm = c;
+      } else {
+        free_comm(c);
+        g.cupti = 0;
+      }
+    } else if (c) {
+      free_comm(c);
+    }
+  }
+  g.generation_started = 1;
+  return 0;
+}
+
+static void global_stop(void) {
+  if (g.cupti_comm) topo_cupti_stop();
+  atomic_store(&g.mask_ptr, NULL);
+  topo_writer_stop(g.comms);
+  while (g.comms) {
+    topo_comm *c = g.comms;
+    g.comms = c->next;
+    free_comm(c);
+  }
+  g.cupti_comm = NULL;
+  pool_destroy(&g.pools[POOL_PARENTS]);
+  pool_destroy(&g.pools[POOL_CHILDREN]);
+  g.generation_started = 0;
+}
+
+ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t comm_hash,
+                            const char *comm_name, int nnodes, int nranks, int rank,
+                            ncclDebugLogger_t logger) {
+  if (ctx) *ctx = NULL;
+  topo_log_set_component("TOPO/Profiler");
+  if (logger) topo_log_set_logger(logger);
+  if (!ctx || !mask) return ncclSuccess;
+  if (!topo_env_bool(TOPO_ENV_PROFILER_ENABLE)) return ncclSuccess;
+  pthread_mutex_lock(&g.lock);
+  topo_comm *c = NULL;
+  if (g.users == 0) {
+    topo_env_check_unknown();
+    if (topo_env_bool(TOPO_ENV_LOG_ENV)) topo_env_log_effective();
+    if (global_start()) {
+      TOPO_WARN("TOPO/Profiler: could not allocate its event pools; profiling disabled for this "
+                "communicator");
+      goto fail;
+    }
+    TOPO_INFO(NCCL_INIT, "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
+              "channels for 1 in %u collectives, NVTX %s, CUPTI %s, traces in %s",
+              TOPO_VERSION, abi_version, topo_prof_mask_for(abi_version), g.sample_every,
+              g.nvtx ? "on" : "off", g.cupti ? "on" : "off", topo_env_str(TOPO_ENV_PROFILER_DIR));
+  }
+  c = topo_calloc(1, sizeof *c);
+  if (!c || !(c->block = topo_calloc(TOPO_WRITER_BLOCK_RECORDS, sizeof(topo_trace_record)))) {
+    TOPO_WARN("TOPO/Profiler: out of memory at init; profiling disabled for this communicator");
+    topo_free(c);
+    if (g.users == 0) global_stop();
+    goto fail;
+  }
+  c->hash = comm_hash;
+  c->rank = rank;
+  c->nranks = nranks;
+  c->nnodes = nnodes;
+  c->abi_version = abi_version;
+  c->fd = -1;
+  atomic_store(&c->gpu_offset_best, INT64_MIN);
+  snprintf(c->name, sizeof c->name, "%s", comm_name ? comm_name : "");
+  int m = topo_prof_mask_for(abi_version);
+  c->header.abi_version = (uint32_t)abi_version;
+  c->header.event_mask = (uint32_t)m;
+  c->header.sample_every = (m & ncclProfileKernelCh) ? g.sample_every : 0;
+  if (m & ncclProfileKernelCh) c->header.flags |= TOPO_TRACE_F_KERNELCH;
+  if ((m & ncclProfileKernelCh) && g.sample_every > 1) c->header.flags |= TOPO_TRACE_F_SAMPLED;
+  if (g.cupti) c->header.flags |= TOPO_TRACE_F_CUPTI;
+  if (g.proxy) c->header.flags |= TOPO_TRACE_F_PROXY;
+  topo_writer_open(c);
+  c->next = g.comms;
+  g.comms = c;
+  g.users++;
+  atomic_store(&g.mask_ptr, mask);
+  /* Same value in every init: the mask for the next API operation in the sampling order. */
+  set_mask(mask_for_op(abi_version, atomic_load(&g.tick)));
+  *ctx = c;
+  pthread_mutex_unlock(&g.lock);
+  return ncclSuccess;
+fail:
+  pthread_mutex_unlock(&g.lock);
+  return ncclSuccess;
+}
+
+ncclResult_t topo_prof_finalize(void *ctx) {
+  topo_comm *c = ctx;
+  if (!c) return ncclSuccess;
+  pthread_mutex_lock(&g.lock);
+  /* Complete this communicator's collectives still waiting for kernel channels, then count
+   * whatever NCCL never stopped. */
+  topo_pool *p = &g.pools[POOL_PARENTS];
+  for (uint32_t i = 1; i <= p->n; i++) {
+    topo_obj *o = &p->objs[i];
+    uint64_t h = atomic_load_explicit(&o->hold, memory_order_acquire);
+    /* comm is read after the hold (acquire), so it belongs to the life the hold names */
+    if ((h & 1) && atomic_load_explicit(&o->comm, memory_order_relaxed) == c) release_hold(o, h);
+  }
+  for (uint32_t i = 1; i <= p->n; i++) {
+    topo_obj *o = &p->objs[i];
+    if (atomic_load_explicit(&o->comm, memory_order_relaxed) == c &&
+        (uint32_t)atomic_load_explicit(&o->refgen, memory_order_acquire) != 0)
+      count_drop(c, TOPO_DROP_OTHER);
+  }
+  topo_writer_close(c);
+  if (--g.users == 0) global_stop();
+  pthread_mutex_unlock(&g.lock);
+  return ncclSuccess;
+}
+
+/* At exit (or dlclose) with communicators still open: write what we have. */
+__attribute__((destructor)) static void at_exit_flush(void) {
+  if (pthread_mutex_trylock(&g.lock) != 0) return;
+  if (g.generation_started) {
+    if (g.cupti_comm) topo_cupti_stop();
+    topo_writer_stop(g.comms);
+  }
+  pthread_mutex_unlock(&g.lock);
+}
+
+/* ---- hot path ---- */
+#define STREAM_SLOTS 1024
+static _Atomic(uintptr_t) stream_keys[STREAM_SLOTS];
+
+/* Small process-wide id for a CUDA stream pointer (insert-only open addressing). */
+static uint32_t stream_id(void *stream) {
+  uintptr_t key = (uintptr_t)stream;
+  if (!key) return 0;
+  uint32_t h = (uint32_t)((key >> 4) * 2654435761u) & (STREAM_SLOTS - 1);
+  for (uint32_t probe = 0; probe < STREAM_SLOTS; probe++) {
+    uint32_t i = (h + probe) & (STREAM_SLOTS - 1);
+    uintptr_t cur = atomic_load_explicit(&stream_keys[i], memory_order_acquire);
+    if (cur == key) return i + 1;
+    if (cur == 0) {
+      uintptr_t expect = 0;
+      if (atomic_compare_exchange_strong_explicit(&stream_keys[i], &expect, key,
+                                                  memory_order_acq_rel, memory_order_acquire) ||
+          expect == key)
+        return i + 1;
+    }
+  }
+  return 0;
+}
+
+static void *start_api(const topo_prof_descr *d, topo_comm *c) {
+  uint64_t h = H_TAG | (uint64_t)d->kind << 1;
+  if (d->graph_captured) h |= H_GRAPH;
+  if (d->kind == TOPO_EV_COLLAPI || d->kind == TOPO_EV_P2PAPI) {
+    /* NCCL read the mask for this operation just before this call: that tells whether its
+     * Coll/P2p gets kernel-channel events. Then set the mask for the next operation. */
+    int now = read_mask();
+    if (now & ncclProfileKernelCh) h |= H_SAMPLED;
+    uint64_t k = atomic_fetch_add_explicit(&g.tick, 1, memory_order_relaxed);
+    if (g.kernelch && g.sample_every > 1) set_mask(mask_for_op(c->abi_version, k + 1));
+    h |= (uint64_t)(stream_id(d->stream) & 0xffffff) << 8;
+  }
+  return (void *)(uintptr_t)h;
+}
+
+static void *start_parent(const topo_prof_descr *d, topo_comm *c) {
+  uint32_t gen;
+  int expected = 0;
+  uint64_t ph = (uint64_t)(uintptr_t)d->parent;
+  int from_api = (ph & H_TAG) && (H_KIND(ph) == TOPO_EV_COLLAPI || H_KIND(ph) == TOPO_EV_P2PAPI);
+  int sampled;
+  if (from_api) {
+    sampled = (ph & H_SAMPLED) != 0;
+  } else {
+    /* v1-v4: no API events; the mask now is the best guess, then advance the sampling. */
+    sampled = (read_mask() & ncclProfileKernelCh) != 0;
+    if (c->abi_version < 5) {
+      uint64_t k = atomic_fetch_add_explicit(&g.tick, 1, memory_order_relaxed);
+      if (g.kernelch && g.sample_every > 1) set_mask(mask_for_op(c->abi_version, k + 1));
+    }
+  }
+  if (sampled && c->abi_version >= 4) expected = d->nchannels;
+  if (c->abi_version < 4 && d->comm_hash &&
+      atomic_load_explicit(&c->learned_hash, memory_order_relaxed) == 0) {
+    atomic_store_explicit(&c->learned_rank, d->rank, memory_order_relaxed);
+    atomic_store_explicit(&c->learned_hash, d->comm_hash, memory_order_relaxed);
+  }
+  uint32_t idx = obj_alloc(POOL_PARENTS, &gen);
+  if (!idx) {
+    count_drop(c, TOPO_DROP_COLL);
+    return NULL;
+  }
+  topo_obj *o = &g.pools[POOL_PARENTS].objs[idx];
+  o->kind = (uint8_t)d->kind;
+  atomic_store_explicit(&o->comm, c, memory_order_relaxed);
+  o->parent = NULL;
+  memset(&o->rec, 0, sizeof o->rec);
+  topo_rec_coll *r = &o->rec.coll;
+  r->type = d->kind == TOPO_EV_P2P ? TOPO_REC_P2P : TOPO_REC_COLL;
+  r->func = (uint8_t)d->func;
+  r->algo = (uint8_t)d->algo;
+  r->proto = (uint8_t)d->proto;
+  r->nchannels = d->nchannels > 0 ? (uint8_t)d->nchannels : 0;
+  r->datatype = (uint8_t)d->datatype;
+  r->nwarps = (uint8_t)d->nwarps;
+  r->seq = d->kind == TOPO_EV_P2P
+               ? atomic_fetch_add_explicit(&c->p2p_seq, 1, memory_order_relaxed)
+               : d->seq;
+  r->bytes = d->bytes;
+  r->peer = d->peer;
+  if (from_api) {
+    r->stream_id = H_LOW24(ph);
+    if (ph & H_GRAPH) r->flags |= TOPO_COLL_F_GRAPH;
+  }
+  r->cpu_start_ns = topo_clock_monotonic_ns();
+  atomic_store_explicit(&o->gpu_start_min, INT64_MAX, memory_order_relaxed);
+  atomic_store_explicit(&o->gpu_stop_max, 0, memory_order_relaxed);
+  atomic_store_explicit(&o->ch_done, 0, memory_order_relaxed);
+  atomic_store_explicit(&o->ch_stopped, 0, memory_order_relaxed);
+  atomic_store_explicit(&o->stop_cpu, 0, memory_order_relaxed);
+  o->ch_expected = expected;
+  o->nvtx_range = g.nvtx ? topo_nvtx_coll_start(r) : 0;
+  /* References first, then the hold bit (release): the reaper and finalize act on the hold bit
+   * and must find the references and a zero stop time of this life. */
+  obj_publish(o, gen, 1u + (expected != 0));
+  atomic_store_explicit(&o->hold, (uint64_t)gen << 1 | (expected != 0), memory_order_release);
+  return make_handle(POOL_PARENTS, idx, gen);
+}
+
+static void fold_min(atomic_llong *v, int64_t x) {
+  int64_t cur = atomic_load_explicit(v, memory_order_relaxed);
+  while (x < cur && !atomic_compare_exchange_weak_explicit(v, &cur, x, memory_order_relaxed,
+                                                           memory_order_relaxed)) {
+  }
+}
+
+static void fold_max(atomic_llong *v, int64_t x) {
+  int64_t cur = atomic_load_explicit(v, memory_order_relaxed);
+  while (x > cur && !atomic_compare_exchange_weak_explicit(v, &cur, x, memory_order_relaxed,
+                                                           memory_order_relaxed)) {
+  }
+}
+
+static void *start_child(const topo_prof_descr *d, topo_comm *c) {
+  uint32_t pgen, gen;
+  topo_obj *parent = resolve(d->parent, &pgen);
+  if (!parent || !obj_acquire(parent, pgen)) {
+    count_drop(c, TOPO_DROP_CHILD);
+    return NULL;
+  }
+  if (d->kind == TOPO_EV_KERNELCH && !g.channel_records) {
+    /* No object: the handle names the parent (which this child keeps alive) and the channel. */
+    if (d->channel < 0 || d->channel >= 64) {
+      obj_release(parent);
+      count_drop(c, TOPO_DROP_CHILD);
+      return NULL;
+    }
+    if (d->ptimer) fold_min(&parent->gpu_start_min, (int64_t)d->ptimer);
+    uint32_t pidx = (uint32_t)(parent - g.pools[POOL_PARENTS].objs);
+    return (void *)(uintptr_t)KCH_HANDLE(d->channel, pidx, pgen);
+  }
+  uint32_t idx = obj_alloc(POOL_CHILDREN, &gen);
+  if (!idx) {
+    obj_release(parent);
+    count_drop(c, TOPO_DROP_CHILD);
+    return NULL;
+  }
+  topo_obj *o = &g.pools[POOL_CHILDREN].objs[idx];
+  o->kind = (uint8_t)d->kind;
+  atomic_store_explicit(&o->comm, c, memory_order_relaxed);
+  o->parent = parent;
+  o->cpu_start = topo_clock_monotonic_ns();
+  if (d->kind == TOPO_EV_KERNELCH) {
+    o->channel = d->channel;
+    o->gpu_start = (int64_t)d->ptimer;
+    atomic_store_explicit(&o->gpu_stop, 0, memory_order_relaxed);
+    if (d->ptimer) fold_min(&parent->gpu_start_min, (int64_t)d->ptimer);
+  } else { /* ProxyOp */
+    memset(&o->rec, 0, sizeof o->rec);
+    topo_rec_proxy *r = &o->rec.proxy;
+    r->type = TOPO_REC_PROXY;
+    r->channel = (uint8_t)d->channel;
+    r->is_send = (uint8_t)(d->is_send != 0);
+    r->func = parent->rec.coll.func;
+    r->peer = d->peer;
+    r->seq = parent->rec.coll.seq;
+    r->nsteps = d->nsteps;
+    r->chunk_size = d->chunk_size;
+    r->cpu_start_ns = o->cpu_start;
+    atomic_store_explicit(&o->bytes, 0, memory_order_relaxed);
+  }
+  obj_publish(o, gen, 1);
+  return make_handle(POOL_CHILDREN, idx, gen);
+}
+
+ncclResult_t topo_prof_start(void *ctx, void **handle, const topo_prof_descr *d) {
+  if (!handle) return ncclSuccess;
+  *handle = NULL;
+  if (!d) return ncclSuccess;
+  /* PXN: a proxy op of another process carries foreign context and parent pointers. */
+  if (d->kind == TOPO_EV_PROXYOP && d->pid != g.pid) return ncclSuccess;
+  topo_comm *c = ctx;
+  if (!c) return ncclSuccess;
+  switch (d->kind) {
+  case TOPO_EV_GROUPAPI:
+  case TOPO_EV_COLLAPI:
+  case TOPO_EV_P2PAPI:
+  case TOPO_EV_KERNELLAUNCH:
+  case TOPO_EV_GROUP:
+    *handle = start_api(d, c);
+    break;
+  case TOPO_EV_COLL:
+  case TOPO_EV_P2P:
+    *handle = start_parent(d, c);
+    break;
+  case TOPO_EV_KERNELCH:
+    *handle = start_child(d, c);
+    break;
+  case TOPO_EV_PROXYOP:
+    if (g.proxy) *handle = start_child(d, c);
+    break;
+  case TOPO_EV_PROXYSTEP: {
+    /* No object: the step's handle names its ProxyOp, so per-step sizes add up there. */
+    uint64_t v = (uint64_t)(uintptr_t)d->parent;
+    if (v && !(v & H_TAG) && ((v >> 1) & 1) == POOL_CHILDREN)
+      *handle = (void *)(uintptr_t)(H_TAG | (uint64_t)TOPO_EV_PROXYSTEP << 1 |
+                                    (((v >> 2) & 0xffffff) << 8) | (v & 0xffffffff00000000ull));
+    break;
+  }
+  default:
+    break; /* ProxyCtrl, NetPlugin, CE and unknown types: not recorded */
+  }
+  return ncclSuccess;
+}
+
+/* A kernel channel of `parent` stopped: count it, and when all are in, drop the hold. */
+static void channel_done(topo_obj *parent) {
+  int done = atomic_fetch_add_explicit(&parent->ch_done, 1, memory_order_acq_rel) + 1;
+  if (parent->ch_expected > 0 && done == parent->ch_expected)
+    release_hold(parent, atomic_load_explicit(&parent->hold, memory_order_acquire));
+}
+
+/* Clock calibration: a stop is reported after it happened, so pTimer - realtime(seen) is at
+ * most the true offset; keep the largest. Sampled on channel 0 only (one clock read per op). */
+static void calibrate(topo_comm *c, uint64_t ptimer) {
+  if (!c) return;
+  int64_t off = (int64_t)ptimer - topo_clock_realtime_ns();
+  fold_max(&c->gpu_offset_best, off);
+}
+
+ncclResult_t topo_prof_stop(void *handle) {
+  uint64_t v = (uint64_t)(uintptr_t)handle;
+  if ((v & H_TAG) && H_KIND(v) == TOPO_EV_KERNELCH) {
+    topo_obj *parent = kch_parent(v);
+    if (!parent) return ncclSuccess;
+    uint64_t bit = 1ull << KCH_CH(v);
+    if (atomic_fetch_or_explicit(&parent->ch_stopped, bit, memory_order_acq_rel) & bit)
+      return ncclSuccess; /* a repeated stop */
+    channel_done(parent);
+    obj_release(parent);
+    return ncclSuccess;
+  }
+  uint32_t gen;
+  topo_obj *o = resolve(handle, &gen);
+  if (!o) return ncclSuccess;
+  /* NCCL's own reference: check the generation so a stale or repeated stop does nothing. */
+  uint64_t w = atomic_load_explicit(&o->refgen, memory_order_acquire);
+  if ((uint32_t)(w >> 32) != gen || (uint32_t)w == 0) return ncclSuccess;
+  int64_t now = topo_clock_monotonic_ns();
+  switch (o->kind) {
+  case TOPO_EV_COLL:
+  case TOPO_EV_P2P:
+    atomic_store_explicit(&o->stop_cpu, now, memory_order_relaxed);
+    break;
+  case TOPO_EV_KERNELCH: {
+    topo_obj *parent = o->parent;
+    topo_comm *c = atomic_load_explicit(&o->comm, memory_order_relaxed);
+    if (g.channel_records && parent) {
+      topo_trace_record rec;
+      memset(&rec, 0, sizeof rec);
+      rec.channel.type = TOPO_REC_CHANNEL;
+      rec.channel.channel = (uint8_t)o->channel;
+      rec.channel.func = parent->rec.coll.func;
+      rec.channel.seq = parent->rec.coll.seq;
+      rec.channel.gpu_start_ns = o->gpu_start;
+      rec.channel.gpu_stop_ns = atomic_load_explicit(&o->gpu_stop, memory_order_relaxed);
+      rec.channel.cpu_start_ns = o->cpu_start;
+      rec.channel.cpu_stop_ns = now;
+      emit(c, &rec);
+    }
+    if (parent) channel_done(parent);
+    break;
+  }
+  case TOPO_EV_PROXYOP:
+    o->rec.proxy.cpu_stop_ns = now;
+    break;
+  }
+  obj_release(o);
+  return ncclSuccess;
+}
+
+ncclResult_t topo_prof_state(void *handle, int state_kind, uint64_t value) {
+  uint64_t v = (uint64_t)(uintptr_t)handle;
+  if (!v || state_kind == TOPO_ST_OTHER) return ncclSuccess;
+  if ((v & H_TAG) && H_KIND(v) == TOPO_EV_KERNELCH) {
+    /* NCCL holds this channel's reference on the parent until its stop; after the stop the
+     * channel's bit is set and the update is ignored. */
+    if (state_kind != TOPO_ST_KERNELCH_STOP || !value) return ncclSuccess;
+    topo_obj *parent = kch_parent(v);
+    if (!parent || (atomic_load_explicit(&parent->ch_stopped, memory_order_acquire) &
+                    (1ull << KCH_CH(v))))
+      return ncclSuccess;
+    fold_max(&parent->gpu_stop_max, (int64_t)value);
+    if (KCH_CH(v) == 0) calibrate(atomic_load_explicit(&parent->comm, memory_order_relaxed), value);
+    return ncclSuccess;
+  }
+  uint32_t gen;
+  topo_obj *o;
+  if (v & H_TAG) { /* a ProxyStep names its ProxyOp */
+    if (H_KIND(v) != TOPO_EV_PROXYSTEP) return ncclSuccess;
+    o = resolve((void *)(uintptr_t)((v & 0xffffffff00000000ull) | (uint64_t)H_LOW24(v) << 2 |
+                                    (uint64_t)POOL_CHILDREN << 1),
+                &gen);
+  } else {
+    o = resolve(handle, &gen);
+  }
+  if (!o || !obj_acquire(o, gen)) return ncclSuccess; /* after stop: ignored */
+  if (state_kind == TOPO_ST_KERNELCH_STOP && o->kind == TOPO_EV_KERNELCH && value) {
+    atomic_store_explicit(&o->gpu_stop, (int64_t)value, memory_order_relaxed);
+    if (o->parent) fold_max(&o->parent->gpu_stop_max, (int64_t)value);
+    if (o->channel == 0) calibrate(atomic_load_explicit(&o->comm, memory_order_relaxed), value);
+  } else if (state_kind == TOPO_ST_PROXY_BYTES && o->kind == TOPO_EV_PROXYOP) {
+    atomic_fetch_add_explicit(&o->bytes, value, memory_order_relaxed);
+  }
+  obj_release(o);
+  return ncclSuccess;
+}

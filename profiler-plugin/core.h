@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The one core behind every ncclProfiler_vN adapter (profiler_abi.c). The adapters translate
+ * each version's descriptor into a topo_prof_descr and call these functions; the core owns the
+ * event pools, the per-communicator contexts, the sampling of kernel-channel events through the
+ * activation mask, NVTX ranges and the hand-off of finished records to the trace writer.
+ *
+ * Threads: init/finalize on communicator init/destroy threads (serialised by a mutex inside);
+ * start/stop/state on any thread, concurrently, lock-free, no allocation, no I/O.
+ * Failure: nothing here ever fails NCCL; a full pool returns a NULL handle and counts a drop.
+ */
+#ifndef TOPO_PROFILER_CORE_H
+#define TOPO_PROFILER_CORE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "nccl/nccl_common.h"
+
+/* Event kinds, version independent (NCCL's type bits have the same meaning in all versions). */
+enum topo_prof_kind {
+  TOPO_EV_OTHER = 0, TOPO_EV_GROUP, TOPO_EV_COLL, TOPO_EV_P2P, TOPO_EV_PROXYOP, TOPO_EV_PROXYSTEP,
+  TOPO_EV_PROXYCTRL, TOPO_EV_KERNELCH, TOPO_EV_NETPLUGIN, TOPO_EV_GROUPAPI, TOPO_EV_COLLAPI,
+  TOPO_EV_P2PAPI, TOPO_EV_KERNELLAUNCH, TOPO_EV_CE
+};
+
+#define TOPO_PROF_UNKNOWN_CHANNELS (-1)
+
+/* What an adapter extracts from a descriptor; only the members of `kind` are meaningful. */
+typedef struct topo_prof_descr {
+  int kind;
+  void *parent;
+  int rank;
+  /* Coll / P2p */
+  uint64_t comm_hash;               /* v1-v3 only (later versions give it to init) */
+  uint64_t seq;
+  uint64_t bytes;
+  int func, datatype, algo, proto; /* enum values, TOPO_UNKNOWN_U8 when unknown */
+  int peer;                        /* root, or p2p peer, -1 when none */
+  int nchannels;                   /* TOPO_PROF_UNKNOWN_CHANNELS when the version cannot say */
+  int nwarps;
+  /* KernelCh */
+  int channel;
+  uint64_t ptimer;                 /* 0 when the version has no GPU timer */
+  /* ProxyOp */
+  pid_t pid;
+  int nsteps, chunk_size, is_send;
+  /* GroupApi / CollApi / P2pApi / KernelLaunch */
+  void *stream;
+  int graph_captured;
+} topo_prof_descr;
+
+/* State updates, version independent. */
+enum topo_prof_state_kind { TOPO_ST_OTHER = 0, TOPO_ST_KERNELCH_STOP, TOPO_ST_PROXY_BYTES };
+
+/* init for every version. Always returns ncclSuccess; *ctx is NULL when profiling is off for
+ * this communicator (disabled, or an init error, which warns once). Writes *mask only on
+ * success, always the same value for the same configuration. */
+ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t comm_hash,
+                            const char *comm_name, int nnodes, int nranks, int rank,
+                            ncclDebugLogger_t logger);
+ncclResult_t topo_prof_start(void *ctx, void **handle, const topo_prof_descr *d);
+ncclResult_t topo_prof_stop(void *handle);
+ncclResult_t topo_prof_state(void *handle, int state_kind, uint64_t value);
+ncclResult_t topo_prof_finalize(void *ctx);
+
+/* The mask bits the core asks for at `abi_version` (for the adapters' documentation/tests). */
+int topo_prof_mask_for(int abi_version);
+
+/* String names NCCL passes (v2+) to enum values; TOPO_UNKNOWN_U8 when unknown or NULL. */
+int topo_prof_func_id(const char *name);
+int topo_prof_datatype_id(const char *name);
+int topo_prof_algo_id(const char *name);
+int topo_prof_proto_id(const char *name);
+int topo_prof_datatype_size(int datatype); /* bytes per element, 1 when unknown */
+#endif

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What the profiler's modules share: the per-communicator context (topo_comm), the trace
+ * writer's interface (trace_writer.c), the NVTX emitter (nvtx.c) and the optional CUPTI
+ * timeline (cupti.c). Not part of any ABI.
+ */
+#ifndef TOPO_PROFILER_INTERNAL_H
+#define TOPO_PROFILER_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "trace_format.h"
+
+/* One communicator (or, with hash 0 and rank -1, the process-wide CUPTI stream).
+ * Created by init, closed by finalize through the writer, freed at the last finalize. */
+typedef struct topo_comm {
+  uint64_t hash;
+  int rank, nranks, nnodes, abi_version;
+  char name[64];
+  atomic_ullong dropped[TOPO_DROP_KINDS];
+  atomic_ullong p2p_seq;             /* per-comm p2p counter (NCCL gives p2p no seq) */
+  atomic_llong gpu_offset_best;      /* max(pTimer stop - realtime seen), INT64_MIN = none */
+  atomic_ullong learned_hash;        /* v1-v3: comm hash and rank seen in the first Coll/P2p */
+  atomic_int learned_rank;
+  atomic_int closed;                 /* set by the writer once the footer is written */
+  /* Owned by the writer thread after init. */
+  int fd;
+  char path[512];
+  topo_trace_record *block;          /* TOPO_WRITER_BLOCK_RECORDS records */
+  uint32_t block_count, block_index;
+  uint64_t records_written;
+  int64_t block_first_ns;            /* monotonic time the current block got its first record */
+  int io_warned;
+  topo_trace_header header;
+  struct topo_comm *next;            /* global list, under the core's mutex */
+} topo_comm;
+
+/* Records per block, the last of which is always a STATS record. */
+#define TOPO_WRITER_BLOCK_RECORDS 1024
+
+/* ---- trace_writer.c ---- */
+typedef struct topo_writer_config {
+  const char *dir;
+  uint32_t ring_size;    /* power of two */
+  int64_t idle_flush_ns; /* a partial block is written when its first record is this old */
+} topo_writer_config;
+
+/* Start the writer thread and its ring (first init). */
+int topo_writer_start(const topo_writer_config *cfg);
+/* Join the thread after it drained the ring, then write the last block and the footer of every
+ * comm in `open` (a list through ->next) not yet closed. Last finalize, or exit. Idempotent. */
+void topo_writer_stop(topo_comm *open);
+/* Create the file of `c` (O_CREAT|O_EXCL|O_NOFOLLOW, 0640) and write its header; on failure
+ * warn once and leave c->fd = -1 (its records are then counted as TOPO_DROP_IO). Init thread. */
+void topo_writer_open(topo_comm *c);
+/* Hot path, any thread: queue one record of `c`; 0 when the ring is full (caller counts). */
+int topo_writer_push(topo_comm *c, const topo_trace_record *rec);
+/* Finalize thread: queue a close marker for `c` and wait until the writer has written the
+ * footer and closed the file. */
+void topo_writer_close(topo_comm *c);
+/* Periodic work the core wants done on the writer thread (reaping overdue collectives). */
+void topo_writer_set_tick(void (*tick)(int64_t now_ns));
+
+/* ---- nvtx.c ---- */
+/* Create our "topo" domain, categories and registered strings (first init). 0 = no tool. */
+int topo_nvtx_init(void);
+/* Start a range for a collective at enqueue; returns its id (0 when NVTX is off). */
+uint64_t topo_nvtx_coll_start(const topo_rec_coll *rec);
+/* End it at completion; adds a mark with the GPU duration when the record is GPU-timed. */
+void topo_nvtx_coll_end(uint64_t range, const topo_rec_coll *rec);
+
+/* ---- cupti.c ---- */
+/* dlopen CUPTI and enable the activity kinds; records go to `c` (process-wide comm). 0 = off. */
+int topo_cupti_start(topo_comm *c);
+/* Flush CUPTI's buffers into the trace and disable (last finalize / exit). */
+void topo_cupti_stop(void);
+/* Writer tick: ask CUPTI for completed buffers now and then. */
+void topo_cupti_poll(int64_t now_ns);
+#endif

@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: Apache-2.0
+// The fake libcupti (see fake_cupti.h). Records are laid out in the buffers CUPTI's client
+// provides, with the record structs of the CUDA 13 CUPTI headers, and iterated by kind.
+#include "fake_cupti.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cupti.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int busy, subscribed, enabled_kernel, enabled_memcpy, enabled_memset;
+static CUpti_BuffersCallbackRequestFunc on_request;
+static CUpti_BuffersCallbackCompleteFunc on_complete;
+static uint8_t *buf;
+static size_t buf_size, buf_used;
+static uint64_t dropped;
+static char *names[1024];
+static int nnames;
+
+static size_t record_size(CUpti_ActivityKind kind) {
+  switch (kind) {
+  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+  case CUPTI_ACTIVITY_KIND_KERNEL: return sizeof(CUpti_ActivityKernel10);
+  case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+  case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+  default: return 0;
+  }
+}
+
+static size_t aligned(size_t n) { return (n + 7) & ~(size_t)7; }
+
+/* Hand the current buffer to the client. Called with the lock held; releases it around the
+ * callback, as CUPTI calls back without holding the client's locks. */
+static void deliver_locked(void) {
+  if (!buf) return;
+  uint8_t *b = buf;
+  size_t size = buf_size, used = buf_used;
+  buf = NULL;
+  buf_size = buf_used = 0;
+  CUpti_BuffersCallbackCompleteFunc cb = on_complete;
+  pthread_mutex_unlock(&lock);
+  if (cb) cb(NULL, 0, b, size, used);
+  pthread_mutex_lock(&lock);
+}
+
+/* Room for one record; NULL when the client gives no buffer. Lock held. */
+static void *reserve_locked(size_t n) {
+  if (buf && buf_used + aligned(n) > buf_size) deliver_locked();
+  if (!buf) {
+    size_t max_records = 0;
+    if (!on_request) return NULL;
+    on_request(&buf, &buf_size, &max_records);
+    buf_used = 0;
+    if (!buf || buf_size < aligned(n)) {
+      buf = NULL;
+      dropped++;
+      return NULL;
+    }
+  }
+  void *p = buf + buf_used;
+  memset(p, 0, aligned(n));
+  buf_used += aligned(n);
+  return p;
+}
+
+static const char *intern(const char *name) {
+  for (int i = 0; i < nnames; i++)
+    if (!strcmp(names[i], name)) return names[i];
+  if (nnames == 1024) return "overflow";
+  return names[nnames++] = strdup(name);
+}
+
+static uint64_t realtime_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- CUPTI entry points ---- */
+EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud) {
+  (void)cb;
+  (void)ud;
+  pthread_mutex_lock(&lock);
+  CUptiResult r = CUPTI_SUCCESS;
+  if (busy || subscribed) r = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  else subscribed = 1;
+  pthread_mutex_unlock(&lock);
+  if (s) *s = (CUpti_SubscriberHandle)(uintptr_t)(r == CUPTI_SUCCESS ? 1 : 0);
+  return r;
+}
+
+EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle s) {
+  (void)s;
+  pthread_mutex_lock(&lock);
+  subscribed = 0;
+  pthread_mutex_unlock(&lock);
+  return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
+                                                  CUpti_BuffersCallbackCompleteFunc done) {
+  pthread_mutex_lock(&lock);
+  on_request = req;
+  on_complete = done;
+  pthread_mutex_unlock(&lock);
+  return CUPTI_SUCCESS;
+}
+
+static CUptiResult set_enabled(CUpti_ActivityKind kind, int on) {
+  pthread_mutex_lock(&lock);
+  CUptiResult r = CUPTI_SUCCESS;
+  switch (kind) {
+  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: enabled_kernel = on; break;
+  case CUPTI_ACTIVITY_KIND_MEMCPY: enabled_memcpy = on; break;
+  case CUPTI_ACTIVITY_KIND_MEMSET: enabled_memset = on; break;
+  default: r = CUPTI_ERROR_NOT_COMPATIBLE;
+  }
+  pthread_mutex_unlock(&lock);
+  return r;
+}
+EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) { return set_enabled(kind, 1); }
+EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) { return set_enabled(kind, 0); }
+
+EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t *buffer, size_t valid, CUpti_Activity **rec) {
+  uint8_t *p;
+  if (!*rec) {
+    p = buffer;
+  } else {
+    size_t n = record_size((*rec)->kind);
+    if (!n) return CUPTI_ERROR_INVALID_KIND;
+    p = (uint8_t *)*rec + aligned(n);
+  }
+  if (p >= buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *rec = (CUpti_Activity *)p;
+  return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t stream, size_t *n) {
+  (void)ctx;
+  (void)stream;
+  pthread_mutex_lock(&lock);
+  *n = (size_t)dropped;
+  dropped = 0;
+  pthread_mutex_unlock(&lock);
+  return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
+  (void)flag;
+  pthread_mutex_lock(&lock);
+  deliver_locked();
+  pthread_mutex_unlock(&lock);
+  return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiGetTimestamp(uint64_t *ts) {
+  *ts = realtime_ns() + (uint64_t)FAKE_CUPTI_CLOCK_OFFSET_NS;
+  return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiGetResultString(CUptiResult r, const char **s) {
+  *s = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"
+                                                            : "fake CUPTI error";
+  return CUPTI_SUCCESS;
+}
+
+/* ---- control API ---- */
+EXPORT void fake_cupti_set_busy(int b) {
+  pthread_mutex_lock(&lock);
+  busy = b;
+  pthread_mutex_unlock(&lock);
+}
+
+EXPORT int fake_cupti_kernel(const char *name, uint64_t start, uint64_t end, uint32_t stream,
+                             uint32_t device, uint32_t correlation) {
+  pthread_mutex_lock(&lock);
+  int ok = 0;
+  if (subscribed && enabled_kernel) {
+    CUpti_ActivityKernel10 *k = reserve_locked(sizeof *k);
+    if (k) {
+      k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+      k->name = intern(name);
+      k->start = start;
+      k->end = end;
+      k->streamId = stream;
+      k->deviceId = device;
+      k->contextId = 1;
+      k->correlationId = correlation;
+      ok = 1;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  return ok;
+}
+
+EXPORT int fake_cupti_copy(int is_memset, uint64_t bytes, uint64_t start, uint64_t end,
+                           uint32_t stream, uint32_t device) {
+  pthread_mutex_lock(&lock);
+  int ok = 0;
+  if (subscribed && !is_memset && enabled_memcpy) {
+    CUpti_ActivityMemcpy6 *m = reserve_locked(sizeof *m);
+    if (m) {
+      m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+      m->bytes = bytes;
+      m->start = start;
+      m->end = end;
+      m->streamId = stream;
+      m->deviceId = device;
+      m->contextId = 1;
+      ok = 1;
+    }
+  } else if (subscribed && is_memset && enabled_memset) {
+    CUpti_ActivityMemset4 *m = reserve_locked(sizeof *m);
+    if (m) {
+      m->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+      m->bytes = bytes;
+      m->start = start;
+      m->end = end;
+      m->streamId = stream;
+      m->deviceId = device;
+      m->contextId = 1;
+      ok = 1;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  return ok;
+}
+
+EXPORT void fake_cupti_add_dropped(uint64_t n) {
+  pthread_mutex_lock(&lock);
+  dropped += n;
+  pthread_mutex_unlock(&lock);
+}
+
+EXPORT uint64_t fake_cupti_now(void) { return realtime_ns() + (uint64_t)FAKE_CUPTI_CLOCK_OFFSET_NS; }
+
+EXPORT void fake_cupti_reset(void) {
+  pthread_mutex_lock(&lock);
+  busy = subscribed = enabled_kernel = enabled_memcpy = enabled_memset = 0;
+  on_request = NULL;
+  on_complete = NULL;
+  free(buf);
+  buf = NULL;
+  buf_size = buf_used = 0;
+  dropped = 0;
+  for (int i = 0; i < nnames; i++) free(names[i]);
+  nnames = 0;
+  pthread_mutex_unlock(&lock);
+}
+
+__attribute__((destructor)) static void unload(void) {
+  for (int i = 0; i < nnames; i++) free(names[i]);
+  nnames = 0;
+}

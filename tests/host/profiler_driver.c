@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+// NCCL 2.28-shaped event streams (see profiler_driver.h).
+#include "profiler_driver.h"
+
+#include <string.h>
+
+void drv_set_gpu(drv_op *op, uint64_t base, uint64_t skew, uint64_t dur) {
+  for (int c = 0; c < op->nch && c < DRV_MAX_CH; c++) {
+    op->gpu_start[c] = base + (uint64_t)c * skew;
+    op->gpu_stop[c] = base + (uint64_t)c * skew + dur;
+  }
+}
+
+void drv_issue(topo_host_profiler *p, const drv_op *op, drv_pending *out) {
+  topo_host_event e;
+  void *group_api = NULL, *api = NULL, *launch = NULL, *group = NULL, *h = NULL;
+  memset(&e, 0, sizeof e);
+  e.type = ncclProfileGroupApi;
+  e.graph_captured = op->graph;
+  e.group_depth = 1;
+  topo_host_profiler_start(p, &group_api, &e);
+  topo_host_profiler_state(p, group_api, ncclProfilerGroupStartApiStop, 0, 0);
+
+  /* NCCL reads the mask at the API call; it decides this op's kernel channels. */
+  int mask = __atomic_load_n(&topo_host_profiler_mask, __ATOMIC_RELAXED);
+  memset(&e, 0, sizeof e);
+  e.type = op->p2p ? ncclProfileP2pApi : ncclProfileCollApi;
+  e.parent = group_api;
+  e.func = op->func;
+  e.count = op->count;
+  e.datatype = op->dtype;
+  e.root = op->root;
+  e.stream = op->stream;
+  e.graph_captured = op->graph;
+  topo_host_profiler_start(p, &api, &e);
+  topo_host_profiler_stop(p, api);
+  topo_host_profiler_state(p, group_api, ncclProfilerGroupEndApiStart, 0, 0);
+
+  memset(&e, 0, sizeof e);
+  e.type = ncclProfileKernelLaunch;
+  e.parent = group_api;
+  e.stream = op->stream;
+  topo_host_profiler_start(p, &launch, &e);
+  topo_host_profiler_stop(p, launch);
+
+  memset(&e, 0, sizeof e);
+  e.type = ncclProfileGroup;
+  topo_host_profiler_start(p, &group, &e);
+  if (p->lib.version < 5) mask = __atomic_load_n(&topo_host_profiler_mask, __ATOMIC_RELAXED);
+
+  memset(&e, 0, sizeof e);
+  e.type = op->p2p ? ncclProfileP2p : ncclProfileColl;
+  e.parent = api;
+  e.parent_group = group;
+  e.rank = op->rank;
+  e.seq = op->seq;
+  e.func = op->func;
+  e.count = op->count;
+  e.datatype = op->dtype;
+  e.root = op->root;
+  e.peer = op->peer;
+  e.nchannels = op->nch;
+  e.nwarps = op->nwarps;
+  e.algo = op->algo;
+  e.proto = op->proto;
+  topo_host_profiler_start(p, &h, &e);
+  topo_host_profiler_stop(p, h);
+  topo_host_profiler_stop(p, group);
+  topo_host_profiler_stop(p, group_api);
+  out->handle = h;
+  out->kernelch = (mask & ncclProfileKernelCh) != 0 && p->lib.version >= 3;
+  out->op = op;
+}
+
+void drv_complete(topo_host_profiler *p, const drv_pending *pending) {
+  if (!pending->kernelch) return;
+  const drv_op *op = pending->op;
+  for (int c = 0; c < op->nch && c < DRV_MAX_CH; c++) {
+    topo_host_event e;
+    void *ch = NULL;
+    memset(&e, 0, sizeof e);
+    e.type = ncclProfileKernelCh;
+    e.parent = pending->handle;
+    e.channel = c;
+    e.ptimer = p->lib.version >= 4 ? op->gpu_start[c] : 0;
+    topo_host_profiler_start(p, &ch, &e);
+    topo_host_profiler_state(p, ch, ncclProfilerKernelChStop, 0, op->gpu_stop[c]);
+    topo_host_profiler_stop(p, ch);
+  }
+}
+
+void drv_run(topo_host_profiler *p, const drv_op *op) {
+  drv_pending pending;
+  drv_issue(p, op, &pending);
+  drv_complete(p, &pending);
+}

@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: Apache-2.0
+// topo-demo: real trace files from a GPU-less machine. For each of N ranks (one process each,
+// as in a real job) it loads libtopo-profiler.so - and libtopo-tuner.so when present - through
+// the plugin host, and drives them with an NCCL 2.28-shaped event stream modelled on a
+// data-parallel training step of a ~350M-parameter bf16 model: forward and backward compute
+// kernels on a compute stream, gradients all-reduced in 25 MB buckets on the NCCL stream while
+// the backward pass runs, an optimizer step, and a small AllGather of metrics. NCCL kernels run
+// at ~350 GB/s bus bandwidth after ~10 us launch; a collective ends only when every rank has
+// joined, so one rank 4 % slower (the straggler) shows up as waiting on the others. The fake CUPTI
+// library injects the compute and NCCL kernels, so the traces carry a real compute timeline.
+// Events are paced in real time (a step takes ~0.1 s) so that CPU and GPU clocks agree.
+#include <dlfcn.h>
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "host_profiler.h"
+#include "host_tuner.h"
+#include "profiler_driver.h"
+
+#define MAX_RANKS 64
+#define LAYERS 24
+#define PARAMS 350000000.0
+#define BUCKET_BYTES (25ull << 20)
+#define BUSBW_GBS 350.0
+#define LAUNCH_NS 10000
+#define MAX_OPS 4096
+#define MAX_KERNELS 65536
+#define STRAGGLER_SLOWDOWN 1.04 /* the straggler computes 4 % slower */
+
+typedef struct options {
+  const char *out, *profiler, *tuner, *cupti;
+  int ranks, steps, straggler;
+  unsigned seed;
+} options;
+
+typedef struct sim_op {
+  int allgather;
+  uint64_t seq;
+  uint64_t bytes;
+  int64_t launch[MAX_RANKS]; /* CPU enqueue time (sim ns) */
+  int64_t start[MAX_RANKS];  /* kernel start on each rank's NCCL stream */
+  int64_t end;               /* every rank ends together: the last to join + transfer time */
+} sim_op;
+
+typedef struct sim_kernel {
+  int64_t start, end;
+  const char *name;
+} sim_kernel;
+
+static struct {
+  sim_op ops[MAX_OPS];
+  int nops;
+  sim_kernel kernels[MAX_KERNELS]; /* compute kernels of the rank being emitted */
+  int nkernels;
+} sim;
+
+static const struct {
+  const char *name;
+  int64_t fwd_ns;
+} layer_kernels[] = {
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_qkv", 180000},
+    {"flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, bf16>>", 260000},
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_proj", 90000},
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_fc1", 320000},
+    {"vectorized_elementwise_kernel<4, GeluCUDAKernelImpl>", 40000},
+    {"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_fc2", 320000},
+    {"cutlass::Kernel<LayerNormFwd>", 20000},
+};
+#define NLK ((int)(sizeof layer_kernels / sizeof layer_kernels[0]))
+
+/* Deterministic jitter in [-pct, +pct] from (seed, rank, step, index). */
+static double jitter(unsigned seed, int rank, int step, int idx, double pct) {
+  uint64_t x = (uint64_t)seed * 0x9e3779b97f4a7c15ull ^ (uint64_t)rank << 40 ^
+               (uint64_t)step << 20 ^ (uint64_t)idx;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return ((double)(x % 20001) / 10000.0 - 1.0) * pct;
+}
+
+static int64_t nccl_duration(uint64_t bytes, int nranks, int allgather) {
+  double factor = allgather ? (double)(nranks - 1) / nranks : 2.0 * (nranks - 1) / nranks;
+  double total = allgather ? (double)bytes * nranks : (double)bytes;
+  double ns = total * factor / (BUSBW_GBS * 1e9) * 1e9;
+  return (int64_t)ns + 8000; /* + the latency floor of a small collective */
+}
+
+/* Simulate one rank's compute for `step`; records each rank's NCCL launch times into sim.ops.
+ * If `emit` is set, keeps the rank's compute kernels in sim.kernels. Returns when the step's
+ * compute ends (before the optimizer waits for the last bucket). */
+static void simulate(const options *o, int64_t t0) {
+  sim.nops = 0;
+  uint64_t ar_seq = 0, ag_seq = 0;
+  int64_t rank_time[MAX_RANKS];
+  for (int r = 0; r < o->ranks; r++) rank_time[r] = t0;
+  for (int step = 0; step < o->steps; step++) {
+    int first_op = sim.nops;
+    /* forward + backward on every rank; buckets launched as gradients fill */
+    int64_t compute_end[MAX_RANKS];
+    for (int r = 0; r < o->ranks; r++) {
+      double speed = (r == o->straggler ? STRAGGLER_SLOWDOWN : 1.0) * (1.0 + jitter(o->seed, r, step, 0, 0.02));
+      int64_t t = rank_time[r];
+      int op = first_op;
+      uint64_t grad = 0;
+      for (int pass = 0; pass < 2; pass++)
+        for (int l = 0; l < LAYERS; l++) {
+          for (int k = 0; k < NLK; k++) {
+            int64_t d = (int64_t)(layer_kernels[k].fwd_ns * (pass ? 2.0 : 1.0) * speed *
+                                  (1.0 + jitter(o->seed, r, step, l * 16 + k, 0.03)));
+            t += d + 3000; /* kernels back to back with a small launch gap */
+          }
+          if (pass == 1) {
+            grad += (uint64_t)(PARAMS * 2 / LAYERS);
+            while (grad >= BUCKET_BYTES || (l == LAYERS - 1 && grad > 0)) {
+              uint64_t b = grad >= BUCKET_BYTES ? BUCKET_BYTES : grad;
+              grad -= b;
+              if (op >= MAX_OPS - 1) break;
+              sim.ops[op].allgather = 0;
+              sim.ops[op].bytes = b;
+              sim.ops[op].launch[r] = t;
+              op++;
+            }
+          }
+        }
+      compute_end[r] = t;
+      if (op > sim.nops) sim.nops = op;
+    }
+    /* NCCL stream per rank: each all-reduce starts when launched and the stream is free, ends
+     * when the last rank has joined. */
+    int64_t stream_free[MAX_RANKS];
+    for (int r = 0; r < o->ranks; r++) stream_free[r] = 0;
+    for (int i = first_op; i < sim.nops; i++) {
+      sim_op *op = &sim.ops[i];
+      op->seq = ar_seq++;
+      int64_t last = 0;
+      for (int r = 0; r < o->ranks; r++) {
+        int64_t s = op->launch[r] + LAUNCH_NS;
+        if (s < stream_free[r]) s = stream_free[r];
+        op->start[r] = s;
+        if (s > last) last = s;
+      }
+      op->end = last + nccl_duration(op->bytes, o->ranks, 0);
+      for (int r = 0; r < o->ranks; r++) stream_free[r] = op->end;
+    }
+    /* optimizer after the last bucket; then an AllGather of 8 floats of metrics */
+    int64_t last_ar = sim.nops > first_op ? sim.ops[sim.nops - 1].end : 0;
+    sim_op *ag = &sim.ops[sim.nops++];
+    ag->allgather = 1;
+    ag->seq = ag_seq++;
+    ag->bytes = 32;
+    int64_t last = 0;
+    for (int r = 0; r < o->ranks; r++) {
+      int64_t t = compute_end[r] > last_ar ? compute_end[r] : last_ar;
+      t += (int64_t)(3000000 * (r == o->straggler ? STRAGGLER_SLOWDOWN : 1.0)); /* Adam */
+      ag->launch[r] = t;
+      ag->start[r] = t + LAUNCH_NS;
+      if (ag->start[r] > last) last = ag->start[r];
+    }
+    ag->end = last + nccl_duration(ag->bytes, o->ranks, 1);
+    for (int r = 0; r < o->ranks; r++) rank_time[r] = ag->end + 200000; /* data loader etc. */
+  }
+}
+
+/* The compute kernels of rank `r` (same model as simulate, kept for CUPTI). */
+static void rank_kernels(const options *o, int r, int64_t t0) {
+  sim.nkernels = 0;
+  int64_t t = t0;
+  int ag = 0;
+  for (int step = 0; step < o->steps; step++) {
+    double speed = (r == o->straggler ? STRAGGLER_SLOWDOWN : 1.0) * (1.0 + jitter(o->seed, r, step, 0, 0.02));
+    for (int pass = 0; pass < 2; pass++)
+      for (int l = 0; l < LAYERS; l++)
+        for (int k = 0; k < NLK; k++) {
+          int64_t d = (int64_t)(layer_kernels[k].fwd_ns * (pass ? 2.0 : 1.0) * speed *
+                                (1.0 + jitter(o->seed, r, step, l * 16 + k, 0.03)));
+          if (sim.nkernels < MAX_KERNELS)
+            sim.kernels[sim.nkernels++] = (sim_kernel){t, t + d, layer_kernels[k].name};
+          t += d + 3000;
+        }
+    while (ag < sim.nops && !sim.ops[ag].allgather) ag++;
+    if (ag >= sim.nops) break;
+    int64_t opt_start = sim.ops[ag].launch[r] - (int64_t)(3000000 * (r == o->straggler ? STRAGGLER_SLOWDOWN : 1.0));
+    if (sim.nkernels < MAX_KERNELS)
+      sim.kernels[sim.nkernels++] =
+          (sim_kernel){opt_start, sim.ops[ag].launch[r] - 2000, "multi_tensor_apply_kernel<AdamFunctor<bf16>>"};
+    t = sim.ops[ag].end + 200000;
+    ag++;
+  }
+}
+
+static void sleep_until(int64_t mono_target) {
+  int64_t now = topo_clock_monotonic_ns();
+  if (mono_target <= now) return;
+  struct timespec ts = {(time_t)((mono_target - now) / 1000000000),
+                        (long)((mono_target - now) % 1000000000)};
+  nanosleep(&ts, NULL);
+}
+
+typedef struct rank_ctx {
+  const options *o;
+  int rank;
+  topo_host_profiler prof;
+  int64_t mono0;      /* sim time 0 in CLOCK_MONOTONIC */
+  int64_t gpu0;       /* sim time 0 in GPU globaltimer (~ realtime) */
+  drv_op ops[MAX_OPS];
+  drv_pending pending[MAX_OPS];
+  atomic_int issued;
+} rank_ctx;
+
+/* Proxy thread: report each op's kernel channels once its GPU work is over. */
+static void *proxy_main(void *arg) {
+  rank_ctx *c = arg;
+  for (int i = 0; i < sim.nops; i++) {
+    while (atomic_load(&c->issued) <= i) {
+      struct timespec ts = {0, 200000};
+      nanosleep(&ts, NULL);
+    }
+    sleep_until(c->mono0 + sim.ops[i].end + 20000); /* polled a little after the end */
+    drv_complete(&c->prof, &c->pending[i]);
+  }
+  return NULL;
+}
+
+static void choose(topo_host_tuner *tuner, int have_tuner, int allgather, uint64_t bytes,
+                   int nranks, drv_op *op) {
+  op->algo = "RING";
+  op->proto = bytes >= (1 << 20) ? "SIMPLE" : "LL";
+  op->nch = bytes >= (1 << 20) ? 16 : 2;
+  if (!have_tuner) return;
+  float table[7 * 3];
+  for (int a = 0; a < 7; a++)
+    for (int p = 0; p < 3; p++) {
+      /* NCCL's own estimate, roughly: latency + bytes / bandwidth per protocol (Tree, Ring) */
+      double lat[3] = {6.8, 14, 8.4}, bw[3] = {0.3, 0.6, 1.0};
+      table[a * 3 + p] = a <= 1 ? (float)(lat[p] + (double)bytes / (bw[p] * 200e3)) : -1.0f;
+    }
+  int nch = 0;
+  if (topo_host_tuner_get(tuner, allgather ? ncclFuncAllGather : ncclFuncAllReduce, bytes, 1, table,
+                          0, &nch) != ncclSuccess)
+    return;
+  int a, p;
+  static const char *algos[] = {"TREE", "RING"}, *protos[] = {"LL", "LL128", "SIMPLE"};
+  if (topo_host_select(table, 7, 3, &a, &p) && a <= 1) {
+    op->algo = algos[a];
+    op->proto = protos[p];
+  }
+  if (nch > 0 && nch <= 32) op->nch = nch;
+  (void)nranks;
+}
+
+static int run_rank(const options *o, int rank, int64_t mono0, int64_t real0) {
+  static rank_ctx c;
+  memset(&c, 0, sizeof c);
+  c.o = o;
+  c.rank = rank;
+  c.mono0 = mono0;
+  c.gpu0 = real0;
+  if (topo_host_profiler_load(&c.prof, o->profiler, TOPO_NCCL_2_28) != TOPO_OK) {
+    fprintf(stderr, "topo-demo: cannot load %s\n", o->profiler);
+    return 1;
+  }
+  topo_host_tuner tuner;
+  int have_tuner = o->tuner && *o->tuner && access(o->tuner, R_OK) == 0 &&
+                   topo_host_tuner_load(&tuner, o->tuner, TOPO_NCCL_2_28) == TOPO_OK;
+  uint64_t comm = 0x70d0000000000000ull ^ ((uint64_t)o->seed * 0x9e3779b97f4a7c15ull >> 8);
+  if (have_tuner &&
+      topo_host_tuner_init(&tuner, comm, (size_t)o->ranks, 1, NULL, NULL, NULL) != ncclSuccess)
+    have_tuner = 0;
+  topo_host_profiler_init(&c.prof, comm, "dp", 1, o->ranks, rank, NULL);
+
+  void *fake = o->cupti && *o->cupti ? dlopen(o->cupti, RTLD_NOW | RTLD_LOCAL) : NULL;
+  int (*kernel)(const char *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t) =
+      fake ? (int (*)(const char *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t))dlsym(fake, "fake_cupti_kernel")
+           : NULL;
+  uint64_t (*cupti_now)(void) = fake ? (uint64_t(*)(void))dlsym(fake, "fake_cupti_now") : NULL;
+  int64_t cupti0 = cupti_now ? (int64_t)cupti_now() - (topo_clock_realtime_ns() - real0) : real0;
+
+  for (int i = 0; i < sim.nops; i++) {
+    const sim_op *s = &sim.ops[i];
+    drv_op *op = &c.ops[i];
+    op->func = s->allgather ? "AllGather" : "AllReduce";
+    op->dtype = s->allgather ? "ncclInt8" : "ncclBfloat16";
+    op->count = s->allgather ? s->bytes : s->bytes / 2;
+    op->seq = s->seq;
+    op->peer = -1;
+    op->nwarps = 16;
+    op->rank = rank;
+    op->stream = (void *)0x7f00000a0000;
+    choose(&tuner, have_tuner, s->allgather, s->bytes, o->ranks, op);
+    uint64_t start = (uint64_t)(c.gpu0 + s->start[rank]);
+    drv_set_gpu(op, start, 40, (uint64_t)(s->end - s->start[rank]) - 40 * (uint64_t)op->nch);
+  }
+  pthread_t proxy;
+  pthread_create(&proxy, NULL, proxy_main, &c);
+  for (int i = 0; i < sim.nops; i++) {
+    sleep_until(mono0 + sim.ops[i].launch[rank]);
+    drv_issue(&c.prof, &c.ops[i], &c.pending[i]);
+    atomic_store(&c.issued, i + 1);
+  }
+  pthread_join(proxy, NULL);
+  if (kernel) {
+    rank_kernels(o, rank, 0);
+    for (int k = 0; k < sim.nkernels; k++)
+      kernel(sim.kernels[k].name, (uint64_t)(cupti0 + sim.kernels[k].start),
+             (uint64_t)(cupti0 + sim.kernels[k].end), 7, 0, (uint32_t)k + 1);
+    for (int i = 0; i < sim.nops; i++) {
+      const sim_op *s = &sim.ops[i];
+      char name[96];
+      snprintf(name, sizeof name, "ncclDevKernel_%s_%s_%s", s->allgather ? "AllGather" : "AllReduce_Sum_bf16",
+               c.ops[i].algo, c.ops[i].proto);
+      kernel(name, (uint64_t)(cupti0 + s->start[rank]), (uint64_t)(cupti0 + s->end), 13, 0,
+             (uint32_t)(MAX_KERNELS + i));
+    }
+  }
+  topo_host_profiler_finalize(&c.prof);
+  topo_host_profiler_unload(&c.prof);
+  if (have_tuner) {
+    topo_host_tuner_finalize(&tuner);
+    topo_host_tuner_unload(&tuner);
+  }
+  if (fake) dlclose(fake);
+  return 0;
+}
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: topo-demo [--out DIR] [--ranks N] [--steps N] [--seed S] [--straggler R]\n"
+          "                 [--profiler PATH] [--tuner PATH|''] [--cupti PATH|'']\n"
+          "Writes one trace per rank (and one CUPTI trace per rank process) into DIR.\n");
+}
+
+int main(int argc, char **argv) {
+  options o = {.out = "topo-demo-traces", .profiler = TOPO_DEMO_PROFILER_SO,
+               .tuner = TOPO_DEMO_TUNER_SO, .cupti = TOPO_DEMO_FAKE_CUPTI, .ranks = 8,
+               .steps = 3, .straggler = -1, .seed = 1};
+  static const struct option longopts[] = {
+      {"out", required_argument, 0, 'o'},      {"ranks", required_argument, 0, 'r'},
+      {"steps", required_argument, 0, 's'},    {"seed", required_argument, 0, 'S'},
+      {"straggler", required_argument, 0, 'g'}, {"profiler", required_argument, 0, 'p'},
+      {"tuner", required_argument, 0, 't'},    {"cupti", required_argument, 0, 'c'},
+      {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+  int ch;
+  while ((ch = getopt_long(argc, argv, "o:r:s:S:g:p:t:c:h", longopts, NULL)) != -1) {
+    switch (ch) {
+    case 'o': o.out = optarg; break;
+    case 'r': o.ranks = atoi(optarg); break;
+    case 's': o.steps = atoi(optarg); break;
+    case 'S': o.seed = (unsigned)strtoul(optarg, NULL, 0); break;
+    case 'g': o.straggler = atoi(optarg); break;
+    case 'p': o.profiler = optarg; break;
+    case 't': o.tuner = optarg; break;
+    case 'c': o.cupti = optarg; break;
+    default: usage(); return ch == 'h' ? 0 : 2;
+    }
+  }
+  if (o.ranks < 2 || o.ranks > MAX_RANKS || o.steps < 1 || o.steps > 50) {
+    fprintf(stderr, "topo-demo: --ranks must be 2..%d and --steps 1..50\n", MAX_RANKS);
+    return 2;
+  }
+  if (o.straggler < 0) o.straggler = (int)(o.seed % (unsigned)o.ranks);
+  if (mkdir(o.out, 0750) != 0 && errno != EEXIST) {
+    fprintf(stderr, "topo-demo: cannot create %s: %s\n", o.out, strerror(errno));
+    return 1;
+  }
+  setenv("TOPO_PROFILER_DIR", o.out, 1);
+  setenv("TOPO_PROFILER_SAMPLE", "1", 0); /* full GPU timing: this is a demo, not production */
+  if (o.cupti && *o.cupti && access(o.cupti, R_OK) == 0) {
+    setenv("TOPO_PROFILER_CUPTI", "1", 0);
+    setenv("TOPO_PROFILER_CUPTI_LIB", o.cupti, 0);
+  } else {
+    o.cupti = NULL;
+  }
+  int have_tuner = o.tuner && *o.tuner && access(o.tuner, R_OK) == 0;
+  printf("topo-demo: %d ranks x %d steps, seed %u, straggler rank %d, tuner %s, CUPTI %s\n",
+         o.ranks, o.steps, o.seed, o.straggler, have_tuner ? o.tuner : "(none)",
+         o.cupti ? "fake" : "(none)");
+  simulate(&o, 1000000); /* 1 ms of slack before the first kernel */
+  int64_t mono0 = topo_clock_monotonic_ns(), real0 = topo_clock_realtime_ns();
+  pid_t pids[MAX_RANKS];
+  for (int r = 0; r < o.ranks; r++) {
+    pids[r] = fork();
+    if (pids[r] < 0) {
+      perror("topo-demo: fork");
+      return 1;
+    }
+    if (pids[r] == 0) _exit(run_rank(&o, r, mono0, real0));
+  }
+  int failed = 0;
+  for (int r = 0; r < o.ranks; r++) {
+    int status;
+    waitpid(pids[r], &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
+  }
+  printf("topo-demo: %d collectives per rank (%d all-reduce buckets of <= 25 MB + %d metric "
+         "all-gathers), traces in %s%s\n",
+         sim.nops, sim.nops - o.steps, o.steps, o.out, failed ? " (some ranks failed)" : "");
+  return failed ? 1 : 0;
+}
