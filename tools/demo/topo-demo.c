@@ -440,9 +440,10 @@ int main(int argc, char **argv) {
     o.cupti = NULL;
   }
   int have_tuner = o.tuner && *o.tuner && access(o.tuner, R_OK) == 0;
-  printf("topo-demo: %d ranks x %d steps, seed %u, straggler rank %d, tuner %s, CUPTI %s\n",
-         o.ranks, o.steps, o.seed, o.straggler, have_tuner ? o.tuner : "(none)",
-         o.cupti ? "fake" : "(none)");
+  printf("topo-demo: %d ranks x %d steps, seed %u, straggler rank %d, profiler %s, tuner %s, "
+         "CUPTI %s\n",
+         o.ranks, o.steps, o.seed, o.straggler, o.profiler, have_tuner ? o.tuner : "(none)",
+         o.cupti ? o.cupti : "(none)");
   simulate(&o, 1000000); /* 1 ms of slack before the first kernel */
   int64_t mono0 = topo_clock_monotonic_ns(), real0 = topo_clock_realtime_ns();
   pid_t pids[MAX_RANKS];
