@@ -10,7 +10,7 @@
 set -u
 source "$(dirname "$0")/common.sh"
 build_topo || die "build failed (see $OUT/build.log)"
-need TOPO_CALIBRATE TUNER_SO
+need CALIBRATE_BIN TUNER_SO
 machine_info
 n=$(gpu_count)
 [ "$n" -ge 2 ] || die "needs at least 2 GPUs ($n visible)"
@@ -21,7 +21,7 @@ if [ "${BENCH_SINGLE:-1}" != 0 ]; then
   log "bench: one node, $n GPUs"
   mkdir -p "$OUT/bench-work"
   # shellcheck disable=SC2086
-  timeout -k 10 "$(inner_timeout "${BENCH_TIMEOUT:-420}")" "$TOPO_CALIBRATE" --bench --tuner "$TUNER_SO" "${pargs[@]}" \
+  timeout -k 10 "$(inner_timeout "${BENCH_TIMEOUT:-420}")" "$CALIBRATE_BIN" --bench --tuner "$TUNER_SO" "${pargs[@]}" \
     -c allreduce,allgather,reducescatter -o "$OUT/bench-1node.profile" --csv "$OUT/bench-1node.csv" \
     --workdir "$OUT/bench-work" ${BENCH_ARGS:-} >"$OUT/bench-1node.txt" 2>"$OUT/bench-1node.log"
   r=$?; [ $r -ne 0 ] && rc=$r
@@ -32,7 +32,7 @@ if [ "${BENCH_TWO_NODES:-1}" != 0 ]; then
   mkdir -p "$OUT/bench2-work"
   # Sockets are ~100x slower than NVLink: a smaller range keeps this to a minute or two.
   # shellcheck disable=SC2086
-  timeout -k 10 "$(inner_timeout "${BENCH2_TIMEOUT:-300}")" "$TOPO_CALIBRATE" --bench --nodes 2 --tuner "$TUNER_SO" \
+  timeout -k 10 "$(inner_timeout "${BENCH2_TIMEOUT:-300}")" "$CALIBRATE_BIN" --bench --nodes 2 --tuner "$TUNER_SO" \
     -c allreduce,allgather,reducescatter --channels 0 -f 4 -e 32M \
     -o "$OUT/bench-2nodes.profile" --csv "$OUT/bench-2nodes.csv" --workdir "$OUT/bench2-work" \
     ${BENCH2_ARGS:-} >"$OUT/bench-2nodes.txt" 2>"$OUT/bench-2nodes.log"

@@ -8,7 +8,7 @@
 set -u
 source "$(dirname "$0")/common.sh"
 build_topo || die "build failed (see $OUT/build.log)"
-need TOPO_CALIBRATE
+need CALIBRATE_BIN
 machine_info
 n=$(gpu_count)
 [ "$n" -ge 1 ] || die "no GPU visible"
@@ -16,7 +16,7 @@ log "topo-calibrate on $n GPU(s)"
 work="$OUT/calibrate-work"
 mkdir -p "$work"
 # shellcheck disable=SC2086
-timeout -k 10 "$(inner_timeout "${CALIBRATE_TIMEOUT:-420}")" "$TOPO_CALIBRATE" -o "$OUT/calibrate.profile" --csv "$OUT/calibrate.csv" \
+timeout -k 10 "$(inner_timeout "${CALIBRATE_TIMEOUT:-420}")" "$CALIBRATE_BIN" -o "$OUT/calibrate.profile" --csv "$OUT/calibrate.csv" \
   --workdir "$work" --tuner "$TUNER_SO" ${CALIBRATE_ARGS:-} "$@" \
   >"$OUT/calibrate-summary.txt" 2>"$OUT/calibrate-progress.log"
 rc=$?

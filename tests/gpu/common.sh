@@ -5,32 +5,32 @@
 # helpers. Paths of other components' binaries are guesses centralised here: fix them in one
 # place. Every variable can be overridden from the environment.
 #
-#   TOPO_SRC        repository root (default: two levels above this file)
-#   TOPO_BUILD      build directory (default: $TOPO_SRC/build-gpu; built with cmake+ninja if needed)
+#   GPU_SRC        repository root (default: two levels above this file)
+#   GPU_BUILD      build directory (default: $GPU_SRC/build-gpu; built with cmake+ninja if needed)
 #   OUT             results directory (default: ./gpu-results)
 #   PYTHON          python3 with torch (default: python3)
 #   NGPUS           GPUs to use (default: all visible)
 
 set -o pipefail
 
-TOPO_SRC=${TOPO_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-TOPO_BUILD=${TOPO_BUILD:-$TOPO_SRC/build-gpu}
+GPU_SRC=${GPU_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+GPU_BUILD=${GPU_BUILD:-$GPU_SRC/build-gpu}
 OUT=${OUT:-$PWD/gpu-results}
 PYTHON=${PYTHON:-python3}
-GPU_DIR="$TOPO_SRC/tests/gpu"
+GPU_DIR="$GPU_SRC/tests/gpu"
 mkdir -p "$OUT"
 
 # Never enable NVLS on the test machines; never touch clocks, power or MIG.
 export NCCL_NVLS_ENABLE=0
 
 # ---- binaries of the build (one CMake build makes them all) ---------------------------------
-TUNER_SO=${TUNER_SO:-$TOPO_BUILD/tuner-plugin/libtopo-tuner.so}
-PROFILER_SO=${PROFILER_SO:-$TOPO_BUILD/profiler-plugin/libtopo-profiler.so}
-TOPO_REPORT=${TOPO_REPORT:-$TOPO_BUILD/tools/report/topo-report}
-TOPO_TUNE=${TOPO_TUNE:-$TOPO_BUILD/tools/tune/topo-tune}
-TOPO_CALIBRATE=${TOPO_CALIBRATE:-$TOPO_BUILD/tools/calibrate/topo-calibrate}
-TOPO_DEMO=${TOPO_DEMO:-$TOPO_BUILD/tools/demo/topo-demo}
-NVTX_CAPTURE_SO=${NVTX_CAPTURE_SO:-$TOPO_BUILD/tests/nvtx/libtopo_nvtx_capture.so}
+TUNER_SO=${TUNER_SO:-$GPU_BUILD/tuner-plugin/libtopo-tuner.so}
+PROFILER_SO=${PROFILER_SO:-$GPU_BUILD/profiler-plugin/libtopo-profiler.so}
+REPORT_BIN=${REPORT_BIN:-$GPU_BUILD/tools/report/topo-report}
+TUNE_BIN=${TUNE_BIN:-$GPU_BUILD/tools/tune/topo-tune}
+CALIBRATE_BIN=${CALIBRATE_BIN:-$GPU_BUILD/tools/calibrate/topo-calibrate}
+DEMO_BIN=${DEMO_BIN:-$GPU_BUILD/tools/demo/topo-demo}
+NVTX_CAPTURE_SO=${NVTX_CAPTURE_SO:-$GPU_BUILD/tests/nvtx/libtopo_nvtx_capture.so}
 
 log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 
@@ -45,12 +45,12 @@ inner_timeout() {
 die() { echo "error: $*" >&2; exit 1; }
 
 # First file under the build named like $1 when the guessed path is wrong (prints nothing if none).
-find_built() { find "$TOPO_BUILD" -name "$1" -type f 2>/dev/null | head -n 1; }
+find_built() { find "$GPU_BUILD" -name "$1" -type f 2>/dev/null | head -n 1; }
 
 # Resolve every binary: the guessed path, else a file of that name anywhere in the build.
 resolve_binaries() {
   local v name alt
-  for v in TUNER_SO PROFILER_SO TOPO_REPORT TOPO_TUNE TOPO_CALIBRATE TOPO_DEMO NVTX_CAPTURE_SO; do
+  for v in TUNER_SO PROFILER_SO REPORT_BIN TUNE_BIN CALIBRATE_BIN DEMO_BIN NVTX_CAPTURE_SO; do
     name=$(basename "${!v}")
     if [ ! -e "${!v}" ]; then
       alt=$(find_built "$name")
@@ -58,7 +58,7 @@ resolve_binaries() {
     fi
   done
   [ -e "$NVTX_CAPTURE_SO" ] || { alt=$(find_built 'libtopo*nvtx*capture*.so'); [ -n "$alt" ] && NVTX_CAPTURE_SO=$alt; }
-  export TUNER_SO PROFILER_SO TOPO_REPORT TOPO_TUNE TOPO_CALIBRATE TOPO_DEMO NVTX_CAPTURE_SO
+  export TUNER_SO PROFILER_SO REPORT_BIN TUNE_BIN CALIBRATE_BIN DEMO_BIN NVTX_CAPTURE_SO
 }
 
 # Require binaries by variable name, one clear line for the first missing one.
@@ -118,37 +118,37 @@ EOF
 }
 
 # ---- build ----------------------------------------------------------------------------------
-# Configure and build into $TOPO_BUILD (once; cmake keeps it incremental). NCCL for the build:
+# Configure and build into $GPU_BUILD (once; cmake keeps it incremental). NCCL for the build:
 # PyTorch's when its include/ has nccl.h, else what CMake finds (/usr/local/cuda).
 build_topo() {
   local ndir root args=()
-  if [ ! -f "$TOPO_BUILD/build.ninja" ] && [ ! -f "$TOPO_BUILD/Makefile" ]; then
+  if [ ! -f "$GPU_BUILD/build.ninja" ] && [ ! -f "$GPU_BUILD/Makefile" ]; then
     ndir=$(torch_nccl_dir)
     if [ -n "$ndir" ]; then
       root=$(dirname "$ndir")
       [ -f "$root/include/nccl.h" ] && args+=("-DTOPO_NCCL_ROOT=$root")
     fi
-    log "configuring topo in $TOPO_BUILD ${args[*]}"
+    log "configuring topo in $GPU_BUILD ${args[*]}"
     local gen=()
     command -v ninja >/dev/null && gen=(-G Ninja)
     # Tests need cmocka; without it, configure again without tests (the NVTX capture library
     # then comes from nvtx.sh's fallback).
-    if ! cmake -S "$TOPO_SRC" -B "$TOPO_BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON "${args[@]}" \
+    if ! cmake -S "$GPU_SRC" -B "$GPU_BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON "${args[@]}" \
       >"$OUT/build-configure.log" 2>&1; then
       log "configure with tests failed (cmocka missing?); configuring without tests"
-      rm -rf "$TOPO_BUILD"
-      cmake -S "$TOPO_SRC" -B "$TOPO_BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF "${args[@]}" \
+      rm -rf "$GPU_BUILD"
+      cmake -S "$GPU_SRC" -B "$GPU_BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF "${args[@]}" \
         >>"$OUT/build-configure.log" 2>&1 || { tail -30 "$OUT/build-configure.log" >&2; return 1; }
     fi
   fi
   log "building topo"
-  cmake --build "$TOPO_BUILD" -j "$(nproc)" >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log" >&2; return 1; }
+  cmake --build "$GPU_BUILD" -j "$(nproc)" >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log" >&2; return 1; }
   resolve_binaries
 }
 
 # GPUs visible (nvidia-smi, else torch), 0 when none.
 gpu_count() {
-  if [ -n "$NGPUS" ]; then echo "$NGPUS"; return; fi
+  if [ -n "${NGPUS:-}" ]; then echo "$NGPUS"; return; fi
   local n
   n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
   if [ -z "$n" ] || [ "$n" = 0 ]; then

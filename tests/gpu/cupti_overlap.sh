@@ -7,7 +7,7 @@
 set -u
 source "$(dirname "$0")/common.sh"
 build_topo || die "build failed (see $OUT/build.log)"
-need PROFILER_SO TOPO_REPORT
+need PROFILER_SO REPORT_BIN
 machine_info
 [ "$(gpu_count)" -ge 2 ] || die "needs 2 GPUs"
 d="$OUT/cupti"
@@ -16,9 +16,9 @@ env NCCL_PROFILER_PLUGIN="$PROFILER_SO" TOPO_PROFILER_CUPTI=1 TOPO_PROFILER_DIR=
   NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,PROFILE \
   timeout -k 10 "$(inner_timeout 240)" "$PYTHON" "$GPU_DIR/cupti_overlap.py" --nranks 2 --out "$d" ${CUPTI_ARGS:-} >"$d/job.log" 2>&1
 rc=$?
-"$TOPO_REPORT" --json -o "$d/report.json" "$d/traces" 2>"$d/report.err"
+"$REPORT_BIN" --json -o "$d/report.json" "$d/traces" 2>"$d/report.err"
 rc2=$?
-"$TOPO_REPORT" "$d/traces" >"$d/report.txt" 2>>"$d/report.err"
+"$REPORT_BIN" "$d/traces" >"$d/report.txt" 2>>"$d/report.err"
 "$PYTHON" - "$d" >"$OUT/cupti_overlap.txt" 2>&1 <<'PYEOF'
 import glob, json, os, sys
 d = sys.argv[1]

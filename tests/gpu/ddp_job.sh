@@ -7,7 +7,7 @@
 set -u
 source "$(dirname "$0")/common.sh"
 build_topo || die "build failed (see $OUT/build.log)"
-need TUNER_SO PROFILER_SO TOPO_REPORT
+need TUNER_SO PROFILER_SO REPORT_BIN
 machine_info
 d="$OUT/ddp"
 rm -rf "$d"; mkdir -p "$d/traces" "$d/kineto"
@@ -23,14 +23,14 @@ rc=$?
   grep -h '^{"ranks"' "$d/job.log"
   grep -h -m2 -E 'TUNER/Plugin: Using|PROFILER/Plugin: Loaded' "$d/job.log"
   echo; echo "== topo-report on the topo traces"
-  "$TOPO_REPORT" --html "$d/report-topo.html" "$d/traces" 2>&1
-  "$TOPO_REPORT" --json -o "$d/report-topo.json" "$d/traces" 2>/dev/null
+  "$REPORT_BIN" --html "$d/report-topo.html" "$d/traces" 2>&1
+  "$REPORT_BIN" --json -o "$d/report-topo.json" "$d/traces" 2>/dev/null
   echo; echo "== topo-report on the Kineto traces alone"
-  "$TOPO_REPORT" "$d/kineto" 2>&1
-  "$TOPO_REPORT" --json -o "$d/report-kineto.json" "$d/kineto" 2>/dev/null
+  "$REPORT_BIN" "$d/kineto" 2>&1
+  "$REPORT_BIN" --json -o "$d/report-kineto.json" "$d/kineto" 2>/dev/null
   echo; echo "== topo-report on both"
-  "$TOPO_REPORT" "$d/traces" "$d/kineto" 2>&1
-  "$TOPO_REPORT" --json -o "$d/report-both.json" "$d/traces" "$d/kineto" 2>/dev/null
+  "$REPORT_BIN" "$d/traces" "$d/kineto" 2>&1
+  "$REPORT_BIN" --json -o "$d/report-both.json" "$d/traces" "$d/kineto" 2>/dev/null
 } >"$OUT/ddp_job.txt" 2>&1
 "$PYTHON" - "$d" >>"$OUT/ddp_job.txt" 2>&1 <<'PYEOF'
 import json, os, sys

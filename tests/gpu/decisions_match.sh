@@ -10,7 +10,7 @@
 set -u
 source "$(dirname "$0")/common.sh"
 build_topo || die "build failed (see $OUT/build.log)"
-need TUNER_SO PROFILER_SO TOPO_REPORT TOPO_TUNE
+need TUNER_SO PROFILER_SO REPORT_BIN TUNE_BIN
 machine_info
 [ "$(gpu_count)" -ge 2 ] || die "needs 2 GPUs"
 d="$OUT/decisions"
@@ -33,13 +33,13 @@ rc=$?
 echo "torch timing job exit $rc" >"$OUT/decisions_match.txt"
 i=0
 for t in $(find "$d/traces" -type f | sort); do
-  "$TOPO_REPORT" dump "$t" >"$d/dump/$(basename "$t").jsonl" 2>>"$d/dump/errors.txt" || echo "dump failed: $t" >>"$d/dump/errors.txt"
+  "$REPORT_BIN" dump "$t" >"$d/dump/$(basename "$t").jsonl" 2>>"$d/dump/errors.txt" || echo "dump failed: $t" >>"$d/dump/errors.txt"
   i=$((i + 1))
 done
 echo "traces dumped: $i" >>"$OUT/decisions_match.txt"
 gpu=$(awk '/^section/ {for (i = 1; i <= NF; i++) if ($i ~ /^gpu=/) {sub("gpu=", "", $i); print $i; exit}}' "$prof" 2>/dev/null)
 [ -n "$gpu" ] && [ "$gpu" != "*" ] && map_args+=(--gpu "$gpu")
-"$TOPO_TUNE" "${map_args[@]}" --nranks 2 --nnodes 1 --min 8 --max 1G --json >"$d/tune-map.json" 2>"$d/tune-map.err"
+"$TUNE_BIN" "${map_args[@]}" --nranks 2 --nnodes 1 --min 8 --max 1G --json >"$d/tune-map.json" 2>"$d/tune-map.err"
 "$PYTHON" "$GPU_DIR/decisions_match.py" --calls "$d/calls" --dump "$d/dump" --map "$d/tune-map.json" \
   >>"$OUT/decisions_match.txt" 2>&1
 rc2=$?

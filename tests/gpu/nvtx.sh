@@ -9,12 +9,12 @@ set -u
 source "$(dirname "$0")/common.sh"
 build_topo || die "build failed (see $OUT/build.log)"
 need PROFILER_SO
-if [ ! -e "$NVTX_CAPTURE_SO" ] && [ -f "$TOPO_SRC/tests/nvtx/nvtx_capture.c" ]; then
+if [ ! -e "$NVTX_CAPTURE_SO" ] && [ -f "$GPU_SRC/tests/nvtx/nvtx_capture.c" ]; then
   # Not in the build (e.g. configured without tests): compile the one-file tool directly.
   inc=/usr/local/cuda/include
-  mkdir -p "$TOPO_BUILD/nvtx-fallback"
-  cc -O2 -shared -fPIC -I"$inc" "$TOPO_SRC/tests/nvtx/nvtx_capture.c" -o "$TOPO_BUILD/nvtx-fallback/libtopo_nvtx_capture.so" \
-    -lpthread 2>"$OUT/nvtx-build.log" && NVTX_CAPTURE_SO="$TOPO_BUILD/nvtx-fallback/libtopo_nvtx_capture.so"
+  mkdir -p "$GPU_BUILD/nvtx-fallback"
+  cc -O2 -shared -fPIC -I"$inc" "$GPU_SRC/tests/nvtx/nvtx_capture.c" -o "$GPU_BUILD/nvtx-fallback/libtopo_nvtx_capture.so" \
+    -lpthread 2>"$OUT/nvtx-build.log" && NVTX_CAPTURE_SO="$GPU_BUILD/nvtx-fallback/libtopo_nvtx_capture.so"
 fi
 [ -e "$NVTX_CAPTURE_SO" ] || die "NVTX injection library not found ($NVTX_CAPTURE_SO): build tests/nvtx or set NVTX_CAPTURE_SO"
 n=$(gpu_count)

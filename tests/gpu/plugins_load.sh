@@ -48,14 +48,14 @@ sys_lib=$(system_nccl_lib)
 if [ -z "$sys_lib" ]; then
   echo "system NCCL: not found (ldconfig -p | grep libnccl)" >>"$res"
   fail=1
-elif [ ! -e "$TOPO_CALIBRATE" ]; then
+elif [ ! -e "$CALIBRATE_BIN" ]; then
   echo "system NCCL: topo-calibrate not built" >>"$res"
   fail=1
 else
   log "plugins_load: system NCCL $sys_lib"
   work="$OUT/plugins-sys-work"; mkdir -p "$work"
   env "${common_env[@]}" NCCL_DEBUG_FILE="$OUT/plugins-system-nccl.%p.log" LD_PRELOAD="$sys_lib" \
-    timeout -k 10 "$(inner_timeout 180)" "$TOPO_CALIBRATE" -g "$nr" --quick -c allreduce -e 1M --no-p2p --no-default \
+    timeout -k 10 "$(inner_timeout 180)" "$CALIBRATE_BIN" -g "$nr" --quick -c allreduce -e 1M --no-p2p --no-default \
     --force-via tuner --tuner "$TUNER_SO" --workdir "$work" \
     >"$OUT/plugins-system-calibrate.txt" 2>"$OUT/plugins-system-calibrate.err"
   echo "system-NCCL topo-calibrate exit $?" >>"$res"
