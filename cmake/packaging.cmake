@@ -7,6 +7,22 @@
 #   share/doc/topo/  README.md and docs/ (how-tos, formats, man pages as docs/man/*.md)
 # `cpack` in the build directory writes the packages; the package version carries git's.
 
+# The version (TOPO_GIT_DESCRIBE, root CMakeLists.txt) is taken at configure time; a new commit or
+# checkout re-runs the configure step (files git updates then: HEAD and the current branch's ref),
+# so plugins, tools and packages never carry a stale version.
+execute_process(COMMAND git symbolic-ref -q HEAD WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
+                OUTPUT_VARIABLE topo_git_ref OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+foreach(topo_git_file HEAD ${topo_git_ref} packed-refs)
+  execute_process(COMMAND git rev-parse --git-path ${topo_git_file} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}
+                  OUTPUT_VARIABLE topo_git_path OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  if(topo_git_path)
+    get_filename_component(topo_git_path "${topo_git_path}" ABSOLUTE BASE_DIR ${CMAKE_SOURCE_DIR})
+    if(EXISTS "${topo_git_path}")
+      set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${topo_git_path}")
+    endif()
+  endif()
+endforeach()
+
 install(FILES ${CMAKE_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 # docs/ keeps its name so that the README's links (docs/quickstart.md ...) work where installed.
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs
