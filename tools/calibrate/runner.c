@@ -923,6 +923,11 @@ static int file_exists(const char *p) {
   return p && *p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* The installed libdir relative to the installed bindir (tools/calibrate/CMakeLists.txt). */
+#ifndef TOPO_CALIBRATE_LIBDIR_REL
+#define TOPO_CALIBRATE_LIBDIR_REL "../lib"
+#endif
+
 static void find_tuner(run_ctx *c) {
   c->tuner_path[0] = '\0';
   if (c->o->tuner) {
@@ -939,7 +944,9 @@ static void find_tuner(run_ctx *c) {
     exe[n] = '\0';
     char *slash = strrchr(exe, '/');
     if (slash) *slash = '\0';
-    snprintf(b, sizeof b, "%s/../lib/libtopo-tuner.so", exe);
+    const char *rel = TOPO_CALIBRATE_LIBDIR_REL;
+    if (rel[0] == '/') snprintf(b, sizeof b, "%s/libtopo-tuner.so", rel);
+    else snprintf(b, sizeof b, "%s/%s/libtopo-tuner.so", exe, rel);
     cand[nc++] = b;
   }
 #ifdef TOPO_CALIBRATE_TUNER_PATH
