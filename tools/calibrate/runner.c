@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +71,7 @@ typedef struct run_ctx {
   int log_on;        /* this process reads NCCL's log (process 0 with --verify) */
   char log_path[768];
   char workdir[512];
-  char tuner_path[1024];
+  char tuner_path[PATH_MAX]; /* realpath() writes up to PATH_MAX bytes */
   int use_tuner_force;
   int tuner_ok;      /* tuner library exists (and, when verifiable, loaded) */
   int leader;        /* this process prints */
