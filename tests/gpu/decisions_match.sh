@@ -27,7 +27,7 @@ else
 fi
 env NCCL_TUNER_PLUGIN="$TUNER_SO" NCCL_PROFILER_PLUGIN="$PROFILER_SO" TOPO_PROFILER_DIR="$d/traces" \
   TOPO_PROFILER_SAMPLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING "${penv[@]}" \
-  timeout -k 10 "$(inner_timeout 300)" "$PYTHON" "$GPU_DIR/torch_collectives.py" --mode timing --nranks 2 --repeat 5 --out "$d/calls" \
+  timeout -k 10 "$(inner_timeout 300)" "$PYTHON" "$GPU_DIR/torch_collectives.py" --mode timing --nranks 2 --repeat 10 --out "$d/calls" \
   >"$d/torch.log" 2>&1
 rc=$?
 echo "torch timing job exit $rc" >"$OUT/decisions_match.txt"

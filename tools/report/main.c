@@ -161,7 +161,7 @@ static int run_main(int argc, char **argv, args *a_out) {
   topo_log_to_stderr("topo-report", 0);
   topo_env_check_unknown();
   if (argc < 2) {
-    fputs(usage, stderr);
+    fputs("topo-report: no traces given: topo-report TRACE_OR_DIR... (try --help)\n", stderr);
     return 2;
   }
   if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
