@@ -383,33 +383,36 @@ static int coll_from_args(const char *n) {
   return -1;
 }
 
-static int grow(void **v, size_t *cap, size_t n, size_t elem) {
-  if (n < *cap) return 1;
+/* Room for one more of n elements in *v (capacity *cap): the block, or NULL (out of memory). */
+static void *grow(void *v, size_t *cap, size_t n, size_t elem) {
+  if (n < *cap) return v;
   size_t c = *cap ? *cap * 2 : 1024;
-  void *p = topo_realloc(*v, c * elem);
-  if (!p) return 0;
-  *v = p;
-  *cap = c;
-  return 1;
+  void *p = topo_realloc(v, c * elem);
+  if (p) *cap = c;
+  return p;
 }
 
 static void corr_add_launch(rp_kineto *k, int64_t corr, int64_t ts) {
-  if (k->nlaunch >= CORR_MAX || !grow((void **)&k->launch, &k->cap_launch, k->nlaunch, sizeof *k->launch)) {
+  corr_launch *v = k->nlaunch < CORR_MAX ? grow(k->launch, &k->cap_launch, k->nlaunch, sizeof *v) : NULL;
+  if (!v) {
     k->corr_full = 1;
     return;
   }
-  k->launch[k->nlaunch].corr = corr;
-  k->launch[k->nlaunch++].ts = ts;
+  k->launch = v;
+  v[k->nlaunch].corr = corr;
+  v[k->nlaunch++].ts = ts;
 }
 
 static void corr_add_gpu(rp_kineto *k, int64_t corr, int64_t start, int64_t stop) {
-  if (k->ngpuev >= CORR_MAX || !grow((void **)&k->gpuev, &k->cap_gpuev, k->ngpuev, sizeof *k->gpuev)) {
+  corr_gpu *v = k->ngpuev < CORR_MAX ? grow(k->gpuev, &k->cap_gpuev, k->ngpuev, sizeof *v) : NULL;
+  if (!v) {
     k->corr_full = 1;
     return;
   }
-  k->gpuev[k->ngpuev].corr = corr;
-  k->gpuev[k->ngpuev].start = start;
-  k->gpuev[k->ngpuev++].stop = stop;
+  k->gpuev = v;
+  v[k->ngpuev].corr = corr;
+  v[k->ngpuev].start = start;
+  v[k->ngpuev++].stop = stop;
 }
 
 static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, const jev *e) {
