@@ -72,6 +72,14 @@ static void stats_record(topo_comm *c, topo_trace_record *r) {
   for (int k = 0; k < TOPO_DROP_KINDS; k++) r->stats.dropped[k] = atomic_load(&c->dropped[k]);
 }
 
+/* One warning per process for failing writes (a full disk fails every file): the first
+ * failure is named, every later one is only counted. */
+static atomic_int io_warned_any;
+
+static int first_io_warning(topo_comm *c) {
+  return !c->io_warned++ && !atomic_exchange(&io_warned_any, 1);
+}
+
 /* Write the current partial block of `c` (plus its STATS record). Writer thread. */
 static void flush_block(topo_comm *c) {
   if (c->block_count == 0) return;
@@ -92,7 +100,7 @@ static void flush_block(topo_comm *c) {
     c->block_index++;
     c->records_written += n;
   } else {
-    if (!c->io_warned++)
+    if (first_io_warning(c))
       TOPO_WARN("TOPO/Profiler: writing %s failed (%s); its records are counted as dropped",
                 c->path, strerror(errno));
     atomic_fetch_add(&c->dropped[TOPO_DROP_IO], n - 1);
@@ -121,7 +129,7 @@ static void close_comm(topo_comm *c) {
     f.records = c->records_written;
     for (int k = 0; k < TOPO_DROP_KINDS; k++) f.dropped[k] = atomic_load(&c->dropped[k]);
     struct iovec iov = {&f, sizeof f};
-    if (write_all(c->fd, &iov, 1) != 0 && !c->io_warned++)
+    if (write_all(c->fd, &iov, 1) != 0 && first_io_warning(c))
       TOPO_WARN("TOPO/Profiler: writing the footer of %s failed (%s)", c->path, strerror(errno));
     int64_t off = atomic_load(&c->gpu_offset_best);
     uint64_t learned = atomic_load(&c->learned_hash);
@@ -132,7 +140,7 @@ static void close_comm(topo_comm *c) {
         c->header.rank = atomic_load(&c->learned_rank);
       }
       if (pwrite(c->fd, &c->header, sizeof c->header, 0) != (ssize_t)sizeof c->header &&
-          !c->io_warned++)
+          first_io_warning(c))
         TOPO_WARN("TOPO/Profiler: updating the header of %s failed", c->path);
     }
     close(c->fd);
@@ -295,6 +303,16 @@ void topo_writer_open(topo_comm *c) {
                 "dropped, the job is unaffected", w.dir, strerror(errno));
     return;
   }
+  /* A rankless stream is named by its label; only [A-Za-z0-9_-] of it reaches the path. */
+  char label[sizeof c->name];
+  size_t n = 0;
+  for (; c->name[n] && n + 1 < sizeof label; n++) {
+    char ch = c->name[n];
+    int safe = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+               ch == '_' || ch == '-';
+    label[n] = safe ? ch : '_';
+  }
+  label[n] = 0;
   for (int attempt = 0; attempt < 100 && c->fd < 0; attempt++) {
     char suffix[16] = "";
     if (attempt) snprintf(suffix, sizeof suffix, ".%d", attempt);
@@ -303,7 +321,7 @@ void topo_writer_open(topo_comm *c) {
                h->pid, (unsigned long long)c->hash, c->rank, suffix);
     else
       snprintf(c->path, sizeof c->path, "%s/topo-%s-%u-%s%s.trace", w.dir, host, h->pid,
-               c->name, suffix);
+               label, suffix);
     c->fd = open(c->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
     if (c->fd < 0 && errno != EEXIST) break;
   }
@@ -315,7 +333,8 @@ void topo_writer_open(topo_comm *c) {
   }
   struct iovec iov = {h, sizeof *h};
   if (write_all(c->fd, &iov, 1) != 0) {
-    TOPO_WARN("TOPO/Profiler: writing the header of %s failed (%s)", c->path, strerror(errno));
+    if (first_io_warning(c))
+      TOPO_WARN("TOPO/Profiler: writing the header of %s failed (%s)", c->path, strerror(errno));
     close(c->fd);
     c->fd = -1;
   }
