@@ -23,25 +23,60 @@ static int uses_reg(int algo) {
          algo == NCCL_ALGO_COLLNET_DIRECT || algo == NCCL_ALGO_COLLNET_CHAIN;
 }
 
-/* Channel count worth returning for (coll, algo, proto) in bucket [lo, hi): the smallest power
- * of two >= 2, below NCCL's own count at lo, predicted within the tolerance at both edges. */
+/* A measured term of (coll, algo, proto, nch) covering `bytes` with a fit error within
+ * TOPO_TABLE_CHANNEL_MAX_FIT_ERR: its prediction there (us), else -1. */
+static double measured_us(const topo_profile *p, int coll, int algo, int proto, int nch, double bytes) {
+  const topo_profile_term *t = topo_profile_find_term_at(p, coll, algo, proto, nch, (uint64_t)bytes);
+  if (!t || t->rel_err > TOPO_TABLE_CHANNEL_MAX_FIT_ERR || t->npoints < 2) return -1;
+  return t->lat_us + bytes / (t->bw_gbs * 1e3);
+}
+
+/* Channel count below NCCL's own worth returning for (coll, algo, proto) in bucket [lo, hi):
+ * "never worse than NCCL's default", so only on measured evidence: the smallest count k of
+ * `counts` (ascending, those the profile has terms for) below NCCL's own count at lo whose
+ * term measured AT k covers both edges with a small fit error and predicts within the tolerance
+ * of the term measured for NCCL's own count (channels=0, same conditions) at both edges. 0
+ * otherwise: a profile without such terms (the built-in one) never reduces channels. */
 static int pick_channels(const topo_model *m, int coll, int algo, int proto, double lo, double hi,
-                         double t_lo, double t_hi) {
+                         const int *counts, int ncounts) {
   if (algo != NCCL_ALGO_RING && algo != NCCL_ALGO_TREE && algo != NCCL_ALGO_PAT) return 0;
+  if (!ncounts) return 0;
   int own = topo_model_nccl_channels(m, algo, proto, lo);
-  if (own <= 2) return 0;
-  for (int k = 2; k < own; k *= 2) {
-    double a = topo_model_time(m, coll, algo, proto, k, lo, 1, 0);
-    if (a < 0 || a > t_lo * TOPO_TABLE_CHANNEL_TOLERANCE) continue;
-    double b = topo_model_time(m, coll, algo, proto, k, hi, 1, 0);
-    if (b < 0 || b > t_hi * TOPO_TABLE_CHANNEL_TOLERANCE) continue;
-    return k;
+  if (own <= 1) return 0;
+  double r_lo = measured_us(m->prof, coll, algo, proto, 0, lo);
+  double r_hi = measured_us(m->prof, coll, algo, proto, 0, hi);
+  if (r_lo <= 0 || r_hi <= 0) return 0;
+  for (int i = 0; i < ncounts && counts[i] < own; i++) {
+    double a = measured_us(m->prof, coll, algo, proto, counts[i], lo);
+    if (a < 0 || a > r_lo * TOPO_TABLE_CHANNEL_TOLERANCE) continue;
+    double b = measured_us(m->prof, coll, algo, proto, counts[i], hi);
+    if (b < 0 || b > r_hi * TOPO_TABLE_CHANNEL_TOLERANCE) continue;
+    return counts[i];
   }
   return 0;
 }
 
+/* Fit error of the NCCL-channel term predicting (coll, algo, proto) at `bytes`; 0 if none. */
+static double fit_err(const topo_profile *p, int coll, int algo, int proto, double bytes) {
+  const topo_profile_term *t = topo_profile_find_term_at(p, coll, algo, proto, 0, (uint64_t)bytes);
+  return t && isfinite(t->rel_err) ? t->rel_err : 0.0;
+}
+
+/* Distinct channel counts > 0 the profile has terms for with (coll, algo, proto), ascending. */
+static int term_counts(const topo_profile *p, int coll, int algo, int proto, int *counts) {
+  int n = 0;
+  for (int i = 0; i < p->nterms; i++) { /* sorted: a key's terms are adjacent, counts ascend */
+    const topo_profile_term *t = &p->terms[i];
+    if (t->coll != coll || t->algo != algo || t->proto != proto || t->nchannels <= 0) continue;
+    if (n && counts[n - 1] == t->nchannels) continue;
+    if (n < 64) counts[n++] = t->nchannels;
+  }
+  return n;
+}
+
 static void fill_entry(const topo_model *m, topo_table *t, int coll, int algo, int proto, int reg) {
   double lat_e[TOPO_TABLE_BUCKETS + 1], x_e[TOPO_TABLE_BUCKETS + 1];
+  int counts[64], ncounts = reg ? 0 : term_counts(m->prof, coll, algo, proto, counts);
   int ok = 1;
   for (int e = 0; e <= TOPO_TABLE_BUCKETS && ok; e++)
     ok = topo_model_parts(m, coll, algo, proto, 0, edge_bytes(e), reg, &lat_e[e], &x_e[e]) == 0;
@@ -54,9 +89,12 @@ static void fill_entry(const topo_model *m, topo_table *t, int coll, int algo, i
     double lo = edge_bytes(b), hi = edge_bytes(b + 1);
     double t_lo = lat_e[b] + x_e[b], t_hi = lat_e[b + 1] + x_e[b + 1];
     double slope = (t_hi - t_lo) / (hi - lo);
-    c->e[algo][proto] = (topo_table_entry){(float)lat_e[b], (float)x_e[b], (float)(slope > 0 ? slope : 0)};
+    c->e[algo][proto] = (topo_table_entry){(float)lat_e[b], (float)x_e[b],
+                                           (float)(slope > 0 ? slope : 0),
+                                           (float)fmax(fit_err(m->prof, coll, algo, proto, lo),
+                                                       fit_err(m->prof, coll, algo, proto, hi))};
     c->nch[algo][proto] = reg ? t->cells[coll][b][0].nch[algo][proto]
-                              : (uint8_t)pick_channels(m, coll, algo, proto, lo, hi, t_lo, t_hi);
+                              : (uint8_t)pick_channels(m, coll, algo, proto, lo, hi, counts, ncounts);
   }
 }
 
@@ -148,11 +186,12 @@ int topo_table_apply(const topo_table *t, int coll, size_t nbytes, int pipe_ops,
     if (min_other > 0 && max_ring > 200.0f * min_other) ring_scale = 1024.0f;
   }
 
-  /* One pass: write the model's time into every allowed entry it predicts and follow NCCL's
-   * selection (strict minimum, lowest algorithm then protocol). Allowed entries it cannot
-   * predict are remembered and, if it predicted any, made usable-but-never-preferred. */
-  float best = 3.6e9f;
-  int ba = -1, bp = -1, predicted = 0;
+  /* One pass: note NCCL's own pick from the values it sent (strict minimum, lowest algorithm
+   * then protocol), write the model's time into every allowed entry it predicts and follow
+   * NCCL's selection over them. Allowed entries it cannot predict are remembered and, if it
+   * predicted any, made usable-but-never-preferred. */
+  float best = 3.6e9f, nccl_best = 3.6e9f;
+  int ba = -1, bp = -1, na_ = -1, np_ = -1, predicted = 0;
   uint32_t unpredicted = 0;
   for (int a = 0; a < na; a++) {
     float *row = &cost[a * num_proto];
@@ -161,6 +200,11 @@ int topo_table_apply(const topo_table *t, int coll, size_t nbytes, int pipe_ops,
     float xs = a == NCCL_ALGO_RING ? ring_scale : 1.0f;
     for (int p = 0; p < np; p++) {
       if (!(row[p] >= 0.0f)) continue; /* ignored: -1, -1024, NaN */
+      if (row[p] < nccl_best) {
+        nccl_best = row[p];
+        na_ = a;
+        np_ = p;
+      }
       if (e[p].lat < 0) {
         unpredicted |= 1u << (a * NCCL_NUM_PROTOCOLS + p);
         continue;
@@ -174,6 +218,21 @@ int topo_table_apply(const topo_table *t, int coll, size_t nbytes, int pipe_ops,
         ba = a;
         bp = p;
       }
+    }
+  }
+  /* Never worse than NCCL's default: leave NCCL's own pick unless the model predicts a gain
+   * beyond its own error (TOPO_TABLE_SWITCH_MARGIN); it then gets a time just below the best. */
+  if (na_ >= 0 && (na_ != ba || np_ != bp) && best > 0.0f && best < 2.9e9f &&
+      !(unpredicted >> (na_ * NCCL_NUM_PROTOCOLS + np_) & 1)) {
+    float *v = &cost[na_ * num_proto + np_];
+    float margin = TOPO_TABLE_SWITCH_MARGIN, e1 = 2.0f * c->e[na_][np_].err, e2 = 2.0f * c->e[ba][bp].err;
+    if (e1 > margin) margin = e1;
+    if (e2 > margin) margin = e2;
+    if (*v <= best * (1.0f + margin)) {
+      *v = nextafterf(best, 0.0f);
+      best = *v;
+      ba = na_;
+      bp = np_;
     }
   }
   if (!predicted) return -1; /* nothing we can speak for: NCCL's table stands */
