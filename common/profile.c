@@ -312,6 +312,14 @@ static topo_status fit_segment(const uint64_t *bytes, const double *time_us, int
   return TOPO_OK;
 }
 
+/* `v` to 7 significant digits (far below any measurement's precision). */
+static double round_sig(double v) {
+  if (!(v > 0) || !isfinite(v)) return v;
+  double scale = pow(10.0, 6 - (int)floor(log10(v)));
+  double r = round(v * scale) / scale;
+  return r > 0 && isfinite(r) ? r : v;
+}
+
 /* Geometric midpoint of two sizes, rounded down. */
 static uint64_t geo_mid(uint64_t a, uint64_t b) {
   double m = sqrt((double)a * (double)b);
@@ -384,6 +392,11 @@ int topo_profile_fit_piecewise(const uint64_t *bytes, const double *time_us, int
     best.max_bytes = best_j + 1 < n ? geo_mid(b[best_j], b[best_j + 1]) : b[best_j];
     out[nout++] = best;
     i = best_j + 1;
+  }
+  for (int k = 0; k < nout; k++) { /* 7 significant digits: short to write, quick to read */
+    out[k].lat_us = round_sig(out[k].lat_us);
+    out[k].bw_gbs = round_sig(out[k].bw_gbs);
+    out[k].rel_err = round_sig(out[k].rel_err);
   }
   topo_free(b);
   topo_free(y);
