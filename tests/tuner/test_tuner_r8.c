@@ -301,6 +301,129 @@ static void test_r8_piecewise_profile_decisions(void **state) {
   assert_int_equal(s.violations, 0);
 }
 
+/* A one-section profile for 2 x H200 with the given term lines, in a temporary file. */
+static void write_profile(char *path, size_t len, const char *terms) {
+  snprintf(path, len, "/tmp/topo-r8-synth-XXXXXX");
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  assert_non_null(f);
+  fprintf(f, "topo-profile 1\nsection gpu=H200 nranks=2 nnodes=1\nmax_channels 24\n%s", terms);
+  fclose(f);
+}
+
+/* One decision for AllReduce at `bytes` with only Ring/LL and Ring/Simple allowed; NCCL's own
+ * table prefers `nccl_proto`. Returns nChannels, the pick in *proto. */
+static int decide(const char *profile, size_t bytes, int nccl_proto, int *proto) {
+  setenv("TOPO_TUNER_PROFILE", profile, 1);
+  topo_host_tuner t;
+  assert_int_equal(topo_host_tuner_load(&t, TOPO_TEST_TUNER_SO, TOPO_NCCL_2_28), TOPO_OK);
+  assert_int_equal(topo_host_tuner_init(&t, 1, 2, 1, topo_host_log, NULL, NULL), ncclSuccess);
+  float table[21];
+  for (int k = 0; k < 21; k++) table[k] = -1.0f;
+  table[NCCL_ALGO_RING * 3 + NCCL_PROTO_LL] = nccl_proto == NCCL_PROTO_LL ? 10.0f : 20.0f;
+  table[NCCL_ALGO_RING * 3 + NCCL_PROTO_SIMPLE] = nccl_proto == NCCL_PROTO_SIMPLE ? 10.0f : 20.0f;
+  int nch = -1, a = -1;
+  assert_int_equal(topo_host_tuner_get(&t, ncclFuncAllReduce, bytes, 1, table, 0, &nch), ncclSuccess);
+  assert_true(topo_host_select(table, 7, 3, &a, proto));
+  assert_int_equal(a, NCCL_ALGO_RING);
+  topo_host_tuner_finalize(&t);
+  topo_host_tuner_unload(&t);
+  return nch;
+}
+
+/* Channels below NCCL's only on a term measured at that count, fitted within 3 %, covering the
+ * bucket and predicting no slower than the one measured at NCCL's own count. */
+static void test_channels_reduced_only_on_measured_evidence(void **state) {
+  (void)state;
+  static const char ref[] = "term allreduce ring ll channels=0 lat_us=6 bw_gbs=100 min_bytes=8 "
+                            "max_bytes=1073741824 rel_err=0.01 npoints=20\n";
+  static const struct {
+    const char *ch4;
+    size_t bytes;
+    int want;
+  } cases[] = {
+      /* measured at 4 channels, as fast: 4 where NCCL runs more (1 MB: 24 channels) */
+      {"term allreduce ring ll channels=4 lat_us=6 bw_gbs=100 min_bytes=8 max_bytes=1073741824 rel_err=0.01 npoints=20\n", 1 << 20, 4},
+      /* NCCL itself runs one channel at 4 KB: nothing to reduce */
+      {"term allreduce ring ll channels=4 lat_us=6 bw_gbs=100 min_bytes=8 max_bytes=1073741824 rel_err=0.01 npoints=20\n", 4096, 0},
+      /* fit error 5 %: no evidence */
+      {"term allreduce ring ll channels=4 lat_us=6 bw_gbs=100 min_bytes=8 max_bytes=1073741824 rel_err=0.05 npoints=20\n", 1 << 20, 0},
+      /* 1 % slower: no */
+      {"term allreduce ring ll channels=4 lat_us=6.2 bw_gbs=100 min_bytes=8 max_bytes=1073741824 rel_err=0.01 npoints=20\n", 1 << 20, 0},
+      /* measured, but not over this bucket */
+      {"term allreduce ring ll channels=4 lat_us=6 bw_gbs=100 min_bytes=8 max_bytes=1000000 rel_err=0.01 npoints=20\n", 1 << 20, 0},
+      /* no term at 4 channels at all: the channels=0 term is never extrapolated */
+      {"", 1 << 20, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char terms[512], path[64];
+    snprintf(terms, sizeof terms, "%s%s", ref, cases[i].ch4);
+    write_profile(path, sizeof path, terms);
+    int proto = -1;
+    int nch = decide(path, cases[i].bytes, NCCL_PROTO_LL, &proto);
+    unlink(path);
+    assert_int_equal(proto, NCCL_PROTO_LL);
+    if (nch != cases[i].want) fail_msg("case %zu: %d channels, want %d", i, nch, cases[i].want);
+  }
+}
+
+/* The built-in profile (no measured terms) never reduces channels, at any size. */
+static void test_builtin_profile_never_reduces_channels(void **state) {
+  (void)state;
+  unsetenv("TOPO_TUNER_PROFILE");
+  topo_host_tuner t;
+  assert_int_equal(topo_host_tuner_load(&t, TOPO_TEST_TUNER_SO, TOPO_NCCL_2_28), TOPO_OK);
+  for (int nranks = 2; nranks <= 16; nranks *= 2) {
+    assert_int_equal(topo_host_tuner_init(&t, 1, (size_t)nranks, 1, topo_host_log, NULL, NULL), ncclSuccess);
+    for (int coll = 0; coll < 5; coll++)
+      for (size_t b = 8; b <= (1ull << 32); b = b * 3 / 2) {
+        float table[21];
+        nccl2_fill(coll, b, 7, table);
+        int nch = -1;
+        assert_int_equal(topo_host_tuner_get(&t, coll, b, 1, table, 0, &nch), ncclSuccess);
+        if (nch != 0) fail_msg("%d ranks, coll %d, %zu B: %d channels", nranks, coll, b, nch);
+      }
+    topo_host_tuner_finalize(&t);
+  }
+  topo_host_tuner_unload(&t);
+}
+
+/* NCCL's own pick stays unless the model's gain exceeds the larger of 2 % and twice the fit
+ * error behind the predictions. */
+static void test_nccl_pick_kept_unless_the_gain_is_beyond_the_fit_error(void **state) {
+  (void)state;
+  static const struct {
+    const char *simple; /* Ring/Simple term; Ring/LL: 10 us + 1 MB at 100 GB/s */
+    int want;
+  } cases[] = {
+      /* model: Simple 1 % slower than LL, fits 0.1 %: within 2 % -> NCCL's Simple stays */
+      {"term allreduce ring simple lat_us=10.2 bw_gbs=100 min_bytes=8 max_bytes=1073741824 rel_err=0.001 npoints=20\n", NCCL_PROTO_SIMPLE},
+      /* Simple 10 % slower, fits 0.1 %: LL */
+      {"term allreduce ring simple lat_us=12 bw_gbs=100 min_bytes=8 max_bytes=1073741824 rel_err=0.001 npoints=20\n", NCCL_PROTO_LL},
+      /* Simple 10 % slower but that fit's rms error is 8 % (16 % margin): Simple stays */
+      {"term allreduce ring simple lat_us=12 bw_gbs=100 min_bytes=8 max_bytes=1073741824 rel_err=0.08 npoints=20\n", NCCL_PROTO_SIMPLE},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char terms[512], path[64];
+    snprintf(terms, sizeof terms,
+             "term allreduce ring ll lat_us=10 bw_gbs=100 min_bytes=8 max_bytes=1073741824 "
+             "rel_err=0.001 npoints=20\n%s", cases[i].simple);
+    write_profile(path, sizeof path, terms);
+    int proto = -1;
+    decide(path, 1 << 20, NCCL_PROTO_SIMPLE, &proto);
+    unlink(path);
+    if (proto != cases[i].want) fail_msg("case %zu: protocol %d, want %d", i, proto, cases[i].want);
+  }
+  /* NCCL preferring LL, the model agreeing: LL. */
+  char path[64];
+  write_profile(path, sizeof path, "term allreduce ring ll lat_us=10 bw_gbs=100 min_bytes=8 max_bytes=1073741824 rel_err=0.001 npoints=20\n");
+  int proto = -1;
+  decide(path, 1 << 20, NCCL_PROTO_LL, &proto);
+  unlink(path);
+  assert_int_equal(proto, NCCL_PROTO_LL);
+}
+
 int main(void) {
   setenv("TOPO_TUNER_GPU", "H200", 1);
   unsetenv("TOPO_TUNER_RULES");
@@ -309,6 +432,9 @@ int main(void) {
       cmocka_unit_test(test_r8_measured_tuner_run_is_the_regression),
       cmocka_unit_test(test_r8_profile_decisions_never_slower_than_default),
       cmocka_unit_test(test_r8_piecewise_profile_decisions),
+      cmocka_unit_test(test_channels_reduced_only_on_measured_evidence),
+      cmocka_unit_test(test_builtin_profile_never_reduces_channels),
+      cmocka_unit_test(test_nccl_pick_kept_unless_the_gain_is_beyond_the_fit_error),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
