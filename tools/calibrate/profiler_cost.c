@@ -324,16 +324,20 @@ static int check_result(bench *b) {
   return 0;
 }
 
-static void describe_nccl(int n, const char *gpu_name) {
+static void describe_nccl(void) {
   int v = 0;
   const char *path = "?";
   Dl_info info;
   if (ncclGetVersion(&v) != ncclSuccess) v = 0;
-  if (dladdr((void *)ncclGetVersion, &info) && info.dli_fname) path = info.dli_fname;
+  /* The definition the dynamic linker binds (a preloaded libnccl wins); taking the function's
+   * address could name the executable's PLT slot in a non-PIE build. */
+  void *fn = dlsym(RTLD_DEFAULT, "ncclGetVersion");
+  if (!fn) fn = (void *)ncclGetVersion;
+  if (dladdr(fn, &info) && info.dli_fname) path = info.dli_fname;
   int major = v >= 10000 ? v / 10000 : v / 1000, minor = v >= 10000 ? v / 100 % 100 : v / 100 % 10;
   const char *plugin = getenv("NCCL_PROFILER_PLUGIN");
-  fprintf(stderr, "%s: NCCL version %d.%d.%d (code %d) from %s; %d x %s; NCCL_PROFILER_PLUGIN=%s\n", prog,
-          major, minor, v % 100, v, path, n, gpu_name, plugin && *plugin ? plugin : "(unset)");
+  fprintf(stderr, "%s: NCCL version %d.%d.%d (code %d) from %s; NCCL_PROFILER_PLUGIN=%s\n", prog, major, minor,
+          v % 100, v, path, plugin && *plugin ? plugin : "(unset)");
 }
 
 static void teardown(bench *b) {
@@ -387,6 +391,7 @@ static int setup(bench *b) {
 }
 
 static int measure(const options *o) {
+  describe_nccl();
   int ndev = 0;
   cudaError_t e = cudaGetDeviceCount(&ndev);
   if (e != cudaSuccess || ndev < 1) {
@@ -401,7 +406,8 @@ static int measure(const options *o) {
   struct cudaDeviceProp prop;
   memset(&prop, 0, sizeof prop);
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) strcpy(prop.name, "?");
-  describe_nccl(n, prop.name);
+  fprintf(stderr, "%s: config %s: %d x %s, %d size(s), %d batch(es) each\n", prog, o->config, n, prop.name,
+          o->nsizes, o->reps);
   if (n == 1) fprintf(stderr, "%s: warning: one GPU: the AllReduce is a local copy\n", prog);
 
   bench *b = topo_calloc(1, sizeof *b);
