@@ -93,6 +93,18 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind
   return cudaSuccess;
 }
 
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s) {
+  if (!s) return cudaErrorInvalidResourceHandle;
+  return cudaMemcpy(dst, src, n, kind);
+}
+
+cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s) {
+  if (!s) return cudaErrorInvalidResourceHandle;
+  return cudaMemset(p, v, n);
+}
+
+cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+
 cudaError_t cudaEventCreate(cudaEvent_t *e) {
   *e = (cudaEvent_t)calloc(1, sizeof(fake_event));
   return *e ? cudaSuccess : cudaErrorMemoryAllocation;
@@ -164,6 +176,12 @@ ncclResult_t ncclCommInitAll(ncclComm_t *comm, int ndev, const int *devlist) {
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t c) {
+  free(c);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommAbort(ncclComm_t c) {
+  if (c) fprintf(stderr, "fake: ncclCommAbort rank %d\n", c->rank);
   free(c);
   return ncclSuccess;
 }

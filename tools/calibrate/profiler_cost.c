@@ -306,9 +306,12 @@ static int check_result(bench *b) {
     float v[2] = {(float)(i + 1), (float)(2 * (i + 1))};
     want0 += v[0];
     want1 += v[1];
+    /* On the collective's own stream: a non-blocking stream does not wait for the legacy default
+     * stream, and a pageable cudaMemcpy may return before its DMA lands. */
     CUDA_TRY(cudaSetDevice(b->g[i].dev));
-    CUDA_TRY(cudaMemcpy(b->g[i].send, v, sizeof v, cudaMemcpyHostToDevice));
-    CUDA_TRY(cudaMemset(b->g[i].recv, 0, sizeof v));
+    CUDA_TRY(cudaMemcpyAsync(b->g[i].send, v, sizeof v, cudaMemcpyHostToDevice, b->g[i].stream));
+    CUDA_TRY(cudaMemsetAsync(b->g[i].recv, 0, sizeof v, b->g[i].stream));
+    CUDA_TRY(cudaStreamSynchronize(b->g[i].stream)); /* v lives on this stack frame */
   }
   if (issue(b, 2) || sync_all(b)) return -1;
   for (int i = 0; i < b->n; i++) {
@@ -340,7 +343,8 @@ static void describe_nccl(void) {
           v % 100, v, path, plugin && *plugin ? plugin : "(unset)");
 }
 
-static void teardown(bench *b) {
+/* After a failure the communicators are aborted (a destroy could wait for a peer that failed). */
+static void teardown(bench *b, int abort_comms) {
   for (int i = 0; i < b->n; i++) {
     gpu *g = &b->g[i];
     cudaSetDevice(g->dev);
@@ -348,8 +352,10 @@ static void teardown(bench *b) {
   }
   for (int i = 0; i < b->n; i++)
     if (b->g[i].comm) {
-      ncclResult_t r = ncclCommDestroy(b->g[i].comm);
-      if (r != ncclSuccess) fprintf(stderr, "%s: warning: ncclCommDestroy: %s\n", prog, ncclGetErrorString(r));
+      ncclResult_t r = abort_comms ? ncclCommAbort(b->g[i].comm) : ncclCommDestroy(b->g[i].comm);
+      if (r != ncclSuccess)
+        fprintf(stderr, "%s: warning: %s: %s\n", prog, abort_comms ? "ncclCommAbort" : "ncclCommDestroy",
+                ncclGetErrorString(r));
       b->g[i].comm = NULL;
     }
   if (b->n > 0) {
@@ -380,6 +386,7 @@ static int setup(bench *b) {
     CUDA_TRY(cudaMalloc(&g->recv, (size_t)max_bytes));
     CUDA_TRY(cudaMemset(g->send, 0, (size_t)max_bytes));
     CUDA_TRY(cudaMemset(g->recv, 0, (size_t)max_bytes));
+    CUDA_TRY(cudaDeviceSynchronize()); /* the memsets ran on the legacy stream, NCCL uses g->stream */
   }
   CUDA_TRY(cudaSetDevice(b->g[0].dev));
   CUDA_TRY(cudaEventCreate(&b->ev0));
@@ -433,7 +440,7 @@ static int measure(const options *o) {
     fflush(stdout);
   }
   if (!rc && check_result(b)) rc = 1;
-  teardown(b);
+  teardown(b, rc != 0);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   fprintf(stderr, "%s: config %s: %s in %.1f s\n", prog, o->config, rc ? "FAILED" : "done",
           (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
