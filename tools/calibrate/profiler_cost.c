@@ -147,8 +147,13 @@ static int parse_options(options *o, int argc, char **argv, int *first_file) {
   int quick = 0, c;
   opterr = 0;
   optind = 1;
-  while ((c = getopt_long(argc, argv, ":g:s:r:w:h", longs, NULL)) != -1) {
+  int li = -1;
+  while ((c = getopt_long(argc, argv, ":g:s:r:w:h", longs, &li)) != -1) {
     const char *a = optarg;
+    char name[40];
+    if (li >= 0) snprintf(name, sizeof name, "--%s", longs[li].name);
+    else snprintf(name, sizeof name, "-%c", c);
+    li = -1;
     int bad = 0;
     switch (c) {
     case O_CONFIG:
@@ -181,7 +186,7 @@ static int parse_options(options *o, int argc, char **argv, int *first_file) {
       return 2;
     }
     if (bad) {
-      fprintf(stderr, "%s: error: bad value '%s' for %s (--help)\n", prog, a, argv[optind - 2 >= 0 ? optind - 2 : 0]);
+      fprintf(stderr, "%s: error: bad value '%s' for %s (--help)\n", prog, a, name);
       return 2;
     }
   }
@@ -248,8 +253,11 @@ static int issue(bench *b, size_t count) {
     gpu *g = &b->g[i];
     ncclResult_t r = ncclAllReduce(g->send, g->recv, count, ncclFloat, ncclSum, g->comm, g->stream);
     if (r != ncclSuccess) {
+      const char *l = ncclGetLastError(NULL);
       if (b->n > 1) (void)ncclGroupEnd();
-      NCCL_TRY(r);
+      fprintf(stderr, "%s: error: ncclAllReduce of %zu floats on GPU %d: %s%s%s\n", prog, count, g->dev,
+              ncclGetErrorString(r), l && *l ? " - " : "", l ? l : "");
+      return -1;
     }
   }
   if (b->n > 1) NCCL_TRY(ncclGroupEnd());
@@ -269,7 +277,11 @@ static int async_errors(bench *b) {
   for (int i = 0; i < b->n; i++) {
     ncclResult_t st = ncclSuccess;
     NCCL_TRY(ncclCommGetAsyncError(b->g[i].comm, &st));
-    if (st != ncclSuccess && st != ncclInProgress) NCCL_TRY(st);
+    if (st != ncclSuccess && st != ncclInProgress) {
+      fprintf(stderr, "%s: error: NCCL reports an asynchronous error on GPU %d: %s\n", prog, b->g[i].dev,
+              ncclGetErrorString(st));
+      return -1;
+    }
   }
   return 0;
 }
@@ -345,7 +357,7 @@ static void describe_nccl(void) {
 
 /* After a failure the communicators are aborted (a destroy could wait for a peer that failed). */
 static void teardown(bench *b, int abort_comms) {
-  for (int i = 0; i < b->n; i++) {
+  for (int i = 0; i < b->n && !abort_comms; i++) { /* after a failure a stream may never drain */
     gpu *g = &b->g[i];
     cudaSetDevice(g->dev);
     if (g->stream) cudaStreamSynchronize(g->stream);
