@@ -6,7 +6,7 @@
 # back to back, eager, no graphs (2000 calls per batch below 1 MB, 200 from 1 MB on; median/min/
 # max over the batches). NCCL loads its profiler once per process, so every configuration is its
 # own process; configurations alternate within a round (order rotated each round); 3 rounds, up to
-# 5 while PROFCOST_BUDGET allows, fewer only when it runs out (then the output says so). ~5 s a run:
+# 5 while PROFCOST_BUDGET allows, fewer only when it runs out (the output says so). Configurations:
 #   off           no NCCL_PROFILER_PLUGIN
 #   topo-default  libtopo-profiler.so, default settings (kernel-channel timing sampled 1 in 32)
 #   topo-cupti    TOPO_PROFILER_CUPTI=1
