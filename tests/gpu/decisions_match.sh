@@ -39,7 +39,7 @@ done
 echo "traces dumped: $i" >>"$OUT/decisions_match.txt"
 gpu=$(awk '/^section/ {for (i = 1; i <= NF; i++) if ($i ~ /^gpu=/) {sub("gpu=", "", $i); print $i; exit}}' "$prof" 2>/dev/null)
 [ -n "$gpu" ] && [ "$gpu" != "*" ] && map_args+=(--gpu "$gpu")
-"$TUNE_BIN" "${map_args[@]}" --nranks 2 --nnodes 1 --min 8 --max 1G --json >"$d/tune-map.json" 2>"$d/tune-map.err"
+"$TUNE_BIN" "${map_args[@]}" --nvls 0 --nranks 2 --nnodes 1 --min 8 --max 1G --json >"$d/tune-map.json" 2>"$d/tune-map.err"
 "$PYTHON" "$GPU_DIR/decisions_match.py" --calls "$d/calls" --dump "$d/dump" --map "$d/tune-map.json" \
   >>"$OUT/decisions_match.txt" 2>&1
 rc2=$?
