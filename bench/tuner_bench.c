@@ -4,7 +4,7 @@
 // tables as NCCL fills them on 2 x H200; each call timed alone (CLOCK_MONOTONIC), median and p99,
 // beside an empty tuner called the same way in the same run. Init: a new communicator shape
 // (table built) and a repeated shape (shared table), median and p99 per init.
-// Usage: tuner_bench [calls (default 1000000)]
+// Usage: tuner_bench [calls (default 1000000)] [profile for the init figures (default: built-in)]
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,6 +113,7 @@ static void bench_init(const char *path) {
 
 int main(int argc, char **argv) {
   int n = argc > 1 ? atoi(argv[1]) : 1000000;
+  const char *profile = argc > 2 ? argv[2] : NULL;
   if (n < 1000) n = 1000;
   unsetenv("TOPO_TUNER_PROFILE");
   unsetenv("TOPO_TUNER_RULES");
@@ -135,6 +136,10 @@ int main(int argc, char **argv) {
   bench_calls("libtopo-tuner.so", TOPO_BENCH_TUNER_SO, q, n, &m1, &p1);
   bench_calls("empty tuner (again)", TOPO_BENCH_NOOP_SO, q, n, &m0, &p0);
   printf("topo over the empty call: median %+.1f ns, p99 %+.1f ns\n", m1 - m0, p1 - p0);
+  if (profile) {
+    setenv("TOPO_TUNER_PROFILE", profile, 1);
+    printf("init with profile %s:\n", profile);
+  }
   bench_init(TOPO_BENCH_TUNER_SO);
   free(q);
   return 0;

@@ -155,25 +155,70 @@ static int valid_term(const topo_profile_term *t) {
          isfinite(t->rel_err) && t->rel_err >= 0 && t->npoints >= 0;
 }
 
+/* Terms are kept sorted by (coll, algo, proto, nchannels, min_bytes); the ranges of one key are
+ * disjoint, so the first term of a key whose min_bytes exceeds `bytes` follows the one covering
+ * it. <0 / 0 / >0 as a sorts before / with / after (key, bytes). */
+static int term_cmp(const topo_profile_term *a, int coll, int algo, int proto, int nch,
+                    uint64_t bytes) {
+  if (a->coll != coll) return a->coll < coll ? -1 : 1;
+  if (a->algo != algo) return a->algo < algo ? -1 : 1;
+  if (a->proto != proto) return a->proto < proto ? -1 : 1;
+  if (a->nchannels != nch) return a->nchannels < nch ? -1 : 1;
+  return a->min_bytes < bytes ? -1 : a->min_bytes > bytes ? 1 : 0;
+}
+
+/* Index of the first term not sorting before (key, bytes). */
+static int term_lower_bound(const topo_profile *p, int coll, int algo, int proto, int nch,
+                            uint64_t bytes) {
+  int lo = 0, hi = p->nterms;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (term_cmp(&p->terms[mid], coll, algo, proto, nch, bytes) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static int same_key(const topo_profile_term *t, int coll, int algo, int proto, int nch) {
+  return t->coll == coll && t->algo == algo && t->proto == proto && t->nchannels == nch;
+}
+
 const topo_profile_term *topo_profile_find_term(const topo_profile *p, int coll, int algo,
                                                 int proto, int nchannels) {
-  if (!p || !p->terms) return NULL;
-  for (int i = 0; i < p->nterms; i++) {
-    const topo_profile_term *t = &p->terms[i];
-    if (t->coll == coll && t->algo == algo && t->proto == proto && t->nchannels == nchannels)
-      return t;
-  }
-  return NULL;
+  if (!p || !p->terms || p->nterms <= 0) return NULL;
+  int i = term_lower_bound(p, coll, algo, proto, nchannels, 0);
+  return i < p->nterms && same_key(&p->terms[i], coll, algo, proto, nchannels) ? &p->terms[i] : NULL;
+}
+
+const topo_profile_term *topo_profile_find_term_at(const topo_profile *p, int coll, int algo,
+                                                   int proto, int nchannels, uint64_t bytes) {
+  if (!p || !p->terms || p->nterms <= 0) return NULL;
+  /* The last term of the key starting at or below `bytes`. */
+  int i = term_lower_bound(p, coll, algo, proto, nchannels, bytes);
+  if (i < p->nterms && same_key(&p->terms[i], coll, algo, proto, nchannels) &&
+      p->terms[i].min_bytes == bytes)
+    return &p->terms[i];
+  if (i == 0) return NULL;
+  const topo_profile_term *t = &p->terms[i - 1];
+  return same_key(t, coll, algo, proto, nchannels) && t->min_bytes <= bytes && bytes <= t->max_bytes
+             ? t : NULL;
 }
 
 topo_status topo_profile_set_term(topo_profile *p, const topo_profile_term *t) {
   if (!p || !t || !valid_term(t)) return TOPO_ERR_INVALID;
-  topo_profile_term *old =
-      (topo_profile_term *)topo_profile_find_term(p, t->coll, t->algo, t->proto, t->nchannels);
-  if (old) {
-    *old = *t;
+  int i = term_lower_bound(p, t->coll, t->algo, t->proto, t->nchannels, t->min_bytes);
+  if (i < p->nterms && same_key(&p->terms[i], t->coll, t->algo, t->proto, t->nchannels) &&
+      p->terms[i].min_bytes == t->min_bytes && p->terms[i].max_bytes == t->max_bytes) {
+    p->terms[i] = *t;
     return TOPO_OK;
   }
+  /* Disjoint ranges per key: the neighbours on either side must not reach into [min, max]. */
+  if (i < p->nterms && same_key(&p->terms[i], t->coll, t->algo, t->proto, t->nchannels) &&
+      p->terms[i].min_bytes <= t->max_bytes)
+    return TOPO_ERR_INVALID;
+  if (i > 0 && same_key(&p->terms[i - 1], t->coll, t->algo, t->proto, t->nchannels) &&
+      p->terms[i - 1].max_bytes >= t->min_bytes)
+    return TOPO_ERR_INVALID;
   if (p->nterms >= PROFILE_MAX_TERMS) return TOPO_ERR_INVALID;
   if (p->nterms >= p->cap_terms) {
     int cap = p->cap_terms ? 2 * p->cap_terms : 16;
@@ -182,7 +227,9 @@ topo_status topo_profile_set_term(topo_profile *p, const topo_profile_term *t) {
     p->terms = grown;
     p->cap_terms = cap;
   }
-  p->terms[p->nterms++] = *t;
+  memmove(&p->terms[i + 1], &p->terms[i], (size_t)(p->nterms - i) * sizeof *p->terms);
+  p->terms[i] = *t;
+  p->nterms++;
   return TOPO_OK;
 }
 
@@ -233,6 +280,127 @@ topo_status topo_profile_fit_term(const uint64_t *bytes, const double *time_us, 
   term->rel_err = sqrt(sq / n);
   term->npoints = n;
   return TOPO_OK;
+}
+
+/* Fit of points [i, j] (sorted): the weighted least-squares line, or where its slope is not
+ * positive (a flat small-message range) the constant minimising the relative error with a
+ * negligible slope. *max_err receives the largest relative error of one point. */
+static topo_status fit_segment(const uint64_t *bytes, const double *time_us, int i, int j,
+                               topo_profile_term *t, double *max_err) {
+  int n = j - i + 1;
+  if (topo_profile_fit_term(bytes + i, time_us + i, n, t) != TOPO_OK) {
+    double s1 = 0, s2 = 0;
+    for (int k = i; k <= j; k++) {
+      if (!isfinite(time_us[k]) || time_us[k] <= 0) return TOPO_ERR_INVALID;
+      s1 += 1.0 / time_us[k];
+      s2 += 1.0 / (time_us[k] * time_us[k]);
+    }
+    t->lat_us = s1 / s2;
+    t->bw_gbs = TOPO_PROFILE_FLAT_BW_GBS;
+    t->min_bytes = bytes[i];
+    t->max_bytes = bytes[j];
+    t->npoints = n;
+  }
+  double sq = 0, worst = 0;
+  for (int k = i; k <= j; k++) {
+    double r = fabs(t->lat_us + (double)bytes[k] / (t->bw_gbs * 1e3) - time_us[k]) / time_us[k];
+    sq += r * r;
+    if (r > worst) worst = r;
+  }
+  t->rel_err = sqrt(sq / n);
+  *max_err = worst;
+  return TOPO_OK;
+}
+
+/* `v` to 7 significant digits (far below any measurement's precision). */
+static double round_sig(double v) {
+  if (!(v > 0) || !isfinite(v)) return v;
+  double scale = pow(10.0, 6 - (int)floor(log10(v)));
+  double r = round(v * scale) / scale;
+  return r > 0 && isfinite(r) ? r : v;
+}
+
+/* Geometric midpoint of two sizes, rounded down. */
+static uint64_t geo_mid(uint64_t a, uint64_t b) {
+  double m = sqrt((double)a * (double)b);
+  uint64_t r = m >= 1.8e19 ? UINT64_MAX : (uint64_t)m;
+  if (r < a) r = a;
+  if (r >= b) r = b - 1;
+  return r;
+}
+
+int topo_profile_fit_piecewise(const uint64_t *bytes, const double *time_us, int n,
+                               double max_rel_err, topo_profile_term *out, int max_terms) {
+  if (!bytes || !time_us || !out || n < 2 || max_terms < 1 || !(max_rel_err >= 0)) return 0;
+  uint64_t *b = topo_malloc((size_t)n * sizeof *b);
+  double *y = topo_malloc((size_t)n * sizeof *y);
+  if (!b || !y) {
+    topo_free(b);
+    topo_free(y);
+    return -1;
+  }
+  /* Insertion sort by size (sweeps arrive sorted or nearly). */
+  for (int k = 0; k < n; k++) {
+    int m = k;
+    while (m > 0 && b[m - 1] > bytes[k]) {
+      b[m] = b[m - 1];
+      y[m] = y[m - 1];
+      m--;
+    }
+    b[m] = bytes[k];
+    y[m] = time_us[k];
+  }
+  int nout = 0, i = 0;
+  while (i < n) {
+    int g = i; /* end of the group of points of size b[i] */
+    while (g + 1 < n && b[g + 1] == b[i]) g++;
+    topo_profile_term t;
+    double err;
+    if (g + 1 >= n) {
+      /* One size left (greedy would have taken it into the previous segment had it fitted): a
+       * segment of its own from the previous one's end, fitted with the previous last size. */
+      if (nout == 0) break;
+      int start = i - 1;
+      while (start > 0 && b[start - 1] == b[i - 1]) start--;
+      if (nout < max_terms && fit_segment(b, y, start, n - 1, &t, &err) == TOPO_OK) {
+        t.min_bytes = out[nout - 1].max_bytes + 1;
+        t.max_bytes = b[n - 1];
+        t.npoints = n - start;
+        out[nout++] = t;
+      } else {
+        out[nout - 1].max_bytes = b[n - 1];
+      }
+      break;
+    }
+    /* Greedy: the longest run from i, ending on a whole group of equal sizes, that fits within
+     * max_rel_err (two sizes always fit); the last allowed segment takes the rest. */
+    int last = nout + 1 >= max_terms, best_j = -1;
+    topo_profile_term best;
+    memset(&best, 0, sizeof best);
+    for (int k = g + 1; k < n; k++) {
+      if (k + 1 < n && b[k + 1] == b[k]) continue;
+      if (last) k = n - 1;
+      if (fit_segment(b, y, i, k, &t, &err) != TOPO_OK) break;
+      if (err > max_rel_err && best_j >= 0 && !last) break;
+      best = t;
+      best_j = k;
+      if (err > max_rel_err && !last) break;
+    }
+    if (best_j < 0) break;
+    best.npoints = best_j - i + 1;
+    best.min_bytes = nout ? out[nout - 1].max_bytes + 1 : b[i];
+    best.max_bytes = best_j + 1 < n ? geo_mid(b[best_j], b[best_j + 1]) : b[best_j];
+    out[nout++] = best;
+    i = best_j + 1;
+  }
+  for (int k = 0; k < nout; k++) { /* 7 significant digits: short to write, quick to read */
+    out[k].lat_us = round_sig(out[k].lat_us);
+    out[k].bw_gbs = round_sig(out[k].bw_gbs);
+    out[k].rel_err = round_sig(out[k].rel_err);
+  }
+  topo_free(b);
+  topo_free(y);
+  return nout;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -464,11 +632,15 @@ static topo_status parse_term(parser *ps, char **tok, int ntok, topo_profile *p)
   }
   if (!have_lat || !have_bw) return bad(ps, "term: lat_us= and bw_gbs= are required"), TOPO_ERR_PARSE;
   if (t.min_bytes > t.max_bytes) return bad(ps, "term: min_bytes > max_bytes"), TOPO_ERR_PARSE;
-  if (topo_profile_find_term(p, t.coll, t.algo, t.proto, t.nchannels))
-    return bad(ps, "term: duplicate (collective, algorithm, protocol, channels) in this section"),
+  const topo_profile_term *dup = topo_profile_find_term_at(p, t.coll, t.algo, t.proto, t.nchannels, t.min_bytes);
+  if (dup && dup->min_bytes == t.min_bytes && dup->max_bytes == t.max_bytes)
+    return bad(ps, "term: duplicate (collective, algorithm, protocol, channels, range) in this section"),
            TOPO_ERR_PARSE;
+  if (p->nterms >= PROFILE_MAX_TERMS) return bad(ps, "term: too many terms in one section"), TOPO_ERR_INVALID;
   topo_status st = topo_profile_set_term(p, &t);
-  if (st == TOPO_ERR_INVALID) return bad(ps, "term: too many terms in one section"), st;
+  if (st == TOPO_ERR_INVALID)
+    return bad(ps, "term: byte range overlaps another term of this (collective, algorithm, "
+                   "protocol, channels) in this section"), st;
   return st;
 }
 

@@ -99,10 +99,20 @@ int topo_profile_key_score(const topo_profile_key *have, const topo_profile_key 
  * section line and every field; numbers in the shortest form that reads back bit-exact. */
 topo_status topo_profile_write(FILE *f, const topo_profile *p);
 
-/* Add or replace (same coll/algo/proto/nchannels) a fitted term. */
+/* Add a fitted term, or replace the one with the same (coll, algo, proto, nchannels) AND the
+ * same [min_bytes, max_bytes]. One key may hold several terms (a piecewise fit) whose ranges are
+ * disjoint: a term overlapping another of its key with a different range is refused
+ * (TOPO_ERR_INVALID), as is an invalid one. Terms stay sorted by (coll, algo, proto, nchannels,
+ * min_bytes). */
 topo_status topo_profile_set_term(topo_profile *p, const topo_profile_term *t);
+/* The term of the key with the lowest min_bytes (the only one for a single-line fit); NULL when
+ * the key has none. O(log nterms). */
 const topo_profile_term *topo_profile_find_term(const topo_profile *p, int coll, int algo,
                                                 int proto, int nchannels);
+/* The term of the key whose [min_bytes, max_bytes] covers `bytes`; NULL when none does.
+ * O(log nterms), no allocation. */
+const topo_profile_term *topo_profile_find_term_at(const topo_profile *p, int coll, int algo,
+                                                   int proto, int nchannels, uint64_t bytes);
 void topo_profile_free(topo_profile *p);
 
 /* Least-squares fit of time_us = lat + bytes/(bw*1e3) over n points (n >= 2, weights relative:
@@ -110,6 +120,22 @@ void topo_profile_free(topo_profile *p);
  * TOPO_ERR_INVALID when the points cannot give a positive bandwidth. */
 topo_status topo_profile_fit_term(const uint64_t *bytes, const double *time_us, int n,
                                   topo_profile_term *term);
+
+/* Bandwidth given to a segment whose times do not grow with size (a constant fit), GB/s. */
+#define TOPO_PROFILE_FLAT_BW_GBS 1e6
+/* Relative error each piece of a piecewise fit keeps within, by default (3 %). */
+#define TOPO_PROFILE_PIECE_ERR 0.03
+
+/* Piecewise fit of a sweep (any order; equal sizes stay in one piece): the fewest contiguous
+ * pieces, found greedily from the smallest size, each fitted (topo_profile_fit_term, or a
+ * constant where the times do not grow) with every point within max_rel_err; a piece always
+ * holds two sizes at least, and the last of max_terms takes whatever remains. Ranges meet at the
+ * geometric midpoints between measured sizes, so the pieces cover [smallest, largest] with no
+ * gap. Fills out[0..k) (lat_us, bw_gbs, min/max_bytes, rel_err, npoints; the key fields are the
+ * caller's) and returns k >= 1; 0 when the points give no fit (fewer than two sizes, a time not
+ * positive), -1 on allocation failure. */
+int topo_profile_fit_piecewise(const uint64_t *bytes, const double *time_us, int n,
+                               double max_rel_err, topo_profile_term *out, int max_terms);
 
 /* Names used in files and CLIs: "allreduce", "ring", "simple", ... (-1 when unknown). */
 const char *topo_coll_name(int coll);

@@ -5,6 +5,7 @@
 // serialise kernels) plus memcpy/memset, and turns the records CUPTI hands back in its buffer
 // callbacks into topo_rec_kernel records (names as topo_rec_string) of the process-wide trace.
 // CUPTI's threads call the buffer callbacks; the writer thread polls a flush now and then.
+#define _GNU_SOURCE 1 /* dladdr, RTLD_NODELETE */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -183,6 +184,17 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
     }                                                         \
   } while (0)
 
+/* Once CUPTI has our buffer callbacks, nothing can take them back (activity callbacks cannot be
+ * unregistered), and CUPTI may call them until the process exits, after NCCL dlcloses this
+ * plugin at its last communicator's destruction. So the plugin pins itself in memory
+ * (RTLD_NODELETE) the first time CUPTI starts; its state is still reset by the last finalize. */
+static void pin_self(void) {
+  static int pinned;
+  Dl_info info;
+  if (pinned || !dladdr((void *)&pin_self, &info) || !info.dli_fname) return;
+  if (dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)) pinned = 1;
+}
+
 int topo_cupti_start(topo_comm *c) {
   const char *missing = NULL;
   const char *lib = topo_env_str(TOPO_ENV_PROFILER_CUPTI_LIB);
@@ -233,6 +245,7 @@ int topo_cupti_start(topo_comm *c) {
     c->header.cupti_minus_realtime_ns = (int64_t)ts - topo_clock_realtime_ns();
   last_poll = topo_clock_monotonic_ns();
   atomic_store(&active, 1);
+  pin_self();
   TOPO_INFO(NCCL_INIT, "TOPO/Profiler: CUPTI kernel timeline on (%s)", lib);
   return 1;
 fail:
@@ -263,7 +276,9 @@ void topo_cupti_stop(void) {
     cu.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     cu.unsubscribe(subscriber);
     out = NULL;
-    dlclose(cu.lib);
+    /* libcupti stays loaded: the CUDA driver keeps hooks into it for the life of the process,
+     * and unloading it made processes crash at exit on real GPUs (SIGSEGV after the last
+     * ncclCommDestroy). A later start dlopens it again and gets the same handle. */
     memset(&cu, 0, sizeof cu);
     pthread_mutex_lock(&name_lock);
     for (int i = 0; i < NAME_SLOTS; i++) {

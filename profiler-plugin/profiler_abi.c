@@ -7,9 +7,10 @@
 #include "core.h"
 #include "export.h"
 #include "nccl/profiler.h"
+#include "topo_version.h"
 #include "trace_format.h"
 
-#define PLUGIN_NAME "topo"
+#define PLUGIN_NAME "topo " TOPO_VERSION /* NCCL logs it when it loads the plugin */
 
 static int kind_of(uint64_t type) {
   switch (type) {

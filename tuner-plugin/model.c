@@ -250,16 +250,18 @@ int topo_model_parts(const topo_model *m, int coll, int algo, int proto, int nch
   int used = nch > 0 ? nch : own;
   if (link_model(m, coll, algo, proto, used, bytes, reg_buff, lat_us, xfer_us)) return -1;
 
-  /* Fitted terms take precedence inside their measured range. A term for NCCL's own channel
-   * count (nchannels 0) also serves other counts, scaled by the link model's ratio. */
-  const topo_profile_term *t = topo_profile_find_term(m->prof, coll, algo, proto, nch > 0 ? nch : 0);
+  /* Fitted terms take precedence inside their measured range (the piece covering `bytes`). A
+   * term for NCCL's own channel count (nchannels 0) also serves other counts, scaled by the link
+   * model's ratio (topo-tune's what-if; the decision table reduces channels only on terms
+   * measured at that count). */
+  uint64_t at = bytes < 1.8e19 ? (uint64_t)bytes : UINT64_MAX;
+  const topo_profile_term *t = topo_profile_find_term_at(m->prof, coll, algo, proto, nch > 0 ? nch : 0, at);
   int scaled = 0;
   if (!t && nch > 0 && nch != own) {
-    t = topo_profile_find_term(m->prof, coll, algo, proto, 0);
+    t = topo_profile_find_term_at(m->prof, coll, algo, proto, 0, at);
     scaled = 1;
   }
-  if (t && t->bw_gbs > 0 && t->lat_us >= 0 && bytes >= (double)t->min_bytes &&
-      bytes <= (double)t->max_bytes) {
+  if (t && t->bw_gbs > 0 && t->lat_us >= 0) {
     double xfer = bytes / (t->bw_gbs * 1e3);
     if (scaled) {
       double l0, x0;

@@ -23,25 +23,94 @@ static int uses_reg(int algo) {
          algo == NCCL_ALGO_COLLNET_DIRECT || algo == NCCL_ALGO_COLLNET_CHAIN;
 }
 
-/* Channel count worth returning for (coll, algo, proto) in bucket [lo, hi): the smallest power
- * of two >= 2, below NCCL's own count at lo, predicted within the tolerance at both edges. */
-static int pick_channels(const topo_model *m, int coll, int algo, int proto, double lo, double hi,
-                         double t_lo, double t_hi) {
+/* Walks the pieces of one (coll, algo, proto, nch) in size order: queries must come with
+ * non-decreasing sizes (the table is filled bucket by bucket), each O(1) amortised. */
+typedef struct term_cursor {
+  const topo_profile_term *cur, *end; /* cur == end: the key has no (more) pieces */
+} term_cursor;
+
+static term_cursor cursor_init(const topo_profile *p, int coll, int algo, int proto, int nch) {
+  const topo_profile_term *t = topo_profile_find_term(p, coll, algo, proto, nch);
+  const topo_profile_term *end = t ? p->terms + p->nterms : NULL;
+  return (term_cursor){t, end};
+}
+
+/* The piece covering `bytes`, or NULL. */
+static const topo_profile_term *cursor_at(term_cursor *c, double bytes) {
+  if (c->cur == c->end) return NULL;
+  const topo_profile_term *k = c->cur;
+  while (c->cur + 1 < c->end && (double)c->cur->max_bytes < bytes && c->cur[1].coll == k->coll &&
+         c->cur[1].algo == k->algo && c->cur[1].proto == k->proto &&
+         c->cur[1].nchannels == k->nchannels)
+    c->cur++;
+  const topo_profile_term *t = c->cur;
+  return (double)t->min_bytes <= bytes && bytes <= (double)t->max_bytes ? t : NULL;
+}
+
+/* A measured piece covering `bytes` with a fit error within TOPO_TABLE_CHANNEL_MAX_FIT_ERR: its
+ * prediction there (us), else -1. */
+static double measured_us(term_cursor *c, double bytes) {
+  const topo_profile_term *t = cursor_at(c, bytes);
+  if (!t || t->rel_err > TOPO_TABLE_CHANNEL_MAX_FIT_ERR || t->npoints < 2) return -1;
+  return t->lat_us + bytes / (t->bw_gbs * 1e3);
+}
+
+/* Channel count below NCCL's own worth returning for (coll, algo, proto) in bucket [lo, hi):
+ * "never worse than NCCL's default", so only on measured evidence: the smallest count k of
+ * `counts` (ascending, those the profile has terms for) below NCCL's own count at lo whose
+ * piece measured AT k covers both edges with a small fit error and predicts within the tolerance
+ * of the piece measured for NCCL's own count (channels=0, same conditions) at both edges. 0
+ * otherwise: a profile without such terms (the built-in one) never reduces channels.
+ * `ref` walks channels=0, `cur[i]` counts[i]; called for ascending buckets. */
+static int pick_channels(const topo_model *m, int algo, int proto, double lo, double hi,
+                         const int *counts, int ncounts, term_cursor *ref, term_cursor *cur) {
   if (algo != NCCL_ALGO_RING && algo != NCCL_ALGO_TREE && algo != NCCL_ALGO_PAT) return 0;
+  if (!ncounts || counts[0] >= m->model_channels) return 0;
   int own = topo_model_nccl_channels(m, algo, proto, lo);
-  if (own <= 2) return 0;
-  for (int k = 2; k < own; k *= 2) {
-    double a = topo_model_time(m, coll, algo, proto, k, lo, 1, 0);
-    if (a < 0 || a > t_lo * TOPO_TABLE_CHANNEL_TOLERANCE) continue;
-    double b = topo_model_time(m, coll, algo, proto, k, hi, 1, 0);
-    if (b < 0 || b > t_hi * TOPO_TABLE_CHANNEL_TOLERANCE) continue;
-    return k;
+  if (own <= 1 || counts[0] >= own) return 0;
+  double r_lo = measured_us(ref, lo), r_hi = measured_us(ref, hi);
+  if (r_lo <= 0 || r_hi <= 0) return 0;
+  for (int i = 0; i < ncounts && counts[i] < own; i++) {
+    double a = measured_us(&cur[i], lo), b = measured_us(&cur[i], hi);
+    if (a < 0 || a > r_lo * TOPO_TABLE_CHANNEL_TOLERANCE) continue;
+    if (b < 0 || b > r_hi * TOPO_TABLE_CHANNEL_TOLERANCE) continue;
+    return counts[i];
   }
   return 0;
 }
 
-static void fill_entry(const topo_model *m, topo_table *t, int coll, int algo, int proto, int reg) {
+/* Fit error of the channels=0 piece behind a prediction at `bytes`; 0 if none (link model). */
+static double fit_err(term_cursor *c, double bytes) {
+  const topo_profile_term *t = cursor_at(c, bytes);
+  return t && isfinite(t->rel_err) ? t->rel_err : 0.0;
+}
+
+/* Channel counts 1..64 the profile has terms for, per (coll, algo, proto): bit k-1 = count k.
+ * One pass over the terms. */
+typedef uint64_t count_masks[NCCL_NUM_FUNCTIONS][NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
+
+static void term_counts(const topo_profile *p, count_masks masks) {
+  memset(masks, 0, sizeof(count_masks));
+  for (int i = 0; i < p->nterms; i++) {
+    const topo_profile_term *t = &p->terms[i];
+    if (t->coll < 0 || t->coll >= NCCL_NUM_FUNCTIONS || t->algo < 0 ||
+        t->algo >= NCCL_NUM_ALGORITHMS || t->proto < 0 || t->proto >= NCCL_NUM_PROTOCOLS ||
+        t->nchannels <= 0 || t->nchannels > 64)
+      continue;
+    masks[t->coll][t->algo][t->proto] |= 1ull << (t->nchannels - 1);
+  }
+}
+
+static void fill_entry(const topo_model *m, topo_table *t, int coll, int algo, int proto, int reg,
+                       uint64_t mask) {
   double lat_e[TOPO_TABLE_BUCKETS + 1], x_e[TOPO_TABLE_BUCKETS + 1];
+  int counts[64], ncounts = 0;
+  term_cursor cur[64], ref = cursor_init(m->prof, coll, algo, proto, 0), err = ref;
+  for (int k = 0; k < 64 && !reg; k++)
+    if (mask >> k & 1) {
+      cur[ncounts] = cursor_init(m->prof, coll, algo, proto, k + 1);
+      counts[ncounts++] = k + 1;
+    }
   int ok = 1;
   for (int e = 0; e <= TOPO_TABLE_BUCKETS && ok; e++)
     ok = topo_model_parts(m, coll, algo, proto, 0, edge_bytes(e), reg, &lat_e[e], &x_e[e]) == 0;
@@ -54,9 +123,11 @@ static void fill_entry(const topo_model *m, topo_table *t, int coll, int algo, i
     double lo = edge_bytes(b), hi = edge_bytes(b + 1);
     double t_lo = lat_e[b] + x_e[b], t_hi = lat_e[b + 1] + x_e[b + 1];
     double slope = (t_hi - t_lo) / (hi - lo);
-    c->e[algo][proto] = (topo_table_entry){(float)lat_e[b], (float)x_e[b], (float)(slope > 0 ? slope : 0)};
+    c->e[algo][proto] = (topo_table_entry){(float)lat_e[b], (float)x_e[b],
+                                           (float)(slope > 0 ? slope : 0),
+                                           (float)fmax(fit_err(&err, lo), fit_err(&err, hi))};
     c->nch[algo][proto] = reg ? t->cells[coll][b][0].nch[algo][proto]
-                              : (uint8_t)pick_channels(m, coll, algo, proto, lo, hi, t_lo, t_hi);
+                              : (uint8_t)pick_channels(m, algo, proto, lo, hi, counts, ncounts, &ref, cur);
   }
 }
 
@@ -64,13 +135,15 @@ topo_status topo_table_build(const topo_model *m, topo_table **out) {
   topo_table *t = topo_calloc(1, sizeof *t);
   if (!t) return TOPO_ERR_NOMEM;
   t->nranks = m->nranks;
+  count_masks masks;
+  term_counts(m->prof, masks);
   for (int i = 0; i < TOPO_TABLE_BUCKETS; i++) t->edge[i] = (float)edge_bytes(i);
   for (int coll = 0; coll < NCCL_NUM_FUNCTIONS; coll++)
     for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
       for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
-        fill_entry(m, t, coll, a, p, 0);
+        fill_entry(m, t, coll, a, p, 0, masks[coll][a][p]);
         if (uses_reg(a)) {
-          fill_entry(m, t, coll, a, p, 1);
+          fill_entry(m, t, coll, a, p, 1, 0);
         } else {
           for (int b = 0; b < TOPO_TABLE_BUCKETS; b++) {
             topo_table_cell *c0 = &t->cells[coll][b][0], *c1 = &t->cells[coll][b][1];
@@ -148,11 +221,12 @@ int topo_table_apply(const topo_table *t, int coll, size_t nbytes, int pipe_ops,
     if (min_other > 0 && max_ring > 200.0f * min_other) ring_scale = 1024.0f;
   }
 
-  /* One pass: write the model's time into every allowed entry it predicts and follow NCCL's
-   * selection (strict minimum, lowest algorithm then protocol). Allowed entries it cannot
-   * predict are remembered and, if it predicted any, made usable-but-never-preferred. */
-  float best = 3.6e9f;
-  int ba = -1, bp = -1, predicted = 0;
+  /* One pass: note NCCL's own pick from the values it sent (strict minimum, lowest algorithm
+   * then protocol), write the model's time into every allowed entry it predicts and follow
+   * NCCL's selection over them. Allowed entries it cannot predict are remembered and, if it
+   * predicted any, made usable-but-never-preferred. */
+  float best = 3.6e9f, nccl_best = 3.6e9f;
+  int ba = -1, bp = -1, na_ = -1, np_ = -1, predicted = 0;
   uint32_t unpredicted = 0;
   for (int a = 0; a < na; a++) {
     float *row = &cost[a * num_proto];
@@ -161,6 +235,11 @@ int topo_table_apply(const topo_table *t, int coll, size_t nbytes, int pipe_ops,
     float xs = a == NCCL_ALGO_RING ? ring_scale : 1.0f;
     for (int p = 0; p < np; p++) {
       if (!(row[p] >= 0.0f)) continue; /* ignored: -1, -1024, NaN */
+      if (row[p] < nccl_best) {
+        nccl_best = row[p];
+        na_ = a;
+        np_ = p;
+      }
       if (e[p].lat < 0) {
         unpredicted |= 1u << (a * NCCL_NUM_PROTOCOLS + p);
         continue;
@@ -174,6 +253,21 @@ int topo_table_apply(const topo_table *t, int coll, size_t nbytes, int pipe_ops,
         ba = a;
         bp = p;
       }
+    }
+  }
+  /* Never worse than NCCL's default: leave NCCL's own pick unless the model predicts a gain
+   * beyond its own error (TOPO_TABLE_SWITCH_MARGIN); it then gets a time just below the best. */
+  if (na_ >= 0 && (na_ != ba || np_ != bp) && best > 0.0f && best < 2.9e9f &&
+      !(unpredicted >> (na_ * NCCL_NUM_PROTOCOLS + np_) & 1)) {
+    float *v = &cost[na_ * num_proto + np_];
+    float margin = TOPO_TABLE_SWITCH_MARGIN, e1 = 2.0f * c->e[na_][np_].err, e2 = 2.0f * c->e[ba][bp].err;
+    if (e1 > margin) margin = e1;
+    if (e2 > margin) margin = e2;
+    if (*v <= best * (1.0f + margin)) {
+      *v = nextafterf(best, 0.0f);
+      best = *v;
+      ba = na_;
+      bp = np_;
     }
   }
   if (!predicted) return -1; /* nothing we can speak for: NCCL's table stands */

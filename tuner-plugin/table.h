@@ -19,8 +19,15 @@
 /* Two buckets per octave: [2^k, 1.5 x 2^k), [1.5 x 2^k, 2^(k+1)), for k < 41; beyond 2^41 the
  * last bucket extrapolates. */
 #define TOPO_TABLE_BUCKETS 82
-/* Saving SMs: a smaller channel count is taken only when predicted within this factor. */
-#define TOPO_TABLE_CHANNEL_TOLERANCE 1.015
+/* Saving SMs: a channel count below NCCL's is returned only on terms measured at that count
+ * (and at NCCL's own) that cover the bucket, each fitted within TOPO_TABLE_CHANNEL_MAX_FIT_ERR
+ * (rms), predicting no more than this factor above NCCL's own count. */
+#define TOPO_TABLE_CHANNEL_TOLERANCE 1.0
+#define TOPO_TABLE_CHANNEL_MAX_FIT_ERR 0.03
+/* NCCL's own pick (from the table it passes) stays unless the model predicts another entry
+ * faster by more than this fraction, or by more than the fit error of the terms behind either
+ * prediction where that is larger: a gain within the model's error is no evidence. */
+#define TOPO_TABLE_SWITCH_MARGIN 0.02f
 /* Value written into entries NCCL allows but the model cannot predict: usable, never preferred. */
 #define TOPO_TABLE_UNPREDICTED_US 3.0e9f
 
@@ -28,6 +35,7 @@ typedef struct topo_table_entry {
   float lat;   /* latency part, us (< 0: no prediction) */
   float xfer;  /* transfer us at the lower edge */
   float slope; /* us per byte up to the next edge */
+  float err;   /* rms relative error of the fitted terms behind it (0: link model) */
 } topo_table_entry;
 
 typedef struct topo_table_cell {
@@ -54,7 +62,9 @@ float topo_table_time(const topo_table *t, int coll, size_t nbytes, int pipe_ops
 
 /* Write predicted times into NCCL's cost table (float[num_algo][num_proto]): every entry that
  * arrived >= 0 gets the model's time (TOPO_TABLE_UNPREDICTED_US when it has none); entries that
- * arrived negative (-1, -1024 ...) are never touched. If the model predicts none of the allowed
+ * arrived negative (-1, -1024 ...) are never touched. NCCL's own pick (the minimum of the values
+ * it passed) keeps its place unless the model predicts another entry faster by more than
+ * TOPO_TABLE_SWITCH_MARGIN or the entries' fit error (it is then written just below the best). If the model predicts none of the allowed
  * entries, nothing is written and -1 is returned. Otherwise returns the channel count for the
  * entry NCCL will now select (0 = NCCL's own) and that entry in *algo / *proto.
  * Rank-invariant: a pure function of its arguments and the table. Hot path: O(1). */

@@ -172,9 +172,66 @@ static void test_one_gpu_profile_keeps_builtin_links(void **state) {
   topo_cal_results_free(&r);
 }
 
+/* A sweep that is no straight line (a flat floor, then a slow and a fast regime, as LL's channel
+ * count grows with size) is fitted piecewise: several terms for the one setting, meeting without
+ * gaps over the measured range, each within 3 % of every point it covers. */
+static void test_sweep_with_regimes_is_fitted_piecewise(void **state) {
+  (void)state;
+  topo_cal_results r;
+  topo_cal_results_init(&r);
+  snprintf(r.gpu_model, sizeof r.gpu_model, "H200");
+  r.nranks = 2;
+  r.nnodes = 1;
+  topo_cal_setting ll = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL, 0};
+  int s = topo_cal_results_add_setting(&r, &ll);
+  double us[32];
+  uint64_t sizes[32];
+  int n = 0;
+  for (uint64_t b = 8; b <= (1ull << 30); b *= 2, n++) {
+    double x = (double)b;
+    us[n] = x <= 8192 ? 5.7 : x <= (1 << 20) ? 5.5 + x / 40e3 : 20 + x / 120e3;
+    sizes[n] = b;
+    topo_cal_point p;
+    memset(&p, 0, sizeof p);
+    p.setting = s;
+    p.coll = TOPO_CAL_COLL_ALLREDUCE;
+    p.bytes = b;
+    p.stats.n = 20;
+    p.stats.median = p.stats.p25 = p.stats.p75 = p.stats.min = p.stats.max = us[n];
+    p.ran_algo = p.ran_proto = p.ran_channels = -1;
+    p.status = TOPO_CAL_OK;
+    assert_true(topo_cal_results_add_point(&r, &p) >= 0);
+  }
+  topo_profile prof;
+  int nterms = topo_cal_fit_profile(&r, &prof);
+  if (nterms < 2 || nterms > 6) fail_msg("%d pieces", nterms);
+  assert_int_equal(prof.nterms, nterms);
+  const topo_profile_term *first = topo_profile_find_term(&prof, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL, 0);
+  assert_non_null(first);
+  assert_int_equal(first->min_bytes, 8);
+  uint64_t next = 8;
+  for (int i = 0; i < nterms; i++) {
+    const topo_profile_term *t = &prof.terms[i];
+    assert_int_equal(t->min_bytes, next);
+    next = t->max_bytes + 1;
+  }
+  assert_int_equal(next - 1, 1ull << 30);
+  for (int i = 0; i < n; i++) {
+    const topo_profile_term *t = topo_profile_find_term_at(&prof, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING,
+                                                           TOPO_CAL_PROTO_LL, 0, sizes[i]);
+    assert_non_null(t);
+    double pred = t->lat_us + (double)sizes[i] / (t->bw_gbs * 1e3);
+    if (fabs(pred - us[i]) / us[i] > 0.03)
+      fail_msg("%llu B: %.3f us predicted, %.3f measured", (unsigned long long)sizes[i], pred, us[i]);
+  }
+  topo_profile_free(&prof);
+  topo_cal_results_free(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_terms_recover_latency_and_bandwidth),
+      cmocka_unit_test(test_sweep_with_regimes_is_fitted_piecewise),
       cmocka_unit_test(test_link_and_protocol_parameters_come_from_measurements),
       cmocka_unit_test(test_written_profile_reads_back),
       cmocka_unit_test(test_one_gpu_profile_keeps_builtin_links),

@@ -27,7 +27,7 @@ else
 fi
 env NCCL_TUNER_PLUGIN="$TUNER_SO" NCCL_PROFILER_PLUGIN="$PROFILER_SO" TOPO_PROFILER_DIR="$d/traces" \
   TOPO_PROFILER_SAMPLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING "${penv[@]}" \
-  timeout -k 10 "$(inner_timeout 300)" "$PYTHON" "$GPU_DIR/torch_collectives.py" --mode timing --nranks 2 --repeat 5 --out "$d/calls" \
+  timeout -k 10 "$(inner_timeout 300)" "$PYTHON" "$GPU_DIR/torch_collectives.py" --mode timing --nranks 2 --repeat 10 --out "$d/calls" \
   >"$d/torch.log" 2>&1
 rc=$?
 echo "torch timing job exit $rc" >"$OUT/decisions_match.txt"
@@ -39,7 +39,7 @@ done
 echo "traces dumped: $i" >>"$OUT/decisions_match.txt"
 gpu=$(awk '/^section/ {for (i = 1; i <= NF; i++) if ($i ~ /^gpu=/) {sub("gpu=", "", $i); print $i; exit}}' "$prof" 2>/dev/null)
 [ -n "$gpu" ] && [ "$gpu" != "*" ] && map_args+=(--gpu "$gpu")
-"$TUNE_BIN" "${map_args[@]}" --nranks 2 --nnodes 1 --min 8 --max 1G --json >"$d/tune-map.json" 2>"$d/tune-map.err"
+"$TUNE_BIN" "${map_args[@]}" --nvls 0 --nranks 2 --nnodes 1 --min 8 --max 1G --json >"$d/tune-map.json" 2>"$d/tune-map.err"
 "$PYTHON" "$GPU_DIR/decisions_match.py" --calls "$d/calls" --dump "$d/dump" --map "$d/tune-map.json" \
   >>"$OUT/decisions_match.txt" 2>&1
 rc2=$?

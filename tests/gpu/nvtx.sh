@@ -34,21 +34,24 @@ try:
 except OSError as e:
     print(f"FAIL: no capture file ({e})"); sys.exit(1)
 topo_doms = set()
-starts, ends, msgs = {}, set(), []
+# Every process appends to the same capture file and numbers its ranges from 1, so ids repeat
+# across processes: count starts and ends per id (a multiset), pairing min(starts, ends).
+from collections import Counter
+starts, ends, msgs = Counter(), Counter(), []
 for l in lines:
     m = re.match(r"DOMAIN dom=(\d+) name=(.*)", l)
     if m and m.group(2) == "topo":
         topo_doms.add(m.group(1))
     m = re.match(r"START dom=(\d+) id=(\d+) .*msg=(.*)", l)
     if m and m.group(1) in topo_doms:
-        starts[(m.group(1), m.group(2))] = m.group(3)
+        starts[(m.group(1), m.group(2))] += 1
         msgs.append(m.group(3))
     m = re.match(r"END dom=(\d+) id=(\d+)", l)
     if m and m.group(1) in topo_doms:
-        ends.add((m.group(1), m.group(2)))
-paired = sum(1 for k in starts if k in ends)
+        ends[(m.group(1), m.group(2))] += 1
+paired = sum(min(n, ends[k]) for k, n in starts.items())
 colls = {name: sum(name.lower() in s.lower() for s in msgs) for name in ("AllReduce", "AllGather", "ReduceScatter")}
-print(f"capture lines {len(lines)}, 'topo' domains {len(topo_doms)}, ranges started {len(starts)}, ended and paired {paired}")
+print(f"capture lines {len(lines)}, 'topo' domains {len(topo_doms)}, ranges started {sum(starts.values())}, ended and paired {paired}")
 print(f"ranges naming: {colls}")
 for s in msgs[:5]:
     print(f"  e.g. {s}")

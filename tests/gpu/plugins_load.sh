@@ -3,8 +3,8 @@
 # Both plugins load in real NCCL 2.28.x processes and NCCL logs the ABI versions it negotiated:
 #  (1) PyTorch's NCCL (pip nvidia-nccl-cu13, 2.28.9): a 2-process torch.distributed job running
 #      all_reduce / all_gather / reduce_scatter with NCCL_DEBUG=INFO;
-#  (2) the system's NCCL (2.28.3): topo-calibrate itself with that libnccl.so.2 preloaded, a short
-#      forced AllReduce sweep through the tuner with the profiler loaded.
+#  (2) from C, each NCCL in turn (PyTorch's 2.28.9 and the system's 2.28.3) preloaded under a
+#      short topo-profiler-cost --quick run (a few eager AllReduces), with a hard 60 s timeout.
 # Pass: "TUNER/Plugin: Using" and "PROFILER/Plugin: Loaded" (or the profiler's own init line) in
 # both logs, and the NCCL version each process ran. Logs: $OUT/plugins-*.log, verdicts in
 # $OUT/plugins_load.txt.
@@ -43,26 +43,41 @@ env "${common_env[@]}" timeout -k 10 "$(inner_timeout 180)" "$PYTHON" "$GPU_DIR/
 echo "torch job exit $?" >>"$res"
 check "torch-nccl($(nccl_version_of "$(torch_nccl_dir)/libnccl.so.2"))" "$OUT/plugins-torch.log"
 
-# (2) the system's NCCL, through topo-calibrate with that library preloaded
+# (2) both NCCLs from C: topo-profiler-cost --quick (a few eager AllReduces on every GPU, one
+# process) with the library preloaded, both plugins set, NCCL's INFO log on stdout; a hard 60 s
+# timeout. topo-profiler-cost prints the version ncclGetVersion() reports and the file it came
+# from, which must be the preloaded one. (topo-calibrate's forced sweep under the system NCCL
+# hung past 120 s in r8, after its first setting, so this check no longer uses it.)
+PROFCOST_BIN=${PROFCOST_BIN:-$(dirname "$CALIBRATE_BIN")/topo-profiler-cost}
+if [ ! -x "$PROFCOST_BIN" ]; then alt=$(find_built topo-profiler-cost); [ -n "$alt" ] && PROFCOST_BIN=$alt; fi
+c_check() { # name libnccl.so.2
+  local name=$1 lib=$2 f="$OUT/plugins-$1.log" rc v
+  log "plugins_load: $name: $lib under topo-profiler-cost"
+  env "${common_env[@]}" NCCL_DEBUG_SUBSYS=INIT,ENV \
+    timeout -k 5 "$(inner_timeout 60)" env LD_PRELOAD="$lib" "$PROFCOST_BIN" --quick --config "$name" >"$f" 2>&1
+  rc=$?
+  echo "$name topo-profiler-cost exit $rc$([ $rc -eq 124 ] && echo ' (timed out after 60 s)')" >>"$res"
+  [ $rc -ne 0 ] && fail=1
+  v=$(grep -h -m1 'topo-profiler-cost: NCCL version' "$f" | sed 's/^topo-profiler-cost: //')
+  echo "$name ncclGetVersion: ${v:-not reported}" >>"$res"
+  case "$v" in
+    *" from $lib;"*|*" from $(readlink -f "$lib");"*) ;;
+    *) echo "$name: the NCCL that answered is not $lib" >>"$res"; fail=1 ;;
+  esac
+  grep -h -E "^$name eager_all_reduce " "$f" | sed "s/^/$name result: /" >>"$res"
+  check "$name($(nccl_version_of "$lib"))" "$f"
+}
 sys_lib=$(system_nccl_lib)
-if [ -z "$sys_lib" ]; then
-  echo "system NCCL: not found (ldconfig -p | grep libnccl)" >>"$res"
-  fail=1
-elif [ ! -e "$CALIBRATE_BIN" ]; then
-  echo "system NCCL: topo-calibrate not built" >>"$res"
+torch_lib=$(torch_nccl_dir)
+torch_lib=${torch_lib:+$torch_lib/libnccl.so.2}
+if [ ! -x "$PROFCOST_BIN" ]; then
+  echo "topo-profiler-cost not built ($PROFCOST_BIN): C checks of both NCCLs not run" >>"$res"
   fail=1
 else
-  log "plugins_load: system NCCL $sys_lib"
-  work="$OUT/plugins-sys-work"; mkdir -p "$work"
-  env "${common_env[@]}" NCCL_DEBUG_FILE="$OUT/plugins-system-nccl.%p.log" LD_PRELOAD="$sys_lib" \
-    timeout -k 10 "$(inner_timeout 180)" "$CALIBRATE_BIN" -g "$nr" --quick -c allreduce -e 1M --no-p2p --no-default \
-    --force-via tuner --tuner "$TUNER_SO" --workdir "$work" \
-    >"$OUT/plugins-system-calibrate.txt" 2>"$OUT/plugins-system-calibrate.err"
-  echo "system-NCCL topo-calibrate exit $?" >>"$res"
-  cat "$OUT"/plugins-system-nccl.*.log >"$OUT/plugins-system.log" 2>/dev/null
-  rm -f "$OUT"/plugins-system-nccl.*.log
-  grep -h 'NCCL [0-9]' "$OUT/plugins-system-calibrate.err" | head -n 2 >>"$res"
-  check "system-nccl($(nccl_version_of "$sys_lib"))" "$OUT/plugins-system.log"
+  if [ -n "$torch_lib" ] && [ -e "$torch_lib" ]; then c_check c-torch-nccl "$torch_lib"
+  else echo "PyTorch's libnccl.so.2: not found" >>"$res"; fail=1; fi
+  if [ -n "$sys_lib" ]; then c_check c-system-nccl "$sys_lib"
+  else echo "system NCCL: not found (ldconfig -p | grep libnccl)" >>"$res"; fail=1; fi
 fi
 ls "$traces" | head -5 | sed 's/^/trace: /' >>"$res"
 cat "$res" >&2

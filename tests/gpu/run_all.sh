@@ -3,7 +3,8 @@
 # Every GPU check in one go (~8 minutes on 2 x H200), tolerant of a failing step (it records the
 # exit code and goes on). Order: build, plugins load (PyTorch's NCCL and the system's),
 # calibration with --bench (profile + tuner/default/oracle on one node), decisions and timings,
-# CUPTI overlap, NVTX capture, the DDP job, then the two-"node" socket bench.
+# the profiler's cost on eager AllReduce (profcost, ~150 s), CUPTI overlap, NVTX capture, the DDP
+# job, then the two-"node" socket bench.
 # Work happens in $RUN_ALL_WORK (default: a temporary directory); $OUT (default ./gpu-results)
 # receives at most 8 files: run_all.txt (step, exit code, seconds), results.tar.gz (every log
 # and result small enough), and the key results as plain files.
@@ -16,7 +17,7 @@ WORK=${RUN_ALL_WORK:-$(mktemp -d "${TMPDIR:-/tmp}/topo-gpu-run.XXXXXX")}
 export OUT="$WORK"
 source "$(dirname "$0")/common.sh"
 BUDGET=${RUN_ALL_BUDGET:-480}
-STEPS=${STEPS:-"build plugins calibrate decisions cupti nvtx ddp bench2"}
+STEPS=${STEPS:-"build plugins calibrate decisions profcost cupti nvtx ddp bench2"}
 start=$(date +%s)
 summary="$WORK/run_all.txt"
 echo "# run_all.sh $(date -u '+%F %T UTC'), budget ${BUDGET}s, steps: $STEPS" >"$summary"
@@ -54,6 +55,7 @@ cal_budget=$(( $(left) - 200 )); [ $cal_budget -gt 240 ] && cal_budget=240; [ $c
 CALIBRATE_ARGS="--bench --time-budget $cal_budget ${CALIBRATE_ARGS:-}" CALIBRATE_TIMEOUT=$(( cal_budget + 40 )) \
   step calibrate $(( cal_budget + 50 )) bash "$GPU_DIR/calibrate.sh"
 step decisions 120 bash "$GPU_DIR/decisions_match.sh"
+step profcost 170 bash "$GPU_DIR/profiler_cost.sh"
 step cupti 90 bash "$GPU_DIR/cupti_overlap.sh"
 step nvtx 60 bash "$GPU_DIR/nvtx.sh"
 step ddp 120 bash "$GPU_DIR/ddp_job.sh"
@@ -65,7 +67,7 @@ echo "# total $(( $(date +%s) - start ))s" >>"$summary"
 # Collect: one archive of everything not too large, plus the key files.
 ( cd "$WORK" && find . -type f -size -40M ! -name results.tar.gz -print0 | tar --null -czf "$WORK/results.tar.gz" -T - ) 2>/dev/null
 for f in run_all.txt results.tar.gz calibrate.profile calibrate-summary.txt decisions_match.txt \
-         cupti_overlap.txt bench-2nodes.txt; do
+         profiler_cost.txt cupti_overlap.txt bench-2nodes.txt; do
   [ -f "$WORK/$f" ] && cp "$WORK/$f" "$FINAL_OUT/"
 done
 cat "$summary" >&2

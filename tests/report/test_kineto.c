@@ -54,7 +54,7 @@ static void test_kineto_trace_alone_gives_exact_overlap(void **state) {
   assert_non_null(mkdtemp(dir));
   write_file("rank3.pt.trace.json", kineto, sizeof kineto - 1);
   const char *paths[] = {dir};
-  rp_options opt = {65536, 0, 1};
+  rp_options opt = {65536, 0, 1, 0, 0, 0};
   rp_report r;
   assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
   assert_int_equal(r.nranks, 1);
@@ -78,7 +78,7 @@ static void test_kineto_trace_alone_gives_exact_overlap(void **state) {
   assert_int_equal(r.rows[0]->func, 4);
   assert_int_equal(r.rows[0]->nranks, 4);
   assert_int_equal(r.rows[0]->bucket, 20); /* 262144 floats = 1 MiB */
-  assert_int_equal(r.rows[0]->algo_proto[1][0], 1);
+  assert_int_equal(r.rows[0]->algo_proto[7][3], 1); /* the name's RING_LL is not what ran */
   assert_int_equal(rp_quant_get(&r.rows[0]->time, 0.5), 3000);
   rp_report_free(&r);
   char cmd[128];
@@ -99,13 +99,16 @@ static void test_kineto_and_topo_trace_of_one_rank_merge(void **state) {
   tf_begin(&t, &h, NULL);
   topo_trace_record c = tf_coll(4, 0, 1 << 20, 1001000000, 1001000100, 1001001400, 1001004600, 1, 0, 2, 13);
   tf_add(&t, &c);
+  tf_string(&t, 1, "step");
+  topo_trace_record mark = tf_mark(1, 1001000000, 1001008000, 7); /* Kineto's ProfilerStep#7 too */
+  tf_add(&t, &mark);
   tf_footer(&t, NULL);
   char path[128];
   snprintf(path, sizeof path, "%s/rank3.trace", dir);
   assert_int_equal(tf_save(&t, path), 0);
   tf_free(&t);
   const char *paths[] = {dir};
-  rp_options opt = {65536, 0, 1};
+  rp_options opt = {65536, 0, 1, 0, 0, 0};
   rp_report r;
   assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
   assert_int_equal(r.nranks, 1);
@@ -115,8 +118,23 @@ static void test_kineto_and_topo_trace_of_one_rank_merge(void **state) {
   assert_int_equal(r.ranks[0].t.comm, 3000);      /* the kernel, not the record's [1400,4600) */
   assert_int_equal(r.ranks[0].t.compute, 2250);
   assert_int_equal(r.colls, 1);                   /* not counted twice */
+  assert_int_equal(r.ranks[0].nsteps, 1);         /* step 7 once: the Kineto one */
+  assert_int_equal(r.ranks[0].steps[0].start, 1001000000);
+  assert_int_equal(r.ranks[0].steps[0].stop, 1001010000);
   assert_int_equal(r.nrows, 1);
   assert_int_equal(rp_quant_get(&r.rows[0]->time, 0.5), 3200);
+  /* the text says which input each figure comes from, and that they cover different times */
+  char *text = NULL;
+  size_t tlen = 0;
+  FILE *mf = open_memstream(&text, &tlen);
+  assert_non_null(mf);
+  rp_render_text(&r, mf);
+  fclose(mf);
+  assert_non_null(strstr(text, "sources: GPU time per rank and steps from Kineto GPU events (1 rank); "
+                               "collectives, skew and stragglers from topo traces"));
+  assert_null(strstr(text, "they cover different times")); /* the trace's [1400,4600) is inside */
+  assert_non_null(strstr(text, "size as nccl-tests counts it; from topo traces)"));
+  free(text);
   rp_report_free(&r);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
@@ -202,6 +220,83 @@ static void test_gpu_projected_steps_win_over_cpu_steps(void **state) {
   assert_int_equal(step_start, 12000);
 }
 
+static int64_t steps_seen[8][3];
+static void on_step_keep(void *ctx, int src, int64_t a, int64_t b, uint64_t v) {
+  (void)ctx, (void)src;
+  if (nsteps < 8) steps_seen[nsteps][0] = a, steps_seen[nsteps][1] = b, steps_seen[nsteps][2] = (int64_t)v;
+  nsteps++;
+}
+
+/* HTA's attribution: a kernel belongs to the step whose CPU range holds its launch (correlation
+ * id), wherever the kernel runs; a GPU-projected range is used only when no launch matched and it
+ * is at least half the CPU range long. */
+static void test_steps_follow_the_kernels_their_cpu_range_launched(void **state) {
+  (void)state;
+  static const char ev[] =
+      "{\"traceEvents\":["
+      "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"ts\":100,\"dur\":50},"
+      "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"ProfilerStep#1\",\"ts\":120,\"dur\":1},"
+      "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"ts\":110,\"dur\":2,\"args\":{\"correlation\":5}},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"ts\":130,\"dur\":40,\"args\":{\"stream\":7,\"correlation\":5}},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\",\"ts\":135,\"dur\":60,\"args\":{\"correlation\":7}},"
+      "{\"ph\":\"X\",\"cat\":\"cuda_driver\",\"name\":\"cuLaunchKernelEx\",\"ts\":149,\"dur\":2,\"args\":{\"correlation\":7}},"
+      "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"ts\":200,\"dur\":2,\"args\":{\"correlation\":6}},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"late\",\"ts\":171,\"dur\":100,\"args\":{\"correlation\":6}},"
+      "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#2\",\"ts\":300,\"dur\":10},"
+      "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"ProfilerStep#2\",\"ts\":302,\"dur\":8},"
+      "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#3\",\"ts\":400,\"dur\":10},"
+      "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"ProfilerStep#3\",\"ts\":401,\"dur\":1}]}";
+  rp_sink sink = {NULL, NULL, NULL, on_step_keep, NULL};
+  nsteps = 0;
+  rp_kineto_parse_memory(ev, sizeof ev - 1, &sink);
+  assert_int_equal(nsteps, 3);
+  /* step 1: its two launches (runtime and driver API), kernels on any stream: [130, 195] us */
+  assert_int_equal(steps_seen[0][0], 130000);
+  assert_int_equal(steps_seen[0][1], 195000);
+  assert_int_equal(steps_seen[0][2], 1);
+  /* step 2: nothing launched inside; its GPU-projected range is sane */
+  assert_int_equal(steps_seen[1][0], 302000);
+  assert_int_equal(steps_seen[1][1], 310000);
+  /* step 3: the projected range is 1 of 10 us: the CPU range */
+  assert_int_equal(steps_seen[2][0], 400000);
+  assert_int_equal(steps_seen[2][1], 410000);
+}
+
+/* An excerpt of a real torch.profiler trace (PyTorch 2.11, 2 x H200, DDP, 5 steps of ~20 ms):
+ * every ProfilerStep#N (CPU and GPU-projected), the NCCL kernels and some compute kernels of
+ * each step with their launches. The GPU-projected ProfilerStep ranges there are ~58 us long. The
+ * expected windows are first start / last stop of the GPU events launched inside each CPU range,
+ * computed from the JSON independently (python, the same rule as HTA). */
+static void test_real_ddp_trace_steps_span_the_whole_step(void **state) {
+  (void)state;
+  const char *paths[] = {TOPO_REPORT_DATA "/ddp-kineto-rank0-excerpt.pt.trace.json"};
+  rp_options opt = {65536, 0, 1, 0, 0, 0};
+  rp_report r;
+  assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
+  assert_int_equal(r.nranks, 1);
+  const rp_rank *k = &r.ranks[0];
+  static const int64_t want[5][2] = {{5209366075790648, 5209366099075552},
+                                     {5209366099731521, 5209366118932359},
+                                     {5209366119558248, 5209366142380943},
+                                     {5209366143015440, 5209366162166102},
+                                     {5209366162811703, 5209366182611133}};
+  const int64_t base = 1790857026000000000;
+  assert_int_equal(k->nsteps, 5);
+  for (int i = 0; i < 5; i++) {
+    assert_int_equal(k->steps[i].value, (uint64_t)i);
+    assert_int_equal(k->steps[i].start, base + want[i][0]);
+    assert_int_equal(k->steps[i].stop, base + want[i][1]);
+    assert_true(k->steps[i].stop - k->steps[i].start > 15000000); /* not the 58 us projection */
+    assert_true(k->steps[i].comm > 0);
+  }
+  /* kernel names say RING_LL, topo traces of the same run say Ring/Simple: unknown, not Ring/LL */
+  assert_int_equal(r.nrows, 1);
+  assert_int_equal(r.rows[0]->func, 4);
+  assert_int_equal(r.rows[0]->algo_proto[7][3], r.rows[0]->calls);
+  assert_true(r.rows[0]->calls > 0);
+  rp_report_free(&r);
+}
+
 static void test_deep_nesting_does_not_recurse(void **state) {
   (void)state;
   size_t depth = 200000;
@@ -223,6 +318,8 @@ int main(void) {
       cmocka_unit_test(test_chrome_array_format_and_old_kernel_names),
       cmocka_unit_test(test_absolute_microseconds_keep_every_digit),
       cmocka_unit_test(test_gpu_projected_steps_win_over_cpu_steps),
+      cmocka_unit_test(test_steps_follow_the_kernels_their_cpu_range_launched),
+      cmocka_unit_test(test_real_ddp_trace_steps_span_the_whole_step),
       cmocka_unit_test(test_deep_nesting_does_not_recurse),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -154,6 +154,31 @@ static void test_text_json_csv_and_html(void **state) {
   free(html);
 }
 
+/* --window / --from / --to: Unix-epoch ns; [1000000, 1050000) holds the first two collectives
+ * of each rank (starts 1000000 and 1020985; the third starts at 1073428). */
+static void test_window_option(void **state) {
+  (void)state;
+  char args[256], *out;
+  snprintf(args, sizeof args, "--json --window 1000000,1050000 %s/a", dir);
+  assert_int_equal(run(args, &out), 0);
+  assert_non_null(strstr(out, "\"window\":{\"from_ns\":1000000,\"to_ns\":1050000}"));
+  assert_non_null(strstr(out, "\"collective\":\"AllReduce\",\"nranks\":2,\"size_from\":1048576,\"calls\":2"));
+  assert_non_null(strstr(out, "\"collective\":\"AllReduce\",\"nranks\":2,\"size_from\":4194304,\"calls\":2"));
+  assert_null(strstr(out, "\"size_from\":16777216"));
+  free(out);
+  snprintf(args, sizeof args, "--from 1000000 --to 1050000 %s/a", dir);
+  assert_int_equal(run(args, &out), 0);
+  assert_non_null(strstr(out, "window: [1000000, 1050000)"));
+  assert_non_null(strstr(out, "(50.00 us)"));
+  free(out);
+  snprintf(args, sizeof args, "--window 1050000,1000000 %s/a", dir);
+  assert_int_equal(run(args, NULL), 2);
+  snprintf(args, sizeof args, "--window 1000000 %s/a", dir);
+  assert_int_equal(run(args, NULL), 2);
+  snprintf(args, sizeof args, "--from 1e6 %s/a", dir);
+  assert_int_equal(run(args, NULL), 2);
+}
+
 static void test_dump_export_diff(void **state) {
   (void)state;
   char args[256], *out;
@@ -203,6 +228,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_help_version_and_misuse),
       cmocka_unit_test(test_text_json_csv_and_html),
+      cmocka_unit_test(test_window_option),
       cmocka_unit_test(test_dump_export_diff),
       cmocka_unit_test(test_fit_writes_a_profile_the_tuner_reads),
   };

@@ -116,7 +116,7 @@ static const rp_row *row_of(const rp_report *r, int func) {
 
 static void analyze_dir(rp_report *r) {
   const char *paths[] = {dir};
-  rp_options opt = {65536, 0, 1};
+  rp_options opt = {65536, 0, 1, 0, 0, 0};
   assert_int_equal(rp_analyze(paths, 1, &opt, r), TOPO_OK);
 }
 
@@ -294,7 +294,7 @@ static void test_reorder_window_of_one_clips_and_counts_late_intervals(void **st
   write_fixture();
   rp_report r;
   const char *paths[] = {dir};
-  rp_options opt = {1, 0, 1};
+  rp_options opt = {1, 0, 1, 0, 0, 0};
   assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
   const rp_rank *k0 = rank_of(&r, 0);
   assert_int_equal(k0->t.late, 1);    /* K2 [200,400) came after the sweep reached 800 */
@@ -303,10 +303,61 @@ static void test_reorder_window_of_one_clips_and_counts_late_intervals(void **st
   remove_fixture();
 }
 
+/* --window [B+900, B+3450): every interval clipped, steps clipped, a collective counted when its
+ * start (GPU, else CPU) is inside, a joined one when its earliest start is. */
+static void test_window_clips_every_figure(void **state) {
+  (void)state;
+  write_fixture();
+  const char *paths[] = {dir};
+  rp_options opt = {65536, 0, 1, 1, B + 900, B + 3450};
+  rp_report r;
+  assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
+  assert_int_equal(r.window, 1);
+  const rp_rank *k0 = rank_of(&r, 0);
+  rp_derived d;
+  rp_derive(&k0->t, &d);
+  assert_int_equal(k0->t.first, B + 900);
+  assert_int_equal(k0->t.last, B + 3450);
+  assert_int_equal(d.compute, 1100);  /* [900,1000) u [1500,2500); K2 [200,400) is outside */
+  assert_int_equal(d.comm, 1250);     /* [900,1700) u [3000,3450) u [3400,3450) */
+  assert_int_equal(d.overlap, 300);   /* [900,1000) + [1500,1700) */
+  assert_int_equal(d.memory, 100);
+  assert_int_equal(d.busy, 2150);     /* [900,2500) + [2600,2700) + [3000,3450) */
+  assert_int_equal(d.idle, 400);
+  assert_int_equal(k0->nsteps, 2);
+  assert_int_equal(k0->steps[0].start, B + 900);
+  assert_int_equal(k0->steps[0].comm, 800);
+  assert_int_equal(k0->steps[0].compute, 600);
+  assert_int_equal(k0->steps[0].overlap, 300);
+  assert_int_equal(k0->steps[1].stop, B + 3450);
+  assert_int_equal(k0->steps[1].comm, 450);
+  assert_int_equal(k0->steps[1].compute, 500);
+  /* rank 0: AR seq1 (3000), AG (3400) in; AR seq0 (800) and the p2p (cpu 3700) out.
+   * rank 1: AR seq1 (cpu 2900, untimed) in; AR seq0 (850), AG (3450), AR seq3 (4000) out. */
+  assert_int_equal(r.colls, 3);
+  assert_int_equal(r.timed_colls, 2);
+  assert_int_equal(r.p2p, 0);
+  const rp_row *ar = row_of(&r, 4);
+  assert_int_equal(ar->calls, 2);
+  assert_int_equal(ar->timed, 1);
+  assert_int_equal((int64_t)ar->time.sum, 500);
+  assert_int_equal(row_of(&r, 2)->calls, 1);
+  /* joins: AR seq1 (earliest 2900) and AG seq0 (3400); seq0 starts at 800 and seq3 at 4000 */
+  assert_int_equal(r.skew[4].n, 1);
+  assert_int_equal(r.skew[4].max, 50);   /* CPU starts 2950 vs 2900: rank 1 has no GPU time */
+  assert_int_equal(r.skew[2].n, 1);
+  assert_int_equal(r.skew[2].max, 50);   /* GPU 3400 vs 3450 */
+  assert_int_equal(k0->missed, 0);       /* seq3 is outside: not missed inside the window */
+  assert_int_equal(k0->joined, 2);
+  rp_report_free(&r);
+  remove_fixture();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unions_overlap_exposed_idle_are_exact),
       cmocka_unit_test(test_steps_split_the_unions),
+      cmocka_unit_test(test_window_clips_every_figure),
       cmocka_unit_test(test_collective_table_counts_times_and_sizes),
       cmocka_unit_test(test_join_gives_skew_stragglers_and_missing_rank),
       cmocka_unit_test(test_nccl_kernel_records_replace_collective_timing),

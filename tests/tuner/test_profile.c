@@ -2,6 +2,7 @@
 // The tuner profile (common/profile.c): built-in defaults, exact round trip, best-match selection of
 // sections, one file:line warning per malformed line (the rest used), unreadable file -> defaults,
 // the relative-error least-squares fit of fitted terms, and the name tables.
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -520,6 +521,132 @@ static void test_names_round_trip_and_accept_nccl_spellings(void **state) {
   assert_string_equal(topo_coll_name(-1), "unknown");
 }
 
+/* Several terms per key: disjoint ranges, looked up by size; same range replaces, overlap refused. */
+static void test_several_terms_per_key_with_disjoint_ranges(void **state) {
+  (void)state;
+  topo_profile p;
+  topo_profile_builtin("H200", &p);
+  topo_profile_term hi = {.coll = 0, .algo = 1, .proto = 0, .lat_us = 7, .bw_gbs = 100,
+                          .min_bytes = 1001, .max_bytes = 1u << 30, .rel_err = 0.01, .npoints = 9};
+  topo_profile_term lo = hi;
+  lo.lat_us = 5, lo.bw_gbs = 50, lo.min_bytes = 8, lo.max_bytes = 1000;
+  topo_profile_term other = hi; /* another channel count: its own ranges */
+  other.nchannels = 4, other.min_bytes = 0, other.max_bytes = UINT64_MAX;
+  assert_int_equal(topo_profile_set_term(&p, &hi), TOPO_OK);
+  assert_int_equal(topo_profile_set_term(&p, &other), TOPO_OK);
+  assert_int_equal(topo_profile_set_term(&p, &lo), TOPO_OK);
+  assert_int_equal(p.nterms, 3);
+  assert_float_equal(topo_profile_find_term_at(&p, 0, 1, 0, 0, 8)->lat_us, 5, 0);
+  assert_float_equal(topo_profile_find_term_at(&p, 0, 1, 0, 0, 1000)->lat_us, 5, 0);
+  assert_float_equal(topo_profile_find_term_at(&p, 0, 1, 0, 0, 1001)->lat_us, 7, 0);
+  assert_float_equal(topo_profile_find_term_at(&p, 0, 1, 0, 0, 1u << 30)->lat_us, 7, 0);
+  assert_null(topo_profile_find_term_at(&p, 0, 1, 0, 0, 7));
+  assert_null(topo_profile_find_term_at(&p, 0, 1, 0, 0, (1u << 30) + 1));
+  assert_null(topo_profile_find_term_at(&p, 0, 1, 1, 0, 100));
+  assert_float_equal(topo_profile_find_term_at(&p, 0, 1, 0, 4, 7)->lat_us, 7, 0);
+  /* The old lookup: the key's lowest range. */
+  assert_float_equal(topo_profile_find_term(&p, 0, 1, 0, 0)->lat_us, 5, 0);
+  /* Same key, same range: replaced. */
+  lo.lat_us = 6;
+  assert_int_equal(topo_profile_set_term(&p, &lo), TOPO_OK);
+  assert_int_equal(p.nterms, 3);
+  assert_float_equal(topo_profile_find_term_at(&p, 0, 1, 0, 0, 500)->lat_us, 6, 0);
+  /* Overlapping either neighbour: refused, nothing changes. */
+  topo_profile_term bad = lo;
+  bad.min_bytes = 900, bad.max_bytes = 1100;
+  assert_int_equal(topo_profile_set_term(&p, &bad), TOPO_ERR_INVALID);
+  bad.min_bytes = 1000, bad.max_bytes = 1000;
+  assert_int_equal(topo_profile_set_term(&p, &bad), TOPO_ERR_INVALID);
+  bad.min_bytes = 0, bad.max_bytes = 8;
+  assert_int_equal(topo_profile_set_term(&p, &bad), TOPO_ERR_INVALID);
+  assert_int_equal(p.nterms, 3);
+  /* Written and read back: every piece, in order. */
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  assert_int_equal(topo_profile_write(f, &p), TOPO_OK);
+  fclose(f);
+  topo_profile q;
+  int nbad = -1;
+  assert_int_equal(topo_profile_parse(buf, len, "mem", NULL, &q, &nbad), TOPO_OK);
+  assert_int_equal(nbad, 0);
+  assert_int_equal(q.nterms, 3);
+  assert_memory_equal(q.terms, p.terms, 3 * sizeof *p.terms);
+  free(buf);
+  topo_profile_free(&q);
+  topo_profile_free(&p);
+}
+
+/* A file whose pieces of one key overlap: the overlapping line warns and is skipped. */
+static void test_overlapping_pieces_in_a_file_warn(void **state) {
+  (void)state;
+  static const char text[] =
+      "topo-profile 1\nsection gpu=H200\n"
+      "term allreduce ring ll lat_us=5 bw_gbs=50 min_bytes=8 max_bytes=1000\n"
+      "term allreduce ring ll lat_us=7 bw_gbs=100 min_bytes=1001 max_bytes=4096\n"
+      "term allreduce ring ll lat_us=9 bw_gbs=100 min_bytes=4000 max_bytes=8192\n"
+      "term allreduce ring ll lat_us=9 bw_gbs=100 min_bytes=8 max_bytes=1000\n";
+  topo_profile p;
+  int nbad = 0;
+  assert_int_equal(topo_profile_parse(text, sizeof text - 1, "o.prof", NULL, &p, &nbad), TOPO_OK);
+  assert_int_equal(nbad, 2);
+  assert_int_equal(p.nterms, 2);
+  assert_true(topo_host_log_contains("o.prof:5: term: byte range overlaps"));
+  assert_true(topo_host_log_contains("o.prof:6: term: duplicate"));
+  assert_float_equal(topo_profile_find_term_at(&p, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL, 0, 9)->lat_us, 5, 0);
+  topo_profile_free(&p);
+}
+
+/* Piecewise fit of a sweep with a flat small-message floor and a bandwidth knee: few pieces,
+ * every point within the error, ranges meeting at geometric midpoints and covering the sweep. */
+static void test_piecewise_fit_covers_the_sweep_within_the_error(void **state) {
+  (void)state;
+  uint64_t b[28];
+  double us[28];
+  for (int i = 0; i < 28; i++) {
+    b[27 - i] = 8ull << i; /* given in descending order: the fit sorts */
+    double x = (double)(8ull << i);
+    /* 5 us floor to 4 KB, then 6 us + x / 20 GB/s to 1 MB, then 10 us + x / 300 GB/s. */
+    us[27 - i] = x <= 4096 ? 5.0 + 1e-4 * i : x <= 1048576 ? 6 + x / 20e3 : 60 + x / 300e3;
+  }
+  topo_profile_term t[16];
+  int n = topo_profile_fit_piecewise(b, us, 28, 0.03, t, 16);
+  assert_true(n >= 2 && n <= 5);
+  assert_int_equal(t[0].min_bytes, 8);
+  assert_int_equal(t[n - 1].max_bytes, 8ull << 27);
+  int points = 0;
+  for (int k = 0; k < n; k++) {
+    assert_true(t[k].min_bytes <= t[k].max_bytes);
+    assert_true(t[k].bw_gbs > 0 && t[k].lat_us >= 0);
+    assert_true(t[k].rel_err <= 0.03);
+    if (k) assert_int_equal(t[k].min_bytes, t[k - 1].max_bytes + 1);
+    points += t[k].npoints;
+  }
+  assert_int_equal(points, 28);
+  for (int i = 0; i < 28; i++) {
+    int k = 0;
+    while (k < n && b[i] > t[k].max_bytes) k++;
+    assert_true(k < n);
+    double pred = t[k].lat_us + (double)b[i] / (t[k].bw_gbs * 1e3);
+    if (fabs(pred - us[i]) / us[i] > 0.03) fail_msg("%llu B: %.3f predicted, %.3f measured",
+                                                    (unsigned long long)b[i], pred, us[i]);
+  }
+  /* A boundary sits at the geometric midpoint between the two sizes around it. */
+  uint64_t m = t[0].max_bytes;
+  int j = 0;
+  while (8ull << (j + 1) <= m) j++;
+  assert_true(fabs((double)m - sqrt((double)(8ull << j) * (double)(8ull << (j + 1)))) <= 1.0);
+  /* A straight line is one piece; at most max_terms pieces; no fit from one size. */
+  for (int i = 0; i < 28; i++) us[i] = 3 + (double)b[i] / 100e3;
+  assert_int_equal(topo_profile_fit_piecewise(b, us, 28, 0.03, t, 16), 1);
+  for (int i = 0; i < 28; i++) us[i] = i % 2 ? 10 + (double)b[i] / 1e3 : 1 + (double)b[i] / 1e5;
+  assert_int_equal(topo_profile_fit_piecewise(b, us, 28, 0.001, t, 3), 3);
+  assert_int_equal(t[2].max_bytes, 8ull << 27);
+  uint64_t same[3] = {64, 64, 64};
+  assert_int_equal(topo_profile_fit_piecewise(same, us, 3, 0.03, t, 16), 0);
+  assert_int_equal(topo_profile_fit_piecewise(b, us, 1, 0.03, t, 16), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_builtin_defaults_for_each_gpu, setup),
@@ -535,6 +662,9 @@ int main(void) {
       cmocka_unit_test_setup(test_fit_on_measured_ring_simple_allreduce, setup),
       cmocka_unit_test_setup(test_fit_rejects_garbage, setup),
       cmocka_unit_test_setup(test_set_term_replaces_and_validates, setup),
+      cmocka_unit_test_setup(test_several_terms_per_key_with_disjoint_ranges, setup),
+      cmocka_unit_test_setup(test_overlapping_pieces_in_a_file_warn, setup),
+      cmocka_unit_test_setup(test_piecewise_fit_covers_the_sweep_within_the_error, setup),
       cmocka_unit_test_setup(test_names_round_trip_and_accept_nccl_spellings, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

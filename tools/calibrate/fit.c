@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * From a run's measurements to a tuner profile (common/profile.h). Fitted terms: for every forced
- * (collective, algorithm, protocol, channels) with at least two accepted sizes, a least-squares
- * latency/bandwidth term over its measured range (topo_profile_fit_term). Parameters, where
+ * (collective, algorithm, protocol, channels) with at least two accepted sizes, a piecewise
+ * latency/bandwidth fit over its measured range (topo_profile_fit_piecewise: the fewest pieces
+ * each within TOPO_PROFILE_PIECE_ERR, at most TOPO_CAL_MAX_PIECES). Parameters, where
  * measured (else the built-in values for the GPU model stay):
  *   link bw     one node: the highest of the large-message bus bandwidths of every forced
  *               setting and the median copy-engine p2p bandwidth -> NVLink; several nodes
@@ -25,6 +26,9 @@
 #include "alloc.h"
 #include "calibrate.h"
 #include "profile.h"
+
+/* Pieces of one sweep's fit: a 8 B..1 GB sweep has 28 sizes, pieces hold two at least. */
+#define TOPO_CAL_MAX_PIECES 16
 
 static double busbw_of(const topo_cal_results *r, const topo_cal_point *p) {
   return topo_cal_algbw(p->bytes, p->stats.median) * topo_cal_busbw_factor(p->coll, r->nranks);
@@ -110,20 +114,29 @@ int topo_cal_fit_profile(const topo_cal_results *r, topo_profile *out) {
         n++;
       }
       if (n < 2) continue;
-      topo_profile_term t;
-      memset(&t, 0, sizeof t);
-      if (topo_profile_fit_term(bytes, times, n, &t) != TOPO_OK) continue;
-      t.coll = c;
-      t.algo = st->algo;
-      t.proto = st->proto;
-      t.nchannels = st->nchannels;
-      topo_status sst = topo_profile_set_term(out, &t);
-      if (sst == TOPO_ERR_NOMEM) {
+      topo_profile_term pieces[TOPO_CAL_MAX_PIECES];
+      memset(pieces, 0, sizeof pieces);
+      int np = topo_profile_fit_piecewise(bytes, times, n, TOPO_PROFILE_PIECE_ERR, pieces,
+                                          TOPO_CAL_MAX_PIECES);
+      if (np < 0) {
         topo_free(bytes);
         topo_free(times);
         return -1;
       }
-      if (sst == TOPO_OK) nterms++;
+      for (int k = 0; k < np; k++) {
+        topo_profile_term *t = &pieces[k];
+        t->coll = c;
+        t->algo = st->algo;
+        t->proto = st->proto;
+        t->nchannels = st->nchannels;
+        topo_status sst = topo_profile_set_term(out, t);
+        if (sst == TOPO_ERR_NOMEM) {
+          topo_free(bytes);
+          topo_free(times);
+          return -1;
+        }
+        if (sst == TOPO_OK) nterms++;
+      }
     }
   }
   topo_free(bytes);

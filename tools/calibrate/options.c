@@ -353,7 +353,7 @@ void topo_cal_usage(FILE *f, const char *prog) {
           "  -p, --profile FILE    profile the tuner uses in --bench (default: fitted in this run)\n"
           "      --nodes N         split the GPUs into N \"nodes\" (NCCL_HOSTID, socket transport)\n"
           "      --procs           one process per GPU even on one node\n"
-          "      --tuner PATH      libtopo-tuner.so (default: found next to this build)\n"
+          "      --tuner PATH      libtopo-tuner.so (default: ../lib beside the binary, else the build tree's)\n"
           "      --force-via HOW   auto (tuner if found, else env), tuner or env\n"
           "      --no-verify       do not read NCCL's INFO log to confirm what each call ran\n"
           "      --prune F         stop a setting's larger sizes once it is F x slower than the best\n"

@@ -924,6 +924,11 @@ static int file_exists(const char *p) {
   return p && *p && stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* The installed libdir relative to the installed bindir (tools/calibrate/CMakeLists.txt). */
+#ifndef TOPO_CALIBRATE_LIBDIR_REL
+#define TOPO_CALIBRATE_LIBDIR_REL "../lib"
+#endif
+
 static void find_tuner(run_ctx *c) {
   c->tuner_path[0] = '\0';
   if (c->o->tuner) {
@@ -935,19 +940,23 @@ static void find_tuner(run_ctx *c) {
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   const char *cand[4];
   int nc = 0;
-#ifdef TOPO_CALIBRATE_TUNER_PATH
-  cand[nc++] = TOPO_CALIBRATE_TUNER_PATH;
-#endif
   char a[1024], b[1024], d[1024];
-  if (n > 0) {
+  if (n > 0) { /* an installed topo-calibrate takes the installed tuner before the build tree's */
     exe[n] = '\0';
     char *slash = strrchr(exe, '/');
     if (slash) *slash = '\0';
+    const char *rel = TOPO_CALIBRATE_LIBDIR_REL;
+    if (rel[0] == '/') snprintf(b, sizeof b, "%s/libtopo-tuner.so", rel);
+    else snprintf(b, sizeof b, "%s/%s/libtopo-tuner.so", exe, rel);
+    cand[nc++] = b;
+  }
+#ifdef TOPO_CALIBRATE_TUNER_PATH
+  cand[nc++] = TOPO_CALIBRATE_TUNER_PATH;
+#endif
+  if (n > 0) {
     snprintf(a, sizeof a, "%s/../../tuner-plugin/libtopo-tuner.so", exe);
-    snprintf(b, sizeof b, "%s/../lib/libtopo-tuner.so", exe);
     snprintf(d, sizeof d, "%s/libtopo-tuner.so", exe);
     cand[nc++] = a;
-    cand[nc++] = b;
     cand[nc++] = d;
   }
   for (int i = 0; i < nc; i++)

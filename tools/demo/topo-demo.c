@@ -26,6 +26,7 @@
 #include "host_profiler.h"
 #include "host_tuner.h"
 #include "profiler_driver.h"
+#include "topo_version.h"
 
 #define MAX_RANKS 64
 #define LAYERS 24
@@ -332,25 +333,69 @@ static int run_rank(const options *o, int rank, int64_t mono0, int64_t real0) {
   return 0;
 }
 
-static void usage(void) {
-  fprintf(stderr,
+static void usage(FILE *f) {
+  fprintf(f,
           "usage: topo-demo [--out DIR] [--ranks N] [--steps N] [--seed S] [--straggler R]\n"
           "                 [--profiler PATH] [--tuner PATH|''] [--cupti PATH|'']\n"
-          "Writes one trace per rank (and one CUPTI trace per rank process) into DIR.\n");
+          "Runs a modelled data-parallel training job (one process per rank, no GPU) through\n"
+          "libtopo-profiler.so and writes one trace per rank (and one CUPTI trace per rank\n"
+          "process) into DIR, ready for topo-report.\n"
+          "\n"
+          "  -o, --out DIR        trace directory (default topo-demo-traces)\n"
+          "  -r, --ranks N        ranks, 2..%d (default 8)\n"
+          "  -s, --steps N        training steps, 1..50 (default 3)\n"
+          "  -S, --seed S         seed; also picks the straggler (default 1)\n"
+          "  -g, --straggler R    the rank that computes 4%% slower (default seed %% ranks)\n"
+          "  -p, --profiler PATH  libtopo-profiler.so (default: the installed or built one)\n"
+          "  -t, --tuner PATH     libtopo-tuner.so; '' for none (default: installed or built)\n"
+          "  -c, --cupti PATH     fake CUPTI library for the compute timeline; '' for none\n"
+          "  -h, --help; -V, --version\n"
+          "\n"
+          "Examples:\n"
+          "  topo-demo                                  8 ranks x 3 steps into topo-demo-traces/\n"
+          "  topo-demo --ranks 4 --steps 2 --out demo && topo-report demo\n"
+          "  topo-demo --tuner '' --straggler 3         profiler only, rank 3 the straggler\n",
+          MAX_RANKS);
+}
+
+/* The default path of an installed library: <exe dir>/TOPO_DEMO_LIBDIR_REL/name when that file
+ * exists (an installed topo-demo), else `built` (the build tree's, compiled in). The returned
+ * string is static storage, one per `slot`. */
+static const char *default_lib(int slot, const char *name, const char *built) {
+  static char paths[3][4096];
+  char exe[2048];
+  if (!built || !*built) return built;
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return built;
+  exe[n] = '\0';
+  char *slash = strrchr(exe, '/');
+  if (!slash) return built;
+  *slash = '\0';
+  const char *rel = TOPO_DEMO_LIBDIR_REL;
+  if (rel[0] == '/')
+    snprintf(paths[slot], sizeof paths[slot], "%s/%s", rel, name);
+  else
+    snprintf(paths[slot], sizeof paths[slot], "%s/%s/%s", exe, rel, name);
+  return access(paths[slot], R_OK) == 0 ? paths[slot] : built;
 }
 
 int main(int argc, char **argv) {
-  options o = {.out = "topo-demo-traces", .profiler = TOPO_DEMO_PROFILER_SO,
-               .tuner = TOPO_DEMO_TUNER_SO, .cupti = TOPO_DEMO_FAKE_CUPTI, .ranks = 8,
+  options o = {.out = "topo-demo-traces",
+               .profiler = default_lib(0, "libtopo-profiler.so", TOPO_DEMO_PROFILER_SO),
+               .tuner = default_lib(1, "libtopo-tuner.so", TOPO_DEMO_TUNER_SO),
+               .cupti = default_lib(2, "topo/libtopo-fake-cupti.so", TOPO_DEMO_FAKE_CUPTI),
+               .ranks = 8,
                .steps = 3, .straggler = -1, .seed = 1};
   static const struct option longopts[] = {
       {"out", required_argument, 0, 'o'},      {"ranks", required_argument, 0, 'r'},
       {"steps", required_argument, 0, 's'},    {"seed", required_argument, 0, 'S'},
       {"straggler", required_argument, 0, 'g'}, {"profiler", required_argument, 0, 'p'},
       {"tuner", required_argument, 0, 't'},    {"cupti", required_argument, 0, 'c'},
-      {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+      {"help", no_argument, 0, 'h'},           {"version", no_argument, 0, 'V'},
+      {0, 0, 0, 0}};
   int ch;
-  while ((ch = getopt_long(argc, argv, "o:r:s:S:g:p:t:c:h", longopts, NULL)) != -1) {
+  opterr = 0; /* one line of our own on misuse */
+  while ((ch = getopt_long(argc, argv, ":o:r:s:S:g:p:t:c:hV", longopts, NULL)) != -1) {
     switch (ch) {
     case 'o': o.out = optarg; break;
     case 'r': o.ranks = atoi(optarg); break;
@@ -360,11 +405,25 @@ int main(int argc, char **argv) {
     case 'p': o.profiler = optarg; break;
     case 't': o.tuner = optarg; break;
     case 'c': o.cupti = optarg; break;
-    default: usage(); return ch == 'h' ? 0 : 2;
+    case 'h': usage(stdout); return 0;
+    case 'V': printf("topo-demo %s\n", TOPO_VERSION); return 0;
+    case ':':
+      fprintf(stderr, "topo-demo: option '%s' needs a value (try --help)\n", argv[optind - 1]);
+      return 2;
+    default:
+      if (optopt)
+        fprintf(stderr, "topo-demo: unknown option '-%c' (try --help)\n", optopt);
+      else
+        fprintf(stderr, "topo-demo: unknown option '%s' (try --help)\n", argv[optind - 1]);
+      return 2;
     }
   }
+  if (optind < argc) {
+    fprintf(stderr, "topo-demo: unexpected argument '%s' (try --help)\n", argv[optind]);
+    return 2;
+  }
   if (o.ranks < 2 || o.ranks > MAX_RANKS || o.steps < 1 || o.steps > 50) {
-    fprintf(stderr, "topo-demo: --ranks must be 2..%d and --steps 1..50\n", MAX_RANKS);
+    fprintf(stderr, "topo-demo: --ranks must be 2..%d and --steps 1..50 (try --help)\n", MAX_RANKS);
     return 2;
   }
   if (o.straggler < 0) o.straggler = (int)(o.seed % (unsigned)o.ranks);
@@ -381,9 +440,10 @@ int main(int argc, char **argv) {
     o.cupti = NULL;
   }
   int have_tuner = o.tuner && *o.tuner && access(o.tuner, R_OK) == 0;
-  printf("topo-demo: %d ranks x %d steps, seed %u, straggler rank %d, tuner %s, CUPTI %s\n",
-         o.ranks, o.steps, o.seed, o.straggler, have_tuner ? o.tuner : "(none)",
-         o.cupti ? "fake" : "(none)");
+  printf("topo-demo: %d ranks x %d steps, seed %u, straggler rank %d, profiler %s, tuner %s, "
+         "CUPTI %s\n",
+         o.ranks, o.steps, o.seed, o.straggler, o.profiler, have_tuner ? o.tuner : "(none)",
+         o.cupti ? o.cupti : "(none)");
   simulate(&o, 1000000); /* 1 ms of slack before the first kernel */
   int64_t mono0 = topo_clock_monotonic_ns(), real0 = topo_clock_realtime_ns();
   pid_t pids[MAX_RANKS];

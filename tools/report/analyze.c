@@ -76,6 +76,19 @@ static void close_src(ctx *c, rp_source *s) {
   rp_source_close(s);
 }
 
+/* ---- the analysis window (rp_options.window): [from, to) on the aligned clock */
+static int in_window(const rp_report *r, int64_t t) {
+  return !r->window || (t >= r->win_from && t < r->win_to);
+}
+
+/* Clip [*a, *b) to the window; 0 when nothing is left. */
+static int clip_window(const rp_report *r, int64_t *a, int64_t *b) {
+  if (!r->window) return *b > *a;
+  if (*a < r->win_from) *a = r->win_from;
+  if (*b > r->win_to) *b = r->win_to;
+  return *b > *a;
+}
+
 /* ---- rows and fit points */
 static int bucket_of(uint64_t size) { return size ? 63 - __builtin_clzll(size) : -1; }
 
@@ -194,6 +207,7 @@ static void step_add(void *vc, int src, int64_t start, int64_t stop, uint64_t va
   int p = s->kind == RP_SRC_KINETO ? kineto_rank(c, s) : s->proc;
   if (p < 0) return;
   rp_rank *k = &c->r->ranks[p];
+  if (!clip_window(c->r, &start, &stop)) return; /* wholly outside the window */
   if (k->nsteps == k->cap_steps) {
     size_t cap = k->cap_steps ? k->cap_steps * 2 : 64;
     rp_step *v = topo_realloc(k->steps, cap * sizeof *v);
@@ -209,6 +223,19 @@ static void step_add(void *vc, int src, int64_t start, int64_t stop, uint64_t va
   st->start = start;
   st->stop = stop;
   st->value = value;
+  st->from_kineto = s->kind == RP_SRC_KINETO;
+}
+
+/* A rank with both Kineto ProfilerSteps and topo step marks keeps the Kineto ones (they follow
+ * the GPU work each step launched); the same step numbered twice would count twice. */
+static void steps_one_source(rp_rank *k) {
+  int kin = 0, mark = 0;
+  for (size_t i = 0; i < k->nsteps; i++) k->steps[i].from_kineto ? kin++ : mark++;
+  if (!kin || !mark) return;
+  size_t n = 0;
+  for (size_t i = 0; i < k->nsteps; i++)
+    if (k->steps[i].from_kineto) k->steps[n++] = k->steps[i];
+  k->nsteps = n;
 }
 
 /* ---- join */
@@ -267,6 +294,20 @@ static void join_finalize(ctx *c, join_comm *j, int func, size_t i) {
   join_ring *g = &j->ring[func];
   size_t n = (size_t)j->nranks;
   uint8_t *got = g->got + i * n;
+  if (r->window) { /* counts when its earliest start (GPU, else CPU) lies in the window */
+    int64_t first = INT64_MAX;
+    for (size_t k = 0; k < n; k++)
+      if (got[k]) {
+        int64_t t = got[k] == 2 ? g->gpu[i * n + k] : g->cpu[i * n + k];
+        if (t < first) first = t;
+      }
+    if (!in_window(r, first)) {
+      g->used[i] = 0;
+      g->have[i] = 0;
+      memset(got, 0, n);
+      return;
+    }
+  }
   j->sum->joined++;
   if ((size_t)g->have[i] < n) {
     j->sum->incomplete++;
@@ -394,6 +435,9 @@ static void p1_coll(void *vc, int src, const rp_coll *co) {
   rp_source *s = &r->src[src];
   if (s->kind == RP_SRC_TRACE) {
     c->bin_colls = 1;
+    int jc = c->src_comm[src];
+    if (jc >= 0 && !co->p2p) join_add(c, &c->jc[jc], s->rank, co); /* the window applies at the join */
+    if (!in_window(r, co->timed ? co->gpu_start : co->cpu_start)) return;
     r->colls += !co->p2p;
     r->p2p += (uint64_t)co->p2p;
     r->timed_colls += (uint64_t)co->timed;
@@ -401,10 +445,9 @@ static void p1_coll(void *vc, int src, const rp_coll *co) {
       r->ranks[s->proc].colls++;
       r->ranks[s->proc].timed_colls += (uint64_t)co->timed;
     }
-    int jc = c->src_comm[src];
-    if (jc >= 0 && !co->p2p) join_add(c, &c->jc[jc], s->rank, co);
   } else {
     if (c->bin_colls) return; /* topo traces describe the collectives better */
+    if (!in_window(r, co->gpu_start)) return;
     r->colls_from_kineto = 1;
     r->colls++;
     r->timed_colls++;
@@ -414,15 +457,23 @@ static void p1_coll(void *vc, int src, const rp_coll *co) {
   table_add(c, co);
   if (s->kind == RP_SRC_KINETO) return;
   int64_t lo = co->timed ? co->gpu_start : co->cpu_start, hi = co->timed ? co->gpu_stop : co->cpu_stop;
+  (void)clip_window(r, &lo, &hi); /* its start is inside: only the end can be cut */
   if (lo < r->t0) r->t0 = lo;
   if (hi > r->t_end) r->t_end = hi;
+  if (lo < r->trace_first) r->trace_first = lo;
+  if (hi > r->trace_last) r->trace_last = hi;
 }
 
 static void p1_interval(void *vc, int src, const rp_interval *iv) {
   ctx *c = vc;
-  if (c->r->src[src].kind == RP_SRC_KINETO) return; /* its range is known at its end */
-  if (iv->start < c->r->t0) c->r->t0 = iv->start;
-  if (iv->stop > c->r->t_end) c->r->t_end = iv->stop;
+  rp_report *r = c->r;
+  if (r->src[src].kind == RP_SRC_KINETO) return; /* its range is known at its end */
+  int64_t a = iv->start, b = iv->stop;
+  if (!clip_window(r, &a, &b)) return;
+  if (a < r->t0) r->t0 = a;
+  if (b > r->t_end) r->t_end = b;
+  if (a < r->trace_first) r->trace_first = a;
+  if (b > r->trace_last) r->trace_last = b;
 }
 
 static void p1_record(void *vc, int src, const topo_trace_record *rec) {
@@ -437,7 +488,9 @@ static void p2_interval(void *vc, int src, const rp_interval *iv) {
   const rp_rank *k = &c->r->ranks[c->sweep_rank];
   (void)src;
   if (iv->cls == RP_COMM && (iv->origin == RP_FROM_COLL) == k->comm_from_kernels) return;
-  if (rp_sweep_add(c->sweep, iv) != TOPO_OK) c->st = TOPO_ERR_NOMEM;
+  rp_interval w = *iv;
+  if (!clip_window(c->r, &w.start, &w.stop)) return;
+  if (rp_sweep_add(c->sweep, &w) != TOPO_OK) c->st = TOPO_ERR_NOMEM;
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -557,12 +610,17 @@ static topo_status add_sources(rp_report *r, char **files, int nfiles, const rp_
 
 topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *opt_in,
                        rp_report *r) {
-  rp_options opt = {65536, -1, 0};
+  rp_options opt = {65536, -1, 0, 0, 0, 0};
   if (opt_in) opt = *opt_in;
   if (!opt.reorder_window) opt.reorder_window = 65536;
   memset(r, 0, sizeof *r);
-  r->t0 = INT64_MAX;
-  r->t_end = INT64_MIN;
+  r->t0 = r->trace_first = r->kineto_first = INT64_MAX;
+  r->t_end = r->trace_last = r->kineto_last = INT64_MIN;
+  if (opt.window && opt.to > opt.from) {
+    r->window = 1;
+    r->win_from = opt.from;
+    r->win_to = opt.to;
+  }
   ctx c;
   memset(&c, 0, sizeof c);
   c.r = r;
@@ -653,10 +711,14 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
     merged(&c, one, 1, &s1, 1, "pass 1 (JSON)");
     int p = kineto_rank(&c, s);
     if (p >= 0) r->ranks[p].colls += s->colls, r->ranks[p].timed_colls += s->timed_colls;
-    if (s->gpu_last > s->gpu_first) {
-      if (s->gpu_first < r->t0) r->t0 = s->gpu_first;
-      if (s->gpu_last > r->t_end) r->t_end = s->gpu_last;
+    int64_t a = s->gpu_first, b = s->gpu_last;
+    if (b > a && clip_window(r, &a, &b)) {
+      if (a < r->t0) r->t0 = a;
+      if (b > r->t_end) r->t_end = b;
+      if (a < r->kineto_first) r->kineto_first = a;
+      if (b > r->kineto_last) r->kineto_last = b;
     }
+    if (p >= 0) r->ranks[p].kineto = 1;
     close_src(&c, s);
   }
   if (c.st != TOPO_OK) goto out;
@@ -665,11 +727,13 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
     if (s->proc < 0) continue;
     rp_rank *k = &r->ranks[s->proc];
     if (s->nccl_kernels) k->comm_from_kernels = 1;
+    if (s->kind == RP_SRC_TRACE) k->trace_kernels += s->nccl_kernels + s->compute_kernels + s->memory_kernels;
     for (int d = 0; d < TOPO_DROP_KINDS; d++) k->dropped[d] += s->dropped[d];
     k->problems += s->problems;
   }
   for (int i = 0; i < r->nranks; i++) {
     rp_rank *k = &r->ranks[i];
+    steps_one_source(k);
     if (k->nsteps) qsort(k->steps, k->nsteps, sizeof *k->steps, cmp_step);
   }
   choose_window(r);

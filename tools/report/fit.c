@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `topo-report fit`: from the observed GPU times of collectives, fit time = lat + size/bw per
-// (collective, algorithm, protocol) and communicator size, and write a tuner profile
+// (collective, algorithm, protocol) and communicator size, piecewise (topo_profile_fit_piecewise:
+// the fewest size ranges each within TOPO_PROFILE_PIECE_ERR), and write a tuner profile
 // (common/profile.h) that libtopo-tuner.so reads: the loop from production back to the tuner.
 // Points: one per message-size bucket, at its mean size and median time (robust to outliers).
 #include <inttypes.h>
@@ -65,25 +66,30 @@ topo_status rp_fit(const rp_report *r, const char *gpu, const char *out_path, FI
             n++;
           }
           if (n < 2) continue;
-          topo_profile_term t;
-          memset(&t, 0, sizeof t);
-          if (topo_profile_fit_term(bytes, us, n, &t) != TOPO_OK) continue;
-          t.coll = func;
-          t.algo = algo;
-          t.proto = proto;
-          t.nchannels = 0;
-          if (topo_profile_set_term(&p, &t) != TOPO_OK) {
-            st = TOPO_ERR_NOMEM;
-            continue;
-          }
-          terms++;
-          if (summary) {
-            char lo[32], hi[32];
-            rp_fmt_bytes(t.min_bytes, lo, sizeof lo);
-            rp_fmt_bytes(t.max_bytes, hi, sizeof hi);
-            fprintf(summary, "%-14s %5d %-10s %-7s %7d %10.2f %10.2f %7.1f%%  %s - %s\n",
-                    rp_func_name(func), sizes[si], rp_algo_name(algo), rp_proto_name(proto),
-                    t.npoints, t.lat_us, t.bw_gbs, t.rel_err * 100, lo, hi);
+          topo_profile_term pieces[MAX_POINTS / 2];
+          memset(pieces, 0, sizeof pieces);
+          int np = topo_profile_fit_piecewise(bytes, us, n, TOPO_PROFILE_PIECE_ERR, pieces,
+                                              MAX_POINTS / 2);
+          if (np < 0) st = TOPO_ERR_NOMEM;
+          for (int k = 0; k < np; k++) {
+            topo_profile_term t = pieces[k];
+            t.coll = func;
+            t.algo = algo;
+            t.proto = proto;
+            t.nchannels = 0;
+            if (topo_profile_set_term(&p, &t) != TOPO_OK) {
+              st = TOPO_ERR_NOMEM;
+              continue;
+            }
+            terms++;
+            if (summary) {
+              char lo[32], hi[32];
+              rp_fmt_bytes(t.min_bytes, lo, sizeof lo);
+              rp_fmt_bytes(t.max_bytes, hi, sizeof hi);
+              fprintf(summary, "%-14s %5d %-10s %-7s %7d %10.2f %10.2f %7.1f%%  %s - %s\n",
+                      rp_func_name(func), sizes[si], rp_algo_name(algo), rp_proto_name(proto),
+                      t.npoints, t.lat_us, t.bw_gbs, t.rel_err * 100, lo, hi);
+            }
           }
         }
     if (p.nterms && topo_profile_write(out, &p) != TOPO_OK) st = TOPO_ERR_IO;

@@ -2,7 +2,9 @@
 // Streaming reader of PyTorch profiler (Kineto) and Chrome trace JSON: a small pull tokenizer of
 // our own (no DOM): the top-level object is walked key by key, `traceEvents` element by element,
 // and each event is parsed into the few fields the report needs. Memory: one input buffer and one
-// event; no recursion (nesting is skipped with a counter), so no input can exhaust the stack.
+// event, plus (pass 1, when steps are wanted) 16 bytes per launch and 24 per GPU event for the
+// step attribution by correlation id, capped at CORR_MAX each; no recursion (nesting is skipped
+// with a counter), so no input can exhaust the stack.
 // Called by input.c (rp_source_step) and by the fuzz target (rp_kineto_parse_memory).
 #include <ctype.h>
 #include <errno.h>
@@ -31,7 +33,15 @@ typedef struct jev {
   int has_ts, has_dur;
   int64_t pid, tid, stream;
   int64_t in_nelems, out_nelems, group_size;
+  int64_t corr;        /* args.correlation: links a launch (cuda_runtime/driver) to its GPU event */
 } jev;
+
+/* Step attribution (HTA's): a GPU event belongs to the ProfilerStep whose CPU range holds the
+ * runtime call that launched it, matched by correlation id at the end of the file. */
+typedef struct kstep { int64_t start, stop; uint64_t value; int gpu; } kstep; /* ts units */
+typedef struct corr_launch { int64_t corr, ts; } corr_launch;
+typedef struct corr_gpu { int64_t corr, start, stop; } corr_gpu;
+#define CORR_MAX (1u << 22)  /* entries per table (160 MB for both at most); beyond: one warning */
 
 struct rp_kineto {
   FILE *f;
@@ -52,9 +62,15 @@ struct rp_kineto {
   int rank, world;
   uint64_t events;
   /* steps found (emitted with the base at the end) */
-  struct { int64_t start, stop; uint64_t value; int gpu; } *steps;
+  kstep *steps;
   size_t nsteps, cap_steps;
-  int gpu_steps;         /* GPU-projected ProfilerStep ranges seen: they win over CPU ones */
+  int gpu_steps;         /* GPU-projected ProfilerStep ranges seen */
+  /* correlation tables, kept only while steps are wanted (pass 1) */
+  corr_launch *launch;
+  size_t nlaunch, cap_launch;
+  corr_gpu *gpuev;
+  size_t ngpuev, cap_gpuev;
+  int corr_full;         /* a table hit CORR_MAX */
   jev ev;
 };
 
@@ -286,6 +302,7 @@ static int parse_args(rp_kineto *k, jev *e) {
     else if (!strcmp(key, "In msg nelems")) ok = parse_int_value(k, &e->in_nelems);
     else if (!strcmp(key, "Out msg nelems")) ok = parse_int_value(k, &e->out_nelems);
     else if (!strcmp(key, "Group size")) ok = parse_int_value(k, &e->group_size);
+    else if (!strcmp(key, "correlation")) ok = parse_int_value(k, &e->corr);
     else if (!strcmp(key, "Collective name") && peek_ws(k) == '"')
       ok = parse_string(k, e->coll_name, sizeof e->coll_name);
     else if (!strcmp(key, "dtype") && peek_ws(k) == '"')
@@ -310,6 +327,7 @@ static int parse_event(rp_kineto *k, jev *e) {
   e->has_ts = e->has_dur = 0;
   e->pid = e->tid = e->stream = -1;
   e->in_nelems = e->out_nelems = e->group_size = -1;
+  e->corr = -1;
   if (!expect(k, '{')) return 0;
   if (peek_ws(k) == '}') {
     k->pos++;
@@ -365,6 +383,38 @@ static int coll_from_args(const char *n) {
   return -1;
 }
 
+/* Room for one more of n elements in *v (capacity *cap): the block, or NULL (out of memory). */
+static void *grow(void *v, size_t *cap, size_t n, size_t elem) {
+  if (n < *cap) return v;
+  size_t c = *cap ? *cap * 2 : 1024;
+  void *p = topo_realloc(v, c * elem);
+  if (p) *cap = c;
+  return p;
+}
+
+static void corr_add_launch(rp_kineto *k, int64_t corr, int64_t ts) {
+  corr_launch *v = k->nlaunch < CORR_MAX ? grow(k->launch, &k->cap_launch, k->nlaunch, sizeof *v) : NULL;
+  if (!v) {
+    k->corr_full = 1;
+    return;
+  }
+  k->launch = v;
+  v[k->nlaunch].corr = corr;
+  v[k->nlaunch++].ts = ts;
+}
+
+static void corr_add_gpu(rp_kineto *k, int64_t corr, int64_t start, int64_t stop) {
+  corr_gpu *v = k->ngpuev < CORR_MAX ? grow(k->gpuev, &k->cap_gpuev, k->ngpuev, sizeof *v) : NULL;
+  if (!v) {
+    k->corr_full = 1;
+    return;
+  }
+  k->gpuev = v;
+  v[k->ngpuev].corr = corr;
+  v[k->ngpuev].start = start;
+  v[k->ngpuev++].stop = stop;
+}
+
 static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, const jev *e) {
   k->events++;
   if (strcmp(e->ph, "X") != 0 || !e->has_ts) return;
@@ -389,12 +439,16 @@ static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, const jev *
     k->nsteps++;
     return;
   }
+  if (sink->step && e->corr >= 0 &&
+      (!strcmp(e->cat, "cuda_runtime") || !strcmp(e->cat, "cuda_driver") || !strcmp(e->cat, "Runtime")))
+    corr_add_launch(k, e->corr, e->ts);
   int gpu = !strcmp(e->cat, "kernel") || !strcmp(e->cat, "Kernel") ||
             !strcmp(e->cat, "gpu_memcpy") || !strcmp(e->cat, "gpu_memset") ||
             !strcmp(e->cat, "Memcpy") || !strcmp(e->cat, "Memset");
   if (!gpu || stop <= start) return;
   if (e->ts < k->first) k->first = e->ts;
   if (e->ts + e->dur > k->last) k->last = e->ts + e->dur;
+  if (sink->step && e->corr >= 0) corr_add_gpu(k, e->corr, e->ts, e->ts + e->dur);
   rp_interval iv = {start, stop, (uint32_t)(e->stream >= 0 ? e->stream : e->tid), RP_COMPUTE,
                     0xff, RP_FROM_KERNEL, 0};
   int func = -1, algo = -1, proto = -1;
@@ -411,8 +465,11 @@ static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, const jev *
       rp_coll c;
       memset(&c, 0, sizeof c);
       c.func = func;
-      c.algo = algo;
-      c.proto = proto;
+      /* ncclDevKernel_AllReduce_Sum_bf16_RING_LL is a generic entry point that dispatches at run
+       * time: the name gives the collective, not the algorithm/protocol actually used. */
+      (void)algo;
+      (void)proto;
+      c.algo = c.proto = -1;
       c.nranks = e->group_size > 0 && e->group_size < (1 << 24) ? (int)e->group_size : 0;
       int64_t nel = func == 3 ? e->out_nelems : e->in_nelems;
       int ds = dtype_size(e->dtype);
@@ -463,6 +520,98 @@ static int parse_distributed(rp_kineto *k) {
   }
 }
 
+static int cmp_launch(const void *a, const void *b) {
+  const corr_launch *x = a, *y = b;
+  return (x->corr > y->corr) - (x->corr < y->corr);
+}
+
+static int cmp_gpuev(const void *a, const void *b) {
+  const corr_gpu *x = a, *y = b;
+  return (x->corr > y->corr) - (x->corr < y->corr);
+}
+
+static int cmp_kstep(const void *a, const void *b) {
+  const kstep *x = a, *y = b;
+  return (x->start > y->start) - (x->start < y->start);
+}
+
+/* The steps' GPU windows (docs/metrics.md, Steps): for each CPU ProfilerStep range, the first
+ * start to the last stop of the GPU events whose launch lies inside it (correlation ids); when
+ * none matched, the GPU-projected range of the same step if it is sane (at least half the CPU
+ * range long: Kineto projects only the kernels launched directly under the step, ~60 us of a
+ * 20 ms step in PyTorch 2.11), else the CPU range. Files with only GPU-projected ranges use them. */
+static void emit_steps(rp_kineto *k, rp_source *s, const rp_sink *sink) {
+  size_t ncpu = 0;
+  for (size_t i = 0; i < k->nsteps; i++) ncpu += !k->steps[i].gpu;
+  if (!ncpu) {
+    for (size_t i = 0; i < k->nsteps; i++)
+      sink->step(sink->ctx, s->index, k->steps[i].start + k->base_ns, k->steps[i].stop + k->base_ns,
+                 k->steps[i].value);
+    return;
+  }
+  kstep *cpu = topo_malloc(ncpu * sizeof *cpu);
+  int64_t *lo = topo_malloc(ncpu * sizeof *lo), *hi = topo_malloc(ncpu * sizeof *hi);
+  if (!cpu || !lo || !hi) {
+    topo_free(cpu), topo_free(lo), topo_free(hi);
+    return;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < k->nsteps; i++)
+    if (!k->steps[i].gpu) {
+      cpu[n].start = k->steps[i].start;
+      cpu[n].stop = k->steps[i].stop;
+      cpu[n].value = k->steps[i].value;
+      cpu[n++].gpu = 0;
+    }
+  qsort(cpu, n, sizeof *cpu, cmp_kstep);
+  for (size_t i = 0; i < n; i++) lo[i] = INT64_MAX, hi[i] = INT64_MIN;
+  if (k->corr_full && !k->quiet)
+    TOPO_WARN("%s: more than %u launches or GPU events; steps beyond them use their GPU-projected "
+              "or CPU ranges", k->path, CORR_MAX);
+  if (k->nlaunch) qsort(k->launch, k->nlaunch, sizeof *k->launch, cmp_launch);
+  if (k->ngpuev) qsort(k->gpuev, k->ngpuev, sizeof *k->gpuev, cmp_gpuev);
+  for (size_t a = 0, g = 0; a < k->nlaunch && g < k->ngpuev;) {
+    if (k->launch[a].corr < k->gpuev[g].corr) {
+      a++;
+      continue;
+    }
+    if (k->launch[a].corr > k->gpuev[g].corr) {
+      g++;
+      continue;
+    }
+    /* the step whose CPU range holds the launch: last start <= ts */
+    int64_t ts = k->launch[a].ts;
+    size_t l = 0, r = n;
+    while (l < r) {
+      size_t m = l + (r - l) / 2;
+      if (cpu[m].start <= ts) l = m + 1;
+      else r = m;
+    }
+    if (l > 0 && ts <= cpu[l - 1].stop) {
+      const corr_gpu *e = &k->gpuev[g];
+      if (e->start < lo[l - 1]) lo[l - 1] = e->start;
+      if (e->stop > hi[l - 1]) hi[l - 1] = e->stop;
+    }
+    g++; /* one launch, possibly several GPU events (a graph): keep `a` */
+  }
+  for (size_t i = 0; i < n; i++) {
+    int64_t a = cpu[i].start, b = cpu[i].stop;
+    if (hi[i] > lo[i]) {
+      a = lo[i], b = hi[i];
+    } else {
+      for (size_t j = 0; j < k->nsteps; j++) {
+        const kstep *gs = &k->steps[j];
+        if (gs->gpu && gs->value == cpu[i].value && 2 * (gs->stop - gs->start) >= b - a) {
+          a = gs->start, b = gs->stop;
+          break;
+        }
+      }
+    }
+    sink->step(sink->ctx, s->index, a + k->base_ns, b + k->base_ns, cpu[i].value);
+  }
+  topo_free(cpu), topo_free(lo), topo_free(hi);
+}
+
 static void finish(rp_kineto *k, rp_source *s, const rp_sink *sink) {
   k->st = ST_DONE;
   s->rank = k->rank;
@@ -470,11 +619,10 @@ static void finish(rp_kineto *k, rp_source *s, const rp_sink *sink) {
   s->kineto_base = k->base_ns;
   s->gpu_first = k->first + k->base_ns;
   s->gpu_last = k->last + k->base_ns;
-  if (sink->step)
-    for (size_t i = 0; i < k->nsteps; i++)
-      if (k->steps[i].gpu == k->gpu_steps)
-        sink->step(sink->ctx, s->index, k->steps[i].start + k->base_ns,
-                 k->steps[i].stop + k->base_ns, k->steps[i].value);
+  if (sink->step) emit_steps(k, s, sink);
+  topo_free(k->launch), topo_free(k->gpuev);
+  k->launch = NULL, k->gpuev = NULL;
+  k->nlaunch = k->ngpuev = k->cap_launch = k->cap_gpuev = 0;
 }
 
 int rp_kineto_step(rp_kineto *k, rp_source *s, const rp_sink *sink, size_t max_events) {
@@ -571,6 +719,8 @@ void rp_kineto_close(rp_kineto *k) {
   if (k->f) fclose(k->f);
   if (!k->mem) topo_free(k->buf);
   topo_free(k->steps);
+  topo_free(k->launch);
+  topo_free(k->gpuev);
   topo_free(k);
 }
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // topo-report's command line: parses arguments, runs the analysis, picks the renderer. Sub-
 // commands: (default) report, dump, export --chrome, diff, fit. Misuse: one line, exit 2.
+#include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,9 @@ static const char usage[] =
     "  --csv              the rank and collective tables as CSV\n"
     "  --html FILE        also write a self-contained HTML page with SVG plots\n"
     "  -o, --output FILE  write the report (or profile) to FILE instead of stdout\n"
+    "  --window FROM,TO   analyse only [FROM, TO): Unix-epoch ns (CLOCK_REALTIME, the clock\n"
+    "                     every input is aligned to); every figure is clipped to it\n"
+    "  --from NS, --to NS the same, one end at a time\n"
     "  --reorder-window N intervals held to sort each rank's timeline (default 65536)\n"
     "  --progress / --no-progress   progress on stderr (default: on a terminal or inputs > 256 MB)\n"
     "  -q, --quiet        no warnings about damaged inputs\n"
@@ -59,9 +64,21 @@ typedef struct args {
   int progress;
   const char *html, *output, *gpu, *chrome;
   size_t reorder;
+  int have_from, have_to;
+  int64_t from, to;
   const char **paths;
   int npaths;
 } args;
+
+/* A time in Unix-epoch ns (a decimal integer, optionally signed); 1 when valid. */
+static int parse_ns(const char *t, int64_t *out) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(t, &end, 10);
+  if (end == t || *end || errno) return 0;
+  *out = (int64_t)v;
+  return 1;
+}
 
 /* Parse options and positional paths from argv[from..]; returns 0 or an exit code. */
 static int parse(int argc, char **argv, int from, args *a) {
@@ -90,10 +107,30 @@ static int parse(int argc, char **argv, int from, args *a) {
       long v = strtol(argv[++i], &end, 10);
       if (*end || v < 1 || v > (1L << 26)) return misuse("--reorder-window wants 1..67108864, not '%s'", argv[i]);
       a->reorder = (size_t)v;
+    } else if (!strcmp(s, "--window")) {
+      NEED_VALUE();
+      const char *v = argv[++i], *comma = strchr(v, ',');
+      char lo[32];
+      if (!comma || (size_t)(comma - v) >= sizeof lo)
+        return misuse("--window wants FROM,TO in Unix-epoch ns, not '%s'", v);
+      memcpy(lo, v, (size_t)(comma - v));
+      lo[comma - v] = 0;
+      if (!parse_ns(lo, &a->from) || !parse_ns(comma + 1, &a->to))
+        return misuse("--window wants FROM,TO in Unix-epoch ns, not '%s'", v);
+      a->have_from = a->have_to = 1;
+    } else if (!strcmp(s, "--from") || !strcmp(s, "--to")) {
+      NEED_VALUE();
+      int64_t t;
+      if (!parse_ns(argv[++i], &t)) return misuse("%s wants Unix-epoch ns, not '%s'", s, argv[i]);
+      if (s[2] == 'f') a->from = t, a->have_from = 1;
+      else a->to = t, a->have_to = 1;
     } else if (s[0] == '-' && s[1]) return misuse("unknown option '%s'", s);
     else a->paths[a->npaths++] = s;
 #undef NEED_VALUE
   }
+  if ((a->have_from || a->have_to) && a->have_from && a->have_to && a->to <= a->from)
+    return misuse("the window's end (%lld) is not after its start (%lld)", (long long)a->to,
+                  (long long)a->from);
   return 0;
 }
 
@@ -124,7 +161,7 @@ static int run_main(int argc, char **argv, args *a_out) {
   topo_log_to_stderr("topo-report", 0);
   topo_env_check_unknown();
   if (argc < 2) {
-    fputs(usage, stderr);
+    fputs("topo-report: no traces given: topo-report TRACE_OR_DIR... (try --help)\n", stderr);
     return 2;
   }
   if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
@@ -148,7 +185,12 @@ static int run_main(int argc, char **argv, args *a_out) {
   *a_out = a;
   if (rc) return rc;
   topo_log_to_stderr("topo-report", a.verbose);
-  rp_options opt = {a.reorder ? a.reorder : 65536, a.progress, a.quiet};
+  rp_options opt = {a.reorder ? a.reorder : 65536, a.progress, a.quiet, 0, 0, 0};
+  if (a.have_from || a.have_to) {
+    opt.window = 1;
+    opt.from = a.have_from ? a.from : INT64_MIN;
+    opt.to = a.have_to ? a.to : INT64_MAX;
+  }
   rc = 0;
 
   if (!strcmp(cmd, "dump")) {

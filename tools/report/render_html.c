@@ -358,6 +358,13 @@ topo_status rp_render_html(const rp_report *r, const char *path) {
   rp_derive_overall(r, &o);
   fprintf(f, "<h1>topo-report</h1><div class=meta>%d rank%s · %" PRIu64 " collectives (%" PRIu64 " GPU-timed) · %d input file%s · topo %s</div>\n",
           r->nranks, r->nranks == 1 ? "" : "s", r->colls, r->timed_colls, r->nsrc, r->nsrc == 1 ? "" : "s", TOPO_VERSION);
+  if (r->window)
+    fprintf(f, "<div class=meta>window [%" PRId64 ", %" PRId64 ") ns since the Unix epoch: every "
+               "figure is clipped to it</div>\n", r->win_from, r->win_to);
+  if (r->have_kineto && r->have_trace)
+    fprintf(f, "<div class=meta>per-rank times and steps from the Kineto GPU events; collectives, "
+               "skew and stragglers from %s</div>\n",
+            r->colls_from_kineto ? "Kineto NCCL kernels" : "the topo traces");
   char v[48], s[96];
   fprintf(f, "<div class=cards>\n");
   snprintf(v, sizeof v, "%.1f%%", o.comm_share * 100);

@@ -37,6 +37,9 @@ static void dropped_json(FILE *f, const uint64_t *d) {
 void rp_render_json(const rp_report *r, FILE *f) {
   fprintf(f, "{\"tool\":\"topo-report\",\"version\":");
   rp_json_string(f, TOPO_VERSION);
+  if (r->window)
+    fprintf(f, ",\"window\":{\"from_ns\":%" PRId64 ",\"to_ns\":%" PRId64 "}", r->win_from, r->win_to);
+  fprintf(f, ",\"collectives_from\":\"%s\"", r->colls_from_kineto ? "kineto" : r->have_trace ? "trace" : "none");
   fprintf(f, ",\"inputs\":[");
   for (int i = 0; i < r->nsrc; i++) {
     const rp_source *s = &r->src[i];
@@ -63,6 +66,7 @@ void rp_render_json(const rp_report *r, FILE *f) {
     fprintf(f, ",\"pid\":%u,\"first_ns\":%" PRId64 ",\"last_ns\":%" PRId64 ",", k->pid,
             k->t.first == INT64_MAX ? 0 : k->t.first, k->t.last == INT64_MIN ? 0 : k->t.last);
     derived_json(f, &d);
+    fprintf(f, ",\"intervals_from\":\"%s\"", k->kineto ? "kineto" : k->trace_kernels ? "trace_cupti" : "trace_collectives");
     fprintf(f, ",\"comm_from_kernels\":%s,\"collectives\":%" PRIu64 ",\"gpu_timed\":%" PRIu64
                ",\"joined\":%" PRIu64 ",\"started_last\":%" PRIu64 ",\"delay_caused_ns\":%" PRId64
                ",\"wait_ns\":%" PRId64 ",\"missed\":%" PRIu64 ",\"late_intervals\":%" PRIu64

@@ -37,6 +37,38 @@ static void print_times_row(FILE *f, const char *label, const rp_derived *d) {
   (void)k;
 }
 
+/* Which input each table comes from, and the time each kind of input covers when both are given
+ * (a Kineto trace usually covers a few profiled steps; topo traces the whole job). */
+static void print_sources(const rp_report *r, FILE *f) {
+  int kin = 0, cupti = 0, coll = 0;
+  for (int i = 0; i < r->nranks; i++) {
+    const rp_rank *k = &r->ranks[i];
+    if (k->kineto) kin++;
+    else if (k->trace_kernels) cupti++;
+    else coll++;
+  }
+  if (!(r->have_kineto && r->have_trace)) return;
+  fprintf(f, "sources: GPU time per rank and steps from ");
+  const char *sep = "";
+  if (kin) fprintf(f, "%sKineto GPU events (%d rank%s)", sep, kin, kin == 1 ? "" : "s"), sep = ", ";
+  if (cupti) fprintf(f, "%stopo CUPTI kernel records (%d rank%s)", sep, cupti, cupti == 1 ? "" : "s"), sep = ", ";
+  if (coll) fprintf(f, "%stopo collective records (%d rank%s)", sep, coll, coll == 1 ? "" : "s");
+  fprintf(f, "; collectives, skew and stragglers from %s\n",
+          r->colls_from_kineto ? "Kineto NCCL kernels (algorithm/protocol unknown)"
+                               : "topo traces (NCCL profiler records)");
+  if (r->trace_last > r->trace_first && r->kineto_last > r->kineto_first &&
+      (r->trace_first < r->kineto_first || r->trace_last > r->kineto_last)) {
+    char a[32], b[32], c[32], d[32];
+    int64_t t0 = r->trace_first < r->kineto_first ? r->trace_first : r->kineto_first;
+    fprintf(f, "  they cover different times: topo traces +%s .. +%s, Kineto +%s .. +%s (from the "
+            "earliest, %" PRId64 " ns);\n  give --window %" PRId64 ",%" PRId64
+            " to restrict every figure to the Kineto time\n",
+            dur(r->trace_first - t0, a, sizeof a), dur(r->trace_last - t0, b, sizeof b),
+            dur(r->kineto_first - t0, c, sizeof c), dur(r->kineto_last - t0, d, sizeof d), t0,
+            r->kineto_first, r->kineto_last + 1);
+  }
+}
+
 static int cmp_row(const void *a, const void *b) {
   const rp_row *x = *(rp_row *const *)a, *y = *(rp_row *const *)b;
   if (x->func != y->func) return x->func - y->func;
@@ -54,11 +86,18 @@ void rp_render_text(const rp_report *r, FILE *f) {
   if (jsons) fprintf(f, " %d JSON file%s", jsons, jsons == 1 ? "" : "s");
   fprintf(f, "; %" PRIu64 " collectives (%" PRIu64 " GPU-timed), %" PRIu64 " p2p\n", r->colls,
           r->timed_colls, r->p2p);
+  if (r->window)
+    fprintf(f, "window: [%" PRId64 ", %" PRId64 ") ns since the Unix epoch (%s); every figure below "
+            "is clipped to it\n", r->win_from, r->win_to,
+            r->win_to - r->win_from > 0 && r->win_from != INT64_MIN && r->win_to != INT64_MAX
+                ? dur(r->win_to - r->win_from, a, sizeof a) : "open-ended");
   if (r->overall.last > r->overall.first)
     fprintf(f, "wall span of GPU activity: %s\n",
             dur(r->overall.last - r->overall.first, a, sizeof a));
+  print_sources(r, f);
 
-  fprintf(f, "\nGPU time per rank (unions over all streams; docs/metrics.md)\n");
+  fprintf(f, "\nGPU time per rank (unions over all streams; docs/metrics.md%s)\n",
+          r->have_kineto && !r->have_trace ? "; from Kineto GPU events" : "");
   fprintf(f, "  %-16s %12s %12s %12s %12s %12s %7s %8s %12s\n", "", "span", "comm", "compute",
           "overlapped", "exposed", "comm%", "overlap%", "idle");
   for (int i = 0; i < r->nranks; i++) {
@@ -83,7 +122,8 @@ void rp_render_text(const rp_report *r, FILE *f) {
     if (rows) {
       memcpy(rows, r->rows, r->nrows * sizeof *rows);
       qsort(rows, r->nrows, sizeof *rows, cmp_row);
-      fprintf(f, "\nCollectives (GPU time per rank and call; size as nccl-tests counts it)\n");
+      fprintf(f, "\nCollectives (GPU time per rank and call; size as nccl-tests counts it; from %s)\n",
+              r->colls_from_kineto ? "Kineto NCCL kernels" : "topo traces");
       fprintf(f, "  %-14s %5s %10s %9s %9s %10s %12s %11s %11s %9s %9s  %-22s %s\n", "collective",
               "ranks", "size", "calls", "timed", "bytes", "total", "median", "p99", "algbw", "busbw",
               "algorithm/protocol", "channels");
@@ -94,8 +134,11 @@ void rp_render_text(const rp_report *r, FILE *f) {
         int al, pr;
         double share;
         rp_row_top_choice(w, &al, &pr, &share);
-        snprintf(choice, sizeof choice, "%s/%s %.0f%%", rp_algo_name(al), rp_proto_name(pr),
-                 share * 100);
+        if (al < 0 && pr < 0) /* Kineto kernel names only: the algorithm/protocol is unknown */
+          snprintf(choice, sizeof choice, "? %.0f%%", share * 100);
+        else
+          snprintf(choice, sizeof choice, "%s/%s %.0f%%", rp_algo_name(al), rp_proto_name(pr),
+                   share * 100);
         if (w->ch_max) snprintf(ch, sizeof ch, w->ch_min == w->ch_max ? "%d" : "%d-%d", w->ch_min, w->ch_max);
         else snprintf(ch, sizeof ch, "?");
         char total_bytes[32];

@@ -60,6 +60,7 @@ typedef struct rp_step {
   int64_t start, stop;    /* aligned clock */
   uint64_t value;         /* step number */
   int64_t comm, compute, overlap, busy;  /* filled by the sweep */
+  int from_kineto;        /* a Kineto ProfilerStep (else a topo step mark) */
 } rp_step;
 
 typedef struct rp_times {
@@ -188,6 +189,8 @@ typedef struct rp_rank {
   uint32_t pid;
   int nsources;
   int comm_from_kernels;          /* 1: NCCL kernel records give the comm intervals */
+  int kineto;                     /* 1: a Kineto/Chrome JSON file gives (some of) its intervals */
+  uint64_t trace_kernels;         /* CUPTI kernel records in its topo traces */
   rp_times t;
   rp_step *steps;
   size_t nsteps, cap_steps;
@@ -230,6 +233,11 @@ typedef struct rp_options {
   size_t reorder_window;          /* intervals held to sort the sweep (default 65536) */
   int progress;                   /* 1: progress lines on stderr; -1: auto (when stderr is a tty) */
   int quiet;                      /* no warnings about damaged traces */
+  /* Analysis window on the aligned clock (ns of CLOCK_REALTIME): when `window` is set, every
+   * interval is clipped to [from, to), steps too, and a collective counts when its start (GPU,
+   * else CPU) lies inside (docs/metrics.md, Window). */
+  int window;
+  int64_t from, to;
 } rp_options;
 
 typedef struct rp_report {
@@ -254,6 +262,10 @@ typedef struct rp_report {
   rp_stepsum *stepsum;            /* by step number */
   size_t nstepsum;
   int have_kineto, have_trace, colls_from_kineto;
+  int window;                     /* the analysis window of rp_options applied */
+  int64_t win_from, win_to;
+  /* aligned time each kind of input covers (INT64_MAX/MIN: none), window applied */
+  int64_t trace_first, trace_last, kineto_first, kineto_last;
 } rp_report;
 
 /* Analyse `paths` (files and directories: every *.trace / *.topo / *.json inside, sorted). */

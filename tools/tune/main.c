@@ -16,6 +16,7 @@
 #include "nccl_model.h"
 #include "profile.h"
 #include "table.h"
+#include "tuner.h"
 #include "topo_version.h"
 
 static const char *prog = "topo-tune";
@@ -161,6 +162,14 @@ int main(int argc, char **argv) {
   if (topo_nccl_system_default(model_gpu, nranks, nnodes, nvls, &sys) != TOPO_OK)
     fprintf(stderr, "%s: warning: NCCL's topology for '%s' unknown; using H200's\n", prog, model_gpu);
   topo_nccl_model_build(&sys, NULL, &nccl);
+  /* What the plugin sees: on NCCL 2.28+ its init writes the profile's latencies and bandwidths
+   * into NCCL's tuning constants first, so NCCL's cost table (and its pick, which the tuner keeps
+   * unless it predicts a clear gain) comes from those. "NCCL 2.28 pick" stays NCCL's alone. */
+  ncclTunerConstants_v5_t seen_constants;
+  topo_nccl_constants_default(&seen_constants);
+  topo_tuner_write_constants(&m, model_gpu, &seen_constants);
+  topo_nccl_model seen;
+  topo_nccl_model_build(&sys, &seen_constants, &seen);
 
   if (json) {
     printf("{\"version\":\"%s\",\"profile\":\"%s\",\"nranks\":%d,\"nnodes\":%d,\"nvls\":%d,"
@@ -186,6 +195,7 @@ int main(int argc, char **argv) {
       if (topo_nccl_model_fill(&nccl, coll, b, pipe, cost) <= 0) continue;
       topo_nccl_choice nc;
       topo_nccl_model_pick(&nccl, coll, b, pipe, &nc);
+      if (topo_nccl_model_fill(&seen, coll, b, pipe, cost) <= 0) continue;
       pick t = {-1, -1, 0, -1};
       int nch = topo_table_apply(table, coll, b, pipe, 0, cost, NCCL_NUM_ALGORITHMS,
                                  NCCL_NUM_PROTOCOLS, &t.algo, &t.proto);
