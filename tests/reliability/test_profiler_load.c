@@ -41,7 +41,14 @@
 #define CHANNELS 4
 #define EVENTS_PER_OP (5 + CHANNELS)
 #define OPS_PER_COMM ((EVENTS + COMMS * EVENTS_PER_OP - 1) / (COMMS * EVENTS_PER_OP))
-#define QUEUE 256
+/* Communicator 0's application thread hands its first BURST collectives to its proxy thread at
+ * once: none of them completes before all were issued, so that burst alone overflows the event
+ * pool (POOL < BURST) and drops are certain at any speed (TSan, a loaded machine), not only
+ * likely. Every other collective is handed over as soon as it is issued. */
+#define POOL 1024
+#define BURST 1280
+#define QUEUE 2048 /* slots; > BURST */
+#define LAG 256    /* how far an application thread may run ahead of its proxy thread */
 
 typedef struct slot {
   drv_op op;
@@ -60,8 +67,9 @@ typedef struct comm_run {
 static void *app_thread(void *arg) {
   comm_run *c = arg;
   for (long i = 0; i < OPS_PER_COMM; i++) {
-    while (atomic_load(&c->head) - atomic_load(&c->tail) >= QUEUE) sched_yield();
-    slot *s = &c->queue[atomic_load(&c->head) % QUEUE];
+    long lag = c->index == 0 && i < BURST ? QUEUE : LAG;
+    while (i - atomic_load(&c->tail) >= lag) sched_yield();
+    slot *s = &c->queue[i % QUEUE];
     memset(&s->op, 0, sizeof s->op);
     s->op.func = (i % 3) ? "AllReduce" : "AllGather";
     s->op.dtype = "ncclFloat32";
@@ -75,7 +83,8 @@ static void *app_thread(void *arg) {
     s->op.stream = (void *)(uintptr_t)(0x1000 * (c->index + 1));
     drv_set_gpu(&s->op, 1000000 + (uint64_t)i * 1000, 10, 500);
     drv_issue(&c->p, &s->op, &s->pending);
-    atomic_fetch_add(&c->head, 1);
+    long burst = c->index == 0 && i < BURST ? BURST : 1;
+    if ((i + 1) % burst == 0 || i + 1 == OPS_PER_COMM) atomic_store(&c->head, i + 1);
   }
   atomic_store(&c->done, 1);
   return NULL;
@@ -105,7 +114,9 @@ static void test_ten_million_events_are_recorded_or_counted_as_dropped(void **st
   setenv("TOPO_PROFILER_DIR", dir, 1);
   setenv("TOPO_PROFILER_SAMPLE", "1", 1);
   setenv("TOPO_PROFILER_EVENTS", "coll,kernel,channel", 1);
-  setenv("TOPO_PROFILER_POOL", "1024", 1);
+  char pool[16];
+  snprintf(pool, sizeof pool, "%d", POOL);
+  setenv("TOPO_PROFILER_POOL", pool, 1);
   setenv("TOPO_PROFILER_RING", "4096", 1);
   setenv("TOPO_PROFILER_NVTX", "0", 1);
   comm_run *runs = calloc(COMMS, sizeof *runs);
