@@ -213,7 +213,11 @@ topo_status topo_tuner_init(const topo_tuner_args *args, topo_tuner_ctx **out) {
   ctx->nnodes = key.nnodes;
 
   int written = 0;
-  if (args->constants) written = topo_tuner_write_constants(&s->model, key.gpu, args->constants);
+  /* Opt-in (TOPO_TUNER_CONSTANTS=1): the tuner keeps NCCL's own pick wherever it predicts no
+   * clear gain, and NCCL's pick must then be NCCL's unmodified one. Measured on 2 x H200: with
+   * the constants rewritten, NCCL's own picks moved (ReduceScatter 4 MB LL -> LL128, +5.8 %). */
+  if (args->constants && topo_env_bool(TOPO_ENV_TUNER_CONSTANTS))
+    written = topo_tuner_write_constants(&s->model, key.gpu, args->constants);
   TOPO_INFO(NCCL_INIT | NCCL_TUNING,
             "topo-tuner %s (v%d) comm %llx: %d ranks, %d nodes, %d per NVLink domain; profile %s;"
             " %d rules; force %s; table %s; %d NCCL constants calibrated",

@@ -116,17 +116,26 @@ def main():
         if not os.path.exists(path):
             continue
         calls = json.load(open(path))
-        timed = [c for c in colls if c.get("gpu_stop_ns", 0) > c.get("gpu_start_ns", 0) > 0]
-        i = 0
+        # Pair per (function, bytes): torch_collectives.py makes one untimed warm-up call of each
+        # before its timed ones, so the timed calls are the LAST records of their group, in order.
+        # (Pairing from the first record shifted every call onto its predecessor's record.)
+        groups = {}
+        for c in colls:
+            groups.setdefault((norm(c["func"]), c["bytes"]), []).append(c)
+        wanted = {}
+        for call in calls:
+            wanted.setdefault((norm(call["func"]), call["bytes"]), []).append(call)
         pairs = {}
-        for call in calls:  # align in order: the next record with the same func and bytes
-            while i < len(timed) and not (norm(timed[i]["func"]) == norm(call["func"]) and timed[i]["bytes"] == call["bytes"]):
-                i += 1
-            if i == len(timed):
-                break
-            prof_us = (timed[i]["gpu_stop_ns"] - timed[i]["gpu_start_ns"]) / 1e3
-            pairs.setdefault((call["func"], call["bytes"]), []).append((prof_us, call["event_us"]))
-            i += 1
+        for key, cl in wanted.items():
+            recs = groups.get(key, [])
+            if len(recs) < len(cl):
+                print(f"rank {r} {key}: {len(cl)} timed calls but {len(recs)} records")
+                continue
+            for call, rec in zip(cl, recs[len(recs) - len(cl):]):
+                if not rec.get("gpu_stop_ns", 0) > rec.get("gpu_start_ns", 0) > 0:
+                    continue
+                prof_us = (rec["gpu_stop_ns"] - rec["gpu_start_ns"]) / 1e3
+                pairs.setdefault((call["func"], call["bytes"]), []).append((prof_us, call["event_us"]))
         for (func, b), v in sorted(pairs.items()):
             size = b * (nranks if norm(func) in ("allgather", "reducescatter") else 1)
             prof = statistics.median(x[0] for x in v)

@@ -451,14 +451,29 @@ static void test_unknown_topo_variable_warns(void **state) {
   unsetenv("TOPO_TUNER_NO_SUCH_KNOB");
 }
 
-static void test_v5_constants_calibrated_within_bounds(void **state) {
+static void test_v5_constants_untouched_by_default(void **state) {
   (void)state;
+  unsetenv("TOPO_TUNER_CONSTANTS");
   topo_host_tuner t;
   assert_int_equal(topo_host_tuner_load(&t, so, TOPO_NCCL_2_28), TOPO_OK);
   ncclTunerConstants_v5_t c, d;
   topo_host_default_constants(&c);
   d = c;
   assert_int_equal(topo_host_tuner_init(&t, 1, 8, 1, topo_host_log, NULL, &c), ncclSuccess);
+  assert_memory_equal(&c, &d, sizeof c);
+  close_tuner(&t);
+}
+
+static void test_v5_constants_calibrated_within_bounds(void **state) {
+  (void)state;
+  setenv("TOPO_TUNER_CONSTANTS", "1", 1);
+  topo_host_tuner t;
+  assert_int_equal(topo_host_tuner_load(&t, so, TOPO_NCCL_2_28), TOPO_OK);
+  ncclTunerConstants_v5_t c, d;
+  topo_host_default_constants(&c);
+  d = c;
+  assert_int_equal(topo_host_tuner_init(&t, 1, 8, 1, topo_host_log, NULL, &c), ncclSuccess);
+  unsetenv("TOPO_TUNER_CONSTANTS");
   topo_profile prof;
   topo_profile_builtin("H200", &prof);
   /* NVLink ring LL latency per hop: the profile's link latency + LL's. */
@@ -500,6 +515,7 @@ int main(void) {
       cmocka_unit_test_setup(test_bad_profile_line_warns_and_the_rest_is_used, setup),
       cmocka_unit_test_setup(test_fitted_terms_take_precedence_in_their_range, setup),
       cmocka_unit_test_setup(test_unknown_topo_variable_warns, setup),
+      cmocka_unit_test_setup(test_v5_constants_untouched_by_default, setup),
       cmocka_unit_test_setup(test_v5_constants_calibrated_within_bounds, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

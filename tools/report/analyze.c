@@ -709,7 +709,11 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
     if (rp_source_open(s, 1) != TOPO_OK) continue;
     int one[1] = {i};
     merged(&c, one, 1, &s1, 1, "pass 1 (JSON)");
-    int p = kineto_rank(&c, s);
+    /* A JSON file with no GPU activity and no collective (not a trace: metadata, a config) makes
+     * no rank of its own; a rank already seen through other sources keeps it. */
+    int empty = s->proc < 0 && !s->colls && !(s->gpu_last > s->gpu_first);
+    if (empty && !s->quiet) fprintf(stderr, "topo-report: warning: %s: no trace events; ignored\n", s->path);
+    int p = empty ? -1 : kineto_rank(&c, s);
     if (p >= 0) r->ranks[p].colls += s->colls, r->ranks[p].timed_colls += s->timed_colls;
     int64_t a = s->gpu_first, b = s->gpu_last;
     if (b > a && clip_window(r, &a, &b)) {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "env.h"
 #include "log.h"
 #include "model.h"
 #include "nccl_model.h"
@@ -167,7 +168,7 @@ int main(int argc, char **argv) {
    * unless it predicts a clear gain) comes from those. "NCCL 2.28 pick" stays NCCL's alone. */
   ncclTunerConstants_v5_t seen_constants;
   topo_nccl_constants_default(&seen_constants);
-  topo_tuner_write_constants(&m, model_gpu, &seen_constants);
+  if (topo_env_bool(TOPO_ENV_TUNER_CONSTANTS)) topo_tuner_write_constants(&m, model_gpu, &seen_constants);
   topo_nccl_model seen;
   topo_nccl_model_build(&sys, &seen_constants, &seen);
 
