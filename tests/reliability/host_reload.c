@@ -150,7 +150,7 @@ static void profiler_cycles(const char *so, const char *base) {
 int main(void) {
   char dir[] = "/tmp/topo-reload-XXXXXX";
   if (!mkdtemp(dir)) return 2;
-  topo_host_log_echo(getenv("TOPO_HOST_ECHO") != NULL);
+  topo_host_log_echo(getenv("TOPOTEST_HOST_ECHO") != NULL);
   tuner_cycles(TOPO_TEST_TUNER_SO, dir);
 #ifdef TOPO_TEST_PROFILER_SO
   profiler_cycles(TOPO_TEST_PROFILER_SO, dir);
