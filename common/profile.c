@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "alloc.h"
+#include "file.h"
 #include "log.h"
 
 #define PROFILE_MAX_FILE (16u << 20) /* a profile larger than this is not a profile */
@@ -815,47 +816,12 @@ topo_status topo_profile_parse(const char *text, size_t len, const char *name,
 topo_status topo_profile_load(const char *path, const topo_profile_key *want, topo_profile *out) {
   if (!out) return TOPO_ERR_INVALID;
   const char *gpu = want && want->gpu[0] ? want->gpu : NULL;
-  FILE *f = path ? fopen(path, "rb") : NULL;
-  if (!f) {
-    topo_profile_builtin(gpu, out);
-    TOPO_WARN("cannot open profile '%s': %s; using %s", path ? path : "(null)",
-              path ? strerror(errno) : "no path", out->source);
-    return TOPO_ERR_IO;
-  }
-  topo_status st = TOPO_OK;
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len == cap) {
-      if (cap >= PROFILE_MAX_FILE) {
-        st = TOPO_ERR_IO;
-        TOPO_WARN("profile '%s' is larger than %u bytes; using the built-in defaults", path,
-                  PROFILE_MAX_FILE);
-        break;
-      }
-      cap = cap ? 2 * cap : 65536;
-      char *grown = topo_realloc(buf, cap);
-      if (!grown) {
-        st = TOPO_ERR_NOMEM;
-        TOPO_WARN("profile '%s': out of memory; using the built-in defaults", path);
-        break;
-      }
-      buf = grown;
-    }
-    size_t got = fread(buf + len, 1, cap - len, f);
-    len += got;
-    if (got == 0) {
-      if (ferror(f)) {
-        st = TOPO_ERR_IO;
-        TOPO_WARN("cannot read profile '%s'; using the built-in defaults", path);
-      }
-      break;
-    }
-  }
-  fclose(f);
+  char *buf, why[96];
+  size_t len;
+  topo_status st = topo_file_read(path, PROFILE_MAX_FILE, &buf, &len, why, sizeof why);
   if (st != TOPO_OK) {
-    topo_free(buf);
     topo_profile_builtin(gpu, out);
+    TOPO_WARN("cannot read profile '%s': %s; using %s", path ? path : "(null)", why, out->source);
     return st;
   }
   st = topo_profile_parse(buf, len, path, want, out, NULL);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "file.h"
 #include "log.h"
 #include "profile.h"
 
@@ -193,43 +194,14 @@ topo_status topo_rules_parse(const char *text, size_t len, const char *name, top
 topo_status topo_rules_load(const char *path, topo_rules **out) {
   if (!out) return TOPO_ERR_INVALID;
   *out = NULL;
-  FILE *f = path ? fopen(path, "rb") : NULL;
-  if (!f) {
-    TOPO_WARN("cannot open rule file '%s': %s; no rules", path ? path : "(null)",
-              path ? strerror(errno) : "no path");
-    return TOPO_ERR_IO;
+  char *buf, why[96];
+  size_t len;
+  topo_status st = topo_file_read(path, RULES_MAX_FILE, &buf, &len, why, sizeof why);
+  if (st != TOPO_OK) {
+    TOPO_WARN("cannot read rule file '%s': %s; no rules", path ? path : "(null)", why);
+    return st;
   }
-  topo_status st = TOPO_OK;
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
-  for (;;) {
-    if (len == cap) {
-      if (cap >= RULES_MAX_FILE) {
-        st = TOPO_ERR_IO;
-        TOPO_WARN("rule file '%s' is larger than %u bytes; no rules", path, RULES_MAX_FILE);
-        break;
-      }
-      cap = cap ? 2 * cap : 16384;
-      char *grown = topo_realloc(buf, cap);
-      if (!grown) {
-        st = TOPO_ERR_NOMEM;
-        TOPO_WARN("rule file '%s': out of memory; no rules", path);
-        break;
-      }
-      buf = grown;
-    }
-    size_t got = fread(buf + len, 1, cap - len, f);
-    len += got;
-    if (got == 0) {
-      if (ferror(f)) {
-        st = TOPO_ERR_IO;
-        TOPO_WARN("cannot read rule file '%s'; no rules", path);
-      }
-      break;
-    }
-  }
-  fclose(f);
-  if (st == TOPO_OK) st = topo_rules_parse(buf, len, path, out, NULL);
+  st = topo_rules_parse(buf, len, path, out, NULL);
   topo_free(buf);
   return st;
 }
