@@ -10,23 +10,12 @@
 #include <cmocka.h>
 
 #include "env.h"
+#include "plugin_host.h"
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  size_t got = fread(buf, 1, (size_t)n, f);
-  buf[got] = 0;
-  fclose(f);
-  return buf;
-}
 
 static void test_every_variable_is_in_the_readme_table(void **state) {
   (void)state;
-  char *readme = slurp(TOPO_README);
+  char *readme = topo_host_read_text(TOPO_README);
   assert_non_null(readme);
   const topo_env_info *t = topo_env_table();
   for (int i = 0; i < TOPO_ENV_COUNT; i++) {

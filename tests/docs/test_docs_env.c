@@ -12,23 +12,12 @@
 #include <cmocka.h>
 
 #include "env.h"
+#include "plugin_host.h"
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  size_t got = fread(buf, 1, (size_t)n, f);
-  buf[got] = 0;
-  fclose(f);
-  return buf;
-}
 
 static void test_every_variable_has_a_row_with_its_default(void **state) {
   (void)state;
-  char *doc = slurp(TOPO_DOCS_ENV);
+  char *doc = topo_host_read_text(TOPO_DOCS_ENV);
   assert_non_null(doc);
   const topo_env_info *t = topo_env_table();
   for (int i = 0; i < TOPO_ENV_COUNT; i++) {
@@ -43,7 +32,7 @@ static void test_every_variable_has_a_row_with_its_default(void **state) {
 
 static void test_no_row_names_an_unknown_variable(void **state) {
   (void)state;
-  char *doc = slurp(TOPO_DOCS_ENV);
+  char *doc = topo_host_read_text(TOPO_DOCS_ENV);
   assert_non_null(doc);
   const topo_env_info *t = topo_env_table();
   int rows = 0;

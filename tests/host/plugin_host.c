@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "alloc.h"
+#include "file.h"
+
 int topo_host_tuner_max_version(int v) {
   if (v >= 23000) return 6;
   if (v >= 22800) return 5;
@@ -107,3 +110,16 @@ void topo_host_log_reset(void) {
 }
 
 void topo_host_log_echo(int on) { log_echo = on; }
+
+char *topo_host_read_text(const char *path) {
+  char *buf;
+  size_t len;
+  if (topo_file_read(path, (size_t)1 << 30, &buf, &len, NULL, 0) != TOPO_OK) return NULL;
+  char *text = topo_realloc(buf, len + 1);
+  if (!text) {
+    topo_free(buf);
+    return NULL;
+  }
+  text[len] = 0;
+  return text;
+}

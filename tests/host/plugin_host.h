@@ -53,5 +53,7 @@ int topo_host_log_contains(const char *needle);   /* 1 if any captured message c
 void topo_host_log_reset(void);
 void topo_host_log_echo(int on);                  /* also print to stderr */
 
-/* Path of a built plugin, from the TOPO_TEST_* compile definitions set by tests/CMakeLists.txt. */
+/* A whole text file as a NUL-terminated string (free with topo_free), NULL when unreadable. */
+char *topo_host_read_text(const char *path);
+
 #endif

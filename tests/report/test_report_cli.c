@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "plugin_host.h"
 #include "profile.h"
 #include "trace_fixture.h"
 
@@ -42,15 +43,7 @@ static int run(const char *args, char **out) {
 static char *slurp(const char *name) {
   char path[256];
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  b[fread(b, 1, (size_t)n, f)] = 0;
-  fclose(f);
-  return b;
+  return topo_host_read_text(path);
 }
 
 /* Two ranks; AllReduce Ring/Simple at 1, 4 and 16 MiB taking exactly 10 us + bytes / 100 GB/s,
