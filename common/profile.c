@@ -84,25 +84,21 @@ typedef struct builtin_profile {
   int nvls;
 } builtin_profile;
 
+/* H200 and H100 share the NVLink 4 / NVSwitch fabric (only their memory differs): one set of
+ * numbers, measured on 2 x H200 (graph-sweep.txt; docs/profile-format.md). */
+#define TOPO_HOPPER_NVLINK4(name)                                                        \
+  {.gpu = name,                                                                          \
+   .link = {{.bw_gbs = 370.0, .lat_us = 0.6}, {.bw_gbs = 50.0, .lat_us = 1.0},           \
+            {.bw_gbs = 45.0, .lat_us = 5.0}},                                            \
+   .proto = {{.bw_eff = 0.333, .lat_us = 0.0, .ch_bw_gbs = 5.2},                         \
+             {.bw_eff = 0.825, .lat_us = 4.0, .ch_bw_gbs = 16.0},                        \
+             {.bw_eff = 0.888, .lat_us = 5.7, .ch_bw_gbs = 20.9}},                       \
+   .launch_us = 5.7,                                                                     \
+   .max_channels = 24,                                                                   \
+   .nvls = -1}
 static const builtin_profile builtins[] = {
-    {.gpu = "H200",
-     .link = {{.bw_gbs = 370.0, .lat_us = 0.6}, {.bw_gbs = 50.0, .lat_us = 1.0},
-              {.bw_gbs = 45.0, .lat_us = 5.0}},
-     .proto = {{.bw_eff = 0.333, .lat_us = 0.0, .ch_bw_gbs = 5.2},
-               {.bw_eff = 0.825, .lat_us = 4.0, .ch_bw_gbs = 16.0},
-               {.bw_eff = 0.888, .lat_us = 5.7, .ch_bw_gbs = 20.9}},
-     .launch_us = 5.7,
-     .max_channels = 24,
-     .nvls = -1},
-    {.gpu = "H100",
-     .link = {{.bw_gbs = 370.0, .lat_us = 0.6}, {.bw_gbs = 50.0, .lat_us = 1.0},
-              {.bw_gbs = 45.0, .lat_us = 5.0}},
-     .proto = {{.bw_eff = 0.333, .lat_us = 0.0, .ch_bw_gbs = 5.2},
-               {.bw_eff = 0.825, .lat_us = 4.0, .ch_bw_gbs = 16.0},
-               {.bw_eff = 0.888, .lat_us = 5.7, .ch_bw_gbs = 20.9}},
-     .launch_us = 5.7,
-     .max_channels = 24,
-     .nvls = -1},
+    TOPO_HOPPER_NVLINK4("H200"),
+    TOPO_HOPPER_NVLINK4("H100"),
     {.gpu = "A100",
      .link = {{.bw_gbs = 240.0, .lat_us = 0.6}, {.bw_gbs = 24.0, .lat_us = 1.0},
               {.bw_gbs = 23.0, .lat_us = 5.0}},
