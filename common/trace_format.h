@@ -96,12 +96,15 @@ enum topo_rec_type {
   TOPO_REC_PROXY = 6,   /* topo_rec_proxy: one proxy op (network, opt-in) */
   TOPO_REC_MARK = 7,    /* topo_rec_mark: a named range, e.g. a training step */
   TOPO_REC_STATS = 8,   /* topo_rec_stats: cumulative counters */
+  TOPO_REC_CUPTI = 9,   /* topo_rec_cupti: a span during which CUPTI recorded (or was declined) */
 };
 
 /* topo_rec_coll.flags */
 #define TOPO_COLL_F_GRAPH 0x1      /* captured in a CUDA graph */
 #define TOPO_COLL_F_GPU_TIMED 0x2  /* gpu_start/stop_ns are valid */
 #define TOPO_COLL_F_PARTIAL 0x4    /* some channels' GPU timing was lost */
+#define TOPO_COLL_F_GPU_ASKED 0x8  /* kernel-channel events were requested for this collective
+                                      (absent flag + no GPU time: not sampled, to be estimated) */
 
 #define TOPO_UNKNOWN_U8 0xff
 
@@ -193,6 +196,28 @@ typedef struct topo_rec_mark {
   uint8_t reserved1[32];
 } topo_rec_mark;
 
+/* topo_rec_cupti.state: how a CUPTI span ended, or why none was recorded. The compute timeline
+ * of a process is complete inside the union of its RECORDED spans and unknown outside them. */
+enum topo_cupti_state {
+  TOPO_CUPTI_RECORDED = 1, /* [start, stop) recorded; the window ended or the process finalized */
+  TOPO_CUPTI_YIELDED = 2,  /* [start, stop) recorded, then another CUPTI client arrived: topo
+                              stepped aside at stop (name_id: that client, 0 unknown) */
+  TOPO_CUPTI_DECLINED = 3, /* nothing recorded at start: another client held CUPTI (name_id) */
+  TOPO_CUPTI_FAILED = 4,   /* nothing recorded: CUPTI could not be loaded or enabled */
+};
+
+typedef struct topo_rec_cupti {
+  uint8_t type;        /* TOPO_REC_CUPTI */
+  uint8_t state;       /* topo_cupti_state */
+  uint8_t reserved0[2];
+  uint32_t name_id;    /* topo_rec_string id of the other client / the error text, 0 = none */
+  int64_t cpu_start_ns;  /* CLOCK_MONOTONIC */
+  int64_t cpu_stop_ns;   /* == cpu_start_ns for DECLINED / FAILED */
+  uint64_t records;      /* activity records delivered in the span */
+  uint64_t dropped;      /* activity records CUPTI reported dropped in the span */
+  uint8_t reserved1[24];
+} topo_rec_cupti;
+
 typedef struct topo_rec_stats {
   uint8_t type;        /* TOPO_REC_STATS */
   uint8_t reserved0[7];
@@ -209,6 +234,7 @@ typedef union topo_trace_record {
   topo_rec_proxy proxy;
   topo_rec_mark mark;
   topo_rec_stats stats;
+  topo_rec_cupti cupti;
   uint8_t raw[TOPO_TRACE_RECORD_SIZE];
 } topo_trace_record;
 
@@ -222,6 +248,7 @@ _Static_assert(sizeof(topo_rec_string) == 64, "string record is 64 bytes");
 _Static_assert(sizeof(topo_rec_channel) == 64, "channel record is 64 bytes");
 _Static_assert(sizeof(topo_rec_proxy) == 64, "proxy record is 64 bytes");
 _Static_assert(sizeof(topo_rec_mark) == 64, "mark record is 64 bytes");
+_Static_assert(sizeof(topo_rec_cupti) == 64, "cupti record is 64 bytes");
 _Static_assert(sizeof(topo_rec_stats) == 64, "stats record is 64 bytes");
 _Static_assert(sizeof(topo_trace_record) == 64, "record union is 64 bytes");
 
