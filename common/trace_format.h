@@ -37,7 +37,8 @@
 #define TOPO_TRACE_F_KERNELCH 0x1   /* kernel-channel (GPU timer) events were requested */
 #define TOPO_TRACE_F_CUPTI 0x2      /* CUPTI kernel records may appear */
 #define TOPO_TRACE_F_PROXY 0x4      /* proxy records may appear */
-#define TOPO_TRACE_F_SAMPLED 0x8    /* GPU timing only for 1 in sample_every collectives */
+#define TOPO_TRACE_F_SAMPLED 0x8    /* kernel channels only for some collectives: all of
+                                       >= measure_min_bytes, 1 in sample_every below */
 
 typedef struct topo_trace_header {
   char magic[8];              /* TOPO_TRACE_MAGIC */
@@ -59,7 +60,9 @@ typedef struct topo_trace_header {
   char host[64];              /* NUL-terminated */
   char comm_name[64];         /* NUL-terminated, "" when NCCL gave none */
   char topo_version[48];      /* NUL-terminated */
-  uint8_t reserved[248];
+  uint64_t measure_min_bytes; /* operations of >= this many bytes all get kernel channels; below,
+                                 1 in sample_every (plus each kind's first); 0 = no threshold */
+  uint8_t reserved[240];
 } topo_trace_header;
 
 typedef struct topo_trace_block {
@@ -239,6 +242,7 @@ typedef union topo_trace_record {
 } topo_trace_record;
 
 _Static_assert(sizeof(topo_trace_header) == 512, "trace header is 512 bytes");
+_Static_assert(offsetof(topo_trace_header, measure_min_bytes) == 264, "trace header layout");
 _Static_assert(sizeof(topo_trace_block) == 16, "block header is 16 bytes");
 _Static_assert(sizeof(topo_trace_footer) == 64, "footer is 64 bytes");
 _Static_assert(sizeof(topo_rec_coll) == 64, "coll record is 64 bytes");

@@ -30,10 +30,10 @@ topo_status rp_dump(const char *path, FILE *f) {
                "\",\"rank\":%d,\"nranks\":%d,\"nnodes\":%d,\"pid\":%u,\"mono_ns\":%" PRId64
                ",\"realtime_ns\":%" PRId64 ",\"gpu_minus_realtime_ns\":%" PRId64
                ",\"cupti_minus_realtime_ns\":%" PRId64 ",\"abi_version\":%u,\"event_mask\":%u,"
-               "\"sample_every\":%u,\"host\":",
+               "\"sample_every\":%u,\"measure_min_bytes\":%" PRIu64 ",\"host\":",
             h->version, h->flags, h->comm_hash, h->rank, h->nranks, h->nnodes, h->pid, h->mono_ns,
             h->realtime_ns, h->gpu_minus_realtime_ns, h->cupti_minus_realtime_ns, h->abi_version,
-            h->event_mask, h->sample_every);
+            h->event_mask, h->sample_every, h->measure_min_bytes);
     rp_json_string(f, h->host);
     fprintf(f, ",\"comm_name\":");
     rp_json_string(f, h->comm_name);
