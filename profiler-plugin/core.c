@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The profiler core (see core.h): configuration, event pools with generation-checked handles,
-// per-collective records completed by reference counts, kernel-channel sampling through NCCL's
-// activation mask, and the reaper that completes collectives whose GPU timing never arrived.
+// per-collective records completed by reference counts, the choice of which operations get
+// kernel channels (set in NCCL's activation mask ahead of each operation), and the reaper that
+// completes collectives whose GPU timing never arrived.
 #define _GNU_SOURCE 1 /* dl_iterate_phdr */
 #include "core.h"
 
@@ -76,7 +77,10 @@ static struct {
   int base_mask;             /* without KernelCh */
   int kernelch, channel_records, proxy, nvtx, cupti;
   uint32_t sample_every;
-  atomic_ullong tick;
+  uint64_t measure_min;      /* TOPO_PROFILER_MEASURE_BYTES */
+  int measure_all;           /* every operation gets kernel channels: no prediction needed */
+  atomic_ullong tick;        /* operations that fell to 1-in-sample_every sampling */
+  atomic_int next_mask;      /* the mask last set for the next operation */
   int64_t last_reap;         /* writer thread only */
   int64_t gpu_timeout_ns;
   pid_t pid;
@@ -357,14 +361,8 @@ int topo_prof_mask_for(int abi_version) {
   return m;
 }
 
-/* The mask value for the API operation numbered `k` (process-wide order). */
-static int mask_for_op(int abi_version, uint64_t k) {
-  int m = topo_prof_mask_for(abi_version);
-  if (g.sample_every > 1 && (k % g.sample_every) != 0) m &= ~ncclProfileKernelCh;
-  return m;
-}
-
 static void set_mask(int value) {
+  atomic_store_explicit(&g.next_mask, value, memory_order_relaxed);
   int *p = atomic_load_explicit(&g.mask_ptr, memory_order_relaxed);
   if (p) __atomic_store_n(p, value, __ATOMIC_RELAXED);
 }
@@ -372,6 +370,112 @@ static void set_mask(int value) {
 static int read_mask(void) {
   int *p = atomic_load_explicit(&g.mask_ptr, memory_order_relaxed);
   return p ? __atomic_load_n(p, __ATOMIC_RELAXED) : 0;
+}
+
+/* ---- which operations get kernel channels ----
+ * Rule: every operation of at least g.measure_min bytes; below that, each kind (function, log2
+ * of the size) until PRED_FIRST of it were measured, and then 1 in g.sample_every. NCCL reads the mask
+ * before the plugin hears of the operation, so the mask for operation k + 1 is set when
+ * operation k starts, from a prediction of k + 1: the kind that followed the same context
+ * last time. The context is (previous different kind, this kind, how many of this kind in a
+ * row), which tells "the 12th of 12 equal AllReduces" from "the 11th"; when the context is new,
+ * the kind that last followed this kind; when that is unknown too, the operation counts as small.
+ * Training jobs repeat one sequence per step, so the prediction is right from the second step.
+ * Process-wide (the mask is), fixed-size tables, relaxed atomics: concurrent callers can only
+ * cause a misprediction (an operation timed or not timed against the rule), never an error.
+ *
+ * Kind: func (0..10, 11 unknown) * PRED_BUCKETS + bucket (0 for 0 bytes, else 1 + floor(log2)).
+ * Entry (32 bits): kind + 1 in bits 0-9 (0 = unknown), PRED_LARGE when >= measure_min bytes.
+ * pred_hist: this kind + 1 (bits 0-9), previous different kind + 1 (10-19), run length (20-27),
+ * the kind predicted for the next operation + 1 (28-37). */
+#define PRED_FUNCS 12
+#define PRED_BUCKETS 64
+#define PRED_KINDS (PRED_FUNCS * PRED_BUCKETS)
+#define PRED_SLOTS 4096
+#define PRED_FIRST 2
+#define PRED_RUN_MAX 255u
+#define PRED_LARGE 0x400u
+static atomic_uint pred_asked[PRED_KINDS];  /* operations of the kind given kernel channels */
+static atomic_uint pred_next[PRED_KINDS];   /* by kind: the entry that followed it last */
+static atomic_ullong pred_ctx[PRED_SLOTS];  /* by context: (context + 1) << 32 | entry */
+static atomic_ullong pred_hist;
+static atomic_ullong pred_ops, pred_hits, pred_asked_ops;
+
+static uint32_t pred_kind(int func, uint64_t bytes) {
+  uint32_t f = func >= 0 && func < PRED_FUNCS - 1 ? (uint32_t)func : PRED_FUNCS - 1;
+  uint32_t b = bytes ? (uint32_t)(64 - __builtin_clzll(bytes)) : 0;
+  return f * PRED_BUCKETS + (b < PRED_BUCKETS ? b : PRED_BUCKETS - 1);
+}
+
+/* kinds + 1 and run: < 769 * 769 * 256, fits 28 bits */
+static inline uint32_t pred_context(uint32_t prev, uint32_t cur, uint32_t run) {
+  return (prev * (PRED_KINDS + 1) + cur) * (PRED_RUN_MAX + 1) + run;
+}
+static inline uint32_t pred_slot(uint32_t ctx) { return (ctx * 2654435761u) >> 20; }
+
+static void pred_reset(void) {
+  for (int i = 0; i < PRED_KINDS; i++) {
+    atomic_store(&pred_asked[i], 0);
+    atomic_store(&pred_next[i], 0);
+  }
+  for (int i = 0; i < PRED_SLOTS; i++) atomic_store(&pred_ctx[i], 0);
+  atomic_store(&pred_hist, 0);
+  atomic_store(&pred_ops, 0);
+  atomic_store(&pred_hits, 0);
+  atomic_store(&pred_asked_ops, 0);
+}
+
+/* Whether the operation predicted by `entry` (0 = unknown) gets kernel channels. */
+static int pred_wants(uint32_t entry) {
+  if (entry & PRED_LARGE) return 1;
+  uint32_t kind = entry & 0x3ff;
+  if (kind && atomic_load_explicit(&pred_asked[kind - 1], memory_order_relaxed) < PRED_FIRST)
+    return 1;
+  uint64_t t = atomic_fetch_add_explicit(&g.tick, 1, memory_order_relaxed) + 1;
+  return t % g.sample_every == 0;
+}
+
+/* An operation of `func` and `bytes` was issued, with kernel channels if `asked` (the mask NCCL
+ * read for it): learn what followed the previous one, then set the mask for the next. */
+static void next_op(int abi_version, int func, uint64_t bytes, int asked) {
+  if (g.measure_all || !g.kernelch || abi_version < 4) return;
+  uint32_t kind = pred_kind(func, bytes);
+  uint32_t entry = (kind + 1) | (bytes >= g.measure_min ? PRED_LARGE : 0);
+  uint64_t h = atomic_load_explicit(&pred_hist, memory_order_relaxed);
+  uint32_t cur = (uint32_t)h & 0x3ff, prev = (uint32_t)(h >> 10) & 0x3ff;
+  uint32_t run = (uint32_t)(h >> 20) & 0xff, predicted = (uint32_t)(h >> 28) & 0x3ff;
+  atomic_fetch_add_explicit(&pred_ops, 1, memory_order_relaxed);
+  if (predicted == kind + 1) atomic_fetch_add_explicit(&pred_hits, 1, memory_order_relaxed);
+  if (asked) {
+    atomic_fetch_add_explicit(&pred_asked_ops, 1, memory_order_relaxed);
+    if (atomic_load_explicit(&pred_asked[kind], memory_order_relaxed) < PRED_FIRST)
+      atomic_fetch_add_explicit(&pred_asked[kind], 1, memory_order_relaxed);
+  }
+  if (cur) {
+    atomic_store_explicit(&pred_next[cur - 1], entry, memory_order_relaxed);
+    uint32_t ctx = pred_context(prev, cur, run);
+    atomic_store_explicit(&pred_ctx[pred_slot(ctx)], (uint64_t)(ctx + 1) << 32 | entry,
+                          memory_order_relaxed);
+  }
+  if (cur == kind + 1) {
+    if (run < PRED_RUN_MAX) run++;
+  } else {
+    prev = cur;
+    run = 1;
+  }
+  cur = kind + 1;
+  uint32_t ctx = pred_context(prev, cur, run);
+  uint64_t e = atomic_load_explicit(&pred_ctx[pred_slot(ctx)], memory_order_relaxed);
+  uint32_t next = (e >> 32) == (uint64_t)ctx + 1
+                      ? (uint32_t)e
+                      : atomic_load_explicit(&pred_next[kind], memory_order_relaxed);
+  atomic_store_explicit(&pred_hist,
+                        (uint64_t)cur | (uint64_t)prev << 10 | (uint64_t)run << 20 |
+                            (uint64_t)(next & 0x3ff) << 28,
+                        memory_order_relaxed);
+  int m = topo_prof_mask_for(abi_version);
+  if (!pred_wants(next)) m &= ~ncclProfileKernelCh;
+  set_mask(m);
 }
 
 /* Writer-thread tick: complete collectives whose kernel channels are overdue. */
@@ -404,6 +508,8 @@ static int global_start(void) {
   g.nvtx = topo_env_bool(TOPO_ENV_PROFILER_NVTX);
   g.cupti = topo_env_bool(TOPO_ENV_PROFILER_CUPTI);
   g.sample_every = (uint32_t)topo_env_int(TOPO_ENV_PROFILER_SAMPLE);
+  g.measure_min = (uint64_t)topo_env_int(TOPO_ENV_PROFILER_MEASURE_BYTES);
+  g.measure_all = g.sample_every <= 1 || g.measure_min == 0;
   g.gpu_timeout_ns = topo_env_int(TOPO_ENV_PROFILER_GPU_TIMEOUT_MS) * 1000000LL;
   parse_events();
   long pool = topo_env_int(TOPO_ENV_PROFILER_POOL);
@@ -413,6 +519,7 @@ static int global_start(void) {
     return -1;
   }
   atomic_store(&g.tick, 0);
+  pred_reset();
   g.last_reap = 0;
   uint32_t ring = 1;
   while (ring < (uint32_t)topo_env_int(TOPO_ENV_PROFILER_RING)) ring <<= 1;
@@ -483,10 +590,19 @@ ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t com
                 "communicator");
       goto fail;
     }
-    TOPO_INFO(NCCL_INIT, "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
-              "channels for 1 in %u collectives, NVTX %s, CUPTI %s, traces in %s",
-              TOPO_VERSION, abi_version, topo_prof_mask_for(abi_version), g.sample_every,
-              g.nvtx ? "on" : "off", g.cupti ? "on" : "off", topo_env_str(TOPO_ENV_PROFILER_DIR));
+    if (g.measure_all)
+      TOPO_INFO(NCCL_INIT, "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
+                "channels for every operation, NVTX %s, CUPTI %s, traces in %s", TOPO_VERSION,
+                abi_version, topo_prof_mask_for(abi_version), g.nvtx ? "on" : "off",
+                g.cupti ? "on" : "off", topo_env_str(TOPO_ENV_PROFILER_DIR));
+    else
+      TOPO_INFO(NCCL_INIT, "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
+                "channels for every operation of >= %llu bytes and below that the first %d of "
+                "each kind then 1 in %u, NVTX %s, CUPTI %s, traces in %s", TOPO_VERSION,
+                abi_version, topo_prof_mask_for(abi_version), (unsigned long long)g.measure_min,
+                PRED_FIRST, g.sample_every, g.nvtx ? "on" : "off", g.cupti ? "on" : "off",
+                topo_env_str(TOPO_ENV_PROFILER_DIR));
+    atomic_store(&g.next_mask, topo_prof_mask_for(abi_version));
   }
   c = topo_calloc(1, sizeof *c);
   if (!c || !(c->block = topo_calloc(TOPO_WRITER_BLOCK_RECORDS, sizeof(topo_trace_record)))) {
@@ -506,9 +622,12 @@ ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t com
   int m = topo_prof_mask_for(abi_version);
   c->header.abi_version = (uint32_t)abi_version;
   c->header.event_mask = (uint32_t)m;
-  c->header.sample_every = (m & ncclProfileKernelCh) ? g.sample_every : 0;
-  if (m & ncclProfileKernelCh) c->header.flags |= TOPO_TRACE_F_KERNELCH;
-  if ((m & ncclProfileKernelCh) && g.sample_every > 1) c->header.flags |= TOPO_TRACE_F_SAMPLED;
+  if (m & ncclProfileKernelCh) {
+    c->header.flags |= TOPO_TRACE_F_KERNELCH;
+    c->header.sample_every = g.measure_all ? 1 : g.sample_every;
+    c->header.measure_min_bytes = g.measure_all ? 0 : g.measure_min;
+    if (!g.measure_all) c->header.flags |= TOPO_TRACE_F_SAMPLED;
+  }
   if (g.cupti) c->header.flags |= TOPO_TRACE_F_CUPTI;
   if (g.proxy) c->header.flags |= TOPO_TRACE_F_PROXY;
   topo_writer_open(c);
@@ -516,8 +635,9 @@ ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t com
   g.comms = c;
   g.users++;
   atomic_store(&g.mask_ptr, mask);
-  /* Same value in every init: the mask for the next API operation in the sampling order. */
-  set_mask(mask_for_op(abi_version, atomic_load(&g.tick)));
+  /* Same value in every init: the mask already chosen for the next operation (the first
+   * operation of the process gets kernel channels). */
+  set_mask(atomic_load(&g.next_mask));
   *ctx = c;
   pthread_mutex_unlock(&g.lock);
   return ncclSuccess;
@@ -530,6 +650,13 @@ ncclResult_t topo_prof_finalize(void *ctx) {
   topo_comm *c = ctx;
   if (!c) return ncclSuccess;
   pthread_mutex_lock(&g.lock);
+  if (!g.measure_all && g.kernelch && c->abi_version >= 4) {
+    unsigned long long ops = atomic_load(&pred_ops), hits = atomic_load(&pred_hits);
+    TOPO_INFO(NCCL_INIT, "TOPO/Profiler: next-operation prediction right for %llu of %llu "
+              "operations (%.1f %%); kernel channels for %llu of them", hits, ops,
+              ops ? 100.0 * (double)hits / (double)ops : 0.0,
+              (unsigned long long)atomic_load(&pred_asked_ops));
+  }
   /* Complete this communicator's collectives still waiting for kernel channels, then count
    * whatever NCCL never stopped. */
   topo_pool *p = &g.pools[POOL_PARENTS];
@@ -591,11 +718,14 @@ static void *start_api(const topo_prof_descr *d, topo_comm *c) {
   if (d->kind == TOPO_EV_COLLAPI || d->kind == TOPO_EV_P2PAPI) {
     /* NCCL read the mask for this operation just before this call: that tells whether its
      * Coll/P2p gets kernel-channel events. Then set the mask for the next operation. */
-    int now = read_mask();
-    if (now & ncclProfileKernelCh) h |= H_SAMPLED;
-    uint64_t k = atomic_fetch_add_explicit(&g.tick, 1, memory_order_relaxed);
-    if (g.kernelch && g.sample_every > 1) set_mask(mask_for_op(c->abi_version, k + 1));
+    int asked = (read_mask() & ncclProfileKernelCh) != 0;
+    if (asked) h |= H_SAMPLED;
+    next_op(c->abi_version, d->func, d->bytes, asked);
     h |= (uint64_t)(stream_id(d->stream) & 0xffffff) << 8;
+  } else if (d->kind == TOPO_EV_GROUP && c->abi_version < 5) {
+    /* v1-v4: the operations of this plan read the mask before its Group started, and the
+     * plugin changes it only at Coll/P2p starts, which come after this. */
+    if (read_mask() & ncclProfileKernelCh) h |= H_SAMPLED;
   }
   return (void *)(uintptr_t)h;
 }
@@ -608,15 +738,17 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c) {
   int sampled;
   if (from_api) {
     sampled = (ph & H_SAMPLED) != 0;
+  } else if (c->abi_version < 5) {
+    /* v1-v4: no API events; the mask seen at the plan's Group start, else the mask now. Then
+     * choose the mask for the next operation here. */
+    int from_group = (ph & H_TAG) && H_KIND(ph) == TOPO_EV_GROUP;
+    sampled = from_group ? (ph & H_SAMPLED) != 0 : (read_mask() & ncclProfileKernelCh) != 0;
+    next_op(c->abi_version, d->func, d->bytes, sampled);
   } else {
-    /* v1-v4: no API events; the mask now is the best guess, then advance the sampling. */
     sampled = (read_mask() & ncclProfileKernelCh) != 0;
-    if (c->abi_version < 5) {
-      uint64_t k = atomic_fetch_add_explicit(&g.tick, 1, memory_order_relaxed);
-      if (g.kernelch && g.sample_every > 1) set_mask(mask_for_op(c->abi_version, k + 1));
-    }
   }
-  if (sampled && c->abi_version >= 4) expected = d->nchannels;
+  int asked = sampled && c->abi_version >= 4;
+  if (asked) expected = d->nchannels;
   if (c->abi_version < 4 && d->comm_hash &&
       atomic_load_explicit(&c->learned_hash, memory_order_relaxed) == 0) {
     atomic_store_explicit(&c->learned_rank, d->rank, memory_order_relaxed);
@@ -645,6 +777,7 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c) {
                : d->seq;
   r->bytes = d->bytes;
   r->peer = d->peer;
+  if (asked) r->flags |= TOPO_COLL_F_GPU_ASKED;
   if (from_api) {
     r->stream_id = H_LOW24(ph);
     if (ph & H_GRAPH) r->flags |= TOPO_COLL_F_GRAPH;

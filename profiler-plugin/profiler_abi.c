@@ -100,11 +100,17 @@ static void fill_v5(topo_prof_descr *d, const ncclProfilerEventDescr_v5_t *e) {
     d->ptimer = e->kernelCh.pTimer;
     break;
   case TOPO_EV_GROUPAPI: d->graph_captured = e->groupApi.graphCaptured; break;
-  case TOPO_EV_COLLAPI:
+  case TOPO_EV_COLLAPI: /* the user's count and datatype: count x size = the Coll's bytes */
+    d->func = topo_prof_func_id(e->collApi.func);
+    d->datatype = topo_prof_datatype_id(e->collApi.datatype);
+    d->bytes = bytes_of(e->collApi.count, d->datatype);
     d->stream = e->collApi.stream;
     d->graph_captured = e->collApi.graphCaptured;
     break;
   case TOPO_EV_P2PAPI:
+    d->func = topo_prof_func_id(e->p2pApi.func);
+    d->datatype = topo_prof_datatype_id(e->p2pApi.datatype);
+    d->bytes = bytes_of(e->p2pApi.count, d->datatype);
     d->stream = e->p2pApi.stream;
     d->graph_captured = e->p2pApi.graphCaptured;
     break;

@@ -101,6 +101,21 @@ int topo_host_log_contains(const char *needle) {
   return found;
 }
 
+int topo_host_log_last(const char *needle, char *out, size_t n) {
+  int found = 0;
+  pthread_mutex_lock(&log_lock);
+  int kept = log_total < LOG_KEEP ? log_total : LOG_KEEP;
+  for (int k = 1; k <= kept && !found; k++) {
+    const char *line = log_lines[(log_next - k + LOG_KEEP) % LOG_KEEP];
+    if (strstr(line, needle)) {
+      snprintf(out, n, "%s", line);
+      found = 1;
+    }
+  }
+  pthread_mutex_unlock(&log_lock);
+  return found;
+}
+
 void topo_host_log_reset(void) {
   pthread_mutex_lock(&log_lock);
   log_next = log_total = 0;

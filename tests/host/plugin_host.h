@@ -11,6 +11,7 @@
 #ifndef TOPO_PLUGIN_HOST_H
 #define TOPO_PLUGIN_HOST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "nccl/nccl_common.h"
@@ -50,6 +51,8 @@ void topo_host_log(ncclDebugLogLevel level, unsigned long flags, const char *fil
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 int topo_host_log_count(ncclDebugLogLevel level); /* messages at that level since reset */
 int topo_host_log_contains(const char *needle);   /* 1 if any captured message contains it */
+/* Copy the latest captured message containing `needle` into out[n]; 1 if there is one. */
+int topo_host_log_last(const char *needle, char *out, size_t n);
 void topo_host_log_reset(void);
 void topo_host_log_echo(int on);                  /* also print to stderr */
 

@@ -175,6 +175,8 @@ static void check_version(int v) {
     assert_int_equal(r->nwarps, 16);
     assert_int_equal(r->peer, r->seq == 5 ? -1 : 1);
     assert_true(r->cpu_start_ns > 0 && r->cpu_stop_ns >= r->cpu_start_ns);
+    /* TOPO_PROFILER_SAMPLE=1: kernel channels asked for every collective where they exist */
+    assert_int_equal(!!(r->flags & TOPO_COLL_F_GPU_ASKED), v >= 4);
     if (v >= 4) {
       assert_true(r->flags & TOPO_COLL_F_GPU_TIMED);
       assert_false(r->flags & TOPO_COLL_F_PARTIAL);
@@ -247,32 +249,54 @@ static void test_exports_exactly_the_six_profiler_symbols(void **s) {
   assert_int_equal(other, 0);
 }
 
-/* ---- sampling: KernelCh for 1 in N, flipped in the mask at the API boundary ---- */
+/* ---- sampling: below TOPO_PROFILER_MEASURE_BYTES, the first two of a kind, then 1 in N,
+ * flipped in the mask ahead of the operation it is meant for ---- */
 static void test_sampling_asks_kernel_channels_for_one_in_n(void **s) {
   (void)s;
   setenv("TOPO_PROFILER_SAMPLE", "4", 1);
   topo_host_profiler p;
   load(&p, 5);
   assert_int_equal(topo_host_profiler_init(&p, 0x1234, NULL, 1, 8, 0, topo_host_log), ncclSuccess);
-  assert_true(topo_host_profiler_mask & ncclProfileKernelCh); /* op 0 is sampled */
-  for (uint64_t i = 0; i < 12; i++) {
-    drv_op op = allreduce(i, 2);
-    drv_run(&p, &op);
-    int next_sampled = ((i + 1) % 4) == 0;
-    assert_int_equal(!!(topo_host_profiler_mask & ncclProfileKernelCh), next_sampled);
+  assert_true(topo_host_profiler_mask & ncclProfileKernelCh); /* op 0 is measured */
+  enum { N = 40 };
+  int asked[N];
+  for (uint64_t i = 0; i < N; i++) {
+    drv_op op = allreduce(i, 2); /* 1 MB: below the 16 MiB threshold */
+    drv_pending pend;
+    drv_issue(&p, &op, &pend);
+    drv_complete(&p, &pend);
+    asked[i] = pend.kernelch;
   }
   topo_host_profiler_finalize(&p);
   topo_host_profiler_unload(&p);
+  /* op 0 by the initial mask, op 2 as the second of its kind (after op 1 the successor of a
+   * 1 MB AllReduce is known), then every 4th */
+  assert_true(asked[0]);
+  assert_false(asked[1]);
+  assert_true(asked[2]);
+  int last = -1, gaps = 0;
+  for (int i = 3; i < N; i++) {
+    if (!asked[i]) continue;
+    if (last >= 0) {
+      assert_int_equal(i - last, 4);
+      gaps++;
+    }
+    last = i;
+  }
+  assert_true(gaps >= 7);
   test_trace t;
   read_only_trace(&t);
   assert_true(t.header.flags & TOPO_TRACE_F_SAMPLED);
   assert_int_equal(t.header.sample_every, 4);
+  assert_int_equal(t.header.measure_min_bytes, 16777216);
   const topo_trace_record **colls;
   size_t n = test_trace_select(&t, TOPO_REC_COLL, &colls);
-  assert_int_equal(n, 12);
+  assert_int_equal(n, N);
   for (size_t i = 0; i < n; i++) {
-    int timed = (colls[i]->coll.flags & TOPO_COLL_F_GPU_TIMED) != 0;
-    assert_int_equal(timed, colls[i]->coll.seq % 4 == 0);
+    uint64_t seq = colls[i]->coll.seq;
+    assert_true(seq < N);
+    assert_int_equal(!!(colls[i]->coll.flags & TOPO_COLL_F_GPU_TIMED), asked[seq]);
+    assert_int_equal(!!(colls[i]->coll.flags & TOPO_COLL_F_GPU_ASKED), asked[seq]);
   }
   free(colls);
   test_trace_free(&t);

@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: Apache-2.0
+// Which operations get kernel channels (GPU timing), through the plugin host as NCCL drives it:
+// in the default configuration every operation of >= TOPO_PROFILER_MEASURE_BYTES, the first
+// ones of each small kind, then 1 small one in TOPO_PROFILER_SAMPLE; the mask for the next
+// operation comes from a prediction of it, whose hit rate the plugin logs at each finalize. Each
+// record's GPU_ASKED flag must be exactly what the mask NCCL read for that operation said.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host_profiler.h"
+#include "profiler_driver.h"
+#include "trace_read.h"
+
+#define MAX_OPS 1024
+#define MIB16 16777216u
+
+static char dir[256];
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/topo-sampling-XXXXXX");
+  if (!mkdtemp(dir)) return -1;
+  setenv("TOPO_PROFILER_DIR", dir, 1);
+  unsetenv("TOPO_PROFILER_SAMPLE");
+  unsetenv("TOPO_PROFILER_MEASURE_BYTES");
+  unsetenv("TOPO_PROFILER_EVENTS");
+  unsetenv("TOPO_PROFILER_POOL");
+  unsetenv("TOPO_PROFILER_ENABLE");
+  setenv("TOPO_PROFILER_NVTX", "0", 1);
+  topo_host_log_reset();
+  topo_host_profiler_mask = 0;
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  test_trace_rmdir(dir);
+  return 0;
+}
+
+static const int nccl_for_version[7] = {0, TOPO_NCCL_2_23, TOPO_NCCL_2_24, TOPO_NCCL_2_26,
+                                        TOPO_NCCL_2_27, TOPO_NCCL_2_28, TOPO_NCCL_2_29};
+
+static void load(topo_host_profiler *p, int version) {
+  assert_int_equal(topo_host_profiler_load(p, TOPO_TEST_PROFILER_SO, nccl_for_version[version]),
+                   TOPO_OK);
+  assert_int_equal(p->lib.version, version);
+}
+
+static drv_op make_op(int p2p, const char *func, const char *dtype, size_t count, uint64_t seq) {
+  drv_op op;
+  memset(&op, 0, sizeof op);
+  op.p2p = p2p;
+  op.func = func;
+  op.dtype = dtype;
+  op.algo = "RING";
+  op.proto = "SIMPLE";
+  op.count = count;
+  op.seq = seq;
+  op.peer = p2p ? 1 : -1;
+  op.nch = 2;
+  op.nwarps = 8;
+  op.stream = (void *)0x7f0000001000;
+  drv_set_gpu(&op, 1796061791515522368ull + seq * 1000000, 100, 50000);
+  return op;
+}
+
+/* What the test issued: per operation, its bytes and whether NCCL (the host) read the
+ * kernel-channel bit for it. Collectives are indexed by seq, sends by issue order. */
+typedef struct issued {
+  int n;
+  uint64_t bytes[MAX_OPS];
+  int asked[MAX_OPS];
+  int step[MAX_OPS];
+  int p2p[MAX_OPS];
+  int p2p_index[MAX_OPS]; /* index into the op list of the k-th send */
+  int nsends;
+} issued;
+
+static void issue(topo_host_profiler *p, issued *is, drv_op *op, uint64_t bytes, int step) {
+  int i = is->n++;
+  assert_true(i < MAX_OPS);
+  drv_pending pend;
+  drv_issue(p, op, &pend);
+  drv_complete(p, &pend);
+  is->bytes[i] = bytes;
+  is->asked[i] = pend.kernelch;
+  is->step[i] = step;
+  is->p2p[i] = op->p2p;
+  if (op->p2p) is->p2p_index[is->nsends++] = i;
+}
+
+/* "right for H of N" from the latest finalize's INFO line. */
+static void prediction_counts(unsigned long long *hits, unsigned long long *ops) {
+  char line[512];
+  assert_true(topo_host_log_last("next-operation prediction right for", line, sizeof line));
+  const char *s = strstr(line, "right for ");
+  assert_non_null(s);
+  assert_int_equal(sscanf(s, "right for %llu of %llu", hits, ops), 2);
+}
+
+/* The trace of communicator `hash`, every coll/p2p record checked against what was issued:
+ * GPU_ASKED exactly when the mask NCCL read had the bit, GPU-timed exactly then (the host
+ * delivers kernel channels for those only). Fills rec_of[i] with op i's record. */
+static void read_checked(uint64_t hash, const issued *is, test_trace *t,
+                         const topo_rec_coll **rec_of) {
+  char **paths;
+  size_t n = test_trace_list(dir, &paths);
+  int found = 0;
+  for (size_t i = 0; i < n && !found; i++) {
+    assert_int_equal(test_trace_read(paths[i], t), 0);
+    if (t->header.comm_hash == hash) found = 1;
+    else test_trace_free(t);
+  }
+  test_trace_free_list(paths, n);
+  assert_true(found);
+  assert_true(t->has_footer);
+  for (int i = 0; i < is->n; i++) rec_of[i] = NULL;
+  int got = 0;
+  for (size_t k = 0; k < t->count; k++) {
+    const topo_trace_record *r = &t->records[k];
+    if (r->type != TOPO_REC_COLL && r->type != TOPO_REC_P2P) continue;
+    int i;
+    if (r->type == TOPO_REC_P2P) {
+      assert_true(r->coll.seq < (uint64_t)is->nsends);
+      i = is->p2p_index[r->coll.seq];
+    } else {
+      assert_true(r->coll.seq < (uint64_t)is->n);
+      i = (int)r->coll.seq;
+    }
+    assert_null(rec_of[i]);
+    rec_of[i] = &r->coll;
+    got++;
+    assert_int_equal(r->coll.bytes, is->bytes[i]);
+    assert_int_equal(!!(r->coll.flags & TOPO_COLL_F_GPU_ASKED), is->asked[i]);
+    assert_int_equal(!!(r->coll.flags & TOPO_COLL_F_GPU_TIMED), is->asked[i]);
+  }
+  assert_int_equal(got, is->n);
+}
+
+/* ---- a DDP-like step: 1 x 4 B AllReduce, 12 x 25 MB AllReduce, 1 x 16 B AllGather ---- */
+#define STEPS 20
+#define STEP_OPS 14
+#define BIG_COUNT 6553600u /* float32: 26214400 bytes */
+
+static void ddp_step(topo_host_profiler *p, issued *is, int step) {
+  drv_op op = make_op(0, "AllReduce", "ncclFloat32", 1, (uint64_t)is->n);
+  issue(p, is, &op, 4, step);
+  for (int k = 0; k < 12; k++) {
+    op = make_op(0, "AllReduce", "ncclFloat32", BIG_COUNT, (uint64_t)is->n);
+    issue(p, is, &op, (uint64_t)BIG_COUNT * 4, step);
+  }
+  op = make_op(0, "AllGather", "ncclInt8", 16, (uint64_t)is->n);
+  issue(p, is, &op, 16, step);
+}
+
+static void check_ddp(int version) {
+  static issued is;
+  memset(&is, 0, sizeof is);
+  topo_host_profiler a, b;
+  load(&a, version);
+  load(&b, version);
+  assert_int_equal(topo_host_profiler_init(&a, 0xdd9, "ddp", 1, 2, 0, topo_host_log), ncclSuccess);
+  assert_int_equal(topo_host_profiler_init(&b, 0xb0b, "idle", 1, 2, 0, topo_host_log),
+                   ncclSuccess);
+  unsigned long long hits1 = 0, ops1 = 0, hits = 0, ops = 0;
+  for (int step = 0; step < STEPS; step++) {
+    ddp_step(&a, &is, step);
+    if (step == 0) { /* a finalize logs the counts so far: those of the first step */
+      topo_host_profiler_finalize(&b);
+      topo_host_profiler_unload(&b);
+      prediction_counts(&hits1, &ops1);
+    }
+  }
+  topo_host_profiler_finalize(&a);
+  topo_host_profiler_unload(&a);
+  prediction_counts(&hits, &ops);
+  assert_int_equal(ops1, STEP_OPS);
+  assert_int_equal(ops, STEPS * STEP_OPS);
+  double after_first = (double)(hits - hits1) / (double)(ops - ops1);
+  fprintf(stderr, "v%d: predictor right for %llu of %llu after the first step (%.1f %%)\n",
+          version, hits - hits1, ops - ops1, 100.0 * after_first);
+  assert_true(after_first > 0.95);
+
+  static const topo_rec_coll *rec_of[MAX_OPS];
+  test_trace t;
+  read_checked(0xdd9, &is, &t, rec_of);
+  assert_int_equal(t.header.sample_every, 32);
+  assert_int_equal(t.header.measure_min_bytes, MIB16);
+  assert_int_equal(t.header.flags & (TOPO_TRACE_F_KERNELCH | TOPO_TRACE_F_SAMPLED),
+                   TOPO_TRACE_F_KERNELCH | TOPO_TRACE_F_SAMPLED);
+  int big_first = 0, small_asked = 0, ar4_asked = 0, ag_asked = 0;
+  for (int i = 0; i < is.n; i++) {
+    if (is.bytes[i] >= MIB16) {
+      if (is.step[i] == 0) big_first += is.asked[i];
+      else assert_true(rec_of[i]->flags & TOPO_COLL_F_GPU_TIMED); /* after warm-up: all */
+    } else {
+      small_asked += is.asked[i];
+      if (is.bytes[i] == 4) ar4_asked += is.asked[i];
+      else ag_asked += is.asked[i];
+    }
+  }
+  /* the first step learns the sequence: the first two 25 MB AllReduces cannot be foreseen */
+  assert_true(big_first >= 10);
+  /* every small kind measured at least twice; beyond that 1 in 32 of 40 small operations, and
+   * at most two mispredictions in the first steps */
+  assert_true(ar4_asked >= 2);
+  assert_true(ag_asked >= 2);
+  assert_true(small_asked <= 4 + 2 + 2);
+  test_trace_free(&t);
+}
+
+static void test_v5_ddp_steps_time_every_large_collective(void **s) { (void)s; check_ddp(5); }
+static void test_v6_ddp_steps_time_every_large_collective(void **s) { (void)s; check_ddp(6); }
+static void test_v4_ddp_steps_time_every_large_collective(void **s) { (void)s; check_ddp(4); }
+
+/* ---- small operations: the first two of each kind, then exactly 1 in 32 ---- */
+static void test_small_operations_are_sampled_one_in_n_after_their_first(void **s) {
+  (void)s;
+  static issued is;
+  memset(&is, 0, sizeof is);
+  topo_host_profiler p;
+  load(&p, 5);
+  assert_int_equal(topo_host_profiler_init(&p, 0x5a11, NULL, 1, 2, 0, topo_host_log), ncclSuccess);
+  enum { KINDS = 5, ROUNDS = 128 };
+  for (int r = 0; r < ROUNDS; r++) {
+    drv_op ops[KINDS] = {make_op(0, "AllReduce", "ncclFloat32", 1, 0),
+                         make_op(0, "AllReduce", "ncclFloat32", 256, 0),
+                         make_op(0, "AllGather", "ncclInt8", 16, 0),
+                         make_op(0, "ReduceScatter", "ncclBfloat16", 32768, 0),
+                         make_op(1, "Send", "ncclInt8", 1024, 0)};
+    static const uint64_t bytes[KINDS] = {4, 1024, 16, 65536, 1024};
+    for (int k = 0; k < KINDS; k++) {
+      ops[k].seq = (uint64_t)is.n;
+      issue(&p, &is, &ops[k], bytes[k], r);
+    }
+  }
+  topo_host_profiler_finalize(&p);
+  topo_host_profiler_unload(&p);
+  unsigned long long hits, ops;
+  prediction_counts(&hits, &ops);
+  assert_int_equal(ops, KINDS * ROUNDS);
+  assert_true((double)hits / (double)ops > 0.95);
+
+  static const topo_rec_coll *rec_of[MAX_OPS];
+  test_trace t;
+  read_checked(0x5a11, &is, &t, rec_of);
+  int asked = 0, kind_asked[KINDS] = {0};
+  int last = -1, gaps = 0;
+  for (int i = 0; i < is.n; i++) {
+    if (!is.asked[i]) continue;
+    asked++;
+    kind_asked[i % KINDS]++;
+    /* after the warm-up (three rounds), asked operations are exactly 32 apart */
+    if (i >= 3 * KINDS) {
+      if (last >= 0) {
+        assert_int_equal(i - last, 32);
+        gaps++;
+      }
+      last = i;
+    }
+  }
+  for (int k = 0; k < KINDS; k++) assert_true(kind_asked[k] >= 2);
+  assert_true(gaps >= 15);
+  int n = KINDS * ROUNDS;
+  assert_true(asked >= 2 * KINDS + n / 32 - 3);
+  assert_true(asked <= 2 * KINDS + n / 32 + 3);
+  test_trace_free(&t);
+}
+
+/* ---- TOPO_PROFILER_MEASURE_BYTES=0: every operation ---- */
+static void test_measure_bytes_zero_times_every_operation(void **s) {
+  (void)s;
+  setenv("TOPO_PROFILER_MEASURE_BYTES", "0", 1);
+  static issued is;
+  memset(&is, 0, sizeof is);
+  topo_host_profiler p;
+  load(&p, 5);
+  assert_int_equal(topo_host_profiler_init(&p, 0xa11, NULL, 1, 2, 0, topo_host_log), ncclSuccess);
+  for (int step = 0; step < 3; step++) {
+    ddp_step(&p, &is, step);
+    assert_true(topo_host_profiler_mask & ncclProfileKernelCh);
+  }
+  topo_host_profiler_finalize(&p);
+  topo_host_profiler_unload(&p);
+  static const topo_rec_coll *rec_of[MAX_OPS];
+  test_trace t;
+  read_checked(0xa11, &is, &t, rec_of);
+  for (int i = 0; i < is.n; i++) assert_true(is.asked[i]);
+  assert_int_equal(t.header.sample_every, 1);
+  assert_int_equal(t.header.measure_min_bytes, 0);
+  assert_true(t.header.flags & TOPO_TRACE_F_KERNELCH);
+  assert_false(t.header.flags & TOPO_TRACE_F_SAMPLED);
+  test_trace_free(&t);
+}
+
+/* ---- a bad value: one warning, the default ---- */
+static void test_bad_measure_bytes_warns_once_and_uses_the_default(void **s) {
+  (void)s;
+  setenv("TOPO_PROFILER_MEASURE_BYTES", "16MiB", 1);
+  static issued is;
+  memset(&is, 0, sizeof is);
+  topo_host_profiler a, b;
+  load(&a, 5);
+  load(&b, 5);
+  assert_int_equal(topo_host_profiler_init(&a, 0xbad, NULL, 1, 2, 0, topo_host_log), ncclSuccess);
+  assert_int_equal(topo_host_profiler_init(&b, 0xbae, NULL, 1, 2, 1, topo_host_log), ncclSuccess);
+  for (int step = 0; step < 3; step++) ddp_step(&a, &is, step);
+  topo_host_profiler_finalize(&b);
+  topo_host_profiler_finalize(&a);
+  topo_host_profiler_unload(&b);
+  topo_host_profiler_unload(&a);
+  assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 1);
+  assert_true(topo_host_log_contains("TOPO_PROFILER_MEASURE_BYTES"));
+  static const topo_rec_coll *rec_of[MAX_OPS];
+  test_trace t;
+  read_checked(0xbad, &is, &t, rec_of);
+  assert_int_equal(t.header.measure_min_bytes, MIB16);
+  for (int i = 0; i < is.n; i++)
+    if (is.step[i] > 0 && is.bytes[i] >= MIB16) assert_true(is.asked[i]);
+  test_trace_free(&t);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_v5_ddp_steps_time_every_large_collective, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_v6_ddp_steps_time_every_large_collective, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_v4_ddp_steps_time_every_large_collective, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_small_operations_are_sampled_one_in_n_after_their_first, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_measure_bytes_zero_times_every_operation, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_bad_measure_bytes_warns_once_and_uses_the_default, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
