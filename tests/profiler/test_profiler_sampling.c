@@ -328,6 +328,76 @@ static void test_bad_measure_bytes_warns_once_and_uses_the_default(void **s) {
   test_trace_free(&t);
 }
 
+/* ---- the collective sequence of a real DDP job (tests/data/ddp-2xh200, rank 0: recorded under
+ * plain 1-in-32 sampling: 5 of its 172 operations of >= 16 MiB GPU-timed) replayed in issue
+ * order ---- */
+static int by_start(const void *a, const void *b) {
+  const topo_rec_coll *x = *(const topo_rec_coll *const *)a, *y = *(const topo_rec_coll *const *)b;
+  return (x->cpu_start_ns > y->cpu_start_ns) - (x->cpu_start_ns < y->cpu_start_ns);
+}
+
+static void test_real_ddp_sequence_times_every_large_allreduce(void **s) {
+  (void)s;
+  static const char *const funcs[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
+                                      "AllReduce"};
+  test_trace rec;
+  assert_int_equal(test_trace_read(TOPO_TEST_DATA_DIR
+                                   "/ddp-2xh200/topo-vm-2652-ada8ed4f539d2d3c-r0.trace", &rec),
+                   0);
+  const topo_trace_record **colls;
+  size_t nc = test_trace_select(&rec, TOPO_REC_COLL, &colls);
+  assert_true(nc > 0 && nc <= MAX_OPS);
+  const topo_rec_coll **order = calloc(nc, sizeof *order);
+  int recorded_big_timed = 0;
+  for (size_t i = 0; i < nc; i++) {
+    order[i] = &colls[i]->coll;
+    assert_true(order[i]->func < 5);
+    if (order[i]->bytes >= MIB16 && (order[i]->flags & TOPO_COLL_F_GPU_TIMED)) recorded_big_timed++;
+  }
+  qsort(order, nc, sizeof *order, by_start);
+
+  static issued is;
+  memset(&is, 0, sizeof is);
+  topo_host_profiler p;
+  load(&p, 5);
+  assert_int_equal(topo_host_profiler_init(&p, 0xada8, NULL, 1, 2, 0, topo_host_log), ncclSuccess);
+  int big = 0;
+  for (size_t i = 0; i < nc; i++) {
+    drv_op op = make_op(0, funcs[order[i]->func], "ncclInt8", order[i]->bytes, (uint64_t)is.n);
+    issue(&p, &is, &op, order[i]->bytes, 0);
+    big += order[i]->bytes >= MIB16;
+  }
+  topo_host_profiler_finalize(&p);
+  topo_host_profiler_unload(&p);
+  unsigned long long hits, ops;
+  prediction_counts(&hits, &ops);
+  static const topo_rec_coll *rec_of[MAX_OPS];
+  test_trace t;
+  read_checked(0xada8, &is, &t, rec_of);
+  int big_timed = 0, ar32 = 0, steady = 0;
+  for (int i = 0; i < is.n; i++) {
+    if (is.bytes[i] < MIB16) continue;
+    int timed = !!(rec_of[i]->flags & TOPO_COLL_F_GPU_TIMED);
+    big_timed += timed;
+    /* the training steps' 32 MiB AllReduces: every one from the third on (the first two come
+     * before anything is known of what follows them) */
+    if (order[i]->func == 4 && order[i]->bytes < 64u * 1024 * 1024 && ++ar32 > 2) {
+      assert_true(timed);
+      steady++;
+    }
+  }
+  fprintf(stderr, "real DDP sequence: %d collectives, %d of >= 16 MiB: GPU-timed %d (recorded "
+          "under 1 in 32: %d); predictor right for %llu of %llu\n", is.n, big, big_timed,
+          recorded_big_timed, hits, ops);
+  assert_int_equal(steady, 166);
+  assert_true(big_timed > recorded_big_timed);
+  assert_true((double)hits / (double)ops > 0.9);
+  test_trace_free(&t);
+  free(order);
+  free(colls);
+  test_trace_free(&rec);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_v5_ddp_steps_time_every_large_collective, setup, teardown),
@@ -336,6 +406,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_small_operations_are_sampled_one_in_n_after_their_first, setup, teardown),
       cmocka_unit_test_setup_teardown(test_measure_bytes_zero_times_every_operation, setup, teardown),
       cmocka_unit_test_setup_teardown(test_bad_measure_bytes_warns_once_and_uses_the_default, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_real_ddp_sequence_times_every_large_allreduce, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
