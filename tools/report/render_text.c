@@ -82,10 +82,15 @@ static void print_coverage(const rp_report *r, FILE *f) {
   }
   uint64_t unknown = r->est[RP_EST_UNKNOWN], est = 0;
   for (int l = RP_EST_KEY; l < RP_EST_LEVELS; l++) est += r->est[l];
-  if (est || unknown)
+  int all_k = r->nranks > 0;
+  for (int i = 0; i < r->nranks; i++) all_k &= r->ranks[i].comm_from_kernels && r->ranks[i].cover_whole;
+  if ((est || unknown) && all_k)
+    fprintf(f, "  comm: from NCCL kernel records; the %" PRIu64 " untimed collective records are "
+            "estimated for the collective table only\n", est + unknown);
+  else if (est || unknown)
     fprintf(f, "  comm: %" PRIu64 " untimed calls estimated from measured ones (%" PRIu64 " of them by "
-            "a fallback), %" PRIu64 " unknown (nothing measured to estimate from: comm is a lower "
-            "bound)\n", est, est - r->est[RP_EST_KEY], unknown);
+            "a fallback), %" PRIu64 " unknown (nothing measured to estimate from%s)\n", est,
+            est - r->est[RP_EST_KEY], unknown, unknown ? ": comm is a lower bound" : "");
   if (r->lost)
     fprintf(f, "  %" PRIu64 " calls had GPU timing requested but lost (no kernel-channel stop)\n", r->lost);
 }
