@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The analysis: pass 1 streams every input once, merged by time, to build the collective table,
 // the fit points, the steps and the cross-rank join by (comm hash, function, seq); pass 2 streams each
-// rank's inputs again through the interval sweep (sweep.c). Called by main.c; owns rp_report.
+// rank's inputs again through the interval sweep (sweep.c). Pass 1 also learns the measured
+// collective durations (estimate.c) and each rank's compute coverage (CUPTI span records, Kineto
+// ranges); pass 2 places every untimed collective with its estimate on its stream and sweeps
+// the coverage with the unions. Called by main.c; owns rp_report.
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -12,6 +16,7 @@
 #include "alloc.h"
 #include "log.h"
 #include "report.h"
+#include "trace_reader.h"
 
 /* ---- cross-rank join: NCCL's seqNumber counts per (communicator, function), so each
  * communicator holds one ring of open collectives per function. */
@@ -47,6 +52,10 @@ typedef struct ctx {
   int bin_colls;         /* binary collectives seen: Kineto kernels do not feed the table */
   rp_sweep *sweep;       /* pass 2: the rank being swept */
   int sweep_rank;
+  rp_estimator *est;     /* measured durations (pass 1), asked in pass 2 */
+  uint32_t *stream_id;   /* pass 2, the rank being swept: end of the last comm interval per stream */
+  int64_t *stream_end;
+  size_t nstreams, cap_streams;
   int64_t last_progress;
   uint64_t total_bytes;  /* input bytes x passes */
   uint64_t closed_bytes; /* bytes read by sources already closed */
@@ -428,11 +437,225 @@ static void join_progress(ctx *c, join_comm *j) {
   }
 }
 
+/* ---- estimates of untimed collectives (estimate.c) */
+static rp_est_key est_key(const rp_coll *co) {
+  int func = co->func < RP_MAX_FUNC ? co->func : RP_MAX_FUNC - 1;
+  rp_est_key k = {co->nranks, func, bucket_of(rp_coll_size(func, co->bytes, co->nranks)), co->algo,
+                  co->proto, co->nchannels};
+  return k;
+}
+
+static void est_learn(ctx *c, const rp_coll *co) {
+  if (!co->timed) return;
+  rp_est_key k = est_key(co);
+  rp_est_measured(c->est, &k, rp_coll_size(k.func, co->bytes, co->nranks), co->gpu_stop - co->gpu_start);
+  if (rp_est_failed(c->est)) c->st = TOPO_ERR_NOMEM;
+}
+
+/* ---- compute coverage: where a rank's compute timeline is known */
+static void cover_add(ctx *c, rp_rank *k, int64_t a, int64_t b) {
+  if (b <= a) return;
+  if (k->ncover == k->cap_cover) {
+    size_t cap = k->cap_cover ? k->cap_cover * 2 : 16;
+    int64_t *v = topo_realloc(k->cover, cap * 2 * sizeof *v);
+    if (!v) {
+      c->st = TOPO_ERR_NOMEM;
+      return;
+    }
+    k->cover = v;
+    k->cap_cover = cap;
+  }
+  k->cover[2 * k->ncover] = a;
+  k->cover[2 * k->ncover + 1] = b;
+  k->ncover++;
+}
+
+static int cmp_pair(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Sort the windows and merge overlapping ones. */
+static void cover_normalize(rp_rank *k) {
+  if (!k->ncover) return;
+  qsort(k->cover, k->ncover, 2 * sizeof *k->cover, cmp_pair);
+  size_t n = 0;
+  for (size_t i = 0; i < k->ncover; i++) {
+    int64_t a = k->cover[2 * i], b = k->cover[2 * i + 1];
+    if (n && a <= k->cover[2 * n - 1]) {
+      if (b > k->cover[2 * n - 1]) k->cover[2 * n - 1] = b;
+      continue;
+    }
+    k->cover[2 * n] = a;
+    k->cover[2 * n + 1] = b;
+    n++;
+  }
+  k->ncover = n;
+}
+
+static int in_cover(const rp_rank *k, int64_t t) {
+  size_t lo = 0, hi = k->ncover;
+  while (lo < hi) {
+    size_t m = (lo + hi) / 2;
+    if (k->cover[2 * m + 1] <= t) lo = m + 1;
+    else hi = m;
+  }
+  return lo < k->ncover && k->cover[2 * lo] <= t;
+}
+
+/* A TOPO_REC_CUPTI record of a binary source (pass 1). */
+static void cupti_span(ctx *c, rp_source *s, const topo_rec_cupti *u) {
+  if (s->proc < 0) return;
+  rp_rank *k = &c->r->ranks[s->proc];
+  const char *name = u->name_id && s->impl ? topo_trace_reader_string(s->impl, u->name_id) : NULL;
+  if (!name || !*name) name = NULL;
+  int64_t a, b;
+  switch (u->state) {
+  case TOPO_CUPTI_RECORDED:
+  case TOPO_CUPTI_YIELDED:
+    k->cupti_spans++;
+    if (__builtin_add_overflow(u->cpu_start_ns, s->mono_to_real, &a) ||
+        __builtin_add_overflow(u->cpu_stop_ns, s->mono_to_real, &b))
+      return;
+    cover_add(c, k, a, b);
+    if (u->state == TOPO_CUPTI_YIELDED && !k->cover_note[0])
+      snprintf(k->cover_note, sizeof k->cover_note, "topo stepped aside for another CUPTI client (%s)",
+               name ? name : "unnamed");
+    break;
+  case TOPO_CUPTI_DECLINED:
+    k->cupti_declined++;
+    snprintf(k->cover_note, sizeof k->cover_note, "another CUPTI client (%s) held CUPTI",
+             name ? name : "unnamed");
+    break;
+  case TOPO_CUPTI_FAILED:
+    k->cupti_failed++;
+    if (!k->cupti_declined)
+      snprintf(k->cover_note, sizeof k->cover_note, "CUPTI failed: %s", name ? name : "no reason given");
+    break;
+  default:
+    break;
+  }
+}
+
+/* After pass 1: every rank's windows. Kineto covers its GPU range; a topo CUPTI trace without
+ * span records (older writers) covers everything. */
+static void cover_build(ctx *c) {
+  rp_report *r = c->r;
+  for (int i = 0; i < r->nsrc; i++) {
+    const rp_source *s = &r->src[i];
+    if (s->proc < 0 || s->kind != RP_SRC_KINETO || !(s->gpu_last > s->gpu_first)) continue;
+    cover_add(c, &r->ranks[s->proc], s->gpu_first, s->gpu_last);
+  }
+  for (int i = 0; i < r->nranks; i++) {
+    rp_rank *k = &r->ranks[i];
+    int spans = k->cupti_spans || k->cupti_declined || k->cupti_failed;
+    if (k->trace_kernels && !spans) {
+      k->cover_whole = 1;
+      k->ncover = 0;
+      cover_add(c, k, INT64_MIN / 4, INT64_MAX / 4);
+    }
+    cover_normalize(k);
+  }
+}
+
+const char *rp_rank_unknown_reason(const rp_rank *k) {
+  static const char none[] =
+      "no compute timeline: run with TOPO_PROFILER_CUPTI=1, or give the Kineto trace of the same steps";
+  if (k->cover_note[0]) return k->cover_note;
+  if (k->t.covered < (k->t.last > k->t.first ? k->t.last - k->t.first : 0))
+    return k->ncover ? "outside the CUPTI windows compute was not recorded" : none;
+  return "";
+}
+
+static int stream_slot(ctx *c, uint32_t stream) {
+  for (size_t i = 0; i < c->nstreams; i++)
+    if (c->stream_id[i] == stream) return (int)i;
+  if (c->nstreams == c->cap_streams) {
+    size_t cap = c->cap_streams ? c->cap_streams * 2 : 16;
+    uint32_t *id = topo_realloc(c->stream_id, cap * sizeof *id);
+    if (id) c->stream_id = id;
+    int64_t *end = id ? topo_realloc(c->stream_end, cap * sizeof *end) : NULL;
+    if (!end) {
+      c->st = TOPO_ERR_NOMEM;
+      return -1;
+    }
+    c->stream_end = end;
+    c->cap_streams = cap;
+  }
+  c->stream_id[c->nstreams] = stream;
+  c->stream_end[c->nstreams] = INT64_MIN;
+  return (int)c->nstreams++;
+}
+
+static rp_step *step_at(rp_rank *k, int64_t t) {
+  size_t lo = 0, hi = k->nsteps;
+  while (lo < hi) { /* first step starting after t */
+    size_t m = (lo + hi) / 2;
+    if (k->steps[m].start <= t) lo = m + 1;
+    else hi = m;
+  }
+  return lo && t < k->steps[lo - 1].stop ? &k->steps[lo - 1] : NULL;
+}
+
+static void sweep_add(ctx *c, const rp_interval *iv) {
+  rp_interval w = *iv;
+  if (!clip_window(c->r, &w.start, &w.stop)) return;
+  if (rp_sweep_add(c->sweep, &w) != TOPO_OK) c->st = TOPO_ERR_NOMEM;
+}
+
+/* Pass 2: a collective of the rank being swept. A timed one moves its stream's end; an untimed
+ * one gets its estimate (counted per rank, row and level) and, where the rank's comm comes from
+ * collective records there, an interval at max(CPU enqueue, end of the stream's previous comm). */
+static void p2_coll(void *vc, int src, const rp_coll *co) {
+  ctx *c = vc;
+  rp_report *r = c->r;
+  if (r->src[src].kind != RP_SRC_TRACE) return;
+  rp_rank *k = &r->ranks[c->sweep_rank];
+  int slot = stream_slot(c, co->stream);
+  if (slot < 0) return;
+  if (co->timed) {
+    if (co->gpu_stop > c->stream_end[slot]) c->stream_end[slot] = co->gpu_stop;
+    return;
+  }
+  if (!in_window(r, co->cpu_start)) return;
+  rp_est_key key = est_key(co);
+  rp_estimate e;
+  int level = rp_est_get(c->est, &key, rp_coll_size(key.func, co->bytes, co->nranks), &e);
+  k->est[level]++;
+  r->est[level]++;
+  k->lost += (uint64_t)co->asked;
+  r->lost += (uint64_t)co->asked;
+  rp_row *w = row_get(r, key.func, co->nranks, key.bucket);
+  if (!w) {
+    c->st = TOPO_ERR_NOMEM;
+    return;
+  }
+  w->lost += (uint64_t)co->asked;
+  if (level == RP_EST_UNKNOWN) {
+    w->unknown++;
+    return;
+  }
+  w->estimated++;
+  w->est_fallback += level != RP_EST_KEY;
+  w->est_sum = rp_add_sat(w->est_sum, e.dur);
+  rp_err_add(&w->est_err, &e);
+  rp_interval iv = {co->cpu_start, 0, co->stream, RP_COMM, (uint8_t)key.func, RP_FROM_ESTIMATE, 0};
+  if (c->stream_end[slot] > iv.start) iv.start = c->stream_end[slot];
+  iv.stop = rp_add_sat(iv.start, e.dur);
+  c->stream_end[slot] = iv.stop;
+  if (k->comm_from_kernels && in_cover(k, iv.start)) return; /* kernel records hold it */
+  rp_err_add(&k->comm_err, &e);
+  rp_step *st = step_at(k, iv.start);
+  if (st) st->est_var += (double)e.err * (double)e.err, st->est_bias += (double)e.bias;
+  sweep_add(c, &iv);
+}
+
 /* ---- pass 1 sinks */
 static void p1_coll(void *vc, int src, const rp_coll *co) {
   ctx *c = vc;
   rp_report *r = c->r;
   rp_source *s = &r->src[src];
+  if (s->kind == RP_SRC_TRACE) est_learn(c, co);
   if (s->kind == RP_SRC_TRACE) {
     c->bin_colls = 1;
     int jc = c->src_comm[src];
@@ -477,9 +700,9 @@ static void p1_interval(void *vc, int src, const rp_interval *iv) {
 }
 
 static void p1_record(void *vc, int src, const topo_trace_record *rec) {
-  (void)src;
-  (void)rec;
-  ((ctx *)vc)->r->records++;
+  ctx *c = vc;
+  c->r->records++;
+  if (rec->type == TOPO_REC_CUPTI) cupti_span(c, &c->r->src[src], &rec->cupti);
 }
 
 /* ---- pass 2 sink */
@@ -487,10 +710,12 @@ static void p2_interval(void *vc, int src, const rp_interval *iv) {
   ctx *c = vc;
   const rp_rank *k = &c->r->ranks[c->sweep_rank];
   (void)src;
-  if (iv->cls == RP_COMM && (iv->origin == RP_FROM_COLL) == k->comm_from_kernels) return;
-  rp_interval w = *iv;
-  if (!clip_window(c->r, &w.start, &w.stop)) return;
-  if (rp_sweep_add(c->sweep, &w) != TOPO_OK) c->st = TOPO_ERR_NOMEM;
+  /* A rank with NCCL kernel records takes its comm from them inside its coverage windows and
+   * from collective records outside them. */
+  if (iv->cls == RP_COMM && iv->origin == RP_FROM_COLL && k->comm_from_kernels && in_cover(k, iv->start))
+    return;
+  if (iv->cls == RP_COMM && iv->origin == RP_FROM_KERNEL && !k->comm_from_kernels) return;
+  sweep_add(c, iv);
 }
 
 static int cmp_u64(const void *a, const void *b) {
@@ -530,6 +755,17 @@ static topo_status step_summary(rp_report *r) {
       sum->compute = rp_add_sat(sum->compute, st->compute);
       sum->overlap = rp_add_sat(sum->overlap, st->overlap);
       sum->busy = rp_add_sat(sum->busy, st->busy);
+      sum->comm_est = rp_add_sat(sum->comm_est, st->comm_est);
+      sum->comm_err.var += st->est_var;
+      sum->comm_err.bias += st->est_bias;
+      if (st->covered > 0) {
+        sum->cov_ranks++;
+        sum->covered = rp_add_sat(sum->covered, st->covered);
+        sum->cov_comm = rp_add_sat(sum->cov_comm, st->cov_comm);
+        sum->cov_compute = rp_add_sat(sum->cov_compute, st->cov_compute);
+        sum->cov_overlap = rp_add_sat(sum->cov_overlap, st->cov_overlap);
+        sum->cov_busy = rp_add_sat(sum->cov_busy, st->cov_busy);
+      }
     }
   topo_free(vals);
   return TOPO_OK;
@@ -697,6 +933,8 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
     for (int k = 0; k < c.jc[i].nranks; k++) r->comms[i].ranks_seen += c.jc[i].live[k] > 0;
   }
 
+  c.est = rp_est_new();
+  if (!c.est) return TOPO_ERR_NOMEM;
   rp_sink s1 = {&c, p1_coll, p1_interval, step_add, p1_record};
   merged(&c, bin, nbin, &s1, 1, "pass 1");
   for (size_t i = 0; i < c.njc; i++) join_evict_all(&c, &c.jc[i]);
@@ -741,9 +979,12 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
     if (k->nsteps) qsort(k->steps, k->nsteps, sizeof *k->steps, cmp_step);
   }
   choose_window(r);
+  rp_est_finish(c.est);
+  cover_build(&c);
+  if (c.st != TOPO_OK) goto out;
 
   /* Pass 2: one rank at a time, its sources merged by time through the sweep. */
-  rp_sink s2 = {&c, NULL, p2_interval, NULL, NULL};
+  rp_sink s2 = {&c, p2_coll, p2_interval, NULL, NULL};
   int *mine = topo_malloc((size_t)r->nsrc * sizeof(int));
   if (!mine) {
     st = TOPO_ERR_NOMEM;
@@ -763,7 +1004,9 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
     }
     size_t keep = r->nranks <= 16 ? RP_TIMELINE_CAP : (size_t)RP_TIMELINE_CAP * 16 / (size_t)r->nranks;
     rp_sweep_keep(c.sweep, r->window_from, r->window_to, p < RP_TIMELINE_RANKS ? (keep < 256 ? 256 : keep) : 0);
+    rp_sweep_cover(c.sweep, k->cover, k->ncover);
     c.sweep_rank = p;
+    c.nstreams = 0;
     char what[64];
     snprintf(what, sizeof what, "pass 2, rank %d of %d", p + 1, r->nranks);
     merged(&c, mine, n, &s2, 2, what);
@@ -785,6 +1028,7 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
     o->overlap = rp_add_sat(o->overlap, k->t.overlap);
     o->busy = rp_add_sat(o->busy, k->t.busy);
     o->memory = rp_add_sat(o->memory, k->t.memory);
+    o->comm_est = rp_add_sat(o->comm_est, k->t.comm_est);
     o->late += k->t.late;
     for (int cl = 0; cl < RP_CLASSES; cl++) o->intervals[cl] += k->t.intervals[cl];
     if (k->t.late && !opt.quiet)
@@ -808,6 +1052,9 @@ out:
   }
   topo_free(c.jc);
   topo_free(c.src_comm);
+  topo_free(c.stream_id);
+  topo_free(c.stream_end);
+  rp_est_free(c.est);
   return c.st != TOPO_OK ? c.st : st;
 }
 
@@ -820,6 +1067,7 @@ void rp_report_free(rp_report *r) {
   for (int i = 0; i < r->nranks; i++) {
     topo_free(r->ranks[i].steps);
     topo_free(r->ranks[i].timeline);
+    topo_free(r->ranks[i].cover);
   }
   topo_free(r->ranks);
   for (size_t i = 0; i < r->nrows; i++) {

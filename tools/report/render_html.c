@@ -42,6 +42,26 @@ static void card(FILE *f, const char *label, const char *value, const char *sub)
           label, value, sub);
 }
 
+/* A total that may hold estimates: "17.31 ms ±0.92 ms (est. 94%)". */
+static void fmt_est(int64_t ns, int64_t est, int64_t err, char *buf, size_t len) {
+  char a[32], b[32];
+  rp_fmt_ns(ns, a, sizeof a);
+  rp_fmt_ns(err, b, sizeof b);
+  if (!est && !err) snprintf(buf, len, "%s", a);
+  else snprintf(buf, len, "%s ±%s (est. %.0f%%)", a, b, rp_ratio(est, ns) * 100);
+}
+
+/* A compute-side figure: "n/a" where the compute timeline is unknown. */
+static void fmt_known(int known, int64_t ns, char *buf, size_t len) {
+  if (known) rp_fmt_ns(ns, buf, len);
+  else snprintf(buf, len, "n/a");
+}
+
+static void pct_known(int known, double v, char *buf, size_t len) {
+  if (known) snprintf(buf, len, "%.1f%%", v * 100);
+  else snprintf(buf, len, "n/a");
+}
+
 static int cmp_iv(const void *a, const void *b) {
   const rp_interval *x = a, *y = b;
   return (x->start > y->start) - (x->start < y->start);
@@ -132,16 +152,25 @@ static void breakdown(FILE *f, const rp_report *r) {
   const double W = 900, L = 90, bar = 18, gap = 8;
   double H = 10 + r->nranks * (bar + gap) + 20;
   fprintf(f, "<h2>Where each rank's GPU time goes</h2><p class=note>Share of the rank's span (first to "
-             "last GPU activity). Overlap ratio = overlapped / communication, as Holistic Trace Analysis "
+             "last GPU activity), over the time where compute was recorded (a rank without any shows its "
+             "communication only). Overlap ratio = overlapped / communication, as Holistic Trace Analysis "
              "defines it.</p>\n");
   fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" role=img>\n", W + L + 240, H);
   for (int i = 0; i < r->nranks; i++) {
     rp_derived d;
-    rp_derive(&r->ranks[i].t, &d);
+    rp_derive_rank(&r->ranks[i], &d);
     double y = 10 + i * (bar + gap), x = L;
     char name[32];
     rank_name(&r->ranks[i], name, sizeof name);
     fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab text-anchor=end>%s</text>\n", L - 8, y + bar - 5, name);
+    if (!d.known) { /* no compute timeline: communication share only */
+      double w = d.span > 0 ? W * (double)d.comm / (double)d.span : 0;
+      fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\"><title>communication "
+                 "(overlap unknown)</title></rect>", x, y, w, bar, C_COMM);
+      fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab>comm %.1f%% · overlap n/a</text>\n", L + W + 8,
+              y + bar - 5, d.comm_share * 100);
+      continue;
+    }
     struct { int64_t v; const char *c, *what; } parts[] = {
         {d.compute - d.overlap, C_COMPUTE, "compute only"},
         {d.overlap, C_OVERLAP, "overlapped communication"},
@@ -157,8 +186,8 @@ static void breakdown(FILE *f, const rp_report *r) {
               x, y, w, bar, parts[p].c, parts[p].what, t, 100.0 * (double)parts[p].v / (double)d.span);
       x += w;
     }
-    fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab>comm %.1f%% · overlap %.1f%%</text>\n", L + W + 8,
-            y + bar - 5, d.comm_share * 100, d.overlap_ratio * 100);
+    fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab>comm %.1f%% · overlap %.1f%%%s</text>\n", L + W + 8,
+            y + bar - 5, d.comm_share * 100, d.overlap_ratio * 100, d.covered < d.span ? " (covered part)" : "");
   }
   fprintf(f, "</svg>\n<div class=legend><span style=\"background:%s\"></span>compute only "
              "<span style=\"background:%s\"></span>overlapped communication <span style=\"background:%s\"></span>exposed communication "
@@ -245,30 +274,47 @@ static int cmp_row(const void *a, const void *b) {
 }
 
 static void tables(FILE *f, const rp_report *r) {
-  char a[32], b[32], c[32], d[32], e[32], g[32];
+  char a[32], b[80], c[32], d[32], e[32], g[32], h[32], o[32];
   fprintf(f, "<h2>Per rank</h2><table><tr><th>rank</th><th>host:pid</th><th>span</th><th>communication</th><th>compute</th>"
              "<th>overlapped</th><th>exposed</th><th>idle</th><th>comm share</th><th>overlap ratio</th><th>collectives</th></tr>\n");
   for (int i = 0; i < r->nranks; i++) {
     const rp_rank *k = &r->ranks[i];
     rp_derived dv;
-    rp_derive(&k->t, &dv);
+    rp_derive_rank(k, &dv);
     char name[32];
     rank_name(k, name, sizeof name);
-    rp_fmt_ns(dv.span, a, sizeof a), rp_fmt_ns(dv.comm, b, sizeof b), rp_fmt_ns(dv.compute, c, sizeof c);
-    rp_fmt_ns(dv.overlap, d, sizeof d), rp_fmt_ns(dv.exposed, e, sizeof e), rp_fmt_ns(dv.idle, g, sizeof g);
+    rp_fmt_ns(dv.span, a, sizeof a), fmt_est(dv.comm, dv.comm_est, dv.comm_error, b, sizeof b);
+    fmt_known(dv.known, dv.compute, c, sizeof c), fmt_known(dv.known, dv.overlap, d, sizeof d);
+    fmt_known(dv.known, dv.exposed, e, sizeof e), fmt_known(dv.known, dv.idle, g, sizeof g);
+    snprintf(h, sizeof h, "%.1f%%", dv.comm_share * 100);
+    pct_known(dv.known, dv.overlap_ratio, o, sizeof o);
     fprintf(f, "<tr><td>%s</td><td>", name);
     esc(f, k->host);
-    fprintf(f, ":%u</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</td><td>%.1f%%</td><td>%" PRIu64 "</td></tr>\n",
-            k->pid, a, b, c, d, e, g, dv.comm_share * 100, dv.overlap_ratio * 100, k->colls);
+    fprintf(f, ":%u</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td></tr>\n",
+            k->pid, a, b, c, d, e, g, h, o, k->colls);
   }
   fprintf(f, "</table>\n");
+  for (int i = 0; i < r->nranks; i++) {
+    rp_derived dv;
+    rp_derive_rank(&r->ranks[i], &dv);
+    const char *why = rp_rank_unknown_reason(&r->ranks[i]);
+    char name[32];
+    rank_name(&r->ranks[i], name, sizeof name);
+    if (!dv.known || (dv.covered < dv.span && *why)) {
+      fprintf(f, "<p class=note>%s: ", name);
+      if (dv.known) fprintf(f, "compute recorded over %.0f%% of the span; elsewhere ", dv.covered_share * 100);
+      else fprintf(f, "compute, overlap, exposed and idle n/a: ");
+      esc(f, *why ? why : "the compute windows do not overlap its GPU activity");
+      fprintf(f, "</p>\n");
+    }
+  }
   if (r->nrows) {
     rp_row **rows = topo_malloc(r->nrows * sizeof *rows);
     if (rows) {
       memcpy(rows, r->rows, r->nrows * sizeof *rows);
       qsort(rows, r->nrows, sizeof *rows, cmp_row);
-      fprintf(f, "<h2>Collectives</h2><table><tr><th>collective</th><th>ranks</th><th>size</th><th>calls</th><th>GPU-timed</th><th>bytes</th>"
-                 "<th>total</th><th>median</th><th>p99</th><th>algbw GB/s</th><th>busbw GB/s</th><th>algorithm / protocol</th><th>channels</th></tr>\n");
+      fprintf(f, "<h2>Collectives</h2><table><tr><th>collective</th><th>ranks</th><th>size</th><th>calls</th><th>GPU-timed</th><th>estimated</th><th>bytes</th>"
+                 "<th>timed total</th><th>median</th><th>p99</th><th>algbw GB/s</th><th>busbw GB/s</th><th>algorithm / protocol</th><th>channels</th></tr>\n");
       for (size_t i = 0; i < r->nrows; i++) {
         const rp_row *w = rows[i];
         char size[32];
@@ -276,14 +322,18 @@ static void tables(FILE *f, const rp_report *r) {
         int al, pr;
         double share;
         rp_row_top_choice(w, &al, &pr, &share);
-        rp_fmt_ns(rp_dbl_ns(w->time.sum), a, sizeof a);
-        rp_fmt_ns(rp_quant_get(&w->time, 0.5), b, sizeof b);
-        rp_fmt_ns(rp_quant_get(&w->time, 0.99), c, sizeof c);
+        /* no measured call: "-" for every figure of measured calls (never 0) */
+        fmt_known(w->timed > 0, rp_dbl_ns(w->time.sum), a, sizeof a);
+        fmt_known(w->timed > 0, rp_quant_get(&w->time, 0.5), b, sizeof b);
+        fmt_known(w->timed > 0, rp_quant_get(&w->time, 0.99), c, sizeof c);
+        snprintf(d, sizeof d, "-"), snprintf(e, sizeof e, "-");
+        if (w->timed) snprintf(d, sizeof d, "%.2f", rp_row_algbw(w)), snprintf(e, sizeof e, "%.2f", rp_row_busbw(w));
+        else snprintf(a, sizeof a, "-"), snprintf(b, sizeof b, "-"), snprintf(c, sizeof c, "-");
         char tb[32];
         rp_fmt_bytes(w->size_sum, tb, sizeof tb);
-        fprintf(f, "<tr><td>%s</td><td>%d</td><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.2f</td><td>%.2f</td><td>%s / %s (%.0f%%)</td><td>",
-                rp_func_name(w->func), w->nranks, size, w->calls, w->timed, tb, a, b, c, rp_row_algbw(w),
-                rp_row_busbw(w), rp_algo_name(al), rp_proto_name(pr), share * 100);
+        fprintf(f, "<tr><td>%s</td><td>%d</td><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s / %s (%.0f%%)</td><td>",
+                rp_func_name(w->func), w->nranks, size, w->calls, w->timed, w->estimated, tb, a, b, c, d,
+                e, rp_algo_name(al), rp_proto_name(pr), share * 100);
         if (w->ch_max) fprintf(f, w->ch_min == w->ch_max ? "%d" : "%d–%d", w->ch_min, w->ch_max);
         else fputs("?", f);
         fprintf(f, "</td></tr>\n");
@@ -324,11 +374,13 @@ static void tables(FILE *f, const rp_report *r) {
     for (size_t i = 0; i < r->nstepsum; i++) {
       const rp_stepsum *s = &r->stepsum[i];
       rp_fmt_ns(s->span / (s->ranks ? s->ranks : 1), a, sizeof a);
-      rp_fmt_ns(s->comm, b, sizeof b);
-      rp_fmt_ns(s->compute, c, sizeof c);
-      rp_fmt_ns(s->comm - s->overlap, d, sizeof d);
-      fprintf(f, "<tr><td>%" PRIu64 "</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</td><td>%.1f%%</td></tr>\n",
-              s->value, s->ranks, a, b, c, d, rp_ratio(s->comm, s->span) * 100, rp_ratio(s->overlap, s->comm) * 100);
+      int kn = s->cov_ranks > 0;
+      fmt_est(s->comm, s->comm_est, rp_err_ns(&s->comm_err), b, sizeof b);
+      fmt_known(kn, s->cov_compute, c, sizeof c);
+      fmt_known(kn, s->cov_comm - s->cov_overlap, d, sizeof d);
+      pct_known(kn, rp_ratio(s->cov_overlap, s->cov_comm), o, sizeof o);
+      fprintf(f, "<tr><td>%" PRIu64 "</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</td><td>%s</td></tr>\n",
+              s->value, s->ranks, a, b, c, d, rp_ratio(s->comm, s->span) * 100, o);
     }
     fprintf(f, "</table>\n");
   }
@@ -365,20 +417,35 @@ topo_status rp_render_html(const rp_report *r, const char *path) {
     fprintf(f, "<div class=meta>per-rank times and steps from the Kineto GPU events; collectives, "
                "skew and stragglers from %s</div>\n",
             r->colls_from_kineto ? "Kineto NCCL kernels" : "the topo traces");
-  char v[48], s[96];
+  char v[48];
   fprintf(f, "<div class=cards>\n");
   snprintf(v, sizeof v, "%.1f%%", o.comm_share * 100);
-  rp_fmt_ns(o.comm, s, sizeof s);
-  card(f, "communication share", v, "of the GPU span, all ranks");
-  snprintf(v, sizeof v, "%.1f%%", o.overlap_ratio * 100);
-  card(f, "overlap ratio", v, "overlapped / communication");
-  snprintf(v, sizeof v, "%.1f%%", o.exposed_share * 100);
-  char sub[96], t[32];
+  char sub[320], t[96];
+  fmt_est(o.comm, o.comm_est, o.comm_error, t, sizeof t);
+  snprintf(sub, sizeof sub, "of the GPU span, all ranks: %s", t);
+  card(f, "communication share", v, sub);
+  /* the compute side: over the covered time of the ranks that have one, else n/a and why */
+  char why[200] = "";
+  for (int i = 0; i < r->nranks && !o.known; i++) {
+    const char *w = rp_rank_unknown_reason(&r->ranks[i]);
+    if (*w && !why[0]) {
+      snprintf(why, sizeof why, "%s", w);
+      for (char *p = why; *p; p++) /* the card is not escaped: keep the reason plain */
+        if (*p == '<' || *p == '>' || *p == '&' || *p == '"') *p = ' ';
+    }
+  }
+  char cov[80];
+  snprintf(cov, sizeof cov, "over %.0f%% of the span (%d of %d ranks)", o.covered_share * 100, o.ranks_known, r->nranks);
+  if (o.known) snprintf(v, sizeof v, "%.1f%%", o.overlap_ratio * 100);
+  snprintf(sub, sizeof sub, "overlapped / communication %s", cov);
+  card(f, "overlap ratio", o.known ? v : "n/a", o.known ? sub : why);
+  if (o.known) snprintf(v, sizeof v, "%.1f%%", o.exposed_share * 100);
   rp_fmt_ns(o.exposed, t, sizeof t);
-  snprintf(sub, sizeof sub, "exposed communication: %s", t);
-  card(f, "exposed", v, sub);
-  snprintf(v, sizeof v, "%.1f%%", o.idle_share * 100);
-  card(f, "idle", v, "no kernel running");
+  snprintf(sub, sizeof sub, "exposed communication: %s, %s", t, cov);
+  card(f, "exposed", o.known ? v : "n/a", o.known ? sub : why);
+  if (o.known) snprintf(v, sizeof v, "%.1f%%", o.idle_share * 100);
+  snprintf(sub, sizeof sub, "no kernel running, %s", cov);
+  card(f, "idle", o.known ? v : "n/a", o.known ? sub : why);
   if (r->overall.last > r->overall.first) {
     rp_fmt_ns(r->overall.last - r->overall.first, v, sizeof v);
     card(f, "wall span", v, "first to last GPU activity");

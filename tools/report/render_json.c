@@ -17,15 +17,47 @@ void rp_json_string(FILE *f, const char *s) {
   fputc('"', f);
 }
 
-static void derived_json(FILE *f, const rp_derived *d) {
-  fprintf(f,
-          "\"span_ns\":%" PRId64 ",\"comm_ns\":%" PRId64 ",\"compute_ns\":%" PRId64
-          ",\"overlap_ns\":%" PRId64 ",\"exposed_comm_ns\":%" PRId64 ",\"idle_ns\":%" PRId64
-          ",\"memory_ns\":%" PRId64 ",\"busy_ns\":%" PRId64
-          ",\"comm_share\":%.6f,\"overlap_ratio\":%.6f,\"exposed_share\":%.6f,\"compute_share\":%.6f,"
-          "\"idle_share\":%.6f",
-          d->span, d->comm, d->compute, d->overlap, d->exposed, d->idle, d->memory, d->busy,
-          d->comm_share, d->overlap_ratio, d->exposed_share, d->compute_share, d->idle_share);
+static void ns_or_null(FILE *f, const char *key, int known, int64_t v) {
+  if (known) fprintf(f, ",\"%s\":%" PRId64, key, v);
+  else fprintf(f, ",\"%s\":null", key);
+}
+
+static void ratio_or_null(FILE *f, const char *key, int known, double v) {
+  if (known) fprintf(f, ",\"%s\":%.6f", key, v);
+  else fprintf(f, ",\"%s\":null", key);
+}
+
+/* comm_* over the whole span (estimates included, with their error); the compute side over the
+ * covered time only, null where unknown (`why` then says why; NULL: no reason field). */
+static void derived_json(FILE *f, const rp_derived *d, const char *why) {
+  int kn = d->known;
+  fprintf(f, "\"span_ns\":%" PRId64 ",\"comm_ns\":%" PRId64 ",\"comm_estimated_ns\":%" PRId64
+             ",\"comm_error_ns\":%" PRId64 ",\"comm_share\":%.6f,\"covered_ns\":%" PRId64
+             ",\"covered_share\":%.6f",
+          d->span, d->comm, d->comm_est, d->comm_error, d->comm_share, d->covered, d->covered_share);
+  ns_or_null(f, "compute_ns", kn, d->compute);
+  ns_or_null(f, "overlap_ns", kn, d->overlap);
+  ns_or_null(f, "exposed_comm_ns", kn, d->exposed);
+  ns_or_null(f, "idle_ns", kn, d->idle);
+  ns_or_null(f, "memory_ns", kn, d->memory);
+  ns_or_null(f, "busy_ns", kn, d->busy);
+  ratio_or_null(f, "overlap_ratio", kn, d->overlap_ratio);
+  ratio_or_null(f, "exposed_share", kn, d->exposed_share);
+  ratio_or_null(f, "compute_share", kn, d->compute_share);
+  ratio_or_null(f, "idle_share", kn, d->idle_share);
+  if (why && *why) {
+    fprintf(f, ",\"compute_unknown_reason\":");
+    rp_json_string(f, why);
+  } else if (why) {
+    fprintf(f, ",\"compute_unknown_reason\":null");
+  }
+}
+
+static void est_json(FILE *f, const uint64_t *est, uint64_t lost) {
+  fprintf(f, ",\"estimated\":%" PRIu64 ",\"estimated_fallback\":%" PRIu64 ",\"estimate_unknown\":%" PRIu64
+             ",\"gpu_timing_lost\":%" PRIu64,
+          est[RP_EST_KEY] + est[RP_EST_ANY_CHANNELS] + est[RP_EST_SCALED],
+          est[RP_EST_ANY_CHANNELS] + est[RP_EST_SCALED], est[RP_EST_UNKNOWN], lost);
 }
 
 static void dropped_json(FILE *f, const uint64_t *d) {
@@ -60,12 +92,13 @@ void rp_render_json(const rp_report *r, FILE *f) {
   for (int i = 0; i < r->nranks; i++) {
     const rp_rank *k = &r->ranks[i];
     rp_derived d;
-    rp_derive(&k->t, &d);
+    rp_derive_rank(k, &d);
     fprintf(f, "%s\n{\"rank\":%d,\"host\":", i ? "," : "", k->world_rank);
     rp_json_string(f, k->host);
     fprintf(f, ",\"pid\":%u,\"first_ns\":%" PRId64 ",\"last_ns\":%" PRId64 ",", k->pid,
             k->t.first == INT64_MAX ? 0 : k->t.first, k->t.last == INT64_MIN ? 0 : k->t.last);
-    derived_json(f, &d);
+    derived_json(f, &d, rp_rank_unknown_reason(k));
+    est_json(f, k->est, k->lost);
     fprintf(f, ",\"intervals_from\":\"%s\"", k->kineto ? "kineto" : k->trace_kernels ? "trace_cupti" : "trace_collectives");
     fprintf(f, ",\"comm_from_kernels\":%s,\"collectives\":%" PRIu64 ",\"gpu_timed\":%" PRIu64
                ",\"joined\":%" PRIu64 ",\"started_last\":%" PRIu64 ",\"delay_caused_ns\":%" PRId64
@@ -77,11 +110,18 @@ void rp_render_json(const rp_report *r, FILE *f) {
     fprintf(f, ",\"steps\":[");
     for (size_t s = 0; s < k->nsteps; s++) {
       const rp_step *st = &k->steps[s];
+      rp_err e = {st->est_var, st->est_bias};
+      int kn = st->covered > 0;
       fprintf(f, "%s{\"step\":%" PRIu64 ",\"start_ns\":%" PRId64 ",\"span_ns\":%" PRId64
-                 ",\"comm_ns\":%" PRId64 ",\"compute_ns\":%" PRId64 ",\"overlap_ns\":%" PRId64
-                 ",\"busy_ns\":%" PRId64 "}",
-              s ? "," : "", st->value, st->start, st->stop - st->start, st->comm, st->compute,
-              st->overlap, st->busy);
+                 ",\"comm_ns\":%" PRId64 ",\"comm_estimated_ns\":%" PRId64 ",\"comm_error_ns\":%" PRId64
+                 ",\"covered_ns\":%" PRId64,
+              s ? "," : "", st->value, st->start, st->stop - st->start, st->comm, st->comm_est,
+              rp_err_ns(&e), st->covered);
+      ns_or_null(f, "compute_ns", kn, st->cov_compute);
+      ns_or_null(f, "overlap_ns", kn, st->cov_overlap);
+      ns_or_null(f, "exposed_comm_ns", kn, st->cov_comm - st->cov_overlap);
+      ns_or_null(f, "busy_ns", kn, st->cov_busy);
+      fputc('}', f);
     }
     fprintf(f, "]}");
   }
@@ -91,7 +131,9 @@ void rp_render_json(const rp_report *r, FILE *f) {
              ",\"p2p\":%" PRIu64 ",\"wall_span_ns\":%" PRId64 ",",
           r->nranks, r->colls, r->timed_colls, r->p2p,
           r->overall.last > r->overall.first ? r->overall.last - r->overall.first : 0);
-  derived_json(f, &o);
+  derived_json(f, &o, NULL);
+  fprintf(f, ",\"ranks_with_compute\":%d", o.ranks_known);
+  est_json(f, r->est, r->lost);
   fprintf(f, "},\n\"collectives\":[");
   for (size_t i = 0; i < r->nrows; i++) {
     const rp_row *w = r->rows[i];
@@ -99,18 +141,25 @@ void rp_render_json(const rp_report *r, FILE *f) {
     double share;
     rp_row_top_choice(w, &al, &pr, &share);
     fprintf(f, "%s\n{\"collective\":\"%s\",\"nranks\":%d,\"size_from\":%" PRIu64
-               ",\"calls\":%" PRIu64 ",\"gpu_timed\":%" PRIu64 ",\"bytes\":%" PRIu64
-               ",\"total_ns\":%.0f,\"median_ns\":%" PRId64 ",\"p99_ns\":%" PRId64
-               ",\"min_ns\":%" PRId64 ",\"max_ns\":%" PRId64
-               ",\"quantiles_exact\":%s,\"algbw_gbs\":%.4f,\"busbw_gbs\":%.4f,\"algorithm\":\"%s\","
-               "\"protocol\":\"%s\",\"choice_share\":%.4f,\"channels_min\":%d,\"channels_max\":%d,"
-               "\"choices\":[",
+               ",\"calls\":%" PRIu64 ",\"gpu_timed\":%" PRIu64 ",\"estimated\":%" PRIu64
+               ",\"estimated_fallback\":%" PRIu64 ",\"estimate_unknown\":%" PRIu64
+               ",\"gpu_timing_lost\":%" PRIu64 ",\"estimated_ns\":%" PRId64 ",\"estimated_error_ns\":%" PRId64
+               ",\"bytes\":%" PRIu64,
             i ? "," : "", rp_func_name(w->func), w->nranks,
-            w->bucket < 0 ? 0 : (uint64_t)1 << w->bucket, w->calls, w->timed, w->size_sum,
-            w->time.sum, rp_quant_get(&w->time, 0.5), rp_quant_get(&w->time, 0.99),
-            w->time.n ? w->time.min : 0, w->time.n ? w->time.max : 0,
-            rp_quant_is_exact(&w->time) ? "true" : "false", rp_row_algbw(w), rp_row_busbw(w),
-            rp_algo_name(al), rp_proto_name(pr), share, w->ch_max ? w->ch_min : 0, w->ch_max);
+            w->bucket < 0 ? 0 : (uint64_t)1 << w->bucket, w->calls, w->timed, w->estimated,
+            w->est_fallback, w->unknown, w->lost, w->est_sum, rp_err_ns(&w->est_err), w->size_sum);
+    if (w->timed)
+      fprintf(f, ",\"total_ns\":%.0f,\"median_ns\":%" PRId64 ",\"p99_ns\":%" PRId64 ",\"min_ns\":%" PRId64
+                 ",\"max_ns\":%" PRId64 ",\"algbw_gbs\":%.4f,\"busbw_gbs\":%.4f",
+              w->time.sum, rp_quant_get(&w->time, 0.5), rp_quant_get(&w->time, 0.99), w->time.min,
+              w->time.max, rp_row_algbw(w), rp_row_busbw(w));
+    else
+      fprintf(f, ",\"total_ns\":null,\"median_ns\":null,\"p99_ns\":null,\"min_ns\":null,\"max_ns\":null,"
+                 "\"algbw_gbs\":null,\"busbw_gbs\":null");
+    fprintf(f, ",\"quantiles_exact\":%s,\"algorithm\":\"%s\",\"protocol\":\"%s\",\"choice_share\":%.4f,"
+               "\"channels_min\":%d,\"channels_max\":%d,\"choices\":[",
+            rp_quant_is_exact(&w->time) ? "true" : "false", rp_algo_name(al), rp_proto_name(pr), share,
+            w->ch_max ? w->ch_min : 0, w->ch_max);
     int first = 1;
     for (int a = 0; a < 8; a++)
       for (int p = 0; p < 4; p++)
@@ -144,40 +193,60 @@ void rp_render_json(const rp_report *r, FILE *f) {
   fprintf(f, "],\n\"steps\":[");
   for (size_t i = 0; i < r->nstepsum; i++) {
     const rp_stepsum *s = &r->stepsum[i];
+    int kn = s->cov_ranks > 0;
     fprintf(f, "%s{\"step\":%" PRIu64 ",\"ranks\":%d,\"span_ns\":%" PRId64 ",\"comm_ns\":%" PRId64
-               ",\"compute_ns\":%" PRId64 ",\"overlap_ns\":%" PRId64 ",\"exposed_comm_ns\":%" PRId64
-               ",\"busy_ns\":%" PRId64 "}",
-            i ? "," : "", s->value, s->ranks, s->span, s->comm, s->compute, s->overlap,
-            s->comm - s->overlap, s->busy);
+               ",\"comm_estimated_ns\":%" PRId64 ",\"comm_error_ns\":%" PRId64
+               ",\"ranks_with_compute\":%d,\"covered_ns\":%" PRId64,
+            i ? "," : "", s->value, s->ranks, s->span, s->comm, s->comm_est, rp_err_ns(&s->comm_err),
+            s->cov_ranks, s->covered);
+    ns_or_null(f, "compute_ns", kn, s->cov_compute);
+    ns_or_null(f, "overlap_ns", kn, s->cov_overlap);
+    ns_or_null(f, "exposed_comm_ns", kn, s->cov_comm - s->cov_overlap);
+    ns_or_null(f, "busy_ns", kn, s->cov_busy);
+    fputc('}', f);
   }
   fprintf(f, "]}\n");
 }
 
 void rp_render_csv(const rp_report *r, FILE *f) {
   fprintf(f, "table,rank,host,pid,span_ns,comm_ns,compute_ns,overlap_ns,exposed_comm_ns,idle_ns,"
-             "comm_share,overlap_ratio,started_last,delay_caused_ns,wait_ns,missed\n");
+             "comm_share,overlap_ratio,started_last,delay_caused_ns,wait_ns,missed,comm_estimated_ns,"
+             "comm_error_ns,covered_ns,estimate_unknown\n");
   for (int i = 0; i < r->nranks; i++) {
     const rp_rank *k = &r->ranks[i];
     rp_derived d;
-    rp_derive(&k->t, &d);
-    fprintf(f, "rank,%d,%s,%u,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64
-               ",%.6f,%.6f,%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRIu64 "\n",
-            k->world_rank, strchr(k->host, ',') ? "?" : k->host, k->pid, d.span, d.comm, d.compute,
-            d.overlap, d.exposed, d.idle, d.comm_share, d.overlap_ratio, k->last_count,
-            k->late_total, k->wait_total, k->missed);
+    rp_derive_rank(k, &d);
+    char cp[24] = "", ov[24] = "", ex[24] = "", id[24] = "", ovr[24] = "";
+    if (d.known) { /* unknown: empty fields */
+      snprintf(cp, sizeof cp, "%" PRId64, d.compute);
+      snprintf(ov, sizeof ov, "%" PRId64, d.overlap);
+      snprintf(ex, sizeof ex, "%" PRId64, d.exposed);
+      snprintf(id, sizeof id, "%" PRId64, d.idle);
+      snprintf(ovr, sizeof ovr, "%.6f", d.overlap_ratio);
+    }
+    fprintf(f, "rank,%d,%s,%u,%" PRId64 ",%" PRId64 ",%s,%s,%s,%s,%.6f,%s,%" PRIu64 ",%" PRId64 ",%" PRId64
+               ",%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRIu64 "\n",
+            k->world_rank, strchr(k->host, ',') ? "?" : k->host, k->pid, d.span, d.comm, cp, ov, ex, id,
+            d.comm_share, ovr, k->last_count, k->late_total, k->wait_total, k->missed, d.comm_est,
+            d.comm_error, d.covered, k->est[RP_EST_UNKNOWN]);
   }
   fprintf(f, "\ntable,collective,nranks,size_from,calls,gpu_timed,bytes,total_ns,median_ns,p99_ns,"
-             "algbw_gbs,busbw_gbs,algorithm,protocol,choice_share,channels_min,channels_max\n");
+             "algbw_gbs,busbw_gbs,algorithm,protocol,choice_share,channels_min,channels_max,estimated,"
+             "estimate_unknown,gpu_timing_lost,estimated_ns,estimated_error_ns\n");
   for (size_t i = 0; i < r->nrows; i++) {
     const rp_row *w = r->rows[i];
     int al, pr;
     double share;
     rp_row_top_choice(w, &al, &pr, &share);
-    fprintf(f, "collective,%s,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.0f,%" PRId64
-               ",%" PRId64 ",%.4f,%.4f,%s,%s,%.4f,%d,%d\n",
+    char timed[128] = ",,,,"; /* no measured call: empty total, median, p99, algbw, busbw */
+    if (w->timed)
+      snprintf(timed, sizeof timed, "%.0f,%" PRId64 ",%" PRId64 ",%.4f,%.4f", w->time.sum,
+               rp_quant_get(&w->time, 0.5), rp_quant_get(&w->time, 0.99), rp_row_algbw(w), rp_row_busbw(w));
+    fprintf(f, "collective,%s,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%s,%s,%.4f,%d,%d,%" PRIu64
+               ",%" PRIu64 ",%" PRIu64 ",%" PRId64 ",%" PRId64 "\n",
             rp_func_name(w->func), w->nranks, w->bucket < 0 ? 0 : (uint64_t)1 << w->bucket,
-            w->calls, w->timed, w->size_sum, w->time.sum, rp_quant_get(&w->time, 0.5),
-            rp_quant_get(&w->time, 0.99), rp_row_algbw(w), rp_row_busbw(w), rp_algo_name(al),
-            rp_proto_name(pr), share, w->ch_max ? w->ch_min : 0, w->ch_max);
+            w->calls, w->timed, w->size_sum, timed, rp_algo_name(al),
+            rp_proto_name(pr), share, w->ch_max ? w->ch_min : 0, w->ch_max, w->estimated, w->unknown,
+            w->lost, w->est_sum, rp_err_ns(&w->est_err));
   }
 }

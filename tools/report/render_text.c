@@ -28,13 +28,71 @@ static void rank_label(const rp_rank *k, char *buf, size_t len) {
   else snprintf(buf, len, "rank ?");
 }
 
+/* A total that may hold estimates: "17.31 ms +-0.92 ms (est. 94%)" (docs/metrics.md). */
+static const char *dur_est(int64_t ns, int64_t est, int64_t err, char *buf, size_t len) {
+  char a[32], b[32];
+  rp_fmt_ns(ns, a, sizeof a);
+  if (!est && !err) snprintf(buf, len, "%s", a);
+  else snprintf(buf, len, "%s ±%s (est. %.0f%%)", a, dur(err, b, sizeof b), rp_ratio(est, ns) * 100);
+  return buf;
+}
+
+/* A compute-side figure: "n/a" where the compute timeline is unknown. */
+static const char *dur_known(int known, int64_t ns, char *buf, size_t len) {
+  return known ? dur(ns, buf, len) : "n/a";
+}
+
+static const char *pct_known(int known, double v, char *buf, size_t len) {
+  return known ? pct(v, buf, len) : "n/a";
+}
+
 static void print_times_row(FILE *f, const char *label, const rp_derived *d) {
-  char a[32], b[32], c[32], e[32], g[32], h[32], i[32], j[32], k[32];
-  fprintf(f, "  %-16s %12s %12s %12s %12s %12s %7s %8s %12s\n", label, dur(d->span, a, sizeof a),
-          dur(d->comm, b, sizeof b), dur(d->compute, c, sizeof c), dur(d->overlap, e, sizeof e),
-          dur(d->exposed, g, sizeof g), pct(d->comm_share, h, sizeof h),
-          pct(d->overlap_ratio, i, sizeof i), dur(d->idle, j, sizeof j));
-  (void)k;
+  char a[32], b[80], c[32], e[32], g[32], h[32], i[32], j[32];
+  int kn = d->known;
+  fprintf(f, "  %-16s %12s %32s %12s %12s %12s %7s %8s %12s\n", label, dur(d->span, a, sizeof a),
+          dur_est(d->comm, d->comm_est, d->comm_error, b, sizeof b), dur_known(kn, d->compute, c, sizeof c),
+          dur_known(kn, d->overlap, e, sizeof e), dur_known(kn, d->exposed, g, sizeof g),
+          pct(d->comm_share, h, sizeof h), pct_known(kn, d->overlap_ratio, i, sizeof i),
+          dur_known(kn, d->idle, j, sizeof j));
+}
+
+/* Under the rank table: over how much of the span compute is known, and why not elsewhere. */
+static void print_coverage(const rp_report *r, FILE *f) {
+  for (int i = 0; i < r->nranks; i++) {
+    const rp_rank *k = &r->ranks[i];
+    rp_derived d;
+    rp_derive_rank(k, &d);
+    char label[64];
+    rank_label(k, label, sizeof label);
+    const char *why = rp_rank_unknown_reason(k);
+    if (!d.known)
+      fprintf(f, "  %s: compute, overlap, exposed and idle n/a: %s\n", label,
+              *why ? why : "the compute windows do not overlap its GPU activity");
+    else if (d.covered < d.span)
+      fprintf(f, "  %s: overlap %.1f%% over %.0f%% of the span covered by %s%s%s\n", label,
+              d.overlap_ratio * 100, d.covered_share * 100, k->kineto ? "the Kineto trace" : "CUPTI windows",
+              *why ? "; elsewhere: " : "", why);
+  }
+  if (r->nranks > 1) {
+    rp_derived o;
+    rp_derive_overall(r, &o);
+    if (o.ranks_known && o.ranks_known < r->nranks)
+      fprintf(f, "  all ranks: compute-side sums over the %d of %d ranks with a compute timeline\n",
+              o.ranks_known, r->nranks);
+  }
+  uint64_t unknown = r->est[RP_EST_UNKNOWN], est = 0;
+  for (int l = RP_EST_KEY; l < RP_EST_LEVELS; l++) est += r->est[l];
+  int all_k = r->nranks > 0;
+  for (int i = 0; i < r->nranks; i++) all_k &= r->ranks[i].comm_from_kernels && r->ranks[i].cover_whole;
+  if ((est || unknown) && all_k)
+    fprintf(f, "  comm: from NCCL kernel records; the %" PRIu64 " untimed collective records are "
+            "estimated for the collective table only\n", est + unknown);
+  else if (est || unknown)
+    fprintf(f, "  comm: %" PRIu64 " untimed calls estimated from measured ones (%" PRIu64 " of them by "
+            "a fallback), %" PRIu64 " unknown (nothing measured to estimate from%s)\n", est,
+            est - r->est[RP_EST_KEY], unknown, unknown ? ": comm is a lower bound" : "");
+  if (r->lost)
+    fprintf(f, "  %" PRIu64 " calls had GPU timing requested but lost (no kernel-channel stop)\n", r->lost);
 }
 
 /* Which input each table comes from, and the time each kind of input covers when both are given
@@ -98,11 +156,11 @@ void rp_render_text(const rp_report *r, FILE *f) {
 
   fprintf(f, "\nGPU time per rank (unions over all streams; docs/metrics.md%s)\n",
           r->have_kineto && !r->have_trace ? "; from Kineto GPU events" : "");
-  fprintf(f, "  %-16s %12s %12s %12s %12s %12s %7s %8s %12s\n", "", "span", "comm", "compute",
+  fprintf(f, "  %-16s %12s %32s %12s %12s %12s %7s %8s %12s\n", "", "span", "comm", "compute",
           "overlapped", "exposed", "comm%", "overlap%", "idle");
   for (int i = 0; i < r->nranks; i++) {
     rp_derived dv;
-    rp_derive(&r->ranks[i].t, &dv);
+    rp_derive_rank(&r->ranks[i], &dv);
     char label[64];
     rank_label(&r->ranks[i], label, sizeof label);
     if (r->ranks[i].comm_from_kernels) strncat(label, " (k)", sizeof label - strlen(label) - 1);
@@ -116,6 +174,7 @@ void rp_render_text(const rp_report *r, FILE *f) {
   int any_k = 0;
   for (int i = 0; i < r->nranks; i++) any_k |= r->ranks[i].comm_from_kernels;
   if (any_k) fprintf(f, "  (k): communication from NCCL kernel records, not collective records\n");
+  print_coverage(r, f);
 
   if (r->nrows) {
     rp_row **rows = malloc(r->nrows * sizeof *rows);
@@ -124,9 +183,9 @@ void rp_render_text(const rp_report *r, FILE *f) {
       qsort(rows, r->nrows, sizeof *rows, cmp_row);
       fprintf(f, "\nCollectives (GPU time per rank and call; size as nccl-tests counts it; from %s)\n",
               r->colls_from_kineto ? "Kineto NCCL kernels" : "topo traces");
-      fprintf(f, "  %-14s %5s %10s %9s %9s %10s %12s %11s %11s %9s %9s  %-22s %s\n", "collective",
-              "ranks", "size", "calls", "timed", "bytes", "total", "median", "p99", "algbw", "busbw",
-              "algorithm/protocol", "channels");
+      fprintf(f, "  %-14s %5s %10s %9s %9s %9s %10s %12s %11s %11s %9s %9s  %-22s %s\n", "collective",
+              "ranks", "size", "calls", "timed", "est.", "bytes", "timed total", "median", "p99", "algbw",
+              "busbw", "algorithm/protocol", "channels");
       for (size_t i = 0; i < r->nrows; i++) {
         const rp_row *w = rows[i];
         char size[32], choice[48], ch[32];
@@ -143,17 +202,23 @@ void rp_render_text(const rp_report *r, FILE *f) {
         else snprintf(ch, sizeof ch, "?");
         char total_bytes[32];
         rp_fmt_bytes(w->size_sum, total_bytes, sizeof total_bytes);
-        fprintf(f, "  %-14s %5d %10s %9" PRIu64 " %9" PRIu64 " %10s %12s %11s %11s", rp_func_name(w->func),
-                w->nranks, size, w->calls, w->timed, total_bytes, dur(rp_dbl_ns(w->time.sum), a, sizeof a),
-                dur(rp_quant_get(&w->time, 0.5), b, sizeof b),
-                dur(rp_quant_get(&w->time, 0.99), c, sizeof c));
+        if (w->timed)
+          fprintf(f, "  %-14s %5d %10s %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %10s %12s %11s %11s",
+                  rp_func_name(w->func), w->nranks, size, w->calls, w->timed, w->estimated, total_bytes,
+                  dur(rp_dbl_ns(w->time.sum), a, sizeof a), dur(rp_quant_get(&w->time, 0.5), b, sizeof b),
+                  dur(rp_quant_get(&w->time, 0.99), c, sizeof c));
+        else
+          fprintf(f, "  %-14s %5d %10s %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %10s %12s %11s %11s",
+                  rp_func_name(w->func), w->nranks, size, w->calls, w->timed, w->estimated, total_bytes,
+                  "-", "-", "-");
         if (w->timed)
           fprintf(f, " %9s %9s", gbs(rp_row_algbw(w), a, sizeof a), gbs(rp_row_busbw(w), b, sizeof b));
         else
           fprintf(f, " %9s %9s", "-", "-");
         fprintf(f, "  %-22s %s\n", choice, ch);
       }
-      fprintf(f, "  algbw, busbw in GB/s (busbw: nccl-tests factors)\n");
+      fprintf(f, "  timed total, median, p99, algbw, busbw (GB/s, nccl-tests factors): GPU-timed calls only; "
+              "est.: untimed calls given an estimate\n");
       free(rows);
     }
   }
@@ -214,18 +279,23 @@ void rp_render_text(const rp_report *r, FILE *f) {
     }
 
   if (r->nstepsum) {
-    fprintf(f, "\nSteps (sums over ranks; comm%% and overlap%% of those sums)\n");
-    fprintf(f, "  %-8s %5s %12s %12s %12s %12s %7s %8s\n", "step", "ranks", "mean span", "comm",
-            "compute", "exposed", "comm%", "overlap%");
+    fprintf(f, "\nSteps (sums over ranks; comm%% and overlap%% of those sums; compute, exposed and "
+            "overlap%% over the covered time of the ranks with a compute timeline)\n");
+    fprintf(f, "  %-8s %5s %12s %32s %12s %12s %7s %8s %8s\n", "step", "ranks", "mean span", "comm",
+            "compute", "exposed", "comm%", "overlap%", "covered");
     size_t from = r->nstepsum > 20 ? r->nstepsum - 20 : 0;
     if (from) fprintf(f, "  (last 20 of %zu steps; --json has all)\n", r->nstepsum);
     for (size_t i = from; i < r->nstepsum; i++) {
       const rp_stepsum *s = &r->stepsum[i];
-      char e[32], g[32];
-      fprintf(f, "  %-8" PRIu64 " %5d %12s %12s %12s %12s %7s %8s\n", s->value, s->ranks,
-              dur(s->span / (s->ranks ? s->ranks : 1), a, sizeof a), dur(s->comm, b, sizeof b),
-              dur(s->compute, c, sizeof c), dur(s->comm - s->overlap, d, sizeof d),
-              pct(rp_ratio(s->comm, s->span), e, sizeof e), pct(rp_ratio(s->overlap, s->comm), g, sizeof g));
+      char e[32], g[32], cm[80], cv[48];
+      int kn = s->cov_ranks > 0;
+      if (kn) snprintf(cv, sizeof cv, "%.0f%%", rp_ratio(s->covered, s->span) * 100);
+      fprintf(f, "  %-8" PRIu64 " %5d %12s %32s %12s %12s %7s %8s %8s\n", s->value, s->ranks,
+              dur(s->span / (s->ranks ? s->ranks : 1), a, sizeof a),
+              dur_est(s->comm, s->comm_est, rp_err_ns(&s->comm_err), cm, sizeof cm),
+              dur_known(kn, s->cov_compute, c, sizeof c), dur_known(kn, s->cov_comm - s->cov_overlap, d, sizeof d),
+              pct(rp_ratio(s->comm, s->span), e, sizeof e),
+              pct_known(kn, rp_ratio(s->cov_overlap, s->cov_comm), g, sizeof g), kn ? cv : "n/a");
     }
   }
 
@@ -250,8 +320,9 @@ void rp_render_text(const rp_report *r, FILE *f) {
     int all_k = r->nranks > 0;
     for (int i = 0; i < r->nranks; i++) all_k &= r->ranks[i].comm_from_kernels;
     if (!all_k)
-      fprintf(f, "\nnote: %" PRIu64 " of %" PRIu64 " collectives have no GPU timing; communication "
-              "time is a lower bound where kernel records are missing\n",
-              r->colls - r->timed_colls, r->colls);
+      fprintf(f, "\nnote: %" PRIu64 " of %" PRIu64 " collectives have no GPU timing; their durations "
+              "are estimated from the timed ones (placement on the stream approximate; docs/metrics.md)%s\n",
+              r->colls - r->timed_colls, r->colls,
+              r->est[RP_EST_UNKNOWN] ? ", and those with nothing to estimate from add nothing" : "");
   }
 }

@@ -45,14 +45,15 @@ void rp_quant_free(rp_quant *q);
 
 /* ---- interval classes and the per-rank sweep (sweep.c) */
 enum rp_class { RP_COMM = 0, RP_COMPUTE = 1, RP_MEMORY = 2, RP_CLASSES };
-enum rp_origin { RP_FROM_COLL = 0, RP_FROM_KERNEL = 1 };
+/* RP_FROM_ESTIMATE: an untimed collective placed with its estimated duration (estimate.c). */
+enum rp_origin { RP_FROM_COLL = 0, RP_FROM_KERNEL = 1, RP_FROM_ESTIMATE = 2 };
 
 typedef struct rp_interval {
   int64_t start, stop;
   uint32_t stream;
   uint8_t cls;
   uint8_t func;        /* communication: ncclFunc_t when known, 0xff otherwise */
-  uint8_t origin;      /* RP_FROM_COLL (a collective record's GPU time) or RP_FROM_KERNEL */
+  uint8_t origin;      /* enum rp_origin */
   uint32_t name;       /* name id of the source (binary: string id; 0 = none) */
 } rp_interval;
 
@@ -60,6 +61,11 @@ typedef struct rp_step {
   int64_t start, stop;    /* aligned clock */
   uint64_t value;         /* step number */
   int64_t comm, compute, overlap, busy;  /* filled by the sweep */
+  int64_t comm_est;       /* comm time only estimated intervals cover */
+  /* inside the rank's compute coverage (docs/metrics.md, Coverage): its length, and the unions
+   * there; compute, overlap and exposed of a step are known only over `covered` */
+  int64_t covered, cov_comm, cov_compute, cov_overlap, cov_busy;
+  double est_var, est_bias; /* error terms of the estimates that start in it (rp_err) */
   int from_kineto;        /* a Kineto ProfilerStep (else a topo step mark) */
 } rp_step;
 
@@ -68,6 +74,10 @@ typedef struct rp_times {
   int64_t comm, compute, overlap, busy, memory; /* union lengths, ns */
   uint64_t intervals[RP_CLASSES];
   uint64_t late;          /* intervals that arrived after the sweep passed them (clipped) */
+  int64_t comm_est;       /* comm time covered only by estimated intervals */
+  /* Coverage: where the compute timeline is known (rp_sweep_cover). covered = its length inside
+   * [first, last); cov_*: the unions restricted to it. */
+  int64_t covered, cov_comm, cov_compute, cov_overlap, cov_busy, cov_memory;
 } rp_times;
 
 typedef struct rp_sweep rp_sweep;
@@ -75,6 +85,9 @@ typedef struct rp_sweep rp_sweep;
  * `keep` (may be NULL) receives the intervals that overlap [keep_from, keep_to). */
 rp_sweep *rp_sweep_new(size_t reorder_window, rp_step *steps, size_t nsteps);
 void rp_sweep_keep(rp_sweep *s, int64_t from, int64_t to, size_t cap);
+/* The windows where compute is recorded: `n` sorted, disjoint [win[2i], win[2i+1]) pairs,
+ * borrowed until free. Without a call nothing is covered. */
+void rp_sweep_cover(rp_sweep *s, const int64_t *win, size_t n);
 topo_status rp_sweep_add(rp_sweep *s, const rp_interval *iv);
 void rp_sweep_finish(rp_sweep *s, rp_times *out);
 /* Intervals kept for the timeline (valid until free). */
@@ -93,6 +106,7 @@ typedef struct rp_coll {
   int64_t cpu_start, cpu_stop;   /* aligned */
   int64_t gpu_start, gpu_stop;   /* aligned; valid when timed */
   int timed;
+  int asked;              /* TOPO_COLL_F_GPU_ASKED: GPU timing was requested */
   int p2p;
   uint32_t stream;
 } rp_coll;
@@ -165,6 +179,41 @@ uint64_t rp_kineto_offset(const rp_kineto *k);
 /* Parse a whole JSON buffer through the same entry point (fuzzing, tests): returns events seen. */
 uint64_t rp_kineto_parse_memory(const char *data, size_t len, const rp_sink *sink);
 
+/* ---- estimated durations of untimed collectives (estimate.c; docs/metrics.md) */
+typedef struct rp_est_key {
+  int nranks, func, bucket, algo, proto, nchannels;
+} rp_est_key;
+enum rp_est_level {
+  RP_EST_UNKNOWN = 0,      /* nothing measured to estimate from: adds nothing (a lower bound) */
+  RP_EST_KEY = 1,          /* median of the same key */
+  RP_EST_ANY_CHANNELS = 2, /* same key, any channel count */
+  RP_EST_SCALED = 3,       /* nearest measured size bucket, scaled by size */
+  RP_EST_LEVELS
+};
+typedef struct rp_estimate {
+  int level;
+  int64_t dur;             /* estimated GPU duration, ns */
+  int64_t err;             /* scatter of one call (independent between calls), ns */
+  int64_t bias;            /* error shared by every call estimated the same way, ns */
+} rp_estimate;
+typedef struct rp_estimator rp_estimator;
+rp_estimator *rp_est_new(void);
+/* One measured call of `size` (nccl-tests size) and GPU duration `dur`. */
+void rp_est_measured(rp_estimator *x, const rp_est_key *k, uint64_t size, int64_t dur);
+void rp_est_finish(rp_estimator *x); /* after the last rp_est_measured */
+/* The estimate for an untimed call; returns its level (RP_EST_UNKNOWN: dur 0). */
+int rp_est_get(const rp_estimator *x, const rp_est_key *k, uint64_t size, rp_estimate *out);
+int rp_est_failed(const rp_estimator *x); /* an allocation failed */
+void rp_est_free(rp_estimator *x);
+/* Error of a total of estimates: sqrt(sum err^2 + (sum bias)^2) (scatter adds in quadrature,
+ * shared errors add linearly). */
+typedef struct rp_err {
+  double var, bias;
+} rp_err;
+void rp_err_add(rp_err *a, const rp_estimate *e);
+void rp_err_sum(rp_err *a, const rp_err *b);
+int64_t rp_err_ns(const rp_err *a);
+
 /* ---- the analysis (analyze.c) */
 typedef struct rp_row {           /* one collective type x communicator size x size bucket */
   int func, nranks, bucket;       /* bucket: floor(log2(size)), -1 for size 0 */
@@ -173,6 +222,10 @@ typedef struct rp_row {           /* one collective type x communicator size x s
   rp_quant time;                  /* GPU duration per rank and call, ns */
   uint64_t algo_proto[8][4];      /* counts; index 7 / 3 = unknown */
   int ch_min, ch_max;
+  /* untimed calls (pass 2): estimated, of which by fallback; unknown; GPU timing asked but lost */
+  uint64_t estimated, est_fallback, unknown, lost;
+  int64_t est_sum;                /* sum of their estimated durations, ns */
+  rp_err est_err;
 } rp_row;
 
 typedef struct rp_fitpt {         /* fit input: (func, algo, proto, nranks, bucket) */
@@ -200,6 +253,15 @@ typedef struct rp_rank {
   int64_t late_total;             /* sum of skew when it was the last to start */
   uint64_t missed;                /* joined collectives of its communicators it has no record of */
   uint64_t colls, timed_colls;
+  /* untimed collectives of this rank by estimate level; asked-but-lost ones */
+  uint64_t est[RP_EST_LEVELS], lost;
+  rp_err comm_err;                /* error terms of its estimated comm intervals */
+  /* compute coverage (docs/metrics.md, Coverage): sorted disjoint [a, b) pairs */
+  int64_t *cover;
+  size_t ncover, cap_cover;
+  int cover_whole;                /* a CUPTI trace with kernels but no span records */
+  uint64_t cupti_spans, cupti_declined, cupti_failed;
+  char cover_note[160];           /* why compute is unknown (everywhere or outside the windows) */
   uint64_t dropped[TOPO_DROP_KINDS];
   uint32_t problems;
   rp_interval *timeline;
@@ -218,14 +280,30 @@ typedef struct rp_stepsum {      /* one step number, summed over the ranks that 
   uint64_t value;
   int ranks;
   int64_t span, comm, compute, overlap, busy; /* sums over ranks, ns */
+  int64_t comm_est;
+  rp_err comm_err;
+  /* over the ranks with coverage in the step: how many, and sums of their covered figures */
+  int cov_ranks;
+  int64_t covered, cov_comm, cov_compute, cov_overlap, cov_busy;
 } rp_stepsum;
 
-/* Figures derived from a rank's unions (docs/metrics.md). */
+/* Figures derived from a rank's unions (docs/metrics.md). comm and comm_share hold over the whole
+ * span (comm_est of it estimated, +-comm_error); compute, overlap, exposed, idle, memory, busy and
+ * their shares only over the covered time (covered of span), and only when known. */
 typedef struct rp_derived {
   int64_t span, comm, compute, overlap, exposed, idle, memory, busy;
   double comm_share, overlap_ratio, exposed_share, compute_share, idle_share;
+  int64_t comm_est, comm_error;
+  int known;                      /* compute timeline known somewhere in the span */
+  int64_t covered;
+  double covered_share;           /* covered / span */
+  int ranks_known;                /* overall: ranks whose compute figures are summed */
 } rp_derived;
 void rp_derive(const rp_times *t, rp_derived *d);
+/* rp_derive plus the rank's estimate error. */
+void rp_derive_rank(const rp_rank *k, rp_derived *d);
+/* Why compute is unknown for a rank (never NULL; "" when known everywhere). */
+const char *rp_rank_unknown_reason(const rp_rank *k);
 /* Overall: sums over ranks (rank-time), ratios of the sums. */
 void rp_derive_overall(const rp_report_fwd *r, rp_derived *d);
 
@@ -266,6 +344,8 @@ typedef struct rp_report {
   int64_t win_from, win_to;
   /* aligned time each kind of input covers (INT64_MAX/MIN: none), window applied */
   int64_t trace_first, trace_last, kineto_first, kineto_last;
+  /* untimed collectives (p2p included) by estimate level; asked-but-lost ones */
+  uint64_t est[RP_EST_LEVELS], lost;
 } rp_report;
 
 /* Analyse `paths` (files and directories: every *.trace / *.topo / *.json inside, sorted). */

@@ -2,7 +2,9 @@
 // The per-rank interval sweep: unions of communication, compute and memory intervals, their
 // intersection, and the same figures inside each training step, in one pass over intervals that
 // arrive nearly sorted. A min-heap of `reorder_window` intervals sorts them by start; a second
-// heap holds the ends of open intervals. Memory: the two heaps (open intervals + window).
+// heap holds the ends of open intervals. The same unions are also kept restricted to the
+// coverage windows (where compute is recorded), and the comm time that only estimated intervals
+// cover. Memory: the two heaps (open intervals + window).
 #include <stdint.h>
 #include <string.h>
 
@@ -12,6 +14,7 @@
 typedef struct end_ev {
   int64_t t;
   uint8_t cls;
+  uint8_t est;     /* an estimated comm interval */
 } end_ev;
 
 struct rp_sweep {
@@ -22,7 +25,10 @@ struct rp_sweep {
   int64_t cursor;
   int started;
   int open[RP_CLASSES];
+  int open_est;    /* estimated comm intervals open */
   rp_times t;
+  const int64_t *cover;
+  size_t ncover, cover_idx;
   rp_step *steps;
   size_t nsteps, step_idx;
   int64_t keep_from, keep_to;
@@ -64,7 +70,7 @@ static rp_interval pend_pop(rp_sweep *s) {
   return top;
 }
 
-static int end_push(rp_sweep *s, int64_t t, uint8_t cls) {
+static int end_push(rp_sweep *s, int64_t t, uint8_t cls, uint8_t est) {
   if (s->nends == s->cap_ends) {
     size_t cap = s->cap_ends ? s->cap_ends * 2 : 256;
     end_ev *e = topo_realloc(s->ends, cap * sizeof *e);
@@ -81,6 +87,7 @@ static int end_push(rp_sweep *s, int64_t t, uint8_t cls) {
   }
   s->ends[i].t = t;
   s->ends[i].cls = cls;
+  s->ends[i].est = est;
   return 1;
 }
 
@@ -100,30 +107,66 @@ static end_ev end_pop(rp_sweep *s) {
   return top;
 }
 
-/* Account [cursor, to) under the current open counts, then move the cursor. */
-static void advance(rp_sweep *s, int64_t to) {
-  int64_t a = s->cursor;
-  if (to <= a) return;
-  s->cursor = to;
+/* Account [a, b) (inside one coverage state) under the current open counts. */
+static void account(rp_sweep *s, int64_t a, int64_t b, int covered) {
   int comm = s->open[RP_COMM] > 0, comp = s->open[RP_COMPUTE] > 0;
-  int any = comm || comp || s->open[RP_MEMORY] > 0;
-  if (!any) return;
-  int64_t d = to - a;
+  int mem = s->open[RP_MEMORY] > 0, est = comm && s->open_est == s->open[RP_COMM];
+  int64_t d = b - a;
   s->t.busy += d;
   if (comm) s->t.comm += d;
+  if (est) s->t.comm_est += d;
   if (comp) s->t.compute += d;
   if (comm && comp) s->t.overlap += d;
-  if (s->open[RP_MEMORY] > 0) s->t.memory += d;
+  if (mem) s->t.memory += d;
+  if (covered) {
+    s->t.cov_busy += d;
+    if (comm) s->t.cov_comm += d;
+    if (comp) s->t.cov_compute += d;
+    if (comm && comp) s->t.cov_overlap += d;
+    if (mem) s->t.cov_memory += d;
+  }
   while (s->step_idx < s->nsteps && s->steps[s->step_idx].stop <= a) s->step_idx++;
-  for (size_t j = s->step_idx; j < s->nsteps && s->steps[j].start < to; j++) {
+  for (size_t j = s->step_idx; j < s->nsteps && s->steps[j].start < b; j++) {
     rp_step *st = &s->steps[j];
-    int64_t lo = a > st->start ? a : st->start, hi = to < st->stop ? to : st->stop;
+    int64_t lo = a > st->start ? a : st->start, hi = b < st->stop ? b : st->stop;
     if (hi <= lo) continue;
     int64_t w = hi - lo;
     st->busy += w;
     if (comm) st->comm += w;
+    if (est) st->comm_est += w;
     if (comp) st->compute += w;
     if (comm && comp) st->overlap += w;
+    if (!covered) continue;
+    st->cov_busy += w;
+    if (comm) st->cov_comm += w;
+    if (comp) st->cov_compute += w;
+    if (comm && comp) st->cov_overlap += w;
+  }
+}
+
+/* Account [cursor, to) under the current open counts, piece by piece along the coverage
+ * windows, then move the cursor. */
+static void advance(rp_sweep *s, int64_t to) {
+  int64_t a = s->cursor;
+  if (to <= a) return;
+  s->cursor = to;
+  if (!(s->open[RP_COMM] > 0 || s->open[RP_COMPUTE] > 0 || s->open[RP_MEMORY] > 0)) return;
+  while (a < to) {
+    while (s->cover_idx < s->ncover && s->cover[2 * s->cover_idx + 1] <= a) s->cover_idx++;
+    if (s->cover_idx == s->ncover) {
+      account(s, a, to, 0);
+      return;
+    }
+    int64_t ca = s->cover[2 * s->cover_idx], cb = s->cover[2 * s->cover_idx + 1];
+    if (a < ca) { /* uncovered up to the next window */
+      int64_t b = to < ca ? to : ca;
+      account(s, a, b, 0);
+      a = b;
+      continue;
+    }
+    int64_t b = to < cb ? to : cb;
+    account(s, a, b, 1);
+    a = b;
   }
 }
 
@@ -132,6 +175,7 @@ static void process(rp_sweep *s, rp_interval iv) {
     end_ev e = end_pop(s);
     advance(s, e.t);
     s->open[e.cls]--;
+    s->open_est -= e.est;
   }
   if (!s->started) {
     s->started = 1;
@@ -143,11 +187,13 @@ static void process(rp_sweep *s, rp_interval iv) {
     iv.start = s->cursor;
   }
   advance(s, iv.start);
-  if (!end_push(s, iv.stop, iv.cls)) {
+  uint8_t est = iv.cls == RP_COMM && iv.origin == RP_FROM_ESTIMATE;
+  if (!end_push(s, iv.stop, iv.cls, est)) {
     s->oom = 1;
     return;
   }
   s->open[iv.cls]++;
+  s->open_est += est;
 }
 
 rp_sweep *rp_sweep_new(size_t reorder_window, rp_step *steps, size_t nsteps) {
@@ -171,6 +217,23 @@ void rp_sweep_keep(rp_sweep *s, int64_t from, int64_t to, size_t cap) {
   s->keep_from = from;
   s->keep_to = to;
   s->keep_cap = cap;
+}
+
+void rp_sweep_cover(rp_sweep *s, const int64_t *win, size_t n) {
+  s->cover = win;
+  s->ncover = n;
+  s->cover_idx = 0;
+}
+
+/* Length of [a, b) inside the coverage windows. */
+static int64_t covered_in(const rp_sweep *s, int64_t a, int64_t b) {
+  int64_t sum = 0;
+  for (size_t i = 0; i < s->ncover; i++) {
+    int64_t lo = a > s->cover[2 * i] ? a : s->cover[2 * i];
+    int64_t hi = b < s->cover[2 * i + 1] ? b : s->cover[2 * i + 1];
+    if (hi > lo) sum += hi - lo;
+  }
+  return sum;
 }
 
 topo_status rp_sweep_add(rp_sweep *s, const rp_interval *iv) {
@@ -197,7 +260,11 @@ void rp_sweep_finish(rp_sweep *s, rp_times *out) {
     end_ev e = end_pop(s);
     advance(s, e.t);
     s->open[e.cls]--;
+    s->open_est -= e.est;
   }
+  if (s->t.last > s->t.first) s->t.covered = covered_in(s, s->t.first, s->t.last);
+  for (size_t j = 0; j < s->nsteps; j++)
+    s->steps[j].covered = covered_in(s, s->steps[j].start, s->steps[j].stop);
   *out = s->t;
 }
 

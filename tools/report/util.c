@@ -213,30 +213,52 @@ void rp_fmt_ns(int64_t ns, char *buf, size_t len) {
   else snprintf(buf, len, "%.3f s", (double)ns / 1e9);
 }
 
+/* Compute-side figures hold over the covered time only (docs/metrics.md, Coverage). */
 void rp_derive(const rp_times *t, rp_derived *d) {
   memset(d, 0, sizeof *d);
   if (t->last > t->first) d->span = t->last - t->first;
   d->comm = t->comm;
-  d->compute = t->compute;
-  d->overlap = t->overlap;
-  d->exposed = t->comm - t->overlap;
-  d->memory = t->memory;
-  d->busy = t->busy;
-  d->idle = d->span - t->busy;
+  d->comm_est = t->comm_est;
   d->comm_share = rp_ratio(d->comm, d->span);
-  d->overlap_ratio = rp_ratio(d->overlap, d->comm);
-  d->exposed_share = rp_ratio(d->exposed, d->span);
-  d->compute_share = rp_ratio(d->compute, d->span);
-  d->idle_share = rp_ratio(d->idle, d->span);
+  d->covered = t->covered < d->span ? t->covered : d->span;
+  d->covered_share = rp_ratio(d->covered, d->span);
+  d->known = d->covered > 0;
+  if (!d->known) return;
+  d->compute = t->cov_compute;
+  d->overlap = t->cov_overlap;
+  d->exposed = t->cov_comm - t->cov_overlap;
+  d->memory = t->cov_memory;
+  d->busy = t->cov_busy;
+  d->idle = d->covered - t->cov_busy;
+  d->overlap_ratio = rp_ratio(d->overlap, t->cov_comm);
+  d->exposed_share = rp_ratio(d->exposed, d->covered);
+  d->compute_share = rp_ratio(d->compute, d->covered);
+  d->idle_share = rp_ratio(d->idle, d->covered);
+  d->ranks_known = 1;
 }
 
+void rp_derive_rank(const rp_rank *k, rp_derived *d) {
+  rp_derive(&k->t, d);
+  d->comm_error = rp_err_ns(&k->comm_err);
+}
+
+/* Sums over ranks; the compute-side sums only over the ranks where it is known. */
 void rp_derive_overall(const rp_report *r, rp_derived *d) {
   memset(d, 0, sizeof *d);
+  rp_err err = {0, 0};
+  int64_t cov_comm = 0;
   for (int i = 0; i < r->nranks; i++) {
+    const rp_rank *k = &r->ranks[i];
     rp_derived x;
-    rp_derive(&r->ranks[i].t, &x);
+    rp_derive(&k->t, &x);
     d->span = rp_add_sat(d->span, x.span);
     d->comm = rp_add_sat(d->comm, x.comm);
+    d->comm_est = rp_add_sat(d->comm_est, x.comm_est);
+    rp_err_sum(&err, &k->comm_err);
+    if (!x.known) continue;
+    d->ranks_known++;
+    d->covered = rp_add_sat(d->covered, x.covered);
+    cov_comm = rp_add_sat(cov_comm, k->t.cov_comm);
     d->compute = rp_add_sat(d->compute, x.compute);
     d->overlap = rp_add_sat(d->overlap, x.overlap);
     d->exposed = rp_add_sat(d->exposed, x.exposed);
@@ -244,9 +266,12 @@ void rp_derive_overall(const rp_report *r, rp_derived *d) {
     d->memory = rp_add_sat(d->memory, x.memory);
     d->busy = rp_add_sat(d->busy, x.busy);
   }
+  d->comm_error = rp_err_ns(&err);
   d->comm_share = rp_ratio(d->comm, d->span);
-  d->overlap_ratio = rp_ratio(d->overlap, d->comm);
-  d->exposed_share = rp_ratio(d->exposed, d->span);
-  d->compute_share = rp_ratio(d->compute, d->span);
-  d->idle_share = rp_ratio(d->idle, d->span);
+  d->covered_share = rp_ratio(d->covered, d->span);
+  d->known = d->ranks_known > 0;
+  d->overlap_ratio = rp_ratio(d->overlap, cov_comm);
+  d->exposed_share = rp_ratio(d->exposed, d->covered);
+  d->compute_share = rp_ratio(d->compute, d->covered);
+  d->idle_share = rp_ratio(d->idle, d->covered);
 }

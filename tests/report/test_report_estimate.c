@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: Apache-2.0
+// Estimated durations of untimed collectives and compute coverage, exact to the nanosecond on
+// hand-made traces: the median of a key, the two fallbacks, unknown, asked-but-lost, placement on
+// the stream, error propagation; CUPTI span records (RECORDED / YIELDED / DECLINED / FAILED)
+// restricting compute, overlap, exposed and idle to the covered time; what the renderers print
+// where a figure is unknown; and the real 2 x H200 DDP traces. Figures in comments: the hand
+// computation (docs/metrics.md, "Estimated durations" and "Coverage").
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "report.h"
+#include "trace_fixture.h"
+
+#define T 1000000LL /* time origin of the fixtures: every clock offset is 0 */
+#define MiB (1u << 20)
+
+static char dir[64];
+
+static void make_dir(void) {
+  snprintf(dir, sizeof dir, "/tmp/topo-estimate-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+}
+
+static void remove_dir(void) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* AllReduce (func 4), Ring/LL (1/0), `ch` channels; g1 == 0: not GPU-timed. */
+static void coll(tf_trace *t, uint64_t seq, uint64_t bytes, int64_t cpu, int64_t g0, int64_t g1,
+                 int ch, uint32_t stream, int asked) {
+  topo_trace_record r = tf_coll(4, seq, bytes, T + cpu, T + cpu + 5, g1 ? T + g0 : 0, g1 ? T + g1 : 0,
+                                1, 0, ch, stream);
+  if (asked) r.coll.flags |= TOPO_COLL_F_GPU_ASKED;
+  tf_add(t, &r);
+}
+
+static void cupti(tf_trace *t, int state, uint32_t name, int64_t a, int64_t b) {
+  topo_trace_record r;
+  memset(&r, 0, sizeof r);
+  r.cupti.type = TOPO_REC_CUPTI;
+  r.cupti.state = (uint8_t)state;
+  r.cupti.name_id = name;
+  r.cupti.cpu_start_ns = T + a;
+  r.cupti.cpu_stop_ns = T + b;
+  tf_add(t, &r);
+}
+
+static void save(tf_trace *t, const char *name) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  tf_footer(t, NULL);
+  assert_int_equal(tf_save(t, path), 0);
+  tf_free(t);
+}
+
+static void analyze(rp_report *r) {
+  const char *paths[] = {dir};
+  rp_options opt = {65536, 0, 1, 0, 0, 0};
+  assert_int_equal(rp_analyze(paths, 1, &opt, r), TOPO_OK);
+}
+
+static const rp_row *row_of(const rp_report *r, int bucket) {
+  for (size_t i = 0; i < r->nrows; i++)
+    if (r->rows[i]->func == 4 && r->rows[i]->bucket == bucket) return r->rows[i];
+  fail_msg("no AllReduce row for bucket %d", bucket);
+  return NULL;
+}
+
+/* One rank. Key A = (1 rank, AllReduce, 1 MiB bucket, Ring, LL, 4 channels):
+ *   timed [0,100) and [200,500) on stream 1 -> durations {100, 300}: median (nearest rank) 100,
+ *   p10 100, p90 300 -> spread 100; shared part 100 / sqrt(2) = 70 (ns, truncated).
+ *   untimed, stream 1, enqueued at 400, 410, 420 (the last asked but lost): placed [500,600)
+ *   (the stream busy until 500), [600,700), [700,800).
+ * Same key with 8 channels, untimed, stream 2 at 2000: any-channel fallback, 100: [2000,2100).
+ * AllReduce 2 MiB (bucket 21), 4 channels, untimed, stream 3 at 3000: nearest measured bucket
+ *   (20) scaled by size x2: 200, error 200 (spread x2), shared max(141, 200/2) = 141.
+ * AllGather 4 KiB, untimed at 4000: nothing measured: unknown. */
+static void write_estimates(void) {
+  make_dir();
+  topo_trace_header h;
+  tf_header_init(&h, 0xe5, 0, 1);
+  tf_trace t;
+  tf_begin(&t, &h, NULL);
+  coll(&t, 0, MiB, 0, 0, 100, 4, 1, 1);
+  coll(&t, 1, MiB, 150, 200, 500, 4, 1, 1);
+  coll(&t, 2, MiB, 400, 0, 0, 4, 1, 0);
+  coll(&t, 3, MiB, 410, 0, 0, 4, 1, 0);
+  coll(&t, 4, MiB, 420, 0, 0, 4, 1, 1);
+  coll(&t, 5, MiB, 2000, 0, 0, 8, 2, 0);
+  coll(&t, 6, 2 * MiB, 3000, 0, 0, 4, 3, 0);
+  topo_trace_record ag = tf_coll(2, 0, 4096, T + 4000, T + 4005, 0, 0, 1, 0, 4, 1);
+  tf_add(&t, &ag);
+  save(&t, "rank0.trace");
+}
+
+static void test_untimed_collectives_get_the_median_of_their_key(void **state) {
+  (void)state;
+  write_estimates();
+  rp_report r;
+  analyze(&r);
+  assert_int_equal(r.nranks, 1);
+  const rp_rank *k = &r.ranks[0];
+  assert_int_equal(k->est[RP_EST_KEY], 3);
+  assert_int_equal(k->est[RP_EST_ANY_CHANNELS], 1);
+  assert_int_equal(k->est[RP_EST_SCALED], 1);
+  assert_int_equal(k->est[RP_EST_UNKNOWN], 1);
+  assert_int_equal(k->lost, 1);
+  assert_int_equal(r.lost, 1);
+  rp_derived d;
+  rp_derive_rank(k, &d);
+  /* measured 100 + 300, estimated 3 x 100 + 100 + 200; the AllGather adds nothing */
+  assert_int_equal(d.comm, 1000);
+  assert_int_equal(d.comm_est, 600);
+  /* sqrt(3 x 100^2 + 100^2 + 200^2 + (3 x 70 + 70 + 141)^2) = sqrt(80000 + 421^2) = 507.2 */
+  assert_int_equal(d.comm_error, 507);
+  assert_int_equal(k->t.first, T + 0);
+  assert_int_equal(k->t.last, T + 3200); /* the scaled one: [3000,3200) */
+  const rp_row *a = row_of(&r, 20), *b = row_of(&r, 21);
+  assert_int_equal(a->calls, 6);
+  assert_int_equal(a->timed, 2);
+  assert_int_equal(a->estimated, 4);
+  assert_int_equal(a->est_fallback, 1);
+  assert_int_equal(a->est_sum, 400);
+  assert_int_equal(a->lost, 1);
+  assert_int_equal(b->timed, 0);
+  assert_int_equal(b->estimated, 1);
+  assert_int_equal(b->est_sum, 200);
+  assert_int_equal(rp_err_ns(&b->est_err), 245); /* sqrt(200^2 + 141^2) = 244.7, rounded */
+  rp_report_free(&r);
+  remove_dir();
+}
+
+static void test_estimates_are_placed_after_the_previous_comm_on_their_stream(void **state) {
+  (void)state;
+  write_estimates();
+  rp_report r;
+  analyze(&r);
+  const rp_rank *k = &r.ranks[0];
+  /* the timeline keeps every interval: stream 1 holds [0,100) [200,500) then the estimates */
+  int64_t want[][2] = {{500, 600}, {600, 700}, {700, 800}};
+  size_t found = 0;
+  for (size_t i = 0; i < k->ntimeline; i++) {
+    const rp_interval *iv = &k->timeline[i];
+    if (iv->origin != RP_FROM_ESTIMATE || iv->stream != 1) continue;
+    assert_true(found < 3);
+    assert_int_equal(iv->start, T + want[found][0]);
+    assert_int_equal(iv->stop, T + want[found][1]);
+    found++;
+  }
+  assert_int_equal(found, 3);
+  rp_report_free(&r);
+  remove_dir();
+}
+
+static void test_estimator_fallbacks_directly(void **state) {
+  (void)state;
+  rp_estimator *x = rp_est_new();
+  rp_est_key k = {8, 4, 24, 1, 2, 16};
+  rp_est_measured(x, &k, 16 * MiB, 1000);
+  rp_est_finish(x);
+  rp_estimate e;
+  assert_int_equal(rp_est_get(x, &k, 16 * MiB, &e), RP_EST_KEY);
+  assert_int_equal(e.dur, 1000);
+  assert_int_equal(e.err, 500); /* one measurement: no spread, half its value */
+  assert_int_equal(e.bias, 500);
+  rp_est_key other = k;
+  other.proto = 0; /* another protocol is another key with no neighbour */
+  assert_int_equal(rp_est_get(x, &other, 16 * MiB, &e), RP_EST_UNKNOWN);
+  assert_int_equal(e.dur, 0);
+  other = k;
+  other.bucket = 22;
+  assert_int_equal(rp_est_get(x, &other, 4 * MiB, &e), RP_EST_SCALED);
+  assert_int_equal(e.dur, 250);
+  other = k;
+  other.nranks = 4; /* another communicator size: unknown */
+  assert_int_equal(rp_est_get(x, &other, 16 * MiB, &e), RP_EST_UNKNOWN);
+  rp_est_free(x);
+}
+
+/* One rank with CUPTI spans: RECORDED [0,1000), YIELDED [2000,2500) (to "Kineto"), then DECLINED
+ * at 3000. Kernels [100,600) and [2100,2400); collectives [500,800), [2300,2600), [3500,3700).
+ * Span [100,3700) = 3600; covered [100,1000) + [2000,2500) = 1400. Inside: comm 300 + 200 = 500,
+ * compute 500 + 300 = 800, overlap [500,600) + [2300,2400) = 200, busy [100,800) + [2100,2500)
+ * = 1100, idle 300, exposed 300; overlap ratio 0.4; comm over the whole span 800. */
+static void test_cupti_windows_bound_the_compute_figures(void **state) {
+  (void)state;
+  make_dir();
+  topo_trace_header h;
+  tf_header_init(&h, 0xc0, 0, 1);
+  tf_trace t;
+  tf_begin(&t, &h, NULL);
+  tf_string(&t, 5, "Kineto");
+  cupti(&t, TOPO_CUPTI_RECORDED, 0, 0, 1000);
+  topo_trace_record k1 = tf_kernel(TOPO_KERNEL_COMPUTE, 0, T + 100, T + 600, 7);
+  tf_add(&t, &k1);
+  coll(&t, 0, MiB, 450, 500, 800, 4, 1, 1);
+  cupti(&t, TOPO_CUPTI_YIELDED, 5, 2000, 2500);
+  topo_trace_record k2 = tf_kernel(TOPO_KERNEL_COMPUTE, 0, T + 2100, T + 2400, 7);
+  tf_add(&t, &k2);
+  coll(&t, 1, MiB, 2250, 2300, 2600, 4, 1, 1);
+  cupti(&t, TOPO_CUPTI_DECLINED, 5, 3000, 3000);
+  coll(&t, 2, MiB, 3450, 3500, 3700, 4, 1, 1);
+  topo_trace_record m = tf_mark(0, T + 0, T + 2000, 1);
+  tf_add(&t, &m);
+  save(&t, "rank0.trace");
+  rp_report r;
+  analyze(&r);
+  const rp_rank *k = &r.ranks[0];
+  rp_derived d;
+  rp_derive_rank(k, &d);
+  assert_int_equal(d.span, 3600);
+  assert_int_equal(d.known, 1);
+  assert_int_equal(d.covered, 1400);
+  assert_int_equal(d.comm, 800);
+  assert_int_equal(d.compute, 800);
+  assert_int_equal(d.overlap, 200);
+  assert_int_equal(d.exposed, 300);
+  assert_int_equal(d.busy, 1100);
+  assert_int_equal(d.idle, 300);
+  assert_true(d.overlap_ratio > 0.39999 && d.overlap_ratio < 0.40001);
+  assert_string_equal(rp_rank_unknown_reason(k), "another CUPTI client (Kineto) held CUPTI");
+  /* step 1 = [0,2000): covered [0,1000); inside: comm 300, compute 500, overlap 100 */
+  assert_int_equal(k->nsteps, 1);
+  assert_int_equal(k->steps[0].covered, 1000);
+  assert_int_equal(k->steps[0].cov_comm, 300);
+  assert_int_equal(k->steps[0].cov_compute, 500);
+  assert_int_equal(k->steps[0].cov_overlap, 100);
+  rp_report_free(&r);
+  remove_dir();
+}
+
+static void test_failed_cupti_leaves_compute_unknown_with_its_reason(void **state) {
+  (void)state;
+  make_dir();
+  topo_trace_header h;
+  tf_header_init(&h, 0xc1, 0, 1);
+  tf_trace t;
+  tf_begin(&t, &h, NULL);
+  tf_string(&t, 3, "libcupti.so: cannot open shared object file");
+  cupti(&t, TOPO_CUPTI_FAILED, 3, 0, 0);
+  coll(&t, 0, MiB, 0, 10, 110, 4, 1, 1);
+  save(&t, "rank0.trace");
+  rp_report r;
+  analyze(&r);
+  rp_derived d;
+  rp_derive_rank(&r.ranks[0], &d);
+  assert_int_equal(d.known, 0);
+  assert_int_equal(d.comm, 100);
+  assert_string_equal(rp_rank_unknown_reason(&r.ranks[0]),
+                      "CUPTI failed: libcupti.so: cannot open shared object file");
+  rp_report_free(&r);
+  remove_dir();
+}
+
+static char *render(const rp_report *r, void (*fn)(const rp_report *, FILE *)) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  assert_non_null(f);
+  fn(r, f);
+  fclose(f);
+  return buf;
+}
+
+static void test_unknown_prints_na_null_and_empty_never_zero(void **state) {
+  (void)state;
+  write_estimates();
+  rp_report r;
+  analyze(&r);
+  char *json = render(&r, rp_render_json), *csv = render(&r, rp_render_csv), *text = render(&r, rp_render_text);
+  assert_non_null(strstr(json, "\"overlap_ns\":null"));
+  assert_non_null(strstr(json, "\"idle_share\":null"));
+  assert_non_null(strstr(json, "\"compute_unknown_reason\":\"no compute timeline: run with TOPO_PROFILER_CUPTI=1"));
+  assert_non_null(strstr(json, "\"comm_ns\":1000,\"comm_estimated_ns\":600,\"comm_error_ns\":507"));
+  assert_non_null(strstr(json, "\"busbw_gbs\":null")); /* the 2 MiB row: nothing measured */
+  assert_null(strstr(json, "\"overlap_ns\":0,"));
+  /* CSV: compute, overlap, exposed, idle empty; the 2 MiB row has empty total..busbw */
+  assert_non_null(strstr(csv, ",1000,,,,,"));
+  assert_non_null(strstr(csv, ",2097152,1,0,2097152,,,,,,"));
+  assert_non_null(strstr(text, "1.00 us ±507 ns (est. 60%)"));
+  assert_non_null(strstr(text, "n/a"));
+  assert_non_null(strstr(text, "1 unknown"));
+  free(json), free(csv), free(text);
+  rp_report_free(&r);
+  remove_dir();
+}
+
+/* The real traces: 168 AllReduces of 32 MiB per rank at <= 330 GB/s busbw are >= 17 ms of GPU
+ * time; no compute was recorded (no CUPTI, no Kineto): overlap unknown. */
+static void test_real_ddp_traces_comm_reaches_the_physical_floor(void **state) {
+  (void)state;
+  const char *paths[] = {TOPO_DDP_TRACES};
+  rp_options opt = {65536, 0, 1, 0, 0, 0};
+  rp_report r;
+  assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
+  assert_int_equal(r.nranks, 2);
+  for (int i = 0; i < r.nranks; i++) {
+    rp_derived d;
+    rp_derive_rank(&r.ranks[i], &d);
+    assert_true(d.comm >= 17000000);
+    assert_true(d.comm_est > 0 && d.comm_est < d.comm);
+    assert_true(d.comm_error > 0);
+    assert_int_equal(d.known, 0);
+  }
+  char *json = render(&r, rp_render_json);
+  const char *p = json;
+  int nulls = 0;
+  while ((p = strstr(p, "\"overlap_ns\":null"))) nulls++, p++;
+  assert_true(nulls >= 3); /* both ranks and overall */
+  free(json);
+  rp_report_free(&r);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_untimed_collectives_get_the_median_of_their_key),
+      cmocka_unit_test(test_estimates_are_placed_after_the_previous_comm_on_their_stream),
+      cmocka_unit_test(test_estimator_fallbacks_directly),
+      cmocka_unit_test(test_cupti_windows_bound_the_compute_figures),
+      cmocka_unit_test(test_failed_cupti_leaves_compute_unknown_with_its_reason),
+      cmocka_unit_test(test_unknown_prints_na_null_and_empty_never_zero),
+      cmocka_unit_test(test_real_ddp_traces_comm_reaches_the_physical_floor),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
