@@ -320,17 +320,28 @@ static void tables(FILE *f, const rp_report *r) {
     fprintf(f, "</table>\n");
   }
   if (r->nstepsum) {
-    fprintf(f, "<h2>Steps</h2><table><tr><th>step</th><th>ranks</th><th>mean span</th><th>communication</th><th>compute</th><th>exposed</th><th>comm share</th><th>overlap ratio</th></tr>\n");
+    char origin[256], ov[32];
+    int known = rp_steps_compute_known(r);
+    fprintf(f, "<h2>Steps</h2><div class=note>");
+    esc(f, rp_steps_origin(r, origin, sizeof origin));
+    if (!known) fprintf(f, "; n/a: no compute was recorded (give the Kineto traces of these steps, or run the profiler with its CUPTI mode)");
+    fprintf(f, "</div><table><tr><th>step</th><th>ranks</th><th>mean span</th><th>communication</th><th>compute</th><th>exposed</th><th>comm share</th><th>overlap ratio</th></tr>\n");
     for (size_t i = 0; i < r->nstepsum; i++) {
       const rp_stepsum *s = &r->stepsum[i];
       rp_fmt_ns(s->span / (s->ranks ? s->ranks : 1), a, sizeof a);
       rp_fmt_ns(s->comm, b, sizeof b);
-      rp_fmt_ns(s->compute, c, sizeof c);
-      rp_fmt_ns(s->comm - s->overlap, d, sizeof d);
-      fprintf(f, "<tr><td>%" PRIu64 "</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</td><td>%.1f%%</td></tr>\n",
-              s->value, s->ranks, a, b, c, d, rp_ratio(s->comm, s->span) * 100, rp_ratio(s->overlap, s->comm) * 100);
+      if (known) rp_fmt_ns(s->compute, c, sizeof c), rp_fmt_ns(s->comm - s->overlap, d, sizeof d);
+      else snprintf(c, sizeof c, "n/a"), snprintf(d, sizeof d, "n/a");
+      if (known) snprintf(ov, sizeof ov, "%.1f%%", rp_ratio(s->overlap, s->comm) * 100);
+      else snprintf(ov, sizeof ov, "n/a");
+      fprintf(f, "<tr><td>%" PRIu64 "</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</td><td>%s</td></tr>\n",
+              s->value, s->ranks, a, b, c, d, rp_ratio(s->comm, s->span) * 100, ov);
     }
     fprintf(f, "</table>\n");
+  } else if (r->steps_detect == RP_STEPS_NONE) {
+    fprintf(f, "<h2>Steps</h2><div class=note>");
+    esc(f, RP_STEPS_NONE_TEXT);
+    fprintf(f, "</div>\n");
   }
 }
 

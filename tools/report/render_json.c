@@ -79,9 +79,11 @@ void rp_render_json(const rp_report *r, FILE *f) {
       const rp_step *st = &k->steps[s];
       fprintf(f, "%s{\"step\":%" PRIu64 ",\"start_ns\":%" PRId64 ",\"span_ns\":%" PRId64
                  ",\"comm_ns\":%" PRId64 ",\"compute_ns\":%" PRId64 ",\"overlap_ns\":%" PRId64
-                 ",\"busy_ns\":%" PRId64 "}",
+                 ",\"busy_ns\":%" PRId64 ",\"from\":\"%s\",\"period\":",
               s ? "," : "", st->value, st->start, st->stop - st->start, st->comm, st->compute,
-              st->overlap, st->busy);
+              st->overlap, st->busy, st->from_kineto ? "kineto" : st->period ? "topo_period" : "topo_mark");
+      if (st->period) fprintf(f, "%d}", st->period);
+      else fprintf(f, "null}");
     }
     fprintf(f, "]}");
   }
@@ -141,7 +143,15 @@ void rp_render_json(const rp_report *r, FILE *f) {
             i ? "," : "", c->hash, c->nranks, c->ranks_seen, c->joined, c->incomplete,
             rp_quant_get(&c->skew, 0.5), rp_quant_get(&c->skew, 0.99));
   }
-  fprintf(f, "],\n\"steps\":[");
+  char origin[256];
+  fprintf(f, "],\n\"steps_from\":");
+  if (r->nstepsum) rp_json_string(f, rp_steps_origin(r, origin, sizeof origin));
+  else if (r->steps_detect == RP_STEPS_NONE) rp_json_string(f, RP_STEPS_NONE_TEXT);
+  else fprintf(f, "null");
+  fprintf(f, ",\"step_period\":");
+  if (r->step_period) fprintf(f, "%d", r->step_period);
+  else fprintf(f, "null");
+  fprintf(f, ",\n\"steps\":[");
   for (size_t i = 0; i < r->nstepsum; i++) {
     const rp_stepsum *s = &r->stepsum[i];
     fprintf(f, "%s{\"step\":%" PRIu64 ",\"ranks\":%d,\"span_ns\":%" PRId64 ",\"comm_ns\":%" PRId64

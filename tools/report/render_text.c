@@ -214,7 +214,10 @@ void rp_render_text(const rp_report *r, FILE *f) {
     }
 
   if (r->nstepsum) {
-    fprintf(f, "\nSteps (sums over ranks; comm%% and overlap%% of those sums)\n");
+    char origin[256];
+    int known = rp_steps_compute_known(r);
+    fprintf(f, "\nSteps %s\n  (sums over ranks; comm%% and overlap%% of those sums)\n",
+            rp_steps_origin(r, origin, sizeof origin));
     fprintf(f, "  %-8s %5s %12s %12s %12s %12s %7s %8s\n", "step", "ranks", "mean span", "comm",
             "compute", "exposed", "comm%", "overlap%");
     size_t from = r->nstepsum > 20 ? r->nstepsum - 20 : 0;
@@ -224,9 +227,15 @@ void rp_render_text(const rp_report *r, FILE *f) {
       char e[32], g[32];
       fprintf(f, "  %-8" PRIu64 " %5d %12s %12s %12s %12s %7s %8s\n", s->value, s->ranks,
               dur(s->span / (s->ranks ? s->ranks : 1), a, sizeof a), dur(s->comm, b, sizeof b),
-              dur(s->compute, c, sizeof c), dur(s->comm - s->overlap, d, sizeof d),
-              pct(rp_ratio(s->comm, s->span), e, sizeof e), pct(rp_ratio(s->overlap, s->comm), g, sizeof g));
+              known ? dur(s->compute, c, sizeof c) : "n/a", known ? dur(s->comm - s->overlap, d, sizeof d) : "n/a",
+              pct(rp_ratio(s->comm, s->span), e, sizeof e),
+              known ? pct(rp_ratio(s->overlap, s->comm), g, sizeof g) : "n/a");
     }
+    if (!known)
+      fprintf(f, "  n/a: no compute was recorded (give the Kineto traces of these steps, or run the "
+                 "profiler with its CUPTI mode)\n");
+  } else if (r->steps_detect == RP_STEPS_NONE) {
+    fprintf(f, "\nSteps: %s\n", RP_STEPS_NONE_TEXT);
   }
 
   uint64_t dropped[TOPO_DROP_KINDS] = {0};
