@@ -57,6 +57,7 @@ typedef struct st_tracker {
 typedef struct st_comm {
   int state;
   int nranks;
+  size_t *tr_of_rank; /* rank -> tracker index + 1 (0: none yet) */
   size_t ncolls;      /* collectives seen, all ranks */
   /* the period, once resolved */
   int period;
@@ -98,6 +99,7 @@ void rp_steps_free(rp_steps *d) {
   if (!d) return;
   for (size_t i = 0; i < d->ntr; i++) topo_free(d->tr[i].buf), topo_free(d->tr[i].stop);
   topo_free(d->tr);
+  for (size_t i = 0; i < d->ncomms; i++) topo_free(d->comms[i].tr_of_rank);
   topo_free(d->comms);
   topo_free(d);
 }
@@ -113,13 +115,18 @@ static st_comm *comm_get(rp_steps *d, size_t comm, int nranks) {
     d->ncomms = comm + 1;
   }
   st_comm *c = &d->comms[comm];
-  if (!c->nranks) c->nranks = nranks;
+  if (!c->tr_of_rank) {
+    c->nranks = nranks;
+    c->tr_of_rank = topo_calloc(nranks > 0 ? (size_t)nranks : 1, sizeof *c->tr_of_rank);
+    if (!c->tr_of_rank) return NULL;
+  }
   return c;
 }
 
 static st_tracker *tracker_get(rp_steps *d, size_t comm, int rank, int proc) {
-  for (size_t i = d->ntr; i-- > 0;)
-    if (d->tr[i].comm == comm && d->tr[i].rank == rank) return &d->tr[i];
+  st_comm *c = &d->comms[comm];
+  if (rank >= c->nranks) return NULL;
+  if (c->tr_of_rank[rank]) return &d->tr[c->tr_of_rank[rank] - 1];
   if (d->ntr == d->cap_tr) {
     size_t cap = d->cap_tr ? d->cap_tr * 2 : 8;
     st_tracker *v = topo_realloc(d->tr, cap * sizeof *v);
@@ -133,6 +140,7 @@ static st_tracker *tracker_get(rp_steps *d, size_t comm, int rank, int proc) {
   t->rank = rank;
   t->proc = proc;
   t->start0 = INT64_MIN;
+  c->tr_of_rank[rank] = d->ntr;
   return t;
 }
 
@@ -376,11 +384,11 @@ static void decide(rp_steps *d, size_t ci, st_tracker *det, int open) {
 }
 
 void rp_steps_coll(rp_steps *d, size_t comm, int nranks, int rank, int proc, const rp_coll *co) {
-  if (!d || d->oom || co->p2p || rank < 0) return;
+  if (!d || d->oom || co->p2p || rank < 0 || rank >= nranks) return;
   st_comm *c = comm_get(d, comm, nranks);
   st_tracker *t = c ? tracker_get(d, comm, rank, proc) : NULL;
   if (!t) {
-    d->oom = 1;
+    if (!c || rank < c->nranks) d->oom = 1;
     return;
   }
   c = &d->comms[comm];
