@@ -54,7 +54,7 @@ static void test_kineto_trace_alone_gives_exact_overlap(void **state) {
   assert_non_null(mkdtemp(dir));
   write_file("rank3.pt.trace.json", kineto, sizeof kineto - 1);
   const char *paths[] = {dir};
-  rp_options opt = {65536, 0, 1, 0, 0, 0};
+  rp_options opt = {65536, 0, 1, 0, 0, 0, 0};
   rp_report r;
   assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
   assert_int_equal(r.nranks, 1);
@@ -108,7 +108,7 @@ static void test_kineto_and_topo_trace_of_one_rank_merge(void **state) {
   assert_int_equal(tf_save(&t, path), 0);
   tf_free(&t);
   const char *paths[] = {dir};
-  rp_options opt = {65536, 0, 1, 0, 0, 0};
+  rp_options opt = {65536, 0, 1, 0, 0, 0, 0};
   rp_report r;
   assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
   assert_int_equal(r.nranks, 1);
@@ -270,7 +270,7 @@ static void test_steps_follow_the_kernels_their_cpu_range_launched(void **state)
 static void test_real_ddp_trace_steps_span_the_whole_step(void **state) {
   (void)state;
   const char *paths[] = {TOPO_REPORT_DATA "/ddp-kineto-rank0-excerpt.pt.trace.json"};
-  rp_options opt = {65536, 0, 1, 0, 0, 0};
+  rp_options opt = {65536, 0, 1, 0, 0, 0, 0};
   rp_report r;
   assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
   assert_int_equal(r.nranks, 1);

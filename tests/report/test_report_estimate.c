@@ -64,7 +64,7 @@ static void save(tf_trace *t, const char *name) {
 
 static void analyze(rp_report *r) {
   const char *paths[] = {dir};
-  rp_options opt = {65536, 0, 1, 0, 0, 0};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1};
   assert_int_equal(rp_analyze(paths, 1, &opt, r), TOPO_OK);
 }
 
@@ -299,7 +299,7 @@ static void test_unknown_prints_na_null_and_empty_never_zero(void **state) {
 static void test_real_ddp_traces_comm_reaches_the_physical_floor(void **state) {
   (void)state;
   const char *paths[] = {TOPO_DDP_TRACES};
-  rp_options opt = {65536, 0, 1, 0, 0, 0};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1};
   rp_report r;
   assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
   assert_int_equal(r.nranks, 2);

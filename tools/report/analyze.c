@@ -50,6 +50,7 @@ typedef struct ctx {
   size_t njc;
   int *src_comm;         /* source -> join_comm index, -1 none */
   int bin_colls;         /* binary collectives seen: Kineto kernels do not feed the table */
+  rp_steps *steps;       /* pass 1: period detection (steps.c), NULL when off */
   rp_sweep *sweep;       /* pass 2: the rank being swept */
   int sweep_rank;
   rp_estimator *est;     /* measured durations (pass 1), asked in pass 2 */
@@ -660,6 +661,7 @@ static void p1_coll(void *vc, int src, const rp_coll *co) {
     c->bin_colls = 1;
     int jc = c->src_comm[src];
     if (jc >= 0 && !co->p2p) join_add(c, &c->jc[jc], s->rank, co); /* the window applies at the join */
+    if (jc >= 0) rp_steps_coll(c->steps, (size_t)jc, c->jc[jc].nranks, s->rank, s->proc, co);
     if (!in_window(r, co->timed ? co->gpu_start : co->cpu_start)) return;
     r->colls += !co->p2p;
     r->p2p += (uint64_t)co->p2p;
@@ -846,7 +848,7 @@ static topo_status add_sources(rp_report *r, char **files, int nfiles, const rp_
 
 topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *opt_in,
                        rp_report *r) {
-  rp_options opt = {65536, -1, 0, 0, 0, 0};
+  rp_options opt = {65536, -1, 0, 0, 0, 0, 0};
   if (opt_in) opt = *opt_in;
   if (!opt.reorder_window) opt.reorder_window = 65536;
   memset(r, 0, sizeof *r);
@@ -935,6 +937,10 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
 
   c.est = rp_est_new();
   if (!c.est) return TOPO_ERR_NOMEM;
+  size_t ntrackers = 0;
+  for (int i = 0; i < r->nsrc; i++) ntrackers += c.src_comm[i] >= 0;
+  c.steps = rp_steps_new(opt.steps, ntrackers);
+  if (opt.steps >= 0 && !c.steps) return TOPO_ERR_NOMEM;
   rp_sink s1 = {&c, p1_coll, p1_interval, step_add, p1_record};
   merged(&c, bin, nbin, &s1, 1, "pass 1");
   for (size_t i = 0; i < c.njc; i++) join_evict_all(&c, &c.jc[i]);
@@ -963,6 +969,7 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
     if (p >= 0) r->ranks[p].kineto = 1;
     close_src(&c, s);
   }
+  if (c.st == TOPO_OK) c.st = rp_steps_finish(c.steps, r);
   if (c.st != TOPO_OK) goto out;
   for (int i = 0; i < r->nsrc; i++) {
     rp_source *s = &r->src[i];
@@ -1040,6 +1047,7 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
   if (c.st == TOPO_OK) c.st = step_summary(r);
   progress(&c, "done", 1);
 out:
+  rp_steps_free(c.steps);
   topo_free(bin);
   for (size_t i = 0; i < c.njc; i++) {
     join_comm *j = &c.jc[i];

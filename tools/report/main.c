@@ -33,6 +33,8 @@ static const char usage[] =
     "                     every input is aligned to); every figure is clipped to it\n"
     "  --from NS, --to NS the same, one end at a time\n"
     "  --reorder-window N intervals held to sort each rank's timeline (default 65536)\n"
+    "  --steps auto|off|P steps from the period of the collectives when no Kineto trace or\n"
+    "                     step mark gives them (default auto); P forces P collectives a step\n"
     "  --progress / --no-progress   progress on stderr (default: on a terminal or inputs > 256 MB)\n"
     "  -q, --quiet        no warnings about damaged inputs\n"
     "  -v, --verbose      informational messages\n"
@@ -64,6 +66,7 @@ typedef struct args {
   int progress;
   const char *html, *output, *gpu, *chrome;
   size_t reorder;
+  int steps;
   int have_from, have_to;
   int64_t from, to;
   const char **paths;
@@ -107,6 +110,16 @@ static int parse(int argc, char **argv, int from, args *a) {
       long v = strtol(argv[++i], &end, 10);
       if (*end || v < 1 || v > (1L << 26)) return misuse("--reorder-window wants 1..67108864, not '%s'", argv[i]);
       a->reorder = (size_t)v;
+    } else if (!strcmp(s, "--steps")) {
+      NEED_VALUE();
+      const char *v = argv[++i];
+      char *end;
+      long p = strtol(v, &end, 10);
+      if (!strcmp(v, "auto")) a->steps = 0;
+      else if (!strcmp(v, "off")) a->steps = -1;
+      else if (end != v && !*end && p >= 1 && p <= RP_STEPS_DETECT_MAX / 2) a->steps = (int)p;
+      else return misuse("--steps wants auto, off or a period of 1..%d collectives, not '%s'",
+                         RP_STEPS_DETECT_MAX / 2, v);
     } else if (!strcmp(s, "--window")) {
       NEED_VALUE();
       const char *v = argv[++i], *comma = strchr(v, ',');
@@ -185,7 +198,7 @@ static int run_main(int argc, char **argv, args *a_out) {
   *a_out = a;
   if (rc) return rc;
   topo_log_to_stderr("topo-report", a.verbose);
-  rp_options opt = {a.reorder ? a.reorder : 65536, a.progress, a.quiet, 0, 0, 0};
+  rp_options opt = {a.reorder ? a.reorder : 65536, a.progress, a.quiet, 0, 0, 0, a.steps};
   if (a.have_from || a.have_to) {
     opt.window = 1;
     opt.from = a.have_from ? a.from : INT64_MIN;

@@ -370,7 +370,13 @@ static void tables(FILE *f, const rp_report *r) {
     fprintf(f, "</table>\n");
   }
   if (r->nstepsum) {
-    fprintf(f, "<h2>Steps</h2><table><tr><th>step</th><th>ranks</th><th>mean span</th><th>communication</th><th>compute</th><th>exposed</th><th>comm share</th><th>overlap ratio</th></tr>\n");
+    char origin[256];
+    int known = 0;
+    for (size_t i = 0; i < r->nstepsum; i++) known |= r->stepsum[i].cov_ranks > 0;
+    fprintf(f, "<h2>Steps</h2><div class=note>");
+    esc(f, rp_steps_origin(r, origin, sizeof origin));
+    if (!known) fprintf(f, "; n/a: no compute was recorded (give the Kineto traces of these steps, or run the profiler with its CUPTI mode)");
+    fprintf(f, "</div><table><tr><th>step</th><th>ranks</th><th>mean span</th><th>communication</th><th>compute</th><th>exposed</th><th>comm share</th><th>overlap ratio</th></tr>\n");
     for (size_t i = 0; i < r->nstepsum; i++) {
       const rp_stepsum *s = &r->stepsum[i];
       rp_fmt_ns(s->span / (s->ranks ? s->ranks : 1), a, sizeof a);
@@ -383,6 +389,10 @@ static void tables(FILE *f, const rp_report *r) {
               s->value, s->ranks, a, b, c, d, rp_ratio(s->comm, s->span) * 100, o);
     }
     fprintf(f, "</table>\n");
+  } else if (r->steps_detect == RP_STEPS_NONE) {
+    fprintf(f, "<h2>Steps</h2><div class=note>");
+    esc(f, RP_STEPS_NONE_TEXT);
+    fprintf(f, "</div>\n");
   }
 }
 

@@ -121,7 +121,9 @@ void rp_render_json(const rp_report *r, FILE *f) {
       ns_or_null(f, "overlap_ns", kn, st->cov_overlap);
       ns_or_null(f, "exposed_comm_ns", kn, st->cov_comm - st->cov_overlap);
       ns_or_null(f, "busy_ns", kn, st->cov_busy);
-      fputc('}', f);
+      fprintf(f, ",\"from\":\"%s\",\"period\":", st->from_kineto ? "kineto" : st->period ? "topo_period" : "topo_mark");
+      if (st->period) fprintf(f, "%d}", st->period);
+      else fprintf(f, "null}");
     }
     fprintf(f, "]}");
   }
@@ -190,7 +192,15 @@ void rp_render_json(const rp_report *r, FILE *f) {
             i ? "," : "", c->hash, c->nranks, c->ranks_seen, c->joined, c->incomplete,
             rp_quant_get(&c->skew, 0.5), rp_quant_get(&c->skew, 0.99));
   }
-  fprintf(f, "],\n\"steps\":[");
+  char origin[256];
+  fprintf(f, "],\n\"steps_from\":");
+  if (r->nstepsum) rp_json_string(f, rp_steps_origin(r, origin, sizeof origin));
+  else if (r->steps_detect == RP_STEPS_NONE) rp_json_string(f, RP_STEPS_NONE_TEXT);
+  else fprintf(f, "null");
+  fprintf(f, ",\"step_period\":");
+  if (r->step_period) fprintf(f, "%d", r->step_period);
+  else fprintf(f, "null");
+  fprintf(f, ",\n\"steps\":[");
   for (size_t i = 0; i < r->nstepsum; i++) {
     const rp_stepsum *s = &r->stepsum[i];
     int kn = s->cov_ranks > 0;

@@ -279,10 +279,14 @@ void rp_render_text(const rp_report *r, FILE *f) {
     }
 
   if (r->nstepsum) {
-    fprintf(f, "\nSteps (sums over ranks; comm%% and overlap%% of those sums; compute, exposed and "
-            "overlap%% over the covered time of the ranks with a compute timeline)\n");
+    char origin[256];
+    fprintf(f, "\nSteps %s\n  (sums over ranks; comm%% and overlap%% of those sums; compute, exposed and "
+            "overlap%% over the covered time of the ranks with a compute timeline)\n",
+            rp_steps_origin(r, origin, sizeof origin));
     fprintf(f, "  %-8s %5s %12s %32s %12s %12s %7s %8s %8s\n", "step", "ranks", "mean span", "comm",
             "compute", "exposed", "comm%", "overlap%", "covered");
+    int known = 0;
+    for (size_t i = 0; i < r->nstepsum; i++) known |= r->stepsum[i].cov_ranks > 0;
     size_t from = r->nstepsum > 20 ? r->nstepsum - 20 : 0;
     if (from) fprintf(f, "  (last 20 of %zu steps; --json has all)\n", r->nstepsum);
     for (size_t i = from; i < r->nstepsum; i++) {
@@ -297,6 +301,11 @@ void rp_render_text(const rp_report *r, FILE *f) {
               pct(rp_ratio(s->comm, s->span), e, sizeof e),
               pct_known(kn, rp_ratio(s->cov_overlap, s->cov_comm), g, sizeof g), kn ? cv : "n/a");
     }
+    if (!known)
+      fprintf(f, "  n/a: no compute was recorded (give the Kineto traces of these steps, or run the "
+                 "profiler with its CUPTI mode)\n");
+  } else if (r->steps_detect == RP_STEPS_NONE) {
+    fprintf(f, "\nSteps: %s\n", RP_STEPS_NONE_TEXT);
   }
 
   uint64_t dropped[TOPO_DROP_KINDS] = {0};

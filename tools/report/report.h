@@ -66,7 +66,8 @@ typedef struct rp_step {
    * there; compute, overlap and exposed of a step are known only over `covered` */
   int64_t covered, cov_comm, cov_compute, cov_overlap, cov_busy;
   double est_var, est_bias; /* error terms of the estimates that start in it (rp_err) */
-  int from_kineto;        /* a Kineto ProfilerStep (else a topo step mark) */
+  int from_kineto;        /* a Kineto ProfilerStep (else a topo step mark or a period) */
+  int period;             /* > 0: detected from topo traces, this many collectives per step */
 } rp_step;
 
 typedef struct rp_times {
@@ -316,6 +317,7 @@ typedef struct rp_options {
    * else CPU) lies inside (docs/metrics.md, Window). */
   int window;
   int64_t from, to;
+  int steps;                      /* steps from topo traces: 0 auto, -1 off, > 0 force this period */
 } rp_options;
 
 typedef struct rp_report {
@@ -339,6 +341,8 @@ typedef struct rp_report {
   rp_times overall;               /* sums over ranks (first/last: min/max) */
   rp_stepsum *stepsum;            /* by step number */
   size_t nstepsum;
+  int step_period;                /* > 0: some ranks' steps detected from topo traces (steps.c) */
+  int steps_detect;               /* RP_STEPS_*: outcome of the detection */
   int have_kineto, have_trace, colls_from_kineto;
   int window;                     /* the analysis window of rp_options applied */
   int64_t win_from, win_to;
@@ -347,6 +351,30 @@ typedef struct rp_report {
   /* untimed collectives (p2p included) by estimate level; asked-but-lost ones */
   uint64_t est[RP_EST_LEVELS], lost;
 } rp_report;
+
+/* ---- steps from topo traces (steps.c): the period of each communicator's collectives. Ranks
+ * without Kineto steps or step marks get one step per repetition; step k is the same repetition
+ * on every rank of the communicator. */
+#define RP_STEPS_DETECT_MAX 65536       /* collectives per (communicator, rank) kept for detection */
+enum { RP_STEPS_NOT_TRIED = 0, RP_STEPS_FOUND = 1, RP_STEPS_NONE = 2 };
+typedef struct rp_steps rp_steps;
+/* mode: 0 auto, > 0 force this period, < 0 off (returns NULL; every call accepts NULL).
+ * ntrackers: (communicator, rank) pairs expected; sizes the detection buffers. */
+rp_steps *rp_steps_new(int mode, size_t ntrackers);
+void rp_steps_set_cap(rp_steps *d, size_t cap); /* tests: collectives kept for detection */
+/* Pass 1: a collective of rank `rank` (of nranks) of communicator `comm` (a dense index), from
+ * report rank `proc`. O(1) amortised; detection runs when a rank's buffer fills. */
+void rp_steps_coll(rp_steps *d, size_t comm, int nranks, int rank, int proc, const rp_coll *co);
+/* After pass 1: ranks with no steps get the detected ones; sets step_period / steps_detect. */
+topo_status rp_steps_finish(rp_steps *d, rp_report *r);
+void rp_steps_free(rp_steps *d);
+/* Where the steps come from, for a table heading: "from topo traces (period P collectives, ...)",
+ * "from Kineto ProfilerSteps (n ranks)", ... */
+const char *rp_steps_origin(const rp_report *r, char *buf, size_t len);
+/* 1 when some rank with steps recorded compute (Kineto or topo CUPTI kernels). */
+int rp_steps_compute_known(const rp_report *r);
+#define RP_STEPS_NONE_TEXT "no repeating step pattern found in the collectives (steps need a Kineto " \
+  "trace, step marks or a job that repeats its collectives; --steps P forces a period)"
 
 /* Analyse `paths` (files and directories: every *.trace / *.topo / *.json inside, sorted). */
 topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *opt,

@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: Apache-2.0
+// Steps from topo traces alone (steps.c): synthetic DDP (a prefix of Broadcasts, then steps of 13
+// gradient buckets and one small AllReduce) and FSDP (AllGather x L forward, AllGather and
+// ReduceScatter x L backward) jobs, an incomplete last step, collectives with no period, Kineto
+// steps that win, a period found past the detection buffer, and the real 2 x H200 DDP traces.
+// Step k spans from the CPU enqueue end of repetition k-1's last collective to that of
+// repetition k's (docs/metrics.md, Steps); the expected figures below follow from the fixture.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "report.h"
+#include "trace_fixture.h"
+
+#define B 1000000000000LL /* aligned time origin (realtime ns; the fixture's mono = realtime) */
+#define US 1000LL
+#define MS 1000000LL
+#define ENQ 10            /* CPU enqueue duration of every collective, ns */
+
+enum { F_BCAST = 1, F_AG = 2, F_RS = 3, F_AR = 4 };
+
+static char dir[64];
+
+typedef struct job {
+  tf_trace t;
+  topo_trace_header h;
+  uint64_t seq[16];
+  int64_t skew;           /* this rank's CPU times are shifted by it */
+} job;
+
+static void job_begin(job *j, int rank, int nranks) {
+  memset(j, 0, sizeof *j);
+  tf_header_init(&j->h, 0x5eed, rank, nranks);
+  j->h.mono_ns = B;
+  j->h.realtime_ns = B;
+  j->skew = 50 * US * rank;
+  tf_begin(&j->t, &j->h, NULL);
+}
+
+static void job_coll(job *j, int func, uint64_t bytes, int64_t cpu) {
+  int64_t c = B + cpu + j->skew;
+  topo_trace_record r = tf_coll(func, j->seq[func]++, bytes, c, c + ENQ, 0, 0, 1, 2, 8, 1);
+  tf_add(&j->t, &r);
+}
+
+static void job_save(job *j) {
+  tf_footer(&j->t, NULL);
+  char path[128];
+  snprintf(path, sizeof path, "%s/r%d.trace", dir, j->h.rank);
+  assert_int_equal(tf_save(&j->t, path), 0);
+  tf_free(&j->t);
+}
+
+static void mkdir_tmp(void) {
+  snprintf(dir, sizeof dir, "/tmp/topo-steps-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+}
+
+static void rm_tmp(void) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+static void analyze(const char *path, int steps, rp_report *r) {
+  const char *paths[] = {path};
+  rp_options opt = {65536, 0, 1, 0, 0, 0, steps};
+  assert_int_equal(rp_analyze(paths, 1, &opt, r), TOPO_OK);
+}
+
+static char *render(const rp_report *r) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  assert_non_null(f);
+  rp_render_text(r, f);
+  fclose(f);
+  return text;
+}
+
+/* DDP: Broadcasts at -3 ms + i x 100 us; step k at S x k: 5 ms forward, then 13 buckets of 25 MB
+ * and one 8-byte AllReduce, 100 us apart. The last collective of step k ends at
+ * S k + 6.3 ms + ENQ, so every step but the first spans S; step 0 starts where the last Broadcast
+ * ended (-2.8 ms + ENQ): 9.1 ms. */
+#define S (20 * MS)
+static void write_ddp(int nranks, int nsteps, int tail) {
+  for (int rank = 0; rank < nranks; rank++) {
+    job j;
+    job_begin(&j, rank, nranks);
+    for (int i = 0; i < 3; i++) job_coll(&j, F_BCAST, 100u << 20, -3 * MS + i * 100 * US);
+    for (int k = 0; k <= nsteps; k++)
+      for (int b = 0; b < 14 && (k < nsteps || b < tail); b++)
+        job_coll(&j, F_AR, b < 13 ? 25u << 20 : 8, S * k + 5 * MS + b * 100 * US);
+    job_save(&j);
+  }
+}
+
+static void test_ddp_steps(void **state) {
+  (void)state;
+  mkdir_tmp();
+  write_ddp(2, 10, 0);
+  rp_report r;
+  analyze(dir, 0, &r);
+  assert_int_equal(r.steps_detect, RP_STEPS_FOUND);
+  assert_int_equal(r.step_period, 14);
+  assert_int_equal(r.nstepsum, 10);
+  for (int p = 0; p < 2; p++) {
+    const rp_rank *k = &r.ranks[p];
+    int64_t skew = 50 * US * k->world_rank;
+    assert_int_equal(k->nsteps, 10);
+    assert_int_equal(k->steps[0].start, B - 2800 * US + ENQ + skew);
+    assert_int_equal(k->steps[0].stop - k->steps[0].start, 9100 * US);
+    for (size_t s = 0; s < 10; s++) {
+      assert_int_equal(k->steps[s].value, s); /* the same repetition on both ranks */
+      assert_int_equal(k->steps[s].period, 14);
+      assert_int_equal(k->steps[s].from_kineto, 0);
+      assert_int_equal(k->steps[s].stop, B + S * (int64_t)s + 6300 * US + ENQ + skew);
+      if (s) assert_int_equal(k->steps[s].stop - k->steps[s].start, S);
+    }
+  }
+  for (size_t s = 0; s < 10; s++) assert_int_equal(r.stepsum[s].ranks, 2);
+  char *text = render(&r);
+  assert_non_null(strstr(text, "Steps from topo traces (period 14 collectives, 2 ranks"));
+  assert_null(strstr(text, "no repeating step pattern"));
+  free(text);
+  rp_report_free(&r);
+  analyze(dir, -1, &r); /* --steps off */
+  assert_int_equal(r.nstepsum, 0);
+  assert_int_equal(r.steps_detect, RP_STEPS_NOT_TRIED);
+  rp_report_free(&r);
+  rm_tmp();
+}
+
+/* The 7th step has 9 of its 14 collectives: 6 complete steps. */
+static void test_incomplete_last_step(void **state) {
+  (void)state;
+  mkdir_tmp();
+  write_ddp(1, 6, 9);
+  rp_report r;
+  analyze(dir, 0, &r);
+  assert_int_equal(r.step_period, 14);
+  assert_int_equal(r.ranks[0].nsteps, 6);
+  assert_int_equal(r.ranks[0].steps[5].stop, B + S * 5 + 6300 * US + ENQ);
+  rp_report_free(&r);
+  rm_tmp();
+}
+
+/* FSDP, L = 4 layers, 8 steps of T: 4 AllGathers (1 MiB per rank) 1 ms apart from T k, then
+ * from T k + 6 ms 4 x (AllGather, ReduceScatter of 4 MiB) 1 ms apart (each pair 200 us apart).
+ * Nothing precedes step 0: it starts at its first collective (T x 0). Step k ends at the last
+ * ReduceScatter: T k + 9.2 ms + ENQ; ReduceScatter's seq counts 4 per step, AllGather's 8. */
+#define T (30 * MS)
+static void test_fsdp_steps(void **state) {
+  (void)state;
+  mkdir_tmp();
+  for (int rank = 0; rank < 4; rank++) {
+    job j;
+    job_begin(&j, rank, 4);
+    for (int k = 0; k < 8; k++) {
+      for (int l = 0; l < 4; l++) job_coll(&j, F_AG, 1u << 20, T * k + l * MS);
+      for (int l = 0; l < 4; l++) {
+        job_coll(&j, F_AG, 1u << 20, T * k + 6 * MS + l * MS);
+        job_coll(&j, F_RS, 4u << 20, T * k + 6 * MS + l * MS + 200 * US);
+      }
+    }
+    job_save(&j);
+  }
+  rp_report r;
+  analyze(dir, 0, &r);
+  assert_int_equal(r.step_period, 12);
+  assert_int_equal(r.nstepsum, 8);
+  for (int p = 0; p < 4; p++) {
+    const rp_rank *k = &r.ranks[p];
+    int64_t skew = 50 * US * k->world_rank;
+    assert_int_equal(k->nsteps, 8);
+    assert_int_equal(k->steps[0].start, B + skew);
+    for (size_t s = 0; s < 8; s++) {
+      assert_int_equal(k->steps[s].value, s);
+      assert_int_equal(k->steps[s].stop, B + T * (int64_t)s + 9200 * US + ENQ + skew);
+    }
+  }
+  rp_report_free(&r);
+  rm_tmp();
+}
+
+/* 400 AllReduces of random sizes (4 B .. 1 GiB) at random gaps: no period, no table of zeros. */
+static void test_no_period(void **state) {
+  (void)state;
+  mkdir_tmp();
+  job j;
+  job_begin(&j, 0, 2);
+  uint64_t x = 88172645463325252ull;
+  int64_t t = 0;
+  for (int i = 0; i < 400; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    job_coll(&j, F_AR, 4ull << (x % 28), t);
+    t += 10 * US + (int64_t)((x >> 32) % (5 * MS));
+  }
+  job_save(&j);
+  rp_report r;
+  analyze(dir, 0, &r);
+  assert_int_equal(r.steps_detect, RP_STEPS_NONE);
+  assert_int_equal(r.step_period, 0);
+  assert_int_equal(r.nstepsum, 0);
+  char *text = render(&r);
+  assert_non_null(strstr(text, "no repeating step pattern found"));
+  assert_null(strstr(text, "mean span"));
+  free(text);
+  rp_report_free(&r);
+  rm_tmp();
+}
+
+/* Kineto steps win for the rank whose Kineto trace is given (rank 0, ProfilerStep#3); rank 1
+ * keeps the detected ones. */
+static void test_kineto_steps_win(void **state) {
+  (void)state;
+  mkdir_tmp();
+  write_ddp(2, 10, 0);
+  static const char kineto[] =
+      "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 2},\n"
+      " \"traceEvents\": [\n"
+      "  {\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#3\", \"pid\": 11, \"tid\": 11,"
+      "   \"ts\": 60000.000, \"dur\": 20000.000},\n"
+      "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7,"
+      "   \"ts\": 60001.000, \"dur\": 2.000, \"args\": {\"stream\": 7}}\n"
+      " ], \"baseTimeNanoseconds\": 1000000000000}\n";
+  char path[128];
+  snprintf(path, sizeof path, "%s/rank0.pt.trace.json", dir);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(kineto, 1, sizeof kineto - 1, f), sizeof kineto - 1);
+  fclose(f);
+  rp_report r;
+  analyze(dir, 0, &r);
+  assert_int_equal(r.nranks, 2);
+  for (int p = 0; p < 2; p++) {
+    const rp_rank *k = &r.ranks[p];
+    if (k->world_rank == 0) {
+      assert_int_equal(k->nsteps, 1);
+      assert_int_equal(k->steps[0].from_kineto, 1);
+      assert_int_equal(k->steps[0].value, 3);
+      assert_int_equal(k->steps[0].period, 0);
+    } else {
+      assert_int_equal(k->nsteps, 10);
+      assert_int_equal(k->steps[0].period, 14);
+    }
+  }
+  char *text = render(&r);
+  assert_non_null(strstr(text, "from Kineto ProfilerSteps (1 rank); from topo traces (period 14"));
+  free(text);
+  rp_report_free(&r);
+  rm_tmp();
+}
+
+/* Past the detection buffer (64 collectives here) the steps follow the period by seq: 30 steps. */
+static void test_period_past_the_buffer(void **state) {
+  (void)state;
+  rp_steps *d = rp_steps_new(0, 1);
+  assert_non_null(d);
+  rp_steps_set_cap(d, 64);
+  rp_coll c;
+  memset(&c, 0, sizeof c);
+  c.nranks = 2;
+  uint64_t seq[16] = {0};
+  for (int k = 0; k < 30; k++)
+    for (int b = 0; b < 14; b++) {
+      c.func = F_AR;
+      c.seq = seq[F_AR]++;
+      c.bytes = b < 13 ? 25u << 20 : 8;
+      c.cpu_start = B + S * k + 5 * MS + b * 100 * US;
+      c.cpu_stop = c.cpu_start + ENQ;
+      rp_steps_coll(d, 0, 2, 0, 0, &c);
+    }
+  rp_report r;
+  memset(&r, 0, sizeof r);
+  rp_rank rank;
+  memset(&rank, 0, sizeof rank);
+  r.ranks = &rank;
+  r.nranks = 1;
+  assert_int_equal(rp_steps_finish(d, &r), TOPO_OK);
+  rp_steps_free(d);
+  assert_int_equal(r.step_period, 14);
+  assert_int_equal(rank.nsteps, 30);
+  for (size_t s = 0; s < 30; s++) assert_int_equal(rank.steps[s].stop, B + S * (int64_t)s + 6300 * US + ENQ);
+  assert_int_equal(rank.steps[29].stop - rank.steps[29].start, S);
+  free(rank.steps);
+}
+
+/* The real DDP job (tests/data/ddp-2xh200): 3 warm-up and 5 timed steps; the first step (before
+ * DDP rebuilds its buckets: one 768 MiB AllReduce) differs, the other 7 repeat 24 AllReduces of
+ * 32 MiB. The last four timed steps, from CPU enqueue times, lie inside the range the job printed
+ * (ddp_job.txt: step_ms, rank 0's; rank 1 within 5 %); the first timed one also holds the wait for the warm-up's GPU work. */
+static void test_real_ddp_traces(void **state) {
+  (void)state;
+  rp_report r;
+  analyze(TOPO_DDP_DATA, 0, &r);
+  FILE *f = fopen(TOPO_DDP_DATA "/ddp_job.txt", "r");
+  assert_non_null(f);
+  char line[1024];
+  assert_non_null(fgets(line, sizeof line, f));
+  fclose(f);
+  const char *p = strstr(line, "\"step_ms\": [");
+  assert_non_null(p);
+  p += strlen("\"step_ms\": [");
+  double lo = 1e30, hi = 0;
+  int njob = 0;
+  for (char *end; *p && *p != ']'; p = end + (*end == ',')) {
+    double v = strtod(p, &end);
+    assert_true(end != p);
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+    njob++;
+  }
+  assert_int_equal(njob, 5);
+  assert_int_equal(r.step_period, 24);
+  assert_int_equal(r.nstepsum, 7);
+  for (int k = 0; k < r.nranks; k++) {
+    assert_int_equal(r.ranks[k].nsteps, 7);
+    /* rank 0 printed the times; rank 1's own CPU boundaries may differ by its enqueue jitter */
+    double slack = r.ranks[k].world_rank == 0 ? 0 : 0.05;
+    for (size_t s = 3; s < 7; s++) {
+      double ms = (double)(r.ranks[k].steps[s].stop - r.ranks[k].steps[s].start) / 1e6;
+      assert_true(ms >= lo * (1 - slack) && ms <= hi * (1 + slack));
+    }
+  }
+  rp_report_free(&r);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_ddp_steps),
+      cmocka_unit_test(test_incomplete_last_step),
+      cmocka_unit_test(test_fsdp_steps),
+      cmocka_unit_test(test_no_period),
+      cmocka_unit_test(test_kineto_steps_win),
+      cmocka_unit_test(test_period_past_the_buffer),
+      cmocka_unit_test(test_real_ddp_traces),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
