@@ -2,8 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # The main job: build topo, record a data-parallel training job with both plugins loaded, and
 # report on it (terminal tables + topo-run/report.html).
-#  - With GPUs (nvidia-smi lists one and python3 has torch): a real PyTorch DDP job on every local
-#    GPU through real NCCL (tests/gpu/ddp_job.sh), tuner + profiler loaded, then topo-report.
+#  - With two or more GPUs (nvidia-smi lists them and python3 has torch): a real PyTorch DDP job on
+#    every local GPU through real NCCL (tests/gpu/ddp_job.sh), both plugins in their default
+#    configuration, then topo-report.
+#  - With one GPU: two DDP ranks sharing it, where the NCCL present allows it (NCCL >= 2.30 with
+#    NCCL_MULTI_RANK_GPU_ENABLE=1: PyTorch's own NCCL when it is that new, or MAIN_NCCL_LIB=path of
+#    a libnccl.so.2 >= 2.30, preloaded into PyTorch); else the embedded default below, saying why.
 #  - Without GPUs: the embedded default. tools/demo/topo-demo loads both plugins through the
 #    plugin host exactly as NCCL does and drives them with an NCCL 2.28 event stream modelled on
 #    an 8-rank data-parallel step (bf16 ~350M parameters, 25 MB gradient buckets overlapping the
@@ -15,26 +19,58 @@ out=${MAIN_OUT:-$PWD/topo-run}
 mkdir -p "$out"
 jobs=$(nproc 2>/dev/null || echo 2)
 
-have_gpus() {
-  [ "${1:-}" != --cpu ] || return 1
-  command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU ' &&
-    python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.device_count() > 0 else 1)' 2>/dev/null
+# GPUs torch sees (0 without nvidia-smi, torch or GPUs, or with --cpu).
+gpu_count() {
+  [ "${1:-}" != --cpu ] || { echo 0; return; }
+  command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q '^GPU ' || { echo 0; return; }
+  python3 -c 'import torch; print(torch.cuda.device_count())' 2>/dev/null || echo 0
 }
 
-if have_gpus "${1:-}"; then
+# "major minor patch" of the NCCL a one-GPU job would run: MAIN_NCCL_LIB's, else PyTorch's.
+nccl_version() {
+  if [ -n "${MAIN_NCCL_LIB:-}" ]; then
+    python3 - "$MAIN_NCCL_LIB" <<'PY' 2>/dev/null
+import ctypes, sys
+v = ctypes.c_int(0)
+ctypes.CDLL(sys.argv[1]).ncclGetVersion(ctypes.byref(v))
+print(v.value // 10000, v.value // 100 % 100, v.value % 100)
+PY
+  else
+    python3 -c 'import torch; print(*torch.cuda.nccl.version())' 2>/dev/null
+  fi
+}
+
+ngpus=$(gpu_count "${1:-}")
+why=""
+if [ "$ngpus" -ge 1 ]; then
   export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
-  echo "topo: GPUs found: a real DDP job through NCCL with both plugins (tests/gpu/ddp_job.sh)"
-  OUT="$out" GPU_BUILD="$PWD/build-main" bash tests/gpu/ddp_job.sh
-  cat "$out/ddp_job.txt"
-  echo "topo: HTML report: $out/ddp/report-topo.html"
-  exit 0
+  if [ "$ngpus" -ge 2 ]; then
+    echo "topo: $ngpus GPUs: a real DDP job through NCCL with both plugins in their default configuration"
+    OUT="$out" GPU_BUILD="$PWD/build-main" bash tests/gpu/ddp_job.sh
+  else
+    read -r major minor patch <<<"$(nccl_version)"
+    if [ -n "${minor:-}" ] && [ $((major * 100 + minor)) -ge 230 ]; then
+      echo "topo: one GPU and NCCL $major.$minor.$patch: two DDP ranks sharing it (real NCCL calls and" \
+           "events; timings are not real speed)"
+      OUT="$out" GPU_BUILD="$PWD/build-main" SHARE_GPU=1 NCCL_LIB="${MAIN_NCCL_LIB:-}" bash tests/gpu/ddp_job.sh
+    else
+      why="one GPU, and NCCL ${major:-?}.${minor:-?}.${patch:-?} refuses two ranks on one GPU (NCCL >= 2.30"
+      why="$why allows it; set MAIN_NCCL_LIB to its libnccl.so.2), and one rank runs no collectives"
+    fi
+  fi
+  if [ -z "$why" ]; then
+    cat "$out/ddp_job.txt"
+    echo "topo: HTML report: $out/ddp/report-topo.html"
+    exit 0
+  fi
 fi
 
 gen=()
 command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
 cmake -S . -B build-main "${gen[@]}" -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build-main -j "$jobs" --target topo-tuner topo-profiler topo-report topo-demo topo-tune >/dev/null
-echo "topo: no GPU here: running the embedded default (8 modelled ranks driving the real plugins)"
+echo "topo: ${why:-no GPU here}: running the embedded default (8 modelled ranks driving the real" \
+     "plugins in their default configuration)"
 rm -rf "$out/traces"
 build-main/tools/demo/topo-demo --out "$out/traces" --ranks 8 --steps 3
 echo

@@ -8,6 +8,13 @@ records the same steps with torch.profiler and writes one Chrome/Kineto trace pe
 Model: LAYERS blocks of Linear(d, 4d) - GELU - Linear(4d, d) with a residual, d = HIDDEN
 (default 12 x 2048: ~403 M parameters), bf16 weights, SGD; DDP's default 25 MB buckets overlap
 the gradient all-reduces with the backward pass. Prints step times and parameter count.
+
+--share-gpu puts every rank on GPU 0 (NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1: real calls
+and event streams, not real speed). --delay-rank R --delay-ms D sleeps D ms on the host before
+every step of rank R (a straggler). --kineto-from K starts torch.profiler at measured step K (0:
+all measured steps), so steps before K run with torch.profiler off (topo's own CUPTI windows can
+record them). Every rank writes DIR/steps-rank<r>.json (with --out): CLOCK_REALTIME ns at each
+measured step boundary, after a device synchronise, for topo-report --window.
 """
 import argparse
 import json
@@ -22,8 +29,9 @@ def worker(rank, args):
     import torch.nn as nn
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    torch.cuda.set_device(rank)
-    dev = torch.device("cuda", rank)
+    gpu = 0 if args.share_gpu else rank
+    torch.cuda.set_device(gpu)
+    dev = torch.device("cuda", gpu)
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank,
                             world_size=args.nranks, device_id=dev)
     torch.manual_seed(1234)
@@ -39,11 +47,13 @@ def worker(rank, args):
 
     model = nn.Sequential(*[Block(args.hidden) for _ in range(args.layers)]).to(dev, torch.bfloat16)
     nparams = sum(p.numel() for p in model.parameters())
-    ddp = DDP(model, device_ids=[rank])
+    ddp = DDP(model, device_ids=[gpu])
     opt = torch.optim.SGD(ddp.parameters(), lr=1e-4)
     x = torch.randn(args.batch, args.seq, args.hidden, device=dev, dtype=torch.bfloat16)
 
     def step():
+        if rank == args.delay_rank and args.delay_ms > 0:
+            time.sleep(args.delay_ms / 1e3)
         opt.zero_grad(set_to_none=True)
         out = ddp(x)
         loss = out.float().pow(2).mean()
@@ -54,13 +64,17 @@ def worker(rank, args):
         step()
     torch.cuda.synchronize()
     times = []
+    bounds = [time.time_ns()]
     prof = None
-    if args.kineto:
-        from torch.profiler import ProfilerActivity, profile
-
-        prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=False)
-        prof.__enter__()
+    kineto_from = None
     for i in range(args.steps):
+        if args.kineto and prof is None and i >= args.kineto_from:
+            from torch.profiler import ProfilerActivity, profile
+
+            prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=False)
+            prof.__enter__()
+            torch.cuda.synchronize()
+            kineto_from = i
         t0 = time.perf_counter()
         if prof is not None:
             from torch.profiler import record_function
@@ -71,6 +85,11 @@ def worker(rank, args):
             step()
         torch.cuda.synchronize()
         times.append((time.perf_counter() - t0) * 1e3)
+        bounds.append(time.time_ns())
+    if args.out:
+        with open(os.path.join(args.out, f"steps-rank{rank}.json"), "w") as fh:
+            json.dump({"rank": rank, "bounds_ns": bounds, "kineto_from": kineto_from,
+                       "delay_rank": args.delay_rank, "delay_ms": args.delay_ms}, fh)
     if prof is not None:
         prof.__exit__(None, None, None)
         os.makedirs(args.kineto, exist_ok=True)
@@ -97,6 +116,11 @@ def main():
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--kineto", default="", help="directory for torch.profiler traces (one per rank)")
+    p.add_argument("--kineto-from", type=int, default=0,
+                   help="measured step at which torch.profiler starts (with --kineto)")
+    p.add_argument("--share-gpu", action="store_true", help="every rank on GPU 0 (NCCL >= 2.30)")
+    p.add_argument("--delay-rank", type=int, default=-1)
+    p.add_argument("--delay-ms", type=float, default=0.0)
     p.add_argument("--out", default="")
     p.add_argument("--port", type=int, default=29900 + os.getpid() % 90)
     args = p.parse_args()
@@ -104,8 +128,8 @@ def main():
     import torch.multiprocessing as mp
 
     if args.nranks <= 0:
-        args.nranks = torch.cuda.device_count()
-    if args.nranks < 1 or torch.cuda.device_count() < args.nranks:
+        args.nranks = 2 if args.share_gpu else torch.cuda.device_count()
+    if args.nranks < 1 or torch.cuda.device_count() < (1 if args.share_gpu else args.nranks):
         print(f"need {args.nranks} GPUs, {torch.cuda.device_count()} visible", file=sys.stderr)
         return 2
     if args.out:

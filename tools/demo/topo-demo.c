@@ -432,7 +432,6 @@ int main(int argc, char **argv) {
     return 1;
   }
   setenv("TOPO_PROFILER_DIR", o.out, 1);
-  setenv("TOPO_PROFILER_SAMPLE", "1", 0); /* full GPU timing: this is a demo, not production */
   if (o.cupti && *o.cupti && access(o.cupti, R_OK) == 0) {
     setenv("TOPO_PROFILER_CUPTI", "1", 0);
     setenv("TOPO_PROFILER_CUPTI_LIB", o.cupti, 0);
