@@ -50,11 +50,19 @@ static void test_demo_writes_a_trace_per_rank_with_a_compute_timeline(void **s) 
       size_t nc = test_trace_select(&t, TOPO_REC_COLL, &c);
       assert_int_equal(nc, 2 * 28);
       uint64_t grad = 0;
+      size_t big = 0, big_timed = 0;
+      /* The default rule: every operation of >= measure_min_bytes is GPU-timed once the
+       * next-operation prediction has seen the step's sequence; what was asked for is timed. */
+      assert_true(t.header.measure_min_bytes > 0);
       for (size_t j = 0; j < nc; j++) {
-        assert_true(c[j]->coll.flags & TOPO_COLL_F_GPU_TIMED);
+        int timed = (c[j]->coll.flags & TOPO_COLL_F_GPU_TIMED) != 0;
+        assert_int_equal(timed, (c[j]->coll.flags & TOPO_COLL_F_GPU_ASKED) != 0);
+        if (c[j]->coll.bytes >= t.header.measure_min_bytes) big++, big_timed += timed;
         if (c[j]->coll.func == 4) grad += c[j]->coll.bytes;
-        wait_us[t.header.rank] += (double)(c[j]->coll.gpu_stop_ns - c[j]->coll.gpu_start_ns) / 1e3;
+        if (timed) wait_us[t.header.rank] += (double)(c[j]->coll.gpu_stop_ns - c[j]->coll.gpu_start_ns) / 1e3;
       }
+      assert_true(big >= 2 * 20);
+      assert_true(big_timed + 4 >= big);
       assert_int_equal(grad, 2 * 24 * (uint64_t)(350e6 * 2 / 24)); /* 2 steps of bf16 gradients */
       free(c);
     }
