@@ -42,6 +42,7 @@ typedef struct options {
   const char *out, *profiler, *tuner, *cupti;
   int ranks, steps, straggler;
   unsigned seed;
+  unsigned starve;   /* 0: off; else the seed of the late kernel-channel callbacks */
 } options;
 
 typedef struct sim_op {
@@ -218,6 +219,14 @@ typedef struct rank_ctx {
   atomic_int issued;
 } rank_ctx;
 
+/* --starve: how late rank `rank` reports op `i`'s kernel channels, ns. Half the ranks (by the
+ * seed) are short of CPU: every op of theirs is reported 1-100 ms late; the others on time. */
+static int64_t starve_delay(const options *o, int rank, int i) {
+  if (!o->starve || (unsigned)(rank + (int)o->starve) % 2 == 0) return 0;
+  double x = jitter(o->starve, rank, 7, i, 1.0); /* [-1, 1] */
+  return (int64_t)(1.0 + (x + 1.0) * 49.5) * 1000000;
+}
+
 /* Proxy thread: report each op's kernel channels once its GPU work is over. */
 static void *proxy_main(void *arg) {
   rank_ctx *c = arg;
@@ -226,7 +235,8 @@ static void *proxy_main(void *arg) {
       struct timespec ts = {0, 200000};
       nanosleep(&ts, NULL);
     }
-    sleep_until(c->mono0 + sim.ops[i].end + 20000); /* polled a little after the end */
+    /* polled a little after the end (or starved: late) */
+    sleep_until(c->mono0 + sim.ops[i].end + 20000 + starve_delay(c->o, c->rank, i));
     drv_complete(&c->prof, &c->pending[i]);
   }
   return NULL;
@@ -336,7 +346,7 @@ static int run_rank(const options *o, int rank, int64_t mono0, int64_t real0) {
 static void usage(FILE *f) {
   fprintf(f,
           "usage: topo-demo [--out DIR] [--ranks N] [--steps N] [--seed S] [--straggler R]\n"
-          "                 [--profiler PATH] [--tuner PATH|''] [--cupti PATH|'']\n"
+          "                 [--profiler PATH] [--tuner PATH|''] [--cupti PATH|''] [--starve S]\n"
           "Runs a modelled data-parallel training job (one process per rank, no GPU) through\n"
           "libtopo-profiler.so and writes one trace per rank (and one CUPTI trace per rank\n"
           "process) into DIR, ready for topo-report.\n"
@@ -349,6 +359,8 @@ static void usage(FILE *f) {
           "  -p, --profiler PATH  libtopo-profiler.so (default: the installed or built one)\n"
           "  -t, --tuner PATH     libtopo-tuner.so; '' for none (default: installed or built)\n"
           "  -c, --cupti PATH     fake CUPTI library for the compute timeline; '' for none\n"
+          "  -x, --starve S       half the ranks (picked by S) report every kernel-channel stop\n"
+          "                       1-100 ms late, as threads short of CPU do (default 0: off)\n"
           "  -h, --help; -V, --version\n"
           "\n"
           "Examples:\n"
@@ -391,11 +403,12 @@ int main(int argc, char **argv) {
       {"steps", required_argument, 0, 's'},    {"seed", required_argument, 0, 'S'},
       {"straggler", required_argument, 0, 'g'}, {"profiler", required_argument, 0, 'p'},
       {"tuner", required_argument, 0, 't'},    {"cupti", required_argument, 0, 'c'},
+      {"starve", required_argument, 0, 'x'},
       {"help", no_argument, 0, 'h'},           {"version", no_argument, 0, 'V'},
       {0, 0, 0, 0}};
   int ch;
   opterr = 0; /* one line of our own on misuse */
-  while ((ch = getopt_long(argc, argv, ":o:r:s:S:g:p:t:c:hV", longopts, NULL)) != -1) {
+  while ((ch = getopt_long(argc, argv, ":o:r:s:S:g:p:t:c:x:hV", longopts, NULL)) != -1) {
     switch (ch) {
     case 'o': o.out = optarg; break;
     case 'r': o.ranks = atoi(optarg); break;
@@ -405,6 +418,7 @@ int main(int argc, char **argv) {
     case 'p': o.profiler = optarg; break;
     case 't': o.tuner = optarg; break;
     case 'c': o.cupti = optarg; break;
+    case 'x': o.starve = (unsigned)strtoul(optarg, NULL, 0); break;
     case 'h': usage(stdout); return 0;
     case 'V': printf("topo-demo %s\n", TOPO_VERSION); return 0;
     case ':':
@@ -443,6 +457,12 @@ int main(int argc, char **argv) {
          "CUPTI %s\n",
          o.ranks, o.steps, o.seed, o.straggler, o.profiler, have_tuner ? o.tuner : "(none)",
          o.cupti ? o.cupti : "(none)");
+  if (o.starve) {
+    printf("topo-demo: starving (seed %u): ranks", o.starve);
+    for (int r = 0; r < o.ranks; r++)
+      if (starve_delay(&o, r, 0)) printf(" %d", r);
+    printf(" report kernel-channel stops 1-100 ms late\n");
+  }
   simulate(&o, 1000000); /* 1 ms of slack before the first kernel */
   int64_t mono0 = topo_clock_monotonic_ns(), real0 = topo_clock_realtime_ns();
   pid_t pids[MAX_RANKS];

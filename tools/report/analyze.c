@@ -28,6 +28,7 @@ typedef struct join_ring {
   uint8_t *used;
   int *have;
   int64_t *gpu, *cpu;    /* cap x nranks */
+  int64_t *stop;         /* cap x nranks: GPU stop (gpu-timed entries) */
   uint8_t *got;          /* cap x nranks: 1 cpu only, 2 gpu-timed */
   int64_t *last_seq;     /* per rank: latest seq seen, -1 none */
 } join_ring;
@@ -51,6 +52,7 @@ typedef struct ctx {
   int *src_comm;         /* source -> join_comm index, -1 none */
   int bin_colls;         /* binary collectives seen: Kineto kernels do not feed the table */
   rp_steps *steps;       /* pass 1: period detection (steps.c), NULL when off */
+  rp_align *align;       /* pass 0: alignment evidence, until solved */
   rp_sweep *sweep;       /* pass 2: the rank being swept */
   int sweep_rank;
   rp_estimator *est;     /* measured durations (pass 1), asked in pass 2 */
@@ -272,14 +274,15 @@ static int join_grow(join_ring *g, int nranks, size_t cap) {
   uint8_t *used = topo_calloc(cap, 1), *got = topo_calloc(cap * n, 1);
   int *have = topo_calloc(cap, sizeof *have);
   int64_t *gpu = topo_calloc(cap * n, sizeof *gpu), *cpu = topo_calloc(cap * n, sizeof *cpu);
+  int64_t *stop = topo_calloc(cap * n, sizeof *stop);
   if (!g->last_seq) {
     g->last_seq = topo_malloc(n * sizeof *g->last_seq);
     if (g->last_seq)
       for (size_t k = 0; k < n; k++) g->last_seq[k] = -1;
   }
-  if (!seq || !used || !got || !have || !gpu || !cpu || !g->last_seq) {
+  if (!seq || !used || !got || !have || !gpu || !cpu || !stop || !g->last_seq) {
     topo_free(seq), topo_free(used), topo_free(got), topo_free(have);
-    topo_free(gpu), topo_free(cpu);
+    topo_free(gpu), topo_free(cpu), topo_free(stop);
     return 0;
   }
   for (size_t i = 0; i < g->cap; i++) {
@@ -291,10 +294,12 @@ static int join_grow(join_ring *g, int nranks, size_t cap) {
     memcpy(got + k * n, g->got + i * n, n);
     memcpy(gpu + k * n, g->gpu + i * n, n * sizeof *gpu);
     memcpy(cpu + k * n, g->cpu + i * n, n * sizeof *cpu);
+    memcpy(stop + k * n, g->stop + i * n, n * sizeof *stop);
   }
   topo_free(g->seq), topo_free(g->used), topo_free(g->got);
-  topo_free(g->have), topo_free(g->gpu), topo_free(g->cpu);
+  topo_free(g->have), topo_free(g->gpu), topo_free(g->cpu), topo_free(g->stop);
   g->seq = seq, g->used = used, g->got = got, g->have = have, g->gpu = gpu, g->cpu = cpu;
+  g->stop = stop;
   g->cap = cap;
   return 1;
 }
@@ -328,27 +333,42 @@ static void join_finalize(ctx *c, join_comm *j, int func, size_t i) {
     int all_gpu = 1;
     for (size_t k = 0; k < n; k++)
       if (got[k] == 1) all_gpu = 0;
-    const int64_t *t = (all_gpu ? g->gpu : g->cpu) + i * n;
+    /* GPU starts when every joined rank has them (the late rank's kernel starts last; the
+     * others' kernels wait inside), else CPU enqueue starts. A GPU wait ends by the rank's own
+     * kernel stop: more than that is alignment error, cut and counted. */
+    const int64_t *t = (all_gpu ? g->gpu : g->cpu) + i * n, *stop = g->stop + i * n;
     int64_t mx = INT64_MIN, second = INT64_MIN, mn = INT64_MAX;
-    size_t last = 0;
+    size_t last = 0, first = 0, second_k = 0;
     for (size_t k = 0; k < n; k++) {
       if (!got[k]) continue;
-      if (t[k] > mx) second = mx, mx = t[k], last = k;
-      else if (t[k] > second) second = t[k];
-      if (t[k] < mn) mn = t[k];
+      if (t[k] > mx) second = mx, second_k = last, mx = t[k], last = k;
+      else if (t[k] > second) second = t[k], second_k = k;
+      if (t[k] < mn) mn = t[k], first = k;
     }
-    rp_quant_add(&j->sum->skew, mx - mn);
-    rp_quant_add(&r->skew[func], mx - mn);
+    int64_t skew = mx - mn;
+    if (all_gpu) {
+      if (skew > stop[first] - mn) skew = stop[first] - mn, r->skew_clamped++;
+      rp_quant_add(&r->skew_gpu_all, skew);
+      j->sum->skew_gpu++;
+      r->skew_gpu[func]++;
+    }
+    rp_quant_add(&j->sum->skew, skew);
+    rp_quant_add(&r->skew[func], skew);
     for (size_t k = 0; k < n; k++) {
       if (!got[k] || j->proc_of_rank[k] < 0) continue;
       rp_rank *rk = &r->ranks[j->proc_of_rank[k]];
+      int64_t wait = mx - t[k];
+      if (all_gpu && wait > stop[k] - t[k]) wait = stop[k] - t[k], rk->wait_clamped++;
       rk->joined++;
-      rk->wait_total = rp_add_sat(rk->wait_total, mx - t[k]);
+      rk->joined_gpu += (uint64_t)all_gpu;
+      rk->wait_total = rp_add_sat(rk->wait_total, wait);
     }
     if (mx > second && j->proc_of_rank[last] >= 0) {
       rp_rank *rk = &r->ranks[j->proc_of_rank[last]];
+      int64_t late = mx - second;
+      if (all_gpu && late > stop[second_k] - second) late = stop[second_k] - second;
       rk->last_count++;
-      rk->late_total = rp_add_sat(rk->late_total, mx - second);
+      rk->late_total = rp_add_sat(rk->late_total, late);
     }
   }
   g->used[i] = 0;
@@ -416,6 +436,7 @@ static void join_add(ctx *c, join_comm *j, int rank, const rp_coll *co) {
   if (got[rank]) return; /* duplicate */
   got[rank] = co->timed ? 2 : 1;
   g->gpu[i * n + (size_t)rank] = co->gpu_start;
+  g->stop[i * n + (size_t)rank] = co->gpu_stop;
   g->cpu[i * n + (size_t)rank] = co->cpu_start;
   if (++g->have[i] == j->nranks) join_finalize(c, j, func, i);
 }
@@ -898,6 +919,7 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
     c.src_comm[i] = -1;
     if (s->kind != RP_SRC_TRACE) continue;
     r->have_trace = 1;
+    if (rp_align_scan(&c.align, r->nsrc, s) != TOPO_OK) return TOPO_ERR_NOMEM; /* pass 0 */
     if (rp_source_open(s, 1) != TOPO_OK || !s->header_ok) continue;
     bin[nbin++] = i;
     const topo_trace_header *h = &s->header;
@@ -941,6 +963,8 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
   for (int i = 0; i < r->nsrc; i++) ntrackers += c.src_comm[i] >= 0;
   c.steps = rp_steps_new(opt.steps, ntrackers);
   if (opt.steps >= 0 && !c.steps) return TOPO_ERR_NOMEM;
+  /* One GPU-clock offset per rank before any GPU time is used (align.c). */
+  if ((st = rp_align_solve(c.align, r)) != TOPO_OK) goto out;
   rp_sink s1 = {&c, p1_coll, p1_interval, step_add, p1_record};
   merged(&c, bin, nbin, &s1, 1, "pass 1");
   for (size_t i = 0; i < c.njc; i++) join_evict_all(&c, &c.jc[i]);
@@ -1045,17 +1069,20 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
   }
   topo_free(mine);
   if (c.st == TOPO_OK) c.st = step_summary(r);
+  if (r->skew_gpu_all.n && (r->align_err < 0 || r->align_err > rp_quant_get(&r->skew_gpu_all, 0.5)))
+    r->align_warn = 1;
   progress(&c, "done", 1);
 out:
   rp_steps_free(c.steps);
   topo_free(bin);
+  rp_align_free(c.align);
   for (size_t i = 0; i < c.njc; i++) {
     join_comm *j = &c.jc[i];
     topo_free(j->proc_of_rank), topo_free(j->live);
     for (int f = 0; f < RP_MAX_FUNC; f++) {
       join_ring *g = &j->ring[f];
       topo_free(g->seq), topo_free(g->used), topo_free(g->have), topo_free(g->gpu);
-      topo_free(g->cpu), topo_free(g->got), topo_free(g->last_seq);
+      topo_free(g->cpu), topo_free(g->got), topo_free(g->last_seq), topo_free(g->stop);
     }
   }
   topo_free(c.jc);
@@ -1091,6 +1118,7 @@ void rp_report_free(rp_report *r) {
   for (size_t i = 0; i < r->ncomms; i++) rp_quant_free(&r->comms[i].skew);
   topo_free(r->comms);
   for (int i = 0; i < RP_MAX_FUNC; i++) rp_quant_free(&r->skew[i]);
+  rp_quant_free(&r->skew_gpu_all);
   topo_free(r->stepsum);
   memset(r, 0, sizeof *r);
 }

@@ -114,12 +114,12 @@ topo_status rp_source_open(rp_source *s, int pass) {
       return st;
     }
     s->impl = k;
-    rp_kineto_set_quiet(k, s->quiet || pass > 1);
+    rp_kineto_set_quiet(k, s->quiet || pass != 1);
     if (pass > 1) rp_kineto_set_base(k, s->kineto_base); /* it may come last in the file */
     return TOPO_OK;
   }
   topo_trace_reader *r;
-  topo_status st = topo_trace_reader_open(s->path, s->quiet || pass > 1, &r);
+  topo_status st = topo_trace_reader_open(s->path, s->quiet || pass != 1, &r); /* warn once */
   if (st != TOPO_OK) {
     s->done = 1;
     return st;
@@ -139,7 +139,9 @@ topo_status rp_source_open(rp_source *s, int pass) {
   s->mono_to_real = 0;
   if (h->realtime_ns > -lim && h->realtime_ns < lim && h->mono_ns > -lim && h->mono_ns < lim)
     s->mono_to_real = h->realtime_ns - h->mono_ns;
-  s->gpu_to_real = h->gpu_minus_realtime_ns > -lim && h->gpu_minus_realtime_ns < lim ? -h->gpu_minus_realtime_ns : 0;
+  /* The header's offset is only a lower bound (late callbacks): the alignment's choice wins. */
+  if (!s->gpu_aligned)
+    s->gpu_to_real = h->gpu_minus_realtime_ns > -lim && h->gpu_minus_realtime_ns < lim ? -h->gpu_minus_realtime_ns : 0;
   s->cupti_to_real =
       h->cupti_minus_realtime_ns > -lim && h->cupti_minus_realtime_ns < lim ? -h->cupti_minus_realtime_ns : 0;
   return TOPO_OK;

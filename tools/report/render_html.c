@@ -348,24 +348,31 @@ static void tables(FILE *f, const rp_report *r) {
     fprintf(f, "<h2>Stragglers</h2><p class=note>Each collective is joined across ranks by (communicator, "
                "function, sequence number). The rank that starts last makes the others wait; “delay caused” sums, "
                "over the collectives it started last, the gap to the second-to-last rank.</p>"
-               "<table><tr><th>rank</th><th>started last</th><th>of joined</th><th>delay caused</th><th>time waiting for others</th><th>missing records</th></tr>\n");
+               "<table><tr><th>rank</th><th>started last</th><th>of joined</th><th>judged by GPU starts</th><th>delay caused</th><th>time waiting for others</th><th>missing records</th></tr>\n");
     for (int i = 0; i < r->nranks; i++) {
       const rp_rank *k = &r->ranks[i];
       char name[32];
       rank_name(k, name, sizeof name);
       rp_fmt_ns(k->late_total, a, sizeof a);
       rp_fmt_ns(k->wait_total, b, sizeof b);
-      fprintf(f, "<tr><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td></tr>\n",
-              name, k->last_count, k->joined, a, b, k->missed);
+      fprintf(f, "<tr><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td></tr>\n",
+              name, k->last_count, k->joined, k->joined_gpu, a, b, k->missed);
     }
-    fprintf(f, "</table><table><tr><th>collective</th><th>joined</th><th>start skew median</th><th>p99</th><th>max</th></tr>\n");
+    if (r->align_err < 0) fprintf(f, "</table><p class=note>GPU clocks aligned across ranks: error n/a (unbounded: no upper bound, no anchor)");
+    else rp_fmt_ns(r->align_err, a, sizeof a), fprintf(f, "</table><p class=note>GPU clocks aligned across ranks to within %s", a);
+    if (r->align_warn && r->skew_gpu_all.n)
+      fprintf(f, ". <b>Warning:</b> the alignment error is not below the median GPU start skew; "
+                 "skew and stragglers below it are not resolved");
+    fprintf(f, ".</p>\n");
+    fprintf(f, "<table><tr><th>collective</th><th>by GPU starts</th><th>by CPU enqueue</th><th>start skew median</th><th>p99</th><th>max</th></tr>\n");
     for (int i = 0; i < RP_MAX_FUNC; i++) {
       const rp_quant *q = &r->skew[i];
       if (!q->n) continue;
       rp_fmt_ns(rp_quant_get(q, 0.5), a, sizeof a);
       rp_fmt_ns(rp_quant_get(q, 0.99), b, sizeof b);
       rp_fmt_ns(q->max, c, sizeof c);
-      fprintf(f, "<tr><td>%s</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", rp_func_name(i), q->n, a, b, c);
+      fprintf(f, "<tr><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
+              rp_func_name(i), r->skew_gpu[i], q->n - r->skew_gpu[i], a, b, c);
     }
     fprintf(f, "</table>\n");
   }

@@ -60,6 +60,24 @@ static void est_json(FILE *f, const uint64_t *est, uint64_t lost) {
           est[RP_EST_ANY_CHANNELS] + est[RP_EST_SCALED], est[RP_EST_UNKNOWN], lost);
 }
 
+/* An int64 bound, or null when absent (INT64_MIN / INT64_MAX) or unbounded (< 0 for errors). */
+static void bound_or_null(FILE *f, const char *key, int64_t v, int present) {
+  if (present) fprintf(f, ",\"%s\":%" PRId64, key, v);
+  else fprintf(f, ",\"%s\":null", key);
+}
+
+static void alignment_json(FILE *f, const rp_rank *k) {
+  fprintf(f, ",\"joined_gpu\":%" PRIu64 ",\"wait_clamped\":%" PRIu64 ",\"alignment\":{\"method\":\"%s\"",
+          k->joined_gpu, k->wait_clamped, rp_align_method_name(k->align_method));
+  int known = k->align_method != RP_ALIGN_NONE;
+  bound_or_null(f, "gpu_offset_ns", k->gpu_offset, known);
+  bound_or_null(f, "lower_ns", k->off_lower, known && k->off_lower != INT64_MIN);
+  bound_or_null(f, "upper_ns", k->off_upper, known && k->off_upper != INT64_MAX);
+  bound_or_null(f, "error_ns", k->align_err, known && k->align_err >= 0);
+  fprintf(f, ",\"anchors\":%" PRIu64 ",\"inconsistent\":%s}", k->anchors,
+          k->align_inconsistent && known ? "true" : "false");
+}
+
 static void dropped_json(FILE *f, const uint64_t *d) {
   fprintf(f, "{\"coll\":%" PRIu64 ",\"child\":%" PRIu64 ",\"record\":%" PRIu64 ",\"io\":%" PRIu64
              ",\"cupti\":%" PRIu64 ",\"other\":%" PRIu64 "}",
@@ -107,6 +125,7 @@ void rp_render_json(const rp_report *r, FILE *f) {
             k->comm_from_kernels ? "true" : "false", k->colls, k->timed_colls, k->joined,
             k->last_count, k->late_total, k->wait_total, k->missed, k->t.late, k->problems);
     dropped_json(f, k->dropped);
+    alignment_json(f, k);
     fprintf(f, ",\"steps\":[");
     for (size_t s = 0; s < k->nsteps; s++) {
       const rp_step *st = &k->steps[s];
@@ -178,19 +197,28 @@ void rp_render_json(const rp_report *r, FILE *f) {
   for (int i = 0; i < RP_MAX_FUNC; i++) {
     const rp_quant *q = &r->skew[i];
     if (!q->n) continue;
-    fprintf(f, "%s{\"collective\":\"%s\",\"joined\":%" PRIu64 ",\"median_ns\":%" PRId64
-               ",\"p99_ns\":%" PRId64 ",\"max_ns\":%" PRId64 "}",
-            first ? "" : ",", rp_func_name(i), q->n, rp_quant_get(q, 0.5), rp_quant_get(q, 0.99),
-            q->max);
+    fprintf(f, "%s{\"collective\":\"%s\",\"joined\":%" PRIu64 ",\"from_gpu\":%" PRIu64
+               ",\"from_cpu_enqueue\":%" PRIu64 ",\"median_ns\":%" PRId64 ",\"p99_ns\":%" PRId64
+               ",\"max_ns\":%" PRId64 "}",
+            first ? "" : ",", rp_func_name(i), q->n, r->skew_gpu[i], q->n - r->skew_gpu[i],
+            rp_quant_get(q, 0.5), rp_quant_get(q, 0.99), q->max);
     first = 0;
   }
-  fprintf(f, "],\n\"communicators\":[");
+  fprintf(f, "],\n\"alignment\":{\"gpu_skews\":%" PRIu64, r->skew_gpu_all.n);
+  ns_or_null(f, "gpu_skew_median_ns", rp_quant_get(&r->skew_gpu_all, 0.5), r->skew_gpu_all.n > 0);
+  bound_or_null(f, "error_ns", r->align_err, r->align_err >= 0);
+  fprintf(f, ",\"skews_clamped\":%" PRIu64 ",\"warning\":", r->skew_clamped);
+  if (!r->align_warn) fprintf(f, "null");
+  else if (r->align_err < 0) fprintf(f, "\"the alignment error is unbounded (no upper bound, no anchor)\"");
+  else fprintf(f, "\"the alignment error bound exceeds the median GPU start skew\"");
+  fprintf(f, "},\n\"communicators\":[");
   for (size_t i = 0; i < r->ncomms; i++) {
     const rp_comm_summary *c = &r->comms[i];
     fprintf(f, "%s{\"comm_hash\":\"%016" PRIx64 "\",\"nranks\":%d,\"ranks_seen\":%d,\"joined\":%" PRIu64
-               ",\"incomplete\":%" PRIu64 ",\"skew_median_ns\":%" PRId64 ",\"skew_p99_ns\":%" PRId64 "}",
-            i ? "," : "", c->hash, c->nranks, c->ranks_seen, c->joined, c->incomplete,
-            rp_quant_get(&c->skew, 0.5), rp_quant_get(&c->skew, 0.99));
+               ",\"incomplete\":%" PRIu64 ",\"skew_from_gpu\":%" PRIu64 ",\"skew_from_cpu_enqueue\":%" PRIu64
+               ",\"skew_median_ns\":%" PRId64 ",\"skew_p99_ns\":%" PRId64 "}",
+            i ? "," : "", c->hash, c->nranks, c->ranks_seen, c->joined, c->incomplete, c->skew_gpu,
+            c->skew.n - c->skew_gpu, rp_quant_get(&c->skew, 0.5), rp_quant_get(&c->skew, 0.99));
   }
   char origin[256];
   fprintf(f, "],\n\"steps_from\":");
@@ -221,7 +249,7 @@ void rp_render_json(const rp_report *r, FILE *f) {
 void rp_render_csv(const rp_report *r, FILE *f) {
   fprintf(f, "table,rank,host,pid,span_ns,comm_ns,compute_ns,overlap_ns,exposed_comm_ns,idle_ns,"
              "comm_share,overlap_ratio,started_last,delay_caused_ns,wait_ns,missed,comm_estimated_ns,"
-             "comm_error_ns,covered_ns,estimate_unknown\n");
+             "comm_error_ns,covered_ns,estimate_unknown,joined,joined_gpu,align_method,align_error_ns\n");
   for (int i = 0; i < r->nranks; i++) {
     const rp_rank *k = &r->ranks[i];
     rp_derived d;
@@ -235,10 +263,13 @@ void rp_render_csv(const rp_report *r, FILE *f) {
       snprintf(ovr, sizeof ovr, "%.6f", d.overlap_ratio);
     }
     fprintf(f, "rank,%d,%s,%u,%" PRId64 ",%" PRId64 ",%s,%s,%s,%s,%.6f,%s,%" PRIu64 ",%" PRId64 ",%" PRId64
-               ",%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRIu64 "\n",
+               ",%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRIu64,
             k->world_rank, strchr(k->host, ',') ? "?" : k->host, k->pid, d.span, d.comm, cp, ov, ex, id,
             d.comm_share, ovr, k->last_count, k->late_total, k->wait_total, k->missed, d.comm_est,
             d.comm_error, d.covered, k->est[RP_EST_UNKNOWN]);
+    fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%s,", k->joined, k->joined_gpu, rp_align_method_name(k->align_method));
+    if (k->align_method != RP_ALIGN_NONE && k->align_err >= 0) fprintf(f, "%" PRId64, k->align_err);
+    fprintf(f, "\n");
   }
   fprintf(f, "\ntable,collective,nranks,size_from,calls,gpu_timed,bytes,total_ns,median_ns,p99_ns,"
              "algbw_gbs,busbw_gbs,algorithm,protocol,choice_share,channels_min,channels_max,estimated,"

@@ -46,6 +46,39 @@ static const char *pct_known(int known, double v, char *buf, size_t len) {
   return known ? pct(v, buf, len) : "n/a";
 }
 
+/* The cross-rank alignment of GPU clocks: how each rank was aligned, the bound on the relative
+ * error of two ranks' GPU times, and a warning when that bound is not below the skew shown. */
+static void print_alignment(const rp_report *r, FILE *f) {
+  int count[RP_ALIGN_ANCHORED + 1] = {0}, inconsistent = 0;
+  for (int i = 0; i < r->nranks; i++) {
+    const rp_rank *k = &r->ranks[i];
+    if (k->align_method >= 0 && k->align_method <= RP_ALIGN_ANCHORED) count[k->align_method]++;
+    inconsistent += k->align_inconsistent && k->align_method != RP_ALIGN_NONE;
+  }
+  if (!(count[RP_ALIGN_ONE_BOUND] + count[RP_ALIGN_BOUNDS] + count[RP_ALIGN_ANCHORED])) return;
+  char a[32], b[32];
+  fprintf(f, "  GPU clocks aligned: %d rank%s anchored by simultaneous GPU stops, %d by two-sided "
+          "bounds, %d by one bound only; cross-rank error <= %s\n",
+          count[RP_ALIGN_ANCHORED], count[RP_ALIGN_ANCHORED] == 1 ? "" : "s", count[RP_ALIGN_BOUNDS],
+          count[RP_ALIGN_ONE_BOUND], r->align_err < 0 ? "n/a (unbounded: no upper bound, no anchor)"
+                                                      : dur(r->align_err, a, sizeof a));
+  if (inconsistent)
+    fprintf(f, "  bounds crossed on %d rank%s (an enqueue recorded after its kernel started); the "
+            "lower bound was kept\n", inconsistent, inconsistent == 1 ? "" : "s");
+  if (r->align_warn && r->skew_gpu_all.n) {
+    if (r->align_err < 0)
+      fprintf(f, "  warning: the alignment error is unbounded; GPU skew and stragglers may be "
+              "alignment artefacts\n");
+    else
+      fprintf(f, "  warning: the alignment error bound (%s) exceeds the median GPU start skew (%s); "
+              "skew and stragglers below it are not resolved\n",
+              dur(r->align_err, a, sizeof a), dur(rp_quant_get(&r->skew_gpu_all, 0.5), b, sizeof b));
+  }
+  if (r->skew_clamped)
+    fprintf(f, "  %" PRIu64 " GPU skews exceeded the first starter's kernel span and were cut to it "
+            "(alignment off)\n", r->skew_clamped);
+}
+
 static void print_times_row(FILE *f, const char *label, const rp_derived *d) {
   char a[32], b[80], c[32], e[32], g[32], h[32], i[32], j[32];
   int kn = d->known;
@@ -226,15 +259,18 @@ void rp_render_text(const rp_report *r, FILE *f) {
   int any_skew = 0;
   for (int i = 0; i < RP_MAX_FUNC; i++) any_skew |= r->skew[i].n > 0;
   if (any_skew) {
-    fprintf(f, "\nStart skew across ranks (same collective joined by comm hash, function and seq)\n");
-    fprintf(f, "  %-14s %10s %12s %12s %12s\n", "collective", "joined", "median", "p99", "max");
+    fprintf(f, "\nStart skew across ranks (same collective joined by comm hash, function and seq;\n"
+               "from GPU kernel starts where every joined rank has them, else from CPU enqueue)\n");
+    fprintf(f, "  %-14s %10s %12s %12s %12s %12s\n", "collective", "by gpu", "by cpu enq.", "median",
+            "p99", "max");
     for (int i = 0; i < RP_MAX_FUNC; i++) {
       const rp_quant *q = &r->skew[i];
       if (!q->n) continue;
-      fprintf(f, "  %-14s %10" PRIu64 " %12s %12s %12s\n", rp_func_name(i), q->n,
-              dur(rp_quant_get(q, 0.5), a, sizeof a), dur(rp_quant_get(q, 0.99), b, sizeof b),
-              dur(q->max, c, sizeof c));
+      fprintf(f, "  %-14s %10" PRIu64 " %12" PRIu64 " %12s %12s %12s\n", rp_func_name(i), r->skew_gpu[i],
+              q->n - r->skew_gpu[i], dur(rp_quant_get(q, 0.5), a, sizeof a),
+              dur(rp_quant_get(q, 0.99), b, sizeof b), dur(q->max, c, sizeof c));
     }
+    print_alignment(r, f);
     /* Stragglers: ranks by the delay they caused as the last to start. */
     int *order = malloc((size_t)r->nranks * sizeof *order);
     if (order) {
@@ -246,15 +282,15 @@ void rp_render_text(const rp_report *r, FILE *f) {
           order[j - 1] = t;
         }
       fprintf(f, "\nStragglers (the rank that starts a collective last makes the others wait)\n");
-      fprintf(f, "  %-16s %10s %12s %14s %14s %8s\n", "", "last", "of joined", "delay caused",
-              "time waiting", "missed");
+      fprintf(f, "  %-16s %10s %12s %10s %14s %14s %8s\n", "", "last", "of joined", "by gpu",
+              "delay caused", "time waiting", "missed");
       int shown = 0;
       for (int i = 0; i < r->nranks && shown < 8; i++, shown++) {
         const rp_rank *k = &r->ranks[order[i]];
         char label[64];
         rank_label(k, label, sizeof label);
-        fprintf(f, "  %-16s %10" PRIu64 " %12" PRIu64 " %14s %14s %8" PRIu64 "\n", label,
-                k->last_count, k->joined, dur(k->late_total, a, sizeof a),
+        fprintf(f, "  %-16s %10" PRIu64 " %12" PRIu64 " %10" PRIu64 " %14s %14s %8" PRIu64 "\n", label,
+                k->last_count, k->joined, k->joined_gpu, dur(k->late_total, a, sizeof a),
                 dur(k->wait_total, b, sizeof b), k->missed);
       }
       free(order);

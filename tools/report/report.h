@@ -149,6 +149,7 @@ typedef struct rp_source {
   int64_t kineto_base;    /* Kineto baseTimeNanoseconds (0 when absent) */
   int64_t gpu_first, gpu_last; /* Kineto: aligned range of its GPU events (pass 1) */
   int proc;               /* index of the rank (process) it belongs to, -1 until known */
+  int gpu_aligned;        /* 1: gpu_to_real was set by the alignment (align.c), not the header */
   int quiet;              /* no warnings (second pass, --quiet) */
   /* learned in pass 1 */
   uint64_t records, colls, timed_colls, nccl_kernels, compute_kernels, memory_kernels;
@@ -253,6 +254,16 @@ typedef struct rp_rank {
   int64_t wait_total;             /* sum of (last start - own start) */
   int64_t late_total;             /* sum of skew when it was the last to start */
   uint64_t missed;                /* joined collectives of its communicators it has no record of */
+  uint64_t joined_gpu;            /* of `joined`: judged by GPU start times (else CPU enqueue) */
+  uint64_t wait_clamped;          /* GPU waits cut to the rank's own kernel span (alignment off) */
+  /* GPU-clock alignment (align.c; docs/metrics.md, Alignment). off = GPU clock - realtime. */
+  int align_method;               /* enum rp_align_method */
+  int align_inconsistent;         /* its bounds crossed (lower > upper): the lower bound was used */
+  int64_t gpu_offset;             /* the offset its GPU times were aligned with, ns */
+  int64_t off_lower, off_upper;   /* its own bounds on off; INT64_MIN / INT64_MAX: none */
+  int64_t align_err;              /* bound on its GPU times' error against the other ranks', ns;
+                                     -1: unbounded (no upper bound, no anchor) */
+  uint64_t anchors;               /* collectives whose GPU stops tied it to its group */
   uint64_t colls, timed_colls;
   /* untimed collectives of this rank by estimate level; asked-but-lost ones */
   uint64_t est[RP_EST_LEVELS], lost;
@@ -275,6 +286,7 @@ typedef struct rp_comm_summary {
   int nranks, ranks_seen;
   uint64_t joined, incomplete;    /* collectives joined by (func, seq); lacking some rank */
   rp_quant skew;                  /* start skew per collective, ns */
+  uint64_t skew_gpu;              /* of skew.n: from GPU starts (the rest: CPU enqueue starts) */
 } rp_comm_summary;
 
 typedef struct rp_stepsum {      /* one step number, summed over the ranks that have it */
@@ -332,6 +344,12 @@ typedef struct rp_report {
   rp_comm_summary *comms;
   size_t ncomms;
   rp_quant skew[RP_MAX_FUNC];     /* start skew per collective type */
+  uint64_t skew_gpu[RP_MAX_FUNC]; /* of skew[f].n: from GPU starts (the rest: CPU enqueue) */
+  rp_quant skew_gpu_all;          /* start skew of the GPU-judged joins, every type */
+  uint64_t skew_clamped;          /* GPU skews cut to the first starter's kernel span */
+  int64_t align_err;              /* bound on the relative error of two ranks' GPU times, ns;
+                                     -1 unbounded, 0 with no GPU-timed rank */
+  int align_warn;                 /* 1: align_err unbounded or > the median GPU skew */
   uint64_t records, colls, p2p, timed_colls;
   int64_t t0, t_end;              /* earliest / latest aligned time seen */
   int64_t window_from, window_to; /* timeline window */
@@ -375,6 +393,25 @@ const char *rp_steps_origin(const rp_report *r, char *buf, size_t len);
 int rp_steps_compute_known(const rp_report *r);
 #define RP_STEPS_NONE_TEXT "no repeating step pattern found in the collectives (steps need a Kineto " \
   "trace, step marks or a job that repeats its collectives; --steps P forces a period)"
+/* ---- GPU-clock alignment (align.c): bounds per trace, anchors across ranks, one offset per rank */
+enum rp_align_method {
+  RP_ALIGN_NONE = 0,      /* no GPU times, or no bound: its GPU clock is taken as realtime */
+  RP_ALIGN_ONE_BOUND,     /* one bound only, or bounds that cross: off = that bound (the lower
+                             one when both), error unbounded */
+  RP_ALIGN_BOUNDS,        /* lower and upper bounds: off = lower, error = |upper - lower| */
+  RP_ALIGN_ANCHORED,      /* tied to other ranks by simultaneous GPU stops, then bounded */
+};
+const char *rp_align_method_name(int method);
+typedef struct rp_align rp_align;
+/* Pass 0 over one binary source (opened and closed here): its bounds and anchor samples. */
+topo_status rp_align_scan(rp_align **a, int nsrc, rp_source *s);
+/* After every source is scanned and has its rank (s->proc): one offset per rank, written into
+ * r->ranks[] (align_*, gpu_offset) and every binary source's gpu_to_real. Frees `a`. */
+topo_status rp_align_solve(rp_align *a, rp_report *r);
+void rp_align_free(rp_align *a);
+/* The estimate from [lower, upper] (either may be INT64_MIN / INT64_MAX = none). Returns the
+ * method; *err = |upper - lower|, -1 when unbounded; *inconsistent = 1 when lower > upper. */
+int rp_align_estimate(int64_t lower, int64_t upper, int64_t *off, int64_t *err, int *inconsistent);
 
 /* Analyse `paths` (files and directories: every *.trace / *.topo / *.json inside, sorted). */
 topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *opt,
