@@ -402,7 +402,7 @@ static int global_start(void) {
     for (int i = 0; i < NAME_CACHE; i++) atomic_store(&name_cache[w][i], 0);
   dl_iterate_phdr(collect_ro, NULL);
   g.nvtx = topo_env_bool(TOPO_ENV_PROFILER_NVTX);
-  g.cupti = topo_env_bool(TOPO_ENV_PROFILER_CUPTI);
+  g.cupti = topo_cupti_configure();
   g.sample_every = (uint32_t)topo_env_int(TOPO_ENV_PROFILER_SAMPLE);
   g.gpu_timeout_ns = topo_env_int(TOPO_ENV_PROFILER_GPU_TIMEOUT_MS) * 1000000LL;
   parse_events();
@@ -433,17 +433,19 @@ static int global_start(void) {
       c->fd = -1;
       atomic_store(&c->gpu_offset_best, INT64_MIN);
       c->header.flags = TOPO_TRACE_F_CUPTI;
-      if (topo_cupti_start(c)) {
+      if (topo_cupti_load(c)) {
         topo_writer_open(c);
         c->next = g.comms;
         g.comms = c;
         g.cupti_comm = c;
+        topo_cupti_begin();
       } else {
         free_comm(c);
         g.cupti = 0;
       }
-    } else if (c) {
-      free_comm(c);
+    } else {
+      if (c) free_comm(c);
+      g.cupti = 0;
     }
   }
   g.generation_started = 1;
@@ -486,7 +488,8 @@ ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t com
     TOPO_INFO(NCCL_INIT, "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
               "channels for 1 in %u collectives, NVTX %s, CUPTI %s, traces in %s",
               TOPO_VERSION, abi_version, topo_prof_mask_for(abi_version), g.sample_every,
-              g.nvtx ? "on" : "off", g.cupti ? "on" : "off", topo_env_str(TOPO_ENV_PROFILER_DIR));
+              g.nvtx ? "on" : "off", g.cupti ? topo_cupti_describe() : "off",
+              topo_env_str(TOPO_ENV_PROFILER_DIR));
   }
   c = topo_calloc(1, sizeof *c);
   if (!c || !(c->block = topo_calloc(TOPO_WRITER_BLOCK_RECORDS, sizeof(topo_trace_record)))) {
