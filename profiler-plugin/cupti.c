@@ -441,8 +441,9 @@ int topo_cupti_load(topo_comm *c) {
   snprintf(st.trigger, sizeof st.trigger, "%s", topo_env_str(TOPO_ENV_PROFILER_CUPTI_TRIGGER));
   find_injection();
   if (!st.other[0]) load();
+  if (st.period_ns <= 0) st.period_ns = 60000000000LL;
   uint64_t ts = 0;
-  if (cu.lib && cu.timestamp(&ts) == CUPTI_SUCCESS && ts)
+  if (!st.other[0] && cu.lib && cu.timestamp(&ts) == CUPTI_SUCCESS && ts)
     c->header.cupti_minus_realtime_ns = (int64_t)ts - topo_clock_realtime_ns();
   pthread_mutex_unlock(&api_lock);
   return 1;
@@ -483,10 +484,10 @@ static void step(int64_t now) {
     if (!wanted) {
       end_span(now, probe(NULL) == PROBE_OTHER);
     } else if (now >= st.next_poll) {
-      cu.flush_all(0);
       if (probe(NULL) == PROBE_OTHER) {
         end_span(now, 1);
       } else {
+        cu.flush_all(0);
         st.last_alone = now;
         st.next_poll = now + POLL_NS;
         /* `on`: a RECORDED record every period, so a killed process keeps its spans. */
