@@ -313,7 +313,7 @@ static int probe(CUptiResult *err) {
 static void decline(int64_t now, const char *who) {
   if (!st.declined)
     TOPO_INFO(NCCL_INIT, "TOPO/Profiler: another CUPTI client is there (%s); the compute timeline "
-              "steps aside and tries again in %lld s", who ? who : "a subscriber",
+              "steps aside and tries again every %lld s", who ? who : "a subscriber",
               (long long)(st.period_ns / 1000000000LL));
   st.declined = 1;
   span_record(TOPO_CUPTI_DECLINED, now, now, who);
@@ -364,7 +364,7 @@ static void end_span(int64_t now, int other) {
     /* The kinds and the buffer callbacks now serve the other client: leave them be. The span
      * is known complete up to the last probe that found topo alone. */
     TOPO_INFO(NCCL_INIT, "TOPO/Profiler: another CUPTI client arrived; the compute timeline "
-              "steps aside and tries again in %lld s", (long long)(st.period_ns / 1000000000LL));
+              "steps aside and tries again every %lld s", (long long)(st.period_ns / 1000000000LL));
     span_record(TOPO_CUPTI_YIELDED, st.span_start, st.last_alone, NULL);
     st.declined = 1;
     st.retry_after = now + st.period_ns;
