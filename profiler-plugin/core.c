@@ -506,7 +506,7 @@ static int global_start(void) {
     for (int i = 0; i < NAME_CACHE; i++) atomic_store(&name_cache[w][i], 0);
   dl_iterate_phdr(collect_ro, NULL);
   g.nvtx = topo_env_bool(TOPO_ENV_PROFILER_NVTX);
-  g.cupti = topo_env_bool(TOPO_ENV_PROFILER_CUPTI);
+  g.cupti = topo_cupti_configure();
   g.sample_every = (uint32_t)topo_env_int(TOPO_ENV_PROFILER_SAMPLE);
   g.measure_min = (uint64_t)topo_env_int(TOPO_ENV_PROFILER_MEASURE_BYTES);
   g.measure_all = g.sample_every <= 1 || g.measure_min == 0;
@@ -540,17 +540,19 @@ static int global_start(void) {
       c->fd = -1;
       atomic_store(&c->gpu_offset_best, INT64_MIN);
       c->header.flags = TOPO_TRACE_F_CUPTI;
-      if (topo_cupti_start(c)) {
+      if (topo_cupti_load(c)) {
         topo_writer_open(c);
         c->next = g.comms;
         g.comms = c;
         g.cupti_comm = c;
+        topo_cupti_begin();
       } else {
         free_comm(c);
         g.cupti = 0;
       }
-    } else if (c) {
-      free_comm(c);
+    } else {
+      if (c) free_comm(c);
+      g.cupti = 0;
     }
   }
   g.generation_started = 1;
@@ -594,13 +596,13 @@ ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t com
       TOPO_INFO(NCCL_INIT, "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
                 "channels for every operation, NVTX %s, CUPTI %s, traces in %s", TOPO_VERSION,
                 abi_version, topo_prof_mask_for(abi_version), g.nvtx ? "on" : "off",
-                g.cupti ? "on" : "off", topo_env_str(TOPO_ENV_PROFILER_DIR));
+                g.cupti ? topo_cupti_describe() : "off", topo_env_str(TOPO_ENV_PROFILER_DIR));
     else
       TOPO_INFO(NCCL_INIT, "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
                 "channels for every operation of >= %llu bytes and below that the first %d of "
                 "each kind then 1 in %u, NVTX %s, CUPTI %s, traces in %s", TOPO_VERSION,
                 abi_version, topo_prof_mask_for(abi_version), (unsigned long long)g.measure_min,
-                PRED_FIRST, g.sample_every, g.nvtx ? "on" : "off", g.cupti ? "on" : "off",
+                PRED_FIRST, g.sample_every, g.nvtx ? "on" : "off", g.cupti ? topo_cupti_describe() : "off",
                 topo_env_str(TOPO_ENV_PROFILER_DIR));
     atomic_store(&g.next_mask, topo_prof_mask_for(abi_version));
   }

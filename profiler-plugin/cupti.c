@@ -1,16 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
-// Optional CUPTI timeline (TOPO_PROFILER_CUPTI=1): dlopen'ed at run time (never linked), it
-// subscribes once (so a profiler that already holds CUPTI - Nsight Systems, PyTorch's profiler -
-// is detected and left alone), enables the concurrent-kernel activity kind (which does not
-// serialise kernels) plus memcpy/memset, and turns the records CUPTI hands back in its buffer
-// callbacks into topo_rec_kernel records (names as topo_rec_string) of the process-wide trace.
-// CUPTI's threads call the buffer callbacks; the writer thread polls a flush now and then.
+// The compute timeline (TOPO_PROFILER_CUPTI): CUPTI's activity records of kernels (the
+// concurrent-kernel kind, which does not serialise kernels), memcpy and memset become
+// topo_rec_kernel records of the process-wide trace (comm hash 0, names as topo_rec_string),
+// recorded in spans - continuously (`on`), for a window every period (`window`, the default), or
+// while a trigger file exists - each span described by a topo_rec_cupti record.
+//
+// CUPTI allows one subscriber per process and its activity state (enabled kinds, buffer
+// callbacks) is process-wide, so the timeline must never stand in another client's way
+// (torch.profiler/Kineto, Nsight Systems, ...). topo never holds a subscription: it probes
+// (cuptiSubscribe, then cuptiUnsubscribe at once) at a window start and at each poll of an open
+// span. A start that finds another client writes DECLINED and touches nothing; a span during which
+// one arrives ends YIELDED, with no cuptiActivityDisable and no re-registration (the kinds and
+// callbacks are the other client's from then on); later windows probe again. An injected tool
+// (CUDA_INJECTION64_PATH, Nsight Systems' NSYS_* variables) counts as another client for the
+// life of the process and CUPTI is then never loaded.
+//
+// Threads: topo_cupti_configure/load/begin run on the first init's thread, topo_cupti_poll on the
+// writer thread, topo_cupti_stop at the last finalize or exit; all of them under api_lock. CUPTI's
+// threads (or the caller of a flush) run the buffer callbacks, under out_lock. libcupti is
+// dlopen'ed (never linked) and never unloaded.
 #define _GNU_SOURCE 1 /* dladdr, RTLD_NODELETE */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "clock.h"
@@ -18,12 +34,36 @@
 #include "internal.h"
 #include "log.h"
 
+extern char **environ;
+
+enum { MODE_OFF = 0, MODE_ON, MODE_WINDOW };
+
+static int mode;               /* set by topo_cupti_configure (init thread, before any start) */
+static char description[96];
+
+static int parse_mode(void) {
+  static const char *off[] = {"off", "0", "false", "no"};
+  static const char *on[] = {"on", "1", "true", "yes"};
+  static atomic_int warned;
+  const char *s = topo_env_str(TOPO_ENV_PROFILER_CUPTI);
+  for (size_t i = 0; i < 4; i++) {
+    if (!strcasecmp(s, off[i])) return MODE_OFF;
+    if (!strcasecmp(s, on[i])) return MODE_ON;
+  }
+  if (!strcasecmp(s, "window")) return MODE_WINDOW;
+  if (!atomic_exchange(&warned, 1))
+    TOPO_WARN("TOPO_PROFILER_CUPTI=\"%.64s\" ignored (not off, on or window); using the default "
+              "window", s);
+  return MODE_WINDOW;
+}
+
 #ifdef TOPO_HAVE_CUPTI
 #include <cupti.h>
 
 #define BUFFER_SIZE (4u << 20)
 #define NAME_SLOTS 4096
-#define POLL_NS 500000000LL
+#define POLL_NS 500000000LL    /* an open span: flush and probe this often */
+#define TRIGGER_NS 500000000LL /* the trigger file: checked this often */
 
 typedef struct api {
   void *lib;
@@ -40,13 +80,36 @@ typedef struct api {
   CUptiResult (*result_string)(CUptiResult, const char **);
 } api;
 
+static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                           CUPTI_ACTIVITY_KIND_MEMCPY,
+                                           CUPTI_ACTIVITY_KIND_MEMSET};
+
+static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;  /* cu, st, CUPTI calls */
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;  /* out, for the buffer callbacks */
+static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER; /* name table */
 static api cu;
 static topo_comm *out;
-static CUpti_SubscriberHandle subscriber;
-static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;   /* start/stop/poll */
-static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER;  /* name table */
-static atomic_int active;
-static int64_t last_poll;
+static atomic_int armed;          /* between begin and stop: the poll has work */
+static atomic_llong next_due;     /* the poll takes the lock from this monotonic time on */
+static atomic_ullong delivered;   /* activity records pushed since the span opened */
+
+/* Under api_lock. */
+static struct {
+  topo_comm *c;
+  int64_t window_ns, period_ns;
+  char trigger[512];
+  char other[160];        /* an injected tool: another client for the life of the process */
+  char load_error[256];   /* why CUPTI could not be loaded ("" = loaded, or not tried) */
+  int failed;             /* FAILED written: CUPTI is not touched again */
+  int recording;          /* our kinds are enabled and a span is open */
+  int declined;           /* the last start attempt found another client (logs once per run) */
+  int trigger_on;
+  int64_t t0;             /* first window start: windows open at t0 + k * period */
+  int64_t next_start;     /* next scheduled start attempt */
+  int64_t span_start, window_end, last_alone, next_poll, next_trigger_check, retry_after;
+  uint64_t dropped_at_start;
+} st;
+
 static struct {
   char *name;
   uint32_t id;
@@ -59,11 +122,12 @@ static const char *errstr(CUptiResult r) {
   return "unknown CUPTI error";
 }
 
+/* Caller holds out_lock, or api_lock while out is being set up or torn down by that thread. */
 static void push(const topo_trace_record *r) {
-  if (!topo_writer_push(out, r)) atomic_fetch_add(&out->dropped[TOPO_DROP_CUPTI], 1);
+  if (out && !topo_writer_push(out, r)) atomic_fetch_add(&out->dropped[TOPO_DROP_CUPTI], 1);
 }
 
-/* The string id of a kernel name, emitting its STRING records the first time. */
+/* The string id of `name`, emitting its STRING records the first time. */
 static uint32_t name_id(const char *name) {
   if (!name || !*name) return 0;
   uint32_t h = 2166136261u;
@@ -78,7 +142,7 @@ static uint32_t name_id(const char *name) {
       names[i].name = copy;
       names[i].id = id = ++next_name_id;
       size_t len = strlen(name);
-      for (size_t off = 0; off < len || off == 0; off += 48) {
+      for (size_t off = 0; off < len; off += 48) {
         topo_trace_record r;
         memset(&r, 0, sizeof r);
         r.string.type = TOPO_REC_STRING;
@@ -87,7 +151,6 @@ static uint32_t name_id(const char *name) {
         memcpy(r.string.text, name + off, r.string.len);
         if (off + 48 >= len) r.string.flags = TOPO_STRING_F_LAST;
         push(&r);
-        if (len == 0) break;
       }
       break;
     }
@@ -110,10 +173,13 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
   *max_records = 0;
 }
 
+/* CUPTI hands back a buffer (ours: CUPTI may call this until the process exits, also after the
+ * last finalize, when the records are dropped). */
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
                                       size_t valid) {
+  pthread_mutex_lock(&out_lock);
   CUpti_Activity *rec = NULL;
-  while (out && cu.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
+  while (out && cu.next_record && cu.next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
     topo_trace_record r;
     memset(&r, 0, sizeof r);
     r.kernel.type = TOPO_REC_KERNEL;
@@ -159,10 +225,12 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
       continue;
     }
     push(&r);
+    atomic_fetch_add(&delivered, 1);
   }
   size_t dropped = 0;
-  if (out && cu.dropped(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
+  if (out && cu.dropped && cu.dropped(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
     atomic_fetch_add(&out->dropped[TOPO_DROP_CUPTI], dropped);
+  pthread_mutex_unlock(&out_lock);
   topo_free(buffer);
   (void)size;
 }
@@ -175,19 +243,11 @@ static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
   (void)data;
 }
 
-#define LOAD(field, sym)                                      \
-  do {                                                        \
-    *(void **)(&cu.field) = dlsym(cu.lib, sym);               \
-    if (!cu.field) {                                          \
-      missing = sym;                                          \
-      goto fail;                                              \
-    }                                                         \
-  } while (0)
-
 /* Once CUPTI has our buffer callbacks, nothing can take them back (activity callbacks cannot be
  * unregistered), and CUPTI may call them until the process exits, after NCCL dlcloses this
  * plugin at its last communicator's destruction. So the plugin pins itself in memory
- * (RTLD_NODELETE) the first time CUPTI starts; its state is still reset by the last finalize. */
+ * (RTLD_NODELETE) the first time it registers them; its state is still reset by the last
+ * finalize. */
 static void pin_self(void) {
   static int pinned;
   Dl_info info;
@@ -195,10 +255,154 @@ static void pin_self(void) {
   if (dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE)) pinned = 1;
 }
 
-int topo_cupti_start(topo_comm *c) {
-  const char *missing = NULL;
+/* ---- span records ---- */
+static void span_record(int state, int64_t start, int64_t stop, const char *name) {
+  topo_trace_record r;
+  memset(&r, 0, sizeof r);
+  r.cupti.type = TOPO_REC_CUPTI;
+  r.cupti.state = (uint8_t)state;
+  r.cupti.name_id = name_id(name);
+  r.cupti.cpu_start_ns = start;
+  r.cupti.cpu_stop_ns = stop;
+  if (state == TOPO_CUPTI_RECORDED || state == TOPO_CUPTI_YIELDED) {
+    r.cupti.records = atomic_load(&delivered);
+    r.cupti.dropped = atomic_load(&st.c->dropped[TOPO_DROP_CUPTI]) - st.dropped_at_start;
+  }
+  pthread_mutex_lock(&out_lock);
+  push(&r);
+  pthread_mutex_unlock(&out_lock);
+}
+
+/* A span's records and drops count from here. */
+static void span_open(int64_t now) {
+  st.span_start = st.last_alone = now;
+  st.next_poll = now + POLL_NS;
+  atomic_store(&delivered, 0);
+  st.dropped_at_start = atomic_load(&st.c->dropped[TOPO_DROP_CUPTI]);
+}
+
+/* Warnings for what the user asked for explicitly; INFO for the default. */
+#define NOTE(...)                                                                     \
+  do {                                                                                \
+    if (topo_env_is_set(TOPO_ENV_PROFILER_CUPTI)) TOPO_WARN(__VA_ARGS__);             \
+    else TOPO_INFO(NCCL_INIT, __VA_ARGS__);                                           \
+  } while (0)
+
+static void fail(int64_t now, const char *why) {
+  NOTE("TOPO/Profiler: CUPTI unavailable (%s); carrying on without the compute timeline "
+       "(TOPO_PROFILER_CUPTI=off skips it)", why);
+  span_record(TOPO_CUPTI_FAILED, now, now, why);
+  st.failed = 1;
+  st.recording = 0;
+}
+
+enum { PROBE_ALONE, PROBE_OTHER, PROBE_ERROR };
+
+/* Is another client subscribed? Holds the subscriber slot for the duration of two calls. */
+static int probe(CUptiResult *err) {
+  CUpti_SubscriberHandle h = NULL;
+  CUptiResult r = cu.subscribe(&h, on_callback, NULL);
+  if (r == CUPTI_SUCCESS) {
+    cu.unsubscribe(h);
+    return PROBE_ALONE;
+  }
+  if (err) *err = r;
+  return r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? PROBE_OTHER : PROBE_ERROR;
+}
+
+static void decline(int64_t now, const char *who) {
+  if (!st.declined)
+    TOPO_INFO(NCCL_INIT, "TOPO/Profiler: another CUPTI client is there (%s); the compute timeline "
+              "steps aside and tries again every %lld s", who ? who : "a subscriber",
+              (long long)(st.period_ns / 1000000000LL));
+  st.declined = 1;
+  span_record(TOPO_CUPTI_DECLINED, now, now, who);
+  st.retry_after = now + st.period_ns;
+}
+
+/* Open a span if topo is alone: register our callbacks, enable our kinds. */
+static void start_span(int64_t now) {
+  if (st.failed) return;
+  if (st.other[0]) {
+    decline(now, st.other);
+    return;
+  }
+  CUptiResult r = CUPTI_SUCCESS;
+  char why[160];
+  switch (probe(&r)) {
+  case PROBE_OTHER:
+    decline(now, NULL);
+    return;
+  case PROBE_ERROR:
+    snprintf(why, sizeof why, "cuptiSubscribe: %s", errstr(r));
+    fail(now, why);
+    return;
+  }
+  if ((r = cu.register_callbacks(buffer_requested, buffer_completed)) != CUPTI_SUCCESS) {
+    snprintf(why, sizeof why, "cuptiActivityRegisterCallbacks: %s", errstr(r));
+    fail(now, why);
+    return;
+  }
+  pin_self();
+  if ((r = cu.enable(kinds[0])) != CUPTI_SUCCESS) {
+    snprintf(why, sizeof why, "cuptiActivityEnable(CONCURRENT_KERNEL): %s", errstr(r));
+    fail(now, why);
+    return;
+  }
+  cu.enable(kinds[1]);
+  cu.enable(kinds[2]);
+  if (st.declined)
+    TOPO_INFO(NCCL_INIT, "TOPO/Profiler: CUPTI is free again; the compute timeline is back");
+  st.declined = 0;
+  st.recording = 1;
+  span_open(now);
+}
+
+/* Close the open span: disable and flush when topo is alone, else (`other`) step aside. */
+static void end_span(int64_t now, int other) {
+  if (other) {
+    /* The kinds and the buffer callbacks now serve the other client: leave them be. The span
+     * is known complete up to the last probe that found topo alone. */
+    TOPO_INFO(NCCL_INIT, "TOPO/Profiler: another CUPTI client arrived; the compute timeline "
+              "steps aside and tries again every %lld s", (long long)(st.period_ns / 1000000000LL));
+    span_record(TOPO_CUPTI_YIELDED, st.span_start, st.last_alone, NULL);
+    st.declined = 1;
+    st.retry_after = now + st.period_ns;
+  } else {
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) cu.disable(kinds[i]);
+    cu.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    span_record(TOPO_CUPTI_RECORDED, st.span_start, now, NULL);
+  }
+  st.recording = 0;
+}
+
+/* Nsight Systems and other tools inject themselves through CUDA_INJECTION64_PATH; nsys also
+ * exports NSYS_* variables. Either means a CUPTI client topo cannot probe for reliably. */
+static void find_injection(void) {
+  const char *inj = getenv("CUDA_INJECTION64_PATH");
+  if (inj && *inj) {
+    snprintf(st.other, sizeof st.other, "CUDA_INJECTION64_PATH=%s", inj);
+    return;
+  }
+  for (char **e = environ; e && *e; e++)
+    if (!strncmp(*e, "NSYS_", 5)) {
+      snprintf(st.other, sizeof st.other, "Nsight Systems (%.*s)", (int)strcspn(*e, "="), *e);
+      return;
+    }
+}
+
+#define LOAD(field, sym)                                                    \
+  do {                                                                      \
+    *(void **)(&cu.field) = dlsym(cu.lib, sym);                             \
+    if (!cu.field) {                                                        \
+      snprintf(st.load_error, sizeof st.load_error, "%s lacks %s", lib, sym); \
+      memset(&cu, 0, sizeof cu);                                            \
+      return;                                                               \
+    }                                                                       \
+  } while (0)
+
+static void load(void) {
   const char *lib = topo_env_str(TOPO_ENV_PROFILER_CUPTI_LIB);
-  memset(&cu, 0, sizeof cu);
   if (*lib) {
     cu.lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
   } else {
@@ -207,10 +411,12 @@ int topo_cupti_start(topo_comm *c) {
     if (!cu.lib) cu.lib = dlopen(lib = "libcupti.so", RTLD_NOW | RTLD_LOCAL);
   }
   if (!cu.lib) {
-    TOPO_WARN("TOPO/Profiler: TOPO_PROFILER_CUPTI=1 but CUPTI could not be loaded (%s); "
-              "carrying on without the kernel timeline", dlerror());
-    return 0;
+    const char *e = dlerror();
+    snprintf(st.load_error, sizeof st.load_error, "%s", e ? e : "dlopen failed");
+    return;
   }
+  /* libcupti stays loaded: the CUDA driver keeps hooks into it for the life of the process,
+   * and unloading it made processes crash at exit on real GPUs. */
   LOAD(subscribe, "cuptiSubscribe");
   LOAD(unsubscribe, "cuptiUnsubscribe");
   LOAD(register_callbacks, "cuptiActivityRegisterCallbacks");
@@ -221,65 +427,116 @@ int topo_cupti_start(topo_comm *c) {
   LOAD(flush_all, "cuptiActivityFlushAll");
   LOAD(timestamp, "cuptiGetTimestamp");
   *(void **)(&cu.result_string) = dlsym(cu.lib, "cuptiGetResultString");
+  TOPO_INFO(NCCL_INIT, "TOPO/Profiler: CUPTI loaded (%s) for the compute timeline, %s", lib,
+            description);
+}
 
-  CUptiResult r = cu.subscribe(&subscriber, on_callback, NULL);
-  if (r != CUPTI_SUCCESS) {
-    TOPO_WARN("TOPO/Profiler: CUPTI is already in use (%s: another profiler such as Nsight Systems "
-              "or the PyTorch profiler holds it); carrying on without the kernel timeline",
-              errstr(r));
-    goto fail_quiet;
-  }
-  out = c;
-  if ((r = cu.register_callbacks(buffer_requested, buffer_completed)) != CUPTI_SUCCESS ||
-      (r = cu.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) != CUPTI_SUCCESS) {
-    TOPO_WARN("TOPO/Profiler: CUPTI activity setup failed (%s); carrying on without the kernel "
-              "timeline", errstr(r));
-    cu.unsubscribe(subscriber);
-    out = NULL;
-    goto fail_quiet;
-  }
-  cu.enable(CUPTI_ACTIVITY_KIND_MEMCPY);
-  cu.enable(CUPTI_ACTIVITY_KIND_MEMSET);
+int topo_cupti_load(topo_comm *c) {
+  if (mode == MODE_OFF) return 0;
+  pthread_mutex_lock(&api_lock);
+  memset(&st, 0, sizeof st);
+  st.c = c;
+  st.window_ns = topo_env_int(TOPO_ENV_PROFILER_CUPTI_WINDOW_MS) * 1000000LL;
+  st.period_ns = topo_env_int(TOPO_ENV_PROFILER_CUPTI_PERIOD_S) * 1000000000LL;
+  snprintf(st.trigger, sizeof st.trigger, "%s", topo_env_str(TOPO_ENV_PROFILER_CUPTI_TRIGGER));
+  find_injection();
+  if (!st.other[0]) load();
+  if (st.period_ns <= 0) st.period_ns = 60000000000LL;
   uint64_t ts = 0;
-  if (cu.timestamp(&ts) == CUPTI_SUCCESS && ts)
+  if (!st.other[0] && cu.lib && cu.timestamp(&ts) == CUPTI_SUCCESS && ts)
     c->header.cupti_minus_realtime_ns = (int64_t)ts - topo_clock_realtime_ns();
-  last_poll = topo_clock_monotonic_ns();
-  atomic_store(&active, 1);
-  pin_self();
-  TOPO_INFO(NCCL_INIT, "TOPO/Profiler: CUPTI kernel timeline on (%s)", lib);
+  pthread_mutex_unlock(&api_lock);
   return 1;
-fail:
-  TOPO_WARN("TOPO/Profiler: %s lacks %s; carrying on without the kernel timeline", lib, missing);
-fail_quiet:
-  dlclose(cu.lib);
-  memset(&cu, 0, sizeof cu);
-  return 0;
+}
+
+/* When the poll next has something to do. */
+static void schedule(int64_t now) {
+  int64_t due = INT64_MAX;
+  if (st.failed) {
+    atomic_store(&next_due, due);
+    return;
+  }
+  if (st.recording) {
+    due = st.next_poll;
+    if (st.window_end > now && st.window_end < due) due = st.window_end;
+  } else {
+    while (st.next_start <= now) st.next_start += st.period_ns;
+    due = st.next_start;
+  }
+  if (st.trigger[0] && st.next_trigger_check < due) due = st.next_trigger_check;
+  atomic_store(&next_due, due);
+}
+
+static int trigger_present(int64_t now) {
+  if (!st.trigger[0]) return 0;
+  if (now >= st.next_trigger_check) {
+    st.trigger_on = access(st.trigger, F_OK) == 0;
+    st.next_trigger_check = now + TRIGGER_NS;
+  }
+  return st.trigger_on;
+}
+
+/* One step of the span schedule at `now`. api_lock held. */
+static void step(int64_t now) {
+  int trigger = trigger_present(now);
+  if (st.recording) {
+    int wanted = mode == MODE_ON || now < st.window_end || trigger;
+    if (!wanted) {
+      end_span(now, probe(NULL) == PROBE_OTHER);
+    } else if (now >= st.next_poll) {
+      if (probe(NULL) == PROBE_OTHER) {
+        end_span(now, 1);
+      } else {
+        cu.flush_all(0);
+        st.last_alone = now;
+        st.next_poll = now + POLL_NS;
+        /* `on`: a RECORDED record every period, so a killed process keeps its spans. */
+        if (mode == MODE_ON && now - st.span_start >= st.period_ns) {
+          span_record(TOPO_CUPTI_RECORDED, st.span_start, now, NULL);
+          span_open(now);
+        }
+      }
+    }
+  } else if (now >= st.next_start || (trigger && now >= st.retry_after)) {
+    st.window_end = now >= st.next_start && mode == MODE_WINDOW ? now + st.window_ns : 0;
+    start_span(now);
+  }
+  schedule(now);
+}
+
+void topo_cupti_begin(void) {
+  if (mode == MODE_OFF) return;
+  pthread_mutex_lock(&api_lock);
+  pthread_mutex_lock(&out_lock);
+  out = st.c;
+  pthread_mutex_unlock(&out_lock);
+  int64_t now = topo_clock_monotonic_ns();
+  if (!st.other[0] && !cu.lib) {
+    fail(now, st.load_error);
+  } else {
+    st.t0 = st.next_start = now;
+    st.next_trigger_check = now;
+    step(now);
+  }
+  schedule(now);
+  atomic_store(&armed, 1);
+  pthread_mutex_unlock(&api_lock);
 }
 
 void topo_cupti_poll(int64_t now) {
-  if (!atomic_load(&active) || now - last_poll < POLL_NS) return;
+  if (!atomic_load(&armed) || now < atomic_load(&next_due)) return;
   pthread_mutex_lock(&api_lock);
-  if (atomic_load(&active)) {
-    last_poll = now;
-    cu.flush_all(0);
-  }
+  if (atomic_load(&armed)) step(now);
   pthread_mutex_unlock(&api_lock);
 }
 
 void topo_cupti_stop(void) {
   pthread_mutex_lock(&api_lock);
-  if (atomic_exchange(&active, 0)) {
-    cu.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    cu.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    cu.disable(CUPTI_ACTIVITY_KIND_MEMCPY);
-    cu.disable(CUPTI_ACTIVITY_KIND_MEMSET);
-    cu.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-    cu.unsubscribe(subscriber);
+  if (atomic_exchange(&armed, 0)) {
+    if (st.recording) end_span(topo_clock_monotonic_ns(), probe(NULL) == PROBE_OTHER);
+    pthread_mutex_lock(&out_lock);
     out = NULL;
-    /* libcupti stays loaded: the CUDA driver keeps hooks into it for the life of the process,
-     * and unloading it made processes crash at exit on real GPUs (SIGSEGV after the last
-     * ncclCommDestroy). A later start dlopens it again and gets the same handle. */
-    memset(&cu, 0, sizeof cu);
+    pthread_mutex_unlock(&out_lock);
     pthread_mutex_lock(&name_lock);
     for (int i = 0; i < NAME_SLOTS; i++) {
       topo_free(names[i].name);
@@ -288,14 +545,36 @@ void topo_cupti_stop(void) {
     next_name_id = 0;
     pthread_mutex_unlock(&name_lock);
   }
+  /* cu keeps its pointers: CUPTI may still hand buffers to buffer_completed, which reads them
+   * only while `out` is set. A later load dlopens the same library again. */
+  memset(&st, 0, sizeof st);
   pthread_mutex_unlock(&api_lock);
 }
 #else
-int topo_cupti_start(topo_comm *c) {
+int topo_cupti_load(topo_comm *c) {
   (void)c;
-  TOPO_WARN("TOPO/Profiler: built without CUPTI headers; TOPO_PROFILER_CUPTI ignored");
+  if (mode == MODE_OFF) return 0;
+  TOPO_INFO(NCCL_INIT, "TOPO/Profiler: built without CUPTI headers; no compute timeline");
   return 0;
 }
+void topo_cupti_begin(void) {}
 void topo_cupti_poll(int64_t now) { (void)now; }
 void topo_cupti_stop(void) {}
 #endif
+
+int topo_cupti_configure(void) {
+  mode = parse_mode();
+  long window = topo_env_int(TOPO_ENV_PROFILER_CUPTI_WINDOW_MS);
+  long period = topo_env_int(TOPO_ENV_PROFILER_CUPTI_PERIOD_S);
+  const char *trigger = topo_env_str(TOPO_ENV_PROFILER_CUPTI_TRIGGER);
+  if (mode == MODE_OFF)
+    snprintf(description, sizeof description, "off");
+  else if (mode == MODE_ON)
+    snprintf(description, sizeof description, "on");
+  else
+    snprintf(description, sizeof description, "window of %ld ms every %ld s%s", window, period,
+             *trigger ? " and on trigger" : "");
+  return mode != MODE_OFF;
+}
+
+const char *topo_cupti_describe(void) { return description[0] ? description : "off"; }

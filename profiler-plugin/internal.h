@@ -71,10 +71,20 @@ uint64_t topo_nvtx_coll_start(const topo_rec_coll *rec);
 void topo_nvtx_coll_end(uint64_t range, const topo_rec_coll *rec);
 
 /* ---- cupti.c ---- */
-/* dlopen CUPTI and enable the activity kinds; records go to `c` (process-wide comm). 0 = off. */
-int topo_cupti_start(topo_comm *c);
-/* Flush CUPTI's buffers into the trace and disable (last finalize / exit). */
-void topo_cupti_stop(void);
-/* Writer tick: ask CUPTI for completed buffers now and then. */
+/* First init: read the TOPO_PROFILER_CUPTI* variables (a bad mode warns once). 0 = mode off. */
+int topo_cupti_configure(void);
+/* The mode in words, for the init log line. */
+const char *topo_cupti_describe(void);
+/* Before the file of `c` (the process-wide comm) is opened: look for an injected CUPTI client,
+ * else dlopen CUPTI and set c's CUPTI clock offset. Touches no CUPTI state. 0 = mode off. */
+int topo_cupti_load(topo_comm *c);
+/* After that file is open: write FAILED when CUPTI could not be loaded, else open the first
+ * window (or DECLINE it). First init's thread. */
+void topo_cupti_begin(void);
+/* Writer tick: the span schedule (windows, trigger file, flushes, probes); returns at once
+ * (one atomic load) when nothing is due. */
 void topo_cupti_poll(int64_t now_ns);
+/* Close the open span (RECORDED, or YIELDED when another client is there) and detach from the
+ * comm (last finalize / exit); later buffer callbacks drop their records. */
+void topo_cupti_stop(void);
 #endif

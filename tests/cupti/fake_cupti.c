@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The fake libcupti (see fake_cupti.h). Records are laid out in the buffers CUPTI's client
-// provides, with the record structs of the CUDA 13 CUPTI headers, and iterated by kind.
+// The fake libcupti (see fake_cupti.h). Records are laid out in the buffers of whichever client
+// registered the buffer callbacks last, with the record structs of the CUDA 13 CUPTI headers, and
+// iterated by kind.
 #include "fake_cupti.h"
 
 #include <pthread.h>
@@ -13,9 +14,17 @@
 #define EXPORT __attribute__((visibility("default")))
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* busy: another client holds the subscription; subscribed: the client (the code under test)
+ * does. The enabled kinds and the buffer callbacks are one process-wide state, as in CUPTI. */
 static int busy, subscribed, enabled_kernel, enabled_memcpy, enabled_memset;
 static CUpti_BuffersCallbackRequestFunc on_request;
 static CUpti_BuffersCallbackCompleteFunc on_complete;
+static int owner;               /* whose callbacks are registered: FAKE_CUPTI_OWNER_* */
+static int other_activity;      /* the other client registered callbacks and enabled kinds */
+static uint64_t other_records;  /* activity records the other client received */
+static fake_cupti_calls calls;
+static uint64_t hold_start;
+static CUptiResult fail_subscribe, fail_enable;
 static uint8_t *buf;
 static size_t buf_size, buf_used;
 static uint64_t dropped;
@@ -81,14 +90,47 @@ static uint64_t realtime_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* A call of the client other than subscribe/unsubscribe: counts when it holds a subscription
+ * (topo must hold one only for the instant of a probe). Lock held. */
+static void note_call_locked(void) {
+  if (subscribed) calls.held_outside_probe++;
+}
+
+/* Register callbacks: a buffer in flight goes back to whoever allocated it first. Lock held. */
+static void register_locked(CUpti_BuffersCallbackRequestFunc req,
+                            CUpti_BuffersCallbackCompleteFunc done, int who) {
+  deliver_locked();
+  on_request = req;
+  on_complete = done;
+  owner = who;
+}
+
+static CUptiResult set_enabled_locked(CUpti_ActivityKind kind, int on) {
+  switch (kind) {
+  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: enabled_kernel = on; break;
+  case CUPTI_ACTIVITY_KIND_MEMCPY: enabled_memcpy = on; break;
+  case CUPTI_ACTIVITY_KIND_MEMSET: enabled_memset = on; break;
+  default: return CUPTI_ERROR_NOT_COMPATIBLE;
+  }
+  return CUPTI_SUCCESS;
+}
+
 /* ---- CUPTI entry points ---- */
 EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc cb, void *ud) {
   (void)cb;
   (void)ud;
   pthread_mutex_lock(&lock);
   CUptiResult r = CUPTI_SUCCESS;
-  if (busy || subscribed) r = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
-  else subscribed = 1;
+  calls.subscribe++;
+  if (fail_subscribe) r = fail_subscribe;
+  else if (busy || subscribed) r = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  if (r == CUPTI_SUCCESS) {
+    subscribed = 1;
+    calls.subscribe_ok++;
+    hold_start = realtime_ns();
+  } else if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    calls.subscribe_refused++;
+  }
   pthread_mutex_unlock(&lock);
   if (s) *s = (CUpti_SubscriberHandle)(uintptr_t)(r == CUPTI_SUCCESS ? 1 : 0);
   return r;
@@ -97,6 +139,11 @@ EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle *s, CUpti_CallbackFunc 
 EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle s) {
   (void)s;
   pthread_mutex_lock(&lock);
+  calls.unsubscribe++;
+  if (subscribed) {
+    uint64_t held = realtime_ns() - hold_start;
+    if (held > calls.max_hold_ns) calls.max_hold_ns = held;
+  }
   subscribed = 0;
   pthread_mutex_unlock(&lock);
   return CUPTI_SUCCESS;
@@ -105,21 +152,19 @@ EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle s) {
 EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc req,
                                                   CUpti_BuffersCallbackCompleteFunc done) {
   pthread_mutex_lock(&lock);
-  on_request = req;
-  on_complete = done;
+  note_call_locked();
+  calls.register_callbacks++;
+  register_locked(req, done, FAKE_CUPTI_OWNER_CLIENT);
   pthread_mutex_unlock(&lock);
   return CUPTI_SUCCESS;
 }
 
 static CUptiResult set_enabled(CUpti_ActivityKind kind, int on) {
   pthread_mutex_lock(&lock);
-  CUptiResult r = CUPTI_SUCCESS;
-  switch (kind) {
-  case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: enabled_kernel = on; break;
-  case CUPTI_ACTIVITY_KIND_MEMCPY: enabled_memcpy = on; break;
-  case CUPTI_ACTIVITY_KIND_MEMSET: enabled_memset = on; break;
-  default: r = CUPTI_ERROR_NOT_COMPATIBLE;
-  }
+  note_call_locked();
+  if (on) calls.enable++;
+  else calls.disable++;
+  CUptiResult r = on && fail_enable ? fail_enable : set_enabled_locked(kind, on);
   pthread_mutex_unlock(&lock);
   return r;
 }
@@ -153,6 +198,8 @@ EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t str
 EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
   (void)flag;
   pthread_mutex_lock(&lock);
+  note_call_locked();
+  calls.flush++;
   deliver_locked();
   pthread_mutex_unlock(&lock);
   return CUPTI_SUCCESS;
@@ -164,8 +211,14 @@ EXPORT CUptiResult cuptiGetTimestamp(uint64_t *ts) {
 }
 
 EXPORT CUptiResult cuptiGetResultString(CUptiResult r, const char **s) {
-  *s = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"
-                                                            : "fake CUPTI error";
+  switch (r) {
+  case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+    *s = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
+    break;
+  case CUPTI_ERROR_NOT_INITIALIZED: *s = "CUPTI_ERROR_NOT_INITIALIZED"; break;
+  case CUPTI_ERROR_UNKNOWN: *s = "CUPTI_ERROR_UNKNOWN"; break;
+  default: *s = "fake CUPTI error";
+  }
   return CUPTI_SUCCESS;
 }
 
@@ -180,7 +233,7 @@ EXPORT int fake_cupti_kernel(const char *name, uint64_t start, uint64_t end, uin
                              uint32_t device, uint32_t correlation) {
   pthread_mutex_lock(&lock);
   int ok = 0;
-  if (subscribed && enabled_kernel) {
+  if (enabled_kernel) {
     CUpti_ActivityKernel10 *k = reserve_locked(sizeof *k);
     if (k) {
       k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
@@ -202,7 +255,7 @@ EXPORT int fake_cupti_copy(int is_memset, uint64_t bytes, uint64_t start, uint64
                            uint32_t stream, uint32_t device) {
   pthread_mutex_lock(&lock);
   int ok = 0;
-  if (subscribed && !is_memset && enabled_memcpy) {
+  if (!is_memset && enabled_memcpy) {
     CUpti_ActivityMemcpy6 *m = reserve_locked(sizeof *m);
     if (m) {
       m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
@@ -214,7 +267,7 @@ EXPORT int fake_cupti_copy(int is_memset, uint64_t bytes, uint64_t start, uint64
       m->contextId = 1;
       ok = 1;
     }
-  } else if (subscribed && is_memset && enabled_memset) {
+  } else if (is_memset && enabled_memset) {
     CUpti_ActivityMemset4 *m = reserve_locked(sizeof *m);
     if (m) {
       m->kind = CUPTI_ACTIVITY_KIND_MEMSET;
@@ -239,9 +292,84 @@ EXPORT void fake_cupti_add_dropped(uint64_t n) {
 
 EXPORT uint64_t fake_cupti_now(void) { return realtime_ns() + (uint64_t)FAKE_CUPTI_CLOCK_OFFSET_NS; }
 
+/* The other client's buffers: its own allocation, its own count. */
+static void CUPTIAPI other_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
+  *buffer = malloc(1 << 16);
+  *size = *buffer ? 1 << 16 : 0;
+  *max_records = 0;
+}
+
+static void CUPTIAPI other_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
+                                     size_t valid) {
+  (void)ctx;
+  (void)stream;
+  (void)size;
+  uint64_t n = 0;
+  CUpti_Activity *rec = NULL;
+  while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) n++;
+  pthread_mutex_lock(&lock);
+  other_records += n;
+  pthread_mutex_unlock(&lock);
+  free(buffer);
+}
+
+EXPORT int fake_cupti_other_attach(int activity) {
+  pthread_mutex_lock(&lock);
+  int ok = !subscribed && !busy;
+  if (ok) {
+    busy = 1;
+    other_activity = activity;
+    if (activity) {
+      register_locked(other_requested, other_completed, FAKE_CUPTI_OWNER_OTHER);
+      enabled_kernel = enabled_memcpy = enabled_memset = 1;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  return ok;
+}
+
+EXPORT void fake_cupti_other_detach(void) {
+  pthread_mutex_lock(&lock);
+  if (busy && other_activity) {
+    enabled_kernel = enabled_memcpy = enabled_memset = 0;
+    deliver_locked();
+  }
+  busy = other_activity = 0;
+  pthread_mutex_unlock(&lock);
+}
+
+EXPORT uint64_t fake_cupti_other_records(void) {
+  pthread_mutex_lock(&lock);
+  uint64_t n = other_records;
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
+EXPORT void fake_cupti_get_calls(fake_cupti_calls *out) {
+  pthread_mutex_lock(&lock);
+  *out = calls;
+  out->subscribed = subscribed;
+  out->owner = owner;
+  out->kernel_enabled = enabled_kernel;
+  out->memcpy_enabled = enabled_memcpy;
+  out->memset_enabled = enabled_memset;
+  pthread_mutex_unlock(&lock);
+}
+
+EXPORT void fake_cupti_fail(int subscribe, int enable) {
+  pthread_mutex_lock(&lock);
+  fail_subscribe = (CUptiResult)subscribe;
+  fail_enable = (CUptiResult)enable;
+  pthread_mutex_unlock(&lock);
+}
+
 EXPORT void fake_cupti_reset(void) {
   pthread_mutex_lock(&lock);
   busy = subscribed = enabled_kernel = enabled_memcpy = enabled_memset = 0;
+  owner = other_activity = 0;
+  other_records = 0;
+  memset(&calls, 0, sizeof calls);
+  fail_subscribe = fail_enable = CUPTI_SUCCESS;
   on_request = NULL;
   on_complete = NULL;
   free(buf);

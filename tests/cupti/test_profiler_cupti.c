@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The profiler's CUPTI path, for real, against the fake libcupti: kernels, copies and sets
-// become topo_rec_kernel records of a process-wide trace (names as string records, NCCL kernels
-// flagged by name), CUPTI's dropped count and clock offset reach the file; a CUPTI held by
-// another profiler or missing altogether earns one warning and the plugin carries on.
+// The profiler's CUPTI compute timeline, for real, against the fake libcupti: kernels, copies and
+// sets become topo_rec_kernel records of a process-wide trace (names as string records, NCCL
+// kernels flagged by name); each span is a topo_rec_cupti record (RECORDED, YIELDED, DECLINED,
+// FAILED); topo holds no CUPTI subscription beyond a probe, never touches the activity state of
+// another client that was there first or arrives later, and comes back once it is gone; windows
+// open every period and while a trigger file exists; a missing CUPTI costs one line and a
+// FAILED record.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,7 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <cupti_result.h>
 
 #include "clock.h"
 #include "fake_cupti.h"
@@ -23,26 +29,90 @@
 
 static char dir[256];
 static void *fake;
+static fake_cupti_kernel_fn kernel;
+static fake_cupti_get_calls_fn get_calls;
+static fake_cupti_other_attach_fn other_attach;
+static fake_cupti_other_detach_fn other_detach;
+static fake_cupti_other_records_fn other_records;
+
+static const char *const cupti_vars[] = {"TOPO_PROFILER_CUPTI", "TOPO_PROFILER_CUPTI_WINDOW_MS",
+                                         "TOPO_PROFILER_CUPTI_PERIOD_S",
+                                         "TOPO_PROFILER_CUPTI_TRIGGER", "CUDA_INJECTION64_PATH"};
 
 static int setup(void **state) {
   (void)state;
   snprintf(dir, sizeof dir, "/tmp/topo-ct-XXXXXX");
   if (!mkdtemp(dir)) return -1;
   setenv("TOPO_PROFILER_DIR", dir, 1);
+  for (size_t i = 0; i < sizeof cupti_vars / sizeof cupti_vars[0]; i++) unsetenv(cupti_vars[i]);
   setenv("TOPO_PROFILER_CUPTI", "1", 1);
   setenv("TOPO_PROFILER_CUPTI_LIB", TOPO_TEST_FAKE_CUPTI, 1);
   fake = dlopen(TOPO_TEST_FAKE_CUPTI, RTLD_NOW | RTLD_LOCAL);
   if (!fake) return -1;
   ((fake_cupti_reset_fn)dlsym(fake, "fake_cupti_reset"))();
+  kernel = (fake_cupti_kernel_fn)dlsym(fake, "fake_cupti_kernel");
+  get_calls = (fake_cupti_get_calls_fn)dlsym(fake, "fake_cupti_get_calls");
+  other_attach = (fake_cupti_other_attach_fn)dlsym(fake, "fake_cupti_other_attach");
+  other_detach = (fake_cupti_other_detach_fn)dlsym(fake, "fake_cupti_other_detach");
+  other_records = (fake_cupti_other_records_fn)dlsym(fake, "fake_cupti_other_records");
   topo_host_log_reset();
   return 0;
 }
 
 static int teardown(void **state) {
   (void)state;
+  for (size_t i = 0; i < sizeof cupti_vars / sizeof cupti_vars[0]; i++) unsetenv(cupti_vars[i]);
   dlclose(fake);
   test_trace_rmdir(dir);
   return 0;
+}
+
+static fake_cupti_calls calls(void) {
+  fake_cupti_calls k;
+  get_calls(&k);
+  return k;
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Poll the fake's counters until `cond` holds (fails the test after `ms`). */
+#define WAIT_UNTIL(cond, ms)                                                      \
+  do {                                                                            \
+    int waited_ = 0;                                                              \
+    fake_cupti_calls k = calls();                                                 \
+    while (!(cond) && waited_ < (ms)) {                                           \
+      sleep_ms(2);                                                                \
+      waited_ += 2;                                                               \
+      k = calls();                                                                \
+    }                                                                             \
+    if (!(cond)) fail_msg("timed out after %d ms waiting for %s", (ms), #cond);   \
+  } while (0)
+
+static void init(topo_host_profiler *p, uint64_t hash) {
+  assert_int_equal(topo_host_profiler_load(p, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28), TOPO_OK);
+  assert_int_equal(topo_host_profiler_init(p, hash, NULL, 1, 2, 0, topo_host_log), ncclSuccess);
+  assert_non_null(p->ctx);
+}
+
+static void one_collective(topo_host_profiler *p) {
+  drv_op op;
+  memset(&op, 0, sizeof op);
+  op.func = "AllReduce";
+  op.dtype = "ncclBfloat16";
+  op.algo = "RING";
+  op.proto = "LL";
+  op.count = 1024;
+  op.nch = 1;
+  op.peer = -1;
+  drv_run(p, &op);
+}
+
+static void finalize(topo_host_profiler *p) {
+  topo_host_profiler_finalize(p);
+  topo_host_profiler_unload(p);
 }
 
 /* The process-wide CUPTI trace and the comm trace of the directory. */
@@ -51,13 +121,13 @@ static void read_traces(test_trace *cupti, test_trace *comm) {
   size_t n = test_trace_list(dir, &paths);
   int found_cupti = 0, found_comm = 0;
   for (size_t i = 0; i < n; i++) {
-    test_trace *t = strstr(strrchr(paths[i], '/'), "-cupti") ? cupti : comm;
-    if (t == cupti) found_cupti++;
+    int is_cupti = strstr(strrchr(paths[i], '/'), "-cupti") != NULL;
+    if (is_cupti) found_cupti++;
     else found_comm++;
-    assert_int_equal(test_trace_read(paths[i], t), 0);
+    assert_int_equal(test_trace_read(paths[i], is_cupti ? cupti : comm), 0);
   }
   test_trace_free_list(paths, n);
-  if (cupti) assert_int_equal(found_cupti, 1);
+  assert_int_equal(found_cupti, 1);
   assert_int_equal(found_comm, 1);
 }
 
@@ -77,16 +147,54 @@ static void string_of(const test_trace *t, uint32_t id, char *out, size_t n) {
   }
 }
 
+/* The span records of the CUPTI trace, in file order. */
+static size_t spans(const test_trace *t, const topo_rec_cupti **out, size_t max) {
+  size_t n = 0;
+  for (size_t i = 0; i < t->count && n < max; i++)
+    if (t->records[i].cupti.type == TOPO_REC_CUPTI) out[n++] = &t->records[i].cupti;
+  return n;
+}
+
+static size_t kernels(const test_trace *t) {
+  const topo_trace_record **k;
+  size_t n = test_trace_select(t, TOPO_REC_KERNEL, &k);
+  free(k);
+  return n;
+}
+
+static void assert_never_held(void) {
+  fake_cupti_calls k = calls();
+  assert_int_equal(k.held_outside_probe, 0);
+  assert_int_equal(k.subscribed, 0);
+  assert_int_equal(k.unsubscribe, k.subscribe_ok);
+  assert_true(k.max_hold_ns < 100000000ull); /* a probe, not a span */
+}
+
+static void test_bad_mode_warns_once_and_records_windows(void **s) {
+  (void)s;
+  setenv("TOPO_PROFILER_CUPTI", "sometimes", 1);
+  topo_host_profiler p;
+  init(&p, 0x90);
+  assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 1);
+  assert_true(topo_host_log_contains("TOPO_PROFILER_CUPTI=\"sometimes\" ignored"));
+  assert_int_equal(calls().kernel_enabled, 1); /* the default, window: the first window is open */
+  finalize(&p);
+  test_trace c, comm;
+  read_traces(&c, &comm);
+  const topo_rec_cupti *sp[8];
+  assert_int_equal(spans(&c, sp, 8), 1);
+  assert_int_equal(sp[0]->state, TOPO_CUPTI_RECORDED);
+  test_trace_free(&c);
+  test_trace_free(&comm);
+}
+
 static void test_kernels_and_copies_reach_a_process_wide_trace(void **s) {
   (void)s;
-  fake_cupti_kernel_fn kernel = (fake_cupti_kernel_fn)dlsym(fake, "fake_cupti_kernel");
   fake_cupti_copy_fn copy = (fake_cupti_copy_fn)dlsym(fake, "fake_cupti_copy");
   fake_cupti_add_dropped_fn add_dropped = (fake_cupti_add_dropped_fn)dlsym(fake, "fake_cupti_add_dropped");
   topo_host_profiler p;
-  assert_int_equal(topo_host_profiler_load(&p, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28), TOPO_OK);
-  int64_t rt_before = topo_clock_realtime_ns();
-  topo_host_profiler_init(&p, 0x99, NULL, 1, 2, 0, topo_host_log);
-  assert_non_null(p.ctx);
+  int64_t before = topo_clock_monotonic_ns();
+  init(&p, 0x99);
   const char *gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1";
   const char *nccl = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL";
   assert_true(kernel(gemm, 1000, 5000, 7, 0, 11));
@@ -95,18 +203,16 @@ static void test_kernels_and_copies_reach_a_process_wide_trace(void **s) {
   assert_true(copy(0, 1 << 20, 9200, 9400, 7, 0));
   assert_true(copy(1, 4096, 9500, 9510, 7, 0));
   add_dropped(5);
-  drv_op op;
-  memset(&op, 0, sizeof op);
-  op.func = "AllReduce";
-  op.dtype = "ncclBfloat16";
-  op.algo = "RING";
-  op.proto = "LL";
-  op.count = 1024;
-  op.nch = 1;
-  op.peer = -1;
-  drv_run(&p, &op);
-  topo_host_profiler_finalize(&p);
-  topo_host_profiler_unload(&p);
+  one_collective(&p);
+  assert_never_held();
+  finalize(&p);
+  int64_t after = topo_clock_monotonic_ns();
+  assert_never_held();
+  fake_cupti_calls k = calls();
+  assert_int_equal(k.register_callbacks, 1);
+  assert_int_equal(k.enable, 3);
+  assert_int_equal(k.disable, 3);
+  assert_int_equal(k.kernel_enabled, 0);
 
   test_trace c, comm;
   read_traces(&c, &comm);
@@ -116,91 +222,300 @@ static void test_kernels_and_copies_reach_a_process_wide_trace(void **s) {
   assert_true(c.header.flags & TOPO_TRACE_F_CUPTI);
   int64_t off = c.header.cupti_minus_realtime_ns;
   assert_true(off > FAKE_CUPTI_CLOCK_OFFSET_NS - 50000000 && off < FAKE_CUPTI_CLOCK_OFFSET_NS + 50000000);
-  (void)rt_before;
-  const topo_trace_record **k;
-  size_t nk = test_trace_select(&c, TOPO_REC_KERNEL, &k);
+  const topo_trace_record **kr;
+  size_t nk = test_trace_select(&c, TOPO_REC_KERNEL, &kr);
   assert_int_equal(nk, 5);
   char name[256];
-  assert_int_equal(k[0]->kernel.kind, TOPO_KERNEL_COMPUTE);
-  assert_int_equal(k[0]->kernel.gpu_start_ns, 1000);
-  assert_int_equal(k[0]->kernel.gpu_stop_ns, 5000);
-  assert_int_equal(k[0]->kernel.stream_id, 7);
-  assert_int_equal(k[0]->kernel.correlation, 11);
-  string_of(&c, k[0]->kernel.name_id, name, sizeof name);
+  assert_int_equal(kr[0]->kernel.kind, TOPO_KERNEL_COMPUTE);
+  assert_int_equal(kr[0]->kernel.gpu_start_ns, 1000);
+  assert_int_equal(kr[0]->kernel.gpu_stop_ns, 5000);
+  assert_int_equal(kr[0]->kernel.stream_id, 7);
+  assert_int_equal(kr[0]->kernel.correlation, 11);
+  string_of(&c, kr[0]->kernel.name_id, name, sizeof name);
   assert_string_equal(name, gemm); /* longer than 48: several string records */
-  assert_int_equal(k[1]->kernel.kind, TOPO_KERNEL_NCCL);
-  string_of(&c, k[1]->kernel.name_id, name, sizeof name);
+  assert_int_equal(kr[1]->kernel.kind, TOPO_KERNEL_NCCL);
+  string_of(&c, kr[1]->kernel.name_id, name, sizeof name);
   assert_string_equal(name, nccl);
-  assert_int_equal(k[2]->kernel.name_id, k[0]->kernel.name_id); /* interned once */
-  assert_int_equal(k[3]->kernel.kind, TOPO_KERNEL_MEMCPY);
-  assert_int_equal(k[3]->kernel.bytes, 1 << 20);
-  assert_int_equal(k[4]->kernel.kind, TOPO_KERNEL_MEMSET);
-  assert_int_equal(k[4]->kernel.bytes, 4096);
+  assert_int_equal(kr[2]->kernel.name_id, kr[0]->kernel.name_id); /* interned once */
+  assert_int_equal(kr[3]->kernel.kind, TOPO_KERNEL_MEMCPY);
+  assert_int_equal(kr[3]->kernel.bytes, 1 << 20);
+  assert_int_equal(kr[4]->kernel.kind, TOPO_KERNEL_MEMSET);
+  assert_int_equal(kr[4]->kernel.bytes, 4096);
   assert_int_equal(c.footer.dropped[TOPO_DROP_CUPTI], 5);
   const topo_trace_record **strs;
   assert_int_equal(test_trace_select(&c, TOPO_REC_STRING, &strs), 2 + 1); /* gemm: 2, nccl: 1 */
+  /* one span, from init to finalize, with what it delivered */
+  const topo_rec_cupti *sp[8];
+  assert_int_equal(spans(&c, sp, 8), 1);
+  assert_int_equal(sp[0]->state, TOPO_CUPTI_RECORDED);
+  assert_true(sp[0]->cpu_start_ns >= before && sp[0]->cpu_start_ns < sp[0]->cpu_stop_ns);
+  assert_true(sp[0]->cpu_stop_ns <= after);
+  assert_int_equal(sp[0]->records, 5);
+  assert_int_equal(sp[0]->dropped, 5);
+  assert_int_equal(sp[0]->name_id, 0);
   /* the comm trace says CUPTI was on and still has its collective */
   assert_true(comm.header.flags & TOPO_TRACE_F_CUPTI);
   const topo_trace_record **colls;
   assert_int_equal(test_trace_select(&comm, TOPO_REC_COLL, &colls), 1);
-  free(k);
+  free(kr);
   free(strs);
   free(colls);
   test_trace_free(&c);
   test_trace_free(&comm);
 }
 
-static void test_cupti_held_by_another_profiler_warns_and_carries_on(void **s) {
+static void test_client_there_first_is_declined_and_left_whole(void **s) {
   (void)s;
-  ((fake_cupti_set_busy_fn)dlsym(fake, "fake_cupti_set_busy"))(1);
+  unsetenv("TOPO_PROFILER_CUPTI"); /* the default */
+  assert_true(other_attach(1));
   topo_host_profiler p;
-  assert_int_equal(topo_host_profiler_load(&p, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28), TOPO_OK);
-  assert_int_equal(topo_host_profiler_init(&p, 0x9a, NULL, 1, 2, 0, topo_host_log), ncclSuccess);
-  assert_non_null(p.ctx);
-  assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 1);
-  assert_true(topo_host_log_contains("already in use"));
-  drv_op op;
-  memset(&op, 0, sizeof op);
-  op.func = "AllGather";
-  op.dtype = "ncclInt8";
-  op.algo = "RING";
-  op.proto = "SIMPLE";
-  op.count = 1 << 20;
-  op.nch = 2;
-  op.peer = -1;
-  drv_run(&p, &op);
-  topo_host_profiler_finalize(&p);
-  topo_host_profiler_unload(&p);
-  test_trace comm;
-  read_traces(NULL, &comm);
-  assert_false(comm.header.flags & TOPO_TRACE_F_CUPTI);
-  const topo_trace_record **colls;
-  assert_int_equal(test_trace_select(&comm, TOPO_REC_COLL, &colls), 1);
-  free(colls);
+  init(&p, 0x9a);
+  assert_true(kernel("gemm", 100, 200, 7, 0, 1)); /* the other client's */
+  one_collective(&p);
+  finalize(&p);
+  fake_cupti_calls k = calls();
+  assert_int_equal(k.subscribe_refused, 1);
+  assert_int_equal(k.register_callbacks, 0);
+  assert_int_equal(k.enable, 0);
+  assert_int_equal(k.disable, 0);
+  assert_int_equal(k.flush, 0);
+  assert_int_equal(k.owner, FAKE_CUPTI_OWNER_OTHER);
+  assert_true(k.kernel_enabled && k.memcpy_enabled && k.memset_enabled);
+  assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 0);
+  other_detach();
+  assert_int_equal(other_records(), 1);
+
+  test_trace c, comm;
+  read_traces(&c, &comm);
+  const topo_rec_cupti *sp[8];
+  assert_int_equal(spans(&c, sp, 8), 1);
+  assert_int_equal(sp[0]->state, TOPO_CUPTI_DECLINED);
+  assert_int_equal(sp[0]->cpu_start_ns, sp[0]->cpu_stop_ns);
+  assert_int_equal(sp[0]->name_id, 0); /* a subscriber topo cannot name */
+  assert_int_equal(kernels(&c), 0);
+  assert_true(comm.header.flags & TOPO_TRACE_F_CUPTI);
+  test_trace_free(&c);
   test_trace_free(&comm);
 }
 
-static void test_missing_cupti_warns_and_carries_on(void **s) {
+static void test_injected_tool_is_declined_without_touching_cupti(void **s) {
+  (void)s;
+  setenv("CUDA_INJECTION64_PATH", "/opt/nsight-systems/target/libToolsInjection64.so", 1);
+  topo_host_profiler p;
+  init(&p, 0x9c);
+  finalize(&p);
+  fake_cupti_calls k = calls();
+  assert_int_equal(k.subscribe, 0);
+  assert_int_equal(k.register_callbacks + k.enable + k.disable + k.flush, 0);
+  test_trace c, comm;
+  read_traces(&c, &comm);
+  const topo_rec_cupti *sp[8];
+  assert_int_equal(spans(&c, sp, 8), 1);
+  assert_int_equal(sp[0]->state, TOPO_CUPTI_DECLINED);
+  char who[256];
+  string_of(&c, sp[0]->name_id, who, sizeof who);
+  assert_string_equal(who, "CUDA_INJECTION64_PATH=/opt/nsight-systems/target/libToolsInjection64.so");
+  test_trace_free(&c);
+  test_trace_free(&comm);
+}
+
+static void test_client_arriving_mid_span_is_yielded_to_and_left_whole(void **s) {
+  (void)s;
+  setenv("TOPO_PROFILER_CUPTI", "on", 1);
+  setenv("TOPO_PROFILER_CUPTI_PERIOD_S", "1", 1);
+  topo_host_profiler p;
+  int64_t t0 = topo_clock_monotonic_ns();
+  init(&p, 0x9d);
+  assert_true(kernel("before", 100, 200, 7, 0, 1));
+  assert_true(other_attach(1)); /* Kineto starts: its callbacks replace topo's */
+  fake_cupti_calls at = calls();
+  assert_int_equal(at.owner, FAKE_CUPTI_OWNER_OTHER);
+  int64_t attached = topo_clock_monotonic_ns();
+  WAIT_UNTIL(k.subscribe_refused >= 1, 2000); /* topo's next probe noticed */
+  int64_t noticed = topo_clock_monotonic_ns();
+  assert_true(kernel("during", 300, 400, 7, 0, 2)); /* the other client's */
+  WAIT_UNTIL(k.subscribe_refused >= 2, 2500);     /* the next period: still there, declined */
+  fake_cupti_calls mid = calls();
+  assert_int_equal(mid.register_callbacks, at.register_callbacks);
+  assert_int_equal(mid.enable, at.enable);
+  assert_int_equal(mid.disable, at.disable);
+  assert_int_equal(mid.owner, FAKE_CUPTI_OWNER_OTHER);
+  assert_true(mid.kernel_enabled && mid.memcpy_enabled && mid.memset_enabled);
+  other_detach(); /* Kineto's trace ends: it disables its kinds and unsubscribes */
+  assert_true(other_records() >= 1);
+  WAIT_UNTIL(k.register_callbacks > at.register_callbacks, 2500); /* topo is back */
+  assert_true(kernel("after", 500, 600, 7, 0, 3));
+  finalize(&p);
+  assert_never_held();
+
+  test_trace c, comm;
+  read_traces(&c, &comm);
+  const topo_rec_cupti *sp[8];
+  size_t n = spans(&c, sp, 8);
+  assert_true(n >= 3);
+  assert_int_equal(sp[0]->state, TOPO_CUPTI_YIELDED);
+  assert_true(sp[0]->cpu_start_ns >= t0);
+  assert_true(sp[0]->cpu_stop_ns <= noticed); /* complete up to the last probe that was alone */
+  assert_true(sp[0]->cpu_stop_ns > attached - 600000000LL);
+  assert_int_equal(sp[0]->records, 1);
+  for (size_t i = 1; i + 1 < n; i++) assert_int_equal(sp[i]->state, TOPO_CUPTI_DECLINED);
+  assert_int_equal(sp[n - 1]->state, TOPO_CUPTI_RECORDED);
+  assert_int_equal(sp[n - 1]->records, 1);
+  const topo_trace_record **kr;
+  assert_int_equal(test_trace_select(&c, TOPO_REC_KERNEL, &kr), 2);
+  char name[64];
+  string_of(&c, kr[0]->kernel.name_id, name, sizeof name);
+  assert_string_equal(name, "before");
+  string_of(&c, kr[1]->kernel.name_id, name, sizeof name);
+  assert_string_equal(name, "after");
+  free(kr);
+  test_trace_free(&c);
+  test_trace_free(&comm);
+}
+
+static void test_windows_repeat_with_their_length(void **s) {
+  (void)s;
+  unsetenv("TOPO_PROFILER_CUPTI"); /* the default: window */
+  setenv("TOPO_PROFILER_CUPTI_WINDOW_MS", "50", 1);
+  setenv("TOPO_PROFILER_CUPTI_PERIOD_S", "1", 1);
+  topo_host_profiler p;
+  init(&p, 0x9e);
+  int injected = 0, last_window = -1;
+  for (int waited = 0; calls().disable < 9 && waited < 4000; waited += 2) {
+    fake_cupti_calls k = calls();
+    int window = (k.enable + 2) / 3;
+    if (k.kernel_enabled && window != last_window && kernel("w", 1, 2, 7, 0, (uint32_t)window)) {
+      injected++;
+      last_window = window;
+    }
+    sleep_ms(2);
+  }
+  assert_true(calls().disable >= 9);
+  finalize(&p);
+  assert_never_held();
+  test_trace c, comm;
+  read_traces(&c, &comm);
+  const topo_rec_cupti *sp[8];
+  size_t n = spans(&c, sp, 8);
+  assert_true(n >= 3);
+  uint64_t records = 0;
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(sp[i]->state, TOPO_CUPTI_RECORDED);
+    records += sp[i]->records;
+    if (i >= 3) continue; /* a fourth may be cut short by finalize */
+    int64_t len = sp[i]->cpu_stop_ns - sp[i]->cpu_start_ns;
+    if (len < 50000000LL || len > 250000000LL) fail_msg("window %zu lasted %lld ns", i, (long long)len);
+    if (i > 0) {
+      int64_t gap = sp[i]->cpu_start_ns - sp[i - 1]->cpu_start_ns;
+      if (gap < 950000000LL || gap > 1250000000LL) fail_msg("windows %lld ns apart", (long long)gap);
+    }
+  }
+  assert_true(injected >= 3);
+  assert_int_equal(records, (uint64_t)injected);
+  assert_int_equal(kernels(&c), (size_t)injected);
+  test_trace_free(&c);
+  test_trace_free(&comm);
+}
+
+static void test_trigger_file_records_while_it_exists(void **s) {
+  (void)s;
+  char trigger[300];
+  snprintf(trigger, sizeof trigger, "%s/record-now", dir);
+  setenv("TOPO_PROFILER_CUPTI", "window", 1);
+  setenv("TOPO_PROFILER_CUPTI_WINDOW_MS", "20", 1);
+  setenv("TOPO_PROFILER_CUPTI_PERIOD_S", "3600", 1);
+  setenv("TOPO_PROFILER_CUPTI_TRIGGER", trigger, 1);
+  topo_host_profiler p;
+  init(&p, 0x9f);
+  WAIT_UNTIL(k.disable >= 3, 2000); /* the first window closed */
+  assert_false(kernel("lost", 1, 2, 7, 0, 1));
+  FILE *f = fopen(trigger, "w");
+  assert_non_null(f);
+  fclose(f);
+  WAIT_UNTIL(k.kernel_enabled, 2000);
+  int64_t opened = topo_clock_monotonic_ns();
+  assert_true(kernel("triggered", 1, 2, 7, 0, 2));
+  sleep_ms(100);
+  assert_int_equal(calls().kernel_enabled, 1);
+  unlink(trigger);
+  WAIT_UNTIL(k.disable >= 6, 2000);
+  finalize(&p);
+  test_trace c, comm;
+  read_traces(&c, &comm);
+  const topo_rec_cupti *sp[8];
+  assert_int_equal(spans(&c, sp, 8), 2);
+  assert_int_equal(sp[0]->state, TOPO_CUPTI_RECORDED);
+  assert_int_equal(sp[1]->state, TOPO_CUPTI_RECORDED);
+  assert_int_equal(sp[0]->records, 0);
+  assert_int_equal(sp[1]->records, 1);
+  assert_true(sp[1]->cpu_start_ns <= opened);
+  assert_true(sp[1]->cpu_stop_ns - sp[1]->cpu_start_ns >= 100000000LL);
+  assert_int_equal(kernels(&c), 1);
+  test_trace_free(&c);
+  test_trace_free(&comm);
+}
+
+static void test_missing_cupti_writes_failed_and_carries_on(void **s) {
   (void)s;
   setenv("TOPO_PROFILER_CUPTI_LIB", "/nonexistent/libcupti.so.13", 1);
+  unsetenv("TOPO_PROFILER_CUPTI"); /* the default: one INFO line, no warning */
   topo_host_profiler p;
-  assert_int_equal(topo_host_profiler_load(&p, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28), TOPO_OK);
-  assert_int_equal(topo_host_profiler_init(&p, 0x9b, NULL, 1, 2, 0, topo_host_log), ncclSuccess);
-  assert_non_null(p.ctx);
+  init(&p, 0x9b);
+  assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 0);
+  assert_true(topo_host_log_contains("CUPTI unavailable"));
+  one_collective(&p);
+  finalize(&p);
+  test_trace c, comm;
+  read_traces(&c, &comm);
+  const topo_rec_cupti *sp[8];
+  assert_int_equal(spans(&c, sp, 8), 1);
+  assert_int_equal(sp[0]->state, TOPO_CUPTI_FAILED);
+  char why[256];
+  string_of(&c, sp[0]->name_id, why, sizeof why);
+  assert_non_null(strstr(why, "/nonexistent/libcupti.so.13"));
+  assert_int_equal(c.header.cupti_minus_realtime_ns, TOPO_TRACE_OFFSET_UNKNOWN);
+  const topo_trace_record **colls;
+  assert_int_equal(test_trace_select(&comm, TOPO_REC_COLL, &colls), 1);
+  free(colls);
+  test_trace_free(&c);
+  test_trace_free(&comm);
+}
+
+static void test_asked_for_cupti_that_fails_to_enable_warns_once(void **s) {
+  (void)s;
+  ((fake_cupti_fail_fn)dlsym(fake, "fake_cupti_fail"))(CUPTI_SUCCESS, CUPTI_ERROR_NOT_INITIALIZED);
+  topo_host_profiler p;
+  init(&p, 0xa0);
   assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 1);
-  assert_true(topo_host_log_contains("could not be loaded"));
-  topo_host_profiler_finalize(&p);
-  topo_host_profiler_unload(&p);
-  test_trace comm;
-  read_traces(NULL, &comm);
+  assert_true(topo_host_log_contains("CUPTI unavailable"));
+  one_collective(&p);
+  finalize(&p);
+  assert_never_held();
+  test_trace c, comm;
+  read_traces(&c, &comm);
+  const topo_rec_cupti *sp[8];
+  assert_int_equal(spans(&c, sp, 8), 1);
+  assert_int_equal(sp[0]->state, TOPO_CUPTI_FAILED);
+  char why[256];
+  string_of(&c, sp[0]->name_id, why, sizeof why);
+  assert_string_equal(why, "cuptiActivityEnable(CONCURRENT_KERNEL): CUPTI_ERROR_NOT_INITIALIZED");
+  test_trace_free(&c);
   test_trace_free(&comm);
 }
 
 int main(void) {
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_kernels_and_copies_reach_a_process_wide_trace, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_cupti_held_by_another_profiler_warns_and_carries_on, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_missing_cupti_warns_and_carries_on, setup, teardown),
+      T(test_bad_mode_warns_once_and_records_windows), /* first: the warning is once per process */
+      T(test_kernels_and_copies_reach_a_process_wide_trace),
+      T(test_client_there_first_is_declined_and_left_whole),
+      T(test_injected_tool_is_declined_without_touching_cupti),
+      T(test_client_arriving_mid_span_is_yielded_to_and_left_whole),
+      T(test_windows_repeat_with_their_length),
+      T(test_trigger_file_records_while_it_exists),
+      T(test_missing_cupti_writes_failed_and_carries_on),
+      T(test_asked_for_cupti_that_fails_to_enable_warns_once),
   };
+#undef T
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
