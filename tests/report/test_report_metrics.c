@@ -160,8 +160,7 @@ static void test_unions_overlap_exposed_idle_are_exact(void **state) {
   assert_int_equal(d.known, 0);
   assert_int_equal(d.compute, 0);     /* not measured: the renderers print n/a / null */
   assert_int_equal(d.covered, 0);
-  assert_string_equal(rp_rank_unknown_reason(k1),
-                      "no compute timeline: run with TOPO_PROFILER_CUPTI=1, or give the Kineto trace of the same steps");
+  assert_non_null(strstr(rp_rank_unknown_reason(k1), "no compute timeline: no CUPTI window"));
 
   rp_derived o;
   rp_derive_overall(&r, &o);

@@ -582,10 +582,12 @@ static void cover_build(ctx *c) {
 
 const char *rp_rank_unknown_reason(const rp_rank *k) {
   static const char none[] =
-      "no compute timeline: run with TOPO_PROFILER_CUPTI=1, or give the Kineto trace of the same steps";
+      "no compute timeline: no CUPTI window of the profiler covers this rank (TOPO_PROFILER_CUPTI=on "
+      "records continuously, TOPO_PROFILER_CUPTI_TRIGGER on demand), and no Kineto trace of it was given";
   if (k->cover_note[0]) return k->cover_note;
   if (k->t.covered < (k->t.last > k->t.first ? k->t.last - k->t.first : 0))
-    return k->ncover ? "outside the CUPTI windows compute was not recorded" : none;
+    return k->ncover ? "outside the CUPTI windows compute was not recorded (TOPO_PROFILER_CUPTI=on or "
+                       "TOPO_PROFILER_CUPTI_TRIGGER record more)" : none;
   return "";
 }
 

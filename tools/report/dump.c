@@ -102,6 +102,16 @@ topo_status rp_dump(const char *path, FILE *f) {
               m->cpu_start_ns, m->cpu_stop_ns, m->value);
       break;
     }
+    case TOPO_REC_CUPTI: {
+      static const char *const states[] = {"?", "recorded", "yielded", "declined", "failed"};
+      const topo_rec_cupti *cu = &rec->cupti;
+      fprintf(f, "{\"type\":\"cupti\",\"state\":\"%s\",\"name\":", cu->state <= 4 ? states[cu->state] : "?");
+      rp_json_string(f, topo_trace_reader_string(r, cu->name_id));
+      fprintf(f, ",\"cpu_start_ns\":%" PRId64 ",\"cpu_stop_ns\":%" PRId64 ",\"records\":%" PRIu64
+                 ",\"dropped\":%" PRIu64 "}\n",
+              cu->cpu_start_ns, cu->cpu_stop_ns, cu->records, cu->dropped);
+      break;
+    }
     case TOPO_REC_STATS:
       fprintf(f, "{\"type\":\"stats\",\"records\":%" PRIu64 ",\"dropped\":", rec->stats.records);
       drops(f, rec->stats.dropped);

@@ -382,7 +382,7 @@ static void tables(FILE *f, const rp_report *r) {
     for (size_t i = 0; i < r->nstepsum; i++) known |= r->stepsum[i].cov_ranks > 0;
     fprintf(f, "<h2>Steps</h2><div class=note>");
     esc(f, rp_steps_origin(r, origin, sizeof origin));
-    if (!known) fprintf(f, "; n/a: no compute was recorded (give the Kineto traces of these steps, or run the profiler with its CUPTI mode)");
+    if (!known) fprintf(f, "; n/a: no compute was recorded (give the Kineto traces of these steps, or widen the profiler's CUPTI windows: TOPO_PROFILER_CUPTI=on)");
     fprintf(f, "</div><table><tr><th>step</th><th>ranks</th><th>mean span</th><th>communication</th><th>compute</th><th>exposed</th><th>comm share</th><th>overlap ratio</th></tr>\n");
     for (size_t i = 0; i < r->nstepsum; i++) {
       const rp_stepsum *s = &r->stepsum[i];

@@ -338,8 +338,8 @@ void rp_render_text(const rp_report *r, FILE *f) {
               pct_known(kn, rp_ratio(s->cov_overlap, s->cov_comm), g, sizeof g), kn ? cv : "n/a");
     }
     if (!known)
-      fprintf(f, "  n/a: no compute was recorded (give the Kineto traces of these steps, or run the "
-                 "profiler with its CUPTI mode)\n");
+      fprintf(f, "  n/a: no compute was recorded (give the Kineto traces of these steps, or widen the "
+                 "profiler's CUPTI windows: TOPO_PROFILER_CUPTI=on)\n");
   } else if (r->steps_detect == RP_STEPS_NONE) {
     fprintf(f, "\nSteps: %s\n", RP_STEPS_NONE_TEXT);
   }
