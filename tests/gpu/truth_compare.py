@@ -85,10 +85,33 @@ def gpu_events(run):
 
 
 gb, gc = gpu_events("B"), gpu_events("C")
+if not gc:
+    check("torch traces of runs B and C", False, "none found")
 for name in sorted(gc):
     x, y = gb.get(name, 0), gc[name]
     check(f"torch trace {name} complete beside topo CUPTI=on", y > 0 and x >= 0.98 * y,
           f"{x} GPU events with topo (CUPTI on) vs {y} without topo")
-logs = open(os.path.join(d, "B", "job.log"), errors="replace").read()
-check("no CUPTI subscriber conflict in torch's log", "MULTIPLE_SUBSCRIBERS" not in logs,
+lp = os.path.join(d, "B", "job.log")
+logs = open(lp, errors="replace").read() if os.path.exists(lp) else ""
+check("no CUPTI subscriber conflict in torch's log", bool(logs) and "MULTIPLE_SUBSCRIBERS" not in logs,
       "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED " + ("found" if "MULTIPLE_SUBSCRIBERS" in logs else "absent"))
+
+
+def cupti_states(run):
+    """State counts of the CUPTI span records in the run's -cupti traces (topo-report dump)."""
+    out = {}
+    for f in sorted(glob.glob(os.path.join(d, run, "traces", "*cupti*"))):
+        p = subprocess.run([report, "dump", f], capture_output=True, text=True)
+        for line in p.stdout.splitlines():
+            if '"type":"cupti"' in line:
+                st = json.loads(line)["state"]
+                out[st] = out.get(st, 0) + 1
+    return out
+
+
+sb = cupti_states("B")
+check("topo stepped aside for torch.profiler (run B)", sb.get("yielded", 0) + sb.get("declined", 0) > 0,
+      f"CUPTI span records in topo's traces: {sb or 'none'}")
+sa = cupti_states("A")
+check("topo's default CUPTI window recorded (run A)", sa.get("recorded", 0) + sa.get("yielded", 0) > 0,
+      f"CUPTI span records in topo's traces: {sa or 'none'}")
