@@ -438,6 +438,7 @@ static int pred_wants(uint32_t entry) {
 /* An operation of `func` and `bytes` was issued, with kernel channels if `asked` (the mask NCCL
  * read for it): learn what followed the previous one, then set the mask for the next. */
 static void next_op(int abi_version, int func, uint64_t bytes, int asked) {
+  if (bytes >= TOPO_CUPTI_TRAFFIC_BYTES) topo_cupti_note_traffic();
   if (g.measure_all || !g.kernelch || abi_version < 4) return;
   uint32_t kind = pred_kind(func, bytes);
   uint32_t entry = (kind + 1) | (bytes >= g.measure_min ? PRED_LARGE : 0);

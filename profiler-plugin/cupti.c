@@ -91,6 +91,7 @@ static api cu;
 static topo_comm *out;
 static atomic_int armed;          /* between begin and stop: the poll has work */
 static atomic_llong next_due;     /* the poll takes the lock from this monotonic time on */
+static atomic_llong first_traffic; /* CLOCK_MONOTONIC of the first large collective, 0 = none yet */
 static atomic_ullong delivered;   /* activity records pushed since the span opened */
 
 /* Under api_lock. */
@@ -104,7 +105,8 @@ static struct {
   int recording;          /* our kinds are enabled and a span is open */
   int declined;           /* the last start attempt found another client (logs once per run) */
   int trigger_on;
-  int64_t t0;             /* first window start: windows open at t0 + k * period */
+  int64_t t0;             /* windows open at t0 + k * period: init, then the first large collective */
+  int anchored;           /* t0 has seen the first large collective */
   int64_t next_start;     /* next scheduled start attempt */
   int64_t span_start, window_end, last_alone, next_poll, next_trigger_check, retry_after;
   uint64_t dropped_at_start;
@@ -465,6 +467,8 @@ static void schedule(int64_t now) {
   }
   if (st.trigger[0] && st.next_trigger_check < due) due = st.next_trigger_check;
   atomic_store(&next_due, due);
+  /* A first large collective noted while we computed `due` must not wait for it. */
+  if (mode == MODE_WINDOW && !st.anchored && atomic_load(&first_traffic)) atomic_store(&next_due, 0);
 }
 
 static int trigger_present(int64_t now) {
@@ -476,8 +480,21 @@ static int trigger_present(int64_t now) {
   return st.trigger_on;
 }
 
+void topo_cupti_note_traffic(void) {
+  if (atomic_load_explicit(&first_traffic, memory_order_relaxed)) return;
+  long long none = 0;
+  if (atomic_compare_exchange_strong(&first_traffic, &none, topo_clock_monotonic_ns()))
+    atomic_store_explicit(&next_due, 0, memory_order_relaxed); /* the next writer tick acts */
+}
+
 /* One step of the span schedule at `now`. api_lock held. */
 static void step(int64_t now) {
+  /* `window`: the schedule starts over at the first large collective (topo_cupti_note_traffic)
+   * when that comes after the window opened at init: the job's steady state, not its setup. */
+  if (mode == MODE_WINDOW && !st.anchored && !st.recording && atomic_load(&first_traffic)) {
+    st.anchored = 1;
+    if (atomic_load(&first_traffic) >= st.t0 + st.window_ns) st.t0 = st.next_start = now;
+  }
   int trigger = trigger_present(now);
   if (st.recording) {
     int wanted = mode == MODE_ON || now < st.window_end || trigger;
@@ -545,12 +562,14 @@ void topo_cupti_stop(void) {
     next_name_id = 0;
     pthread_mutex_unlock(&name_lock);
   }
+  atomic_store(&first_traffic, 0);
   /* cu keeps its pointers: CUPTI may still hand buffers to buffer_completed, which reads them
    * only while `out` is set. A later load dlopens the same library again. */
   memset(&st, 0, sizeof st);
   pthread_mutex_unlock(&api_lock);
 }
 #else
+void topo_cupti_note_traffic(void) {}
 int topo_cupti_load(topo_comm *c) {
   (void)c;
   if (mode == MODE_OFF) return 0;

@@ -81,6 +81,13 @@ int topo_cupti_load(topo_comm *c);
 /* After that file is open: write FAILED when CUPTI could not be loaded, else open the first
  * window (or DECLINE it). First init's thread. */
 void topo_cupti_begin(void);
+/* Training traffic has begun: an operation of >= TOPO_CUPTI_TRAFFIC_BYTES was issued. In the
+ * window mode the first window opens at init; when the first large collective comes after it
+ * closed (a job's first seconds or minutes are model building, compile and setup; its steady
+ * state starts with large collectives), the schedule starts over there. Hot path, any thread:
+ * one relaxed load once it is known. */
+#define TOPO_CUPTI_TRAFFIC_BYTES (1u << 20)
+void topo_cupti_note_traffic(void);
 /* Writer tick: the span schedule (windows, trigger file, flushes, probes); returns at once
  * (one atomic load) when nothing is due. */
 void topo_cupti_poll(int64_t now_ns);

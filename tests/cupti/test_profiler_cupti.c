@@ -417,6 +417,54 @@ static void test_windows_repeat_with_their_length(void **s) {
   test_trace_free(&comm);
 }
 
+static void large_collective(topo_host_profiler *p) {
+  drv_op op;
+  memset(&op, 0, sizeof op);
+  op.func = "AllReduce";
+  op.dtype = "ncclBfloat16";
+  op.algo = "RING";
+  op.proto = "SIMPLE";
+  op.count = 16u << 20; /* 32 MiB */
+  op.nch = 4;
+  op.peer = -1;
+  drv_run(p, &op);
+}
+
+/* The default mode opens a window at init and starts its schedule over at the first large
+ * collective that comes after that window: the job's training, not its setup. */
+static void test_window_starts_over_at_the_first_large_collective(void **s) {
+  (void)s;
+  setenv("TOPO_PROFILER_CUPTI", "window", 1);
+  setenv("TOPO_PROFILER_CUPTI_WINDOW_MS", "30", 1);
+  setenv("TOPO_PROFILER_CUPTI_PERIOD_S", "3600", 1);
+  topo_host_profiler p;
+  init(&p, 0xa1);
+  WAIT_UNTIL(k.disable >= 3, 2000); /* the init window closed */
+  one_collective(&p);                 /* small: no new window */
+  sleep_ms(100);
+  assert_int_equal(calls().kernel_enabled, 0);
+  int64_t issued = topo_clock_monotonic_ns();
+  large_collective(&p);
+  WAIT_UNTIL(k.kernel_enabled, 1000);
+  assert_true(kernel("training", 1, 2, 7, 0, 1));
+  WAIT_UNTIL(k.disable >= 6, 2000); /* its window closed */
+  large_collective(&p);               /* only the first one starts the schedule over */
+  sleep_ms(100);
+  assert_int_equal(calls().kernel_enabled, 0);
+  finalize(&p);
+  assert_never_held();
+  test_trace c, comm;
+  read_traces(&c, &comm);
+  const topo_rec_cupti *sp[8];
+  assert_int_equal(spans(&c, sp, 8), 2);
+  assert_int_equal(sp[1]->state, TOPO_CUPTI_RECORDED);
+  assert_true(sp[1]->cpu_start_ns >= issued);
+  assert_true(sp[1]->cpu_start_ns - issued < 200000000LL); /* within a few writer ticks */
+  assert_int_equal(sp[1]->records, 1);
+  test_trace_free(&c);
+  test_trace_free(&comm);
+}
+
 static void test_trigger_file_records_while_it_exists(void **s) {
   (void)s;
   char trigger[300];
@@ -512,6 +560,7 @@ int main(void) {
       T(test_injected_tool_is_declined_without_touching_cupti),
       T(test_client_arriving_mid_span_is_yielded_to_and_left_whole),
       T(test_windows_repeat_with_their_length),
+      T(test_window_starts_over_at_the_first_large_collective),
       T(test_trigger_file_records_while_it_exists),
       T(test_missing_cupti_writes_failed_and_carries_on),
       T(test_asked_for_cupti_that_fails_to_enable_warns_once),
