@@ -60,7 +60,11 @@ static int parse_mode(void) {
 #ifdef TOPO_HAVE_CUPTI
 #include <cupti.h>
 
-#define BUFFER_SIZE (4u << 20)
+/* Small buffers: once another client registers its buffer callbacks, CUPTI keeps filling the
+ * buffer it got from us and hands it to that client, which does not know it and drops it
+ * (Kineto: "bufferCompleted called with unknown buffer"). So what the other client can lose is
+ * bounded by one buffer: 16 KiB, ~75 kernel records (216 bytes each in CUDA 13). */
+#define BUFFER_SIZE (16u << 10)
 #define NAME_SLOTS 4096
 #define POLL_NS 500000000LL    /* an open span: flush and probe this often */
 #define TRIGGER_NS 500000000LL /* the trigger file: checked this often */
@@ -367,6 +371,9 @@ static void end_span(int64_t now, int other) {
      * is known complete up to the last probe that found topo alone. */
     TOPO_INFO(NCCL_INIT, "TOPO/Profiler: another CUPTI client arrived; the compute timeline "
               "steps aside and tries again every %lld s", (long long)(st.period_ns / 1000000000LL));
+    /* Hand back the buffer CUPTI still fills from us, so its next records go into the other
+     * client's buffers (what it holds of ours reaches its callback, which drops it). */
+    cu.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     span_record(TOPO_CUPTI_YIELDED, st.span_start, st.last_alone, NULL);
     st.declined = 1;
     st.retry_after = now + st.period_ns;

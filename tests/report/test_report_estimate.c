@@ -238,6 +238,47 @@ static void test_cupti_windows_bound_the_compute_figures(void **state) {
   remove_dir();
 }
 
+/* Steps [0,1000), [1000,2000), [2000,3000) (marks); CUPTI RECORDED [0,1500): a window that ends
+ * mid-step. Coverage is the whole step inside it, [0,1000): kernel [100,600) and collective
+ * [500,800) count (compute 500, overlap 100); kernel [1100,1400) and collective [1200,1300),
+ * recorded in the part of step 1 the window saw, do not enter the compute figures. */
+static void test_cupti_coverage_is_whole_steps(void **state) {
+  (void)state;
+  make_dir();
+  topo_trace_header h;
+  tf_header_init(&h, 0xc1, 0, 1);
+  tf_trace t;
+  tf_begin(&t, &h, NULL);
+  tf_string(&t, 1, "ProfilerStep");
+  cupti(&t, TOPO_CUPTI_RECORDED, 0, 0, 1500);
+  topo_trace_record k1 = tf_kernel(TOPO_KERNEL_COMPUTE, 0, T + 100, T + 600, 7);
+  tf_add(&t, &k1);
+  coll(&t, 0, MiB, 450, 500, 800, 4, 1, 1);
+  topo_trace_record k2 = tf_kernel(TOPO_KERNEL_COMPUTE, 0, T + 1100, T + 1400, 7);
+  tf_add(&t, &k2);
+  coll(&t, 1, MiB, 1150, 1200, 1300, 4, 1, 1);
+  coll(&t, 2, MiB, 2150, 2200, 2300, 4, 1, 1);
+  for (int i = 0; i < 3; i++) {
+    topo_trace_record m = tf_mark(1, T + 1000 * i, T + 1000 * (i + 1), (uint64_t)i);
+    tf_add(&t, &m);
+  }
+  save(&t, "rank0.trace");
+  rp_report r;
+  analyze(&r);
+  const rp_rank *k = &r.ranks[0];
+  rp_derived d;
+  rp_derive_rank(k, &d);
+  assert_int_equal(d.known, 1);
+  assert_int_equal(d.covered, 900); /* [0,1000) within the span, which starts at 100 */
+  assert_int_equal(d.compute, 500);
+  assert_int_equal(d.overlap, 100);
+  assert_true(d.overlap_ratio > 0.33332 && d.overlap_ratio < 0.33334); /* 100 of comm 300 */
+  assert_int_equal(k->nsteps, 3);
+  assert_int_equal(k->steps[1].covered, 0);
+  rp_report_free(&r);
+  remove_dir();
+}
+
 static void test_failed_cupti_leaves_compute_unknown_with_its_reason(void **state) {
   (void)state;
   make_dir();
@@ -326,6 +367,7 @@ int main(void) {
       cmocka_unit_test(test_estimates_are_placed_after_the_previous_comm_on_their_stream),
       cmocka_unit_test(test_estimator_fallbacks_directly),
       cmocka_unit_test(test_cupti_windows_bound_the_compute_figures),
+      cmocka_unit_test(test_cupti_coverage_is_whole_steps),
       cmocka_unit_test(test_failed_cupti_leaves_compute_unknown_with_its_reason),
       cmocka_unit_test(test_unknown_prints_na_null_and_empty_never_zero),
       cmocka_unit_test(test_real_ddp_traces_comm_reaches_the_physical_floor),
