@@ -180,6 +180,14 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
   *max_records = 0;
 }
 
+/* Work unfinished at a flush comes back with 0 (or all-ones) timestamps: nothing was measured.
+ * Counted as a CUPTI drop. Caller holds out_lock. */
+static int unfinished(uint64_t start, uint64_t end) {
+  if (start && start < (uint64_t)INT64_MAX && end > start) return 0;
+  if (out) atomic_fetch_add(&out->dropped[TOPO_DROP_CUPTI], 1);
+  return 1;
+}
+
 /* CUPTI hands back a buffer (ours: CUPTI may call this until the process exits, also after the
  * last finalize, when the records are dropped). */
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, size_t size,
@@ -194,6 +202,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
     case CUPTI_ACTIVITY_KIND_KERNEL: {
       const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)rec;
+      if (unfinished(k->start, k->end)) continue;
       r.kernel.kind = is_nccl_kernel(k->name) ? TOPO_KERNEL_NCCL : TOPO_KERNEL_COMPUTE;
       r.kernel.device = (uint16_t)k->deviceId;
       r.kernel.name_id = name_id(k->name);
@@ -206,6 +215,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)rec;
+      if (unfinished(m->start, m->end)) continue;
       r.kernel.kind = TOPO_KERNEL_MEMCPY;
       r.kernel.device = (uint16_t)m->deviceId;
       r.kernel.gpu_start_ns = (int64_t)m->start;
@@ -218,6 +228,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const CUpti_ActivityMemset4 *m = (const CUpti_ActivityMemset4 *)rec;
+      if (unfinished(m->start, m->end)) continue;
       r.kernel.kind = TOPO_KERNEL_MEMSET;
       r.kernel.device = (uint16_t)m->deviceId;
       r.kernel.gpu_start_ns = (int64_t)m->start;

@@ -279,6 +279,37 @@ static void test_cupti_coverage_is_whole_steps(void **state) {
   remove_dir();
 }
 
+/* CUPTI returns work unfinished at a flush with 0 timestamps (all-ones for some kinds); a real
+ * trace holding them once gave a "span" of 56 years. They are not intervals. */
+static void test_kernels_without_timestamps_are_ignored(void **state) {
+  (void)state;
+  make_dir();
+  topo_trace_header h;
+  tf_header_init(&h, 0xc2, 0, 1);
+  tf_trace t;
+  tf_begin(&t, &h, NULL);
+  cupti(&t, TOPO_CUPTI_RECORDED, 0, 0, 1000);
+  topo_trace_record k0 = tf_kernel(TOPO_KERNEL_COMPUTE, 0, 0, 0, 7);
+  topo_trace_record k1 = tf_kernel(TOPO_KERNEL_MEMSET, 0, -1, 0, 7);
+  topo_trace_record k2 = tf_kernel(TOPO_KERNEL_MEMCPY, 0, -1, T + 50, 7);
+  topo_trace_record k3 = tf_kernel(TOPO_KERNEL_COMPUTE, 0, T + 100, T + 600, 7);
+  tf_add(&t, &k0);
+  tf_add(&t, &k1);
+  tf_add(&t, &k2);
+  tf_add(&t, &k3);
+  coll(&t, 0, MiB, 450, 500, 800, 4, 1, 1);
+  save(&t, "rank0.trace");
+  rp_report r;
+  analyze(&r);
+  rp_derived d;
+  rp_derive_rank(&r.ranks[0], &d);
+  assert_int_equal(d.span, 700); /* [100, 800) */
+  assert_int_equal(d.compute, 500);
+  assert_int_equal(d.memory, 0);
+  rp_report_free(&r);
+  remove_dir();
+}
+
 static void test_failed_cupti_leaves_compute_unknown_with_its_reason(void **state) {
   (void)state;
   make_dir();
@@ -368,6 +399,7 @@ int main(void) {
       cmocka_unit_test(test_estimator_fallbacks_directly),
       cmocka_unit_test(test_cupti_windows_bound_the_compute_figures),
       cmocka_unit_test(test_cupti_coverage_is_whole_steps),
+      cmocka_unit_test(test_kernels_without_timestamps_are_ignored),
       cmocka_unit_test(test_failed_cupti_leaves_compute_unknown_with_its_reason),
       cmocka_unit_test(test_unknown_prints_na_null_and_empty_never_zero),
       cmocka_unit_test(test_real_ddp_traces_comm_reaches_the_physical_floor),

@@ -198,7 +198,10 @@ static void deliver_record(rp_source *s, const rp_sink *sink, const topo_trace_r
   case TOPO_REC_KERNEL: {
     const topo_rec_kernel *k = &rec->kernel;
     rp_interval iv = {0, 0, k->stream_id, RP_COMPUTE, 0xff, RP_FROM_KERNEL, k->name_id};
-    if (k->gpu_stop_ns <= k->gpu_start_ns || !align(k->gpu_start_ns, s->cupti_to_real, &iv.start) ||
+    /* CUPTI hands back records of work unfinished at a flush with 0 (or all-ones) timestamps:
+     * nothing was measured, they are not intervals. */
+    if (k->gpu_start_ns <= 0 || k->gpu_stop_ns <= k->gpu_start_ns ||
+        !align(k->gpu_start_ns, s->cupti_to_real, &iv.start) ||
         !align(k->gpu_stop_ns, s->cupti_to_real, &iv.stop))
       break;
     int func = -1, algo, proto;
