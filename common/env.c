@@ -50,8 +50,9 @@ static int parse_long(const char *s, long *out) {
   char *end;
   errno = 0;
   long v = strtol(s, &end, 0);
+  if (errno || end == s) return 0; /* no digits (blank values too) */
   while (*end == ' ' || *end == '\t') end++;
-  if (errno || end == s || *end) return 0;
+  if (*end) return 0;
   *out = v;
   return 1;
 }

@@ -48,6 +48,18 @@ static void test_env_bad_bool_warns_once_and_defaults(void **state) {
   unsetenv("TOPO_LOG_ENV");
 }
 
+/* A blank integer is no number: the default (16 MiB), not 0 (0 is in range here and would
+ * change the sampling rule). */
+static void test_env_blank_int_is_the_default(void **state) {
+  (void)state;
+  setenv("TOPO_PROFILER_MEASURE_BYTES", " ", 1);
+  assert_int_equal(topo_env_int(TOPO_ENV_PROFILER_MEASURE_BYTES), 16777216);
+  assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 1);
+  setenv("TOPO_PROFILER_MEASURE_BYTES", " 0 ", 1);
+  assert_int_equal(topo_env_int(TOPO_ENV_PROFILER_MEASURE_BYTES), 0);
+  unsetenv("TOPO_PROFILER_MEASURE_BYTES");
+}
+
 static void test_env_unknown_variable_warns(void **state) {
   (void)state;
   setenv(MISSPELT_VAR, "x", 1);
@@ -108,6 +120,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_env_defaults_when_unset, setup),
       cmocka_unit_test_setup(test_env_bad_bool_warns_once_and_defaults, setup),
+      cmocka_unit_test_setup(test_env_blank_int_is_the_default, setup),
       cmocka_unit_test_setup(test_env_unknown_variable_warns, setup),
       cmocka_unit_test_setup(test_env_table_names_are_unique_and_documented, setup),
       cmocka_unit_test_setup(test_log_is_silent_without_logger_and_prefixed_with_one, setup),
