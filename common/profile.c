@@ -111,6 +111,20 @@ static const builtin_profile builtins[] = {
 };
 #define NBUILTINS ((int)(sizeof builtins / sizeof builtins[0]))
 
+/* "generic": for a GPU none of the above describes. Not a measurement of anything: NCCL's own
+ * per-link figures and constants (the A100 set, the oldest fabric NCCL 2.28 tunes for), channel
+ * count unknown, NVLS unknown. Not listed by topo_profile_builtin_name (it is no GPU model). */
+static const builtin_profile generic_builtin = {
+    .gpu = "generic",
+    .link = {{.bw_gbs = 240.0, .lat_us = 0.6}, {.bw_gbs = 24.0, .lat_us = 1.0},
+             {.bw_gbs = 23.0, .lat_us = 5.0}},
+    .proto = {{.bw_eff = 0.365, .lat_us = 0.0, .ch_bw_gbs = 5.0},
+              {.bw_eff = 0.92, .lat_us = 4.0, .ch_bw_gbs = 20.0},
+              {.bw_eff = 0.95, .lat_us = 5.7, .ch_bw_gbs = 20.0}},
+    .launch_us = 6.5,
+    .max_channels = 0,
+    .nvls = -1};
+
 const char *topo_profile_builtin_name(int i) {
   return i >= 0 && i < NBUILTINS ? builtins[i].gpu : NULL;
 }
@@ -129,6 +143,10 @@ topo_status topo_profile_builtin(const char *gpu, topo_profile *out) {
     }
   }
   const builtin_profile *b = &builtins[idx];
+  if (gpu && strcasecmp(gpu, generic_builtin.gpu) == 0) {
+    b = &generic_builtin;
+    st = TOPO_OK;
+  }
   memset(out, 0, sizeof *out);
   snprintf(out->key.gpu, sizeof out->key.gpu, "%s", b->gpu);
   memcpy(out->link, b->link, sizeof out->link);

@@ -71,8 +71,9 @@ typedef struct topo_profile {
 } topo_profile;
 
 /* Built-in defaults for a GPU model ("H200", "H100", "A100"; NULL or unknown -> H200 with a
- * warning from the caller's side). Returns TOPO_ERR_INVALID for an unknown model (and still
- * fills H200 values). */
+ * warning from the caller's side), or "generic": NCCL's own figures for a GPU none of the models
+ * describes (nothing measured; docs/profile-format.md). Returns TOPO_ERR_INVALID for an unknown
+ * model (and still fills H200 values). */
 topo_status topo_profile_builtin(const char *gpu, topo_profile *out);
 
 /* Built-in GPU models, for CLIs: "H200", "H100", "A100"; NULL past the end. */

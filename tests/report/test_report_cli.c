@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // topo-report end to end, as a user runs it: help, version, misuse (one line, exit 2), the text,
 // JSON, CSV and HTML reports, dump, Chrome export, diff, and fit writing a tuner profile that
-// common/profile.c reads back with the latency and bandwidth the fixture was built with.
+// common/profile.c reads back with the latency and bandwidth the fixture was built with; fit on a
+// real DDP job's one-size traffic, refining a --base profile, and never leaving a partial file.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <dirent.h>
 
 #include "plugin_host.h"
 #include "profile.h"
@@ -82,13 +84,49 @@ static void write_run(const char *sub, int slow) {
   }
 }
 
+/* Two ranks, AllReduce 1 MiB calls that nothing GPU-timed. */
+static void write_untimed_run(const char *sub) {
+  char d[128];
+  snprintf(d, sizeof d, "%s/%s", dir, sub);
+  assert_int_equal(mkdir(d, 0755), 0);
+  for (int rank = 0; rank < 2; rank++) {
+    topo_trace_header h;
+    tf_header_init(&h, 0x78, rank, 2);
+    tf_trace t;
+    tf_begin(&t, &h, NULL);
+    for (uint64_t seq = 0; seq < 4; seq++) {
+      int64_t now = 1000000 + (int64_t)seq * 100000;
+      topo_trace_record c = tf_coll(4, seq, 1 << 20, now, now + 50, 0, 0, 1, 2, 8, 1);
+      tf_add(&t, &c);
+    }
+    tf_footer(&t, NULL);
+    char path[160];
+    snprintf(path, sizeof path, "%s/rank%d.trace", d, rank);
+    assert_int_equal(tf_save(&t, path), 0);
+    tf_free(&t);
+  }
+}
+
 static int setup(void **state) {
   (void)state;
   snprintf(dir, sizeof dir, "/tmp/topo-cli-XXXXXX");
   if (!mkdtemp(dir)) return -1;
   write_run("a", 0);
   write_run("b", 1);
+  write_untimed_run("untimed");
   return 0;
+}
+
+/* Files in `sub` (of dir) whose name contains `part`. */
+static int count_files(const char *sub, const char *part) {
+  char d[160];
+  snprintf(d, sizeof d, "%s/%s", dir, sub);
+  DIR *dp = opendir(d);
+  assert_non_null(dp);
+  int n = 0;
+  for (struct dirent *e; (e = readdir(dp));) n += strstr(e->d_name, part) != NULL;
+  closedir(dp);
+  return n;
 }
 
 static int teardown(void **state) {
@@ -203,7 +241,7 @@ static void test_fit_writes_a_profile_the_tuner_reads(void **state) {
   char args[256], *out;
   snprintf(args, sizeof args, "fit --gpu H200 -o %s/fit.profile %s/a", dir, dir);
   assert_int_equal(run(args, &out), 0);
-  assert_non_null(strstr(out, "wrote 1 fitted terms"));
+  assert_non_null(strstr(out, "wrote 1 fitted and 0 measured-point terms"));
   free(out);
   char path[128];
   snprintf(path, sizeof path, "%s/fit.profile", dir);
@@ -218,6 +256,111 @@ static void test_fit_writes_a_profile_the_tuner_reads(void **state) {
   topo_profile_free(&p);
 }
 
+/* A DDP job runs one bucket size: the 32 MiB AllReduce is written as a measured point (median,
+ * spread, count over the sizes of its calls) that the tuner's loader reads, with the rest from
+ * the built-in defaults. */
+static void test_fit_one_size_ddp_traffic(void **state) {
+  (void)state;
+  char args[512], *out;
+  snprintf(args, sizeof args, "fit --gpu H200 -o %s/ddp.profile %s", dir, TOPO_DDP_TRACES);
+  assert_int_equal(run(args, &out), 0);
+  assert_non_null(strstr(out, "measured-point terms from the traces"));
+  assert_non_null(strstr(out, "kept from builtin:H200"));
+  free(out);
+  char path[160];
+  snprintf(path, sizeof path, "%s/ddp.profile", dir);
+  topo_profile p;
+  topo_profile_key want = {"H200", 2, 1, 0};
+  int nbad = -1;
+  char *text = topo_host_read_text(path);
+  assert_non_null(text);
+  assert_int_equal(topo_profile_parse(text, strlen(text), path, &want, &p, &nbad), TOPO_OK);
+  assert_int_equal(nbad, 0);
+  assert_non_null(strstr(text, "# measured allreduce ring simple channels=24 bytes="));
+  free(text);
+  const topo_profile_term *t = topo_profile_find_term(&p, 4, 1, 2, 0); /* AllReduce Ring/Simple */
+  assert_non_null(t);
+  assert_true(t->min_bytes >= (32u << 20) && t->max_bytes < (64u << 20));
+  assert_true(t->npoints >= 2);           /* GPU-timed calls behind the median */
+  double us = t->lat_us + (double)t->min_bytes / (t->bw_gbs * 1e3);
+  assert_true(us > 20 && us < 5000);      /* a 32 MiB AllReduce on NVLink: tens to hundreds of us */
+  assert_true(t->rel_err > 0);            /* real traffic has spread */
+  /* Nothing outside the bucket: the model keeps every other size. */
+  assert_null(topo_profile_find_term_at(&p, 4, 1, 2, 0, 16u << 20));
+  assert_true(p.link[TOPO_LINK_NVLINK].bw_gbs == 370);
+  topo_profile_free(&p);
+}
+
+/* --base: its terms stay where the traces measured nothing, the overlapped one is replaced, its
+ * link figures are kept. */
+static void test_fit_refines_a_base_profile(void **state) {
+  (void)state;
+  char path[160];
+  snprintf(path, sizeof path, "%s/base.profile", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("topo-profile 1\nsection gpu=H200 nranks=2 nnodes=*\nlink net bw_gbs=12.5 lat_us=7\n"
+        "term allreduce ring ll lat_us=3 bw_gbs=50 min_bytes=8 max_bytes=65536\n"
+        "term allreduce ring simple lat_us=99 bw_gbs=1 min_bytes=2097152 max_bytes=8388608\n",
+        f);
+  assert_int_equal(fclose(f), 0);
+  char args[512], *out;
+  snprintf(args, sizeof args, "fit --gpu H200 --base %s -o %s/refined.profile %s/a", path, dir, dir);
+  assert_int_equal(run(args, &out), 0);
+  assert_non_null(strstr(out, ": 1 terms (1 replaced)"));
+  free(out);
+  snprintf(path, sizeof path, "%s/refined.profile", dir);
+  topo_profile p;
+  topo_profile_key want = {"H200", 2, 1, 0};
+  assert_int_equal(topo_profile_load(path, &want, &p), TOPO_OK);
+  const topo_profile_term *ll = topo_profile_find_term(&p, 4, 1, 0, 0);
+  assert_non_null(ll);
+  assert_true(ll->lat_us == 3 && ll->bw_gbs == 50 && ll->max_bytes == 65536);
+  const topo_profile_term *simple = topo_profile_find_term_at(&p, 4, 1, 2, 0, 4u << 20);
+  assert_non_null(simple);
+  assert_true(simple->lat_us > 9.99 && simple->lat_us < 10.01); /* the traces', not the base's 99 */
+  assert_true(p.link[TOPO_LINK_NET].bw_gbs == 12.5 && p.link[TOPO_LINK_NET].lat_us == 7);
+  topo_profile_free(&p);
+  snprintf(args, sizeof args, "--base %s %s/a", path, dir);
+  assert_int_equal(run(args, NULL), 2); /* --base outside fit is misuse */
+}
+
+/* Nothing usable, or a target that cannot be replaced: exit 1, the old file untouched, no
+ * temporary file left behind. */
+static void test_fit_never_leaves_a_partial_file(void **state) {
+  (void)state;
+  char path[160], args[512];
+  assert_int_equal(mkdir(strcat(strcpy(path, dir), "/keep"), 0755), 0);
+  snprintf(path, sizeof path, "%s/keep/old.profile", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("old\n", f);
+  assert_int_equal(fclose(f), 0);
+  snprintf(args, sizeof args, "fit --gpu H200 -o %s %s/untimed", path, dir);
+  assert_int_equal(run(args, NULL), 1);
+  char *err = slurp("stderr");
+  assert_non_null(strstr(err, "nothing to fit"));
+  free(err);
+  char *old = topo_host_read_text(path);
+  assert_string_equal(old, "old\n");
+  free(old);
+  assert_int_equal(count_files("keep", ".tmp."), 0);
+  /* The target is a directory: the rename fails after a complete write; nothing is left. */
+  snprintf(path, sizeof path, "%s/keep/adir", dir);
+  assert_int_equal(mkdir(path, 0755), 0);
+  snprintf(args, sizeof args, "fit --gpu H200 -o %s %s/a", path, dir);
+  assert_int_equal(run(args, NULL), 1);
+  assert_int_equal(count_files("keep", ".tmp."), 0);
+  struct stat sb;
+  assert_int_equal(stat(path, &sb), 0);
+  assert_true(S_ISDIR(sb.st_mode));
+  /* A directory that does not exist: nothing is created. */
+  snprintf(args, sizeof args, "fit --gpu H200 -o %s/none/x.profile %s/a", dir, dir);
+  assert_int_equal(run(args, NULL), 1);
+  snprintf(path, sizeof path, "%s/none", dir);
+  assert_int_not_equal(stat(path, &sb), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_help_version_and_misuse),
@@ -225,6 +368,9 @@ int main(void) {
       cmocka_unit_test(test_window_option),
       cmocka_unit_test(test_dump_export_diff),
       cmocka_unit_test(test_fit_writes_a_profile_the_tuner_reads),
+      cmocka_unit_test(test_fit_one_size_ddp_traffic),
+      cmocka_unit_test(test_fit_refines_a_base_profile),
+      cmocka_unit_test(test_fit_never_leaves_a_partial_file),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -177,6 +177,10 @@ static void table_add(ctx *c, const rp_coll *co) {
   if (func <= 4 && a < 7 && p < 3) {
     rp_fitpt *fp = fit_get(r, func, a, p, co->nranks, bucket);
     if (fp) {
+      if (!fp->n || size < fp->size_min) fp->size_min = size;
+      if (size > fp->size_max) fp->size_max = size;
+      if (!fp->n) fp->nchannels = co->nchannels > 0 ? co->nchannels : 0;
+      else if (fp->nchannels != (co->nchannels > 0 ? co->nchannels : 0)) fp->nchannels = -1;
       fp->n++;
       fp->size_sum += (double)size;
       rp_quant_add(&fp->time, d);

@@ -1,11 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0
-// `topo-report fit`: from the observed GPU times of collectives, fit time = lat + size/bw per
-// (collective, algorithm, protocol) and communicator size, piecewise (topo_profile_fit_piecewise:
-// the fewest size ranges each within TOPO_PROFILE_PIECE_ERR), and write a tuner profile
+// `topo-report fit`: from the observed GPU times of collectives, write a tuner profile
 // (common/profile.h) that libtopo-tuner.so reads: the loop from production back to the tuner.
-// Points: one per message-size bucket, at its mean size and median time (robust to outliers).
+// One section per communicator size seen. Per (collective, algorithm, protocol), the traces give
+// one point per message-size bucket (its mean size, the median of its GPU times, its spread and
+// count):
+//   - two sizes or more: a piecewise fit time = lat + size/bw (topo_profile_fit_piecewise, the
+//     fewest size ranges each within TOPO_PROFILE_PIECE_ERR), terms over the measured range;
+//   - one size alone (a DDP job's buckets): the measured point as a term through its median,
+//     lat_us 0 and bw_gbs = mean size / median, valid only over the sizes of its calls
+//     [min_bytes, max_bytes], rel_err = its spread (half the interquartile range / median),
+//     npoints = its call count.
+// Every point is also written as a `# measured ...` comment line (size, median, spread, count,
+// channels) so a reader that knows measured points can take them. Everything else comes from the
+// base: --base PROFILE (its matching section; its terms are kept where no new term overlaps
+// them), else the built-in defaults of --gpu (generic ones for none or an unknown model).
+// The output appears whole or not at all: written to a temporary file in its directory, synced,
+// then renamed over the target; on any failure the temporary file is removed.
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "log.h"
@@ -23,84 +41,241 @@ static int nnodes_for(const rp_report *r, int nranks) {
   return nn;
 }
 
-topo_status rp_fit(const rp_report *r, const char *gpu, const char *out_path, FILE *summary) {
+static int known_gpu(const char *gpu) {
+  topo_profile p;
+  return gpu && *gpu && strcasecmp(gpu, "generic") != 0 && topo_profile_builtin(gpu, &p) == TOPO_OK;
+}
+
+/* Remove p's terms of t's key whose range overlaps t's: the traces' measurement replaces them.
+ * Returns how many were removed. */
+static int drop_overlapping(topo_profile *p, const topo_profile_term *t) {
+  int k = 0, dropped = 0;
+  for (int i = 0; i < p->nterms; i++) {
+    const topo_profile_term *q = &p->terms[i];
+    if (q->coll == t->coll && q->algo == t->algo && q->proto == t->proto &&
+        q->nchannels == t->nchannels && q->min_bytes <= t->max_bytes && t->min_bytes <= q->max_bytes) {
+      dropped++;
+      continue;
+    }
+    p->terms[k++] = *q;
+  }
+  p->nterms = k;
+  return dropped;
+}
+
+/* One measured point of the traces. */
+typedef struct point {
+  const rp_fitpt *q;
+  uint64_t bytes; /* mean size */
+  double median_us, spread;
+} point;
+
+static int collect(const rp_report *r, int nranks, int func, int algo, int proto, point *pts) {
+  int n = 0;
+  for (size_t i = 0; i < r->nfit && n < MAX_POINTS; i++) {
+    const rp_fitpt *q = r->fit[i];
+    if (q->func != func || q->algo != algo || q->proto != proto || q->nranks != nranks || !q->n)
+      continue;
+    double mean = q->size_sum / (double)q->n;
+    double med = (double)rp_quant_get(&q->time, 0.5) / 1e3;
+    if (!(med > 0) || !(mean >= 1)) continue; /* a zero time is no measurement */
+    double p25 = (double)rp_quant_get(&q->time, 0.25) / 1e3;
+    double p75 = (double)rp_quant_get(&q->time, 0.75) / 1e3;
+    pts[n].q = q;
+    pts[n].bytes = mean < 1.8e19 ? (uint64_t)mean : UINT64_MAX;
+    pts[n].median_us = med;
+    pts[n].spread = q->n > 1 && p75 >= p25 ? (p75 - p25) / (2 * med) : 0;
+    n++;
+  }
+  return n;
+}
+
+typedef struct fit_count {
+  int fitted, measured, replaced, kept;
+} fit_count;
+
+/* The section for one communicator size, into p (base already there). */
+static topo_status fit_section(const rp_report *r, int nranks, topo_profile *p, FILE *summary,
+                               fit_count *c) {
+  topo_status st = TOPO_OK;
+  for (int func = 0; func < NCCL_NUM_FUNCTIONS; func++)
+    for (int algo = 0; algo < NCCL_NUM_ALGORITHMS; algo++)
+      for (int proto = 0; proto < NCCL_NUM_PROTOCOLS; proto++) {
+        point pts[MAX_POINTS];
+        int n = collect(r, nranks, func, algo, proto, pts);
+        if (!n) continue;
+        topo_profile_term pieces[MAX_POINTS / 2];
+        memset(pieces, 0, sizeof pieces);
+        int np = 0, single = 0;
+        if (n >= 2) {
+          uint64_t bytes[MAX_POINTS];
+          double us[MAX_POINTS];
+          for (int i = 0; i < n; i++) bytes[i] = pts[i].bytes, us[i] = pts[i].median_us;
+          np = topo_profile_fit_piecewise(bytes, us, n, TOPO_PROFILE_PIECE_ERR, pieces,
+                                          MAX_POINTS / 2);
+          if (np < 0) return TOPO_ERR_NOMEM;
+        }
+        if (np == 0 && n == 1) {
+          const rp_fitpt *q = pts[0].q;
+          topo_profile_term *t = &pieces[0];
+          t->lat_us = 0;
+          t->bw_gbs = (double)pts[0].bytes / (pts[0].median_us * 1e3);
+          t->min_bytes = q->size_min ? q->size_min : pts[0].bytes;
+          t->max_bytes = q->size_max >= t->min_bytes ? q->size_max : t->min_bytes;
+          t->rel_err = pts[0].spread;
+          t->npoints = q->n > (uint64_t)1000000000 ? 1000000000 : (int)q->n;
+          np = single = 1;
+        }
+        for (int k = 0; k < np; k++) {
+          topo_profile_term t = pieces[k];
+          t.coll = func;
+          t.algo = algo;
+          t.proto = proto;
+          t.nchannels = 0; /* untuned traffic ran NCCL's own channel count */
+          c->replaced += drop_overlapping(p, &t);
+          topo_status s = topo_profile_set_term(p, &t);
+          if (s != TOPO_OK) {
+            TOPO_WARN("%s %s/%s on %d ranks: term not kept (%s)", rp_func_name(func),
+                      rp_algo_name(algo), rp_proto_name(proto), nranks, topo_status_str(s));
+            if (s == TOPO_ERR_NOMEM) st = s;
+            continue;
+          }
+          if (single) c->measured++;
+          else c->fitted++;
+          if (summary) {
+            char lo[32], hi[32];
+            rp_fmt_bytes(t.min_bytes, lo, sizeof lo);
+            rp_fmt_bytes(t.max_bytes, hi, sizeof hi);
+            fprintf(summary, "%-14s %5d %-10s %-7s %-8s %7d %10.2f %10.2f %7.1f%%  %s - %s\n",
+                    rp_func_name(func), nranks, rp_algo_name(algo), rp_proto_name(proto),
+                    single ? "measured" : "fitted", t.npoints, t.lat_us, t.bw_gbs,
+                    t.rel_err * 100, lo, hi);
+          }
+        }
+      }
+  return st;
+}
+
+/* `# measured` comment lines: every point of this communicator size, as the traces gave it. */
+static void write_points(FILE *f, const rp_report *r, int nranks) {
+  for (int func = 0; func < NCCL_NUM_FUNCTIONS; func++)
+    for (int algo = 0; algo < NCCL_NUM_ALGORITHMS; algo++)
+      for (int proto = 0; proto < NCCL_NUM_PROTOCOLS; proto++) {
+        point pts[MAX_POINTS];
+        int n = collect(r, nranks, func, algo, proto, pts);
+        for (int i = 0; i < n; i++) {
+          char ch[16];
+          if (pts[i].q->nchannels > 0) snprintf(ch, sizeof ch, "%d", pts[i].q->nchannels);
+          else snprintf(ch, sizeof ch, "%s", pts[i].q->nchannels < 0 ? "mixed" : "unknown");
+          fprintf(f,
+                  "# measured %s %s %s channels=%s bytes=%" PRIu64 " min_bytes=%" PRIu64
+                  " max_bytes=%" PRIu64 " median_us=%.3f spread=%.4f n=%" PRIu64 "\n",
+                  topo_coll_name(func), topo_algo_name(algo), topo_proto_name(proto), ch,
+                  pts[i].bytes, pts[i].q->size_min, pts[i].q->size_max, pts[i].median_us,
+                  pts[i].spread, pts[i].q->n);
+        }
+      }
+}
+
+/* A temporary file beside `path` ("<path>.tmp.XXXXXX"), mode 0666 less the umask. */
+static FILE *open_temp(const char *path, char *tmp, size_t len) {
+  if ((size_t)snprintf(tmp, len, "%s.tmp.XXXXXX", path) >= len) return NULL;
+  int fd = mkstemp(tmp);
+  if (fd < 0) return NULL;
+  mode_t um = umask(0);
+  umask(um);
+  if (fchmod(fd, 0666 & ~um) != 0) { /* best effort: a 0600 profile still works */ }
+  FILE *f = fdopen(fd, "w");
+  if (!f) {
+    close(fd);
+    unlink(tmp);
+  }
+  return f;
+}
+
+topo_status rp_fit(const rp_report *r, const char *gpu, const char *base_path, const char *out_path,
+                   FILE *summary) {
   int sizes[64], nsizes = 0;
   for (size_t i = 0; i < r->nfit; i++) {
     int n = r->fit[i]->nranks, seen = 0;
     for (int k = 0; k < nsizes; k++) seen |= sizes[k] == n;
     if (!seen && nsizes < 64) sizes[nsizes++] = n;
   }
-  FILE *out = fopen(out_path, "w");
+  if (gpu && !known_gpu(gpu))
+    TOPO_WARN("unknown GPU model '%s' (H200, H100, A100): the generic built-in defaults fill what "
+              "the traces and the base do not give", gpu);
+  char tmp[4096];
+  FILE *out = open_temp(out_path, tmp, sizeof tmp);
   if (!out) {
-    TOPO_WARN("cannot write %s", out_path);
+    TOPO_WARN("cannot write %s: %s", out_path, strerror(errno));
     return TOPO_ERR_IO;
   }
-  int terms = 0;
   topo_status st = TOPO_OK;
+  fit_count total = {0, 0, 0, 0};
   if (summary)
-    fprintf(summary, "%-14s %5s %-10s %-7s %7s %10s %10s %8s  %s\n", "collective", "ranks",
-            "algorithm", "proto", "points", "lat (us)", "bw (GB/s)", "rms err", "size range");
-  for (int si = 0; si < nsizes; si++) {
+    fprintf(summary, "%-14s %5s %-10s %-7s %-8s %7s %10s %10s %8s  %s\n", "collective", "ranks",
+            "algorithm", "proto", "from", "points", "lat (us)", "bw (GB/s)", "rms err",
+            "size range");
+  for (int si = 0; si < nsizes && st == TOPO_OK; si++) {
     topo_profile p;
     memset(&p, 0, sizeof p);
-    topo_profile_builtin(gpu ? gpu : "H200", &p);
-    memset(&p.key, 0, sizeof p.key);
-    if (gpu) snprintf(p.key.gpu, sizeof p.key.gpu, "%s", gpu);
-    p.key.nranks = sizes[si];
-    p.key.nnodes = nnodes_for(r, sizes[si]);
-    snprintf(p.source, sizeof p.source, "topo-report fit");
-    for (int func = 0; func <= 4; func++)
-      for (int algo = 0; algo < 7; algo++)
-        for (int proto = 0; proto < 3; proto++) {
-          uint64_t bytes[MAX_POINTS];
-          double us[MAX_POINTS];
-          int n = 0;
-          for (size_t i = 0; i < r->nfit && n < MAX_POINTS; i++) {
-            const rp_fitpt *q = r->fit[i];
-            if (q->func != func || q->algo != algo || q->proto != proto || q->nranks != sizes[si] ||
-                !q->n)
-              continue;
-            double mean = q->size_sum / (double)q->n;
-            bytes[n] = mean < 1.8e19 ? (uint64_t)mean : UINT64_MAX;
-            us[n] = (double)rp_quant_get(&q->time, 0.5) / 1e3;
-            n++;
-          }
-          if (n < 2) continue;
-          topo_profile_term pieces[MAX_POINTS / 2];
-          memset(pieces, 0, sizeof pieces);
-          int np = topo_profile_fit_piecewise(bytes, us, n, TOPO_PROFILE_PIECE_ERR, pieces,
-                                              MAX_POINTS / 2);
-          if (np < 0) st = TOPO_ERR_NOMEM;
-          for (int k = 0; k < np; k++) {
-            topo_profile_term t = pieces[k];
-            t.coll = func;
-            t.algo = algo;
-            t.proto = proto;
-            t.nchannels = 0;
-            if (topo_profile_set_term(&p, &t) != TOPO_OK) {
-              st = TOPO_ERR_NOMEM;
-              continue;
-            }
-            terms++;
-            if (summary) {
-              char lo[32], hi[32];
-              rp_fmt_bytes(t.min_bytes, lo, sizeof lo);
-              rp_fmt_bytes(t.max_bytes, hi, sizeof hi);
-              fprintf(summary, "%-14s %5d %-10s %-7s %7d %10.2f %10.2f %7.1f%%  %s - %s\n",
-                      rp_func_name(func), sizes[si], rp_algo_name(algo), rp_proto_name(proto),
-                      t.npoints, t.lat_us, t.bw_gbs, t.rel_err * 100, lo, hi);
-            }
-          }
-        }
-    if (p.nterms && topo_profile_write(out, &p) != TOPO_OK) st = TOPO_ERR_IO;
+    topo_profile_key want = {.nranks = sizes[si], .nnodes = nnodes_for(r, sizes[si])};
+    if (gpu) snprintf(want.gpu, sizeof want.gpu, "%s", gpu);
+    const char *base_name = NULL;
+    if (base_path) {
+      topo_status b = topo_profile_load(base_path, &want, &p);
+      if (b == TOPO_ERR_IO || b == TOPO_ERR_NOMEM) {
+        topo_profile_free(&p);
+        st = b;
+        break;
+      }
+      if (b == TOPO_OK) base_name = p.source; /* PARSE: no section matched; the loader warned */
+    }
+    if (!base_name) {
+      topo_profile_free(&p);
+      topo_profile_builtin(known_gpu(gpu) ? gpu : "generic", &p);
+    }
+    char base_src[256];
+    snprintf(base_src, sizeof base_src, "%s", p.source);
+    int base_terms = p.nterms;
+    p.key = want;
+    fit_count c = {0, 0, 0, 0};
+    st = fit_section(r, sizes[si], &p, summary, &c);
+    c.kept = base_terms - c.replaced;
+    if (st == TOPO_OK && c.fitted + c.measured > 0) {
+      snprintf(p.source, sizeof p.source, "topo-report fit");
+      if (topo_profile_write(out, &p) != TOPO_OK) st = TOPO_ERR_IO;
+      fprintf(out, "# base: %s; %d terms kept from it, %d replaced by the traces\n", base_src,
+              c.kept, c.replaced);
+      write_points(out, r, sizes[si]);
+      if (summary)
+        fprintf(summary, "%d ranks: %d fitted and %d measured-point terms from the traces; kept "
+                "from %s: %d terms (%d replaced), links, protocols and launch cost\n",
+                sizes[si], c.fitted, c.measured, base_src, c.kept, c.replaced);
+      total.fitted += c.fitted;
+      total.measured += c.measured;
+    }
     topo_profile_free(&p);
   }
-  if (fclose(out) != 0) st = TOPO_ERR_IO;
-  if (!terms) {
-    TOPO_WARN("nothing to fit: need GPU-timed collectives of at least two message sizes per "
-              "(collective, algorithm, protocol)");
+  if (fflush(out) != 0 || ferror(out) || fsync(fileno(out)) != 0) st = st == TOPO_OK ? TOPO_ERR_IO : st;
+  if (fclose(out) != 0 && st == TOPO_OK) st = TOPO_ERR_IO;
+  if (st == TOPO_OK && total.fitted + total.measured == 0) {
+    TOPO_WARN("nothing to fit: no GPU-timed collective in the traces (TOPO_PROFILER_SAMPLE and "
+              "TOPO_PROFILER_MEASURE_BYTES say which calls the profiler times); %s not written", out_path);
+    unlink(tmp);
     return TOPO_ERR_INVALID;
   }
-  if (summary) fprintf(summary, "wrote %d fitted terms to %s\n", terms, out_path);
-  return st;
+  if (st == TOPO_OK && rename(tmp, out_path) != 0) {
+    TOPO_WARN("cannot write %s: %s", out_path, strerror(errno));
+    st = TOPO_ERR_IO;
+  }
+  if (st != TOPO_OK) {
+    unlink(tmp);
+    if (st != TOPO_ERR_INVALID) TOPO_WARN("%s not written (%s)", out_path, topo_status_str(st));
+    return st;
+  }
+  if (summary)
+    fprintf(summary, "wrote %d fitted and %d measured-point terms to %s\n", total.fitted,
+            total.measured, out_path);
+  return TOPO_OK;
 }

@@ -18,7 +18,8 @@ static const char usage[] =
     "       topo-report dump TRACE                      print a binary trace as JSON lines\n"
     "       topo-report export --chrome OUT TRACE_OR_DIR...  Perfetto/Chrome trace JSON\n"
     "       topo-report diff [options] A B              two runs side by side (files or dirs)\n"
-    "       topo-report fit [--gpu NAME] -o PROFILE TRACE_OR_DIR...  fit a tuner profile\n"
+    "       topo-report fit [--gpu NAME] [--base PROFILE] -o PROFILE TRACE_OR_DIR...\n"
+    "                                                   fit a tuner profile\n"
     "\n"
     "Inputs: binary traces of libtopo-profiler.so (one per communicator and rank), PyTorch\n"
     "profiler (Kineto) or Chrome trace JSON; directories are searched for *.trace, *.topo,\n"
@@ -29,6 +30,7 @@ static const char usage[] =
     "  --csv              the rank and collective tables as CSV\n"
     "  --html FILE        also write a self-contained HTML page with SVG plots\n"
     "  -o, --output FILE  write the report (or profile) to FILE instead of stdout\n"
+    "  --base PROFILE     fit: the profile refined; its terms stay where the traces have none\n"
     "  --window FROM,TO   analyse only [FROM, TO): Unix-epoch ns (CLOCK_REALTIME, the clock\n"
     "                     every input is aligned to); every figure is clipped to it\n"
     "  --from NS, --to NS the same, one end at a time\n"
@@ -47,7 +49,8 @@ static const char usage[] =
     "  topo-report trace_rank0.pt.trace.json trace_rank1.pt.trace.json   # Kineto only\n"
     "  topo-report export --chrome run.json ./topo-traces   # open in ui.perfetto.dev\n"
     "  topo-report diff before/ after/\n"
-    "  topo-report fit --gpu H200 -o h200.profile ./topo-traces\n";
+    "  topo-report fit --gpu H200 -o h200.profile ./topo-traces\n"
+    "  topo-report fit --gpu H200 --base h200.profile -o h200-ddp.profile ./ddp-traces\n";
 
 static int misuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -64,7 +67,7 @@ static int misuse(const char *fmt, ...) {
 typedef struct args {
   int json, csv, quiet, verbose;
   int progress;
-  const char *html, *output, *gpu, *chrome;
+  const char *html, *output, *gpu, *chrome, *base;
   size_t reorder;
   int steps;
   int have_from, have_to;
@@ -103,6 +106,7 @@ static int parse(int argc, char **argv, int from, args *a) {
     else if (!strcmp(s, "--html")) { NEED_VALUE(); a->html = argv[++i]; }
     else if (!strcmp(s, "-o") || !strcmp(s, "--output")) { NEED_VALUE(); a->output = argv[++i]; }
     else if (!strcmp(s, "--gpu")) { NEED_VALUE(); a->gpu = argv[++i]; }
+    else if (!strcmp(s, "--base")) { NEED_VALUE(); a->base = argv[++i]; }
     else if (!strcmp(s, "--chrome")) { NEED_VALUE(); a->chrome = argv[++i]; }
     else if (!strcmp(s, "--reorder-window")) {
       NEED_VALUE();
@@ -233,6 +237,7 @@ static int run_main(int argc, char **argv, args *a_out) {
   } else {
     if (!a.npaths) return misuse("no traces given");
     if (!strcmp(cmd, "fit") && !a.output) return misuse("fit needs -o PROFILE");
+    if (strcmp(cmd, "fit") && a.base) return misuse("--base is for fit only");
     rp_report r;
     topo_status st = rp_analyze(a.paths, a.npaths, &opt, &r);
     if (st != TOPO_OK) {
@@ -241,7 +246,7 @@ static int run_main(int argc, char **argv, args *a_out) {
       return 1;
     }
     if (!strcmp(cmd, "fit")) {
-      rc = rp_fit(&r, a.gpu, a.output, stdout) == TOPO_OK ? 0 : 1;
+      rc = rp_fit(&r, a.gpu, a.base, a.output, stdout) == TOPO_OK ? 0 : 1;
     } else {
       FILE *out = open_out(a.output);
       if (!out) {

@@ -234,6 +234,8 @@ typedef struct rp_fitpt {         /* fit input: (func, algo, proto, nranks, buck
   int func, algo, proto, nranks, bucket;
   uint64_t n;
   double size_sum;
+  uint64_t size_min, size_max;    /* smallest / largest size of its calls */
+  int nchannels;                  /* channels its calls ran; 0 unknown, -1 they differ */
   rp_quant time;
 } rp_fitpt;
 
@@ -456,7 +458,13 @@ void rp_json_string(FILE *f, const char *s);
 topo_status rp_export_chrome(const char *const *paths, int npaths, const rp_options *opt,
                              const char *out_path);
 topo_status rp_dump(const char *path, FILE *out);
-topo_status rp_fit(const rp_report *r, const char *gpu, const char *out_path, FILE *summary);
+/* `topo-report fit`: write a tuner profile for the traces' collectives to out_path (fit.c says
+ * what goes in). base_path (NULL = none) is the profile refined: its terms stay where the traces
+ * measured nothing. The file appears whole or not at all (temporary file in its directory, then
+ * rename). TOPO_OK when something was written; TOPO_ERR_INVALID when the traces held nothing
+ * usable (nothing written); TOPO_ERR_IO / TOPO_ERR_NOMEM on failure (nothing written). */
+topo_status rp_fit(const rp_report *r, const char *gpu, const char *base_path, const char *out_path,
+                   FILE *summary);
 void rp_render_diff(const rp_report *a, const rp_report *b, const char *name_a,
                     const char *name_b, FILE *f);
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "env.h"
 #include "log.h"
@@ -28,7 +29,8 @@ static void usage(FILE *f) {
           "\n"
           "Print libtopo-tuner's choice per collective and message size beside NCCL 2.28's own.\n"
           "\n"
-          "  --gpu MODEL        built-in defaults: H200, H100 or A100 (default H200)\n"
+          "  --gpu MODEL        built-in defaults: H200, H100 or A100; another model (or none and no\n"
+          "                     --profile) gets the generic defaults, with a warning\n"
           "  --profile FILE     a tuner profile (docs/profile-format.md); --gpu picks its section\n"
           "  --nranks N         ranks in the communicator (required)\n"
           "  --nnodes N         nodes (default 1); ranks per node = nranks / nnodes\n"
@@ -92,6 +94,44 @@ static const char *human(unsigned long long b, char *buf, size_t len) {
   return buf;
 }
 
+static int is_known_gpu(const char *gpu) {
+  topo_profile p;
+  return gpu && *gpu && strcasecmp(gpu, "generic") != 0 && topo_profile_builtin(gpu, &p) == TOPO_OK;
+}
+
+/* What the profile holds for one setting at one size, strongest first. A fitted term whose range
+ * spans at most one x2 size step is a measured point (`topo-report fit` writes a size measured
+ * alone that way); a wider term covering the size interpolates between measured sizes; no term:
+ * the built-in link model alone. */
+enum { EV_MEASURED, EV_INTERPOLATED, EV_MODEL };
+static const char *const ev_names[] = {"measured", "interpolated", "model-only"};
+
+static int evidence(const topo_profile *p, int coll, int algo, int proto, int nch,
+                    unsigned long long bytes) {
+  const topo_profile_term *t = topo_profile_find_term_at(p, coll, algo, proto, nch, bytes);
+  if (!t) return EV_MODEL;
+  return t->max_bytes / 2 <= t->min_bytes ? EV_MEASURED : EV_INTERPOLATED;
+}
+
+/* 1 when the profile's network link is the built-in figure of its GPU (nothing measured it). */
+static int net_is_nominal(const topo_profile *p) {
+  topo_profile b;
+  topo_profile_builtin(is_known_gpu(p->key.gpu) ? p->key.gpu : "generic", &b);
+  if (strncmp(p->source, "builtin:", 8) == 0) return 1;
+  return p->link[TOPO_LINK_NET].bw_gbs == b.link[TOPO_LINK_NET].bw_gbs &&
+         p->link[TOPO_LINK_NET].lat_us == b.link[TOPO_LINK_NET].lat_us;
+}
+
+/* A number for text ("n/a" when there is none) or JSON (null). */
+static void text_num(char *buf, size_t len, int have, double v) {
+  if (have) snprintf(buf, len, "%.2f", v);
+  else snprintf(buf, len, "n/a");
+}
+static void json_num(char *buf, size_t len, int have, double v, int decimals) {
+  if (have) snprintf(buf, len, "%.*f", decimals, v);
+  else snprintf(buf, len, "null");
+}
+
 int main(int argc, char **argv) {
   const char *gpu = NULL, *profile_path = NULL;
   int nranks = 0, nnodes = 1, nvls = -1, json = 0, verbose = 0, pipe = 1;
@@ -142,53 +182,75 @@ int main(int argc, char **argv) {
   topo_profile prof;
   topo_profile_key want = {.nranks = nranks, .nnodes = nnodes};
   snprintf(want.gpu, sizeof want.gpu, "%s", gpu ? gpu : "");
+  int known = gpu && is_known_gpu(gpu);
   if (profile_path) {
     topo_status st = topo_profile_load(profile_path, &want, &prof);
     if (st == TOPO_ERR_IO) return 1; /* the loader said why */
-  } else if (topo_profile_builtin(gpu ? gpu : "H200", &prof) != TOPO_OK) {
-    return die("unknown GPU model (H200, H100, A100)", gpu);
+    if (st != TOPO_OK && !known) { /* no section: the fallback is the generic set, not H200 */
+      topo_profile_free(&prof);
+      topo_profile_builtin("generic", &prof);
+    }
+  } else {
+    topo_profile_builtin(known ? gpu : "generic", &prof);
   }
+  /* The GPU NCCL's model and the profile's base figures are for: --gpu, else the section's. */
+  const char *model_gpu = known ? gpu : is_known_gpu(prof.key.gpu) ? prof.key.gpu : NULL;
+  if (!model_gpu)
+    fprintf(stderr,
+            "%s: warning: %s%s%s; using the generic defaults (NCCL's own figures, nothing "
+            "measured; NCCL's model on an A100-class NVLink node)\n",
+            prog, gpu ? "unknown GPU model '" : "no GPU model given (--gpu H200, H100 or A100)",
+            gpu ? gpu : "", gpu ? "' (H200, H100, A100)" : "");
   if (nvls < 0) nvls = prof.nvls == 1;
-  const char *model_gpu = gpu ? gpu : prof.key.gpu[0] ? prof.key.gpu : "H200";
+  int net_nominal = nnodes > 1 && net_is_nominal(&prof);
 
   topo_model m;
   topo_model_init(&m, &prof, nranks, nnodes, 0);
   topo_table *table;
   if (topo_table_build(&m, &table) != TOPO_OK) {
     fprintf(stderr, "%s: out of memory\n", prog);
+    topo_profile_free(&prof);
     return 1;
   }
   topo_nccl_system sys;
   topo_nccl_model nccl;
-  if (topo_nccl_system_default(model_gpu, nranks, nnodes, nvls, &sys) != TOPO_OK)
-    fprintf(stderr, "%s: warning: NCCL's topology for '%s' unknown; using H200's\n", prog, model_gpu);
+  topo_nccl_system_default(model_gpu ? model_gpu : "A100", nranks, nnodes, nvls, &sys);
   topo_nccl_model_build(&sys, NULL, &nccl);
   /* What the plugin sees: on NCCL 2.28+ its init writes the profile's latencies and bandwidths
    * into NCCL's tuning constants first, so NCCL's cost table (and its pick, which the tuner keeps
    * unless it predicts a clear gain) comes from those. "NCCL 2.28 pick" stays NCCL's alone. */
   ncclTunerConstants_v5_t seen_constants;
   topo_nccl_constants_default(&seen_constants);
-  if (topo_env_bool(TOPO_ENV_TUNER_CONSTANTS)) topo_tuner_write_constants(&m, model_gpu, &seen_constants);
+  if (topo_env_bool(TOPO_ENV_TUNER_CONSTANTS))
+    topo_tuner_write_constants(&m, model_gpu ? model_gpu : "generic", &seen_constants);
   topo_nccl_model seen;
   topo_nccl_model_build(&sys, &seen_constants, &seen);
 
   if (json) {
-    printf("{\"version\":\"%s\",\"profile\":\"%s\",\"nranks\":%d,\"nnodes\":%d,\"nvls\":%d,"
-           "\"pipe_ops\":%d,\"collectives\":[",
-           TOPO_VERSION, prof.source, nranks, nnodes, nvls, pipe);
+    printf("{\"version\":\"%s\",\"profile\":\"%s\",\"gpu\":%s%s%s,\"nranks\":%d,\"nnodes\":%d,"
+           "\"nvls\":%d,\"pipe_ops\":%d,\"net_nominal\":%s,\"collectives\":[",
+           TOPO_VERSION, prof.source, model_gpu ? "\"" : "", model_gpu ? model_gpu : "null",
+           model_gpu ? "\"" : "", nranks, nnodes, nvls, pipe, net_nominal ? "true" : "false");
   } else {
     printf("topo-tune %s: %s, %d ranks on %d node%s, NVLS %s, numPipeOps %d\n", TOPO_VERSION,
            prof.source, nranks, nnodes, nnodes > 1 ? "s" : "", nvls ? "on" : "off", pipe);
-    printf("channels 0 = NCCL's own count; busbw by nccl-tests factors; 'topo us' = our model's\n"
-           "prediction for that choice (for NCCL's pick too).\n");
+    printf("channels 0 = NCCL's own count; busbw by nccl-tests factors. 'NCCL's us' = NCCL 2.28's\n"
+           "own estimate for its pick; 'profile us' = this profile's time for that same setting;\n"
+           "gain = NCCL's pick / topo's pick, both timed by this profile. evidence: measured (the\n"
+           "profile measured both settings at this size), interpolated (fitted terms cover it),\n"
+           "model-only (built-in link model: gain in parentheses, an estimate, not a measurement).\n");
+    if (net_nominal)
+      printf("'*': the network link is nominal (built-in %.0f GB/s, %.1f us, not measured).\n",
+             prof.link[TOPO_LINK_NET].bw_gbs, prof.link[TOPO_LINK_NET].lat_us);
   }
   for (int ci = 0; ci < ncolls; ci++) {
     int coll = colls[ci];
     if (json) printf("%s{\"collective\":\"%s\",\"rows\":[", ci ? "," : "", topo_coll_name(coll));
     else {
       printf("\n%s\n", topo_coll_name(coll));
-      printf("%8s | %-15s %3s %11s %10s | %-15s %3s %11s %11s %7s\n", "bytes", "topo pick", "ch",
-             "topo us", "busbw GB/s", "NCCL 2.28 pick", "ch", "NCCL's us", "topo us", "gain");
+      printf("%8s | %-15s %3s %11s %10s | %-15s %3s %11s %11s | %8s %-14s\n", "bytes", "topo pick",
+             "ch", "profile us", "busbw GB/s", "NCCL 2.28 pick", "ch", "NCCL's us", "profile us",
+             "gain", "evidence");
     }
     int first = 1;
     for (unsigned long long b = min_bytes; b <= max_bytes; b *= 2) {
@@ -207,24 +269,42 @@ int main(int argc, char **argv) {
       }
       t.nch = nch;
       t.time_us = topo_model_time(&m, coll, t.algo, t.proto, nch, (double)b, pipe, 0);
-      double ours_for_nccl = topo_model_time(&m, coll, nc.algo, nc.proto, 0, (double)b, pipe, 0);
-      double busbw = t.time_us > 0 ? (double)b / (t.time_us * 1e3) * topo_model_busbw_factor(coll, nranks) : 0;
-      double gain = t.time_us > 0 && ours_for_nccl > 0 ? ours_for_nccl / t.time_us : 0;
+      double prof_for_nccl = topo_model_time(&m, coll, nc.algo, nc.proto, 0, (double)b, pipe, 0);
+      int have_t = t.time_us > 0, have_n = prof_for_nccl > 0;
+      double busbw = have_t ? (double)b / (t.time_us * 1e3) * topo_model_busbw_factor(coll, nranks) : 0;
+      double gain = have_t && have_n ? prof_for_nccl / t.time_us : 0;
+      int ev_t = evidence(&prof, coll, t.algo, t.proto, t.nch, b);
+      int ev_n = evidence(&prof, coll, nc.algo, nc.proto, 0, b);
+      int ev = ev_t > ev_n ? ev_t : ev_n; /* the weaker of the two */
+      int nominal = net_nominal && ev == EV_MODEL;
       char hb[32];
       if (json) {
+        char tt[32], bw[32], nt[32], g[32];
+        json_num(tt, sizeof tt, have_t, t.time_us, 3);
+        json_num(bw, sizeof bw, have_t, busbw, 6);
+        json_num(nt, sizeof nt, have_n, prof_for_nccl, 3);
+        json_num(g, sizeof g, have_t && have_n, gain, 4);
         printf("%s{\"bytes\":%llu,\"topo\":{\"algo\":\"%s\",\"proto\":\"%s\",\"channels\":%d,"
-               "\"time_us\":%.3f,\"busbw_gbs\":%.2f},\"nccl\":{\"algo\":\"%s\",\"proto\":\"%s\","
-               "\"channels\":%d,\"time_us\":%.3f,\"topo_model_us\":%.3f}}",
-               first ? "" : ",", b, topo_algo_name(t.algo), topo_proto_name(t.proto), t.nch,
-               t.time_us, busbw, topo_algo_name(nc.algo), topo_proto_name(nc.proto), nc.nchannels,
-               nc.time_us, ours_for_nccl);
+               "\"time_us\":%s,\"busbw_gbs\":%s,\"evidence\":\"%s\"},\"nccl\":{\"algo\":\"%s\","
+               "\"proto\":\"%s\",\"channels\":%d,\"nccl_model_us\":%.3f,\"time_us\":%s,"
+               "\"evidence\":\"%s\"},\"gain\":%s,\"evidence\":\"%s\",\"net_nominal\":%s}",
+               first ? "" : ",", b, topo_algo_name(t.algo), topo_proto_name(t.proto), t.nch, tt,
+               bw, ev_names[ev_t], topo_algo_name(nc.algo), topo_proto_name(nc.proto),
+               nc.nchannels, nc.time_us, nt, ev_names[ev_n], g, ev_names[ev],
+               nominal ? "true" : "false");
       } else {
-        char tp[40], np[40];
+        char tp[40], np[40], tt[32], bw[32], nt[32], g[32], e[24];
         snprintf(tp, sizeof tp, "%s/%s", topo_algo_name(t.algo), topo_proto_name(t.proto));
         snprintf(np, sizeof np, "%s/%s", topo_algo_name(nc.algo), topo_proto_name(nc.proto));
-        printf("%8s | %-15s %3d %11.2f %10.2f | %-15s %3d %11.2f %11.2f %6.2fx\n",
-               human(b, hb, sizeof hb), tp, t.nch, t.time_us, busbw, np, nc.nchannels, nc.time_us,
-               ours_for_nccl, gain);
+        text_num(tt, sizeof tt, have_t, t.time_us);
+        text_num(bw, sizeof bw, have_t, busbw);
+        text_num(nt, sizeof nt, have_n, prof_for_nccl);
+        if (!have_t || !have_n) snprintf(g, sizeof g, "n/a");
+        else if (ev == EV_MODEL) snprintf(g, sizeof g, "(%.2fx)", gain);
+        else snprintf(g, sizeof g, "%.2fx", gain);
+        snprintf(e, sizeof e, "%s%s", ev_names[ev], nominal ? " *" : "");
+        printf("%8s | %-15s %3d %11s %10s | %-15s %3d %11.2f %11s | %8s %-14s\n",
+               human(b, hb, sizeof hb), tp, t.nch, tt, bw, np, nc.nchannels, nc.time_us, nt, g, e);
       }
       first = 0;
       if (b > max_bytes / 2) break;
