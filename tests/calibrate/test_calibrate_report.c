@@ -26,6 +26,7 @@ static void point(topo_cal_results *r, int s, int coll, uint64_t bytes, double u
   p.calls = p.graph ? 34 : 1;
   p.status = status;
   p.ran_algo = 1, p.ran_proto = 2, p.ran_channels = 24;
+  if (r->settings[s].kind == TOPO_CAL_FORCED) p.ran_algo = r->settings[s].algo, p.ran_proto = r->settings[s].proto;
   assert_true(topo_cal_results_add_point(r, &p) >= 0);
 }
 
@@ -35,8 +36,8 @@ static void bench_results(topo_cal_results *r) {
   snprintf(r->gpu_model, sizeof r->gpu_model, "H200");
   r->nranks = 2;
   r->nccl_version = 22809;
-  topo_cal_setting ll = {TOPO_CAL_FORCED, 1, 0, 0}, simple = {TOPO_CAL_FORCED, 1, 2, 0};
-  topo_cal_setting tun = {TOPO_CAL_TUNER, -1, -1, 0}, def = {TOPO_CAL_DEFAULT, -1, -1, 0};
+  topo_cal_setting ll = {TOPO_CAL_FORCED, 1, 0, 0, 0}, simple = {TOPO_CAL_FORCED, 1, 2, 0, 0};
+  topo_cal_setting tun = {TOPO_CAL_TUNER, -1, -1, 0, 0}, def = {TOPO_CAL_DEFAULT, -1, -1, 0, 0};
   int a = topo_cal_results_add_setting(r, &ll), b = topo_cal_results_add_setting(r, &simple);
   int t = topo_cal_results_add_setting(r, &tun), d = topo_cal_results_add_setting(r, &def);
   point(r, a, TOPO_CAL_COLL_ALLREDUCE, 1024, 10.0, TOPO_CAL_OK);
@@ -105,7 +106,7 @@ static void test_summary_has_nccl_tests_columns_and_marks_rejections(void **stat
   assert_non_null(strstr(buf, "busbw(GB/s)"));
   assert_non_null(strstr(buf, "REJECTED"));
   assert_non_null(strstr(buf, "allreduce  ring/simple"));
-  assert_non_null(strstr(buf, "best forced setting per size"));
+  assert_non_null(strstr(buf, "fastest effective setting per size"));
   assert_non_null(strstr(buf, "9 points: 8 accepted, 1 rejected"));
   /* 1 MB in 50 us = 20.97 GB/s algbw */
   assert_non_null(strstr(buf, "20.97"));
@@ -144,7 +145,10 @@ static void test_csv_has_one_line_per_point(void **state) {
   fclose(f);
   int lines = 0;
   for (char *p = buf; *p; p++) lines += *p == '\n';
-  assert_int_equal(lines, 1 + r.npoints);
+  /* points, then a blank line, the measured header and one line per effective setting and size
+   * (ring/ll and ring/simple at 1 KB and 1 MB; the rejected 16 MB point measured nothing) */
+  assert_int_equal(lines, 1 + r.npoints + 2 + 4);
+  assert_non_null(strstr(buf, "measured,H200,2,1,22809,allreduce,ring,simple,24,1048576,50.0000,1,,0,0,ring,simple,24,50.0000"));
   assert_non_null(strstr(buf, "H200,2,1,22809,ring/ll,forced,ring,ll,0,allreduce,1024,256,10.0000"));
   assert_non_null(strstr(buf, ",REJECTED,"));
   free(buf);

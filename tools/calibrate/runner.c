@@ -1175,7 +1175,7 @@ static int sweep(run_ctx *c) {
       }
       if (!rc && prof) {
         set_env("TOPO_TUNER_PROFILE", prof);
-        topo_cal_setting t = {TOPO_CAL_TUNER, -1, -1, 0};
+        topo_cal_setting t = {TOPO_CAL_TUNER, -1, -1, 0, 0};
         rc = run_setting(c, &t, 0);
         set_env("TOPO_TUNER_PROFILE", NULL);
       } else if (!rc && c->leader) {
@@ -1214,7 +1214,7 @@ static int sweep(run_ctx *c) {
     for (int i = 0; i < nplan && !rc && !c->stop; i++)
       if (!over_budget(c, &plan[i])) rc = run_setting(c, &plan[i], 1);
   if (!rc && !c->stop && (o->run_default || o->bench)) {
-    topo_cal_setting d = {TOPO_CAL_DEFAULT, -1, -1, 0};
+    topo_cal_setting d = {TOPO_CAL_DEFAULT, -1, -1, 0, 0};
     rc = run_setting(c, &d, 0);
   }
   comm_destroy(c, CONTROLS(c), rc != 0);
