@@ -150,8 +150,21 @@ static void test_small_sizes_use_graphs_and_enough_calls(void **state) {
   assert_int_equal(k1g, 2);
 }
 
+static void test_round_order_rotates(void **state) {
+  (void)state;
+  int seen[5][5] = {{0}}, order[5];
+  for (int k = 0; k < 5; k++) {
+    topo_cal_round_order(5, k, order);
+    assert_int_equal(order[0], k);
+    for (int i = 0; i < 5; i++) seen[order[i]][i]++;
+  }
+  for (int i = 0; i < 5; i++)
+    for (int j = 0; j < 5; j++) assert_int_equal(seen[i][j], 1); /* every item, every position once */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_round_order_rotates),
       cmocka_unit_test(test_sizes_double_from_8_bytes_to_1_gigabyte),
       cmocka_unit_test(test_sizes_round_to_four_bytes_and_keep_the_top),
       cmocka_unit_test(test_gathered_collectives_round_to_ranks_times_element),
