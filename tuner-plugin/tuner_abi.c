@@ -78,8 +78,11 @@ static ncclResult_t init_v6(void **ctx, uint64_t comm_id, size_t nranks, size_t 
                             ncclTunerConstants_v6_t *constants) {
   return init_common(ctx, 6, comm_id, nranks, nnodes, logger, nvl, constants);
 }
+/* getChunkSize: *chunk_size arrives holding NCCL's value and leaves unchanged unless the core
+ * has a measured reason (the profile carries no chunk-size measurement, so today: never). */
 static ncclResult_t chunk_v6(void *context, ncclFunc_t coll, size_t nbytes, int algo, int proto,
                              int nchannels, size_t *chunk_size) {
+  if (!chunk_size) return ncclSuccess;
   topo_tuner_chunk_size(context, (int)coll, nbytes, algo, proto, nchannels, chunk_size);
   return ncclSuccess;
 }

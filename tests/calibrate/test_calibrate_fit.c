@@ -48,11 +48,11 @@ static void make_results(topo_cal_results *r) {
   assert_int_equal(topo_cal_results_alloc_p2p(r, 2), 0);
   r->p2p_ce_bw[1] = r->p2p_ce_bw[2] = 380;
   r->p2p_sm_lat[1] = r->p2p_sm_lat[2] = 2.0; /* round trip */
-  topo_cal_setting simple = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 0};
-  topo_cal_setting ll = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL, 0};
-  topo_cal_setting ll128ch4 = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL128, 4};
-  topo_cal_setting def = {TOPO_CAL_DEFAULT, -1, -1, 0};
-  topo_cal_setting simplech4 = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 4};
+  topo_cal_setting simple = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 0, 0};
+  topo_cal_setting ll = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL, 0, 0};
+  topo_cal_setting ll128ch4 = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL128, 4, 0};
+  topo_cal_setting def = {TOPO_CAL_DEFAULT, -1, -1, 0, 0};
+  topo_cal_setting simplech4 = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 4, 0};
   int s0 = topo_cal_results_add_setting(r, &simple);
   int s1 = topo_cal_results_add_setting(r, &ll);
   int s2 = topo_cal_results_add_setting(r, &ll128ch4);
@@ -182,7 +182,7 @@ static void test_sweep_with_regimes_is_fitted_piecewise(void **state) {
   snprintf(r.gpu_model, sizeof r.gpu_model, "H200");
   r.nranks = 2;
   r.nnodes = 1;
-  topo_cal_setting ll = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL, 0};
+  topo_cal_setting ll = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL, 0, 0};
   int s = topo_cal_results_add_setting(&r, &ll);
   double us[32];
   uint64_t sizes[32];

@@ -105,13 +105,13 @@ static void test_setting_applies_only_where_allowed(void **state) {
   (void)state;
   topo_cal_allowed a;
   topo_cal_rules_allowed(2, 1, &a);
-  topo_cal_setting tree = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_TREE, TOPO_CAL_PROTO_LL, 0};
+  topo_cal_setting tree = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_TREE, TOPO_CAL_PROTO_LL, 0, 0};
   assert_true(topo_cal_setting_applies(&tree, TOPO_CAL_COLL_ALLREDUCE, &a));
   assert_false(topo_cal_setting_applies(&tree, TOPO_CAL_COLL_BROADCAST, &a));
-  topo_cal_setting def = {TOPO_CAL_DEFAULT, -1, -1, 0};
+  topo_cal_setting def = {TOPO_CAL_DEFAULT, -1, -1, 0, 0};
   assert_true(topo_cal_setting_applies(&def, TOPO_CAL_COLL_BROADCAST, &a));
   a.ok[TOPO_CAL_COLL_ALLREDUCE][TOPO_CAL_ALGO_NVLS][TOPO_CAL_PROTO_SIMPLE] = 1;
-  topo_cal_setting nvls = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_NVLS, TOPO_CAL_PROTO_SIMPLE, 8};
+  topo_cal_setting nvls = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_NVLS, TOPO_CAL_PROTO_SIMPLE, 8, 0};
   assert_false(topo_cal_setting_applies(&nvls, TOPO_CAL_COLL_ALLREDUCE, &a)); /* channels not honoured */
   nvls.nchannels = 0;
   assert_true(topo_cal_setting_applies(&nvls, TOPO_CAL_COLL_ALLREDUCE, &a));
@@ -120,7 +120,7 @@ static void test_setting_applies_only_where_allowed(void **state) {
 static void test_labels_and_force_values(void **state) {
   (void)state;
   char buf[64];
-  topo_cal_setting s = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 8};
+  topo_cal_setting s = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 8, 0};
   topo_cal_setting_label(&s, buf, sizeof buf);
   assert_string_equal(buf, "ring/simple/ch8");
   topo_cal_setting_force_value(&s, buf, sizeof buf);
@@ -150,8 +150,21 @@ static void test_small_sizes_use_graphs_and_enough_calls(void **state) {
   assert_int_equal(k1g, 2);
 }
 
+static void test_round_order_rotates(void **state) {
+  (void)state;
+  int seen[5][5] = {{0}}, order[5];
+  for (int k = 0; k < 5; k++) {
+    topo_cal_round_order(5, k, order);
+    assert_int_equal(order[0], k);
+    for (int i = 0; i < 5; i++) seen[order[i]][i]++;
+  }
+  for (int i = 0; i < 5; i++)
+    for (int j = 0; j < 5; j++) assert_int_equal(seen[i][j], 1); /* every item, every position once */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_round_order_rotates),
       cmocka_unit_test(test_sizes_double_from_8_bytes_to_1_gigabyte),
       cmocka_unit_test(test_sizes_round_to_four_bytes_and_keep_the_top),
       cmocka_unit_test(test_gathered_collectives_round_to_ranks_times_element),

@@ -240,6 +240,37 @@ static void test_v6_chunk_size_is_left_to_nccl(void **state) {
   close_tuner(&t);
 }
 
+/* A calibrated profile (and a forced choice) carry no chunk-size measurement: NCCL 2.30's
+ * getChunkSize answer stays NCCL's for every collective, algorithm, protocol, size, channels. */
+static void test_v6_chunk_size_stays_nccl_with_a_calibrated_profile(void **state) {
+  (void)state;
+  static const char *const force[2] = {NULL, "ring,ll128,8"};
+  for (int f = 0; f < 2; f++) {
+    setenv("TOPO_TUNER_PROFILE", TOPO_TUNER_TEST_DATA "/r8-2xh200.profile", 1);
+    if (force[f]) setenv("TOPO_TUNER_FORCE", force[f], 1);
+    topo_host_tuner t;
+    open_tuner(&t, TOPO_NCCL_2_30, 2, 1);
+    assert_non_null(t.ctx);
+    const ncclTuner_v6_t *v6 = t.lib.sym;
+    assert_non_null(v6->getChunkSize);
+    for (int coll = 0; coll < 5; coll++)
+      for (int a = 0; a < 7; a++)
+        for (int p = 0; p < 3; p++)
+          for (size_t bytes = 8; bytes <= ((size_t)1 << 30); bytes *= 32) {
+            size_t nccl = (size_t)(p == NCCL_PROTO_SIMPLE ? 524288 : p == NCCL_PROTO_LL ? 32768 : 120 * 1024);
+            size_t chunk = nccl;
+            int nch = 1 + (int)(bytes % 31);
+            assert_int_equal(v6->getChunkSize(t.ctx, (ncclFunc_t)coll, bytes, a, p, nch, &chunk), ncclSuccess);
+            assert_int_equal(chunk, nccl);
+          }
+    assert_int_equal(v6->getChunkSize(t.ctx, ncclFuncAllReduce, 4096, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1, NULL),
+                     ncclSuccess);
+    close_tuner(&t);
+    unsetenv("TOPO_TUNER_FORCE");
+    unsetenv("TOPO_TUNER_PROFILE");
+  }
+}
+
 static void test_v2_returns_a_pair_nccl_can_use(void **state) {
   (void)state;
   topo_host_tuner t;
@@ -512,6 +543,7 @@ int main(void) {
       cmocka_unit_test_setup(test_null_context_leaves_table_alone, setup),
       cmocka_unit_test_setup(test_load_finalize_dlclose_reload_cycles, setup),
       cmocka_unit_test_setup(test_v6_chunk_size_is_left_to_nccl, setup),
+      cmocka_unit_test_setup(test_v6_chunk_size_stays_nccl_with_a_calibrated_profile, setup),
       cmocka_unit_test_setup(test_v2_returns_a_pair_nccl_can_use, setup),
       cmocka_unit_test_setup(test_force_takes_the_choice_where_allowed, setup),
       cmocka_unit_test_setup(test_rules_pin_choices_ahead_of_the_model, setup),

@@ -27,6 +27,7 @@
 #define TOPO_CAL_MAX_SIZES 128
 #define TOPO_CAL_MAX_CHANNEL_SETTINGS 16
 #define TOPO_CAL_MAX_ITERS 1000
+#define TOPO_CAL_MAX_ROUNDS 100
 #define TOPO_CAL_ELEM_BYTES 4 /* float, as nccl-tests */
 
 enum { TOPO_CAL_COLL_BROADCAST = 0, TOPO_CAL_COLL_REDUCE = 1, TOPO_CAL_COLL_ALLGATHER = 2,
@@ -55,6 +56,7 @@ typedef struct topo_cal_options {
   uint64_t min_bytes, max_bytes;
   double step;                  /* size factor between points, > 1 */
   int iters, warmup;
+  int rounds;                   /* repeats of every setting, interleaved (default 3) */
   int quick;
   int timing;                   /* topo_cal_timing */
   uint64_t graph_max_bytes;     /* auto timing: CUDA graphs up to this size */
@@ -96,6 +98,8 @@ typedef struct topo_cal_setting {
   int kind;          /* topo_cal_kind */
   int algo, proto;   /* TOPO_CAL_FORCED only */
   int nchannels;     /* TOPO_CAL_FORCED: 0 = NCCL's own count */
+  int beyond_reach;  /* 1: more channels than NCCL's communicator has - measured in one built with
+                        minCTAs = maxCTAs, a shape no tuner can choose (advice only, not fitted) */
 } topo_cal_setting;
 
 /* What NCCL allows, [coll][algo][proto] = 1. Filled from NCCL's own table (nccl_log.c) or from
@@ -137,6 +141,10 @@ const char *topo_cal_nccl_proto_name(int proto);
 void topo_cal_setting_label(const topo_cal_setting *s, char *buf, size_t len);
 /* TOPO_TUNER_FORCE value: "ring,simple" or "ring,simple,8". */
 void topo_cal_setting_force_value(const topo_cal_setting *s, char *buf, size_t len);
+
+/* Round `round`'s run order of n items: a rotation, order[i] = (i + round) mod n, so every item
+ * takes every position once in n rounds. */
+void topo_cal_round_order(int n, int round, int *order);
 
 /* Timing: 1 = CUDA graph for this size, 0 = eager calls. */
 int topo_cal_use_graph(int timing, uint64_t graph_max_bytes, uint64_t bytes);
@@ -201,6 +209,8 @@ typedef struct topo_cal_point {
   int calls;                /* calls per sample */
   int status;               /* topo_cal_point_status */
   int ran_algo, ran_proto, ran_channels; /* from NCCL's log, -1 unknown */
+  int round;                /* the round it was measured in (0-based) */
+  int pair;                 /* TOPO_CAL_DEFAULT: which of the two A/A communicators (0, 1) */
 } topo_cal_point;
 
 typedef struct topo_cal_device {
@@ -238,6 +248,7 @@ typedef struct topo_cal_results {
   int npoints, cap_points;
   int partial;              /* 1: stopped early (signal or time budget); what ran is complete */
   int skipped_settings;     /* forced settings not run because of the time budget */
+  int rounds;               /* rounds every setting ran in (interleaved, rotated order) */
 } topo_cal_results;
 
 void topo_cal_results_init(topo_cal_results *r);
@@ -251,6 +262,32 @@ int topo_cal_results_add_point(topo_cal_results *r, const topo_cal_point *p);
 int topo_cal_results_find_kind(const topo_cal_results *r, int kind);
 /* Best accepted forced time for (coll, bytes): index of the point or -1. */
 int topo_cal_results_best_forced(const topo_cal_results *r, int coll, uint64_t bytes);
+
+/* One result per effective setting: accepted forced points pooled by what NCCL really ran
+ * (coll, ran algorithm, protocol, channel count - the forced values where the log was silent)
+ * and size; the result is the MEDIAN of the pooled repeats (one repeat = one point = one round's
+ * median of its samples), never the minimum. */
+typedef struct topo_cal_measured {
+  int coll, algo, proto, channels; /* channels -1: unknown */
+  uint64_t bytes;
+  double median_us;
+  int n;                    /* repeats pooled */
+  int beyond_reach;         /* every repeat came from a beyond-reach setting */
+  int setting;              /* first contributing setting (its label names the row) */
+} topo_cal_measured;
+
+/* Fill out[] (<= cap) with every effective setting's result; returns the count. */
+int topo_cal_results_measured(const topo_cal_results *r, topo_cal_measured *out, int cap);
+/* Fastest entry of m[0..n) for (coll, bytes); in_reach_only skips beyond-reach ones. -1 none. */
+int topo_cal_measured_best(const topo_cal_measured *m, int n, int coll, uint64_t bytes, int in_reach_only);
+/* Median over the rounds of one setting's accepted points at (coll, bytes); *n repeats (0: none,
+ * return 0). A default's two A/A communicators pool. Returns the index of one point (for what
+ * ran), -1 when none. */
+int topo_cal_results_setting_median(const topo_cal_results *r, int setting, int coll, uint64_t bytes,
+                                    double *median_us, int *n);
+/* A/A noise at (coll, bytes): the default's two communicators run in every round; noise = the
+ * median over rounds of |a/b - 1| (0.02 = 2 %). *npairs rounds with both; < 0 when none. */
+double topo_cal_results_noise(const topo_cal_results *r, int coll, uint64_t bytes, int *npairs);
 
 /* ---------------------------------------------------------------------------------------------
  * NCCL's INFO log (nccl_log.c). The tool points NCCL_DEBUG_FILE at a file and reads it back to
@@ -319,6 +356,12 @@ void topo_cal_format_bytes(uint64_t bytes, char *buf, size_t len);
 void topo_cal_report_summary(FILE *f, const topo_cal_results *r);
 /* The fitted terms and link parameters of a profile, one line each. */
 void topo_cal_report_profile(FILE *f, const struct topo_profile *p);
+/* Advice beyond a tuner's reach: per collective and beyond-reach channel count, the sizes where
+ * its measured median beats the best in-reach measured result (and NCCL's default when measured)
+ * by more than twice the A/A noise there (2 % where no noise was measured), as "AllReduce: 32
+ * channels via NCCL_MIN_NCHANNELS=32 (ncclConfig_t minCTAs): 4-10 % at 8 MB-1 GB, 8 more SMs".
+ * Returns the number of advice lines. */
+int topo_cal_report_advice(FILE *f, const topo_cal_results *r);
 /* One CSV line per point with a header. */
 void topo_cal_report_csv(FILE *f, const topo_cal_results *r);
 

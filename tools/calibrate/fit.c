@@ -49,7 +49,7 @@ static double peak_busbw(const topo_cal_results *r, int algo, int proto, int nch
   for (int i = 0; i < r->npoints; i++) {
     const topo_cal_point *p = &r->points[i];
     const topo_cal_setting *s = &r->settings[p->setting];
-    if (p->status != TOPO_CAL_OK || s->kind != TOPO_CAL_FORCED || p->bytes < large) continue;
+    if (p->status != TOPO_CAL_OK || s->kind != TOPO_CAL_FORCED || s->beyond_reach || p->bytes < large) continue;
     if ((algo >= 0 && s->algo != algo) || (proto >= 0 && s->proto != proto) ||
         (nch >= 0 && s->nchannels != nch))
       continue;
@@ -103,14 +103,20 @@ int topo_cal_fit_profile(const topo_cal_results *r, topo_profile *out) {
   }
   for (int s = 0; s < r->nsettings; s++) {
     const topo_cal_setting *st = &r->settings[s];
-    if (st->kind != TOPO_CAL_FORCED) continue;
+    /* A beyond-reach channel count is advice (report.c), not a choice the tuner can make. */
+    if (st->kind != TOPO_CAL_FORCED || st->beyond_reach) continue;
     for (int c = 0; c < TOPO_CAL_NCOLLS; c++) {
       int n = 0;
+      /* One value per size: the median of the setting's rounds there. */
       for (int i = 0; i < r->npoints; i++) {
         const topo_cal_point *p = &r->points[i];
         if (p->setting != s || p->coll != c || p->status != TOPO_CAL_OK) continue;
+        int dup = 0;
+        for (int k = 0; k < n && !dup; k++) dup = bytes[k] == p->bytes;
+        if (dup) continue;
+        int reps = 0;
         bytes[n] = p->bytes;
-        times[n] = p->stats.median;
+        topo_cal_results_setting_median(r, s, c, p->bytes, &times[n], &reps);
         n++;
       }
       if (n < 2) continue;

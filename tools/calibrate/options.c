@@ -26,6 +26,7 @@ void topo_cal_options_default(topo_cal_options *o) {
   o->step = 2.0;
   o->iters = 20;
   o->warmup = 3;
+  o->rounds = 3;
   o->timing = TOPO_CAL_TIMING_AUTO;
   o->graph_max_bytes = 16ull << 20;
   o->p2p_bytes = 256ull << 20;
@@ -144,7 +145,7 @@ typedef enum {
   OPT_STEP, OPT_ITERS, OPT_WARMUP, OPT_QUICK, OPT_TIMING, OPT_GRAPH_MAX, OPT_P2P_BYTES, OPT_NO_P2P,
   OPT_NO_SWEEP, OPT_NO_DEFAULT, OPT_BENCH, OPT_NODES, OPT_PROCS, OPT_TUNER, OPT_FORCE_VIA,
   OPT_PROFILE, OPT_NO_VERIFY, OPT_PRUNE, OPT_LINE_RATE, OPT_FLOOR, OPT_CSV, OPT_WORKDIR, OPT_BUDGET,
-  OPT_VERBOSE, OPT_HELP, OPT_VERSION,
+  OPT_VERBOSE, OPT_HELP, OPT_VERSION, OPT_ROUNDS,
 } opt_id;
 
 typedef struct opt_spec {
@@ -161,6 +162,7 @@ static const opt_spec specs[] = {
     {"min-bytes", 'b', 1, OPT_MIN},      {"max-bytes", 'e', 1, OPT_MAX},
     {"step", 'f', 1, OPT_STEP},          {"iters", 'n', 1, OPT_ITERS},
     {"warmup", 'w', 1, OPT_WARMUP},      {"quick", 0, 0, OPT_QUICK},
+    {"rounds", 'r', 1, OPT_ROUNDS},
     {"timing", 0, 1, OPT_TIMING},        {"graph-max", 0, 1, OPT_GRAPH_MAX},
     {"p2p-bytes", 0, 1, OPT_P2P_BYTES},  {"no-p2p", 0, 0, OPT_NO_P2P},
     {"no-sweep", 0, 0, OPT_NO_SWEEP},    {"no-default", 0, 0, OPT_NO_DEFAULT},
@@ -205,6 +207,9 @@ static int apply(topo_cal_options *o, opt_id id, const char *arg, const char *na
     return 0;
   case OPT_WARMUP:
     if (parse_int(arg, 0, 1000, &o->warmup)) return fail(err, len, "--warmup wants 0..1000, got '%s'", arg);
+    return 0;
+  case OPT_ROUNDS:
+    if (parse_int(arg, 1, TOPO_CAL_MAX_ROUNDS, &o->rounds)) return fail(err, len, "--rounds wants 1..100, got '%s'", arg);
     return 0;
   case OPT_QUICK: o->quick = 1; return 0;
   case OPT_TIMING:
@@ -341,6 +346,8 @@ void topo_cal_usage(FILE *f, const char *prog) {
           "  -f, --step FACTOR     size factor between points (default 2)\n"
           "  -n, --iters N         timed samples per point, median and IQR reported (default 20)\n"
           "  -w, --warmup N        untimed samples first (default 3)\n"
+          "  -r, --rounds N        rounds: each runs every setting once, in a rotated order; a\n"
+          "                        result is the median of its rounds (default 3)\n"
           "      --quick           x4 steps, NCCL's channel count only, <= 256M (about a minute)\n"
           "      --timing MODE     auto (graphs up to --graph-max), graph or eager\n"
           "      --graph-max SIZE  largest size timed with CUDA graphs in auto mode (default 16M)\n"

@@ -89,7 +89,7 @@ int topo_cal_plan_settings(const topo_cal_options *o, const topo_cal_allowed *al
   int n = 0;
   for (int ci = 0; ci < o->nchannels; ci++) {
     for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
-      topo_cal_setting s = {TOPO_CAL_FORCED, order[k][0], order[k][1], o->channels[ci]};
+      topo_cal_setting s = {TOPO_CAL_FORCED, order[k][0], order[k][1], o->channels[ci], 0};
       if (!algo_selected(o, s.algo) || !proto_selected(o, s.proto)) continue;
       int any = 0;
       for (int c = 0; c < TOPO_CAL_NCOLLS; c++)
@@ -140,4 +140,11 @@ const char *topo_cal_nccl_algo_name(int algo) {
 const char *topo_cal_nccl_proto_name(int proto) {
   static const char *const names[TOPO_CAL_NPROTOS] = {"LL", "LL128", "Simple"};
   return proto >= 0 && proto < TOPO_CAL_NPROTOS ? names[proto] : "Simple";
+}
+
+void topo_cal_round_order(int n, int round, int *order) {
+  if (n <= 0) return;
+  int r = round % n;
+  if (r < 0) r += n;
+  for (int i = 0; i < n; i++) order[i] = (i + r) % n;
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "calibrate.h"
 #include "profile.h"
 
@@ -137,29 +138,32 @@ static void report_setting(FILE *f, const topo_cal_results *r, int s, int coll) 
 }
 
 static void report_best(FILE *f, const topo_cal_results *r, int coll) {
+  int cap = r->npoints > 0 ? r->npoints : 1;
+  topo_cal_measured *m = topo_malloc((size_t)cap * sizeof *m);
+  if (!m) return;
+  int nm = topo_cal_results_measured(r, m, cap);
   uint64_t seen[TOPO_CAL_MAX_SIZES * 2];
   int nseen = 0;
   int any = 0;
-  for (int i = 0; i < r->npoints; i++) {
-    const topo_cal_point *p = &r->points[i];
-    if (p->coll != coll || r->settings[p->setting].kind != TOPO_CAL_FORCED) continue;
+  for (int i = 0; i < nm; i++) {
+    if (m[i].coll != coll) continue;
     int dup = 0;
-    for (int k = 0; k < nseen; k++) dup |= seen[k] == p->bytes;
+    for (int k = 0; k < nseen; k++) dup |= seen[k] == m[i].bytes;
     if (dup || nseen == (int)(sizeof seen / sizeof seen[0])) continue;
-    seen[nseen++] = p->bytes;
-    int b = topo_cal_results_best_forced(r, coll, p->bytes);
+    seen[nseen++] = m[i].bytes;
+    int b = topo_cal_measured_best(m, nm, coll, m[i].bytes, 1);
     if (b < 0) continue;
     if (!any) {
-      fprintf(f, "\n# %s: best forced setting per size\n#%13s %11s %11s  %s\n", topo_coll_name(coll), "size(B)",
-              "time(us)", "busbw(GB/s)", "setting");
+      fprintf(f, "\n# %s: fastest effective setting per size (median of its repeats)\n#%13s %11s %11s %4s  %s\n",
+              topo_coll_name(coll), "size(B)", "time(us)", "busbw(GB/s)", "n", "ran");
       any = 1;
     }
-    char label[64];
-    topo_cal_setting_label(&r->settings[r->points[b].setting], label, sizeof label);
-    double alg = topo_cal_algbw(p->bytes, r->points[b].stats.median);
-    fprintf(f, " %13llu %11.2f %11.2f  %s\n", (unsigned long long)p->bytes, r->points[b].stats.median,
-            alg * topo_cal_busbw_factor(coll, r->nranks), label);
+    double alg = topo_cal_algbw(m[b].bytes, m[b].median_us);
+    fprintf(f, " %13llu %11.2f %11.2f %4d  %s/%s/%d\n", (unsigned long long)m[b].bytes, m[b].median_us,
+            alg * topo_cal_busbw_factor(coll, r->nranks), m[b].n, topo_algo_name(m[b].algo),
+            topo_proto_name(m[b].proto), m[b].channels);
   }
+  topo_free(m);
 }
 
 void topo_cal_report_summary(FILE *f, const topo_cal_results *r) {
@@ -204,14 +208,15 @@ void topo_cal_report_profile(FILE *f, const topo_profile *p) {
 
 void topo_cal_report_csv(FILE *f, const topo_cal_results *r) {
   fprintf(f, "gpu,nranks,nnodes,nccl,setting,kind,algo,proto,channels,coll,bytes,count,median_us,p25_us,"
-             "p75_us,min_us,max_us,samples,calls,timing,algbw_gbs,busbw_gbs,status,ran_algo,ran_proto,ran_channels\n");
+             "p75_us,min_us,max_us,samples,calls,timing,algbw_gbs,busbw_gbs,status,ran_algo,ran_proto,ran_channels,round,pair,"
+             "beyond_reach\n");
   for (int i = 0; i < r->npoints; i++) {
     const topo_cal_point *p = &r->points[i];
     const topo_cal_setting *s = &r->settings[p->setting];
     char label[64];
     topo_cal_setting_label(s, label, sizeof label);
     double alg = p->status == TOPO_CAL_FAILED ? 0 : topo_cal_algbw(p->bytes, p->stats.median);
-    fprintf(f, "%s,%d,%d,%d,%s,%s,%s,%s,%d,%s,%llu,%zu,%.4f,%.4f,%.4f,%.4f,%.4f,%d,%d,%s,%.3f,%.3f,%s,%s,%s,%d\n",
+    fprintf(f, "%s,%d,%d,%d,%s,%s,%s,%s,%d,%s,%llu,%zu,%.4f,%.4f,%.4f,%.4f,%.4f,%d,%d,%s,%.3f,%.3f,%s,%s,%s,%d,%d,%d,%d\n",
             r->gpu_model, r->nranks, r->nnodes, r->nccl_version, label,
             s->kind == TOPO_CAL_FORCED ? "forced" : s->kind == TOPO_CAL_DEFAULT ? "default" : "tuner",
             s->kind == TOPO_CAL_FORCED ? topo_algo_name(s->algo) : "", s->kind == TOPO_CAL_FORCED ? topo_proto_name(s->proto) : "",
@@ -219,24 +224,114 @@ void topo_cal_report_csv(FILE *f, const topo_cal_results *r) {
             p->stats.p25, p->stats.p75, p->stats.min, p->stats.max, p->stats.n, p->calls, p->graph ? "graph" : "eager",
             alg, alg * topo_cal_busbw_factor(p->coll, r->nranks), p->status == TOPO_CAL_OK ? "ok" : status_word(p->status),
             p->ran_algo >= 0 ? topo_algo_name(p->ran_algo) : "", p->ran_proto >= 0 ? topo_proto_name(p->ran_proto) : "",
-            p->ran_channels);
+            p->ran_channels, p->round, s->kind == TOPO_CAL_DEFAULT ? p->pair : 0, s->beyond_reach);
   }
+  /* Measured points: one per effective setting and size (the fit's and the tuner's evidence),
+   * with the A/A noise at that size and what NCCL's default ran there. Unknown = empty field. */
+  int cap = r->npoints > 0 ? r->npoints : 1;
+  topo_cal_measured *m = topo_malloc((size_t)cap * sizeof *m);
+  if (!m) return;
+  int nm = topo_cal_results_measured(r, m, cap);
+  int sdef = topo_cal_results_find_kind(r, TOPO_CAL_DEFAULT);
+  fprintf(f, "\nmeasured,gpu,nranks,nnodes,nccl,coll,algo,proto,channels,bytes,median_us,n,noise,noise_pairs,"
+             "beyond_reach,default_algo,default_proto,default_channels,default_median_us\n");
+  for (int i = 0; i < nm; i++) {
+    int np = 0, nd = 0;
+    double noise = topo_cal_results_noise(r, m[i].coll, m[i].bytes, &np), dmed = 0;
+    int di = sdef >= 0 ? topo_cal_results_setting_median(r, sdef, m[i].coll, m[i].bytes, &dmed, &nd) : -1;
+    const topo_cal_point *dp = di >= 0 ? &r->points[di] : NULL;
+    char nz[24] = "", ch[16] = "", dch[16] = "", dm[24] = "";
+    if (noise >= 0) snprintf(nz, sizeof nz, "%.5f", noise);
+    if (m[i].channels > 0) snprintf(ch, sizeof ch, "%d", m[i].channels);
+    if (dp && dp->ran_channels > 0) snprintf(dch, sizeof dch, "%d", dp->ran_channels);
+    if (dp) snprintf(dm, sizeof dm, "%.4f", dmed);
+    fprintf(f, "measured,%s,%d,%d,%d,%s,%s,%s,%s,%llu,%.4f,%d,%s,%d,%d,%s,%s,%s,%s\n", r->gpu_model, r->nranks,
+            r->nnodes, r->nccl_version, topo_coll_name(m[i].coll), topo_algo_name(m[i].algo),
+            topo_proto_name(m[i].proto), ch, (unsigned long long)m[i].bytes, m[i].median_us, m[i].n, nz, np,
+            m[i].beyond_reach, dp && dp->ran_algo >= 0 ? topo_algo_name(dp->ran_algo) : "",
+            dp && dp->ran_proto >= 0 ? topo_proto_name(dp->ran_proto) : "", dch, dm);
+  }
+  topo_free(m);
 }
 
-static int find_point(const topo_cal_results *r, int setting, int coll, uint64_t bytes) {
-  for (int i = 0; i < r->npoints; i++)
-    if (r->points[i].setting == setting && r->points[i].coll == coll && r->points[i].bytes == bytes &&
-        r->points[i].status == TOPO_CAL_OK)
-      return i;
-  return -1;
+int topo_cal_report_advice(FILE *f, const topo_cal_results *r) {
+  int cap = r->npoints > 0 ? r->npoints : 1;
+  topo_cal_measured *m = topo_malloc((size_t)cap * sizeof *m);
+  if (!m) return 0;
+  int nm = topo_cal_results_measured(r, m, cap);
+  int sdef = topo_cal_results_find_kind(r, TOPO_CAL_DEFAULT);
+  int lines = 0;
+  for (int c = TOPO_CAL_NCOLLS - 1; c >= 0; c--) {
+    for (int s = 0; s < r->nsettings; s++) {
+      const topo_cal_setting *st = &r->settings[s];
+      if (st->kind != TOPO_CAL_FORCED || !st->beyond_reach) continue;
+      /* One line per channel count: the first setting with it names the line. */
+      int first = 1;
+      for (int s2 = 0; s2 < s && first; s2++)
+        first = !(r->settings[s2].kind == TOPO_CAL_FORCED && r->settings[s2].beyond_reach &&
+                  r->settings[s2].nchannels == st->nchannels);
+      if (!first) continue;
+      double gmin = 0, gmax = 0;
+      uint64_t lo = 0, hi = 0;
+      int hits = 0;
+      for (int i = 0; i < nm; i++) {
+        if (m[i].coll != c || !m[i].beyond_reach || m[i].channels != st->nchannels) continue;
+        /* Only the fastest beyond-reach result at this size and channel count. */
+        int better = 0;
+        for (int k = 0; k < nm && !better; k++)
+          better = k != i && m[k].coll == c && m[k].bytes == m[i].bytes && m[k].beyond_reach &&
+                   m[k].channels == st->nchannels && m[k].median_us < m[i].median_us;
+        if (better) continue;
+        int b = topo_cal_measured_best(m, nm, c, m[i].bytes, 1);
+        double ref = b >= 0 ? m[b].median_us : 0;
+        int nd = 0;
+        double dmed = 0;
+        if (sdef >= 0 && topo_cal_results_setting_median(r, sdef, c, m[i].bytes, &dmed, &nd) >= 0 &&
+            (ref <= 0 || dmed < ref))
+          ref = dmed;
+        if (ref <= 0) continue;
+        int np = 0;
+        double noise = topo_cal_results_noise(r, c, m[i].bytes, &np);
+        double margin = 2 * (noise >= 0 ? noise : 0.01);
+        double gain = ref / m[i].median_us - 1.0;
+        if (gain <= margin) continue;
+        if (!hits || gain < gmin) gmin = gain;
+        if (!hits || gain > gmax) gmax = gain;
+        if (!hits || m[i].bytes < lo) lo = m[i].bytes;
+        if (!hits || m[i].bytes > hi) hi = m[i].bytes;
+        hits++;
+      }
+      if (!hits) continue;
+      char lb[24], hb[24], cost[64];
+      topo_cal_format_bytes(lo, lb, sizeof lb);
+      topo_cal_format_bytes(hi, hb, sizeof hb);
+      if (r->nccl_channels > 0)
+        snprintf(cost, sizeof cost, "%d more SMs per GPU", st->nchannels - r->nccl_channels);
+      else
+        snprintf(cost, sizeof cost, "SMs: n/a (NCCL's channel count not seen)");
+      if (!lines) fprintf(f, "\n# advice beyond a tuner's reach (measured; gain over the best a tuner can choose)\n");
+      fprintf(f, "# %s: %d channels via NCCL_MIN_NCHANNELS=%d (or ncclConfig_t minCTAs=%d): %.0f-%.0f %% at %s-%s"
+                 " (%d sizes), %s\n",
+              topo_coll_name(c), st->nchannels, st->nchannels, st->nchannels, 100 * gmin, 100 * gmax, lb, hb, hits,
+              cost);
+      lines++;
+    }
+  }
+  topo_free(m);
+  return lines;
 }
 
 int topo_cal_report_bench(FILE *f, const topo_cal_results *r, topo_cal_bench_summary *sum) {
   int sdef = topo_cal_results_find_kind(r, TOPO_CAL_DEFAULT);
   int stun = topo_cal_results_find_kind(r, TOPO_CAL_TUNER);
   int rows = 0;
-  fprintf(f, "\n# --bench: NCCL's default, libtopo-tuner and the oracle (best forced setting), %d ranks, %s\n",
+  fprintf(f, "\n# --bench: NCCL's default, libtopo-tuner and the oracle (fastest effective setting a tuner can\n"
+             "# choose), each the median of its rounds; noise = A/A (median |a/b-1| of the default's two\n"
+             "# communicators over the rounds), %d ranks, %s\n",
           r->nranks, transport(r));
+  int cap = r->npoints > 0 ? r->npoints : 1;
+  topo_cal_measured *meas = topo_malloc((size_t)cap * sizeof *meas);
+  int nmeas = meas ? topo_cal_results_measured(r, meas, cap) : 0;
   for (int c = TOPO_CAL_NCOLLS - 1; c >= 0; c--) {
     topo_cal_bench_summary s;
     memset(&s, 0, sizeof s);
@@ -257,39 +352,44 @@ int topo_cal_report_bench(FILE *f, const topo_cal_results *r, topo_cal_bench_sum
       nsz++;
     }
     for (int z = 0; z < nsz; z++) {
-      int b = topo_cal_results_best_forced(r, c, sizes[z]);
+      /* The oracle: the fastest effective setting within the tuner's reach, by its median. */
+      int b = topo_cal_measured_best(meas, nmeas, c, sizes[z], 1);
       if (b < 0) continue;
-      const topo_cal_point *p = &r->points[b];
-      int di = sdef >= 0 ? find_point(r, sdef, c, p->bytes) : -1;
-      int ti = stun >= 0 ? find_point(r, stun, c, p->bytes) : -1;
+      const topo_cal_measured *m = &meas[b];
+      int nd_rep = 0, nt_rep = 0;
+      double td = 0, tt = 0;
+      int di = sdef >= 0 ? topo_cal_results_setting_median(r, sdef, c, m->bytes, &td, &nd_rep) : -1;
+      int ti = stun >= 0 ? topo_cal_results_setting_median(r, stun, c, m->bytes, &tt, &nt_rep) : -1;
       if (di < 0 && ti < 0) continue;
       if (!header) {
-        fprintf(f, "\n# %s\n#%13s %10s %-20s %10s %-20s %10s %-16s %8s %8s\n", topo_coll_name(c), "size(B)",
-                "default", "(ran)", "tuner", "(ran)", "oracle", "(setting)", "tun/orc", "def/orc");
+        fprintf(f, "\n# %s\n#%13s %10s %-20s %10s %-20s %10s %-16s %8s %8s %7s\n", topo_coll_name(c), "size(B)",
+                "default", "(ran)", "tuner", "(ran)", "oracle", "(ran)", "tun/orc", "def/orc", "noise");
         header = 1;
       }
-      double to = p->stats.median;
+      double to = m->median_us;
       char dr[32] = "-", tr[32] = "-", ol[48];
-      topo_cal_setting_label(&r->settings[p->setting], ol, sizeof ol);
-      double td = di >= 0 ? r->points[di].stats.median : 0, tt = ti >= 0 ? r->points[ti].stats.median : 0;
+      snprintf(ol, sizeof ol, "%s/%s/%d", topo_algo_name(m->algo), topo_proto_name(m->proto), m->channels);
       if (di >= 0) ran_text(&r->points[di], dr, sizeof dr);
       if (ti >= 0) ran_text(&r->points[ti], tr, sizeof tr);
-      char tdv[16] = "-", ttv[16] = "-", rt[16] = "-", rd[16] = "-";
+      char tdv[16] = "-", ttv[16] = "-", rt[16] = "-", rd[16] = "-", nz[16] = "n/a";
+      int npairs = 0;
+      double noise = topo_cal_results_noise(r, c, m->bytes, &npairs);
+      if (noise >= 0) snprintf(nz, sizeof nz, "%.1f%%", 100 * noise);
       if (di >= 0) snprintf(tdv, sizeof tdv, "%.2f", td), snprintf(rd, sizeof rd, "%.3f", td / to);
       if (ti >= 0) snprintf(ttv, sizeof ttv, "%.2f", tt), snprintf(rt, sizeof rt, "%.3f", tt / to);
-      fprintf(f, " %13llu %10s %-20s %10s %-20s %10.2f %-16s %8s %8s\n", (unsigned long long)p->bytes, tdv, dr, ttv,
-              tr, to, ol, rt, rd);
+      fprintf(f, " %13llu %10s %-20s %10s %-20s %10.2f %-16s %8s %8s %7s\n", (unsigned long long)m->bytes, tdv, dr, ttv,
+              tr, to, ol, rt, rd, nz);
       rows++;
       if (ti >= 0) {
         double q = tt / to;
         log_t += log(q), nt++;
-        if (q > s.worst_tuner) s.worst_tuner = q, s.worst_tuner_bytes = p->bytes;
+        if (q > s.worst_tuner) s.worst_tuner = q, s.worst_tuner_bytes = m->bytes;
         if (di >= 0 && tt / td > s.worst_tuner_vs_default) s.worst_tuner_vs_default = tt / td;
       }
       if (di >= 0) {
         double q = td / to;
         log_d += log(q), nd++;
-        if (q > s.worst_default) s.worst_default = q, s.worst_default_bytes = p->bytes;
+        if (q > s.worst_default) s.worst_default = q, s.worst_default_bytes = m->bytes;
       }
     }
     s.n = nt > nd ? nt : nd;
@@ -306,5 +406,6 @@ int topo_cal_report_bench(FILE *f, const topo_cal_results *r, topo_cal_bench_sum
                     s.geo_default, s.worst_default, wd);
   }
   if (!rows) fprintf(f, "# (no size had both an oracle and a default or tuner measurement)\n");
+  topo_free(meas);
   return rows;
 }

@@ -7,11 +7,13 @@
  *      and the launch / completion floor;
  *   2. phase A, libtopo-tuner loaded (NCCL_TUNER_PLUGIN): a control communicator (NCCL's table,
  *      channel count, tuner load, and in several processes the exchange of ids and samples),
- *      then one fresh communicator per forced setting (TOPO_TUNER_FORCE set before its init,
- *      channel counts through ncclConfig_t minCTAs/maxCTAs because NCCL_MIN/MAX_NCHANNELS are
- *      read once per process), then --bench's tuner run on the fitted profile;
- *   3. phase B, NCCL_TUNER_PLUGIN=none: forced settings through NCCL_ALGO/NCCL_PROTO when the
- *      tuner is not used, and NCCL's default. It comes last because NCCL 2.28 never retries a
+ *      then --rounds rounds of the forced settings in a rotated order, each a fresh communicator
+ *      per round (TOPO_TUNER_FORCE set before its init; channel counts through its channel field
+ *      in a communicator configured as the default's; only counts above NCCL's own - beyond a
+ *      tuner's reach, advice - through ncclConfig_t minCTAs = maxCTAs, as NCCL_MIN/MAX_NCHANNELS
+ *      are read once per process), then --bench's tuner rounds on the fitted profile;
+ *   3. phase B, NCCL_TUNER_PLUGIN=none: rounds of forced settings through NCCL_ALGO/NCCL_PROTO
+ *      when the tuner is not used, interleaved with NCCL's default twice per round (A/A pair). It comes last because NCCL 2.28 never retries a
  *      tuner load that failed (or was refused with "none") in a process, and keeps a loaded tuner
  *      for every new communicator while any communicator still holds it.
  * Each point: warm-up, then o->iters samples; sizes up to --graph-max are K calls captured in a
@@ -83,6 +85,7 @@ typedef struct run_ctx {
   double t_start;    /* run start, us */
   double unit_us;    /* time spent on (setting, collective) pairs so far, for the budget */
   int units_done;
+  int round, pair;   /* round of the current setting run; A/A communicator of the default */
 } run_ctx;
 
 /* Facts process 0 learns from NCCL's log and shares with the others. */
@@ -820,7 +823,11 @@ static int run_setting(run_ctx *c, const topo_cal_setting *s, int via_env) {
     topo_cal_nccl_log_reset(&c->log);
   }
   double t0 = now_us();
-  int rc = comm_create(c, COMMS(c), s->kind == TOPO_CAL_FORCED ? s->nchannels : 0, name, NULL);
+  /* Channel counts: through TOPO_TUNER_FORCE's channel field in a communicator configured as the
+   * default's (the shape the tuner runs in); minCTAs = maxCTAs only where forcing through
+   * NCCL_ALGO/NCCL_PROTO (no other way) or for a beyond-reach count (more than NCCL's own). */
+  int shape_ch = s->kind == TOPO_CAL_FORCED && (via_env || s->beyond_reach) ? s->nchannels : 0;
+  int rc = comm_create(c, COMMS(c), shape_ch, name, NULL);
   if (rc) {
     set_env("TOPO_TUNER_FORCE", NULL);
     set_env("NCCL_ALGO", NULL);
@@ -863,6 +870,8 @@ static int run_setting(run_ctx *c, const topo_cal_setting *s, int via_env) {
         break;
       }
       p.setting = si;
+      p.round = c->round;
+      p.pair = c->pair;
       if (mp > 0) {
         if (c->leader)
           topo_cal_warn("%s %s %llu B failed: this setting stops here, the sweep goes on", coll_word(coll), label,
@@ -1105,6 +1114,30 @@ static int over_budget(run_ctx *c, const topo_cal_setting *s) {
   return skip;
 }
 
+/* Rounds: round k runs every setting once, in topo_cal_round_order's rotation. A setting runs
+ * on a fresh communicator of its own each round (TOPO_TUNER_FORCE and NCCL_ALGO are read at a
+ * communicator's init), and its results are added once per round (point.round). Two default
+ * entries are the A/A pair (point.pair 0 and 1). The result list holds one setting record per
+ * (setting, round). */
+static int run_rounds(run_ctx *c, const topo_cal_setting *set, int n, int via_env) {
+  int rounds = c->o->rounds > 0 ? c->o->rounds : 1;
+  int order[258];
+  if (n > 258) n = 258;
+  int rc = 0;
+  for (int k = 0; k < rounds && !rc && !c->stop; k++) {
+    topo_cal_round_order(n, k, order);
+    for (int i = 0; i < n && !rc && !c->stop; i++) {
+      const topo_cal_setting *s = &set[order[i]];
+      if (s->kind == TOPO_CAL_FORCED && over_budget(c, s)) continue;
+      c->round = k;
+      c->pair = s->kind == TOPO_CAL_DEFAULT ? (order[i] == n - 1) : 0;
+      rc = run_setting(c, s, via_env && s->kind == TOPO_CAL_FORCED);
+    }
+  }
+  c->round = c->pair = 0;
+  return rc;
+}
+
 static int sweep(run_ctx *c) {
   const topo_cal_options *o = c->o;
   topo_cal_results *r = c->r;
@@ -1156,14 +1189,15 @@ static int sweep(run_ctx *c) {
     for (int i = 0; i < nplan; i++)
       for (int k = 0; k < TOPO_CAL_NCOLLS; k++)
         c->nunits += ((o->colls >> k) & 1u) && topo_cal_setting_applies(&plan[i], k, &r->allowed);
-    c->nunits += (o->run_default || o->bench ? 1 : 0) * __builtin_popcount(o->colls) +
+    c->nunits += (o->run_default || o->bench ? 2 : 0) * __builtin_popcount(o->colls) +
                  (o->bench ? __builtin_popcount(o->colls) : 0);
+    c->nunits *= o->rounds > 0 ? o->rounds : 1;
     if (c->leader)
       topo_cal_progress("%d forced settings x %d sizes (%s what NCCL allows)", nplan, c->nsizes,
                         r->allowed_from_nccl ? "NCCL's table says" : "built-in rules for");
-    if (c->use_tuner_force)
-      for (int i = 0; i < nplan && !rc && !c->stop; i++)
-        if (!over_budget(c, &plan[i])) rc = run_setting(c, &plan[i], 0);
+    for (int i = 0; i < nplan; i++)
+      plan[i].beyond_reach = r->nccl_channels > 0 && plan[i].nchannels > r->nccl_channels;
+    if (c->use_tuner_force) rc = run_rounds(c, plan, nplan, 0);
     if (!rc && !c->stop && o->bench && tuner_file && r->tuner_loaded != 0) {
       char tmp[1024];
       const char *prof = o->profile;
@@ -1175,8 +1209,8 @@ static int sweep(run_ctx *c) {
       }
       if (!rc && prof) {
         set_env("TOPO_TUNER_PROFILE", prof);
-        topo_cal_setting t = {TOPO_CAL_TUNER, -1, -1, 0};
-        rc = run_setting(c, &t, 0);
+        topo_cal_setting t = {TOPO_CAL_TUNER, -1, -1, 0, 0};
+        rc = run_rounds(c, &t, 1, 0);
         set_env("TOPO_TUNER_PROFILE", NULL);
       } else if (!rc && c->leader) {
         topo_cal_warn("--bench with forcing through NCCL_ALGO needs --profile for the tuner run: tuner column skipped");
@@ -1205,18 +1239,26 @@ static int sweep(run_ctx *c) {
     for (int i = 0; i < nplan; i++)
       for (int k = 0; k < TOPO_CAL_NCOLLS; k++)
         c->nunits += ((o->colls >> k) & 1u) && topo_cal_setting_applies(&plan[i], k, &r->allowed);
-    c->nunits += (o->run_default || o->bench ? 1 : 0) * __builtin_popcount(o->colls);
+    c->nunits += (o->run_default || o->bench ? 2 : 0) * __builtin_popcount(o->colls);
+    c->nunits *= o->rounds > 0 ? o->rounds : 1;
     if (c->leader)
       topo_cal_progress("%d forced settings x %d sizes (%s what NCCL allows)", nplan, c->nsizes,
                         r->allowed_from_nccl ? "NCCL's table says" : "built-in rules for");
   }
+  for (int i = 0; i < nplan && !phase_a; i++)
+    plan[i].beyond_reach = r->nccl_channels > 0 && plan[i].nchannels > r->nccl_channels;
+  /* The default twice per round (A/A: two communicators of the same config), interleaved with
+   * the forced settings when they are forced through NCCL_ALGO/NCCL_PROTO. */
+  topo_cal_setting both[258];
+  int nboth = 0;
   if (!c->use_tuner_force)
-    for (int i = 0; i < nplan && !rc && !c->stop; i++)
-      if (!over_budget(c, &plan[i])) rc = run_setting(c, &plan[i], 1);
-  if (!rc && !c->stop && (o->run_default || o->bench)) {
-    topo_cal_setting d = {TOPO_CAL_DEFAULT, -1, -1, 0};
-    rc = run_setting(c, &d, 0);
+    for (int i = 0; i < nplan && nboth < 256; i++) both[nboth++] = plan[i];
+  if (o->run_default || o->bench) {
+    topo_cal_setting d = {TOPO_CAL_DEFAULT, -1, -1, 0, 0};
+    both[nboth++] = d;
+    both[nboth++] = d;
   }
+  if (!rc && !c->stop && nboth) rc = run_rounds(c, both, nboth, !c->use_tuner_force);
   comm_destroy(c, CONTROLS(c), rc != 0);
   return rc;
 }
@@ -1228,6 +1270,7 @@ static int write_outputs(run_ctx *c) {
   fflush(stderr);
   topo_cal_report_summary(stdout, c->r);
   if (o->bench) topo_cal_report_bench(stdout, c->r, NULL);
+  topo_cal_report_advice(stdout, c->r);
   if (topo_cal_write_profile(c->r, o->output, stdout) < 0) rc = -1;
   else if (o->output) topo_cal_progress("profile written to %s", o->output);
   if (o->csv) {
