@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The decision table: the cost model evaluated once at init for every collective, size bucket
- * (two per octave) and regBuff value, so that getCollInfo is a lookup. Per bucket and
+ * (two per octave) and regBuff value (its predictions, for topo-tune), and the decisions made on
+ * the profile's measured points (sw: per bucket and NCCL pick), so that getCollInfo is a lookup. Per bucket and
  * (algorithm, protocol) it holds the latency part (scaled by numPipeOps at call time), the
  * transfer time at the lower bucket edge with its slope up to the next edge (linear
  * interpolation, exact at the edges), and the channel count the model prefers (0 = NCCL's own).
@@ -19,9 +20,10 @@
 /* Two buckets per octave: [2^k, 1.5 x 2^k), [1.5 x 2^k, 2^(k+1)), for k < 41; beyond 2^41 the
  * last bucket extrapolates. */
 #define TOPO_TABLE_BUCKETS 82
-/* Saving SMs: a channel count below NCCL's is returned only on terms measured at that count
- * (and at NCCL's own) that cover the bucket, each fitted within TOPO_TABLE_CHANNEL_MAX_FIT_ERR
- * (rms), predicting no more than this factor above NCCL's own count. */
+/* The model's preferred channel count per cell (nch below; topo_table_apply returns the measured
+ * switch's count instead): a count below NCCL's only on terms measured at that count (and at
+ * NCCL's own) that cover the bucket, each fitted within TOPO_TABLE_CHANNEL_MAX_FIT_ERR (rms),
+ * predicting no more than this factor above NCCL's own count. */
 #define TOPO_TABLE_CHANNEL_TOLERANCE 1.0
 #define TOPO_TABLE_CHANNEL_MAX_FIT_ERR 0.03
 /* NCCL's own pick stays unless the profile's measured medians (topo_profile_point, interpolated
