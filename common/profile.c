@@ -248,11 +248,74 @@ topo_status topo_profile_set_term(topo_profile *p, const topo_profile_term *t) {
   return TOPO_OK;
 }
 
+static int point_cmp(const topo_profile_point *a, int coll, int algo, int proto, int nch,
+                     uint64_t bytes) {
+  int d[4] = {a->coll - coll, a->algo - algo, a->proto - proto, a->nchannels - nch};
+  for (int i = 0; i < 4; i++)
+    if (d[i]) return d[i] < 0 ? -1 : 1;
+  return a->bytes < bytes ? -1 : a->bytes > bytes ? 1 : 0;
+}
+
+static int point_lower_bound(const topo_profile *p, int coll, int algo, int proto, int nch,
+                             uint64_t bytes) {
+  int lo = 0, hi = p->npoints;
+  while (lo < hi) {
+    int mid = lo + (hi - lo) / 2;
+    if (point_cmp(&p->points[mid], coll, algo, proto, nch, bytes) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+topo_status topo_profile_add_point(topo_profile *p, const topo_profile_point *pt) {
+  if (!p || !pt || pt->coll < 0 || pt->coll >= NCCL_NUM_FUNCTIONS || pt->algo < 0 ||
+      pt->algo >= NCCL_NUM_ALGORITHMS || pt->proto < 0 || pt->proto >= NCCL_NUM_PROTOCOLS ||
+      pt->nchannels < 0 || pt->nchannels > 64 || !(pt->median_us > 0) || !(pt->median_us < 1e12) ||
+      !(pt->noise_us >= 0) || !(pt->noise_us < 1e12))
+    return TOPO_ERR_INVALID;
+  int i = point_lower_bound(p, pt->coll, pt->algo, pt->proto, pt->nchannels, pt->bytes);
+  if (i < p->npoints &&
+      point_cmp(&p->points[i], pt->coll, pt->algo, pt->proto, pt->nchannels, pt->bytes) == 0) {
+    p->points[i] = *pt;
+    return TOPO_OK;
+  }
+  if (p->npoints >= PROFILE_MAX_TERMS) return TOPO_ERR_INVALID;
+  if (p->npoints >= p->cap_points) {
+    int cap = p->cap_points ? 2 * p->cap_points : 64;
+    topo_profile_point *grown = topo_realloc(p->points, (size_t)cap * sizeof *grown);
+    if (!grown) return TOPO_ERR_NOMEM;
+    p->points = grown;
+    p->cap_points = cap;
+  }
+  memmove(&p->points[i + 1], &p->points[i], (size_t)(p->npoints - i) * sizeof *p->points);
+  p->points[i] = *pt;
+  p->points[i].is_default = pt->is_default ? 1 : 0;
+  p->npoints++;
+  return TOPO_OK;
+}
+
+const topo_profile_point *topo_profile_find_points(const topo_profile *p, int coll, int algo,
+                                                   int proto, int nchannels, int *n) {
+  *n = 0;
+  if (!p || !p->points || p->npoints <= 0) return NULL;
+  int i = point_lower_bound(p, coll, algo, proto, nchannels, 0);
+  int j = i;
+  while (j < p->npoints && point_cmp(&p->points[j], coll, algo, proto, nchannels, 0) >= 0 &&
+         p->points[j].coll == coll && p->points[j].algo == algo && p->points[j].proto == proto &&
+         p->points[j].nchannels == nchannels)
+    j++;
+  *n = j - i;
+  return j > i ? &p->points[i] : NULL;
+}
+
 void topo_profile_free(topo_profile *p) {
   if (!p) return;
   topo_free(p->terms);
   p->terms = NULL;
   p->nterms = p->cap_terms = 0;
+  topo_free(p->points);
+  p->points = NULL;
+  p->npoints = p->cap_points = 0;
 }
 
 /* Weighted least squares: minimise sum(((lat + b*x - t) / t)^2), b = 1 / (bw * 1e3). With
@@ -659,6 +722,55 @@ static topo_status parse_term(parser *ps, char **tok, int ntok, topo_profile *p)
   return st;
 }
 
+/* `point <coll> <algo> <proto> [channels=N] bytes=B median_us=X noise_us=Y [default=0|1]` */
+static topo_status parse_point(parser *ps, char **tok, int ntok, topo_profile *p) {
+  if (ntok < 4) return bad(ps, "point: want <collective> <algorithm> <protocol> key=value..."), TOPO_ERR_PARSE;
+  topo_profile_point t;
+  memset(&t, 0, sizeof t);
+  if ((t.coll = topo_coll_from_name(tok[1])) < 0)
+    return bad(ps, "point: unknown collective '%s'", tok[1]), TOPO_ERR_PARSE;
+  if ((t.algo = topo_algo_from_name(tok[2])) < 0)
+    return bad(ps, "point: unknown algorithm '%s'", tok[2]), TOPO_ERR_PARSE;
+  if ((t.proto = topo_proto_from_name(tok[3])) < 0)
+    return bad(ps, "point: unknown protocol '%s'", tok[3]), TOPO_ERR_PARSE;
+  int have = 0;
+  for (int i = 4; i < ntok; i++) {
+    char *v = split_kv(tok[i]);
+    const char *k = tok[i];
+    long n;
+    if (!v) return bad(ps, "point: expected key=value, got '%s'", k), TOPO_ERR_PARSE;
+    if (strcmp(k, "channels") == 0) {
+      if (!parse_long(v, 0, 64, &n)) return bad(ps, "point: bad channels '%s' (0..64)", v), TOPO_ERR_PARSE;
+      t.nchannels = (int)n;
+    } else if (strcmp(k, "bytes") == 0) {
+      if (!parse_u64(v, &t.bytes)) return bad(ps, "point: bad bytes '%s'", v), TOPO_ERR_PARSE;
+      have |= 1;
+    } else if (strcmp(k, "median_us") == 0) {
+      if (!parse_double(v, 1e-9, 1e9, &t.median_us) || !(t.median_us > 0))
+        return bad(ps, "point: bad median_us '%s' (must be > 0)", v), TOPO_ERR_PARSE;
+      have |= 2;
+    } else if (strcmp(k, "noise_us") == 0) {
+      if (!parse_double(v, 0, 1e9, &t.noise_us)) return bad(ps, "point: bad noise_us '%s' (>= 0)", v), TOPO_ERR_PARSE;
+      have |= 4;
+    } else if (strcmp(k, "default") == 0) {
+      if (!parse_long(v, 0, 1, &n)) return bad(ps, "point: bad default '%s' (0 or 1)", v), TOPO_ERR_PARSE;
+      t.is_default = (int)n;
+    } else {
+      return bad(ps, "point: unknown key '%s'", k), TOPO_ERR_PARSE;
+    }
+  }
+  if (have != 7) return bad(ps, "point: bytes=, median_us= and noise_us= are required"), TOPO_ERR_PARSE;
+  int n = 0;
+  const topo_profile_point *same = topo_profile_find_points(p, t.coll, t.algo, t.proto, t.nchannels, &n);
+  for (int i = 0; i < n; i++)
+    if (same[i].bytes == t.bytes)
+      return bad(ps, "point: duplicate (collective, algorithm, protocol, channels, bytes) in this section"),
+             TOPO_ERR_PARSE;
+  topo_status st = topo_profile_add_point(p, &t);
+  if (st == TOPO_ERR_INVALID) return bad(ps, "point: too many points in one section"), st;
+  return st;
+}
+
 static int parse_nvls(const char *v, int *out) {
   if (strcmp(v, "1") == 0 || strcasecmp(v, "yes") == 0) *out = 1;
   else if (strcmp(v, "0") == 0 || strcasecmp(v, "no") == 0) *out = 0;
@@ -771,6 +883,8 @@ static void handle_line(reader *r, char *line) {
     parse_proto(ps, tok, ntok, p);
   } else if (strcmp(k, "term") == 0) {
     if (parse_term(ps, tok, ntok, p) == TOPO_ERR_NOMEM) r->nomem = TOPO_ERR_NOMEM;
+  } else if (strcmp(k, "point") == 0) {
+    if (parse_point(ps, tok, ntok, p) == TOPO_ERR_NOMEM) r->nomem = TOPO_ERR_NOMEM;
   } else {
     bad(ps, "unknown key '%s'", k);
   }
@@ -868,7 +982,7 @@ static void fmt_double(char *buf, size_t size, double v) {
 topo_status topo_profile_write(FILE *f, const topo_profile *p) {
   if (!f || !p) return TOPO_ERR_INVALID;
   char a[40], b[40], c[40];
-  fprintf(f, "topo-profile %d\n", TOPO_PROFILE_VERSION);
+  fprintf(f, "topo-profile %d\n", p->npoints > 0 ? TOPO_PROFILE_VERSION : 1);
   char nr[16], nn[16], nv[16];
   snprintf(nr, sizeof nr, "%d", p->key.nranks);
   snprintf(nn, sizeof nn, "%d", p->key.nnodes);
@@ -902,6 +1016,14 @@ topo_status topo_profile_write(FILE *f, const topo_profile *p) {
             topo_coll_name(t->coll), topo_algo_name(t->algo), topo_proto_name(t->proto),
             t->nchannels, a, b, (unsigned long long)t->min_bytes,
             (unsigned long long)t->max_bytes, c, t->npoints);
+  }
+  for (int i = 0; i < p->npoints; i++) {
+    const topo_profile_point *t = &p->points[i];
+    fmt_double(a, sizeof a, t->median_us);
+    fmt_double(b, sizeof b, t->noise_us);
+    fprintf(f, "point %s %s %s channels=%d bytes=%llu median_us=%s noise_us=%s default=%d\n",
+            topo_coll_name(t->coll), topo_algo_name(t->algo), topo_proto_name(t->proto),
+            t->nchannels, (unsigned long long)t->bytes, a, b, t->is_default);
   }
   return ferror(f) ? TOPO_ERR_IO : TOPO_OK;
 }

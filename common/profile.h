@@ -22,7 +22,8 @@
 #include "nccl/nccl_common.h"
 #include "status.h"
 
-#define TOPO_PROFILE_VERSION 1
+/* Version 2 adds `point` lines (measured medians); a section without them is written as version 1. */
+#define TOPO_PROFILE_VERSION 2
 
 enum topo_link_class { TOPO_LINK_NVLINK = 0, TOPO_LINK_PCI = 1, TOPO_LINK_NET = 2, TOPO_LINK_COUNT };
 
@@ -58,6 +59,17 @@ typedef struct topo_profile_term {
   int npoints;       /* measurements behind it */
 } topo_profile_term;
 
+/* One measured size of one setting: the median of its repeats and the noise there (half the spread
+ * of its repeats, or an A/A figure), us. The tuner's decisions are made on these alone. */
+typedef struct topo_profile_point {
+  int coll, algo, proto;
+  int nchannels;       /* 0 = NCCL's own channel count */
+  uint64_t bytes;      /* as the tuner sees it (see topo_profile_term) */
+  double median_us;    /* > 0 */
+  double noise_us;     /* >= 0 */
+  int is_default;      /* 1: NCCL's default ran this setting at this size */
+} topo_profile_point;
+
 typedef struct topo_profile {
   topo_profile_key key;
   topo_profile_link link[TOPO_LINK_COUNT];
@@ -68,6 +80,8 @@ typedef struct topo_profile {
   int nterms, cap_terms;
   topo_profile_term *terms;
   char source[256];      /* "builtin:H200" or "path:section" - for logs */
+  int npoints, cap_points;
+  topo_profile_point *points; /* sorted by (coll, algo, proto, nchannels, bytes) */
 } topo_profile;
 
 /* Built-in defaults for a GPU model ("H200", "H100", "A100"; NULL or unknown -> H200 with a
@@ -115,6 +129,15 @@ const topo_profile_term *topo_profile_find_term(const topo_profile *p, int coll,
 const topo_profile_term *topo_profile_find_term_at(const topo_profile *p, int coll, int algo,
                                                    int proto, int nchannels, uint64_t bytes);
 void topo_profile_free(topo_profile *p);
+
+/* Add a measured point, or replace the one with the same (coll, algo, proto, nchannels, bytes).
+ * TOPO_ERR_INVALID for an invalid one (median not > 0, noise < 0, a field out of range),
+ * TOPO_ERR_NOMEM. Points stay sorted by (coll, algo, proto, nchannels, bytes). */
+topo_status topo_profile_add_point(topo_profile *p, const topo_profile_point *pt);
+/* The points of one setting, ascending in bytes: *n of them from the returned pointer (NULL, 0
+ * when none). O(log npoints). */
+const topo_profile_point *topo_profile_find_points(const topo_profile *p, int coll, int algo,
+                                                   int proto, int nchannels, int *n);
 
 /* Least-squares fit of time_us = lat + bytes/(bw*1e3) over n points (n >= 2, weights relative:
  * minimises the relative error). Fills lat_us, bw_gbs, min/max_bytes, rel_err, npoints.

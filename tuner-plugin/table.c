@@ -2,7 +2,9 @@
 // Decision table (see table.h): built once per distinct communicator shape, read lock-free.
 #include "table.h"
 
+#include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -131,10 +133,120 @@ static void fill_entry(const topo_model *m, topo_table *t, int coll, int algo, i
   }
 }
 
+/* ---- Decisions from measured points ---- */
+
+/* Median and noise of a setting at `bytes`, interpolated linearly between the measured sizes
+ * bracketing it; 0 outside the measured range (nothing is invented there). */
+static int measured_at(const topo_profile_point *pt, int n, double bytes, double *med, double *noise) {
+  if (n <= 0 || bytes < (double)pt[0].bytes || bytes > (double)pt[n - 1].bytes) return 0;
+  int i = 0;
+  while (i + 1 < n && (double)pt[i + 1].bytes < bytes) i++;
+  if ((double)pt[i].bytes == bytes || i + 1 >= n) {
+    *med = pt[i].median_us;
+    *noise = pt[i].noise_us;
+    return 1;
+  }
+  double x0 = (double)pt[i].bytes, x1 = (double)pt[i + 1].bytes, f = (bytes - x0) / (x1 - x0);
+  *med = pt[i].median_us + f * (pt[i + 1].median_us - pt[i].median_us);
+  *noise = pt[i].noise_us + f * (pt[i + 1].noise_us - pt[i].noise_us);
+  return 1;
+}
+
+typedef struct setting_points {
+  int algo, proto, nch, n;
+  const topo_profile_point *pt;
+} setting_points;
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Switch ranges of bucket b of `coll` for NCCL's pick `k` among the candidates `c[0..nc)`. */
+static void decide_bucket(const topo_model *m, topo_table *t, int coll, int b,
+                          const setting_points *k, const setting_points *c, int nc) {
+  uint64_t lo = (uint64_t)edge_bytes(b), hi = b + 1 < TOPO_TABLE_BUCKETS ? (uint64_t)edge_bytes(b + 1) - 1 : UINT64_MAX;
+  if (hi < lo) hi = lo;
+  /* Nothing measured for the pick in this bucket's reach: no decision. */
+  if (k->n <= 0 || (double)hi < (double)k->pt[0].bytes || (double)lo > (double)k->pt[k->n - 1].bytes) return;
+  uint64_t s[TOPO_TABLE_SWITCH_SAMPLES + 64];
+  int ns = 0;
+  double top = (double)hi > (double)k->pt[k->n - 1].bytes ? (double)k->pt[k->n - 1].bytes : (double)hi;
+  double bot = (double)lo < (double)k->pt[0].bytes ? (double)k->pt[0].bytes : (double)lo;
+  for (int i = 0; i < TOPO_TABLE_SWITCH_SAMPLES; i++)
+    s[ns++] = (uint64_t)(bot + (top - bot) * i / (TOPO_TABLE_SWITCH_SAMPLES - 1));
+  for (int i = 0; i < k->n && ns < (int)(sizeof s / sizeof *s); i++)
+    if (k->pt[i].bytes >= lo && k->pt[i].bytes <= hi) s[ns++] = k->pt[i].bytes;
+  qsort(s, (size_t)ns, sizeof *s, cmp_u64);
+
+  double best_gain = 1.0;
+  topo_table_switch best = {0, 0, 0, 0};
+  for (int j = 0; j < nc; j++) {
+    const setting_points *x = &c[j];
+    if (x->algo == k->algo && x->proto == k->proto && x->nch == 0) continue;
+    /* Fewer channels than NCCL runs at this size, never more (unknown count: never). */
+    if (x->nch && x->nch >= topo_model_nccl_channels(m, x->algo, x->proto, edge_bytes(b))) continue;
+    int win[TOPO_TABLE_SWITCH_SAMPLES + 64], arg = -1;
+    double g_arg = 1.0;
+    for (int i = 0; i < ns; i++) {
+      double mk, nk, mx, nx;
+      win[i] = 0;
+      if (!measured_at(k->pt, k->n, (double)s[i], &mk, &nk) ||
+          !measured_at(x->pt, x->n, (double)s[i], &mx, &nx))
+        continue;
+      double noise = nk > nx ? nk : nx;
+      if (mk - mx > TOPO_TABLE_SWITCH_NOISE * noise && mx > 0) {
+        win[i] = 1;
+        if (mk / mx > g_arg) {
+          g_arg = mk / mx;
+          arg = i;
+        }
+      }
+    }
+    if (arg < 0 || g_arg <= best_gain) continue;
+    int l = arg, r = arg;
+    while (l > 0 && win[l - 1]) l--;
+    while (r + 1 < ns && win[r + 1]) r++;
+    best_gain = g_arg;
+    best = (topo_table_switch){s[l], s[r], (uint8_t)(x->algo * NCCL_NUM_PROTOCOLS + x->proto + 1),
+                               (uint8_t)x->nch};
+  }
+  if (best.to) {
+    t->sw[coll][b][k->algo * NCCL_NUM_PROTOCOLS + k->proto] = best;
+    t->nswitch++;
+  }
+}
+
+/* Every (coll, bucket, NCCL pick): the measured setting to switch to, and where. Channel counts
+ * other than NCCL's own are candidates only for the algorithms NCCL lets a tuner clamp. */
+static void build_switches(topo_table *t, const topo_model *m) {
+  const topo_profile *p = m->prof;
+  if (!p || p->npoints <= 0) return;
+  for (int coll = 0; coll < NCCL_NUM_FUNCTIONS; coll++) {
+    setting_points c[NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS * 8];
+    int nc = 0;
+    for (int i = 0; i < p->npoints;) {
+      const topo_profile_point *q = &p->points[i];
+      int n = 0;
+      const topo_profile_point *pt = topo_profile_find_points(p, q->coll, q->algo, q->proto, q->nchannels, &n);
+      if (n <= 0) break;
+      int clampable = q->algo == NCCL_ALGO_RING || q->algo == NCCL_ALGO_TREE || q->algo == NCCL_ALGO_PAT;
+      if (q->coll == coll && (q->nchannels == 0 || clampable) && nc < (int)(sizeof c / sizeof *c))
+        c[nc++] = (setting_points){q->algo, q->proto, q->nchannels, n, pt};
+      i += n;
+    }
+    for (int k = 0; k < nc; k++) {
+      if (c[k].nch) continue; /* NCCL's pick runs its own channel count */
+      for (int b = 0; b < TOPO_TABLE_BUCKETS; b++) decide_bucket(m, t, coll, b, &c[k], c, nc);
+    }
+  }
+}
+
 topo_status topo_table_build(const topo_model *m, topo_table **out) {
   topo_table *t = topo_calloc(1, sizeof *t);
   if (!t) return TOPO_ERR_NOMEM;
   t->nranks = m->nranks;
+  build_switches(t, m);
   count_masks masks;
   term_counts(m->prof, masks);
   for (int i = 0; i < TOPO_TABLE_BUCKETS; i++) t->edge[i] = (float)edge_bytes(i);
@@ -196,89 +308,28 @@ int topo_table_select(const float *cost, int num_algo, int num_proto, int *algo,
 
 int topo_table_apply(const topo_table *t, int coll, size_t nbytes, int pipe_ops, int reg_buff,
                      float *cost, int num_algo, int num_proto, int *algo, int *proto) {
+  (void)pipe_ops; /* the measured points are single collectives; the decision does not scale */
   if (!t || !cost || coll < 0 || coll >= NCCL_NUM_FUNCTIONS || num_algo <= 0 || num_proto <= 0)
     return -1;
+  int a = -1, p = -1;
+  if (!topo_table_select(cost, num_algo, num_proto, &a, &p)) return -1;
+  *algo = a;
+  *proto = p;
+  if (reg_buff || a >= NCCL_NUM_ALGORITHMS || p >= NCCL_NUM_PROTOCOLS) return 0;
   int b = topo_table_bucket(nbytes);
-  const topo_table_cell *c = &t->cells[coll][b][reg_buff ? 1 : 0];
-  int na = num_algo < NCCL_NUM_ALGORITHMS ? num_algo : NCCL_NUM_ALGORITHMS;
-  int np = num_proto < NCCL_NUM_PROTOCOLS ? num_proto : NCCL_NUM_PROTOCOLS;
-  float dx = (float)nbytes - t->edge[b];
-  float lc_ring = pipe_ops > 1 ? (float)pipe_ops : 1.0f;
-  float lc_other = pipe_ops > 10 ? (float)((pipe_ops + 9) / 10) : 1.0f;
-
-  /* NCCL multiplies RING entries by 1024 for FP8 reductions above 8 ranks (precision): keep
-   * that penalty relative to the other algorithms when it is visible in the table. */
-  float ring_scale = 1.0f;
-  if (t->nranks > 8) {
-    float min_other = -1.0f, max_ring = -1.0f;
-    for (int a = 0; a < num_algo; a++)
-      for (int p = 0; p < num_proto; p++) {
-        float v = cost[a * num_proto + p];
-        if (!(v >= 0.0f)) continue;
-        if (a == NCCL_ALGO_RING) max_ring = v > max_ring ? v : max_ring;
-        else if (min_other < 0 || v < min_other) min_other = v;
-      }
-    if (min_other > 0 && max_ring > 200.0f * min_other) ring_scale = 1024.0f;
+  const topo_table_switch *sw = &t->sw[coll][b][a * NCCL_NUM_PROTOCOLS + p];
+  if (!sw->to || (uint64_t)nbytes < sw->lo || (uint64_t)nbytes > sw->hi) return 0;
+  int ta = (sw->to - 1) / NCCL_NUM_PROTOCOLS, tp = (sw->to - 1) % NCCL_NUM_PROTOCOLS;
+  if (ta >= num_algo || tp >= num_proto) return 0;
+  float *v = &cost[ta * num_proto + tp], best = cost[a * num_proto + p];
+  if (!(*v >= 0.0f)) return 0; /* NCCL does not allow the measured winner here */
+  if (best > 0.0f) {
+    *v = nextafterf(best, 0.0f);
+  } else {
+    *v = 0.0f;
+    cost[a * num_proto + p] = FLT_MIN; /* strictly above the winner's 0 */
   }
-
-  /* One pass: note NCCL's own pick from the values it sent (strict minimum, lowest algorithm
-   * then protocol), write the model's time into every allowed entry it predicts and follow
-   * NCCL's selection over them. Allowed entries it cannot predict are remembered and, if it
-   * predicted any, made usable-but-never-preferred. */
-  float best = 3.6e9f, nccl_best = 3.6e9f;
-  int ba = -1, bp = -1, na_ = -1, np_ = -1, predicted = 0;
-  uint32_t unpredicted = 0;
-  for (int a = 0; a < na; a++) {
-    float *row = &cost[a * num_proto];
-    const topo_table_entry *e = c->e[a];
-    float lc = a == NCCL_ALGO_RING ? lc_ring * ring_scale : lc_other;
-    float xs = a == NCCL_ALGO_RING ? ring_scale : 1.0f;
-    for (int p = 0; p < np; p++) {
-      if (!(row[p] >= 0.0f)) continue; /* ignored: -1, -1024, NaN */
-      if (row[p] < nccl_best) {
-        nccl_best = row[p];
-        na_ = a;
-        np_ = p;
-      }
-      if (e[p].lat < 0) {
-        unpredicted |= 1u << (a * NCCL_NUM_PROTOCOLS + p);
-        continue;
-      }
-      float v = e[p].lat * lc + (e[p].xfer + e[p].slope * dx) * xs;
-      v = v >= 0.0f ? (v < 2.9e9f ? v : 2.9e9f) : 0.0f;
-      row[p] = v;
-      predicted++;
-      if (v < best) { /* NCCL's selection: strict minimum, lowest algorithm then protocol */
-        best = v;
-        ba = a;
-        bp = p;
-      }
-    }
-  }
-  /* Never worse than NCCL's default: leave NCCL's own pick unless the model predicts a gain
-   * beyond its own error (TOPO_TABLE_SWITCH_MARGIN); it then gets a time just below the best. */
-  if (na_ >= 0 && (na_ != ba || np_ != bp) && best > 0.0f && best < 2.9e9f &&
-      !(unpredicted >> (na_ * NCCL_NUM_PROTOCOLS + np_) & 1)) {
-    float *v = &cost[na_ * num_proto + np_];
-    float margin = TOPO_TABLE_SWITCH_MARGIN, e1 = 2.0f * c->e[na_][np_].err, e2 = 2.0f * c->e[ba][bp].err;
-    if (e1 > margin) margin = e1;
-    if (e2 > margin) margin = e2;
-    if (*v <= best * (1.0f + margin)) {
-      *v = nextafterf(best, 0.0f);
-      best = *v;
-      ba = na_;
-      bp = np_;
-    }
-  }
-  if (!predicted) return -1; /* nothing we can speak for: NCCL's table stands */
-  for (int i = 0; unpredicted; i++, unpredicted >>= 1)
-    if (unpredicted & 1) cost[(i / NCCL_NUM_PROTOCOLS) * num_proto + i % NCCL_NUM_PROTOCOLS] = TOPO_TABLE_UNPREDICTED_US;
-  /* Entries beyond what we model (a future NCCL's extra algorithms or protocols). */
-  if (num_algo > na || num_proto > np)
-    for (int a = 0; a < num_algo; a++)
-      for (int p = a < na ? np : 0; p < num_proto; p++)
-        if (cost[a * num_proto + p] >= 0.0f) cost[a * num_proto + p] = TOPO_TABLE_UNPREDICTED_US;
-  *algo = ba;
-  *proto = bp;
-  return ba < na && bp < np ? c->nch[ba][bp] : 0;
+  *algo = ta;
+  *proto = tp;
+  return sw->nch;
 }

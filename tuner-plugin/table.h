@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The decision table: the cost model evaluated once at init for every collective, size bucket
- * (two per octave) and regBuff value, so that getCollInfo is a lookup. Per bucket and
+ * (two per octave) and regBuff value (its predictions, for topo-tune), and the decisions made on
+ * the profile's measured points (sw: per bucket and NCCL pick), so that getCollInfo is a lookup. Per bucket and
  * (algorithm, protocol) it holds the latency part (scaled by numPipeOps at call time), the
  * transfer time at the lower bucket edge with its slope up to the next edge (linear
  * interpolation, exact at the edges), and the channel count the model prefers (0 = NCCL's own).
@@ -19,15 +20,18 @@
 /* Two buckets per octave: [2^k, 1.5 x 2^k), [1.5 x 2^k, 2^(k+1)), for k < 41; beyond 2^41 the
  * last bucket extrapolates. */
 #define TOPO_TABLE_BUCKETS 82
-/* Saving SMs: a channel count below NCCL's is returned only on terms measured at that count
- * (and at NCCL's own) that cover the bucket, each fitted within TOPO_TABLE_CHANNEL_MAX_FIT_ERR
- * (rms), predicting no more than this factor above NCCL's own count. */
+/* The model's preferred channel count per cell (nch below; topo_table_apply returns the measured
+ * switch's count instead): a count below NCCL's only on terms measured at that count (and at
+ * NCCL's own) that cover the bucket, each fitted within TOPO_TABLE_CHANNEL_MAX_FIT_ERR (rms),
+ * predicting no more than this factor above NCCL's own count. */
 #define TOPO_TABLE_CHANNEL_TOLERANCE 1.0
 #define TOPO_TABLE_CHANNEL_MAX_FIT_ERR 0.03
-/* NCCL's own pick (from the table it passes) stays unless the model predicts another entry
- * faster by more than this fraction, or by more than the fit error of the terms behind either
- * prediction where that is larger: a gain within the model's error is no evidence. */
-#define TOPO_TABLE_SWITCH_MARGIN 0.02f
+/* NCCL's own pick stays unless the profile's measured medians (topo_profile_point, interpolated
+ * linearly in bytes between the measured sizes bracketing nBytes) show another setting faster
+ * by more than this many times the measured noise there (the larger of the two settings'). */
+#define TOPO_TABLE_SWITCH_NOISE 2.0
+/* Sizes sampled per bucket when its switch ranges are computed (plus every measured size in it). */
+#define TOPO_TABLE_SWITCH_SAMPLES 33
 /* Value written into entries NCCL allows but the model cannot predict: usable, never preferred. */
 #define TOPO_TABLE_UNPREDICTED_US 3.0e9f
 
@@ -43,8 +47,17 @@ typedef struct topo_table_cell {
   uint8_t nch[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS]; /* preferred channels, 0 = NCCL's */
 } topo_table_cell;
 
+/* A switch away from one NCCL pick, valid for lo <= nBytes <= hi (inside its bucket): to the
+ * setting (algo * NCCL_NUM_PROTOCOLS + proto + 1, 0 = keep NCCL's) at nch channels (0 = NCCL's). */
+typedef struct topo_table_switch {
+  uint64_t lo, hi;
+  uint8_t to, nch;
+} topo_table_switch;
+
 typedef struct topo_table {
   int nranks;
+  int nswitch; /* switch ranges in the table (0: NCCL's picks everywhere) */
+  topo_table_switch sw[NCCL_NUM_FUNCTIONS][TOPO_TABLE_BUCKETS][NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS];
   float edge[TOPO_TABLE_BUCKETS]; /* lower edge of each bucket, bytes */
   topo_table_cell cells[NCCL_NUM_FUNCTIONS][TOPO_TABLE_BUCKETS][2]; /* [coll][bucket][regBuff] */
 } topo_table;
@@ -60,13 +73,13 @@ int topo_table_bucket(size_t nbytes);
 float topo_table_time(const topo_table *t, int coll, size_t nbytes, int pipe_ops, int reg_buff,
                       int algo, int proto);
 
-/* Write predicted times into NCCL's cost table (float[num_algo][num_proto]): every entry that
- * arrived >= 0 gets the model's time (TOPO_TABLE_UNPREDICTED_US when it has none); entries that
- * arrived negative (-1, -1024 ...) are never touched. NCCL's own pick (the minimum of the values
- * it passed) keeps its place unless the model predicts another entry faster by more than
- * TOPO_TABLE_SWITCH_MARGIN or the entries' fit error (it is then written just below the best). If the model predicts none of the allowed
- * entries, nothing is written and -1 is returned. Otherwise returns the channel count for the
- * entry NCCL will now select (0 = NCCL's own) and that entry in *algo / *proto.
+/* Decide on NCCL's cost table (float[num_algo][num_proto]) from measurements only: NCCL's own
+ * pick (topo_table_select over the values it passed) stays, and the table is left as it came,
+ * unless the table holds a switch for that pick covering nBytes (regBuff 0 only: the profile's
+ * points are measured without registered buffers) to an entry NCCL allows; that entry is then
+ * written just below NCCL's minimum. Entries NCCL ignores (< 0) are never touched. Returns -1
+ * when nothing is selectable (nothing written), else the channel count for the entry NCCL will
+ * select (0 = NCCL's own), that entry in *algo / *proto.
  * Rank-invariant: a pure function of its arguments and the table. Hot path: O(1). */
 int topo_table_apply(const topo_table *t, int coll, size_t nbytes, int pipe_ops, int reg_buff,
                      float *cost, int num_algo, int num_proto, int *algo, int *proto);

@@ -4,6 +4,7 @@
 #include "tuner.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,8 @@ typedef struct setup_key {
   char force[128];
   char gpu[32];
   int nranks, nnodes, ranks_per_domain;
+  int nccl_version;       /* NCCL_VERSION_CODE NCCL runs; 0 = unknown (then abi_version bounds it) */
+  int abi_version;
 } setup_key;
 
 /* Immutable once built; shared by every context with the same key. */
@@ -103,6 +106,29 @@ const char *topo_tuner_gpu_model(char *buf, size_t len) {
   return buf;
 }
 
+/* NCCL versions a tuner ABI version is offered by (ncclTunerPlugin_vN): the fallback when the
+ * process has no ncclGetVersion to ask. */
+static void abi_versions(int abi, int *lo, int *hi) {
+  static const int range[][2] = {{21900, 22199}, {22200, 22299}, {22300, 22699}, {22700, 22999}, {23000, 99999}};
+  int i = abi - 2;
+  if (i < 0 || i > 4) {
+    *lo = 0, *hi = 99999;
+    return;
+  }
+  *lo = range[i][0];
+  *hi = range[i][1];
+}
+
+int topo_tuner_nccl_version(void) {
+  typedef int (*get_version_fn)(int *);
+  get_version_fn fn;
+  void *sym = dlsym(RTLD_DEFAULT, "ncclGetVersion");
+  memcpy(&fn, &sym, sizeof fn);
+  int v = 0;
+  if (!fn || fn(&v) != 0 || v <= 0) return 0;
+  return v;
+}
+
 static void free_setup(setup *s) {
   if (!s) return;
   topo_table_free(s->table);
@@ -119,11 +145,25 @@ static topo_status build_setup(const setup_key *key, setup **out) {
   if (!s) return TOPO_ERR_NOMEM;
   s->key = *key;
 
-  topo_profile_key want = {.nranks = key->nranks, .nnodes = key->nnodes};
+  topo_profile_key want = {.nranks = key->nranks, .nnodes = key->nnodes,
+                           .nccl_version = key->nccl_version};
   snprintf(want.gpu, sizeof want.gpu, "%s", key->gpu);
   if (key->profile[0]) {
     st = topo_profile_load(key->profile, &want, &s->profile);
     if (st == TOPO_ERR_NOMEM) goto fail;
+    int lo, hi, v = s->profile.key.nccl_version;
+    abi_versions(key->abi_version, &lo, &hi);
+    if (st == TOPO_OK && !key->nccl_version && v > 0 && (v < lo || v > hi)) {
+      TOPO_INFO(NCCL_INIT | NCCL_TUNING, "profile %s is for NCCL %d, outside what tuner ABI v%d "
+                "runs under (%d..%d): not applied, NCCL's picks kept", s->profile.source, v,
+                key->abi_version, lo, hi);
+      topo_profile_free(&s->profile);
+      topo_profile_builtin(key->gpu, &s->profile);
+    } else if (st == TOPO_ERR_PARSE) {
+      TOPO_INFO(NCCL_INIT | NCCL_TUNING, "profile %s has no section for this communicator (NCCL %d"
+                ", %s, %d ranks, %d nodes): not applied, NCCL's picks kept", key->profile,
+                key->nccl_version, key->gpu, key->nranks, key->nnodes);
+    }
     st = TOPO_OK; /* IO / PARSE: the loader warned and left the built-in defaults */
   } else if (topo_profile_builtin(key->gpu, &s->profile) != TOPO_OK) {
     TOPO_WARN_ONCE("unknown GPU model '%s' (TOPO_TUNER_GPU); using %s defaults", key->gpu,
@@ -156,6 +196,8 @@ static void make_key(const topo_tuner_args *a, setup_key *k) {
   file_stamp(k->rules, &k->rules_mtime, &k->rules_size);
   snprintf(k->force, sizeof k->force, "%s", topo_env_str(TOPO_ENV_TUNER_FORCE));
   topo_tuner_gpu_model(k->gpu, sizeof k->gpu);
+  k->nccl_version = topo_tuner_nccl_version();
+  k->abi_version = a->abi_version;
   k->nranks = a->nranks > 0 && a->nranks < (1u << 24) ? (int)a->nranks : 1;
   k->nnodes = a->nnodes > 0 && a->nnodes <= a->nranks ? (int)a->nnodes : 1;
   k->ranks_per_domain = a->ranks_per_domain > 0 && a->ranks_per_domain <= k->nranks
@@ -169,7 +211,8 @@ static int key_equal(const setup_key *a, const setup_key *b) {
          a->rules_mtime == b->rules_mtime && a->rules_size == b->rules_size &&
          strcmp(a->force, b->force) == 0 && strcmp(a->gpu, b->gpu) == 0 &&
          a->nranks == b->nranks && a->nnodes == b->nnodes &&
-         a->ranks_per_domain == b->ranks_per_domain;
+         a->ranks_per_domain == b->ranks_per_domain && a->nccl_version == b->nccl_version &&
+         a->abi_version == b->abi_version;
 }
 
 topo_status topo_tuner_init(const topo_tuner_args *args, topo_tuner_ctx **out) {
@@ -225,6 +268,12 @@ topo_status topo_tuner_init(const topo_tuner_args *args, topo_tuner_ctx **out) {
             key.nnodes, key.ranks_per_domain, s->profile.source,
             s->rules ? topo_rules_count(s->rules) : 0, s->force.active ? key.force : "off",
             built ? "built" : "shared", written);
+  if (built && s->profile.npoints == 0)
+    TOPO_INFO(NCCL_INIT | NCCL_TUNING, "profile %s has no measured points (format < 2 or none "
+              "measured): NCCL's picks kept", s->profile.source);
+  else if (built)
+    TOPO_INFO(NCCL_INIT | NCCL_TUNING, "profile %s: %d measured points, %d switch ranges",
+              s->profile.source, s->profile.npoints, s->table->nswitch);
   *out = ctx;
   return TOPO_OK;
 }

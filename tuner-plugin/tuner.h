@@ -57,6 +57,11 @@ void topo_tuner_finalize(topo_tuner_ctx *ctx); /* NULL-safe */
  * /proc/driver/nvidia (H200, H100, A100), else "H200". */
 const char *topo_tuner_gpu_model(char *buf, size_t len);
 
+/* NCCL_VERSION_CODE of the NCCL this process runs, from ncclGetVersion found with
+ * dlsym(RTLD_DEFAULT) (the tuner's init is handed no version); 0 when there is none. Profiles are
+ * then matched on the tuner ABI version's range of NCCL versions. */
+int topo_tuner_nccl_version(void);
+
 /* Write the profile's measured latencies and bandwidth caps into NCCL's tuning constants
  * (docs/tuner-model.md lists every entry). Values outside [1/4, 4] x NCCL's own are not written.
  * Returns how many entries were written. `gpu` picks the compute-capability row. */

@@ -314,17 +314,17 @@ static void test_version_line_and_bad_section_lines(void **state) {
   (void)state;
   topo_profile p;
   int bad;
-  /* No version line: one warning, then read as version 1. */
+  /* No version line: one warning, then read as the reader's version. */
   assert_int_equal(parse("section gpu=H200\nlaunch_us 3\n", NULL, &p, &bad), TOPO_OK);
   assert_float_equal(p.launch_us, 3, 0);
   assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 1);
-  assert_true(topo_host_log_contains("t.prof:1: no 'topo-profile 1' line"));
+  assert_true(topo_host_log_contains("t.prof:1: no 'topo-profile 2' line"));
   topo_profile_free(&p);
   /* A newer version: warned, what is understood is used. */
   topo_host_log_reset();
-  assert_int_equal(parse("topo-profile 2\nsection gpu=H200\nlaunch_us 4\n", NULL, &p, &bad), TOPO_OK);
+  assert_int_equal(parse("topo-profile 3\nsection gpu=H200\nlaunch_us 4\n", NULL, &p, &bad), TOPO_OK);
   assert_float_equal(p.launch_us, 4, 0);
-  assert_true(topo_host_log_contains("t.prof:1: profile version 2 is newer"));
+  assert_true(topo_host_log_contains("t.prof:1: profile version 3 is newer"));
   topo_profile_free(&p);
   /* A bad section line: one warning; its lines are skipped quietly; the next section is used. */
   topo_host_log_reset();

@@ -2,7 +2,8 @@
 // Decision quality against real measurements (no GPU needed): the CUDA-graph sweep on 2 x H200
 // (tests/data/nccl-2.28.9-2xh200/graph-sweep.txt) timed AllReduce, AllGather and ReduceScatter
 // from 8 B to 512 MB with NCCL's default and with every algorithm / protocol / channel count
-// forced. For each size the tuner (built-in H200 profile, through the plugin host) picks; its
+// forced. For each size the tuner (through the plugin host, with a profile of the sweep's measured
+// points: tests/tuner/sweep_profile.h) picks; its
 // pick's measured time is compared with the best measured configuration the tuner could have
 // chosen (regret) and with NCCL's default.
 //
@@ -19,9 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "recorded_calls.h"
+#include "sweep_profile.h"
 #include "tuner_test_util.h"
 
 #define COMM_CHANNELS 24 /* "24 coll channels" in nccl-debug-log.txt */
@@ -94,6 +97,17 @@ static void test_tuner_choices_are_near_the_best_measured(void **state) {
   fclose(f);
   assert_true(nrows > 600);
 
+  static sweep_row srows[MAX_ROWS];
+  int ns = sweep_read(path, srows, MAX_ROWS);
+  topo_profile prof;
+  assert_true(sweep_to_profile(srows, ns, 0, NULL, &prof) > 300);
+  char ppath[] = "/tmp/topo-quality-XXXXXX";
+  FILE *pf = fdopen(mkstemp(ppath), "w");
+  assert_non_null(pf);
+  assert_int_equal(topo_profile_write(pf, &prof), TOPO_OK);
+  fclose(pf);
+  topo_profile_free(&prof);
+  setenv("TOPO_TUNER_PROFILE", ppath, 1);
   topo_host_tuner t;
   assert_int_equal(topo_host_tuner_load(&t, TOPO_TEST_TUNER_SO, TOPO_NCCL_2_28), TOPO_OK);
   assert_int_equal(topo_host_tuner_init(&t, 1, 2, 1, topo_host_log, NULL, NULL), ncclSuccess);
@@ -184,6 +198,8 @@ static void test_tuner_choices_are_near_the_best_measured(void **state) {
   assert_true(worst_vs_default <= VS_DEFAULT_MAX);
   topo_host_tuner_finalize(&t);
   topo_host_tuner_unload(&t);
+  unsetenv("TOPO_TUNER_PROFILE");
+  unlink(ppath);
 }
 
 int main(void) {

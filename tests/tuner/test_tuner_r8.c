@@ -332,34 +332,39 @@ static int decide(const char *profile, size_t bytes, int nccl_proto, int *proto)
   return nch;
 }
 
-/* Channels below NCCL's only on a term measured at that count, fitted within 3 %, covering the
- * bucket and predicting no slower than the one measured at NCCL's own count. */
+/* Ring/LL AllReduce measured at NCCL's own channels and at 4, at 512 KB, 1 MB and 2 MB. */
+static void ring_ll_points(char *buf, size_t len, double own_us, double ch4_us, double noise,
+                           unsigned long long ch4_lo) {
+  size_t n = 0;
+  for (unsigned long long b = 512u << 10; b <= (2u << 20); b *= 2) {
+    n += (size_t)snprintf(buf + n, len - n, "point allreduce ring ll channels=0 bytes=%llu median_us=%g noise_us=%g\n",
+                          b, own_us, noise);
+    if (ch4_us > 0 && b >= ch4_lo)
+      n += (size_t)snprintf(buf + n, len - n, "point allreduce ring ll channels=4 bytes=%llu median_us=%g noise_us=%g\n",
+                            b, ch4_us, noise);
+  }
+}
+
+/* Channels below NCCL's only where measured at that count, faster than at NCCL's own count by
+ * more than twice the noise, over the measured sizes only. */
 static void test_channels_reduced_only_on_measured_evidence(void **state) {
   (void)state;
-  static const char ref[] = "term allreduce ring ll channels=0 lat_us=6 bw_gbs=100 min_bytes=8 "
-                            "max_bytes=1073741824 rel_err=0.01 npoints=20\n";
   static const struct {
-    const char *ch4;
+    double ch4_us, noise;
+    unsigned long long ch4_lo;
     size_t bytes;
     int want;
   } cases[] = {
-      /* measured at 4 channels, as fast: 4 where NCCL runs more (1 MB: 24 channels) */
-      {"term allreduce ring ll channels=4 lat_us=6 bw_gbs=100 min_bytes=8 max_bytes=1073741824 rel_err=0.01 npoints=20\n", 1 << 20, 4},
-      /* NCCL itself runs one channel at 4 KB: nothing to reduce */
-      {"term allreduce ring ll channels=4 lat_us=6 bw_gbs=100 min_bytes=8 max_bytes=1073741824 rel_err=0.01 npoints=20\n", 4096, 0},
-      /* fit error 5 %: no evidence */
-      {"term allreduce ring ll channels=4 lat_us=6 bw_gbs=100 min_bytes=8 max_bytes=1073741824 rel_err=0.05 npoints=20\n", 1 << 20, 0},
-      /* 1 % slower: no */
-      {"term allreduce ring ll channels=4 lat_us=6.2 bw_gbs=100 min_bytes=8 max_bytes=1073741824 rel_err=0.01 npoints=20\n", 1 << 20, 0},
-      /* measured, but not over this bucket */
-      {"term allreduce ring ll channels=4 lat_us=6 bw_gbs=100 min_bytes=8 max_bytes=1000000 rel_err=0.01 npoints=20\n", 1 << 20, 0},
-      /* no term at 4 channels at all: the channels=0 term is never extrapolated */
-      {"", 1 << 20, 0},
+      {15, 0.5, 0, 1 << 20, 4},        /* measured 25 % faster at 4 channels */
+      {15, 0.5, 0, 4096, 0},           /* below what was measured */
+      {19.5, 0.5, 0, 1 << 20, 0},      /* gain 0.5 us within 2 x 0.5 us */
+      {15, 0.5, 2u << 20, 1 << 20, 0}, /* 4 channels measured only from 2 MB */
+      {0, 0.5, 0, 1 << 20, 0},         /* never measured at 4 channels */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    char terms[512], path[64];
-    snprintf(terms, sizeof terms, "%s%s", ref, cases[i].ch4);
-    write_profile(path, sizeof path, terms);
+    char pts[1024], path[64];
+    ring_ll_points(pts, sizeof pts, 20, cases[i].ch4_us, cases[i].noise, cases[i].ch4_lo);
+    write_profile(path, sizeof path, pts);
     int proto = -1;
     int nch = decide(path, cases[i].bytes, NCCL_PROTO_LL, &proto);
     unlink(path);
@@ -389,39 +394,41 @@ static void test_builtin_profile_never_reduces_channels(void **state) {
   topo_host_tuner_unload(&t);
 }
 
-/* NCCL's own pick stays unless the model's gain exceeds the larger of 2 % and twice the fit
- * error behind the predictions. */
-static void test_nccl_pick_kept_unless_the_gain_is_beyond_the_fit_error(void **state) {
+/* NCCL's own pick stays unless the measured gain exceeds twice the measured noise; fitted terms
+ * (the model) are no evidence for a switch. */
+static void test_nccl_pick_kept_unless_the_measured_gain_is_beyond_the_noise(void **state) {
   (void)state;
   static const struct {
-    const char *simple; /* Ring/Simple term; Ring/LL: 10 us + 1 MB at 100 GB/s */
+    double simple_us, noise;
     int want;
   } cases[] = {
-      /* model: Simple 1 % slower than LL, fits 0.1 %: within 2 % -> NCCL's Simple stays */
-      {"term allreduce ring simple lat_us=10.2 bw_gbs=100 min_bytes=8 max_bytes=1073741824 rel_err=0.001 npoints=20\n", NCCL_PROTO_SIMPLE},
-      /* Simple 10 % slower, fits 0.1 %: LL */
-      {"term allreduce ring simple lat_us=12 bw_gbs=100 min_bytes=8 max_bytes=1073741824 rel_err=0.001 npoints=20\n", NCCL_PROTO_LL},
-      /* Simple 10 % slower but that fit's rms error is 8 % (16 % margin): Simple stays */
-      {"term allreduce ring simple lat_us=12 bw_gbs=100 min_bytes=8 max_bytes=1073741824 rel_err=0.08 npoints=20\n", NCCL_PROTO_SIMPLE},
+      {10.2, 0.05, NCCL_PROTO_SIMPLE}, /* Simple (NCCL's) 2 % slower than LL, within 2 x 0.15 */
+      {12, 0.5, NCCL_PROTO_LL},       /* 20 % slower, beyond 2 x 0.5 */
+      {12, 1.1, NCCL_PROTO_SIMPLE},   /* 20 % slower but within 2 x 1.1 */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    char terms[512], path[64];
-    snprintf(terms, sizeof terms,
-             "term allreduce ring ll lat_us=10 bw_gbs=100 min_bytes=8 max_bytes=1073741824 "
-             "rel_err=0.001 npoints=20\n%s", cases[i].simple);
-    write_profile(path, sizeof path, terms);
+    char pts[1024], path[64];
+    size_t n = 0;
+    for (unsigned long long b = 512u << 10; b <= (2u << 20); b *= 2)
+      n += (size_t)snprintf(pts + n, sizeof pts - n,
+                            "point allreduce ring ll bytes=%llu median_us=10 noise_us=%g\n"
+                            "point allreduce ring simple bytes=%llu median_us=%g noise_us=%g\n",
+                            b, i == 0 ? 0.15 : cases[i].noise, b, cases[i].simple_us, cases[i].noise);
+    write_profile(path, sizeof path, pts);
     int proto = -1;
     decide(path, 1 << 20, NCCL_PROTO_SIMPLE, &proto);
     unlink(path);
     if (proto != cases[i].want) fail_msg("case %zu: protocol %d, want %d", i, proto, cases[i].want);
   }
-  /* NCCL preferring LL, the model agreeing: LL. */
+  /* A model term 10x faster, nothing measured: NCCL's pick. */
   char path[64];
-  write_profile(path, sizeof path, "term allreduce ring ll lat_us=10 bw_gbs=100 min_bytes=8 max_bytes=1073741824 rel_err=0.001 npoints=20\n");
+  write_profile(path, sizeof path,
+                "term allreduce ring ll lat_us=1 bw_gbs=1000 min_bytes=8 max_bytes=1073741824 rel_err=0.001 npoints=20\n"
+                "term allreduce ring simple lat_us=10 bw_gbs=100 min_bytes=8 max_bytes=1073741824 rel_err=0.001 npoints=20\n");
   int proto = -1;
-  decide(path, 1 << 20, NCCL_PROTO_LL, &proto);
+  decide(path, 1 << 20, NCCL_PROTO_SIMPLE, &proto);
   unlink(path);
-  assert_int_equal(proto, NCCL_PROTO_LL);
+  assert_int_equal(proto, NCCL_PROTO_SIMPLE);
 }
 
 int main(void) {
@@ -434,7 +441,7 @@ int main(void) {
       cmocka_unit_test(test_r8_piecewise_profile_decisions),
       cmocka_unit_test(test_channels_reduced_only_on_measured_evidence),
       cmocka_unit_test(test_builtin_profile_never_reduces_channels),
-      cmocka_unit_test(test_nccl_pick_kept_unless_the_gain_is_beyond_the_fit_error),
+      cmocka_unit_test(test_nccl_pick_kept_unless_the_measured_gain_is_beyond_the_noise),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
