@@ -253,7 +253,11 @@ static void choose(topo_host_tuner *tuner, int have_tuner, int allgather, uint64
     for (int p = 0; p < 3; p++) {
       /* NCCL's own estimate, roughly: latency + bytes / bandwidth per protocol (Tree, Ring) */
       double lat[3] = {6.8, 14, 8.4}, bw[3] = {0.3, 0.6, 1.0};
-      table[a * 3 + p] = a <= 1 ? (float)(lat[p] + (double)bytes / (bw[p] * 200e3)) : -1.0f;
+      /* Tree runs AllReduce only, at a little less bandwidth than Ring on one node */
+      double tree = a == 0 ? 0.9 : 1.0;
+      table[a * 3 + p] = a == 1 || (a == 0 && !allgather)
+                             ? (float)(lat[p] + (double)bytes / (bw[p] * tree * 200e3))
+                             : -1.0f;
     }
   int nch = 0;
   if (topo_host_tuner_get(tuner, allgather ? ncclFuncAllGather : ncclFuncAllReduce, bytes, 1, table,

@@ -623,9 +623,14 @@ const char *rp_rank_unknown_reason(const rp_rank *k) {
       "no compute timeline: no CUPTI window of the profiler covers this rank (TOPO_PROFILER_CUPTI=on "
       "records continuously, TOPO_PROFILER_CUPTI_TRIGGER on demand), and no Kineto trace of it was given";
   if (k->cover_note[0]) return k->cover_note;
-  if (k->t.covered < (k->t.last > k->t.first ? k->t.last - k->t.first : 0))
-    return k->ncover ? "outside the CUPTI windows compute was not recorded (TOPO_PROFILER_CUPTI=on or "
-                       "TOPO_PROFILER_CUPTI_TRIGGER record more)" : none;
+  if (k->t.covered < (k->t.last > k->t.first ? k->t.last - k->t.first : 0)) {
+    if (!k->ncover) return none;
+    return k->nsteps && !k->kineto
+               ? "compute counts only over the whole steps inside the CUPTI windows (outside them it "
+                 "was not recorded; TOPO_PROFILER_CUPTI=on or TOPO_PROFILER_CUPTI_TRIGGER record more)"
+               : "outside the CUPTI windows compute was not recorded (TOPO_PROFILER_CUPTI=on or "
+                 "TOPO_PROFILER_CUPTI_TRIGGER record more)";
+  }
   return "";
 }
 
