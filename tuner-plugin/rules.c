@@ -370,7 +370,8 @@ const topo_rule *topo_rules_index_find(const topo_rules_index *ix, int coll, uin
     if (ok && table)
       ok = e->algo < num_algo && e->proto < num_proto && table[e->algo * num_proto + e->proto] >= 0.0f;
     if (ok) return &ix->rules->rule[e->rule];
-    if (ignored && !*ignored) *ignored = &ix->rules->rule[e->rule];
+    if (ignored && !*ignored && !atomic_load_explicit(&ix->reported[e->rule], memory_order_relaxed))
+      *ignored = &ix->rules->rule[e->rule];
   }
   return NULL;
 }

@@ -101,7 +101,8 @@ typedef struct topo_rules_probe {
  * allowed when its bit is set in `allow` AND, if `table` is not NULL (NCCL's cost table as
  * float[num_algo][num_proto], row-major), it lies inside num_algo x num_proto and arrived >= 0.
  * `ignored` (may be NULL) receives the first rule that matched the query but was passed over
- * because its entry is not allowed (NULL if none). NULL index -> NULL. Hot path: allocation-free,
+ * because its entry is not allowed and that topo_rules_index_report_once has not reported yet
+ * (NULL if none): reporting it each time reports every such rule once. NULL index -> NULL. Hot path: allocation-free,
  * lock-free, never logs, no scan over the rules. */
 const topo_rule *topo_rules_index_find(const topo_rules_index *ix, int coll, uint64_t nbytes,
                                        int num_pipe_ops, int reg_buff, const float *table,

@@ -487,7 +487,8 @@ static void test_report_once_per_rule(void **state) {
     const topo_rule *m = topo_rules_index_find(ix, ncclFuncAllReduce, 8u << i % 20, 1, 0, t, NA, NP,
                                                TOPO_RULES_ALLOW_ALL, &ignored, NULL);
     assert_int_equal(m->line, 2);
-    assert_non_null(ignored);
+    if (i == 0) assert_non_null(ignored);
+    if (!ignored) continue; /* reported already: not handed out again */
     assert_int_equal(ignored->line, 1);
     reports += topo_rules_index_report_once(ix, ignored);
   }
