@@ -3,13 +3,16 @@
 // 2.28 calls it) on a realistic mix: all five collectives, sizes log-uniform 8 B..1 GB, cost
 // tables as NCCL fills them on 2 x H200; each call timed alone (CLOCK_MONOTONIC), median and p99,
 // beside an empty tuner called the same way in the same run. Init: a new communicator shape
-// (table built) and a repeated shape (shared table), median and p99 per init.
+// (table built) and a repeated shape (shared table), median and p99 per init. The call figures are
+// repeated with rule files (TOPO_TUNER_RULES) of 0, 10 and 100 lines that leave every call to the
+// model (the worst case for a scan: every rule looked at and passed over).
 // Usage: tuner_bench [calls (default 1000000)] [profile for the init figures (default: built-in)]
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "host_tuner.h"
 
@@ -136,6 +139,32 @@ int main(int argc, char **argv) {
   bench_calls("libtopo-tuner.so", TOPO_BENCH_TUNER_SO, q, n, &m1, &p1);
   bench_calls("empty tuner (again)", TOPO_BENCH_NOOP_SO, q, n, &m0, &p0);
   printf("topo over the empty call: median %+.1f ns, p99 %+.1f ns\n", m1 - m0, p1 - p0);
+  /* Rule files of 0, 10, 100 lines that apply to this communicator: Ring/Simple pinned on
+   * [2^k, 1.25 x 2^k], k and the collective spread over the mix (a scan would look at them all). */
+  static const int nrules[] = {0, 10, 100};
+  char rpath[] = "/tmp/tuner-bench-rules-XXXXXX";
+  int fd = mkstemp(rpath);
+  if (fd < 0) return 1;
+  close(fd);
+  for (int k = 0; k < 3; k++) {
+    FILE *f = fopen(rpath, "w");
+    if (!f) return 1;
+    for (int i = 0; i < nrules[k]; i++)
+      fprintf(f, "%s,%llu,%llu,ring,simple,-1,-1,-1\n",
+              (const char *[]){"broadcast", "reduce", "allgather", "reducescatter", "allreduce"}[i % 5],
+              8ull << (i * 7 % 27), (8ull << (i * 7 % 27)) + (2ull << (i * 7 % 27)));
+    fclose(f);
+    setenv("TOPO_TUNER_RULES", rpath, 1);
+    char label[64];
+    snprintf(label, sizeof label, "libtopo-tuner.so, %d rules", nrules[k]);
+    double mr, pr;
+    bench_calls(label, TOPO_BENCH_TUNER_SO, q, n, &mr, &pr);
+    bench_calls("empty tuner (same minute)", TOPO_BENCH_NOOP_SO, q, n, &m0, &p0);
+    printf("%d rules: topo over the empty call: median %+.1f ns, p99 %+.1f ns\n", nrules[k],
+           mr - m0, pr - p0);
+  }
+  unsetenv("TOPO_TUNER_RULES");
+  unlink(rpath);
   if (profile) {
     setenv("TOPO_TUNER_PROFILE", profile, 1);
     printf("init with profile %s:\n", profile);

@@ -44,3 +44,32 @@ int topo_force_apply(const topo_force *f, float *cost, int num_algo, int num_pro
   *nchannels = clamped_by_nccl ? f->nchannels : 0;
   return 1;
 }
+
+uint32_t topo_force_v2_allowed(int coll, int collnet_support, int nvls_support, int nnodes) {
+#define BIT(a, p) (1u << ((a) * NCCL_NUM_PROTOCOLS + (p)))
+  const uint32_t ring = BIT(NCCL_ALGO_RING, NCCL_PROTO_LL) | BIT(NCCL_ALGO_RING, NCCL_PROTO_LL128) |
+                        BIT(NCCL_ALGO_RING, NCCL_PROTO_SIMPLE);
+  const uint32_t tree = BIT(NCCL_ALGO_TREE, NCCL_PROTO_LL) | BIT(NCCL_ALGO_TREE, NCCL_PROTO_LL128) |
+                        BIT(NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE);
+  uint32_t m = 0;
+  switch (coll) {
+  case ncclFuncBroadcast:
+  case ncclFuncReduce: m = ring; break;
+  case ncclFuncAllGather:
+  case ncclFuncReduceScatter:
+    m = ring;
+    if (collnet_support) m |= BIT(NCCL_ALGO_COLLNET_DIRECT, NCCL_PROTO_SIMPLE);
+    if (nvls_support && (nnodes <= 1 || collnet_support)) m |= BIT(NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE);
+    break;
+  case ncclFuncAllReduce:
+    m = ring | tree;
+    if (collnet_support)
+      m |= BIT(NCCL_ALGO_COLLNET_DIRECT, NCCL_PROTO_SIMPLE) | BIT(NCCL_ALGO_COLLNET_CHAIN, NCCL_PROTO_SIMPLE);
+    if (nvls_support) m |= BIT(NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE);
+    if (nvls_support && nnodes > 1) m |= BIT(NCCL_ALGO_NVLS_TREE, NCCL_PROTO_SIMPLE);
+    break;
+  default: break;
+  }
+  return m;
+#undef BIT
+}

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Rule files in the format of NCCL's example tuner (nccl_tuner.conf), see rules.h: a parser that
 // turns any byte sequence into an immutable rule array (one allocation, bad lines warned and
-// skipped) and a first-match lookup that is allocation-free. Loaded at tuner init and by topo-tune;
-// the tuner's decision table is built from topo_rules_match, so the lookup is off the hot path too.
+// skipped) and its index: the example's first-match scan compiled at init into per-collective
+// segments of the byte axis with their few candidates, so that a lookup never scans the rules.
 #include "rules.h"
+
+#include <stdatomic.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -212,24 +214,173 @@ const topo_rule *topo_rules_at(const topo_rules *rules, int i) {
   return rules && i >= 0 && i < rules->n ? &rules->rule[i] : NULL;
 }
 
-const topo_rule *topo_rules_match(const topo_rules *rules, int coll, uint64_t nbytes,
-                                  int num_pipe_ops, int reg_buff, int nnodes, int nranks,
-                                  const float *table, int num_algo, int num_proto) {
-  if (!rules) return NULL;
-  for (int i = 0; i < rules->n; i++) {
-    const topo_rule *r = &rules->rule[i];
-    if (r->coll != coll || nbytes < r->min_bytes || nbytes > r->max_bytes) continue;
-    if (r->nnodes != -1 && r->nnodes != nnodes) continue;
-    if (r->nranks != -1 && r->nranks != nranks) continue;
-    if (r->num_pipe_ops != -1 && r->num_pipe_ops != num_pipe_ops) continue;
-    if (r->reg_buff != -1 && r->reg_buff != reg_buff) continue;
-    if (table) {
-      if (r->algo >= num_algo || r->proto >= num_proto) continue; /* e.g. PAT on NCCL 2.22 */
-      if (!(table[r->algo * num_proto + r->proto] >= 0.0f)) continue; /* ignored by NCCL */
+/* One candidate of a segment: a rule that may be the first match there. */
+typedef struct rx_cand {
+  uint32_t rule;   /* index in the set */
+  int32_t pipe;    /* numPipeOps constraint, -1 = any */
+  int8_t algo, proto, reg;
+} rx_cand;
+
+#define RX_OCTAVES 65 /* octave of n: 0 for 0, else 64 - clz(n) (1..64) */
+
+typedef struct rx_coll {
+  uint32_t nseg;                  /* 0: no rule for this collective */
+  uint64_t *lo;                   /* lower bound of each segment (lo[0] = 0), ascending */
+  uint32_t *first;                /* candidates of segment j: cand[first[j] .. first[j+1]) */
+  uint32_t oct[RX_OCTAVES + 1];   /* segment holding the octave's lower edge; [65] = last */
+} rx_coll;
+
+struct topo_rules_index {
+  const topo_rules *rules;
+  rx_coll c[NCCL_NUM_FUNCTIONS];
+  rx_cand *cand;
+  atomic_uchar *reported; /* per rule of the set */
+};
+
+static int octave(uint64_t n) { return n ? 64 - __builtin_clzll(n) : 0; }
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Last segment j in [lo, hi] with seg_lo[j] <= n (seg_lo[lo] <= n holds). */
+static uint32_t seg_search(const uint64_t *seg_lo, uint32_t lo, uint32_t hi, uint64_t n,
+                           topo_rules_probe *probe) {
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo + 1) / 2;
+    if (seg_lo[mid] <= n) lo = mid;
+    else hi = mid - 1;
+    if (probe) probe->search_steps++;
+  }
+  return lo;
+}
+
+/* Whether earlier candidate e makes rule r unreachable: same entry, constraints no narrower. */
+static int dominates(const rx_cand *e, const topo_rule *r) {
+  return e->algo == r->algo && e->proto == r->proto && (e->pipe == -1 || e->pipe == r->num_pipe_ops) &&
+         (e->reg == -1 || e->reg == r->reg_buff);
+}
+
+void topo_rules_index_free(topo_rules_index *ix) {
+  if (!ix) return;
+  for (int c = 0; c < NCCL_NUM_FUNCTIONS; c++) {
+    topo_free(ix->c[c].lo);
+    topo_free(ix->c[c].first);
+  }
+  topo_free(ix->cand);
+  topo_free(ix->reported);
+  topo_free(ix);
+}
+
+topo_status topo_rules_index_build(const topo_rules *rules, int nnodes, int nranks,
+                                   topo_rules_index **out) {
+  if (!out) return TOPO_ERR_INVALID;
+  *out = NULL;
+  if (!rules || rules->n == 0) return TOPO_OK;
+  int n = rules->n;
+  topo_rules_index *ix = topo_calloc(1, sizeof *ix);
+  uint32_t *mine = topo_malloc((size_t)n * sizeof *mine);
+  uint64_t *bound = topo_malloc((2 * (size_t)n + 1) * sizeof *bound);
+  if (ix) ix->reported = topo_calloc((size_t)n, sizeof *ix->reported);
+  if (!ix || !mine || !bound || !ix->reported) goto nomem;
+  ix->rules = rules;
+  size_t ncand = 0, cap = 0;
+  for (int coll = 0; coll < NCCL_NUM_FUNCTIONS; coll++) {
+    rx_coll *c = &ix->c[coll];
+    uint32_t nm = 0, nb = 0;
+    bound[nb++] = 0;
+    for (int i = 0; i < n; i++) {
+      const topo_rule *r = &rules->rule[i];
+      if (r->coll != coll || (r->nnodes != -1 && r->nnodes != nnodes) ||
+          (r->nranks != -1 && r->nranks != nranks))
+        continue;
+      mine[nm++] = (uint32_t)i;
+      bound[nb++] = r->min_bytes;
+      if (r->max_bytes != UINT64_MAX) bound[nb++] = r->max_bytes + 1;
     }
-    return r;
+    if (!nm) continue;
+    qsort(bound, nb, sizeof *bound, cmp_u64);
+    uint32_t nseg = 0;
+    for (uint32_t i = 0; i < nb; i++)
+      if (!nseg || bound[i] != bound[nseg - 1]) bound[nseg++] = bound[i];
+    c->lo = topo_malloc(nseg * sizeof *c->lo);
+    c->first = topo_malloc((nseg + 1) * sizeof *c->first);
+    if (!c->lo || !c->first) goto nomem;
+    memcpy(c->lo, bound, nseg * sizeof *c->lo);
+    c->nseg = nseg;
+    for (uint32_t j = 0; j < nseg; j++) {
+      c->first[j] = (uint32_t)ncand;
+      uint64_t x = c->lo[j]; /* every rule here covers the whole segment or none of it */
+      uint32_t closed = 0;   /* entries already taken by an unconstrained candidate */
+      for (uint32_t k = 0; k < nm && closed != TOPO_RULES_ALLOW_ALL; k++) {
+        const topo_rule *r = &rules->rule[mine[k]];
+        if (x < r->min_bytes || x > r->max_bytes) continue;
+        uint32_t bit = 1u << (r->algo * NCCL_NUM_PROTOCOLS + r->proto);
+        if (closed & bit) continue;
+        int dead = 0;
+        for (size_t e = c->first[j]; e < ncand && !dead; e++) dead = dominates(&ix->cand[e], r);
+        if (dead) continue;
+        if (ncand == cap) {
+          size_t ncap = cap ? 2 * cap : 64;
+          rx_cand *grown = topo_realloc(ix->cand, ncap * sizeof *grown);
+          if (!grown) goto nomem;
+          ix->cand = grown;
+          cap = ncap;
+        }
+        ix->cand[ncand++] = (rx_cand){mine[k], r->num_pipe_ops, (int8_t)r->algo, (int8_t)r->proto,
+                                      (int8_t)r->reg_buff};
+        if (r->num_pipe_ops == -1 && r->reg_buff == -1) closed |= bit;
+      }
+    }
+    c->first[nseg] = (uint32_t)ncand;
+    for (int o = 0; o < RX_OCTAVES; o++) {
+      uint64_t edge = o ? 1ull << (o - 1) : 0;
+      c->oct[o] = seg_search(c->lo, 0, nseg - 1, edge, NULL);
+    }
+    c->oct[RX_OCTAVES] = nseg - 1;
+  }
+  topo_free(mine);
+  topo_free(bound);
+  *out = ix;
+  return TOPO_OK;
+nomem:
+  topo_free(mine);
+  topo_free(bound);
+  topo_rules_index_free(ix);
+  TOPO_WARN("out of memory indexing the rules; no rules");
+  return TOPO_ERR_NOMEM;
+}
+
+const topo_rule *topo_rules_index_find(const topo_rules_index *ix, int coll, uint64_t nbytes,
+                                       int num_pipe_ops, int reg_buff, const float *table,
+                                       int num_algo, int num_proto, uint32_t allow,
+                                       const topo_rule **ignored, topo_rules_probe *probe) {
+  if (ignored) *ignored = NULL;
+  if (!ix || coll < 0 || coll >= NCCL_NUM_FUNCTIONS) return NULL;
+  const rx_coll *c = &ix->c[coll];
+  if (!c->nseg) return NULL;
+  int o = octave(nbytes);
+  uint32_t j = seg_search(c->lo, c->oct[o], c->oct[o + 1], nbytes, probe);
+  for (uint32_t k = c->first[j]; k < c->first[j + 1]; k++) {
+    const rx_cand *e = &ix->cand[k];
+    if (probe) probe->candidates++;
+    if ((e->pipe != -1 && e->pipe != num_pipe_ops) || (e->reg != -1 && e->reg != reg_buff)) continue;
+    int ok = (allow >> (e->algo * NCCL_NUM_PROTOCOLS + e->proto)) & 1;
+    if (ok && table)
+      ok = e->algo < num_algo && e->proto < num_proto && table[e->algo * num_proto + e->proto] >= 0.0f;
+    if (ok) return &ix->rules->rule[e->rule];
+    if (ignored && !*ignored && !atomic_load_explicit(&ix->reported[e->rule], memory_order_relaxed))
+      *ignored = &ix->rules->rule[e->rule];
   }
   return NULL;
+}
+
+int topo_rules_index_report_once(const topo_rules_index *ix, const topo_rule *rule) {
+  if (!ix || !rule || rule < ix->rules->rule || rule >= ix->rules->rule + ix->rules->n) return 0;
+  atomic_uchar *flag = &ix->reported[rule - ix->rules->rule];
+  if (atomic_load_explicit(flag, memory_order_relaxed)) return 0;
+  return atomic_exchange_explicit(flag, 1, memory_order_relaxed) == 0;
 }
 
 void topo_rules_free(topo_rules *rules) { topo_free(rules); }

@@ -22,9 +22,20 @@
  * line (one warning naming file:line and the fault; the line is skipped, the rest is used), never
  * silently allreduce / ring / simple.
  *
- * Ownership: topo_rules_load/parse allocate one immutable set (the only allocation); the caller
- * frees it with topo_rules_free. Thread-safety: a loaded set is read-only; topo_rules_match may run
- * concurrently on any thread, is O(number of rules), allocation-free and never logs.
+ * Lookup: topo_rules_index_build compiles a set, for one communicator's (nNodes, nRanks), into an
+ * index answering exactly as that first-match scan would, without scanning: per collective the
+ * byte axis is cut at every rule boundary into segments, and each segment keeps its candidates in
+ * file order with every rule removed that an earlier candidate of the same (algorithm, protocol)
+ * dominates (a numPipeOps / regBuff constraint no narrower): at most 21 per distinct
+ * (numPipeOps, regBuff) constraint of the file - 21 when the file leaves both -1 - whatever the
+ * number of rules. A query finds its octave (O(1)), then its segment by binary search over the
+ * boundaries inside that octave (none or a few in practice), then walks the candidates.
+ *
+ * Ownership: topo_rules_load/parse allocate one immutable set; the caller frees it with
+ * topo_rules_free. An index is one more allocation, refers to its set (which must outlive it) and
+ * is freed with topo_rules_index_free. Thread-safety: a loaded set and a built index are read-only
+ * (except the once-per-rule report flags, atomics); topo_rules_index_find may run concurrently on
+ * any thread, is allocation-free, lock-free and never logs.
  */
 #ifndef TOPO_TUNER_RULES_H
 #define TOPO_TUNER_RULES_H
@@ -69,14 +80,40 @@ topo_status topo_rules_parse(const char *text, size_t len, const char *name, top
 int topo_rules_count(const topo_rules *rules);
 const topo_rule *topo_rules_at(const topo_rules *rules, int i);
 
-/* The first rule matching the query (semantics above), or NULL. `table` is NCCL's cost table as
- * float[numAlgo][numProto] in row-major order (the tuner's collCostTable cast); NULL table = every
- * entry allowed. The caller applies the rule: writes 0.0 (or its own figure) into
- * table[algo][proto] and sets *nChannels = rule->nchannels (0 = keep NCCL's). NULL rules -> NULL.
- * Allocation-free, lock-free, never logs. */
-const topo_rule *topo_rules_match(const topo_rules *rules, int coll, uint64_t nbytes,
-                                  int num_pipe_ops, int reg_buff, int nnodes, int nranks,
-                                  const float *table, int num_algo, int num_proto);
+typedef struct topo_rules_index topo_rules_index; /* opaque, read-only once built */
+
+/* Compile `rules` for a communicator of `nnodes` nodes and `nranks` ranks (rules naming other
+ * values are dropped here). NULL or empty rules: TOPO_OK with *out = NULL (no index: no rules).
+ * TOPO_ERR_NOMEM with *out = NULL on allocation failure. Init time only. */
+topo_status topo_rules_index_build(const topo_rules *rules, int nnodes, int nranks,
+                                   topo_rules_index **out);
+
+/* Work done by one topo_rules_index_find, for tests (pass NULL otherwise). */
+typedef struct topo_rules_probe {
+  int search_steps; /* binary-search steps over segment boundaries */
+  int candidates;   /* candidates looked at */
+} topo_rules_probe;
+
+/* Bit algo * NCCL_NUM_PROTOCOLS + proto: every (algorithm, protocol) pair. */
+#define TOPO_RULES_ALLOW_ALL ((uint32_t)((1u << (NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS)) - 1))
+
+/* The first rule of the file matching the query (semantics above), or NULL. An entry counts as
+ * allowed when its bit is set in `allow` AND, if `table` is not NULL (NCCL's cost table as
+ * float[num_algo][num_proto], row-major), it lies inside num_algo x num_proto and arrived >= 0.
+ * `ignored` (may be NULL) receives the first rule that matched the query but was passed over
+ * because its entry is not allowed and that topo_rules_index_report_once has not reported yet
+ * (NULL if none): reporting it each time reports every such rule once. NULL index -> NULL. Hot path: allocation-free,
+ * lock-free, never logs, no scan over the rules. */
+const topo_rule *topo_rules_index_find(const topo_rules_index *ix, int coll, uint64_t nbytes,
+                                       int num_pipe_ops, int reg_buff, const float *table,
+                                       int num_algo, int num_proto, uint32_t allow,
+                                       const topo_rule **ignored, topo_rules_probe *probe);
+
+/* 1 the first time it is called for `rule` (a rule of the index's set) on this index, 0 after:
+ * for one warning per distinct rule. Lock-free, any thread. */
+int topo_rules_index_report_once(const topo_rules_index *ix, const topo_rule *rule);
+
+void topo_rules_index_free(topo_rules_index *ix); /* NULL-safe */
 
 void topo_rules_free(topo_rules *rules); /* NULL-safe */
 

@@ -268,7 +268,27 @@ topo_status topo_table_build(const topo_model *m, topo_table **out) {
   return TOPO_OK;
 }
 
-void topo_table_free(topo_table *t) { topo_free(t); }
+void topo_table_free(topo_table *t) {
+  if (t) topo_rules_index_free(t->rules);
+  topo_free(t);
+}
+
+topo_status topo_table_set_rules(topo_table *t, const topo_rules *rules, int nnodes, int nranks) {
+  topo_rules_index *ix = NULL;
+  topo_status st = topo_rules_index_build(rules, nnodes, nranks, &ix);
+  topo_rules_index_free(t->rules);
+  t->rules = ix;
+  return st;
+}
+
+const topo_rule *topo_table_rule(const topo_table *t, int coll, size_t nbytes, int pipe_ops,
+                                 int reg_buff, const float *cost, int num_algo, int num_proto,
+                                 uint32_t allow, const topo_rule **ignored) {
+  if (ignored) *ignored = NULL;
+  if (!t || !t->rules) return NULL;
+  return topo_rules_index_find(t->rules, coll, nbytes, pipe_ops, reg_buff, cost, num_algo,
+                               num_proto, allow, ignored, NULL);
+}
 
 static float cell_time(const topo_table_cell *c, int b, size_t nbytes, int pipe_ops, int algo,
                        int proto) {

@@ -6,6 +6,8 @@
  * (algorithm, protocol) it holds the latency part (scaled by numPipeOps at call time), the
  * transfer time at the lower bucket edge with its slope up to the next edge (linear
  * interpolation, exact at the edges), and the channel count the model prefers (0 = NCCL's own).
+ * Rules (TOPO_TUNER_RULES) are folded in at init by topo_table_set_rules: their index is part of
+ * the table, so a rule lookup is a bucket and a few candidates, never a scan (rules.h).
  * Ownership: built by topo_table_build (allocates), released by topo_table_free. Read-only and
  * shareable between threads and communicators once built.
  */
@@ -16,6 +18,7 @@
 #include <stdint.h>
 
 #include "model.h"
+#include "rules.h"
 
 /* Two buckets per octave: [2^k, 1.5 x 2^k), [1.5 x 2^k, 2^(k+1)), for k < 41; beyond 2^41 the
  * last bucket extrapolates. */
@@ -60,11 +63,23 @@ typedef struct topo_table {
   topo_table_switch sw[NCCL_NUM_FUNCTIONS][TOPO_TABLE_BUCKETS][NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS];
   float edge[TOPO_TABLE_BUCKETS]; /* lower edge of each bucket, bytes */
   topo_table_cell cells[NCCL_NUM_FUNCTIONS][TOPO_TABLE_BUCKETS][2]; /* [coll][bucket][regBuff] */
+  topo_rules_index *rules; /* NULL: no rules; owned */
 } topo_table;
 
 /* Evaluate the model into a new table. TOPO_ERR_NOMEM on allocation failure (*out untouched). */
 topo_status topo_table_build(const topo_model *m, topo_table **out);
 void topo_table_free(topo_table *t);
+
+/* Fold `rules` (which must outlive the table) into it for a communicator of nnodes x nranks.
+ * NULL or empty rules: none. TOPO_ERR_NOMEM (one warning, the table keeps no rules). Init only. */
+topo_status topo_table_set_rules(topo_table *t, const topo_rules *rules, int nnodes, int nranks);
+
+/* The rule pinning this call (rules.h: first match in file order among entries allowed by
+ * `allow` and, when `cost` is not NULL, by NCCL's cost table), or NULL. *ignored (may be NULL):
+ * a rule that matched but was passed over as not allowed. Hot path: O(1) in the rule count. */
+const topo_rule *topo_table_rule(const topo_table *t, int coll, size_t nbytes, int pipe_ops,
+                                 int reg_buff, const float *cost, int num_algo, int num_proto,
+                                 uint32_t allow, const topo_rule **ignored);
 
 /* Size bucket of nBytes. */
 int topo_table_bucket(size_t nbytes);

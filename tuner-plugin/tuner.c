@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,16 +37,18 @@ typedef struct setup_key {
   int abi_version;
 } setup_key;
 
-/* Immutable once built; shared by every context with the same key. */
+/* Immutable once built (but for the once-only warning flags); shared by every context with the
+ * same key. */
 typedef struct setup {
   setup_key key;
   int refs;               /* guarded by cache_lock */
   struct setup *next;     /* guarded by cache_lock */
   topo_profile profile;
   topo_model model;
-  topo_table *table;
+  topo_table *table;      /* with the rules folded in */
   topo_rules *rules;      /* NULL: none */
   topo_force force;
+  atomic_int force_warned; /* the forced choice was refused once: warned */
 } setup;
 
 struct topo_tuner_ctx {
@@ -181,6 +184,8 @@ static topo_status build_setup(const setup_key *key, setup **out) {
 
   topo_model_init(&s->model, &s->profile, key->nranks, key->nnodes, key->ranks_per_domain);
   TOPO_CHECK_GOTO(topo_table_build(&s->model, &s->table), st, fail);
+  if (topo_table_set_rules(s->table, s->rules, key->nnodes, key->nranks) != TOPO_OK)
+    TOPO_WARN("TOPO_TUNER_RULES='%s': out of memory indexing the rules; no rules", key->rules);
   *out = s;
   return TOPO_OK;
 fail:
@@ -299,20 +304,43 @@ static int nccl_clamps_channels(int algo) {
   return algo == NCCL_ALGO_RING || algo == NCCL_ALGO_TREE || algo == NCCL_ALGO_PAT;
 }
 
+/* One warning per setup the first time the forced choice is not allowed. */
+static void force_refused(setup *s, int coll) {
+  atomic_int *flag = &s->force_warned;
+  if (atomic_load_explicit(flag, memory_order_relaxed) ||
+      atomic_exchange_explicit(flag, 1, memory_order_relaxed))
+    return;
+  TOPO_WARN("TOPO_TUNER_FORCE=%s: NCCL does not allow %s/%s for %s here; NCCL's own choice stands "
+            "wherever it does not (warned once)",
+            s->key.force, topo_algo_name(s->force.algo), topo_proto_name(s->force.proto),
+            topo_coll_name(coll));
+}
+
+/* One warning per rule the first time it matches a call whose entry NCCL does not allow. */
+static void rule_refused(const setup *s, const topo_rule *r) {
+  if (!r || !topo_rules_index_report_once(s->table->rules, r)) return;
+  TOPO_WARN("%s:%d: rule %s %s/%s matches but NCCL does not allow that algorithm/protocol here; "
+            "passed over there (warned once)",
+            s->key.rules, r->line, topo_coll_name(r->coll), topo_algo_name(r->algo),
+            topo_proto_name(r->proto));
+}
+
 void topo_tuner_get(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int num_pipe_ops,
                     float *cost, int num_algo, int num_proto, int reg_buff, int *nchannels) {
   if (!ctx || !cost || !nchannels || num_algo <= 0 || num_proto <= 0) return;
-  const setup *s = ctx->s;
+  setup *s = ctx->s;
   int nch = 0;
-  if (topo_force_apply(&s->force, cost, num_algo, num_proto, &nch)) {
-    *nchannels = nch;
+  if (s->force.active) {
+    if (topo_force_apply(&s->force, cost, num_algo, num_proto, &nch)) *nchannels = nch;
+    else force_refused(s, coll); /* not allowed here: NCCL's own */
     return;
   }
-  if (s->force.active) return; /* forced choice not allowed here: NCCL's own */
 
-  if (s->rules) {
-    const topo_rule *r = topo_rules_match(s->rules, coll, nbytes, num_pipe_ops, reg_buff,
-                                          ctx->nnodes, ctx->nranks, cost, num_algo, num_proto);
+  if (s->table->rules) {
+    const topo_rule *ignored, *r = topo_table_rule(s->table, coll, nbytes, num_pipe_ops, reg_buff,
+                                                   cost, num_algo, num_proto, TOPO_RULES_ALLOW_ALL,
+                                                   &ignored);
+    rule_refused(s, ignored);
     if (r) {
       /* The model's times everywhere else keep the table meaningful; the pinned entry wins. */
       int a, p;
@@ -332,30 +360,37 @@ void topo_tuner_get(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int num_
 void topo_tuner_get_pair(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int collnet_support,
                          int nvls_support, int num_pipe_ops, int *algo, int *proto,
                          int *nchannels) {
-  (void)collnet_support; /* CollNet is left to NCCL on v2: it cannot tell us what is enabled */
   if (!ctx || !algo || !proto) return;
-  const setup *s = ctx->s;
+  setup *s = ctx->s;
+  /* NCCL 2.21 runs the pair it gets without checking it: only what it supports here. */
+  uint32_t allow = topo_force_v2_allowed(coll, collnet_support, nvls_support, ctx->nnodes);
   if (s->force.active) {
-    *algo = s->force.algo;
-    *proto = s->force.proto;
+    if (allow >> (s->force.algo * NCCL_NUM_PROTOCOLS + s->force.proto) & 1) {
+      *algo = s->force.algo;
+      *proto = s->force.proto;
+    } else {
+      force_refused(s, coll); /* NCCL's own */
+    }
     return;
   }
-  if (s->rules) {
-    const topo_rule *r = topo_rules_match(s->rules, coll, nbytes, num_pipe_ops, 0, ctx->nnodes,
-                                          ctx->nranks, NULL, 6, NCCL_NUM_PROTOCOLS);
+  if (s->table->rules) {
+    const topo_rule *ignored, *r = topo_table_rule(s->table, coll, nbytes, num_pipe_ops, 0, NULL,
+                                                   NCCL_NUM_ALGORITHMS, NCCL_NUM_PROTOCOLS, allow,
+                                                   &ignored);
+    rule_refused(s, ignored);
     if (r) {
       *algo = r->algo;
       *proto = r->proto;
       return;
     }
   }
-  /* NCCL 2.21 (the only NCCL that loads v2 as its newest) has no PAT. */
+  /* The model, over what NCCL 2.21 supports here (CollNet is left to NCCL: nothing measured). */
   static const int candidates[] = {NCCL_ALGO_TREE, NCCL_ALGO_RING, NCCL_ALGO_NVLS};
   float best = -1.0f;
   for (int i = 0; i < 3; i++) {
     int a = candidates[i];
-    if (a == NCCL_ALGO_NVLS && !nvls_support) continue;
     for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
+      if (!(allow >> (a * NCCL_NUM_PROTOCOLS + p) & 1)) continue;
       float t = topo_table_time(s->table, coll, nbytes, num_pipe_ops, 0, a, p);
       if (t >= 0 && (best < 0 || t < best)) {
         best = t;

@@ -9,7 +9,8 @@
  * Never hurts the job: init reports failure only through a NULL context (the adapters still
  * answer ncclSuccess); every other entry point tolerates a NULL context by leaving NCCL's
  * table alone. Thread-safety: init/finalize may run concurrently on any threads (one mutex
- * around the cache); get runs lock-free and allocation-free on any thread.
+ * around the cache); get runs lock-free and allocation-free on any thread (a forced choice or a
+ * rule that NCCL does not allow is warned about once, the first time).
  */
 #ifndef TOPO_TUNER_TUNER_H
 #define TOPO_TUNER_TUNER_H
@@ -41,8 +42,9 @@ topo_status topo_tuner_init(const topo_tuner_args *args, topo_tuner_ctx **out);
 void topo_tuner_get(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int num_pipe_ops,
                     float *cost, int num_algo, int num_proto, int reg_buff, int *nchannels);
 
-/* v2 getCollInfo: one (algorithm, protocol) pair, or leave them UNDEF (NCCL decides). Only
- * collNet/NVLS support is known; NCCL's shim drops a pair whose entry it ignores. */
+/* v2 getCollInfo: one (algorithm, protocol) pair, or leave them UNDEF (NCCL decides). NCCL 2.21
+ * runs a returned pair unchecked, so force, rules and the model only return what
+ * topo_force_v2_allowed says it supports for that collective and these collNet/NVLS flags. */
 void topo_tuner_get_pair(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int collnet_support,
                          int nvls_support, int num_pipe_ops, int *algo, int *proto,
                          int *nchannels);

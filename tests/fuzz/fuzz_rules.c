@@ -33,15 +33,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (int i = 0; i < NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS; i++)
     table[i] = (size > 0 && (data[i % size] & 1)) ? -1.0f : 1.0f;
   static const uint64_t sizes[] = {0, 1, 1024, 65536, 1ull << 30, UINT64_MAX};
+  topo_rules_index *ix = NULL;
+  if (topo_rules_index_build(r, 1, 8, &ix) != TOPO_OK) {
+    topo_rules_free(r);
+    return 0;
+  }
   for (int c = 0; c < NCCL_NUM_FUNCTIONS; c++) {
     for (int s = 0; s < 6; s++) {
-      const topo_rule *m = topo_rules_match(r, c, sizes[s], 1, 0, 1, 8, table, 7, 3);
+      const topo_rule *m =
+          topo_rules_index_find(ix, c, sizes[s], 1, 0, table, 7, 3, TOPO_RULES_ALLOW_ALL, NULL, NULL);
       if (!m) continue;
       check(m->coll == c && sizes[s] >= m->min_bytes && sizes[s] <= m->max_bytes,
             "match disagrees with the query");
       check(table[m->algo * 3 + m->proto] >= 0, "match on an ignored entry");
     }
   }
+  topo_rules_index_free(ix);
   topo_rules_free(r);
   return 0;
 }

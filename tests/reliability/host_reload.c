@@ -36,7 +36,8 @@ static void tuner_cycles(const char *so, const char *dir) {
   snprintf(profile, sizeof profile, "%s/fitted.prof", dir);
   FILE *f = fopen(rules, "w");
   if (!f) exit(2);
-  fputs("allreduce,0,65536,ring,ll,2,-1,-1\nallgather,0,-1,ring,simple,-1,-1,-1\n", f);
+  /* Entries the table below allows (LL128 only): a rule on an ignored entry is warned about. */
+  fputs("allreduce,0,65536,ring,ll128,2,-1,-1\nallgather,0,-1,ring,ll128,-1,-1,-1\n", f);
   fclose(f);
   FILE *in = fopen(TOPO_TEST_FITTED_PROFILE, "r");
   f = fopen(profile, "w");

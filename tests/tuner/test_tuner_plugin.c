@@ -366,6 +366,154 @@ static void test_rules_pin_choices_ahead_of_the_model(void **state) {
   unsetenv("TOPO_TUNER_RULES");
 }
 
+/* NCCL 2.21 calls v2 directly and runs the pair unchecked. */
+static void v2_pick(topo_host_tuner *t, int coll, size_t nbytes, int collnet, int nvls, int *a,
+                    int *p) {
+  *a = NCCL_ALGO_UNDEF;
+  *p = NCCL_PROTO_UNDEF;
+  int nch = 0;
+  assert_int_equal(((const ncclTuner_v2_t *)t->lib.sym)
+                       ->getCollInfo(t->ctx, (ncclFunc_t)coll, nbytes, collnet, nvls, 1, a, p, &nch),
+                   ncclSuccess);
+}
+
+static void test_v2_force_only_where_supported(void **state) {
+  (void)state;
+  setenv("TOPO_TUNER_FORCE", "nvls,simple", 1);
+  topo_host_tuner t;
+  open_tuner(&t, TOPO_NCCL_2_21, 2, 1);
+  int a, p;
+  for (int coll = 0; coll < 5; coll++) { /* nvlsSupport = 0: NCCL's own everywhere */
+    v2_pick(&t, coll, 1 << 20, 0, 0, &a, &p);
+    assert_int_equal(a, NCCL_ALGO_UNDEF);
+    assert_int_equal(p, NCCL_PROTO_UNDEF);
+  }
+  v2_pick(&t, ncclFuncAllReduce, 1 << 20, 0, 1, &a, &p); /* supported: forced */
+  assert_int_equal(a, NCCL_ALGO_NVLS);
+  assert_int_equal(p, NCCL_PROTO_SIMPLE);
+  v2_pick(&t, ncclFuncBroadcast, 1 << 20, 0, 1, &a, &p); /* no NVLS Broadcast */
+  assert_int_equal(a, NCCL_ALGO_UNDEF);
+  assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 1); /* once, not per call */
+  assert_true(topo_host_log_contains("TOPO_TUNER_FORCE=nvls,simple"));
+  close_tuner(&t);
+  setenv("TOPO_TUNER_FORCE", "tree,ll", 1);
+  open_tuner(&t, TOPO_NCCL_2_21, 2, 1);
+  v2_pick(&t, ncclFuncAllGather, 4096, 1, 1, &a, &p); /* Tree is AllReduce only */
+  assert_int_equal(a, NCCL_ALGO_UNDEF);
+  v2_pick(&t, ncclFuncAllReduce, 4096, 0, 0, &a, &p);
+  assert_int_equal(a, NCCL_ALGO_TREE);
+  assert_int_equal(p, NCCL_PROTO_LL);
+  close_tuner(&t);
+  unsetenv("TOPO_TUNER_FORCE");
+}
+
+static void test_v2_rules_only_where_supported(void **state) {
+  (void)state;
+  char *path = write_temp("allreduce,0,-1,collnet_direct,simple,-1,-1,-1\n"
+                          "broadcast,0,-1,tree,ll,-1,-1,-1\n"
+                          "allgather,0,-1,nvls,simple,-1,-1,-1\n"
+                          "allgather,0,-1,ring,ll128,-1,-1,-1\n"
+                          "allreduce,0,-1,nvls_tree,simple,-1,-1,-1\n"
+                          "allreduce,0,-1,ring,ll,-1,-1,-1\n");
+  setenv("TOPO_TUNER_RULES", path, 1);
+  topo_host_tuner t;
+  open_tuner(&t, TOPO_NCCL_2_21, 2, 1);
+  int a, p;
+  for (int i = 0; i < 10; i++) {
+    v2_pick(&t, ncclFuncAllReduce, 8u << i, 0, 0, &a, &p); /* no CollNet, one node: ring/ll */
+    assert_int_equal(a, NCCL_ALGO_RING);
+    assert_int_equal(p, NCCL_PROTO_LL);
+  }
+  v2_pick(&t, ncclFuncAllReduce, 64, 1, 0, &a, &p); /* collNetSupport: the first rule */
+  assert_int_equal(a, NCCL_ALGO_COLLNET_DIRECT);
+  v2_pick(&t, ncclFuncAllGather, 64, 0, 0, &a, &p);
+  assert_int_equal(a, NCCL_ALGO_RING);
+  assert_int_equal(p, NCCL_PROTO_LL128);
+  v2_pick(&t, ncclFuncAllGather, 64, 0, 1, &a, &p);
+  assert_int_equal(a, NCCL_ALGO_NVLS);
+  /* Tree Broadcast does not exist: the model (Ring) decides, never Tree. */
+  v2_pick(&t, ncclFuncBroadcast, 64, 1, 1, &a, &p);
+  assert_true(a == NCCL_ALGO_RING || a == NCCL_ALGO_UNDEF);
+  /* One warning per refused rule (CollNet, Tree-Broadcast, NVLS AllGather, NVLS_TREE on one node). */
+  assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 4);
+  char where[96];
+  snprintf(where, sizeof where, "%s:2: rule broadcast tree/ll", path);
+  assert_true(topo_host_log_contains(where));
+  close_tuner(&t);
+  unlink(path);
+  unsetenv("TOPO_TUNER_RULES");
+}
+
+/* The model on v2 never returns what NCCL 2.21 does not support either. */
+static void test_v2_model_only_where_supported(void **state) {
+  (void)state;
+  topo_host_tuner t;
+  open_tuner(&t, TOPO_NCCL_2_21, 8, 1);
+  for (int coll = 0; coll < 5; coll++)
+    for (int sz = 3; sz < 34; sz += 2)
+      for (int nvls = 0; nvls < 2; nvls++) {
+        int a, p;
+        v2_pick(&t, coll, (size_t)1 << sz, 0, nvls, &a, &p);
+        if (a == NCCL_ALGO_UNDEF) continue;
+        if (coll != ncclFuncAllReduce) assert_int_not_equal(a, NCCL_ALGO_TREE);
+        if (!nvls || coll < ncclFuncAllGather) assert_int_not_equal(a, NCCL_ALGO_NVLS);
+        if (a == NCCL_ALGO_NVLS) assert_int_equal(p, NCCL_PROTO_SIMPLE);
+        assert_true(a == NCCL_ALGO_TREE || a == NCCL_ALGO_RING || a == NCCL_ALGO_NVLS);
+      }
+  close_tuner(&t);
+}
+
+/* v3+: rules and force never take an entry NCCL ignored (-1, -1024, or beyond numAlgo), and say
+ * so once per rule / force. */
+static void test_v3_ignored_entries_with_rules_and_force(void **state) {
+  (void)state;
+  char *path = write_temp("allreduce,0,-1,pat,simple,-1,-1,-1\n"
+                          "allreduce,0,-1,tree,ll128,3,-1,-1\n"
+                          "allreduce,0,-1,ring,ll,-1,-1,-1\n");
+  setenv("TOPO_TUNER_RULES", path, 1);
+  static const int versions[] = {TOPO_NCCL_2_22, TOPO_NCCL_2_24, TOPO_NCCL_2_28, TOPO_NCCL_2_30};
+  for (int v = 0; v < 4; v++) {
+    topo_host_log_reset();
+    topo_host_tuner t;
+    open_tuner(&t, versions[v], 2, 1);
+    int na = versions[v] == TOPO_NCCL_2_22 ? 6 : 7;
+    for (int i = 0; i < 20; i++) {
+      float table[21];
+      nccl2_fill(ncclFuncAllReduce, 4096, na, table);
+      if (na == 7) table[NCCL_ALGO_PAT * 3 + NCCL_PROTO_SIMPLE] = -1.0f;
+      table[NCCL_ALGO_TREE * 3 + NCCL_PROTO_LL128] = -1024.0f;
+      int nch = 0, a, p;
+      topo_host_tuner_get(&t, ncclFuncAllReduce, 4096, 1, table, 0, &nch);
+      assert_true(topo_host_select(table, na, 3, &a, &p));
+      assert_int_equal(a, NCCL_ALGO_RING);
+      assert_int_equal(p, NCCL_PROTO_LL);
+      assert_true(table[NCCL_ALGO_TREE * 3 + NCCL_PROTO_LL128] < 0);
+      if (na == 7) assert_true(table[NCCL_ALGO_PAT * 3 + NCCL_PROTO_SIMPLE] < 0);
+    }
+    assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 2); /* PAT and Tree/LL128, once each */
+    close_tuner(&t);
+  }
+  unlink(path);
+  unsetenv("TOPO_TUNER_RULES");
+  /* Force on an ignored entry: the table untouched, one warning for many calls. */
+  setenv("TOPO_TUNER_FORCE", "nvls,simple", 1);
+  topo_host_log_reset();
+  topo_host_tuner t;
+  open_tuner(&t, TOPO_NCCL_2_28, 2, 1);
+  for (int i = 0; i < 20; i++) {
+    float table[21], before[21];
+    nccl2_fill(i % 5, 1024u << i, 7, table);
+    memcpy(before, table, sizeof table);
+    int nch = 0;
+    topo_host_tuner_get(&t, i % 5, 1024u << i, 1, table, 0, &nch);
+    assert_memory_equal(table, before, sizeof table);
+    assert_int_equal(nch, 0);
+  }
+  assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 1);
+  close_tuner(&t);
+  unsetenv("TOPO_TUNER_FORCE");
+}
+
 /* Decisions of a communicator for a fixed grid, as (algo*3+proto, nChannels) pairs. */
 static void decisions(topo_host_tuner *t, int *out) {
   int k = 0;
@@ -542,6 +690,10 @@ int main(void) {
       cmocka_unit_test_setup(test_v6_chunk_size_is_left_to_nccl, setup),
       cmocka_unit_test_setup(test_v6_chunk_size_stays_nccl_with_a_calibrated_profile, setup),
       cmocka_unit_test_setup(test_v2_returns_a_pair_nccl_can_use, setup),
+      cmocka_unit_test_setup(test_v2_force_only_where_supported, setup),
+      cmocka_unit_test_setup(test_v2_rules_only_where_supported, setup),
+      cmocka_unit_test_setup(test_v2_model_only_where_supported, setup),
+      cmocka_unit_test_setup(test_v3_ignored_entries_with_rules_and_force, setup),
       cmocka_unit_test_setup(test_force_takes_the_choice_where_allowed, setup),
       cmocka_unit_test_setup(test_rules_pin_choices_ahead_of_the_model, setup),
       cmocka_unit_test_setup(test_bad_profile_line_warns_and_the_rest_is_used, setup),
