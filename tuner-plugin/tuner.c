@@ -342,10 +342,7 @@ void topo_tuner_get(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int num_
                                                    &ignored);
     rule_refused(s, ignored);
     if (r) {
-      /* The model's times everywhere else keep the table meaningful; the pinned entry wins. */
-      int a, p;
-      topo_table_apply(s->table, coll, nbytes, num_pipe_ops, reg_buff, cost, num_algo, num_proto,
-                       &a, &p);
+      /* The pinned entry wins (0.0 is below every allowed entry); NCCL's other costs stay. */
       cost[r->algo * num_proto + r->proto] = 0.0f;
       *nchannels = nccl_clamps_channels(r->algo) ? r->nchannels : 0;
       return;
