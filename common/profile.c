@@ -289,7 +289,7 @@ topo_status topo_profile_add_point(topo_profile *p, const topo_profile_point *pt
   }
   memmove(&p->points[i + 1], &p->points[i], (size_t)(p->npoints - i) * sizeof *p->points);
   p->points[i] = *pt;
-  p->points[i].is_default = pt->is_default ? 1 : 0;
+  p->points[i].is_default = pt->is_default < 0 ? -1 : pt->is_default ? 1 : 0;
   p->npoints++;
   return TOPO_OK;
 }
@@ -734,6 +734,7 @@ static topo_status parse_point(parser *ps, char **tok, int ntok, topo_profile *p
   if ((t.proto = topo_proto_from_name(tok[3])) < 0)
     return bad(ps, "point: unknown protocol '%s'", tok[3]), TOPO_ERR_PARSE;
   int have = 0;
+  t.is_default = -1; /* no default=: not known */
   for (int i = 4; i < ntok; i++) {
     char *v = split_kv(tok[i]);
     const char *k = tok[i];
@@ -1021,9 +1022,10 @@ topo_status topo_profile_write(FILE *f, const topo_profile *p) {
     const topo_profile_point *t = &p->points[i];
     fmt_double(a, sizeof a, t->median_us);
     fmt_double(b, sizeof b, t->noise_us);
-    fprintf(f, "point %s %s %s channels=%d bytes=%llu median_us=%s noise_us=%s default=%d\n",
+    fprintf(f, "point %s %s %s channels=%d bytes=%llu median_us=%s noise_us=%s%s\n",
             topo_coll_name(t->coll), topo_algo_name(t->algo), topo_proto_name(t->proto),
-            t->nchannels, (unsigned long long)t->bytes, a, b, t->is_default);
+            t->nchannels, (unsigned long long)t->bytes, a, b,
+            t->is_default < 0 ? "" : t->is_default ? " default=1" : " default=0");
   }
   return ferror(f) ? TOPO_ERR_IO : TOPO_OK;
 }

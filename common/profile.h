@@ -67,7 +67,8 @@ typedef struct topo_profile_point {
   uint64_t bytes;      /* as the tuner sees it (see topo_profile_term) */
   double median_us;    /* > 0 */
   double noise_us;     /* >= 0 */
-  int is_default;      /* 1: NCCL's default ran this setting at this size */
+  int is_default;      /* 1: NCCL's default ran this setting at this size, 0: it did not,
+                          -1: not known (written without default=) */
 } topo_profile_point;
 
 typedef struct topo_profile {

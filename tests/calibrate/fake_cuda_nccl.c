@@ -9,6 +9,8 @@
 // 0), the tuner's load status (sticky failure, reload after the last communicator), forcing by
 // TOPO_TUNER_FORCE only through a loaded tuner and by NCCL_ALGO / NCCL_PROTO, and refusal of
 // collectives nothing allows. FAKE_NCCL_REFUSE_LL128=1 makes the tuner's LL128 force ignored.
+// FAKE_NCCL_JITTER=f scales every collective's time by 1 - f, 1 or 1 + f by the communicator's
+// unique id (id mod 3), so that repeats and the A/A pair differ, still deterministically.
 // Several processes (the fork launcher): fake_nccl_shared_init(n) before forking puts a shared
 // memory rendezvous under Broadcast and AllReduce(double, min) - the calls runner.c exchanges
 // data with - so each process gets the real result.
@@ -239,6 +241,7 @@ struct ncclComm {
   int force_algo, force_proto, force_ch; /* through the tuner */
   int env_algo, env_proto;               /* NCCL_ALGO / NCCL_PROTO, -1 = any */
   int tuner;                             /* holds a reference on the tuner */
+  double scale;                          /* FAKE_NCCL_JITTER: this communicator's time factor */
 };
 
 /* Cross-process rendezvous for the data-carrying calls (multi-process tests only). */
@@ -349,6 +352,9 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId i
   c->rank = rank;
   c->nranks = nranks;
   c->channels = 24;
+  const char *jit = getenv("FAKE_NCCL_JITTER");
+  int serial = strncmp(id.internal, "fake-", 5) == 0 ? atoi(id.internal + 5) : 0;
+  c->scale = 1.0 + (jit ? atof(jit) : 0.0) * (double)(serial % 3 - 1);
   if (config && config->maxCTAs > 0 && config->maxCTAs != NCCL_CONFIG_UNDEF_INT) c->channels = config->maxCTAs;
   c->force_algo = c->force_proto = -1;
   const char *ea = getenv("NCCL_ALGO"), *ep = getenv("NCCL_PROTO");
@@ -418,7 +424,7 @@ static ncclResult_t coll(int func, size_t count, size_t elem, ncclComm_t c, cuda
         }
   }
   if (algo < 0) return ncclInvalidUsage;
-  advance(s, model_us(func, bytes, algo, proto, nch, c->nranks));
+  advance(s, c->scale * model_us(func, bytes, algo, proto, nch, c->nranks));
   if (c->rank == 0) {
     int used = bytes < 65536 ? 1 : nch;
     info("%s: %zu Bytes -> Algo %s proto %s channel{Lo..Hi}={0..%d}", names[func], count * elem, anames[algo],

@@ -228,6 +228,114 @@ static void test_sweep_with_regimes_is_fitted_piecewise(void **state) {
   topo_cal_results_free(&r);
 }
 
+static void add_rep(topo_cal_results *r, int setting, uint64_t bytes, double us, int algo, int proto, int ch,
+                    int round, int pair) {
+  topo_cal_point p;
+  memset(&p, 0, sizeof p);
+  p.setting = setting;
+  p.coll = TOPO_CAL_COLL_ALLREDUCE;
+  p.bytes = bytes;
+  p.stats.n = 20;
+  p.stats.median = p.stats.p25 = p.stats.p75 = p.stats.min = p.stats.max = us;
+  p.ran_algo = algo, p.ran_proto = proto, p.ran_channels = ch;
+  p.round = round, p.pair = pair;
+  p.status = TOPO_CAL_OK;
+  assert_true(topo_cal_results_add_point(r, &p) >= 0);
+}
+
+static const topo_profile_point *point_at(const topo_profile *p, int algo, int proto, int ch, uint64_t bytes) {
+  int n = 0;
+  const topo_profile_point *pt = topo_profile_find_points(p, TOPO_CAL_COLL_ALLREDUCE, algo, proto, ch, &n);
+  for (int i = 0; i < n; i++)
+    if (pt[i].bytes == bytes) return &pt[i];
+  return NULL;
+}
+
+/* Measured points: one per in-reach effective setting and size, the median of its repeats; noise
+ * from the A/A pair where it ran, else half the range of the repeats, else no point (never 0);
+ * default=1 on what NCCL's default ran; beyond-reach results are left to advice; written with the
+ * NCCL version in the section key, and read back. */
+static void test_points_carry_median_noise_and_default(void **state) {
+  (void)state;
+  topo_cal_results r;
+  topo_cal_results_init(&r);
+  snprintf(r.gpu_model, sizeof r.gpu_model, "H200");
+  r.nranks = 2, r.nnodes = 1, r.nccl_version = 22809, r.nccl_channels = 24, r.rounds = 3;
+  topo_cal_setting simple = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 0, 0};
+  topo_cal_setting ll = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL, 0, 0};
+  topo_cal_setting ch8 = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 8, 0};
+  topo_cal_setting ch32 = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 32, 1};
+  topo_cal_setting def = {TOPO_CAL_DEFAULT, -1, -1, 0, 0};
+  const uint64_t mb = 1 << 20, mb4 = 4 << 20;
+  const int R = TOPO_CAL_ALGO_RING, S = TOPO_CAL_PROTO_SIMPLE, L = TOPO_CAL_PROTO_LL;
+  for (int k = 0; k < 3; k++) {
+    int s0 = topo_cal_results_add_setting(&r, &simple), s1 = topo_cal_results_add_setting(&r, &ll);
+    int s2 = topo_cal_results_add_setting(&r, &ch8), s3 = topo_cal_results_add_setting(&r, &ch32);
+    int d0 = topo_cal_results_add_setting(&r, &def), d1 = topo_cal_results_add_setting(&r, &def);
+    add_rep(&r, s0, mb, 20.0 + k, R, S, 24, k, 0);
+    add_rep(&r, s1, mb, 30.0 + k, R, L, 24, k, 0);
+    add_rep(&r, s2, mb, 25.0 + k, R, S, 8, k, 0);
+    add_rep(&r, s3, mb, 15.0, R, S, 32, k, 0);
+    add_rep(&r, d0, mb, 20.0, R, S, 24, k, 0);
+    add_rep(&r, d1, mb, k == 1 ? 21.0 : 20.2, R, S, 24, k, 1);
+    /* 4 MB: no default there (no A/A figure); Simple repeats spread, LL ran in one round only */
+    add_rep(&r, s0, mb4, k == 2 ? 44.0 : 40.0 + k, R, S, 24, k, 0);
+    if (k == 0) add_rep(&r, s1, mb4, 60.0, R, L, 24, k, 0);
+  }
+  topo_profile p;
+  assert_true(topo_cal_fit_profile(&r, &p) >= 0);
+  assert_int_equal(p.key.nccl_version, 22809);
+  int np = 0;
+  double aa = topo_cal_results_noise(&r, TOPO_CAL_COLL_ALLREDUCE, mb, &np);
+  assert_int_equal(np, 3);
+  assert_true(aa > 0);
+  const topo_profile_point *q = point_at(&p, R, S, 0, mb);
+  assert_non_null(q);
+  assert_true(fabs(q->median_us - 21.0) < 1e-9); /* median of 20, 21, 22 */
+  assert_true(fabs(q->noise_us - aa * 21.0) < 1e-9);
+  assert_int_equal(q->is_default, 1);
+  q = point_at(&p, R, L, 0, mb);
+  assert_non_null(q);
+  assert_int_equal(q->is_default, 0);
+  q = point_at(&p, R, S, 8, mb); /* fewer channels than NCCL's 24: within reach */
+  assert_non_null(q);
+  assert_true(fabs(q->median_us - 26.0) < 1e-9);
+  assert_int_equal(q->is_default, 0);
+  assert_null(point_at(&p, R, S, 32, mb)); /* beyond reach: advice, not a point */
+  q = point_at(&p, R, S, 0, mb4);
+  assert_non_null(q);
+  assert_true(fabs(q->median_us - 41.0) < 1e-9);
+  assert_true(fabs(q->noise_us - 2.0) < 1e-9); /* half of 44 - 40 */
+  assert_int_equal(q->is_default, 0);
+  assert_null(point_at(&p, R, L, 0, mb4)); /* one repeat, no A/A: noise unknown, no point */
+  for (int i = 0; i < p.npoints; i++) assert_true(p.points[i].noise_us > 0);
+  assert_int_equal(p.npoints, 4);
+
+  char path[] = "/tmp/topo-cal-points-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  assert_true(topo_cal_write_profile(&r, path, NULL) >= 0);
+  topo_profile back;
+  topo_profile_key want = {"H200", 2, 1, 22809};
+  assert_int_equal(topo_profile_load(path, &want, &back), TOPO_OK);
+  assert_int_equal(back.npoints, p.npoints);
+  for (int i = 0; i < p.npoints; i++) {
+    assert_true(back.points[i].median_us == p.points[i].median_us);
+    assert_true(back.points[i].noise_us == p.points[i].noise_us);
+    assert_int_equal(back.points[i].is_default, p.points[i].is_default);
+  }
+  topo_profile_free(&back);
+  /* keyed by the version that ran: another NCCL version finds no section */
+  topo_profile_key other = {"H200", 2, 1, 22803};
+  assert_int_equal(topo_profile_load(path, &other, &back), TOPO_ERR_PARSE);
+  assert_int_equal(back.npoints, 0);
+  topo_profile_free(&back);
+  unlink(path);
+  topo_profile_free(&p);
+  topo_cal_results_free(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_terms_recover_latency_and_bandwidth),
@@ -235,6 +343,7 @@ int main(void) {
       cmocka_unit_test(test_link_and_protocol_parameters_come_from_measurements),
       cmocka_unit_test(test_written_profile_reads_back),
       cmocka_unit_test(test_one_gpu_profile_keeps_builtin_links),
+      cmocka_unit_test(test_points_carry_median_noise_and_default),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -209,6 +209,14 @@ static int scenario_tuner_bench(void) {
   CHECK(t != NULL);
   if (t) CHECK(fabs(t->lat_us - 12.0) < 0.05 && fabs(t->bw_gbs - 360.0) < 1.0);
   CHECK(topo_profile_find_term(&prof, TOPO_CAL_COLL_ALLGATHER, TOPO_CAL_ALGO_TREE, TOPO_CAL_PROTO_SIMPLE, 0) == NULL);
+  /* the fake is deterministic: where the repeats and the A/A pair agree exactly there is no
+   * noise figure, so no point (a noise of 0 is never written): AllReduce ring/simple at 4 MB */
+  int npt = 0, at4 = 0;
+  const topo_profile_point *pts = topo_profile_find_points(&prof, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING,
+                                                           TOPO_CAL_PROTO_SIMPLE, 0, &npt);
+  for (int i = 0; i < npt; i++) at4 |= pts[i].bytes == 4u << 20;
+  CHECK(!at4);
+  for (int i = 0; i < prof.npoints; i++) CHECK(prof.points[i].noise_us > 0);
   topo_profile_free(&prof);
   CHECK(file_contains(s.summary, "geometric mean"));
   CHECK(file_contains(s.summary, "busbw(GB/s)"));
@@ -256,6 +264,58 @@ static int scenario_force_not_honoured(void) {
   CHECK(topo_profile_find_term(&prof, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL, 0) != NULL);
   topo_profile_free(&prof);
   CHECK(file_contains(s.summary, "NOT-FORCED"));
+  topo_cal_results_free(r);
+  cleanup(&s);
+  return failures;
+}
+
+/* Timings that vary by communicator (FAKE_NCCL_JITTER): the profile carries a measured point
+ * for every in-reach effective setting and size, each with a noise above 0, default=1 on what
+ * NCCL's default ran, in a section keyed by the NCCL version that ran. */
+static int scenario_points(void) {
+  scenario s;
+  setup(&s, 1);
+  setenv("FAKE_NCCL_JITTER", "0.02", 1);
+  run(&s);
+  unsetenv("FAKE_NCCL_JITTER");
+  topo_cal_results *r = &s.r;
+  CHECK(s.rc == 0);
+  int npairs = 0;
+  CHECK(topo_cal_results_noise(r, TOPO_CAL_COLL_ALLREDUCE, 1 << 19, &npairs) > 0);
+  CHECK(file_contains(s.profile, "topo-profile 2"));
+  CHECK(file_contains(s.profile, "section gpu=H200 nranks=2 nnodes=1 nccl=22809"));
+  topo_profile_key want = {"H200", 2, 1, 22809};
+  topo_profile prof;
+  CHECK(topo_profile_load(s.profile, &want, &prof) == TOPO_OK);
+  CHECK(prof.npoints > 20);
+  for (int i = 0; i < prof.npoints; i++) {
+    const topo_profile_point *q = &prof.points[i];
+    CHECK(q->noise_us > 0 && q->median_us > 0);
+    CHECK(q->nchannels == 0 || q->nchannels == 8);
+    /* no default on a channel-limited point, and one default per (collective, size) at most */
+    if (q->nchannels) CHECK(!q->is_default);
+    for (int j = i + 1; j < prof.npoints; j++)
+      if (q->is_default && prof.points[j].is_default) CHECK(prof.points[j].coll != q->coll || prof.points[j].bytes != q->bytes);
+  }
+  /* where the default ran: its setting's point says default=1 */
+  int checked = 0;
+  for (int i = 0; i < r->npoints; i++) {
+    const topo_cal_point *p = &r->points[i];
+    if (r->settings[p->setting].kind != TOPO_CAL_DEFAULT || p->status != TOPO_CAL_OK || p->ran_algo < 0) continue;
+    int n = 0, hit = 0;
+    const topo_profile_point *pt = topo_profile_find_points(&prof, p->coll, p->ran_algo, p->ran_proto, 0, &n);
+    for (int k = 0; k < n; k++)
+      if (pt[k].bytes == p->bytes) hit = pt[k].is_default ? 1 : -1;
+    CHECK(hit == 1);
+    checked++;
+  }
+  CHECK(checked > 10);
+  /* 4 MB with 8 of NCCL's 24 channels: a point of its own */
+  int n8 = 0;
+  const topo_profile_point *pt = topo_profile_find_points(&prof, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING,
+                                                          TOPO_CAL_PROTO_SIMPLE, 8, &n8);
+  CHECK(pt != NULL && n8 > 0 && pt[n8 - 1].bytes == 4u << 20);
+  topo_profile_free(&prof);
   topo_cal_results_free(r);
   cleanup(&s);
   return failures;
@@ -369,6 +429,10 @@ static void test_forced_choice_nccl_ignored_is_marked_not_fitted(void **state) {
   (void)state;
   in_child(scenario_force_not_honoured);
 }
+static void test_profile_carries_measured_points(void **state) {
+  (void)state;
+  in_child(scenario_points);
+}
 static void test_without_tuner_forces_through_nccl_env(void **state) {
   (void)state;
   in_child(scenario_env_forcing);
@@ -386,6 +450,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_forced_sweep_through_tuner_with_bench),
       cmocka_unit_test(test_forced_choice_nccl_ignored_is_marked_not_fitted),
+      cmocka_unit_test(test_profile_carries_measured_points),
       cmocka_unit_test(test_without_tuner_forces_through_nccl_env),
       cmocka_unit_test(test_two_nodes_run_one_process_per_gpu),
       cmocka_unit_test(test_stop_request_writes_partial_results),

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,7 +265,7 @@ static void test_fit_one_size_ddp_traffic(void **state) {
   char args[512], *out;
   snprintf(args, sizeof args, "fit --gpu H200 -o %s/ddp.profile %s", dir, TOPO_DDP_TRACES);
   assert_int_equal(run(args, &out), 0);
-  assert_non_null(strstr(out, "measured-point terms from the traces"));
+  assert_non_null(strstr(out, "points from the traces"));
   assert_non_null(strstr(out, "kept from builtin:H200"));
   free(out);
   char path[160];
@@ -277,6 +278,14 @@ static void test_fit_one_size_ddp_traffic(void **state) {
   assert_int_equal(topo_profile_parse(text, strlen(text), path, &want, &p, &nbad), TOPO_OK);
   assert_int_equal(nbad, 0);
   assert_non_null(strstr(text, "# measured allreduce ring simple channels=24 bytes="));
+  assert_non_null(strstr(text, "topo-profile 2\n"));
+  assert_non_null(strstr(text, " nccl=*\n")); /* the traces carry no NCCL version */
+  const char *line = strstr(text, "\npoint allreduce ring simple channels=0 bytes=");
+  assert_non_null(line);
+  const char *eol = strchr(line + 1, '\n');
+  assert_non_null(eol);
+  /* whether NCCL picked Ring/Simple by itself the traces do not say: no default= */
+  assert_true(strstr(line + 1, "default=") == NULL || strstr(line + 1, "default=") > eol);
   free(text);
   const topo_profile_term *t = topo_profile_find_term(&p, 4, 1, 2, 0); /* AllReduce Ring/Simple */
   assert_non_null(t);
@@ -285,6 +294,17 @@ static void test_fit_one_size_ddp_traffic(void **state) {
   double us = t->lat_us + (double)t->min_bytes / (t->bw_gbs * 1e3);
   assert_true(us > 20 && us < 5000);      /* a 32 MiB AllReduce on NVLink: tens to hundreds of us */
   assert_true(t->rel_err > 0);            /* real traffic has spread */
+  /* The tuner's evidence: one point, the median of the calls' GPU times with half their
+   * interquartile range as the noise (the term's rel_err is that spread over the median). */
+  int npt = 0;
+  const topo_profile_point *pt = topo_profile_find_points(&p, 4, 1, 2, 0, &npt);
+  assert_int_equal(npt, 1);
+  assert_true(pt[0].bytes >= t->min_bytes && pt[0].bytes <= t->max_bytes);
+  assert_true(fabs(pt[0].median_us - (double)pt[0].bytes / (t->bw_gbs * 1e3)) < 1e-3 * pt[0].median_us);
+  assert_true(pt[0].noise_us > 0);
+  assert_true(fabs(pt[0].noise_us - t->rel_err * pt[0].median_us) < 1e-3 * pt[0].noise_us);
+  assert_int_equal(pt[0].is_default, -1);
+  assert_true(p.npoints >= npt);
   /* Nothing outside the bucket: the model keeps every other size. */
   assert_null(topo_profile_find_term_at(&p, 4, 1, 2, 0, 16u << 20));
   assert_true(p.link[TOPO_LINK_NVLINK].bw_gbs == 370);

@@ -647,6 +647,36 @@ static void test_piecewise_fit_covers_the_sweep_within_the_error(void **state) {
   assert_int_equal(topo_profile_fit_piecewise(b, us, 1, 0.03, t, 16), 0);
 }
 
+/* A point without default= is not known to be NCCL's pick or not: it reads as -1 and writes back
+ * without default=; default=0 and default=1 stay as given. */
+static void test_point_default_absent_is_unknown(void **state) {
+  (void)state;
+  const char *text = "topo-profile 2\nsection nranks=2\n"
+                     "point allreduce ring simple bytes=1024 median_us=10 noise_us=0.5\n"
+                     "point allreduce ring simple bytes=2048 median_us=11 noise_us=0.5 default=1\n"
+                     "point allreduce ring ll bytes=1024 median_us=9 noise_us=0.5 default=0\n";
+  topo_profile_key want = key("", 2, 0, 0);
+  topo_profile p;
+  int nbad = -1;
+  assert_int_equal(parse(text, &want, &p, &nbad), TOPO_OK);
+  assert_int_equal(nbad, 0);
+  assert_int_equal(p.npoints, 3);
+  int n = 0;
+  const topo_profile_point *pt = topo_profile_find_points(&p, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0, &n);
+  assert_int_equal(n, 2);
+  assert_int_equal(pt[0].is_default, -1);
+  assert_int_equal(pt[1].is_default, 1);
+  pt = topo_profile_find_points(&p, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL, 0, &n);
+  assert_int_equal(n, 1);
+  assert_int_equal(pt[0].is_default, 0);
+  char *buf = write_text(&p);
+  assert_non_null(strstr(buf, "bytes=1024 median_us=10 noise_us=0.5\n"));
+  assert_non_null(strstr(buf, "bytes=2048 median_us=11 noise_us=0.5 default=1\n"));
+  assert_non_null(strstr(buf, "median_us=9 noise_us=0.5 default=0\n"));
+  free(buf);
+  topo_profile_free(&p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_builtin_defaults_for_each_gpu, setup),
@@ -666,6 +696,7 @@ int main(void) {
       cmocka_unit_test_setup(test_overlapping_pieces_in_a_file_warn, setup),
       cmocka_unit_test_setup(test_piecewise_fit_covers_the_sweep_within_the_error, setup),
       cmocka_unit_test_setup(test_names_round_trip_and_accept_nccl_spellings, setup),
+      cmocka_unit_test_setup(test_point_default_absent_is_unknown, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,12 +67,20 @@ static void str(const char *s, const char *end, const char *key, char *buf, size
 
 static const char *const ev_names[] = {"measured", "interpolated", "model-only"};
 
-/* The rule topo-tune documents: a term spanning at most one x2 step is a measured point. */
+/* The rule topo-tune documents: a point within 5 % of the size is measured, points on both
+ * sides interpolate, nothing around is the model alone. */
 static int expect_evidence(const topo_profile *p, int coll, const char *algo, const char *proto,
                            int nch, uint64_t bytes) {
-  const topo_profile_term *t = topo_profile_find_term_at(p, coll, topo_algo_from_name(algo),
-                                                         topo_proto_from_name(proto), nch, bytes);
-  return !t ? 2 : t->max_bytes / 2 <= t->min_bytes ? 0 : 1;
+  int n = 0, below = 0, above = 0;
+  const topo_profile_point *pt = topo_profile_find_points(p, coll, topo_algo_from_name(algo),
+                                                          topo_proto_from_name(proto), nch, &n);
+  for (int i = 0; i < n; i++) {
+    double d = (double)pt[i].bytes - (double)bytes;
+    if (fabs(d) <= 0.05 * (double)bytes) return 0;
+    below |= d < 0;
+    above |= d > 0;
+  }
+  return below && above ? 1 : 2;
 }
 
 static int setup(void **state) {
@@ -118,7 +127,7 @@ static void test_unknown_gpu_is_one_warning_and_generic(void **state) {
 }
 
 /* Every row: gain = the profile's time for NCCL's pick / its time for topo's pick; evidence per
- * setting from the profile's terms, the row's the weaker of the two. */
+ * setting from the profile's measured points (not its terms), the row's the weaker of the two. */
 static void test_gain_and_evidence_from_the_same_profile(void **state) {
   (void)state;
   char path[128];
@@ -126,11 +135,23 @@ static void test_gain_and_evidence_from_the_same_profile(void **state) {
   FILE *f = fopen(path, "w");
   assert_non_null(f);
   /* 8 ranks: NCCL 2.28 picks Ring/LL at 1 MiB and Ring/LL128 at 4-16 MiB on this node. */
-  fputs("topo-profile 1\nsection gpu=H200 nranks=8 nnodes=1\n"
+  /* Points at 2, 8 and ~32 MiB (a trace's mean bucket size, a little off the power of two) for
+   * the three Ring protocols, and 1 MiB for LL; the terms span 2-32 MiB but measure nothing at
+   * 4 or 16 MiB, where the points only bracket the size. */
+  fputs("topo-profile 2\nsection gpu=H200 nranks=8 nnodes=1\n"
         "term allreduce ring ll lat_us=0 bw_gbs=60 min_bytes=1048576 max_bytes=1048576 npoints=9\n"
         "term allreduce ring ll128 lat_us=8 bw_gbs=70 min_bytes=2097152 max_bytes=33554432\n"
         "term allreduce ring simple lat_us=12 bw_gbs=90 min_bytes=2097152 max_bytes=33554432\n",
         f);
+  static const char *const protos[3] = {"ll", "ll128", "simple"};
+  static const double lat[3] = {0, 8, 12}, bw[3] = {60, 70, 90};
+  const uint64_t sizes[4] = {1048576, 2097152, 8388608, 33570816};
+  for (int k = 0; k < 3; k++)
+    for (int i = k ? 1 : 0; i < 4; i++) {
+      double us = lat[k] + (double)sizes[i] / (bw[k] * 1e3);
+      fprintf(f, "point allreduce ring %s bytes=%llu median_us=%.3f noise_us=%.3f\n", protos[k],
+              (unsigned long long)sizes[i], us, 0.01 * us);
+    }
   assert_int_equal(fclose(f), 0);
   topo_profile p;
   topo_profile_key want = {"H200", 8, 1, 0};
@@ -176,13 +197,16 @@ static void test_gain_and_evidence_from_the_same_profile(void **state) {
     r = next;
   }
   assert_true(rows >= 9);
-  assert_true(seen[1] > 0 && seen[2] > 0); /* interpolated inside the terms, model-only outside */
+  /* measured at the points, interpolated between them, model-only outside (even where a
+   * fitted term covers the size: 1 MiB for LL128, a term's range is no measurement) */
+  assert_true(seen[0] > 0 && seen[1] > 0 && seen[2] > 0);
   free(out);
   /* Text: a model-only gain is in parentheses, an interpolated one is not. */
   snprintf(args, sizeof args, "--profile %s --gpu H200 --nranks 8 --coll allreduce --min 256K --max 128M", path);
   assert_int_equal(run(args, &out), 0);
   assert_non_null(strstr(out, "x) model-only"));
   assert_non_null(strstr(out, "x interpolated"));
+  assert_non_null(strstr(out, "x measured"));
   free(out);
   topo_profile_free(&p);
 }

@@ -274,6 +274,8 @@ typedef struct topo_cal_measured {
   int n;                    /* repeats pooled */
   int beyond_reach;         /* every repeat came from a beyond-reach setting */
   int setting;              /* first contributing setting (its label names the row) */
+  int own_channels;         /* 1: a contributing setting ran NCCL's own channel count */
+  double spread_us;         /* half the range (max - min) of the pooled repeats; < 0 when n < 2 */
 } topo_cal_measured;
 
 /* Fill out[] (<= cap) with every effective setting's result; returns the count. */
@@ -339,9 +341,10 @@ void topo_cal_nccl_log_close(topo_cal_nccl_log *log);
 struct topo_profile;
 /* Build the profile of this run: built-in defaults for the GPU model, keyed by (model, nranks,
  * nnodes, NCCL version), with fitted terms for every forced (coll, algo, proto, channels) with
- * >= 2 accepted sizes, and link / protocol / launch parameters from the measurements (see
- * fit.c). Returns the number of terms, or -1 on allocation failure. The caller frees with
- * topo_profile_free. */
+ * >= 2 accepted sizes, a measured point for every in-reach effective setting and size whose
+ * noise is known (A/A, else the spread of its repeats; default=1 where NCCL's default ran it),
+ * and link / protocol / launch parameters from the measurements (see fit.c). Returns the number
+ * of terms, or -1 on allocation failure. The caller frees with topo_profile_free. */
 int topo_cal_fit_profile(const topo_cal_results *r, struct topo_profile *out);
 
 /* Fit the profile (topo_cal_fit_profile), write it to `path` (NULL: skip) and its short form to

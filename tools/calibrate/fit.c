@@ -16,6 +16,9 @@
  *               AllReduce latency above LL's, per step
  *   launch_us   ring/LL AllReduce latency less its 2(n-1) link hops, at least the GPU floor
  *   max_channels NCCL's own channel count (its log); nvls: the GPUs' multicast support
+ * Measured points (the tuner's decisions): every in-reach effective setting's median per size,
+ * with its noise and whether NCCL's default ran it (add_points). The section is keyed by the
+ * GPU model, nranks, nnodes and the NCCL version the run used.
  * Pure; called by runner.c (every process computes the same profile from the same results).
  */
 #include <errno.h>
@@ -71,6 +74,60 @@ static double median_positive(const double *v, int n) {
 
 static const topo_profile_term *term_of(const topo_profile *p, int coll, int algo, int proto) {
   return topo_profile_find_term(p, coll, algo, proto, 0);
+}
+
+/* The channel count a measured result is keyed by in the profile: 0 (NCCL's own) where a
+ * setting at NCCL's own count ran it or the count is unknown, else the count that ran. */
+static int point_channels(const topo_cal_measured *m) {
+  return m->own_channels || m->channels <= 0 ? 0 : m->channels;
+}
+
+/* Measured points: one per in-reach effective setting and size (topo_cal_results_measured; a
+ * beyond-reach result is advice, report.c). noise_us = the A/A noise there x the median; where
+ * that is unknown or 0, half the range of the result's repeats; where that is too, no point (an
+ * unknown noise is never 0). Of two results with one key (NCCL's own count ran different counts
+ * in different rounds) the one with more repeats is kept. default=1 where NCCL's default ran
+ * this algorithm and protocol at this size (and this channel count, where both are known).
+ * Returns the number of points, -1 on allocation failure. */
+static int add_points(const topo_cal_results *r, topo_profile *out) {
+  int cap = r->npoints > 0 ? r->npoints : 1;
+  topo_cal_measured *m = topo_malloc((size_t)cap * sizeof *m);
+  if (!m) return -1;
+  int nm = topo_cal_results_measured(r, m, cap), added = 0;
+  int sdef = topo_cal_results_find_kind(r, TOPO_CAL_DEFAULT);
+  for (int i = 0; i < nm; i++) {
+    const topo_cal_measured *mi = &m[i];
+    if (mi->beyond_reach || !(mi->median_us > 0)) continue;
+    int ch = point_channels(mi), better = 0;
+    for (int j = 0; j < nm && !better; j++) {
+      const topo_cal_measured *mj = &m[j];
+      better = j != i && !mj->beyond_reach && mj->coll == mi->coll && mj->bytes == mi->bytes &&
+               mj->algo == mi->algo && mj->proto == mi->proto && point_channels(mj) == ch &&
+               (mj->n > mi->n || (mj->n == mi->n && j < i));
+    }
+    if (better) continue;
+    int npairs = 0;
+    double noise = topo_cal_results_noise(r, mi->coll, mi->bytes, &npairs);
+    double noise_us = noise > 0 ? noise * mi->median_us : mi->spread_us > 0 ? mi->spread_us : -1.0;
+    if (!(noise_us > 0) || !isfinite(noise_us)) continue;
+    topo_profile_point pt = {.coll = mi->coll, .algo = mi->algo, .proto = mi->proto, .nchannels = ch,
+                             .bytes = mi->bytes, .median_us = mi->median_us, .noise_us = noise_us};
+    if (sdef >= 0 && ch == 0) {
+      double dmed = 0;
+      int nd = 0, di = topo_cal_results_setting_median(r, sdef, mi->coll, mi->bytes, &dmed, &nd);
+      const topo_cal_point *dp = di >= 0 ? &r->points[di] : NULL;
+      pt.is_default = dp && dp->ran_algo == mi->algo && dp->ran_proto == mi->proto &&
+                      (dp->ran_channels <= 0 || mi->channels <= 0 || dp->ran_channels == mi->channels);
+    }
+    topo_status st = topo_profile_add_point(out, &pt);
+    if (st == TOPO_ERR_NOMEM) {
+      topo_free(m);
+      return -1;
+    }
+    added += st == TOPO_OK;
+  }
+  topo_free(m);
+  return added;
 }
 
 int topo_cal_fit_profile(const topo_cal_results *r, topo_profile *out) {
@@ -147,6 +204,10 @@ int topo_cal_fit_profile(const topo_cal_results *r, topo_profile *out) {
   }
   topo_free(bytes);
   topo_free(times);
+  if (add_points(r, out) < 0) {
+    topo_profile_free(out);
+    return -1;
+  }
 
   if (r->nranks < 2) {
     if (r->floor_graph_us > 0) out->launch_us = r->floor_graph_us;

@@ -123,8 +123,14 @@ int topo_cal_results_measured(const topo_cal_results *r, topo_cal_measured *out,
       if (a2 != a || p2 != p || ch2 != ch) continue;
       pool[m->n++] = q->stats.median;
       if (!r->settings[q->setting].beyond_reach) m->beyond_reach = 0;
+      if (r->settings[q->setting].nchannels == 0) m->own_channels = 1;
     }
     m->median_us = median_value(pool, m->n);
+    m->spread_us = -1.0;
+    if (m->n >= 2) {
+      topo_cal_stats st;
+      if (topo_cal_stats_compute(pool, m->n, &st) == 0) m->spread_us = (st.max - st.min) / 2;
+    }
     n++;
   }
   topo_free(pool);

@@ -10,8 +10,14 @@
 //     lat_us 0 and bw_gbs = mean size / median, valid only over the sizes of its calls
 //     [min_bytes, max_bytes], rel_err = its spread (half the interquartile range / median),
 //     npoints = its call count.
-// Every point is also written as a `# measured ...` comment line (size, median, spread, count,
-// channels) so a reader that knows measured points can take them. Everything else comes from the
+// Every point with a spread is also a `point` line (format version 2, what the tuner decides on):
+// bytes = its mean size, median_us = the median of its calls' GPU times, noise_us = half their
+// interquartile range (spread x median); a point with no spread (one call, or a quantile sketch
+// that cannot tell its quartiles apart) is no `point` line, as a noise is never 0. channels=0
+// (untuned traffic ran NCCL's own count); no default= (the traces do not say whether NCCL picked
+// the setting by itself or a tuner did). The section stays nccl=* (the traces carry no NCCL
+// version). Every point is also a `# measured ...` comment line (size, range, median, spread,
+// count, the channel count its calls ran). Everything else comes from the
 // base: --base PROFILE (its matching section; its terms are kept where no new term overlaps
 // them), else the built-in defaults of --gpu (generic ones for none or an unknown model).
 // The output appears whole or not at all: written to a temporary file in its directory, synced,
@@ -91,7 +97,7 @@ static int collect(const rp_report *r, int nranks, int func, int algo, int proto
 }
 
 typedef struct fit_count {
-  int fitted, measured, replaced, kept;
+  int fitted, measured, replaced, kept, points;
 } fit_count;
 
 /* The section for one communicator size, into p (base already there). */
@@ -152,6 +158,15 @@ static topo_status fit_section(const rp_report *r, int nranks, topo_profile *p, 
                     t.rel_err * 100, lo, hi);
           }
         }
+        for (int i = 0; i < n; i++) {
+          topo_profile_point pt = {.coll = func, .algo = algo, .proto = proto, .nchannels = 0,
+                                   .bytes = pts[i].bytes, .median_us = pts[i].median_us,
+                                   .noise_us = pts[i].spread * pts[i].median_us, .is_default = -1};
+          if (!(pt.noise_us > 0)) continue;
+          topo_status s = topo_profile_add_point(p, &pt);
+          if (s == TOPO_OK) c->points++;
+          else if (s == TOPO_ERR_NOMEM) st = s;
+        }
       }
   return st;
 }
@@ -211,7 +226,7 @@ topo_status rp_fit(const rp_report *r, const char *gpu, const char *base_path, c
     return TOPO_ERR_IO;
   }
   topo_status st = TOPO_OK;
-  fit_count total = {0, 0, 0, 0};
+  fit_count total = {0, 0, 0, 0, 0};
   if (summary)
     fprintf(summary, "%-14s %5s %-10s %-7s %-8s %7s %10s %10s %8s  %s\n", "collective", "ranks",
             "algorithm", "proto", "from", "points", "lat (us)", "bw (GB/s)", "rms err",
@@ -239,27 +254,28 @@ topo_status rp_fit(const rp_report *r, const char *gpu, const char *base_path, c
     snprintf(base_src, sizeof base_src, "%s", p.source);
     int base_terms = p.nterms;
     p.key = want;
-    fit_count c = {0, 0, 0, 0};
+    fit_count c = {0, 0, 0, 0, 0};
     st = fit_section(r, sizes[si], &p, summary, &c);
     c.kept = base_terms - c.replaced;
-    if (st == TOPO_OK && c.fitted + c.measured > 0) {
+    if (st == TOPO_OK && c.fitted + c.measured + c.points > 0) {
       snprintf(p.source, sizeof p.source, "topo-report fit");
       if (topo_profile_write(out, &p) != TOPO_OK) st = TOPO_ERR_IO;
       fprintf(out, "# base: %s; %d terms kept from it, %d replaced by the traces\n", base_src,
               c.kept, c.replaced);
       write_points(out, r, sizes[si]);
       if (summary)
-        fprintf(summary, "%d ranks: %d fitted and %d measured-point terms from the traces; kept "
-                "from %s: %d terms (%d replaced), links, protocols and launch cost\n",
-                sizes[si], c.fitted, c.measured, base_src, c.kept, c.replaced);
+        fprintf(summary, "%d ranks: %d fitted and %d measured-point terms and %d points from the "
+                "traces; kept from %s: %d terms (%d replaced), links, protocols and launch cost\n",
+                sizes[si], c.fitted, c.measured, c.points, base_src, c.kept, c.replaced);
       total.fitted += c.fitted;
       total.measured += c.measured;
+      total.points += c.points;
     }
     topo_profile_free(&p);
   }
   if (fflush(out) != 0 || ferror(out) || fsync(fileno(out)) != 0) st = st == TOPO_OK ? TOPO_ERR_IO : st;
   if (fclose(out) != 0 && st == TOPO_OK) st = TOPO_ERR_IO;
-  if (st == TOPO_OK && total.fitted + total.measured == 0) {
+  if (st == TOPO_OK && total.fitted + total.measured + total.points == 0) {
     TOPO_WARN("nothing to fit: no GPU-timed collective in the traces (TOPO_PROFILER_SAMPLE and "
               "TOPO_PROFILER_MEASURE_BYTES say which calls the profiler times); %s not written", out_path);
     unlink(tmp);
@@ -275,7 +291,7 @@ topo_status rp_fit(const rp_report *r, const char *gpu, const char *base_path, c
     return st;
   }
   if (summary)
-    fprintf(summary, "wrote %d fitted and %d measured-point terms to %s\n", total.fitted,
-            total.measured, out_path);
+    fprintf(summary, "wrote %d fitted and %d measured-point terms and %d points to %s\n",
+            total.fitted, total.measured, total.points, out_path);
   return TOPO_OK;
 }

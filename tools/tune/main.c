@@ -7,6 +7,7 @@
 // edited by the decision table, then NCCL's selection.
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,18 +100,27 @@ static int is_known_gpu(const char *gpu) {
   return gpu && *gpu && strcasecmp(gpu, "generic") != 0 && topo_profile_builtin(gpu, &p) == TOPO_OK;
 }
 
-/* What the profile holds for one setting at one size, strongest first. A fitted term whose range
- * spans at most one x2 size step is a measured point (`topo-report fit` writes a size measured
- * alone that way); a wider term covering the size interpolates between measured sizes; no term:
- * the built-in link model alone. */
+/* What the profile measured for one setting at one size, strongest first, from its `point` lines
+ * (what the tuner decides on): a point within TUNE_SIZE_TOL of the size is measured (a trace's
+ * mean bucket size is a few bytes off the power of two); points on both sides bracket it:
+ * interpolated (the tuner interpolates between them); else the model alone (fitted terms or the
+ * built-in link model), model-only. */
 enum { EV_MEASURED, EV_INTERPOLATED, EV_MODEL };
 static const char *const ev_names[] = {"measured", "interpolated", "model-only"};
+#define TUNE_SIZE_TOL 0.05
 
 static int evidence(const topo_profile *p, int coll, int algo, int proto, int nch,
                     unsigned long long bytes) {
-  const topo_profile_term *t = topo_profile_find_term_at(p, coll, algo, proto, nch, bytes);
-  if (!t) return EV_MODEL;
-  return t->max_bytes / 2 <= t->min_bytes ? EV_MEASURED : EV_INTERPOLATED;
+  int n = 0, below = 0, above = 0;
+  const topo_profile_point *pt = topo_profile_find_points(p, coll, algo, proto, nch, &n);
+  double b = (double)bytes;
+  for (int i = 0; i < n; i++) {
+    double x = (double)pt[i].bytes;
+    if (fabs(x - b) <= TUNE_SIZE_TOL * b) return EV_MEASURED;
+    below |= x < b;
+    above |= x > b;
+  }
+  return below && above ? EV_INTERPOLATED : EV_MODEL;
 }
 
 /* 1 when the profile's network link is the built-in figure of its GPU (nothing measured it). */
@@ -236,9 +246,10 @@ int main(int argc, char **argv) {
            prof.source, nranks, nnodes, nnodes > 1 ? "s" : "", nvls ? "on" : "off", pipe);
     printf("channels 0 = NCCL's own count; busbw by nccl-tests factors. 'NCCL's us' = NCCL 2.28's\n"
            "own estimate for its pick; 'profile us' = this profile's time for that same setting;\n"
-           "gain = NCCL's pick / topo's pick, both timed by this profile. evidence: measured (the\n"
-           "profile measured both settings at this size), interpolated (fitted terms cover it),\n"
-           "model-only (built-in link model: gain in parentheses, an estimate, not a measurement).\n");
+           "gain = NCCL's pick / topo's pick, both timed by this profile. evidence (the profile's\n"
+           "measured points, the weaker of the two settings): measured (both have a point at this\n"
+           "size, +-5 %%), interpolated (points on both sides), model-only (no measurement around:\n"
+           "fitted terms or the link model; gain in parentheses, an estimate, not a measurement).\n");
     if (net_nominal)
       printf("'*': the network link is nominal (built-in %.0f GB/s, %.1f us, not measured).\n",
              prof.link[TOPO_LINK_NET].bw_gbs, prof.link[TOPO_LINK_NET].lat_us);
