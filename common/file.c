@@ -3,8 +3,11 @@
 #include "file.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "alloc.h"
 
@@ -18,8 +21,22 @@ topo_status topo_file_read(const char *path, size_t max_bytes, char **buf, size_
   *buf = NULL;
   *len = 0;
   if (!path) return fail(TOPO_ERR_IO, why, why_len, "no path");
-  FILE *f = fopen(path, "rb");
-  if (!f) return fail(TOPO_ERR_IO, why, why_len, strerror(errno));
+  /* O_NONBLOCK: opening a FIFO nobody writes (or a device) must not block; only a regular file
+   * is read, then in blocking mode. */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return fail(TOPO_ERR_IO, why, why_len, strerror(errno));
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    close(fd);
+    return fail(TOPO_ERR_IO, why, why_len, "not a regular file");
+  }
+  int fl = fcntl(fd, F_GETFL);
+  if (fl >= 0) (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    return fail(TOPO_ERR_NOMEM, why, why_len, "out of memory");
+  }
   topo_status st = TOPO_OK;
   char *data = NULL, text[64];
   size_t n = 0, cap = 0;

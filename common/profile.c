@@ -21,6 +21,7 @@
 #define PROFILE_MAX_LINE 1024
 #define PROFILE_MAX_TOKENS 16
 #define PROFILE_MAX_TERMS 65536      /* per section */
+#define PROFILE_MAX_WARNINGS 32      /* bad lines warned per file; the rest only counted */
 
 /* ---------------------------------------------------------------------------------------------
  * Names
@@ -528,7 +529,8 @@ static void bad(parser *ps, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(what, sizeof what, fmt, ap);
   va_end(ap);
-  TOPO_WARN("%s:%d: %s; line skipped", ps->name, ps->line, what);
+  if (ps->nbad < PROFILE_MAX_WARNINGS)
+    TOPO_WARN("%s:%d: %s; line skipped", ps->name, ps->line, what);
   ps->nbad++;
 }
 
@@ -668,7 +670,7 @@ static int parse_proto(parser *ps, char **tok, int ntok, topo_profile *p) {
 
 /* `term <coll> <algo> <proto> [channels=N] lat_us=X bw_gbs=Y [min_bytes= max_bytes= rel_err=
  * npoints=]` */
-static topo_status parse_term(parser *ps, char **tok, int ntok, topo_profile *p) {
+static topo_status parse_term(parser *ps, char **tok, int ntok, topo_profile_term *out) {
   if (ntok < 4) return bad(ps, "term: want <collective> <algorithm> <protocol> key=value..."), TOPO_ERR_PARSE;
   topo_profile_term t;
   memset(&t, 0, sizeof t);
@@ -710,16 +712,8 @@ static topo_status parse_term(parser *ps, char **tok, int ntok, topo_profile *p)
   }
   if (!have_lat || !have_bw) return bad(ps, "term: lat_us= and bw_gbs= are required"), TOPO_ERR_PARSE;
   if (t.min_bytes > t.max_bytes) return bad(ps, "term: min_bytes > max_bytes"), TOPO_ERR_PARSE;
-  const topo_profile_term *dup = topo_profile_find_term_at(p, t.coll, t.algo, t.proto, t.nchannels, t.min_bytes);
-  if (dup && dup->min_bytes == t.min_bytes && dup->max_bytes == t.max_bytes)
-    return bad(ps, "term: duplicate (collective, algorithm, protocol, channels, range) in this section"),
-           TOPO_ERR_PARSE;
-  if (p->nterms >= PROFILE_MAX_TERMS) return bad(ps, "term: too many terms in one section"), TOPO_ERR_INVALID;
-  topo_status st = topo_profile_set_term(p, &t);
-  if (st == TOPO_ERR_INVALID)
-    return bad(ps, "term: byte range overlaps another term of this (collective, algorithm, "
-                   "protocol, channels) in this section"), st;
-  return st;
+  *out = t;
+  return TOPO_OK;
 }
 
 /* `point <coll> <algo> <proto> [channels=N] bytes=B median_us=X noise_us=Y [default=0|1]` */
@@ -791,10 +785,62 @@ typedef struct reader {
   topo_profile best;
   int best_score;      /* -1: none yet */
   topo_status nomem;
+  /* The section's term lines as read, checked and sorted once when the section ends: one sort
+   * instead of an insertion per line keeps any order of lines linear-logarithmic. */
+  struct staged_term { topo_profile_term t; int line; } *stage;
+  int nstage, cap_stage;
 } reader;
+
+static int staged_cmp(const void *pa, const void *pb) {
+  const struct staged_term *a = pa, *b = pb;
+  int c = term_cmp(&a->t, b->t.coll, b->t.algo, b->t.proto, b->t.nchannels, b->t.min_bytes);
+  return c ? c : (a->line > b->line) - (a->line < b->line);
+}
+
+/* Move the staged terms into the section in (coll, algo, proto, nchannels, min_bytes) order. Of
+ * two terms of one key whose ranges overlap, the one starting lower (then the earlier line) is
+ * kept and the other warned about at its line. */
+static void flush_terms(reader *r) {
+  topo_profile *p = &r->cur;
+  if (r->nstage == 0) return;
+  qsort(r->stage, (size_t)r->nstage, sizeof *r->stage, staged_cmp);
+  size_t want = (size_t)(p->nterms + r->nstage);
+  topo_profile_term *terms = topo_realloc(p->terms, want * sizeof *terms);
+  if (!terms) {
+    r->nomem = TOPO_ERR_NOMEM;
+    r->nstage = 0;
+    return;
+  }
+  p->terms = terms;
+  p->cap_terms = p->nterms + r->nstage;
+  int line = r->ps.line;
+  for (int i = 0; i < r->nstage; i++) {
+    const topo_profile_term *t = &r->stage[i].t;
+    const topo_profile_term *prev = p->nterms ? &p->terms[p->nterms - 1] : NULL;
+    r->ps.line = r->stage[i].line;
+    if (prev && same_key(prev, t->coll, t->algo, t->proto, t->nchannels) &&
+        prev->max_bytes >= t->min_bytes) {
+      if (prev->min_bytes == t->min_bytes && prev->max_bytes == t->max_bytes)
+        bad(&r->ps, "term: duplicate (collective, algorithm, protocol, channels, range) in "
+                    "this section");
+      else
+        bad(&r->ps, "term: byte range overlaps another term of this (collective, algorithm, "
+                    "protocol, channels) in this section");
+      continue;
+    }
+    if (!valid_term(t)) {
+      bad(&r->ps, "term: invalid");
+      continue;
+    }
+    p->terms[p->nterms++] = *t;
+  }
+  r->ps.line = line;
+  r->nstage = 0;
+}
 
 static void finish_section(reader *r) {
   if (r->in_section != 1) return;
+  flush_terms(r);
   r->in_section = 0;
   if (r->cur_score > r->best_score) {
     topo_profile_free(&r->best);
@@ -883,7 +929,24 @@ static void handle_line(reader *r, char *line) {
   } else if (strcmp(k, "proto") == 0) {
     parse_proto(ps, tok, ntok, p);
   } else if (strcmp(k, "term") == 0) {
-    if (parse_term(ps, tok, ntok, p) == TOPO_ERR_NOMEM) r->nomem = TOPO_ERR_NOMEM;
+    topo_profile_term t;
+    if (parse_term(ps, tok, ntok, &t) != TOPO_OK) return;
+    if (p->nterms + r->nstage >= PROFILE_MAX_TERMS) {
+      bad(ps, "term: too many terms in one section");
+      return;
+    }
+    if (r->nstage == r->cap_stage) {
+      int cap = r->cap_stage ? 2 * r->cap_stage : 64;
+      struct staged_term *grown = topo_realloc(r->stage, (size_t)cap * sizeof *grown);
+      if (!grown) {
+        r->nomem = TOPO_ERR_NOMEM;
+        return;
+      }
+      r->stage = grown;
+      r->cap_stage = cap;
+    }
+    r->stage[r->nstage].t = t;
+    r->stage[r->nstage++].line = ps->line;
   } else if (strcmp(k, "point") == 0) {
     if (parse_point(ps, tok, ntok, p) == TOPO_ERR_NOMEM) r->nomem = TOPO_ERR_NOMEM;
   } else {
@@ -922,7 +985,10 @@ topo_status topo_profile_parse(const char *text, size_t len, const char *name,
   }
   finish_section(&r);
   topo_profile_free(&r.cur);
+  topo_free(r.stage);
   if (nbad) *nbad = r.ps.nbad;
+  if (r.ps.nbad > PROFILE_MAX_WARNINGS)
+    TOPO_WARN("%d more bad lines in %s; skipped", r.ps.nbad - PROFILE_MAX_WARNINGS, r.ps.name);
 
   const char *gpu = want && want->gpu[0] ? want->gpu : NULL;
   if (r.nomem != TOPO_OK) {

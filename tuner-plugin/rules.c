@@ -19,6 +19,7 @@
 
 #define RULES_MAX_FILE (16u << 20)
 #define RULES_MAX_FIELDS 10
+#define RULES_MAX_WARNINGS 32/* per file; the rest are counted in one summary line */
 
 struct topo_rules {
   int n;
@@ -66,8 +67,8 @@ static int field_bytes(const char *s, uint64_t *out, int *any) {
 }
 
 /* Parse one line (NUL-terminated, modifiable) into *r. Returns 1 for a rule, 0 for a blank or
- * comment line, -1 after warning about a malformed one. */
-static int parse_line(char *line, const char *name, int lineno, topo_rule *r) {
+ * comment line, -1 for a malformed one (after a warning unless `quiet`). */
+static int parse_line(char *line, const char *name, int lineno, int quiet, topo_rule *r) {
   char *hash = strchr(line, '#');
   if (hash) *hash = '\0';
   char *s = trim(line, line + strlen(line));
@@ -87,9 +88,10 @@ static int parse_line(char *line, const char *name, int lineno, topo_rule *r) {
     p = comma + 1;
   }
   if (nf < 8 || nf > 10) {
-    TOPO_WARN("%s:%d: want 8, 9 or 10 comma-separated fields (collective,min_bytes,max_bytes,"
-              "algorithm,protocol,channels,nNodes,nRanks[,numPipeOps[,regBuff]]), got %s%d; "
-              "line skipped", name, lineno, nf > 10 ? "more than " : "", nf > 10 ? 10 : nf);
+    if (!quiet)
+      TOPO_WARN("%s:%d: want 8, 9 or 10 comma-separated fields (collective,min_bytes,max_bytes,"
+                "algorithm,protocol,channels,nNodes,nRanks[,numPipeOps[,regBuff]]), got %s%d; "
+                "line skipped", name, lineno, nf > 10 ? "more than " : "", nf > 10 ? 10 : nf);
     return -1;
   }
   memset(r, 0, sizeof *r);
@@ -131,7 +133,7 @@ static int parse_line(char *line, const char *name, int lineno, topo_rule *r) {
     value = f[9];
   }
   if (fault) {
-    TOPO_WARN("%s:%d: %s: '%.64s'; line skipped", name, lineno, fault, value);
+    if (!quiet) TOPO_WARN("%s:%d: %s: '%.64s'; line skipped", name, lineno, fault, value);
     return -1;
   }
   if (min_any) r->min_bytes = 0;
@@ -176,18 +178,20 @@ topo_status topo_rules_parse(const char *text, size_t len, const char *name, top
     lineno++;
     size_t n = end - pos;
     if (memchr(text + pos, '\0', n)) {
-      TOPO_WARN("%s:%d: NUL byte in line; line skipped", name, lineno);
+      if (bad < RULES_MAX_WARNINGS) TOPO_WARN("%s:%d: NUL byte in line; line skipped", name, lineno);
       bad++;
     } else {
       memcpy(line, text + pos, n);
       line[n] = '\0';
-      int got = parse_line(line, name, lineno, &set->rule[set->n]);
+      int got = parse_line(line, name, lineno, bad >= RULES_MAX_WARNINGS, &set->rule[set->n]);
       if (got > 0) set->n++;
       if (got < 0) bad++;
     }
     pos = end + 1;
   }
   topo_free(line);
+  if (bad > RULES_MAX_WARNINGS)
+    TOPO_WARN("%d more bad lines in %s; skipped", bad - RULES_MAX_WARNINGS, name);
   if (nbad) *nbad = bad;
   *out = set;
   return TOPO_OK;
