@@ -87,10 +87,41 @@ static void test_seqs_near_the_top_of_the_range_join(void **state) {
   assert_true(incomplete <= 2);
 }
 
+/* 1 when [s, s + n) is well-formed UTF-8 with no raw byte >= 0x80 outside a sequence. */
+static int valid_utf8(const unsigned char *s, size_t n) {
+  for (size_t i = 0; i < n;) {
+    unsigned char c = s[i];
+    size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 && c >= 0xc2 ? 2 : (c & 0xf0) == 0xe0 ? 3
+               : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (!len || i + len > n) return 0;
+    for (size_t k = 1; k < len; k++)
+      if ((s[i + k] & 0xc0) != 0x80) return 0;
+    i += len;
+  }
+  return 1;
+}
+
+static void test_json_strings_are_valid_utf8(void **state) {
+  (void)state;
+  /* a comm name cut mid-character ("é" = c3 a9, cut after c3), a Latin-1 host name, a lone
+   * continuation byte, a truncated 4-byte sequence; kept: a whole "é" and a 3-byte "€". */
+  const char *in = "tr\xc3|h\xf6st|\x80|\xf0\x9f\x98|ok \xc3\xa9 \xe2\x82\xac \"q\"";
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  assert_non_null(f);
+  rp_json_string(f, in);
+  fclose(f);
+  assert_true(valid_utf8((const unsigned char *)buf, len));
+  assert_string_equal(buf, "\"tr\\ufffd|h\\ufffdst|\\ufffd|\\ufffd\\ufffd\\ufffd|ok \xc3\xa9 \xe2\x82\xac \\\"q\\\"\"");
+  free(buf);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_seqs_at_both_ends_of_the_range_join_without_hanging),
       cmocka_unit_test(test_seqs_near_the_top_of_the_range_join),
+      cmocka_unit_test(test_json_strings_are_valid_utf8),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
