@@ -96,6 +96,17 @@ static int teardown(void **state) {
   return system(cmd);
 }
 
+static void test_size_that_overflows_is_rejected(void **state) {
+  (void)state;
+  /* 17179869185G = 2^64 + 2^30 bytes: it must not wrap to 1G. */
+  assert_int_equal(run("--gpu H200 --nranks 8 --coll allreduce --max 17179869185G", NULL), 2);
+  char *err = err_text();
+  assert_non_null(strstr(err, "bad --max"));
+  free(err);
+  assert_int_equal(run("--gpu H200 --nranks 8 --coll allreduce --min 18014398509481984K", NULL), 2);
+  assert_int_equal(run("--gpu H200 --nranks 8 --coll allreduce --min 1M --max 4M", NULL), 0);
+}
+
 static void test_unknown_gpu_is_one_warning_and_generic(void **state) {
   (void)state;
   char *out, *err;
@@ -239,6 +250,7 @@ static void test_nominal_network_marked(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unknown_gpu_is_one_warning_and_generic),
+      cmocka_unit_test(test_size_that_overflows_is_rejected),
       cmocka_unit_test(test_gain_and_evidence_from_the_same_profile),
       cmocka_unit_test(test_nominal_network_marked),
   };

@@ -383,8 +383,8 @@ static void join_finalize(ctx *c, join_comm *j, int func, size_t i) {
 /* Finalize every open entry of ring `func` with seq < upto, advancing its base. */
 static void join_evict(ctx *c, join_comm *j, int func, uint64_t upto) {
   join_ring *g = &j->ring[func];
-  if (!g->have_base) return;
-  if (upto > g->base + g->cap) { /* a jump: finalize everything open below it */
+  if (!g->have_base || upto <= g->base) return;
+  if (upto - g->base > g->cap) { /* a jump: finalize everything open below it */
     for (size_t i = 0; i < g->cap; i++)
       if (g->used[i] && g->seq[i] < upto) join_finalize(c, j, func, i);
     g->base = upto;
@@ -397,9 +397,15 @@ static void join_evict(ctx *c, join_comm *j, int func, uint64_t upto) {
   }
 }
 
+/* Finalize every open entry; the base moves past them (saturating at the top of the seq range). */
 static void join_evict_all(ctx *c, join_comm *j) {
-  for (int f = 0; f < RP_MAX_FUNC; f++)
-    if (j->ring[f].have_base) join_evict(c, j, f, j->ring[f].base + j->ring[f].cap + 1);
+  for (int f = 0; f < RP_MAX_FUNC; f++) {
+    join_ring *g = &j->ring[f];
+    if (!g->have_base) continue;
+    for (size_t i = 0; i < g->cap; i++)
+      if (g->used[i]) join_finalize(c, j, f, i);
+    g->base = g->base > UINT64_MAX - g->cap ? UINT64_MAX : g->base + g->cap;
+  }
 }
 
 static void join_add(ctx *c, join_comm *j, int rank, const rp_coll *co) {
@@ -420,7 +426,7 @@ static void join_add(ctx *c, join_comm *j, int rank, const rp_coll *co) {
     j->sum->incomplete++; /* arrived after its entry was closed */
     return;
   }
-  while (co->seq >= g->base + g->cap) {
+  while (co->seq - g->base >= g->cap) { /* seq >= base here: the difference cannot wrap */
     if (g->cap < limit) {
       if (!join_grow(g, j->nranks, g->cap * 2)) {
         c->st = TOPO_ERR_NOMEM;

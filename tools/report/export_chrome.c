@@ -167,8 +167,11 @@ topo_status rp_export_chrome(const char *const *paths, int npaths, const rp_opti
     x.pid_of[i] = p + 1;
   }
   for (int p = 0; p < nprocs; p++) {
-    fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":\"rank %d (%s:%u)\"}}",
-            p + 1, procs[p].rank, procs[p].host, procs[p].pid);
+    char pname[sizeof procs[p].host + 48];
+    snprintf(pname, sizeof pname, "rank %d (%s:%u)", procs[p].rank, procs[p].host, procs[p].pid);
+    fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":", p + 1);
+    rp_json_string(f, pname);
+    fprintf(f, "}}");
     fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}",
             p + 1, procs[p].rank >= 0 ? procs[p].rank : 1000000 + p);
   }

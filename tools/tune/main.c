@@ -63,11 +63,14 @@ static int parse_size(const char *s, unsigned long long *out) {
   errno = 0;
   unsigned long long v = strtoull(s, &end, 10);
   if (end == s || errno) return -1;
+  int shift = 0;
   switch (*end) {
-  case 'k': case 'K': v <<= 10; end++; break;
-  case 'm': case 'M': v <<= 20; end++; break;
-  case 'g': case 'G': v <<= 30; end++; break;
+  case 'k': case 'K': shift = 10; end++; break;
+  case 'm': case 'M': shift = 20; end++; break;
+  case 'g': case 'G': shift = 30; end++; break;
   }
+  if (v > (~0ull >> shift)) return -1; /* the unit would overflow: rejected, never wrapped */
+  v <<= shift;
   if (*end == 'B' || *end == 'b') end++;
   if (*end) return -1;
   *out = v;

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+// topo-report on crafted inputs that must neither hang nor emit invalid output: collective seqs
+// at both ends of the 64-bit range in one (communicator, function) ring, and strings that are not
+// valid UTF-8 in JSON. Each analysis runs under a 2 s alarm: a hang fails the test fast.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <signal.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "report.h"
+#include "trace_fixture.h"
+
+static void on_alarm(int sig) {
+  (void)sig;
+  static const char msg[] = "analysis did not finish within 2 s\n";
+  ssize_t w = write(2, msg, sizeof msg - 1);
+  (void)w;
+  _exit(1);
+}
+
+/* One rank-0 trace of a 2-rank communicator holding AllReduce seqs `seqs`. */
+static void write_trace(const char *path, int rank, const uint64_t *seqs, int n) {
+  topo_trace_header h;
+  tf_header_init(&h, 0xc3, rank, 2);
+  tf_trace t;
+  tf_begin(&t, &h, NULL);
+  for (int i = 0; i < n; i++) {
+    topo_trace_record r = tf_coll(4, seqs[i], 1024, 100 * (i + 1), 100 * (i + 1) + 10, 0, 0, 1, 0,
+                                  4, 1);
+    tf_add(&t, &r);
+  }
+  tf_footer(&t, NULL);
+  assert_int_equal(tf_save(&t, path), 0);
+  tf_free(&t);
+}
+
+static void analyze_seqs(const uint64_t *seqs, int n, uint64_t *joined, uint64_t *incomplete) {
+  char dir[64];
+  snprintf(dir, sizeof dir, "/tmp/topo-hostile-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  char p0[128], p1[128];
+  snprintf(p0, sizeof p0, "%s/r0.trace", dir);
+  snprintf(p1, sizeof p1, "%s/r1.trace", dir);
+  write_trace(p0, 0, seqs, n);
+  write_trace(p1, 1, seqs, n);
+  const char *paths[] = {dir};
+  rp_options opt = {65536, 0, 1, 0, 0, 0, 0};
+  rp_report r;
+  signal(SIGALRM, on_alarm);
+  alarm(2);
+  assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
+  alarm(0);
+  assert_int_equal(r.ncomms, 1);
+  *joined = r.comms[0].joined;
+  *incomplete = r.comms[0].incomplete;
+  rp_report_free(&r);
+  unlink(p0);
+  unlink(p1);
+  rmdir(dir);
+}
+
+static void test_seqs_at_both_ends_of_the_range_join_without_hanging(void **state) {
+  (void)state;
+  const uint64_t seqs[] = {0, UINT64_MAX};
+  uint64_t joined, incomplete;
+  analyze_seqs(seqs, 2, &joined, &incomplete);
+  /* Each seq is joined; seq 0 may be closed before the other rank's record of it arrives (the
+   * jump to 2^64-1 evicts it), which counts it incomplete, never loops. */
+  assert_int_equal(joined, 2);
+  assert_true(incomplete <= 2);
+}
+
+static void test_seqs_near_the_top_of_the_range_join(void **state) {
+  (void)state;
+  const uint64_t seqs[] = {UINT64_MAX - 70000, UINT64_MAX - 3, UINT64_MAX - 1, UINT64_MAX};
+  uint64_t joined, incomplete;
+  analyze_seqs(seqs, 4, &joined, &incomplete);
+  /* Only the far seq can be evicted early (at most its two halves count incomplete); the three
+   * seqs at the top of the range lie in one ring window and join complete. */
+  assert_int_equal(joined, 4);
+  assert_true(incomplete <= 2);
+}
+
+/* 1 when [s, s + n) is well-formed UTF-8 with no raw byte >= 0x80 outside a sequence. */
+static int valid_utf8(const unsigned char *s, size_t n) {
+  for (size_t i = 0; i < n;) {
+    unsigned char c = s[i];
+    size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 && c >= 0xc2 ? 2 : (c & 0xf0) == 0xe0 ? 3
+               : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (!len || i + len > n) return 0;
+    for (size_t k = 1; k < len; k++)
+      if ((s[i + k] & 0xc0) != 0x80) return 0;
+    i += len;
+  }
+  return 1;
+}
+
+static void test_json_strings_are_valid_utf8(void **state) {
+  (void)state;
+  /* a comm name cut mid-character ("é" = c3 a9, cut after c3), a Latin-1 host name, a lone
+   * continuation byte, a truncated 4-byte sequence; kept: a whole "é" and a 3-byte "€". */
+  const char *in = "tr\xc3|h\xf6st|\x80|\xf0\x9f\x98|ok \xc3\xa9 \xe2\x82\xac \"q\"";
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  assert_non_null(f);
+  rp_json_string(f, in);
+  fclose(f);
+  assert_true(valid_utf8((const unsigned char *)buf, len));
+  assert_string_equal(buf, "\"tr\\ufffd|h\\ufffdst|\\ufffd|\\ufffd\\ufffd\\ufffd|ok \xc3\xa9 \xe2\x82\xac \\\"q\\\"\"");
+  free(buf);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_seqs_at_both_ends_of_the_range_join_without_hanging),
+      cmocka_unit_test(test_seqs_near_the_top_of_the_range_join),
+      cmocka_unit_test(test_json_strings_are_valid_utf8),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
