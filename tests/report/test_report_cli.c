@@ -158,6 +158,26 @@ static void test_help_version_and_misuse(void **state) {
   assert_int_equal(run("--reorder-window 0 x", NULL), 2);
 }
 
+/* Nothing usable, or a missing file beside a good one: exit 1 with one line saying so. */
+static void test_unusable_or_missing_inputs_exit_1(void **state) {
+  (void)state;
+  char args[512], *err;
+  assert_int_equal(run("/etc/passwd", NULL), 1);
+  err = slurp("stderr");
+  assert_non_null(strstr(err, "no usable input"));
+  free(err);
+  snprintf(args, sizeof args, "%s/a %s/no-such-trace", dir, dir);
+  char *out;
+  assert_int_equal(run(args, &out), 1);
+  assert_non_null(strstr(out, "2 ranks")); /* the good input is still reported */
+  free(out);
+  err = slurp("stderr");
+  assert_non_null(strstr(err, "1 input missing"));
+  free(err);
+  snprintf(args, sizeof args, "%s/a", dir);
+  assert_int_equal(run(args, NULL), 0);
+}
+
 static void test_text_json_csv_and_html(void **state) {
   (void)state;
   char args[256], *out;
@@ -384,6 +404,7 @@ static void test_fit_never_leaves_a_partial_file(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_help_version_and_misuse),
+      cmocka_unit_test(test_unusable_or_missing_inputs_exit_1),
       cmocka_unit_test(test_text_json_csv_and_html),
       cmocka_unit_test(test_window_option),
       cmocka_unit_test(test_dump_export_diff),

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -238,12 +239,30 @@ static int run_main(int argc, char **argv, args *a_out) {
     if (!a.npaths) return misuse("no traces given");
     if (!strcmp(cmd, "fit") && !a.output) return misuse("fit needs -o PROFILE");
     if (strcmp(cmd, "fit") && a.base) return misuse("--base is for fit only");
+    /* A missing input is an error even beside good ones (the report covers the rest, exit 1). */
+    int missing = 0;
+    for (int i = 0; i < a.npaths; i++) {
+      struct stat sb;
+      missing += stat(a.paths[i], &sb) != 0;
+    }
     rp_report r;
     topo_status st = rp_analyze(a.paths, a.npaths, &opt, &r);
     if (st != TOPO_OK) {
       if (st != TOPO_ERR_INVALID) fprintf(stderr, "topo-report: %s\n", topo_status_str(st));
       rp_report_free(&r);
       return 1;
+    }
+    if (r.nranks == 0) {
+      fprintf(stderr, "topo-report: no usable input: none of the %d input%s holds a topo trace or a "
+              "Kineto/Chrome trace with events (see the warnings above)\n", a.npaths,
+              a.npaths == 1 ? "" : "s");
+      rp_report_free(&r);
+      return 1;
+    }
+    if (missing) {
+      fprintf(stderr, "topo-report: %d input%s missing; the report covers the others\n", missing,
+              missing == 1 ? "" : "s");
+      rc = 1;
     }
     if (!strcmp(cmd, "fit")) {
       rc = rp_fit(&r, a.gpu, a.base, a.output, stdout) == TOPO_OK ? 0 : 1;
