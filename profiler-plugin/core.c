@@ -653,6 +653,15 @@ ncclResult_t topo_prof_finalize(void *ctx) {
   topo_comm *c = ctx;
   if (!c) return ncclSuccess;
   pthread_mutex_lock(&g.lock);
+  /* Only a live context of this generation counts: a repeated finalize, or one of a context
+   * already freed by the last finalize, is ignored without touching it. */
+  topo_comm *live = g.comms;
+  while (live && live != c) live = live->next;
+  if (!live || c == g.cupti_comm || atomic_load(&c->finalized)) {
+    pthread_mutex_unlock(&g.lock);
+    return ncclSuccess;
+  }
+  atomic_store(&c->finalized, 1);
   if (!g.measure_all && g.kernelch && c->abi_version >= 4) {
     unsigned long long ops = atomic_load(&pred_ops), hits = atomic_load(&pred_hits);
     TOPO_INFO(NCCL_INIT, "TOPO/Profiler: next-operation prediction right for %llu of %llu "
@@ -873,7 +882,11 @@ ncclResult_t topo_prof_start(void *ctx, void **handle, const topo_prof_descr *d)
   /* PXN: a proxy op of another process carries foreign context and parent pointers. */
   if (d->kind == TOPO_EV_PROXYOP && d->pid != g.pid) return ncclSuccess;
   topo_comm *c = ctx;
-  if (!c) return ncclSuccess;
+  /* Events after finalize are dropped: while other communicators live the context is still
+   * allocated and says so; after the last finalize no context is touched at all. */
+  if (!c || !atomic_load_explicit(&g.mask_ptr, memory_order_relaxed) ||
+      atomic_load_explicit(&c->finalized, memory_order_relaxed))
+    return ncclSuccess;
   switch (d->kind) {
   case TOPO_EV_GROUPAPI:
   case TOPO_EV_COLLAPI:

@@ -24,6 +24,7 @@ typedef struct topo_comm {
   atomic_ullong learned_hash;        /* v1-v3: comm hash and rank seen in the first Coll/P2p */
   atomic_int learned_rank;
   atomic_int closed;                 /* set by the writer once the footer is written */
+  atomic_int finalized;              /* set at finalize: later events of it are dropped */
   /* Owned by the writer thread after init. */
   int fd;
   char path[512];
