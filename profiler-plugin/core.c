@@ -583,6 +583,16 @@ ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t com
   if (logger) topo_log_set_logger(logger);
   if (!ctx || !mask) return ncclSuccess;
   if (!topo_env_bool(TOPO_ENV_PROFILER_ENABLE)) return ncclSuccess;
+  /* A directory path the writer cannot hold whole is refused, never shortened (a shortened
+   * path names another directory). */
+  const char *dir = topo_env_str(TOPO_ENV_PROFILER_DIR);
+  if (strlen(dir) > TOPO_WRITER_DIR_MAX) {
+    static atomic_int dir_warned;
+    if (!atomic_exchange(&dir_warned, 1))
+      TOPO_WARN("TOPO/Profiler: TOPO_PROFILER_DIR is longer than %d bytes (%s); profiling "
+                "disabled, nothing written", TOPO_WRITER_DIR_MAX, dir);
+    return ncclSuccess;
+  }
   pthread_mutex_lock(&g.lock);
   topo_comm *c = NULL;
   if (g.users == 0) {

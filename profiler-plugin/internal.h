@@ -47,6 +47,10 @@ typedef struct topo_writer_config {
   int64_t idle_flush_ns; /* a partial block is written when its first record is this old */
 } topo_writer_config;
 
+/* The longest TOPO_PROFILER_DIR the writer accepts (bytes, without the NUL); a longer one is
+ * refused at init, never truncated. */
+#define TOPO_WRITER_DIR_MAX 255
+
 /* Start the writer thread and its ring (first init). */
 int topo_writer_start(const topo_writer_config *cfg);
 /* Join the thread after it drained the ring, then write the last block and the footer of every
