@@ -583,6 +583,16 @@ ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t com
   if (logger) topo_log_set_logger(logger);
   if (!ctx || !mask) return ncclSuccess;
   if (!topo_env_bool(TOPO_ENV_PROFILER_ENABLE)) return ncclSuccess;
+  /* A directory path the writer cannot hold whole is refused, never shortened (a shortened
+   * path names another directory). */
+  const char *dir = topo_env_str(TOPO_ENV_PROFILER_DIR);
+  if (strlen(dir) > TOPO_WRITER_DIR_MAX) {
+    static atomic_int dir_warned;
+    if (!atomic_exchange(&dir_warned, 1))
+      TOPO_WARN("TOPO/Profiler: TOPO_PROFILER_DIR is longer than %d bytes (%s); profiling "
+                "disabled, nothing written", TOPO_WRITER_DIR_MAX, dir);
+    return ncclSuccess;
+  }
   pthread_mutex_lock(&g.lock);
   topo_comm *c = NULL;
   if (g.users == 0) {
@@ -653,6 +663,15 @@ ncclResult_t topo_prof_finalize(void *ctx) {
   topo_comm *c = ctx;
   if (!c) return ncclSuccess;
   pthread_mutex_lock(&g.lock);
+  /* Only a live context of this generation counts: a repeated finalize, or one of a context
+   * already freed by the last finalize, is ignored without touching it. */
+  topo_comm *live = g.comms;
+  while (live && live != c) live = live->next;
+  if (!live || c == g.cupti_comm || atomic_load(&c->finalized)) {
+    pthread_mutex_unlock(&g.lock);
+    return ncclSuccess;
+  }
+  atomic_store(&c->finalized, 1);
   if (!g.measure_all && g.kernelch && c->abi_version >= 4) {
     unsigned long long ops = atomic_load(&pred_ops), hits = atomic_load(&pred_hits);
     TOPO_INFO(NCCL_INIT, "TOPO/Profiler: next-operation prediction right for %llu of %llu "
@@ -873,7 +892,11 @@ ncclResult_t topo_prof_start(void *ctx, void **handle, const topo_prof_descr *d)
   /* PXN: a proxy op of another process carries foreign context and parent pointers. */
   if (d->kind == TOPO_EV_PROXYOP && d->pid != g.pid) return ncclSuccess;
   topo_comm *c = ctx;
-  if (!c) return ncclSuccess;
+  /* Events after finalize are dropped: while other communicators live the context is still
+   * allocated and says so; after the last finalize no context is touched at all. */
+  if (!c || !atomic_load_explicit(&g.mask_ptr, memory_order_relaxed) ||
+      atomic_load_explicit(&c->finalized, memory_order_relaxed))
+    return ncclSuccess;
   switch (d->kind) {
   case TOPO_EV_GROUPAPI:
   case TOPO_EV_COLLAPI:

@@ -24,6 +24,7 @@ typedef struct topo_comm {
   atomic_ullong learned_hash;        /* v1-v3: comm hash and rank seen in the first Coll/P2p */
   atomic_int learned_rank;
   atomic_int closed;                 /* set by the writer once the footer is written */
+  atomic_int finalized;              /* set at finalize: later events of it are dropped */
   /* Owned by the writer thread after init. */
   int fd;
   char path[512];
@@ -45,6 +46,10 @@ typedef struct topo_writer_config {
   uint32_t ring_size;    /* power of two */
   int64_t idle_flush_ns; /* a partial block is written when its first record is this old */
 } topo_writer_config;
+
+/* The longest TOPO_PROFILER_DIR the writer accepts (bytes, without the NUL); a longer one is
+ * refused at init, never truncated. */
+#define TOPO_WRITER_DIR_MAX 255
 
 /* Start the writer thread and its ring (first init). */
 int topo_writer_start(const topo_writer_config *cfg);

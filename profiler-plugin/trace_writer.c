@@ -37,7 +37,7 @@ static struct {
   pthread_t thread;
   atomic_int stop;
   int running;
-  char dir[256];
+  char dir[TOPO_WRITER_DIR_MAX + 1];
   int64_t idle_flush_ns;
   void (*_Atomic tick)(int64_t);
   topo_comm *active[MAX_ACTIVE]; /* comms with a partial block (writer thread only) */
@@ -313,6 +313,16 @@ void topo_writer_open(topo_comm *c) {
     label[n] = safe ? ch : '_';
   }
   label[n] = 0;
+  /* The directory itself is opened without following a link at its last level, and the file
+   * created inside it: a trace directory replaced by a link sends nothing elsewhere. */
+  int dfd = open(w.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  if (dfd < 0 && (errno == ELOOP || (lstat(w.dir, &st) == 0 && S_ISLNK(st.st_mode)))) {
+    if (!atomic_exchange(&dir_warned, 1))
+      TOPO_WARN("TOPO/Profiler: trace directory %s is a symbolic link, not followed; records "
+                "are counted as dropped, the job is unaffected", w.dir);
+    return;
+  }
   for (int attempt = 0; attempt < 100 && c->fd < 0; attempt++) {
     char suffix[16] = "";
     if (attempt) snprintf(suffix, sizeof suffix, ".%d", attempt);
@@ -322,8 +332,15 @@ void topo_writer_open(topo_comm *c) {
     else
       snprintf(c->path, sizeof c->path, "%s/topo-%s-%u-%s%s.trace", w.dir, host, h->pid,
                label, suffix);
-    c->fd = open(c->path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+    int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+    c->fd = dfd >= 0 ? openat(dfd, c->path + strlen(w.dir) + 1, flags, 0640)
+                     : open(c->path, flags, 0640);
     if (c->fd < 0 && errno != EEXIST) break;
+  }
+  if (dfd >= 0) {
+    int e = errno;
+    close(dfd);
+    errno = e;
   }
   if (c->fd < 0) {
     if (!atomic_exchange(&dir_warned, 1))

@@ -195,11 +195,92 @@ static void test_full_disk_warns_once_and_keeps_the_complete_blocks(void **state
   test_trace_rmdir(dir);
 }
 
+/* A directory path longer than the writer can hold, or a trace directory that is a symbolic
+ * link: one warning naming it, no trace anywhere (not in a truncated path, not through the link),
+ * every call answers ncclSuccess. */
+static void no_trace_job(const char *warning) {
+  topo_host_profiler p[COMMS];
+  topo_host_log_reset();
+  for (int c = 0; c < COMMS; c++) {
+    CHILD_CHECK(topo_host_profiler_load(&p[c], TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28) == TOPO_OK);
+    CHILD_CHECK(topo_host_profiler_init(&p[c], 0xd1e0 + (uint64_t)c, "faults", 1, COMMS, c,
+                                        topo_host_log) == ncclSuccess);
+  }
+  for (int c = 0; c < COMMS; c++) {
+    drv_op op;
+    memset(&op, 0, sizeof op);
+    op.func = "AllReduce";
+    op.dtype = "ncclFloat32";
+    op.algo = "RING";
+    op.proto = "Simple";
+    op.count = 4096;
+    op.nch = 2;
+    op.peer = -1;
+    op.rank = c;
+    drv_set_gpu(&op, 1000, 5, 50);
+    drv_run(&p[c], &op);
+  }
+  for (int c = 0; c < COMMS; c++) {
+    CHILD_CHECK(topo_host_profiler_finalize(&p[c]) == ncclSuccess);
+    topo_host_profiler_unload(&p[c]);
+  }
+  if (topo_host_log_count(NCCL_LOG_WARN) != 1 || !topo_host_log_contains(warning)) {
+    fprintf(stderr, "child: %d warnings, expected one naming '%s'\n",
+            topo_host_log_count(NCCL_LOG_WARN), warning);
+    _exit(1);
+  }
+}
+
+static void no_trace_body(const char *dir) {
+  env_for(dir);
+  no_trace_job(dir);
+}
+
+static void test_too_long_directory_is_rejected_not_truncated(void **state) {
+  (void)state;
+  char base[] = "/tmp/topo-long-XXXXXX";
+  assert_non_null(mkdtemp(base));
+  /* base/aaaa.../trace-dir whose first 255 bytes name base/aaaa..., an existing directory, so
+   * a truncating writer would put its traces there. */
+  char mid[512], dir[600];
+  int n = snprintf(mid, sizeof mid, "%s/", base);
+  memset(mid + n, 'a', (size_t)(255 - n));
+  mid[255] = 0;
+  assert_int_equal(mkdir(mid, 0750), 0);
+  snprintf(dir, sizeof dir, "%s/trace-dir", mid);
+  assert_true(strlen(dir) > 255);
+  run_child(no_trace_body, dir);
+  char **paths;
+  assert_int_equal(test_trace_list(mid, &paths), 0);
+  test_trace_free_list(paths, 0);
+  struct stat st;
+  assert_int_equal(stat(dir, &st), -1);
+  assert_int_equal(rmdir(mid), 0); /* empty: nothing written under a truncated name */
+  assert_int_equal(rmdir(base), 0);
+}
+
+static void test_symlinked_directory_is_not_followed(void **state) {
+  (void)state;
+  char base[] = "/tmp/topo-dirlink-XXXXXX";
+  assert_non_null(mkdtemp(base));
+  char target[300], link_path[300];
+  snprintf(target, sizeof target, "%s/elsewhere", base);
+  snprintf(link_path, sizeof link_path, "%s/traces", base);
+  assert_int_equal(mkdir(target, 0750), 0);
+  assert_int_equal(symlink(target, link_path), 0);
+  run_child(no_trace_body, link_path);
+  assert_int_equal(rmdir(target), 0); /* still empty */
+  assert_int_equal(unlink(link_path), 0);
+  assert_int_equal(rmdir(base), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_missing_directory_warns_once_and_the_job_runs),
       cmocka_unit_test(test_unwritable_directory_warns_once_and_the_job_runs),
       cmocka_unit_test(test_full_disk_warns_once_and_keeps_the_complete_blocks),
+      cmocka_unit_test(test_too_long_directory_is_rejected_not_truncated),
+      cmocka_unit_test(test_symlinked_directory_is_not_followed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: Apache-2.0
+// A host that finalizes one communicator twice, or sends it events after its finalize, harms
+// nothing else: the repeated finalize and the late events are ignored, every other live
+// communicator keeps recording, and its trace reads back whole (every collective, a footer).
+// Runs in a forked child through the plugin host, so a crash is a failed test, not a lost run.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "host_profiler.h"
+#include "profiler_driver.h"
+#include "trace_read.h"
+
+#define OPS 3000
+
+#define CHILD_CHECK(cond)                                                      \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "child: %s:%d: %s failed\n", __FILE__, __LINE__, #cond); \
+      _exit(1);                                                                \
+    }                                                                          \
+  } while (0)
+
+static void ops(topo_host_profiler *p, int rank, int first, int n) {
+  for (int i = first; i < first + n; i++) {
+    drv_op op;
+    memset(&op, 0, sizeof op);
+    op.func = "AllReduce";
+    op.dtype = "ncclFloat32";
+    op.algo = "RING";
+    op.proto = "Simple";
+    op.seq = (uint64_t)i;
+    op.count = 4096;
+    op.nch = 2;
+    op.peer = -1;
+    op.rank = rank;
+    drv_set_gpu(&op, 1000 + (uint64_t)i * 100, 5, 50);
+    drv_run(p, &op);
+  }
+}
+
+static void body(void) {
+  topo_host_profiler a, b;
+  CHILD_CHECK(topo_host_profiler_load(&a, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28) == TOPO_OK);
+  CHILD_CHECK(topo_host_profiler_load(&b, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28) == TOPO_OK);
+  CHILD_CHECK(topo_host_profiler_init(&a, 0xa11, "misuse-a", 1, 2, 0, topo_host_log) ==
+              ncclSuccess);
+  CHILD_CHECK(topo_host_profiler_init(&b, 0xb22, "misuse-b", 1, 2, 1, topo_host_log) ==
+              ncclSuccess);
+  CHILD_CHECK(a.ctx && b.ctx);
+  ops(&a, 0, 0, 100);
+  ops(&b, 1, 0, OPS / 2);
+  /* The host forgets a context at finalize; this host keeps using it, as a buggy one would. */
+  void *stale = a.ctx;
+  CHILD_CHECK(topo_host_profiler_finalize(&a) == ncclSuccess);
+  a.ctx = stale;
+  CHILD_CHECK(topo_host_profiler_finalize(&a) == ncclSuccess); /* repeated: ignored */
+  a.ctx = stale;
+  ops(&a, 0, 100, 100);                                        /* after finalize: dropped */
+  CHILD_CHECK(topo_host_profiler_finalize(&a) == ncclSuccess);
+  ops(&b, 1, OPS / 2, OPS - OPS / 2);
+  stale = b.ctx;
+  CHILD_CHECK(topo_host_profiler_finalize(&b) == ncclSuccess);
+  b.ctx = stale;
+  CHILD_CHECK(topo_host_profiler_finalize(&b) == ncclSuccess); /* after the last: ignored */
+  topo_host_profiler_unload(&a);
+  topo_host_profiler_unload(&b);
+}
+
+static void test_finalize_twice_leaves_other_communicators_whole(void **state) {
+  (void)state;
+  char dir[] = "/tmp/topo-misuse-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  setenv("TOPO_PROFILER_DIR", dir, 1);
+  setenv("TOPO_PROFILER_SAMPLE", "1", 1);
+  setenv("TOPO_PROFILER_EVENTS", "coll,kernel", 1);
+  setenv("TOPO_PROFILER_RING", "65536", 1);
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    body();
+    _exit(0);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+
+  char **paths;
+  size_t n = test_trace_list(dir, &paths);
+  assert_int_equal(n, 2);
+  int seen_a = 0, seen_b = 0;
+  for (size_t i = 0; i < n; i++) {
+    test_trace t;
+    assert_int_equal(test_trace_read(paths[i], &t), 0);
+    assert_true(t.has_footer);
+    assert_false(t.bad_block);
+    const topo_trace_record **colls;
+    size_t nc = test_trace_select(&t, TOPO_REC_COLL, &colls);
+    /* A holds only what came before its finalize; B every collective, in order. */
+    size_t want = t.header.comm_hash == 0xa11 ? 100 : OPS;
+    if (t.header.comm_hash == 0xa11) seen_a++;
+    if (t.header.comm_hash == 0xb22) seen_b++;
+    assert_int_equal(nc, want);
+    for (size_t j = 0; j < nc; j++) assert_int_equal(colls[j]->coll.seq, j);
+    free(colls);
+    test_trace_free(&t);
+  }
+  assert_int_equal(seen_a, 1);
+  assert_int_equal(seen_b, 1);
+  test_trace_free_list(paths, n);
+  test_trace_rmdir(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_finalize_twice_leaves_other_communicators_whole),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
