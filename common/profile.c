@@ -174,25 +174,46 @@ static int valid_term(const topo_profile_term *t) {
 /* Terms are kept sorted by (coll, algo, proto, nchannels, min_bytes); the ranges of one key are
  * disjoint, so the first term of a key whose min_bytes exceeds `bytes` follows the one covering
  * it. <0 / 0 / >0 as a sorts before / with / after (key, bytes). */
-static int term_cmp(const topo_profile_term *a, int coll, int algo, int proto, int nch,
-                    uint64_t bytes) {
-  if (a->coll != coll) return a->coll < coll ? -1 : 1;
-  if (a->algo != algo) return a->algo < algo ? -1 : 1;
-  if (a->proto != proto) return a->proto < proto ? -1 : 1;
-  if (a->nchannels != nch) return a->nchannels < nch ? -1 : 1;
-  return a->min_bytes < bytes ? -1 : a->min_bytes > bytes ? 1 : 0;
+/* The order of terms and points alike: (coll, algo, proto, nchannels, bytes). */
+static int key_cmp(int a_coll, int a_algo, int a_proto, int a_nch, uint64_t a_bytes, int coll,
+                   int algo, int proto, int nch, uint64_t bytes) {
+  int d[4] = {a_coll - coll, a_algo - algo, a_proto - proto, a_nch - nch};
+  for (int i = 0; i < 4; i++)
+    if (d[i]) return d[i] < 0 ? -1 : 1;
+  return a_bytes < bytes ? -1 : a_bytes > bytes ? 1 : 0;
 }
 
-/* Index of the first term not sorting before (key, bytes). */
-static int term_lower_bound(const topo_profile *p, int coll, int algo, int proto, int nch,
-                            uint64_t bytes) {
-  int lo = 0, hi = p->nterms;
+static int term_cmp(const topo_profile_term *a, int coll, int algo, int proto, int nch,
+                    uint64_t bytes) {
+  return key_cmp(a->coll, a->algo, a->proto, a->nchannels, a->min_bytes, coll, algo, proto, nch, bytes);
+}
+
+/* The search key of term_lower_bound / point_lower_bound. */
+typedef struct sort_key {
+  int coll, algo, proto, nch;
+  uint64_t bytes;
+} sort_key;
+
+/* Index of the first of n sorted elements (terms or points) not sorting before `k`. */
+static int lower_bound(const void *base, size_t size, int n, const sort_key *k,
+                       int (*cmp)(const void *, const sort_key *)) {
+  int lo = 0, hi = n;
   while (lo < hi) {
     int mid = lo + (hi - lo) / 2;
-    if (term_cmp(&p->terms[mid], coll, algo, proto, nch, bytes) < 0) lo = mid + 1;
+    if (cmp((const char *)base + (size_t)mid * size, k) < 0) lo = mid + 1;
     else hi = mid;
   }
   return lo;
+}
+
+static int term_cmp_key(const void *a, const sort_key *k) {
+  return term_cmp(a, k->coll, k->algo, k->proto, k->nch, k->bytes);
+}
+
+static int term_lower_bound(const topo_profile *p, int coll, int algo, int proto, int nch,
+                            uint64_t bytes) {
+  sort_key k = {coll, algo, proto, nch, bytes};
+  return lower_bound(p->terms, sizeof *p->terms, p->nterms, &k, term_cmp_key);
 }
 
 static int same_key(const topo_profile_term *t, int coll, int algo, int proto, int nch) {
@@ -251,21 +272,17 @@ topo_status topo_profile_set_term(topo_profile *p, const topo_profile_term *t) {
 
 static int point_cmp(const topo_profile_point *a, int coll, int algo, int proto, int nch,
                      uint64_t bytes) {
-  int d[4] = {a->coll - coll, a->algo - algo, a->proto - proto, a->nchannels - nch};
-  for (int i = 0; i < 4; i++)
-    if (d[i]) return d[i] < 0 ? -1 : 1;
-  return a->bytes < bytes ? -1 : a->bytes > bytes ? 1 : 0;
+  return key_cmp(a->coll, a->algo, a->proto, a->nchannels, a->bytes, coll, algo, proto, nch, bytes);
+}
+
+static int point_cmp_key(const void *a, const sort_key *k) {
+  return point_cmp(a, k->coll, k->algo, k->proto, k->nch, k->bytes);
 }
 
 static int point_lower_bound(const topo_profile *p, int coll, int algo, int proto, int nch,
                              uint64_t bytes) {
-  int lo = 0, hi = p->npoints;
-  while (lo < hi) {
-    int mid = lo + (hi - lo) / 2;
-    if (point_cmp(&p->points[mid], coll, algo, proto, nch, bytes) < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
+  sort_key k = {coll, algo, proto, nch, bytes};
+  return lower_bound(p->points, sizeof *p->points, p->npoints, &k, point_cmp_key);
 }
 
 topo_status topo_profile_add_point(topo_profile *p, const topo_profile_point *pt) {
