@@ -188,6 +188,24 @@ static int term_cmp(const topo_profile_term *a, int coll, int algo, int proto, i
   return key_cmp(a->coll, a->algo, a->proto, a->nchannels, a->min_bytes, coll, algo, proto, nch, bytes);
 }
 
+/* Insert `elem` at index i of a sorted array of n elements of `size` bytes, growing it (doubling,
+ * from `first`) when full. */
+static topo_status insert_at(void **arr, int *n, int *cap, size_t size, int first, int i,
+                             const void *elem) {
+  if (*n >= *cap) {
+    int grown_cap = *cap ? 2 * *cap : first;
+    void *grown = topo_realloc(*arr, (size_t)grown_cap * size);
+    if (!grown) return TOPO_ERR_NOMEM;
+    *arr = grown;
+    *cap = grown_cap;
+  }
+  char *base = *arr;
+  memmove(base + (size_t)(i + 1) * size, base + (size_t)i * size, (size_t)(*n - i) * size);
+  memcpy(base + (size_t)i * size, elem, size);
+  (*n)++;
+  return TOPO_OK;
+}
+
 /* The search key of term_lower_bound / point_lower_bound. */
 typedef struct sort_key {
   int coll, algo, proto, nch;
@@ -257,17 +275,7 @@ topo_status topo_profile_set_term(topo_profile *p, const topo_profile_term *t) {
       p->terms[i - 1].max_bytes >= t->min_bytes)
     return TOPO_ERR_INVALID;
   if (p->nterms >= PROFILE_MAX_TERMS) return TOPO_ERR_INVALID;
-  if (p->nterms >= p->cap_terms) {
-    int cap = p->cap_terms ? 2 * p->cap_terms : 16;
-    topo_profile_term *grown = topo_realloc(p->terms, (size_t)cap * sizeof *grown);
-    if (!grown) return TOPO_ERR_NOMEM;
-    p->terms = grown;
-    p->cap_terms = cap;
-  }
-  memmove(&p->terms[i + 1], &p->terms[i], (size_t)(p->nterms - i) * sizeof *p->terms);
-  p->terms[i] = *t;
-  p->nterms++;
-  return TOPO_OK;
+  return insert_at((void **)&p->terms, &p->nterms, &p->cap_terms, sizeof *p->terms, 16, i, t);
 }
 
 static int point_cmp(const topo_profile_point *a, int coll, int algo, int proto, int nch,
@@ -298,18 +306,9 @@ topo_status topo_profile_add_point(topo_profile *p, const topo_profile_point *pt
     return TOPO_OK;
   }
   if (p->npoints >= PROFILE_MAX_TERMS) return TOPO_ERR_INVALID;
-  if (p->npoints >= p->cap_points) {
-    int cap = p->cap_points ? 2 * p->cap_points : 64;
-    topo_profile_point *grown = topo_realloc(p->points, (size_t)cap * sizeof *grown);
-    if (!grown) return TOPO_ERR_NOMEM;
-    p->points = grown;
-    p->cap_points = cap;
-  }
-  memmove(&p->points[i + 1], &p->points[i], (size_t)(p->npoints - i) * sizeof *p->points);
-  p->points[i] = *pt;
-  p->points[i].is_default = pt->is_default < 0 ? -1 : pt->is_default ? 1 : 0;
-  p->npoints++;
-  return TOPO_OK;
+  topo_profile_point q = *pt;
+  q.is_default = pt->is_default < 0 ? -1 : pt->is_default ? 1 : 0;
+  return insert_at((void **)&p->points, &p->npoints, &p->cap_points, sizeof *p->points, 64, i, &q);
 }
 
 const topo_profile_point *topo_profile_find_points(const topo_profile *p, int coll, int algo,
