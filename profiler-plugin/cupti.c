@@ -60,14 +60,34 @@ static int parse_mode(void) {
 #ifdef TOPO_HAVE_CUPTI
 #include <cupti.h>
 
-/* Small buffers: once another client registers its buffer callbacks, CUPTI keeps filling the
- * buffer it got from us and hands it to that client, which does not know it and drops it
- * (Kineto: "bufferCompleted called with unknown buffer"). So what the other client can lose is
- * bounded by one buffer: 4 KiB, ~18 kernel records (216 bytes each in CUDA 13). With 16 KiB
- * torch.profiler started beside TOPO_PROFILER_CUPTI=on kept 2824-2827 of its 2912 GPU events. */
-#define BUFFER_SIZE (4u << 10)
+/* One record per buffer. Once another client registers its buffer callbacks, CUPTI keeps
+ * filling the buffers it got from us and hands them to that client, which does not know them and
+ * drops them (Kineto: "bufferCompleted called with unknown buffer"): every record of the other
+ * client's that lands in one is lost to it. With buffers of 4 KiB filled to the brim,
+ * torch.profiler started beside TOPO_PROFILER_CUPTI=on kept 2901 of its 2912 GPU events; with
+ * one record per buffer all 2912 on both ranks (tests/gpu/truth_one_gpu.sh, run B). Buffers are
+ * recycled through a small free list, so a record costs no allocation. A buffer holds the
+ * largest record of the kinds enabled (CUpti_ActivityKernel10: 216 bytes in CUDA 13). */
+#ifndef TOPO_CUPTI_MAX_RECORDS
+#define TOPO_CUPTI_MAX_RECORDS 1
+#endif
+#ifndef TOPO_CUPTI_BUFFER_BYTES
+#define TOPO_CUPTI_BUFFER_BYTES (TOPO_CUPTI_MAX_RECORDS ? 1024u : 4096u)
+#endif
+/* 1: a FORCED flush when stepping aside, as topo did before measuring it: CUPTI then ends the
+ * other client's records of work still queued with zero timestamps and that client drops them
+ * (torch.profiler kept 31-47 % of its GPU events). Only to rerun that measurement. */
+#ifndef TOPO_CUPTI_YIELD_FORCED
+#define TOPO_CUPTI_YIELD_FORCED 0
+#endif
+#define SPARE_BUFFERS 64 /* recycled buffers kept; more in flight are allocated and freed */
+#define BUFFER_SIZE TOPO_CUPTI_BUFFER_BYTES
 #define NAME_SLOTS 4096
-#define POLL_NS 500000000LL    /* an open span: flush and probe this often */
+/* An open span: probe for another client, then (alone) hand back finished buffers, this often.
+ * Not faster: a flush while another client runs can land its buffers in its queue just before
+ * it clears that queue (torch.profiler between warm-up and recording): with a flush every 20 ms
+ * torch kept 1552-1553 of its 1556 GPU events, with 500 ms all (tests/gpu/cupti_coexist.sh). */
+#define POLL_NS 500000000LL
 #define TRIGGER_NS 500000000LL /* the trigger file: checked this often */
 
 typedef struct api {
@@ -174,10 +194,30 @@ static int is_nccl_kernel(const char *name) {
   return name && (!strncmp(name, "ncclDevKernel", 13) || !strncmp(name, "ncclKernel", 10));
 }
 
+/* Recycled buffers (CUPTI's threads, any number at once). */
+static pthread_mutex_t spare_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint8_t *spare[SPARE_BUFFERS];
+static int spares;
+
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records) {
-  *buffer = topo_malloc(BUFFER_SIZE);
-  *size = *buffer ? BUFFER_SIZE : 0;
-  *max_records = 0;
+  uint8_t *b = NULL;
+  pthread_mutex_lock(&spare_lock);
+  if (spares) b = spare[--spares];
+  pthread_mutex_unlock(&spare_lock);
+  if (!b) b = topo_malloc(BUFFER_SIZE);
+  *buffer = b;
+  *size = b ? BUFFER_SIZE : 0;
+  *max_records = TOPO_CUPTI_MAX_RECORDS;
+}
+
+static void buffer_release(uint8_t *b) {
+  pthread_mutex_lock(&spare_lock);
+  if (spares < SPARE_BUFFERS) {
+    spare[spares++] = b;
+    b = NULL;
+  }
+  pthread_mutex_unlock(&spare_lock);
+  topo_free(b);
 }
 
 /* Work unfinished at a flush comes back with 0 (or all-ones) timestamps: nothing was measured.
@@ -249,7 +289,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
   if (out && cu.dropped && cu.dropped(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped)
     atomic_fetch_add(&out->dropped[TOPO_DROP_CUPTI], dropped);
   pthread_mutex_unlock(&out_lock);
-  topo_free(buffer);
+  buffer_release(buffer);
   (void)size;
 }
 
@@ -383,15 +423,21 @@ static void end_span(int64_t now, int other) {
      * is known complete up to the last probe that found topo alone. */
     TOPO_INFO(NCCL_INIT, "TOPO/Profiler: another CUPTI client arrived; the compute timeline "
               "steps aside and tries again every %lld s", (long long)(st.period_ns / 1000000000LL));
-    /* Hand back the buffer CUPTI still fills from us, so its next records go into the other
-     * client's buffers (what it holds of ours reaches its callback, which drops it). */
-    cu.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    /* Hand back the buffers of ours that CUPTI has finished, so its next records go into the
+     * other client's buffers (what it holds of ours reaches its callback, which drops it). Never
+     * FORCED: that would also end the other client's records of work still running with zero
+     * timestamps, and it would lose them. */
+    cu.flush_all(TOPO_CUPTI_YIELD_FORCED ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
     span_record(TOPO_CUPTI_YIELDED, st.span_start, st.last_alone, NULL);
     st.declined = 1;
     st.retry_after = now + st.period_ns;
   } else {
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) cu.disable(kinds[i]);
     cu.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    /* Drops CUPTI counted after the last buffer came back are read here, not at a completion. */
+    size_t dropped = 0;
+    if (cu.dropped(NULL, 0, &dropped) == CUPTI_SUCCESS && dropped)
+      atomic_fetch_add(&st.c->dropped[TOPO_DROP_CUPTI], dropped);
     span_record(TOPO_CUPTI_RECORDED, st.span_start, now, NULL);
   }
   st.recording = 0;

@@ -27,6 +27,11 @@ static uint64_t hold_start;
 static CUptiResult fail_subscribe, fail_enable;
 static uint8_t *buf;
 static size_t buf_size, buf_used;
+static int buf_owner;            /* who gave the buffer in flight (FAKE_CUPTI_OWNER_*) */
+static size_t buf_max, buf_records, buf_foreign; /* its record limit, records, records of a
+                                                  * client other than its owner */
+static uint8_t *stranded[64];    /* buffers handed to a client that did not know them */
+static int nstranded;
 static uint64_t dropped;
 static char *names[1024];
 static int nnames;
@@ -43,28 +48,40 @@ static size_t record_size(CUpti_ActivityKind kind) {
 
 static size_t aligned(size_t n) { return (n + 7) & ~(size_t)7; }
 
-/* Hand the current buffer to the client. Called with the lock held; releases it around the
- * callback, as CUPTI calls back without holding the client's locks. */
+/* Hand the current buffer to whoever's callbacks are registered now, as CUDA 13.0's CUPTI does
+ * (measured on H200: it keeps filling a buffer after another client registers its callbacks,
+ * then hands it to that client). The other client, like Kineto, drops a buffer it did not
+ * allocate ("unknown buffer"): the records of its own in there are lost to it. Called with the
+ * lock held; releases it around the callback, as CUPTI calls back without the client's locks. */
 static void deliver_locked(void) {
   if (!buf) return;
   uint8_t *b = buf;
   size_t size = buf_size, used = buf_used;
+  int stranger = buf_owner != owner;
+  if (stranger && owner == FAKE_CUPTI_OWNER_OTHER) calls.other_lost += buf_foreign;
   buf = NULL;
-  buf_size = buf_used = 0;
+  buf_size = buf_used = buf_max = buf_records = buf_foreign = 0;
+  if (stranger && owner == FAKE_CUPTI_OWNER_OTHER) {
+    if (nstranded < 64) stranded[nstranded++] = b;
+    return;
+  }
   CUpti_BuffersCallbackCompleteFunc cb = on_complete;
   pthread_mutex_unlock(&lock);
   if (cb) cb(NULL, 0, b, size, used);
   pthread_mutex_lock(&lock);
 }
 
-/* Room for one record; NULL when the client gives no buffer. Lock held. */
+/* Room for one record; NULL when the client gives no buffer. A buffer goes back once it is
+ * full or holds the number of records its client asked for. Lock held. */
 static void *reserve_locked(size_t n) {
   if (buf && buf_used + aligned(n) > buf_size) deliver_locked();
   if (!buf) {
     size_t max_records = 0;
     if (!on_request) return NULL;
     on_request(&buf, &buf_size, &max_records);
-    buf_used = 0;
+    buf_used = buf_records = buf_foreign = 0;
+    buf_max = max_records;
+    buf_owner = owner;
     if (!buf || buf_size < aligned(n)) {
       buf = NULL;
       dropped++;
@@ -74,7 +91,14 @@ static void *reserve_locked(size_t n) {
   void *p = buf + buf_used;
   memset(p, 0, aligned(n));
   buf_used += aligned(n);
+  buf_records++;
+  if (buf_owner != owner) buf_foreign++;
   return p;
+}
+
+/* After a record is written: a buffer at its client's record limit is complete. Lock held. */
+static void written_locked(void) {
+  if (buf && buf_max && buf_records >= buf_max) deliver_locked();
 }
 
 static const char *intern(const char *name) {
@@ -96,10 +120,9 @@ static void note_call_locked(void) {
   if (subscribed) calls.held_outside_probe++;
 }
 
-/* Register callbacks: a buffer in flight goes back to whoever allocated it first. Lock held. */
+/* Register callbacks. A buffer in flight stays in flight: CUPTI goes on filling it. Lock held. */
 static void register_locked(CUpti_BuffersCallbackRequestFunc req,
                             CUpti_BuffersCallbackCompleteFunc done, int who) {
-  deliver_locked();
   on_request = req;
   on_complete = done;
   owner = who;
@@ -196,10 +219,11 @@ EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t str
 }
 
 EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
-  (void)flag;
   pthread_mutex_lock(&lock);
   note_call_locked();
   calls.flush++;
+  if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && calls.owner == FAKE_CUPTI_OWNER_OTHER)
+    calls.forced_flush_other++;
   deliver_locked();
   pthread_mutex_unlock(&lock);
   return CUPTI_SUCCESS;
@@ -245,6 +269,7 @@ EXPORT int fake_cupti_kernel(const char *name, uint64_t start, uint64_t end, uin
       k->contextId = 1;
       k->correlationId = correlation;
       ok = 1;
+      written_locked();
     }
   }
   pthread_mutex_unlock(&lock);
@@ -266,6 +291,7 @@ EXPORT int fake_cupti_copy(int is_memset, uint64_t bytes, uint64_t start, uint64
       m->deviceId = device;
       m->contextId = 1;
       ok = 1;
+      written_locked();
     }
   } else if (is_memset && enabled_memset) {
     CUpti_ActivityMemset4 *m = reserve_locked(sizeof *m);
@@ -278,6 +304,7 @@ EXPORT int fake_cupti_copy(int is_memset, uint64_t bytes, uint64_t start, uint64
       m->deviceId = device;
       m->contextId = 1;
       ok = 1;
+      written_locked();
     }
   }
   pthread_mutex_unlock(&lock);
@@ -374,7 +401,10 @@ EXPORT void fake_cupti_reset(void) {
   on_complete = NULL;
   free(buf);
   buf = NULL;
-  buf_size = buf_used = 0;
+  buf_size = buf_used = buf_max = buf_records = buf_foreign = 0;
+  buf_owner = 0;
+  for (int i = 0; i < nstranded; i++) free(stranded[i]);
+  nstranded = 0;
   dropped = 0;
   for (int i = 0; i < nnames; i++) free(names[i]);
   nnames = 0;

@@ -25,6 +25,10 @@ enum { FAKE_CUPTI_OWNER_NONE = 0, FAKE_CUPTI_OWNER_CLIENT = 1, FAKE_CUPTI_OWNER_
 typedef struct fake_cupti_calls {
   int subscribe, subscribe_ok, subscribe_refused, unsubscribe;
   int register_callbacks, enable, disable, flush;
+  int other_lost;          /* the other client's records that went into a buffer of the
+                            * client's, which the other client then dropped */
+  int forced_flush_other;  /* FORCED flushes while another client's callbacks are registered:
+                            * each ends that client's records of queued work with 0 timestamps */
   int held_outside_probe;  /* activity calls made while the client held a subscription */
   uint64_t max_hold_ns;    /* longest subscribe-to-unsubscribe of the client */
   int subscribed;          /* the client holds a subscription now */

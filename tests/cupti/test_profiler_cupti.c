@@ -342,6 +342,8 @@ static void test_client_arriving_mid_span_is_yielded_to_and_left_whole(void **s)
   assert_int_equal(mid.disable, at.disable);
   assert_int_equal(mid.owner, FAKE_CUPTI_OWNER_OTHER);
   assert_true(mid.kernel_enabled && mid.memcpy_enabled && mid.memset_enabled);
+  assert_int_equal(mid.forced_flush_other, 0); /* its queued work keeps its timestamps */
+  assert_int_equal(mid.other_lost, 0);         /* none of its records went into a buffer of ours */
   other_detach(); /* Kineto's trace ends: it disables its kinds and unsubscribes */
   assert_true(other_records() >= 1);
   WAIT_UNTIL(k.register_callbacks > at.register_callbacks, 2500); /* topo is back */

@@ -37,43 +37,45 @@ def check(name, ok, text):
     print(f"{'PASS' if ok else 'FAIL'} {name}: {text}")
 
 
-b = bounds("A")
-n = len(b) - 1
-if n < kfrom + 4:
-    check("A ran", False, f"{n} measured steps, need > {kfrom + 4}")
-    sys.exit(0)
-topo_in = [os.path.join(d, "A", "traces")]
-kin_in = [os.path.join(d, "A", "kineto")]
-kwin = (b[kfrom + 1], b[n])                       # Kineto's steps, the first profiled one skipped
-half = kfrom + 1 + (n - kfrom - 1) // 2
-# topo's own CUPTI window: the measured steps before torch.profiler started, the first skipped
-twin = (b[1], b[kfrom - 1])
-topo_same = per_rank(rep(topo_in, kwin))
-topo_cov = per_rank(rep(topo_in, twin))
-kin = per_rank(rep(kin_in, kwin))
-kin_a = per_rank(rep(kin_in, (kwin[0], b[half])))
-kin_b = per_rank(rep(kin_in, (b[half], kwin[1])))
-for rk in sorted(kin):
-    k, ts, tc = kin[rk], topo_same.get(rk, {}), topo_cov.get(rk, {})
-    noise = {f: abs((kin_a[rk].get(f) or 0) - (kin_b[rk].get(f) or 0)) for f in ("comm_share", "overlap_ratio", "exposed_share")}
-    c_t, c_k = ts.get("comm_share"), k.get("comm_share")
-    check(f"rank {rk} comm share, same steps", c_t is not None and c_k is not None and abs(c_t - c_k) <= 0.01,
-          f"topo {pp(c_t)} % (est. part {ts.get('comm_estimated_ns', 0) / 1e6:.1f} ms ± {ts.get('comm_error_ns', 0) / 1e6:.1f}) "
-          f"vs Kineto {pp(c_k)} %; Kineto half-to-half {100 * noise['comm_share']:.2f} pp")
-    for f in ("overlap_ratio", "exposed_share"):
-        x, y = tc.get(f), k.get(f)
-        check(f"rank {rk} {f}, topo's CUPTI window vs Kineto's steps",
-              x is not None and y is not None and abs(x - y) <= 0.01,
-              f"topo {pp(x)} % (covered {pp(tc.get('covered_share'))} % of its window) vs Kineto {pp(y)} %; "
-              f"Kineto half-to-half {100 * noise[f]:.2f} pp")
-full = per_rank(rep(topo_in))
-if full:
-    s = max(full.values(), key=lambda k: k.get("delay_caused_ns") or 0)
-    check("straggler named", s["rank"] == delayed,
-          f"rank {s['rank']} caused {s.get('delay_caused_ns', 0) / 1e6:.1f} ms of waiting "
-          f"(rank {delayed} was delayed)")
-    check("comm measured or estimated on every rank", all((k.get("comm_ns") or 0) > 0 for k in full.values()),
-          ", ".join(f"rank {k['rank']} {k.get('comm_ns', 0) / 1e6:.1f} ms (est. {k.get('comm_estimated_ns', 0) / 1e6:.1f})" for k in full.values()))
+def check_a():
+    """Run A: topo's own report against Kineto's on the same job; the straggler."""
+    b = bounds("A")
+    n = len(b) - 1
+    if n < kfrom + 4:
+        check("A ran", False, f"{n} measured steps, need > {kfrom + 4}")
+        return
+    topo_in = [os.path.join(d, "A", "traces")]
+    kin_in = [os.path.join(d, "A", "kineto")]
+    kwin = (b[kfrom + 1], b[n])                       # Kineto's steps, the first profiled one skipped
+    half = kfrom + 1 + (n - kfrom - 1) // 2
+    # topo's own CUPTI window: the measured steps before torch.profiler started, the first skipped
+    twin = (b[1], b[kfrom - 1])
+    topo_same = per_rank(rep(topo_in, kwin))
+    topo_cov = per_rank(rep(topo_in, twin))
+    kin = per_rank(rep(kin_in, kwin))
+    kin_a = per_rank(rep(kin_in, (kwin[0], b[half])))
+    kin_b = per_rank(rep(kin_in, (b[half], kwin[1])))
+    for rk in sorted(kin):
+        k, ts, tc = kin[rk], topo_same.get(rk, {}), topo_cov.get(rk, {})
+        noise = {f: abs((kin_a[rk].get(f) or 0) - (kin_b[rk].get(f) or 0)) for f in ("comm_share", "overlap_ratio", "exposed_share")}
+        c_t, c_k = ts.get("comm_share"), k.get("comm_share")
+        check(f"rank {rk} comm share, same steps", c_t is not None and c_k is not None and abs(c_t - c_k) <= 0.01,
+              f"topo {pp(c_t)} % (est. part {ts.get('comm_estimated_ns', 0) / 1e6:.1f} ms ± {ts.get('comm_error_ns', 0) / 1e6:.1f}) "
+              f"vs Kineto {pp(c_k)} %; Kineto half-to-half {100 * noise['comm_share']:.2f} pp")
+        for f in ("overlap_ratio", "exposed_share"):
+            x, y = tc.get(f), k.get(f)
+            check(f"rank {rk} {f}, topo's CUPTI window vs Kineto's steps",
+                  x is not None and y is not None and abs(x - y) <= 0.01,
+                  f"topo {pp(x)} % (covered {pp(tc.get('covered_share'))} % of its window) vs Kineto {pp(y)} %; "
+                  f"Kineto half-to-half {100 * noise[f]:.2f} pp")
+    full = per_rank(rep(topo_in))
+    if full:
+        s = max(full.values(), key=lambda k: k.get("delay_caused_ns") or 0)
+        check("straggler named", s["rank"] == delayed,
+              f"rank {s['rank']} caused {s.get('delay_caused_ns', 0) / 1e6:.1f} ms of waiting "
+              f"(rank {delayed} was delayed)")
+        check("comm measured or estimated on every rank", all((k.get("comm_ns") or 0) > 0 for k in full.values()),
+              ", ".join(f"rank {k['rank']} {k.get('comm_ns', 0) / 1e6:.1f} ms (est. {k.get('comm_estimated_ns', 0) / 1e6:.1f})" for k in full.values()))
 
 
 def gpu_events(run):
@@ -82,19 +84,6 @@ def gpu_events(run):
         ev = json.load(open(f)).get("traceEvents", [])
         out[os.path.basename(f)] = sum(1 for e in ev if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
     return out
-
-
-gb, gc = gpu_events("B"), gpu_events("C")
-if not gc:
-    check("torch traces of runs B and C", False, "none found")
-for name in sorted(gc):
-    x, y = gb.get(name, 0), gc[name]
-    check(f"torch trace {name} complete beside topo CUPTI=on", y > 0 and x >= 0.98 * y,
-          f"{x} GPU events with topo (CUPTI on) vs {y} without topo")
-lp = os.path.join(d, "B", "job.log")
-logs = open(lp, errors="replace").read() if os.path.exists(lp) else ""
-check("no CUPTI subscriber conflict in torch's log", bool(logs) and "MULTIPLE_SUBSCRIBERS" not in logs,
-      "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED " + ("found" if "MULTIPLE_SUBSCRIBERS" in logs else "absent"))
 
 
 def cupti_states(run):
@@ -109,9 +98,32 @@ def cupti_states(run):
     return out
 
 
-sb = cupti_states("B")
-check("topo stepped aside for torch.profiler (run B)", sb.get("yielded", 0) + sb.get("declined", 0) > 0,
-      f"CUPTI span records in topo's traces: {sb or 'none'}")
-sa = cupti_states("A")
-check("topo's default CUPTI window recorded (run A)", sa.get("recorded", 0) + sa.get("yielded", 0) > 0,
-      f"CUPTI span records in topo's traces: {sa or 'none'}")
+def check_bc():
+    """Runs B (topo CUPTI=on, torch.profiler starts while topo records) and C (no topo)."""
+    gb, gc = gpu_events("B"), gpu_events("C")
+    if not gc:
+        check("torch traces of runs B and C", False, "none found")
+    for name in sorted(gc):
+        x, y = gb.get(name, 0), gc[name]
+        check(f"torch trace {name} complete beside topo recording (CUPTI=on)", y > 0 and x >= y,
+              f"{x} GPU events with topo (CUPTI on) vs {y} without topo")
+    lp = os.path.join(d, "B", "job.log")
+    logs = open(lp, errors="replace").read() if os.path.exists(lp) else ""
+    check("no CUPTI subscriber conflict in torch's log", bool(logs) and "MULTIPLE_SUBSCRIBERS" not in logs,
+          "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED " + ("found" if "MULTIPLE_SUBSCRIBERS" in logs else "absent"))
+    sb = cupti_states("B")
+    check("topo stepped aside for torch.profiler (run B)", sb.get("yielded", 0) + sb.get("declined", 0) > 0,
+          f"CUPTI span records in topo's traces: {sb or 'none'}")
+
+
+def check_a_cupti():
+    sa = cupti_states("A")
+    check("topo's default CUPTI window recorded (run A)", sa.get("recorded", 0) + sa.get("yielded", 0) > 0,
+          f"CUPTI span records in topo's traces: {sa or 'none'}")
+
+
+if os.path.isdir(os.path.join(d, "A")):
+    check_a()
+    check_a_cupti()
+if os.path.isdir(os.path.join(d, "B")) and os.path.isdir(os.path.join(d, "C")):
+    check_bc()

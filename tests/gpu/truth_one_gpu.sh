@@ -13,6 +13,7 @@
 #   B  TOPO_PROFILER_CUPTI=on and torch.profiler on the same steps; C  no topo plugin, torch.profiler:
 #      torch's trace keeps all its GPU events with topo present (kernel count per step B vs C),
 #      and topo's CUPTI trace records that it stepped aside.
+# PARTS=ABC (default) picks the runs; B and C are checked together.
 # Results: $OUT/truth.txt (PASS/FAIL lines), $OUT/truth/ (traces, reports, logs).
 set -u
 source "$(dirname "$0")/common.sh"
@@ -32,10 +33,11 @@ job() { # name, extra env..., -- ddp args...
   echo "job $name exit $?"
 }
 plug=(NCCL_TUNER_PLUGIN="$TUNER_SO" NCCL_PROFILER_PLUGIN="$PROFILER_SO")
+parts=${PARTS:-ABC}
 {
-  job A "${plug[@]}" -- --steps "$steps" --kineto-from "$kfrom" --delay-rank 1 --delay-ms "$delay"
-  job B "${plug[@]}" TOPO_PROFILER_CUPTI=on -- --steps 10 --kineto-from 2
-  job C X=1 -- --steps 10 --kineto-from 2
+  case $parts in *A*) job A "${plug[@]}" -- --steps "$steps" --kineto-from "$kfrom" --delay-rank 1 --delay-ms "$delay";; esac
+  case $parts in *B*) job B "${plug[@]}" TOPO_PROFILER_CUPTI=on -- --steps 10 --kineto-from 2;; esac
+  case $parts in *C*) job C X=1 -- --steps 10 --kineto-from 2;; esac
   "$PYTHON" "$GPU_DIR/truth_compare.py" "$d" "$REPORT_BIN" "$kfrom" 1
 } 2>&1 | tee "$OUT/truth.txt"
 grep -q FAIL "$OUT/truth.txt" && exit 1
