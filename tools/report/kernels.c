@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: Apache-2.0
+// The kernel-level analyses of one rank (kernels.h): classifies each Kineto event by HTA's name
+// patterns, keeps the kernel table (one row per distinct name), feeds the temporal breakdown
+// through an interval sweep of its own (HTA's classes, not topo's), hands GPU events to the
+// per-stream analyses (idle.c, launch.c) and memcpy/memset to memcpy.c, and joins GPU events to
+// their CPU calls by correlation id. Called by analyze.c in pass 2; results read by the renderers.
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "kernels.h"
+
+/* ---- HTA's name patterns (hta/common/types.py), written out */
+static int starts(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
+
+int rp_kernel_type(const char *n) {
+  if (starts(n, "nccl") || starts(n, "hip") || starts(n, "hccl") || strstr(n, "ncclKernel"))
+    return RP_K_COMM;
+  if (starts(n, "Memcpy") || starts(n, "Memset") || starts(n, "hipMemcpy") || starts(n, "hipMemset") ||
+      starts(n, "dma"))
+    return RP_K_MEMORY;
+  /* not computation: any of these (re.match, so each is anchored at the start of the name) */
+  if (starts(n, "nccl") || strstr(n, "Memcpy") || strstr(n, "Memset") || strstr(n, "dma") ||
+      strstr(n, "Sync") || starts(n, "Stream Wait Event") ||
+      (starts(n, "cuda") && strstr(n + 4, "LaunchKernel")) || starts(n, "runFunction") ||
+      starts(n, "hip") || starts(n, "job_exe") || starts(n, "packet") || starts(n, "pe_exe") ||
+      starts(n, "cpum_exe_subgraph") || starts(n, "hccl") || starts(n, "collective_subgraph_execution"))
+    return RP_K_OTHER;
+  return RP_K_COMPUTE;
+}
+
+const char *rp_ktype_name(int type) {
+  static const char *names[] = {"communication", "memory", "computation", "other"};
+  return type >= 0 && type < RP_K_TYPES ? names[type] : "?";
+}
+
+void rp_memcpy_kind(const char *name, char *out, size_t len) {
+  if (starts(name, "Memset")) snprintf(out, len, "Memset");
+  else if (!starts(name, "Memcpy")) snprintf(out, len, "Memcpy Unknown");
+  else snprintf(out, len, "%.11s", name);
+}
+
+void rp_kernel_short_name(const char *name, char *out, size_t len) {
+  /* drop "<...>" and "(...)" groups, keep the last space-separated word (HTA's shorten_name) */
+  size_t n = 0;
+  int angle = 0, paren = 0;
+  if (!len) return;
+  if (rp_kernel_type(name) == RP_K_MEMORY) {
+    snprintf(out, len, "%s", name);
+    return;
+  }
+  for (const char *p = name; *p; p++) {
+    if (p[0] == '-' && p[1] == '>') {
+      p++;
+      continue;
+    }
+    if (*p == '<') angle++;
+    else if (*p == '>') angle -= angle > 0;
+    else if (*p == '(') paren++;
+    else if (*p == ')') paren -= paren > 0;
+    else if (!angle && !paren) {
+      if (*p == ' ') n = 0;
+      else if (n + 1 < len) out[n++] = *p;
+    }
+  }
+  out[n] = 0;
+  if (!n) snprintf(out, len, "%s", name);
+}
+
+/* ---- the reorder heap */
+void rp_heap_init(rp_heap *h, size_t size, size_t window, int (*less)(const void *, const void *)) {
+  memset(h, 0, sizeof *h);
+  h->size = size;
+  h->window = window ? window : 1;
+  h->less = less;
+}
+
+int rp_heap_push(rp_heap *h, const void *item) {
+  if (h->n == h->cap) {
+    size_t cap = h->cap ? h->cap * 2 : 64;
+    char *v = topo_realloc(h->v, cap * h->size);
+    if (!v) return 0;
+    h->v = v;
+    h->cap = cap;
+  }
+  size_t i = h->n++;
+  while (i > 0) {
+    size_t p = (i - 1) / 2;
+    if (!h->less(item, h->v + p * h->size)) break;
+    memcpy(h->v + i * h->size, h->v + p * h->size, h->size);
+    i = p;
+  }
+  memcpy(h->v + i * h->size, item, h->size);
+  return 1;
+}
+
+int rp_heap_full(const rp_heap *h) { return h->n >= h->window; }
+
+int rp_heap_pop(rp_heap *h, void *out) {
+  if (!h->n) return 0;
+  memcpy(out, h->v, h->size);
+  const char *last = h->v + --h->n * h->size;
+  size_t i = 0, n = h->n;
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && h->less(h->v + (c + 1) * h->size, h->v + c * h->size)) c++;
+    if (!h->less(h->v + c * h->size, last)) break;
+    memcpy(h->v + i * h->size, h->v + c * h->size, h->size);
+    i = c;
+  }
+  if (n) memmove(h->v + i * h->size, last, h->size);
+  return 1;
+}
+
+void rp_heap_free(rp_heap *h) {
+  topo_free(h->v);
+  memset(h, 0, sizeof *h);
+}
+
+/* ---- the rank's streaming state */
+typedef struct corr_slot {
+  int64_t corr;          /* -1: empty */
+  rp_launch l;
+} corr_slot;
+
+struct rp_gpu_state {
+  size_t window;
+  /* kernel names -> index into g->kern (open addressing, power-of-two capacity) */
+  uint32_t *name_slot;   /* index + 1; 0 empty */
+  size_t name_cap, kern_cap;
+  /* CPU calls by correlation id, recent ones only */
+  corr_slot *corr;
+  size_t corr_cap, corr_n;
+  int64_t corr_max;
+  /* per stream */
+  rp_gstream_state **sstate;
+  size_t streams_cap;
+  rp_mem_state *mem;
+  rp_sweep *sweep;
+  rp_step *steps;
+  size_t nsteps;
+};
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static uint64_t hash_i64(int64_t v) {
+  uint64_t x = (uint64_t)v * 0x9e3779b97f4a7c15ull;
+  return x ^ (x >> 29);
+}
+
+rp_gpu *rp_gpu_new(const rp_step *steps, size_t nsteps, size_t reorder_window) {
+  rp_gpu *g = topo_calloc(1, sizeof *g);
+  struct rp_gpu_state *st = topo_calloc(1, sizeof *st);
+  if (!g || !st) {
+    topo_free(g);
+    topo_free(st);
+    return NULL;
+  }
+  g->st = st;
+  g->first = INT64_MAX;
+  g->last = INT64_MIN;
+  st->window = reorder_window ? reorder_window : RP_GPU_REORDER;
+  if (nsteps) {
+    st->steps = topo_malloc(nsteps * sizeof *st->steps);
+    if (!st->steps) goto fail;
+    for (size_t i = 0; i < nsteps; i++) {
+      memset(&st->steps[i], 0, sizeof st->steps[i]);
+      st->steps[i].start = steps[i].start;
+      st->steps[i].stop = steps[i].stop;
+      st->steps[i].value = steps[i].value;
+    }
+    st->nsteps = nsteps;
+  }
+  st->sweep = rp_sweep_new(65536, st->steps, st->nsteps);
+  st->mem = rp_mem_state_new(st->window);
+  if (!st->sweep || !st->mem) goto fail;
+  return g;
+fail:
+  rp_gpu_free(g);
+  return NULL;
+}
+
+static rp_kstat *kern_get(rp_gpu *g, const char *name) {
+  struct rp_gpu_state *st = g->st;
+  if (2 * (g->nkern + 1) > st->name_cap) {
+    size_t cap = st->name_cap ? st->name_cap * 2 : 256;
+    uint32_t *slot = topo_calloc(cap, sizeof *slot);
+    if (!slot) return NULL;
+    for (size_t i = 0; i < g->nkern; i++) {
+      size_t j = hash_str(g->kern[i].name) & (cap - 1);
+      while (slot[j]) j = (j + 1) & (cap - 1);
+      slot[j] = (uint32_t)i + 1;
+    }
+    topo_free(st->name_slot);
+    st->name_slot = slot;
+    st->name_cap = cap;
+  }
+  size_t j = hash_str(name) & (st->name_cap - 1);
+  while (st->name_slot[j]) {
+    rp_kstat *k = &g->kern[st->name_slot[j] - 1];
+    if (!strcmp(k->name, name)) return k;
+    j = (j + 1) & (st->name_cap - 1);
+  }
+  if (g->nkern == st->kern_cap) {
+    size_t cap = st->kern_cap ? st->kern_cap * 2 : 64;
+    rp_kstat *v = topo_realloc(g->kern, cap * sizeof *v);
+    if (!v) return NULL;
+    g->kern = v;
+    st->kern_cap = cap;
+  }
+  rp_kstat *k = &g->kern[g->nkern];
+  memset(k, 0, sizeof *k);
+  if (!(k->name = topo_strdup(name))) return NULL;
+  k->type = rp_kernel_type(name);
+  st->name_slot[j] = (uint32_t)++g->nkern;
+  return k;
+}
+
+static void kern_add(rp_gpu *g, const rp_kevent *e) {
+  rp_kstat *k = kern_get(g, e->name);
+  if (!k) {
+    g->failed = 1;
+    return;
+  }
+  if (!k->n || e->dur < k->min) k->min = e->dur;
+  if (!k->n || e->dur > k->max) k->max = e->dur;
+  k->n++;
+  k->sum = rp_add_sat(k->sum, e->dur);
+  double d = (double)e->dur - k->mean;
+  k->mean += d / (double)k->n;
+  k->m2 += d * ((double)e->dur - k->mean);
+  g->type_time[k->type] = rp_add_sat(g->type_time[k->type], e->dur);
+  g->type_n[k->type]++;
+}
+
+/* ---- CPU calls by correlation id: entries more than RP_GPU_CORR_AGE ids behind the newest are
+ * dropped when the table is rebuilt, so it holds the calls whose GPU work may still come. */
+static int corr_rebuild(struct rp_gpu_state *st, size_t need) {
+  size_t live = 0;
+  for (size_t i = 0; i < st->corr_cap; i++)
+    live += st->corr[i].corr >= 0 && st->corr[i].corr >= st->corr_max - RP_GPU_CORR_AGE;
+  size_t cap = 1024;
+  while (cap < 4 * (live + need)) cap *= 2;
+  corr_slot *v = topo_malloc(cap * sizeof *v);
+  if (!v) return 0;
+  for (size_t i = 0; i < cap; i++) v[i].corr = -1;
+  for (size_t i = 0; i < st->corr_cap; i++) {
+    const corr_slot *s = &st->corr[i];
+    if (s->corr < 0 || s->corr < st->corr_max - RP_GPU_CORR_AGE) continue;
+    size_t j = hash_i64(s->corr) & (cap - 1);
+    while (v[j].corr >= 0) j = (j + 1) & (cap - 1);
+    v[j] = *s;
+  }
+  topo_free(st->corr);
+  st->corr = v;
+  st->corr_cap = cap;
+  st->corr_n = live;
+  return 1;
+}
+
+static int is_launch_call(const char *n) {
+  static const char *names[] = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",
+                                "cuLaunchKernelEx", "cudaMemcpyAsync", "cudaMemsetAsync",
+                                "hipLaunchKernel", "hipExtModuleLaunchKernel", "hipMemsetAsync",
+                                "hipMemcpyAsync", "hipMemcpyWithStream",
+                                "runFunction - job_prep_and_submit_for_execution"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (!strcmp(n, names[i])) return 1;
+  return 0;
+}
+
+static void corr_put(rp_gpu *g, const rp_kevent *e) {
+  struct rp_gpu_state *st = g->st;
+  if (e->corr > st->corr_max) st->corr_max = e->corr;
+  if (2 * (st->corr_n + 1) > st->corr_cap && !corr_rebuild(st, 1)) {
+    g->failed = 1;
+    return;
+  }
+  size_t j = hash_i64(e->corr) & (st->corr_cap - 1);
+  while (st->corr[j].corr >= 0 && st->corr[j].corr != e->corr) j = (j + 1) & (st->corr_cap - 1);
+  if (st->corr[j].corr < 0) st->corr_n++;
+  st->corr[j].corr = e->corr;
+  st->corr[j].l.start = e->start;
+  st->corr[j].l.dur = e->dur;
+  st->corr[j].l.is_launch = is_launch_call(e->name);
+}
+
+static const rp_launch *corr_find(void *ctx, int64_t corr) {
+  struct rp_gpu_state *st = ctx;
+  if (corr < 0 || !st->corr_cap) return NULL;
+  size_t j = hash_i64(corr) & (st->corr_cap - 1);
+  while (st->corr[j].corr >= 0) {
+    if (st->corr[j].corr == corr) return &st->corr[j].l;
+    j = (j + 1) & (st->corr_cap - 1);
+  }
+  return NULL;
+}
+
+/* ---- streams */
+static size_t stream_index(rp_gpu *g, int64_t id) {
+  struct rp_gpu_state *st = g->st;
+  for (size_t i = 0; i < g->nstreams; i++)
+    if (g->streams[i].stream == id) return i;
+  if (g->nstreams == st->streams_cap) {
+    size_t cap = st->streams_cap ? st->streams_cap * 2 : 8;
+    rp_gstream *v = topo_realloc(g->streams, cap * sizeof *v);
+    if (v) g->streams = v;
+    rp_gstream_state **s = v ? topo_realloc(st->sstate, cap * sizeof *s) : NULL;
+    if (!s) return (size_t)-1;
+    st->sstate = s;
+    st->streams_cap = cap;
+  }
+  size_t i = g->nstreams;
+  memset(&g->streams[i], 0, sizeof g->streams[i]);
+  g->streams[i].stream = id;
+  if (!(st->sstate[i] = rp_gstream_state_new(st->window))) return (size_t)-1;
+  g->nstreams++;
+  return i;
+}
+
+static int idle_category(const char *cat) {
+  static const char *cats[] = {"kernel", "Kernel", "gpu_memset", "Memset", "gpu_memcpy", "Memcpy",
+                               "mtia_ccp_events"};
+  for (size_t i = 0; i < sizeof cats / sizeof *cats; i++)
+    if (!strcmp(cat, cats[i])) return 1;
+  return 0;
+}
+
+void rp_gpu_event(rp_gpu *g, const rp_kevent *e) {
+  if (!g || !g->st) return;
+  struct rp_gpu_state *st = g->st;
+  if (e->stream < 0) { /* a CPU event: remember the calls that GPU work refers to */
+    g->cpu_events++;
+    if (e->corr >= 0 && strcmp(e->name, "Event Sync") && strcmp(e->name, "Context Sync")) corr_put(g, e);
+    return;
+  }
+  g->gpu_events++;
+  if (e->start < g->first) g->first = e->start;
+  if (e->start + e->dur > g->last) g->last = e->start + e->dur;
+  kern_add(g, e);
+  int type = rp_kernel_type(e->name);
+  static const uint8_t cls[RP_K_TYPES] = {RP_COMM, RP_MEMORY, RP_COMPUTE, RP_MEMORY};
+  rp_interval iv = {e->start, e->start + e->dur, (uint32_t)e->stream, cls[type], 0xff, RP_FROM_KERNEL, 0};
+  if (rp_sweep_add(st->sweep, &iv) != TOPO_OK) g->failed = 1;
+  if (type == RP_K_MEMORY && !rp_mem_add(st->mem, &g->mem, &g->nmem, e)) g->failed = 1;
+  size_t si = stream_index(g, e->stream);
+  if (si == (size_t)-1) {
+    g->failed = 1;
+    return;
+  }
+  if (e->corr >= 0) {
+    g->launches++;
+    g->matched += corr_find(st, e->corr) != NULL;
+  }
+  rp_gevent ge = {e->start, e->start + e->dur, e->corr, idle_category(e->cat)};
+  rp_gstream_push(st->sstate[si], &g->streams[si], &ge, corr_find, st);
+}
+
+/* ---- finishing: the top kernels by HTA's rule */
+static int cmp_kstat(const void *a, const void *b) {
+  const rp_kstat *x = a, *y = b;
+  if (x->type != y->type) return x->type - y->type;
+  if (x->sum != y->sum) return x->sum > y->sum ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+static int cmp_stream(const void *a, const void *b) {
+  const rp_gstream *x = a, *y = b;
+  return (x->stream > y->stream) - (x->stream < y->stream);
+}
+
+/* Within one type, sorted by total time: all are top when there are at most `top`; else the
+ * first `top` whose running total is at most the `ratio` quantile (linear interpolation, as
+ * pandas computes it) of the running totals. */
+static void mark_top(rp_kstat *k, size_t n, int top, double ratio) {
+  if (n <= (size_t)top) {
+    for (size_t i = 0; i < n; i++) k[i].top = 1;
+    return;
+  }
+  double pos = ratio * (double)(n - 1), cum_lo = 0, cum_hi = 0, run = 0;
+  size_t lo = (size_t)pos;
+  for (size_t i = 0; i < n && i <= lo + 1; i++) {
+    run += (double)k[i].sum;
+    if (i == lo) cum_lo = run;
+    if (i == lo + 1) cum_hi = run;
+  }
+  double q = lo + 1 < n ? cum_lo + (cum_hi - cum_lo) * (pos - (double)lo) : cum_lo;
+  run = 0;
+  for (size_t i = 0; i < n; i++) {
+    run += (double)k[i].sum;
+    k[i].top = i < (size_t)top && run <= q;
+  }
+}
+
+static void mark_types(rp_gpu *g, int top, double ratio) {
+  for (size_t i = 0; i < g->nkern;) {
+    size_t j = i;
+    while (j < g->nkern && g->kern[j].type == g->kern[i].type) j++;
+    mark_top(g->kern + i, j - i, top, ratio);
+    i = j;
+  }
+}
+
+void rp_gpu_mark_top(rp_report *r, int top, double ratio) {
+  if (top < 1) top = RP_GPU_TOP;
+  if (!(ratio > 0 && ratio <= 1)) ratio = RP_GPU_DURATION_RATIO;
+  for (int i = 0; i < r->nranks; i++)
+    if (r->ranks[i].gpu && !r->ranks[i].gpu->st) mark_types(r->ranks[i].gpu, top, ratio);
+}
+
+void rp_gpu_finish(rp_gpu *g) {
+  if (!g || !g->st) return;
+  struct rp_gpu_state *st = g->st;
+  for (size_t i = 0; i < g->nstreams; i++) rp_gstream_finish(st->sstate[i], &g->streams[i], corr_find, st);
+  rp_mem_finish(st->mem, g->mem, g->nmem);
+  rp_times t;
+  rp_sweep_finish(st->sweep, &t);
+  g->busy = t.busy, g->compute = t.compute, g->comm = t.comm, g->overlap = t.overlap;
+  g->memory_other = t.memory;
+  g->late = t.late;
+  if (st->nsteps && (g->steps = topo_calloc(st->nsteps, sizeof *g->steps))) {
+    g->nsteps = st->nsteps;
+    for (size_t i = 0; i < st->nsteps; i++) {
+      const rp_step *s = &st->steps[i];
+      g->steps[i] = (rp_gstep){s->value, s->start, s->stop, s->busy, s->compute, s->comm, s->overlap};
+    }
+  } else if (st->nsteps) {
+    g->failed = 1;
+  }
+  if (g->nkern) qsort(g->kern, g->nkern, sizeof *g->kern, cmp_kstat);
+  mark_types(g, RP_GPU_TOP, RP_GPU_DURATION_RATIO);
+  if (g->nstreams) qsort(g->streams, g->nstreams, sizeof *g->streams, cmp_stream);
+  for (size_t i = 0; i < g->nstreams; i++) rp_gstream_state_free(st->sstate[i]);
+  topo_free(st->sstate);
+  rp_mem_state_free(st->mem);
+  rp_sweep_free(st->sweep);
+  topo_free(st->steps);
+  topo_free(st->name_slot);
+  topo_free(st->corr);
+  topo_free(st);
+  g->st = NULL;
+}
+
+void rp_gpu_free(rp_gpu *g) {
+  if (!g) return;
+  if (g->st) {
+    struct rp_gpu_state *st = g->st;
+    for (size_t i = 0; i < g->nstreams; i++) rp_gstream_state_free(st->sstate[i]);
+    topo_free(st->sstate);
+    rp_mem_state_free(st->mem);
+    rp_sweep_free(st->sweep);
+    topo_free(st->steps);
+    topo_free(st->name_slot);
+    topo_free(st->corr);
+    topo_free(st);
+  }
+  for (size_t i = 0; i < g->nkern; i++) topo_free(g->kern[i].name);
+  topo_free(g->kern);
+  for (size_t i = 0; i < g->nstreams; i++) {
+    rp_quant_free(&g->streams[i].delay);
+    rp_quant_free(&g->streams[i].cpu_dur);
+    rp_quant_free(&g->streams[i].gpu_dur);
+    rp_quant_free(&g->streams[i].queue);
+  }
+  topo_free(g->streams);
+  for (size_t i = 0; i < g->nmem; i++) rp_quant_free(&g->mem[i].op_bw);
+  topo_free(g->mem);
+  topo_free(g->steps);
+  topo_free(g);
+}
+
+void rp_gpu_totals_get(const rp_report *r, rp_gpu_totals *t) {
+  memset(t, 0, sizeof *t);
+  for (int i = 0; i < r->nranks; i++) {
+    const rp_gpu *g = r->ranks[i].gpu;
+    if (!g || !g->gpu_events) continue;
+    t->ranks++;
+    t->comp_only += g->compute - g->overlap;
+    t->comm_only += g->comm - g->overlap;
+    t->both += g->overlap;
+    t->memory_other += g->memory_other;
+    t->busy += g->busy;
+    t->span += g->last - g->first;
+  }
+}
