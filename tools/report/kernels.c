@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The kernel-level analyses of one rank (kernels.h): classifies each Kineto event by HTA's name
 // patterns, keeps the kernel table (one row per distinct name), feeds the temporal breakdown
-// through an interval sweep of its own (HTA's classes, not topo's), hands GPU events to the
+// through a sweep of its own (ktime.c, HTA's classes, not topo's), hands GPU events to the
 // per-stream analyses (idle.c, launch.c) and memcpy/memset to memcpy.c, and joins GPU events to
 // their CPU calls by correlation id. Called by analyze.c in pass 2; results read by the renderers.
 #include <stdlib.h>
@@ -45,7 +45,7 @@ void rp_kernel_short_name(const char *name, char *out, size_t len) {
   size_t n = 0;
   int angle = 0, paren = 0;
   if (!len) return;
-  if (rp_kernel_type(name) == RP_K_MEMORY) {
+  if (rp_kernel_type(name) == RP_K_MEMORY || (!strchr(name, '<') && !strchr(name, '('))) {
     snprintf(out, len, "%s", name);
     return;
   }
@@ -137,9 +137,7 @@ struct rp_gpu_state {
   rp_gstream_state **sstate;
   size_t streams_cap;
   rp_mem_state *mem;
-  rp_sweep *sweep;
-  rp_step *steps;
-  size_t nsteps;
+  rp_ktime *time;
 };
 
 static uint64_t hash_str(const char *s) {
@@ -166,19 +164,17 @@ rp_gpu *rp_gpu_new(const rp_step *steps, size_t nsteps, size_t reorder_window) {
   g->last = INT64_MIN;
   st->window = reorder_window ? reorder_window : RP_GPU_REORDER;
   if (nsteps) {
-    st->steps = topo_malloc(nsteps * sizeof *st->steps);
-    if (!st->steps) goto fail;
+    if (!(g->steps = topo_calloc(nsteps, sizeof *g->steps))) goto fail;
     for (size_t i = 0; i < nsteps; i++) {
-      memset(&st->steps[i], 0, sizeof st->steps[i]);
-      st->steps[i].start = steps[i].start;
-      st->steps[i].stop = steps[i].stop;
-      st->steps[i].value = steps[i].value;
+      g->steps[i].start = steps[i].start;
+      g->steps[i].stop = steps[i].stop;
+      g->steps[i].value = steps[i].value;
     }
-    st->nsteps = nsteps;
+    g->nsteps = nsteps;
   }
-  st->sweep = rp_sweep_new(65536, st->steps, st->nsteps);
+  st->time = rp_ktime_new(st->window * 16, g->steps, g->nsteps);
   st->mem = rp_mem_state_new(st->window);
-  if (!st->sweep || !st->mem) goto fail;
+  if (!st->time || !st->mem) goto fail;
   return g;
 fail:
   rp_gpu_free(g);
@@ -344,9 +340,7 @@ void rp_gpu_event(rp_gpu *g, const rp_kevent *e) {
   if (e->start + e->dur > g->last) g->last = e->start + e->dur;
   kern_add(g, e);
   int type = rp_kernel_type(e->name);
-  static const uint8_t cls[RP_K_TYPES] = {RP_COMM, RP_MEMORY, RP_COMPUTE, RP_MEMORY};
-  rp_interval iv = {e->start, e->start + e->dur, (uint32_t)e->stream, cls[type], 0xff, RP_FROM_KERNEL, 0};
-  if (rp_sweep_add(st->sweep, &iv) != TOPO_OK) g->failed = 1;
+  if (!rp_ktime_add(st->time, e->start, e->start + e->dur, type)) g->failed = 1;
   if (type == RP_K_MEMORY && !rp_mem_add(st->mem, &g->mem, &g->nmem, e)) g->failed = 1;
   size_t si = stream_index(g, e->stream);
   if (si == (size_t)-1) {
@@ -397,6 +391,19 @@ static void mark_top(rp_kstat *k, size_t n, int top, double ratio) {
   }
 }
 
+static void free_state(rp_gpu *g) {
+  struct rp_gpu_state *st = g->st;
+  if (!st) return;
+  for (size_t i = 0; i < g->nstreams; i++) rp_gstream_state_free(st->sstate[i]);
+  topo_free(st->sstate);
+  rp_mem_state_free(st->mem);
+  rp_ktime_free(st->time);
+  topo_free(st->name_slot);
+  topo_free(st->corr);
+  topo_free(st);
+  g->st = NULL;
+}
+
 static void mark_types(rp_gpu *g, int top, double ratio) {
   for (size_t i = 0; i < g->nkern;) {
     size_t j = i;
@@ -418,47 +425,21 @@ void rp_gpu_finish(rp_gpu *g) {
   struct rp_gpu_state *st = g->st;
   for (size_t i = 0; i < g->nstreams; i++) rp_gstream_finish(st->sstate[i], &g->streams[i], corr_find, st);
   rp_mem_finish(st->mem, g->mem, g->nmem);
-  rp_times t;
-  rp_sweep_finish(st->sweep, &t);
-  g->busy = t.busy, g->compute = t.compute, g->comm = t.comm, g->overlap = t.overlap;
-  g->memory_other = t.memory;
-  g->late = t.late;
-  if (st->nsteps && (g->steps = topo_calloc(st->nsteps, sizeof *g->steps))) {
-    g->nsteps = st->nsteps;
-    for (size_t i = 0; i < st->nsteps; i++) {
-      const rp_step *s = &st->steps[i];
-      g->steps[i] = (rp_gstep){s->value, s->start, s->stop, s->busy, s->compute, s->comm, s->overlap};
-    }
-  } else if (st->nsteps) {
-    g->failed = 1;
+  if (!rp_ktime_finish(st->time, &g->busy, g->combo, &g->late)) g->failed = 1;
+  for (int m = 0; m < 8; m++) {
+    if (m & RP_KT_COMPUTE) g->compute += g->combo[m];
+    if (m & RP_KT_COMM) g->comm += g->combo[m];
+    if ((m & (RP_KT_COMPUTE | RP_KT_COMM)) == (RP_KT_COMPUTE | RP_KT_COMM)) g->overlap += g->combo[m];
   }
   if (g->nkern) qsort(g->kern, g->nkern, sizeof *g->kern, cmp_kstat);
   mark_types(g, RP_GPU_TOP, RP_GPU_DURATION_RATIO);
   if (g->nstreams) qsort(g->streams, g->nstreams, sizeof *g->streams, cmp_stream);
-  for (size_t i = 0; i < g->nstreams; i++) rp_gstream_state_free(st->sstate[i]);
-  topo_free(st->sstate);
-  rp_mem_state_free(st->mem);
-  rp_sweep_free(st->sweep);
-  topo_free(st->steps);
-  topo_free(st->name_slot);
-  topo_free(st->corr);
-  topo_free(st);
-  g->st = NULL;
+  free_state(g);
 }
 
 void rp_gpu_free(rp_gpu *g) {
   if (!g) return;
-  if (g->st) {
-    struct rp_gpu_state *st = g->st;
-    for (size_t i = 0; i < g->nstreams; i++) rp_gstream_state_free(st->sstate[i]);
-    topo_free(st->sstate);
-    rp_mem_state_free(st->mem);
-    rp_sweep_free(st->sweep);
-    topo_free(st->steps);
-    topo_free(st->name_slot);
-    topo_free(st->corr);
-    topo_free(st);
-  }
+  free_state(g);
   for (size_t i = 0; i < g->nkern; i++) topo_free(g->kern[i].name);
   topo_free(g->kern);
   for (size_t i = 0; i < g->nstreams; i++) {
@@ -480,11 +461,20 @@ void rp_gpu_totals_get(const rp_report *r, rp_gpu_totals *t) {
     const rp_gpu *g = r->ranks[i].gpu;
     if (!g || !g->gpu_events) continue;
     t->ranks++;
-    t->comp_only += g->compute - g->overlap;
-    t->comm_only += g->comm - g->overlap;
-    t->both += g->overlap;
-    t->memory_other += g->memory_other;
-    t->busy += g->busy;
-    t->span += g->last - g->first;
+    for (int m = 0; m < 8; m++) t->combo[m] = rp_add_sat(t->combo[m], g->combo[m]);
+    t->busy = rp_add_sat(t->busy, g->busy);
+    t->span = rp_add_sat(t->span, g->last - g->first);
   }
+}
+
+const char *rp_combo_name(int mask) {
+  static const char *names[8] = {"",
+                                 "COMPUTATION",
+                                 "COMMUNICATION",
+                                 "COMPUTATION overlapping COMMUNICATION",
+                                 "MEMORY",
+                                 "COMPUTATION overlapping MEMORY",
+                                 "COMMUNICATION overlapping MEMORY",
+                                 "COMPUTATION overlapping COMMUNICATION overlapping MEMORY"};
+  return mask > 0 && mask < 8 ? names[mask] : "";
 }

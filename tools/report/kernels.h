@@ -81,6 +81,11 @@ typedef struct rp_memkind {     /* memcpy/memset of one kind on one rank */
   uint64_t late;
 } rp_memkind;
 
+/* Kernel-type combinations (HTA's bits: computation 1, communication 2, memory 4). */
+enum { RP_KT_COMPUTE = 1, RP_KT_COMM = 2, RP_KT_MEMORY = 4 };
+/* HTA's name of a combination: "COMPUTATION", "COMPUTATION overlapping COMMUNICATION", ... */
+const char *rp_combo_name(int mask);
+
 typedef struct rp_gstep {       /* one step of one rank: the temporal breakdown inside it */
   uint64_t value;
   int64_t start, stop;          /* its GPU window */
@@ -92,8 +97,10 @@ typedef struct rp_gpu {
   uint64_t launches, matched;         /* GPU events with a correlation; of them, CPU call found */
   /* temporal breakdown over the rank (HTA): span = first GPU start to last GPU end */
   int64_t first, last;                /* INT64_MAX / INT64_MIN: no GPU event */
-  int64_t busy, compute, comm, overlap, memory_other;  /* unions, ns */
-  uint64_t late;                      /* intervals the sweep got out of order (clipped) */
+  int64_t busy;                       /* union of all GPU events, ns */
+  int64_t combo[8];                   /* time each combination of types runs (RP_KT_* bits), ns */
+  int64_t compute, comm, overlap;     /* unions: computation, communication, both */
+  uint64_t late;                      /* events the sweep got out of order (clipped) */
   rp_gstep *steps;
   size_t nsteps;
   int64_t type_time[RP_K_TYPES];      /* sum of durations per type */
@@ -137,6 +144,12 @@ rp_queue_state *rp_queue_state_new(size_t window);
 void rp_launch_add(rp_gstream *out, rp_queue_state *q, const rp_gevent *e, const rp_launch *l);
 void rp_queue_finish(rp_gstream *out, rp_queue_state *q);
 void rp_queue_state_free(rp_queue_state *q);
+/* Time per type combination, overall and per step (ktime.c); steps sorted by start. */
+typedef struct rp_ktime rp_ktime;
+rp_ktime *rp_ktime_new(size_t window, rp_gstep *steps, size_t nsteps);
+int rp_ktime_add(rp_ktime *t, int64_t start, int64_t stop, int type);   /* 0: out of memory */
+int rp_ktime_finish(rp_ktime *t, int64_t *busy, int64_t combo[8], uint64_t *late);
+void rp_ktime_free(rp_ktime *t);
 /* Memcpy/memset bandwidth (memcpy.c). */
 typedef struct rp_mem_state rp_mem_state;
 rp_mem_state *rp_mem_state_new(size_t window);
@@ -164,7 +177,7 @@ void rp_render_kernel_diff(const rp_report *a, const rp_report *b, FILE *f);
 /* Sums over the ranks with Kineto analyses (HTA's kernel-type table across ranks). */
 typedef struct rp_gpu_totals {
   int ranks;
-  int64_t comp_only, comm_only, both, memory_other, busy, span;
+  int64_t combo[8], busy, span;
 } rp_gpu_totals;
 void rp_gpu_totals_get(const rp_report *r, rp_gpu_totals *t);
 /* Mark each rank's top kernels again: `top` per type (> 0), HTA's duration_ratio cut (0 < ratio

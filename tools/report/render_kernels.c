@@ -83,13 +83,17 @@ static void text_temporal(const rp_report *r, FILE *f) {
 static void text_types(const rp_report *r, FILE *f) {
   rp_gpu_totals t;
   rp_gpu_totals_get(r, &t);
-  int64_t all = t.comp_only + t.comm_only + t.both;
-  char a[40], b[40], c[40], d[40];
+  int64_t all = 0;
+  for (int m = 1; m < 8; m++) all += t.combo[m];
   fprintf(f, "\nKernel types, all %d rank%s (time while running; HTA's kernel-type table)\n", t.ranks,
           t.ranks == 1 ? "" : "s");
-  fprintf(f, "  computation only %s, communication only %s, computation overlapping communication %s\n",
-          part(t.comp_only, all, a, sizeof a), part(t.comm_only, all, b, sizeof b), part(t.both, all, c, sizeof c));
-  fprintf(f, "  memory and other GPU events (not in the shares above) %s\n", ns_s(t.memory_other, d, sizeof d));
+  static const int order[] = {1, 2, 4, 3, 5, 6, 7};
+  for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
+    char a[40];
+    int m = order[i];
+    if (!t.combo[m] && m > 4) continue;
+    fprintf(f, "  %-56s %22s\n", rp_combo_name(m), part(t.combo[m], all, a, sizeof a));
+  }
 }
 
 static void text_kernels(const rp_report *r, FILE *f) {
@@ -248,9 +252,10 @@ static void json_rank(const rp_rank *k, FILE *f) {
   jratio(f, "idle_share", span - g->busy, span);
   jratio(f, "compute_share", g->compute, span);
   jratio(f, "non_compute_share", g->busy - g->compute, span);
-  fprintf(f, ",\"comm_ns\":%" PRId64 ",\"comm_compute_overlap_ns\":%" PRId64 ",\"memory_other_ns\":%" PRId64
-             ",\"out_of_order_clipped\":%" PRIu64 "}",
-          g->comm, g->overlap, g->memory_other, g->late);
+  fprintf(f, ",\"comm_ns\":%" PRId64 ",\"comm_compute_overlap_ns\":%" PRId64 ",\"out_of_order_clipped\":%" PRIu64,
+          g->comm, g->overlap, g->late);
+  jratio(f, "comm_compute_overlap_share", g->overlap, g->comm);
+  fprintf(f, "}");
   fprintf(f, ",\n \"steps\":[");
   for (size_t s = 0; s < g->nsteps; s++) {
     const rp_gstep *st = &g->steps[s];
@@ -263,7 +268,9 @@ static void json_rank(const rp_rank *k, FILE *f) {
     jratio(f, "non_compute_share", st->busy - st->compute, sp);
     fprintf(f, "}");
   }
-  fprintf(f, "],\n \"kernel_types\":{");
+  fprintf(f, "],\n \"kernel_type_time\":{");
+  for (int m = 1; m < 8; m++) fprintf(f, "%s\"%s\":%" PRId64, m > 1 ? "," : "", rp_combo_name(m), g->combo[m]);
+  fprintf(f, "},\n \"kernel_types\":{");
   for (int t = 0; t < RP_K_TYPES; t++)
     fprintf(f, "%s\"%s\":{\"count\":%" PRIu64 ",\"total_ns\":%" PRId64 "}", t ? "," : "", rp_ktype_name(t),
             g->type_n[t], g->type_time[t]);
@@ -338,17 +345,18 @@ void rp_render_kernels_json(const rp_report *r, FILE *f) {
   }
   rp_gpu_totals t;
   rp_gpu_totals_get(r, &t);
-  int64_t all = t.comp_only + t.comm_only + t.both;
+  int64_t all = 0;
+  for (int m = 1; m < 8; m++) all += t.combo[m];
   fprintf(f, ",\n\"kernel_analyses\":{\"definitions\":\"Holistic Trace Analysis 0.6.1 (docs/metrics.md)\","
              "\"kernel_wait_below_ns\":%d,\"runtime_outlier_above_ns\":%d,\"delay_outlier_above_ns\":%d,\n"
-             "\"kernel_types_all_ranks\":{\"ranks\":%d,\"computation_only_ns\":%" PRId64
-             ",\"communication_only_ns\":%" PRId64 ",\"computation_overlapping_communication_ns\":%" PRId64,
-          RP_GPU_KERNEL_DELAY_NS, RP_GPU_RUNTIME_CUTOFF_NS, RP_GPU_DELAY_CUTOFF_NS, t.ranks, t.comp_only,
-          t.comm_only, t.both);
-  jratio(f, "computation_only_share", t.comp_only, all);
-  jratio(f, "communication_only_share", t.comm_only, all);
-  jratio(f, "computation_overlapping_communication_share", t.both, all);
-  fprintf(f, ",\"memory_other_ns\":%" PRId64 "},\n\"ranks\":[", t.memory_other);
+             "\"kernel_types_all_ranks\":{\"ranks\":%d,\"types\":[",
+          RP_GPU_KERNEL_DELAY_NS, RP_GPU_RUNTIME_CUTOFF_NS, RP_GPU_DELAY_CUTOFF_NS, t.ranks);
+  for (int m = 1; m < 8; m++) {
+    fprintf(f, "%s{\"kernel_type\":\"%s\",\"ns\":%" PRId64, m > 1 ? "," : "", rp_combo_name(m), t.combo[m]);
+    jratio(f, "share", t.combo[m], all);
+    fputc('}', f);
+  }
+  fprintf(f, "]},\n\"ranks\":[");
   int first = 1;
   for (int i = 0; i < r->nranks; i++) {
     if (!r->ranks[i].gpu || !r->ranks[i].gpu->gpu_events) continue;
