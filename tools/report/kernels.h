@@ -22,7 +22,7 @@
 #include "report.h"
 
 #define RP_GPU_REORDER 4096          /* events held per stream (and per memcpy kind) to sort */
-#define RP_GPU_CORR_AGE (1 << 20)    /* launches kept this many correlation ids back */
+#define RP_GPU_CORR_AGE (1 << 18)    /* CPU calls kept this many correlation ids back */
 #define RP_GPU_KERNEL_DELAY_NS 30000 /* HTA's consecutive_kernel_delay: 30 (its unit is us) */
 #define RP_GPU_RUNTIME_CUTOFF_NS 50000   /* HTA's runtime_cutoff, 50 us */
 #define RP_GPU_DELAY_CUTOFF_NS 100000    /* HTA's launch_delay_cutoff, 100 us */
@@ -173,6 +173,7 @@ void rp_heap_free(rp_heap *h);
 void rp_render_kernels_text(const rp_report *r, FILE *f);
 void rp_render_kernels_json(const rp_report *r, FILE *f);  /* `,"kernel_analyses":{...}` */
 void rp_render_kernels_csv(const rp_report *r, FILE *f);
+void rp_render_kernels_html(const rp_report *r, FILE *f);  /* sections of render_html.c's page */
 void rp_render_kernel_diff(const rp_report *a, const rp_report *b, FILE *f);
 /* Sums over the ranks with Kineto analyses (HTA's kernel-type table across ranks). */
 typedef struct rp_gpu_totals {

@@ -384,6 +384,9 @@ typedef struct rp_report {
   int64_t trace_first, trace_last, kineto_first, kineto_last;
   /* untimed collectives (p2p included) by estimate level; asked-but-lost ones */
   uint64_t est[RP_EST_LEVELS], lost;
+  /* busbw reference for the HTML plot (set by the caller; 0: none): GB/s and what it is */
+  double ref_busbw;
+  char ref_label[320];
 } rp_report;
 
 /* ---- steps from topo traces (steps.c): the period of each communicator's collectives. Ranks
