@@ -41,6 +41,7 @@ static void take(rp_gstream_state *s, rp_gstream *out, const rp_gevent *e,
   if (e->start > s->cursor) s->cursor = e->start;
   out->events++;
   const rp_launch *l = e->corr >= 0 ? find(ctx, e->corr) : NULL;
+  out->matched += l != NULL;
   if (e->idle_kind) {
     if (s->have_prev) {
       int64_t gap = e->start - s->prev_end;

@@ -132,7 +132,7 @@ struct rp_gpu_state {
   /* CPU calls by correlation id, recent ones only */
   corr_slot *corr;
   size_t corr_cap, corr_n;
-  int64_t corr_max;
+  int64_t gpu_corr_max;  /* newest correlation id of a GPU event (-1: none yet) */
   /* per stream */
   rp_gstream_state **sstate;
   size_t streams_cap;
@@ -163,6 +163,7 @@ rp_gpu *rp_gpu_new(const rp_step *steps, size_t nsteps, size_t reorder_window) {
   g->first = INT64_MAX;
   g->last = INT64_MIN;
   st->window = reorder_window ? reorder_window : RP_GPU_REORDER;
+  st->gpu_corr_max = -1;
   if (nsteps) {
     if (!(g->steps = topo_calloc(nsteps, sizeof *g->steps))) goto fail;
     for (size_t i = 0; i < nsteps; i++) {
@@ -172,7 +173,7 @@ rp_gpu *rp_gpu_new(const rp_step *steps, size_t nsteps, size_t reorder_window) {
     }
     g->nsteps = nsteps;
   }
-  st->time = rp_ktime_new(st->window * 16, g->steps, g->nsteps);
+  st->time = rp_ktime_new(st->window * 4, g->steps, g->nsteps);
   st->mem = rp_mem_state_new(st->window);
   if (!st->time || !st->mem) goto fail;
   return g;
@@ -217,11 +218,12 @@ static rp_kstat *kern_get(rp_gpu *g, const char *name) {
   return k;
 }
 
-static void kern_add(rp_gpu *g, const rp_kevent *e) {
+/* Count the event in its name's row; returns its type (-1: out of memory). */
+static int kern_add(rp_gpu *g, const rp_kevent *e) {
   rp_kstat *k = kern_get(g, e->name);
   if (!k) {
     g->failed = 1;
-    return;
+    return -1;
   }
   if (!k->n || e->dur < k->min) k->min = e->dur;
   if (!k->n || e->dur > k->max) k->max = e->dur;
@@ -232,14 +234,19 @@ static void kern_add(rp_gpu *g, const rp_kevent *e) {
   k->m2 += d * ((double)e->dur - k->mean);
   g->type_time[k->type] = rp_add_sat(g->type_time[k->type], e->dur);
   g->type_n[k->type]++;
+  return k->type;
 }
 
-/* ---- CPU calls by correlation id: entries more than RP_GPU_CORR_AGE ids behind the newest are
- * dropped when the table is rebuilt, so it holds the calls whose GPU work may still come. */
+/* ---- CPU calls by correlation id: entries more than RP_GPU_CORR_AGE ids behind the newest GPU
+ * event are dropped when the table is rebuilt, so it holds the calls whose GPU work may still
+ * come (all of them while no GPU event has come: a file that writes every call first). */
+static int stale(const struct rp_gpu_state *st, int64_t corr) {
+  return st->gpu_corr_max >= 0 && corr < st->gpu_corr_max - RP_GPU_CORR_AGE;
+}
+
 static int corr_rebuild(struct rp_gpu_state *st, size_t need) {
   size_t live = 0;
-  for (size_t i = 0; i < st->corr_cap; i++)
-    live += st->corr[i].corr >= 0 && st->corr[i].corr >= st->corr_max - RP_GPU_CORR_AGE;
+  for (size_t i = 0; i < st->corr_cap; i++) live += st->corr[i].corr >= 0 && !stale(st, st->corr[i].corr);
   size_t cap = 1024;
   while (cap < 4 * (live + need)) cap *= 2;
   corr_slot *v = topo_malloc(cap * sizeof *v);
@@ -247,7 +254,7 @@ static int corr_rebuild(struct rp_gpu_state *st, size_t need) {
   for (size_t i = 0; i < cap; i++) v[i].corr = -1;
   for (size_t i = 0; i < st->corr_cap; i++) {
     const corr_slot *s = &st->corr[i];
-    if (s->corr < 0 || s->corr < st->corr_max - RP_GPU_CORR_AGE) continue;
+    if (s->corr < 0 || stale(st, s->corr)) continue;
     size_t j = hash_i64(s->corr) & (cap - 1);
     while (v[j].corr >= 0) j = (j + 1) & (cap - 1);
     v[j] = *s;
@@ -260,6 +267,7 @@ static int corr_rebuild(struct rp_gpu_state *st, size_t need) {
 }
 
 static int is_launch_call(const char *n) {
+  if (n[0] != 'c' && n[0] != 'h' && n[0] != 'r') return 0;
   static const char *names[] = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",
                                 "cuLaunchKernelEx", "cudaMemcpyAsync", "cudaMemsetAsync",
                                 "hipLaunchKernel", "hipExtModuleLaunchKernel", "hipMemsetAsync",
@@ -272,7 +280,6 @@ static int is_launch_call(const char *n) {
 
 static void corr_put(rp_gpu *g, const rp_kevent *e) {
   struct rp_gpu_state *st = g->st;
-  if (e->corr > st->corr_max) st->corr_max = e->corr;
   if (2 * (st->corr_n + 1) > st->corr_cap && !corr_rebuild(st, 1)) {
     g->failed = 1;
     return;
@@ -338,8 +345,8 @@ void rp_gpu_event(rp_gpu *g, const rp_kevent *e) {
   g->gpu_events++;
   if (e->start < g->first) g->first = e->start;
   if (e->start + e->dur > g->last) g->last = e->start + e->dur;
-  kern_add(g, e);
-  int type = rp_kernel_type(e->name);
+  int type = kern_add(g, e);
+  if (type < 0) type = rp_kernel_type(e->name);
   if (!rp_ktime_add(st->time, e->start, e->start + e->dur, type)) g->failed = 1;
   if (type == RP_K_MEMORY && !rp_mem_add(st->mem, &g->mem, &g->nmem, e)) g->failed = 1;
   size_t si = stream_index(g, e->stream);
@@ -347,10 +354,8 @@ void rp_gpu_event(rp_gpu *g, const rp_kevent *e) {
     g->failed = 1;
     return;
   }
-  if (e->corr >= 0) {
-    g->launches++;
-    g->matched += corr_find(st, e->corr) != NULL;
-  }
+  g->launches += e->corr >= 0;
+  if (e->corr > st->gpu_corr_max) st->gpu_corr_max = e->corr;
   rp_gevent ge = {e->start, e->start + e->dur, e->corr, idle_category(e->cat)};
   rp_gstream_push(st->sstate[si], &g->streams[si], &ge, corr_find, st);
 }
@@ -423,7 +428,10 @@ void rp_gpu_mark_top(rp_report *r, int top, double ratio) {
 void rp_gpu_finish(rp_gpu *g) {
   if (!g || !g->st) return;
   struct rp_gpu_state *st = g->st;
-  for (size_t i = 0; i < g->nstreams; i++) rp_gstream_finish(st->sstate[i], &g->streams[i], corr_find, st);
+  for (size_t i = 0; i < g->nstreams; i++) {
+    rp_gstream_finish(st->sstate[i], &g->streams[i], corr_find, st);
+    g->matched += g->streams[i].matched;
+  }
   rp_mem_finish(st->mem, g->mem, g->nmem);
   if (!rp_ktime_finish(st->time, &g->busy, g->combo, &g->late)) g->failed = 1;
   for (int m = 0; m < 8; m++) {

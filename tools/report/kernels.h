@@ -9,8 +9,9 @@
  * the renderers (render_kernels.c, render_html.c, kdiff.c) read the results.
  *
  * Memory: state grows with distinct kernel names, streams and memcpy kinds, plus bounded
- * reorder buffers (RP_GPU_REORDER events per stream) and the recent CPU launches waiting for
- * their GPU events (at most RP_GPU_CORR_AGE correlation ids back); never with the event count.
+ * reorder buffers (RP_GPU_REORDER events per stream) and the recent CPU calls waiting for their
+ * GPU events (RP_GPU_CORR_AGE correlation ids behind the newest GPU event); never with the event
+ * count (except for a file that writes every CPU call before any GPU event).
  * Single-threaded.
  */
 #ifndef TOPO_REPORT_KERNELS_H
@@ -22,7 +23,7 @@
 #include "report.h"
 
 #define RP_GPU_REORDER 4096          /* events held per stream (and per memcpy kind) to sort */
-#define RP_GPU_CORR_AGE (1 << 18)    /* CPU calls kept this many correlation ids back */
+#define RP_GPU_CORR_AGE (1 << 16)    /* CPU calls kept this many correlation ids behind the GPU */
 #define RP_GPU_KERNEL_DELAY_NS 30000 /* HTA's consecutive_kernel_delay: 30 (its unit is us) */
 #define RP_GPU_RUNTIME_CUTOFF_NS 50000   /* HTA's runtime_cutoff, 50 us */
 #define RP_GPU_DELAY_CUTOFF_NS 100000    /* HTA's launch_delay_cutoff, 100 us */
@@ -53,6 +54,7 @@ const char *rp_idle_name(int cat);   /* "host wait", "kernel wait", "other" */
 typedef struct rp_gstream {     /* one stream of one rank */
   int64_t stream;
   uint64_t events;              /* GPU events on it */
+  uint64_t matched;             /* of them, with their CPU call found */
   /* idle breakdown: the gap before each kernel/memcpy/memset after the stream's first */
   int64_t idle[RP_IDLE_CATS];
   uint64_t gaps[RP_IDLE_CATS];
