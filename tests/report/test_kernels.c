@@ -311,6 +311,29 @@ static void test_out_of_order_and_many_events(void **state) {
   rp_gpu_free(g);
 }
 
+/* PyTorch 1.x writes each kernel before its launch call: the call is still found (the kernel
+ * waits in the stream's reorder window), so the gap before it is a host wait and it has a delay. */
+static void test_launch_call_written_after_its_kernel(void **state) {
+  (void)state;
+  rp_gpu *g = rp_gpu_new(NULL, 0, 64);
+  assert_non_null(g);
+  for (int k = 0; k < 1000; k++) {
+    rp_kevent kern = {"gemm_kernel", "kernel", (int64_t)k * 10 * US + 2 * US, 5 * US, 7, k, -1, -1};
+    rp_kevent launch = {"cudaLaunchKernel", "cuda_runtime", (int64_t)k * 10 * US, 1 * US, -1, k, -1, -1};
+    rp_gpu_event(g, &kern);
+    rp_gpu_event(g, &launch);
+  }
+  rp_gpu_finish(g);
+  const rp_gstream *s = &g->streams[0];
+  assert_int_equal(g->matched, 1000);
+  assert_int_equal(s->idle[RP_IDLE_HOST], 999 * 5 * US);
+  assert_int_equal(s->gaps[RP_IDLE_HOST], 999);
+  assert_int_equal(s->delay.n, 1000);
+  assert_int_equal(s->delay.max, 1 * US);
+  assert_int_equal(s->late, 0);
+  rp_gpu_free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kernel_types_follow_hta_name_patterns),
@@ -324,6 +347,7 @@ int main(void) {
       cmocka_unit_test(test_json_says_null_where_undefined),
       cmocka_unit_test(test_kernel_diff_lists_every_name),
       cmocka_unit_test(test_out_of_order_and_many_events),
+      cmocka_unit_test(test_launch_call_written_after_its_kernel),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

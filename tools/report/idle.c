@@ -40,7 +40,7 @@ static void take(rp_gstream_state *s, rp_gstream *out, const rp_gevent *e,
   s->started = 1;
   if (e->start > s->cursor) s->cursor = e->start;
   out->events++;
-  const rp_launch *l = e->corr >= 0 ? find(ctx, e->corr) : NULL;
+  const rp_launch *l = e->has_call ? &e->call : e->corr >= 0 ? find(ctx, e->corr) : NULL;
   out->matched += l != NULL;
   if (e->idle_kind) {
     if (s->have_prev) {

@@ -173,7 +173,7 @@ rp_gpu *rp_gpu_new(const rp_step *steps, size_t nsteps, size_t reorder_window) {
     }
     g->nsteps = nsteps;
   }
-  st->time = rp_ktime_new(st->window * 4, g->steps, g->nsteps);
+  st->time = rp_ktime_new(2 * st->window, g->steps, g->nsteps);
   st->mem = rp_mem_state_new(st->window);
   if (!st->time || !st->mem) goto fail;
   return g;
@@ -356,7 +356,9 @@ void rp_gpu_event(rp_gpu *g, const rp_kevent *e) {
   }
   g->launches += e->corr >= 0;
   if (e->corr > st->gpu_corr_max) st->gpu_corr_max = e->corr;
-  rp_gevent ge = {e->start, e->start + e->dur, e->corr, idle_category(e->cat)};
+  rp_gevent ge = {e->start, e->start + e->dur, e->corr, idle_category(e->cat), 0, {0, 0, 0}};
+  const rp_launch *call = corr_find(st, e->corr); /* a call written after its GPU event: at the pop */
+  if (call) ge.has_call = 1, ge.call = *call;
   rp_gstream_push(st->sstate[si], &g->streams[si], &ge, corr_find, st);
 }
 

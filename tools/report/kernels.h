@@ -22,8 +22,8 @@
 
 #include "report.h"
 
-#define RP_GPU_REORDER 4096          /* events held per stream (and per memcpy kind) to sort */
-#define RP_GPU_CORR_AGE (1 << 16)    /* CPU calls kept this many correlation ids behind the GPU */
+#define RP_GPU_REORDER 32768         /* events held per stream (and per memcpy kind) to sort */
+#define RP_GPU_CORR_AGE (1 << 17)    /* CPU calls kept this many correlation ids behind the GPU */
 #define RP_GPU_KERNEL_DELAY_NS 30000 /* HTA's consecutive_kernel_delay: 30 (its unit is us) */
 #define RP_GPU_RUNTIME_CUTOFF_NS 50000   /* HTA's runtime_cutoff, 50 us */
 #define RP_GPU_DELAY_CUTOFF_NS 100000    /* HTA's launch_delay_cutoff, 100 us */
@@ -124,14 +124,16 @@ void rp_gpu_finish(rp_gpu *g);
 void rp_gpu_free(rp_gpu *g);
 
 /* ---- pieces of rp_gpu (kernels.c, idle.c, launch.c, memcpy.c) */
-typedef struct rp_gevent {      /* a GPU event as the per-stream analyses keep it */
-  int64_t start, stop, corr;
-  int idle_kind;                /* 1: kernel / memcpy / memset (HTA's idle categories) */
-} rp_gevent;
 typedef struct rp_launch {      /* the CPU call of a correlation id */
   int64_t start, dur;
   int is_launch;                /* a kernel/memcpy/memset launch call */
 } rp_launch;
+typedef struct rp_gevent {      /* a GPU event as the per-stream analyses keep it */
+  int64_t start, stop, corr;
+  int idle_kind;                /* 1: kernel / memcpy / memset (HTA's idle categories) */
+  int has_call;                 /* 1: `call` was found when it arrived (else looked up later) */
+  rp_launch call;
+} rp_gevent;
 /* Per-stream sorting and analyses (idle.c): push in file order, results in time order. */
 typedef struct rp_gstream_state rp_gstream_state;
 rp_gstream_state *rp_gstream_state_new(size_t window);
