@@ -178,6 +178,7 @@ void rp_render_kernels_text(const rp_report *r, FILE *f);
 void rp_render_kernels_json(const rp_report *r, FILE *f);  /* `,"kernel_analyses":{...}` */
 void rp_render_kernels_csv(const rp_report *r, FILE *f);
 void rp_render_kernels_html(const rp_report *r, FILE *f);  /* sections of render_html.c's page */
+void rp_html_esc(FILE *f, const char *s);                   /* text for HTML (render_html.c) */
 void rp_render_kernel_diff(const rp_report *a, const rp_report *b, FILE *f);
 /* Sums over the ranks with Kineto analyses (HTA's kernel-type table across ranks). */
 typedef struct rp_gpu_totals {

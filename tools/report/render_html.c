@@ -34,6 +34,8 @@ static void esc(FILE *f, const char *s) {
   }
 }
 
+void rp_html_esc(FILE *f, const char *s) { esc(f, s); }
+
 static void rank_name(const rp_rank *k, char *buf, size_t len) {
   if (k->world_rank >= 0) snprintf(buf, len, "rank %d", k->world_rank);
   else snprintf(buf, len, "rank ?");

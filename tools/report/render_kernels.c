@@ -461,16 +461,6 @@ void rp_render_kernels_csv(const rp_report *r, FILE *f) {
 }
 
 /* ---- HTML: the kernel-type chart, the per-step temporal table, top kernels, streams */
-static void html_esc(FILE *f, const char *s) {
-  for (; *s; s++) {
-    if (*s == '<') fputs("&lt;", f);
-    else if (*s == '>') fputs("&gt;", f);
-    else if (*s == '&') fputs("&amp;", f);
-    else if (*s == '"') fputs("&quot;", f);
-    else fputc(*s, f);
-  }
-}
-
 static void html_pct(FILE *f, int64_t ns, int64_t whole) {
   char t[32];
   rp_fmt_ns(ns, t, sizeof t);
@@ -572,9 +562,9 @@ static void html_kernels(const rp_report *r, FILE *f) {
       rp_fmt_ns(k->max, d, sizeof d);
       fprintf(f, "<tr><td>rank %d</td><td>%s</td><td style=\"text-align:left\" title=\"", r->ranks[i].world_rank,
               rp_ktype_name(k->type));
-      html_esc(f, k->name);
+      rp_html_esc(f, k->name);
       fprintf(f, "\">");
-      html_esc(f, nm);
+      rp_html_esc(f, nm);
       fprintf(f, "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", k->n, a, b, c, d);
     }
   }
