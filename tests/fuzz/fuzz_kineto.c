@@ -25,7 +25,7 @@ static void on_step(void *ctx, int src, int64_t a, int64_t b, uint64_t v) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  rp_sink sink = {NULL, on_coll, on_interval, on_step, NULL};
+  rp_sink sink = {NULL, on_coll, on_interval, on_step, NULL, NULL};
   rp_kineto_parse_memory((const char *)data, size, &sink);
   return 0;
 }

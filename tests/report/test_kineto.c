@@ -149,7 +149,7 @@ static void count_interval(void *ctx, int src, const rp_interval *iv) {
 
 static void test_every_prefix_of_a_trace_parses_safely(void **state) {
   (void)state;
-  rp_sink sink = {NULL, NULL, count_interval, NULL, NULL};
+  rp_sink sink = {NULL, NULL, count_interval, NULL, NULL, NULL};
   size_t n = sizeof kineto - 1;
   for (size_t cut = 0; cut <= n; cut++) {
     char *copy = malloc(cut ? cut : 1);
@@ -170,7 +170,7 @@ static void test_chrome_array_format_and_old_kernel_names(void **state) {
       "[{\"ph\":\"X\",\"cat\":\"Kernel\",\"name\":\"ncclKernel_AllGather_RING_LL128_Sum_int8_t\",\"ts\":5,\"dur\":2,\"tid\":3},"
       "{\"ph\":\"X\",\"cat\":\"Kernel\",\"name\":\"volta_sgemm\",\"ts\":6,\"dur\":2,\"tid\":4}";  /* unterminated */
   intervals = 0;
-  rp_sink sink = {NULL, NULL, count_interval, NULL, NULL};
+  rp_sink sink = {NULL, NULL, count_interval, NULL, NULL, NULL};
   assert_int_equal(rp_kineto_parse_memory(arr, sizeof arr - 1, &sink), 2);
   assert_int_equal(intervals, 2);
   int func, algo, proto;
@@ -195,7 +195,7 @@ static void test_absolute_microseconds_keep_every_digit(void **state) {
   (void)state;
   /* Kineto without baseTimeNanoseconds writes epoch µs: 16 integer digits, 3 decimals. */
   static const char ev[] = "[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1700000000123456.789,\"dur\":1.5}]";
-  rp_sink sink = {NULL, NULL, keep_start, NULL, NULL};
+  rp_sink sink = {NULL, NULL, keep_start, NULL, NULL, NULL};
   assert_int_equal(rp_kineto_parse_memory(ev, sizeof ev - 1, &sink), 1);
   assert_int_equal(last_start, 1700000000123456789LL);
 }
@@ -213,7 +213,7 @@ static void test_gpu_projected_steps_win_over_cpu_steps(void **state) {
   static const char ev[] =
       "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"ts\":10,\"dur\":5},"
       "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"ProfilerStep#1\",\"ts\":12,\"dur\":6}]}";
-  rp_sink sink = {NULL, NULL, NULL, on_step, NULL};
+  rp_sink sink = {NULL, NULL, NULL, on_step, NULL, NULL};
   nsteps = 0;
   rp_kineto_parse_memory(ev, sizeof ev - 1, &sink);
   assert_int_equal(nsteps, 1);
@@ -246,7 +246,7 @@ static void test_steps_follow_the_kernels_their_cpu_range_launched(void **state)
       "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"ProfilerStep#2\",\"ts\":302,\"dur\":8},"
       "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#3\",\"ts\":400,\"dur\":10},"
       "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"ProfilerStep#3\",\"ts\":401,\"dur\":1}]}";
-  rp_sink sink = {NULL, NULL, NULL, on_step_keep, NULL};
+  rp_sink sink = {NULL, NULL, NULL, on_step_keep, NULL, NULL};
   nsteps = 0;
   rp_kineto_parse_memory(ev, sizeof ev - 1, &sink);
   assert_int_equal(nsteps, 3);
@@ -305,7 +305,7 @@ static void test_deep_nesting_does_not_recurse(void **state) {
   for (size_t i = 0; i < depth; i++) deep[n++] = '[';
   for (size_t i = 0; i < depth; i++) deep[n++] = ']';
   n += (size_t)sprintf(deep + n, "}}]}");
-  rp_sink sink = {NULL, NULL, count_interval, NULL, NULL};
+  rp_sink sink = {NULL, NULL, count_interval, NULL, NULL, NULL};
   assert_int_equal(rp_kineto_parse_memory(deep, n, &sink), 1);
   free(deep);
 }

@@ -161,7 +161,7 @@ topo_status rp_align_scan(rp_align **ap, int nsrc, rp_source *s) {
   as->mono_to_real = s->mono_to_real;
   int64_t h = s->header.gpu_minus_realtime_ns;
   if (h != TOPO_TRACE_OFFSET_UNKNOWN && h > -TIME_LIMIT && h < TIME_LIMIT) as->lower = h;
-  rp_sink sink = {as, NULL, NULL, NULL, scan_record};
+  rp_sink sink = {as, NULL, NULL, NULL, scan_record, NULL};
   while (rp_source_step(s, &sink, 0)) {
   }
   rp_source_close(s);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "kernels.h"
 #include "log.h"
 #include "report.h"
 #include "trace_reader.h"
@@ -779,6 +780,15 @@ static void p1_record(void *vc, int src, const topo_trace_record *rec) {
   if (rec->type == TOPO_REC_CUPTI) cupti_span(c, &c->r->src[src], &rec->cupti);
 }
 
+/* Pass 2: a Kineto event of the rank being swept, for the kernel-level analyses; events that
+ * start outside the window are left out. */
+static void p2_kevent(void *vc, int src, const rp_kevent *e) {
+  ctx *c = vc;
+  (void)src;
+  if (!in_window(c->r, e->start)) return;
+  rp_gpu_event(c->r->ranks[c->sweep_rank].gpu, e);
+}
+
 /* ---- pass 2 sink */
 static void p2_interval(void *vc, int src, const rp_interval *iv) {
   ctx *c = vc;
@@ -1016,7 +1026,7 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
   if (opt.steps >= 0 && !c.steps) return TOPO_ERR_NOMEM;
   /* One GPU-clock offset per rank before any GPU time is used (align.c). */
   if ((st = rp_align_solve(c.align, r)) != TOPO_OK) goto out;
-  rp_sink s1 = {&c, p1_coll, p1_interval, step_add, p1_record};
+  rp_sink s1 = {&c, p1_coll, p1_interval, step_add, p1_record, NULL};
   merged(&c, bin, nbin, &s1, 1, "pass 1");
   for (size_t i = 0; i < c.njc; i++) join_evict_all(&c, &c.jc[i]);
   for (int i = 0; i < nbin; i++) close_src(&c, &r->src[bin[i]]);
@@ -1066,7 +1076,7 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
   if (c.st != TOPO_OK) goto out;
 
   /* Pass 2: one rank at a time, its sources merged by time through the sweep. */
-  rp_sink s2 = {&c, p2_coll, p2_interval, NULL, NULL};
+  rp_sink s2 = {&c, p2_coll, p2_interval, NULL, NULL, p2_kevent};
   int *mine = topo_malloc((size_t)r->nsrc * sizeof(int));
   if (!mine) {
     st = TOPO_ERR_NOMEM;
@@ -1087,12 +1097,16 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
     size_t keep = r->nranks <= 16 ? RP_TIMELINE_CAP : (size_t)RP_TIMELINE_CAP * 16 / (size_t)r->nranks;
     rp_sweep_keep(c.sweep, r->window_from, r->window_to, p < RP_TIMELINE_RANKS ? (keep < 256 ? 256 : keep) : 0);
     rp_sweep_cover(c.sweep, k->cover, k->ncover);
+    if (k->kineto) {
+      if (!(k->gpu = rp_gpu_new(k->steps, k->nsteps, RP_GPU_REORDER))) c.st = TOPO_ERR_NOMEM;
+    }
     c.sweep_rank = p;
     c.nstreams = 0;
     char what[64];
     snprintf(what, sizeof what, "pass 2, rank %d of %d", p + 1, r->nranks);
     merged(&c, mine, n, &s2, 2, what);
     rp_sweep_finish(c.sweep, &k->t);
+    rp_gpu_finish(k->gpu);
     size_t nk;
     const rp_interval *kept = rp_sweep_kept(c.sweep, &nk, &k->timeline_dropped);
     if (nk && (k->timeline = topo_malloc(nk * sizeof *kept))) {
@@ -1154,6 +1168,7 @@ void rp_report_free(rp_report *r) {
     topo_free(r->ranks[i].steps);
     topo_free(r->ranks[i].timeline);
     topo_free(r->ranks[i].cover);
+    rp_gpu_free(r->ranks[i].gpu);
   }
   topo_free(r->ranks);
   for (size_t i = 0; i < r->nrows; i++) {

@@ -176,7 +176,7 @@ topo_status rp_export_chrome(const char *const *paths, int npaths, const rp_opti
             p + 1, procs[p].rank >= 0 ? procs[p].rank : 1000000 + p);
   }
   topo_free(procs);
-  rp_sink sink = {&x, on_coll, on_interval, on_step, NULL};
+  rp_sink sink = {&x, on_coll, on_interval, on_step, NULL, NULL};
   for (int i = 0; i < n; i++) {
     rp_source *s = &x.src[i];
     if (!s->impl) continue;

@@ -34,6 +34,8 @@ typedef struct jev {
   int64_t pid, tid, stream;
   int64_t in_nelems, out_nelems, group_size;
   int64_t corr;        /* args.correlation: links a launch (cuda_runtime/driver) to its GPU event */
+  int64_t bytes;       /* args.bytes (memcpy/memset) */
+  double bw_gbps;      /* args."memory bandwidth (GB/s)" */
 } jev;
 
 /* Step attribution (HTA's): a GPU event belongs to the ProfilerStep whose CPU range holds the
@@ -303,6 +305,12 @@ static int parse_args(rp_kineto *k, jev *e) {
     else if (!strcmp(key, "Out msg nelems")) ok = parse_int_value(k, &e->out_nelems);
     else if (!strcmp(key, "Group size")) ok = parse_int_value(k, &e->group_size);
     else if (!strcmp(key, "correlation")) ok = parse_int_value(k, &e->corr);
+    else if (!strcmp(key, "bytes")) ok = parse_int_value(k, &e->bytes);
+    else if (!strcmp(key, "memory bandwidth (GB/s)") && (peek_ws(k) == '-' || isdigit(peek_ws(k)))) {
+      char num[64];
+      ok = number_text(k, num, sizeof num);
+      e->bw_gbps = strtod(num, NULL);
+    }
     else if (!strcmp(key, "Collective name") && peek_ws(k) == '"')
       ok = parse_string(k, e->coll_name, sizeof e->coll_name);
     else if (!strcmp(key, "dtype") && peek_ws(k) == '"')
@@ -327,7 +335,8 @@ static int parse_event(rp_kineto *k, jev *e) {
   e->has_ts = e->has_dur = 0;
   e->pid = e->tid = e->stream = -1;
   e->in_nelems = e->out_nelems = e->group_size = -1;
-  e->corr = -1;
+  e->corr = e->bytes = -1;
+  e->bw_gbps = -1;
   if (!expect(k, '{')) return 0;
   if (peek_ws(k) == '}') {
     k->pos++;
@@ -438,6 +447,11 @@ static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, const jev *
     k->gpu_steps |= k->steps[k->nsteps].gpu;
     k->nsteps++;
     return;
+  }
+  if (sink->kevent) {
+    rp_kevent ke = {e->name, e->cat, start, stop - start, e->stream, e->corr, e->bytes,
+                    e->bw_gbps == e->bw_gbps ? e->bw_gbps : -1};
+    sink->kevent(sink->ctx, s->index, &ke);
   }
   if (sink->step && e->corr >= 0 &&
       (!strcmp(e->cat, "cuda_runtime") || !strcmp(e->cat, "cuda_driver") || !strcmp(e->cat, "Runtime")))

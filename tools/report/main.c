@@ -11,6 +11,8 @@
 
 #include "env.h"
 #include "log.h"
+#include "kernels.h"
+#include "profile.h"
 #include "report.h"
 #include "topo_version.h"
 
@@ -36,6 +38,12 @@ static const char usage[] =
     "                     every input is aligned to); every figure is clipped to it\n"
     "  --from NS, --to NS the same, one end at a time\n"
     "  --reorder-window N intervals held to sort each rank's timeline (default 65536)\n"
+    "  --profile FILE     a tuner profile (topo-calibrate): its measured link bandwidth is the\n"
+    "                     reference line of the HTML busbw plot\n"
+    "  --gpu NAME         without --profile: the built-in link peak of H200, H100 or A100 is\n"
+    "                     that reference (fit: the GPU the profile is for)\n"
+    "  --top N            top kernels per rank and type in the kernel table (default 10,\n"
+    "                     HTA's num_kernels; also cut at 80 % of the type's time, as HTA does)\n"
     "  --steps auto|off|P steps from the period of the collectives when no Kineto trace or\n"
     "                     step mark gives them (default auto); P forces P collectives a step\n"
     "  --progress / --no-progress   progress on stderr (default: on a terminal or inputs > 256 MB)\n"
@@ -68,9 +76,10 @@ static int misuse(const char *fmt, ...) {
 typedef struct args {
   int json, csv, quiet, verbose;
   int progress;
-  const char *html, *output, *gpu, *chrome, *base;
+  const char *html, *output, *gpu, *chrome, *base, *profile;
   size_t reorder;
   int steps;
+  int top;
   int have_from, have_to;
   int64_t from, to;
   const char **paths;
@@ -108,6 +117,7 @@ static int parse(int argc, char **argv, int from, args *a) {
     else if (!strcmp(s, "-o") || !strcmp(s, "--output")) { NEED_VALUE(); a->output = argv[++i]; }
     else if (!strcmp(s, "--gpu")) { NEED_VALUE(); a->gpu = argv[++i]; }
     else if (!strcmp(s, "--base")) { NEED_VALUE(); a->base = argv[++i]; }
+    else if (!strcmp(s, "--profile")) { NEED_VALUE(); a->profile = argv[++i]; }
     else if (!strcmp(s, "--chrome")) { NEED_VALUE(); a->chrome = argv[++i]; }
     else if (!strcmp(s, "--reorder-window")) {
       NEED_VALUE();
@@ -115,6 +125,12 @@ static int parse(int argc, char **argv, int from, args *a) {
       long v = strtol(argv[++i], &end, 10);
       if (*end || v < 1 || v > (1L << 26)) return misuse("--reorder-window wants 1..67108864, not '%s'", argv[i]);
       a->reorder = (size_t)v;
+    } else if (!strcmp(s, "--top")) {
+      NEED_VALUE();
+      char *end;
+      long v = strtol(argv[++i], &end, 10);
+      if (*end || end == argv[i] || v < 1 || v > 100000) return misuse("--top wants 1..100000, not '%s'", argv[i]);
+      a->top = (int)v;
     } else if (!strcmp(s, "--steps")) {
       NEED_VALUE();
       const char *v = argv[++i];
@@ -165,6 +181,36 @@ static int close_out(FILE *f) {
 }
 
 static int run_main(int argc, char **argv, args *a_out);
+
+/* The busbw reference of the HTML plot: the link bandwidth of `profile` (measured by
+ * topo-calibrate, or the built-in figure it fell back to), else the built-in link peak of `gpu`;
+ * NVLink on one host, the network across hosts. 1 when the profile given cannot be used. */
+static int busbw_reference(rp_report *r, const char *profile, const char *gpu) {
+  if (!profile && !gpu) return 0;
+  int hosts = 0;
+  for (int i = 0; i < r->nranks; i++) {
+    int seen = 0;
+    for (int j = 0; j < i; j++) seen |= !strcmp(r->ranks[i].host, r->ranks[j].host);
+    hosts += !seen;
+  }
+  int cls = hosts > 1 ? TOPO_LINK_NET : TOPO_LINK_NVLINK;
+  topo_profile p;
+  memset(&p, 0, sizeof p);
+  topo_profile_key want = {"", 0, 0, 0};
+  if (gpu) snprintf(want.gpu, sizeof want.gpu, "%s", gpu);
+  topo_status st = profile ? topo_profile_load(profile, &want, &p) : topo_profile_builtin(gpu, &p);
+  int bad = profile ? st != TOPO_OK : st == TOPO_ERR_INVALID;
+  if (bad) {
+    fprintf(stderr, "topo-report: %s: %s; the busbw plot has no reference line\n", profile ? profile : gpu,
+            profile ? "no usable profile section" : "unknown GPU model (H200, H100, A100)");
+  } else {
+    r->ref_busbw = p.link[cls].bw_gbs;
+    snprintf(r->ref_label, sizeof r->ref_label, "%s %s busbw, %s", profile ? "calibrated" : "built-in peak",
+             cls == TOPO_LINK_NET ? "network" : "NVLink", profile ? profile : p.source);
+  }
+  topo_profile_free(&p);
+  return bad;
+}
 
 int main(int argc, char **argv) {
   args a;
@@ -264,6 +310,8 @@ static int run_main(int argc, char **argv, args *a_out) {
               missing == 1 ? "" : "s");
       rc = 1;
     }
+    if (a.top) rp_gpu_mark_top(&r, a.top, 0);
+    if (a.html && busbw_reference(&r, a.profile, a.gpu)) rc = 1;
     if (!strcmp(cmd, "fit")) {
       rc = rp_fit(&r, a.gpu, a.base, a.output, stdout) == TOPO_OK ? 0 : 1;
     } else {

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // `topo-report diff A B`: two analysed runs side by side (before/after a tuning change): overall
 // unions and ratios, then each collective row present in either run with its median time and
-// busbw and the relative change.
+// busbw and the relative change, then the kernels of both runs (kdiff.c).
 #include <inttypes.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "report.h"
 
 static const rp_row *find_row(const rp_report *r, const rp_row *w) {
@@ -68,4 +69,5 @@ void rp_render_diff(const rp_report *a, const rp_report *b, const char *name_a,
   for (size_t i = 0; i < a->nrows; i++) row_line(f, a->rows[i], a->rows[i], find_row(b, a->rows[i]));
   for (size_t i = 0; i < b->nrows; i++)
     if (!find_row(a, b->rows[i])) row_line(f, b->rows[i], NULL, b->rows[i]);
+  rp_render_kernel_diff(a, b, f);
 }

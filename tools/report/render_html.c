@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // --html FILE: one self-contained page (inline CSS and SVG, no scripts, no network): summary
 // cards, a timeline per rank with communication and compute lanes over one step (or a window),
-// time breakdown per rank (compute only / overlapped / exposed communication / idle), busbw
-// against message size per collective, the collective, straggler and step tables.
+// time breakdown per rank (compute only / overlapped / exposed communication / idle), the
+// kernel-type chart and per-step table of the Kineto analyses (render_kernels.c), busbw against
+// message size per collective with a reference line, the collective, straggler and step tables.
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
+#include "kernels.h"
 #include "log.h"
 #include "report.h"
 #include "topo_version.h"
@@ -31,6 +33,8 @@ static void esc(FILE *f, const char *s) {
     else fputc(*s, f);
   }
 }
+
+void rp_html_esc(FILE *f, const char *s) { esc(f, s); }
 
 static void rank_name(const rp_rank *k, char *buf, size_t len) {
   if (k->world_rank >= 0) snprintf(buf, len, "rank %d", k->world_rank);
@@ -67,29 +71,37 @@ static int cmp_iv(const void *a, const void *b) {
   return (x->start > y->start) - (x->start < y->start);
 }
 
+/* One drawn bar of a lane, with its hover text: what, when (from the run's first GPU activity
+ * t0) and for how long. */
+static void lane_rect(FILE *f, double a, double b, double y, double h, const char *color, const char *what,
+                      int64_t s, int64_t e, int64_t t0) {
+  char at[32], len[32];
+  rp_fmt_ns(s - t0, at, sizeof at);
+  rp_fmt_ns(e - s, len, sizeof len);
+  fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\"><title>%s at +%s: %s"
+             "</title></rect>",
+          a, y, b - a < 0.6 ? 0.6 : b - a, h, color, what, at, len);
+}
+
 /* Draw one lane: intervals of class `cls`, merged where they touch within half a pixel. */
 static void lane(FILE *f, const rp_interval *iv, size_t n, int cls, int64_t from, int64_t to,
-                 double x0, double w, double y, double h, const char *color) {
+                 double x0, double w, double y, double h, const char *color, const char *what, int64_t t0) {
   double scale = w / (double)(to - from);
   double cur_a = -1, cur_b = -1;
+  int64_t cur_s = 0, cur_e = 0;
   for (size_t i = 0; i < n; i++) {
     if (iv[i].cls != cls) continue;
     int64_t s = iv[i].start < from ? from : iv[i].start, e = iv[i].stop > to ? to : iv[i].stop;
     if (e <= s) continue;
     double a = x0 + (double)(s - from) * scale, b = x0 + (double)(e - from) * scale;
     if (cur_a >= 0 && a <= cur_b + 0.5) {
-      if (b > cur_b) cur_b = b;
+      if (b > cur_b) cur_b = b, cur_e = e;
       continue;
     }
-    if (cur_a >= 0)
-      fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\"/>", cur_a, y,
-              cur_b - cur_a < 0.6 ? 0.6 : cur_b - cur_a, h, color);
-    cur_a = a;
-    cur_b = b;
+    if (cur_a >= 0) lane_rect(f, cur_a, cur_b, y, h, color, what, cur_s, cur_e, t0);
+    cur_a = a, cur_b = b, cur_s = s, cur_e = e;
   }
-  if (cur_a >= 0)
-    fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\"/>", cur_a, y,
-            cur_b - cur_a < 0.6 ? 0.6 : cur_b - cur_a, h, color);
+  if (cur_a >= 0) lane_rect(f, cur_a, cur_b, y, h, color, what, cur_s, cur_e, t0);
   fputc('\n', f);
 }
 
@@ -105,22 +117,43 @@ static void timeline(FILE *f, const rp_report *r) {
   const double W = 1100, L = 90, lane_h = 13, gap = 10;
   int nr = r->nranks < RP_TIMELINE_RANKS ? r->nranks : RP_TIMELINE_RANKS;
   double H = 30 + nr * (2 * lane_h + gap) + 10;
-  char span[32];
+  char span[32], at[32];
   rp_fmt_ns(to - from, span, sizeof span);
-  fprintf(f, "<h2>Timeline</h2><p class=note>%s of GPU activity per rank (%s). Upper lane: compute "
-             "kernels; lower lane: communication. Where both are coloured at once, communication is "
-             "overlapped.</p>\n",
-          span, r->nstepsum ? "one training step from the middle of the run" : "a window from the middle of the run");
+  int64_t t0 = r->t0 < from ? r->t0 : from;
+  rp_fmt_ns(from - t0, at, sizeof at);
+  /* which step the window shows: one that lies inside it */
+  const rp_rank *sk = NULL;
+  const rp_step *st = NULL;
+  for (int i = 0; i < r->nranks && !st; i++)
+    for (size_t j = 0; j < r->ranks[i].nsteps && !st; j++)
+      if (r->ranks[i].steps[j].start >= from && r->ranks[i].steps[j].stop <= to)
+        st = &r->ranks[i].steps[j], sk = &r->ranks[i];
+  fprintf(f, "<h2>Timeline</h2><p class=note>");
+  if (st) {
+    char rn[32];
+    rank_name(sk, rn, sizeof rn);
+    fprintf(f, "Step %" PRIu64 " (as %s ran it, with 5%% margins): %s of GPU activity per rank, from +%s after "
+               "the run's first GPU activity.",
+            st->value, rn, span, at);
+  } else {
+    fprintf(f, "%s of GPU activity per rank, from +%s after the run's first GPU activity (%s).", span, at,
+            to - from < r->t_end - r->t0 ? "a window from the middle of the run" : "the whole run");
+  }
+  fprintf(f, " Upper lane: compute kernels (and memory copies); lower lane: communication. Where both are "
+             "coloured at once, communication is overlapped. Hover a bar for its start and length.</p>\n");
   if (nr < r->nranks) fprintf(f, "<p class=note>The first %d of %d ranks.</p>\n", nr, r->nranks);
-  fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" role=img>\n", W + L + 10, H);
+  fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" role=img>\n", W + L + 10, H + 18);
   double step = nice_step((double)(to - from), 8);
-  for (double t = 0; t <= (double)(to - from); t += step) {
-    double x = L + t / (double)(to - from) * W;
+  double first = ceil((double)(from - t0) / step) * step;
+  for (double t = first; t <= (double)(to - t0); t += step) {
+    double x = L + (t - (double)(from - t0)) / (double)(to - from) * W;
     char lab[32];
     rp_fmt_ns((int64_t)t, lab, sizeof lab);
-    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"18\" y2=\"%.0f\" class=\"grid\"/><text x=\"%.1f\" y=\"12\" class=tick text-anchor=middle>%s</text>\n",
+    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"18\" y2=\"%.0f\" class=\"grid\"/><text x=\"%.1f\" y=\"12\" class=tick text-anchor=middle>+%s</text>\n",
             x, x, H - 6, x, lab);
   }
+  fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" class=tick text-anchor=middle>time since the run's first GPU activity</text>\n",
+          L + W / 2, H + 10);
   for (int i = 0; i < nr; i++) {
     const rp_rank *k = &r->ranks[i];
     double y = 24 + i * (2 * lane_h + gap);
@@ -132,15 +165,15 @@ static void timeline(FILE *f, const rp_report *r) {
     if (!iv) continue;
     memcpy(iv, k->timeline, k->ntimeline * sizeof *iv);
     qsort(iv, k->ntimeline, sizeof *iv, cmp_iv);
-    lane(f, iv, k->ntimeline, RP_COMPUTE, from, to, L, W, y, lane_h - 1, C_COMPUTE);
-    lane(f, iv, k->ntimeline, RP_MEMORY, from, to, L, W, y, lane_h - 1, C_MEMORY);
+    lane(f, iv, k->ntimeline, RP_COMPUTE, from, to, L, W, y, lane_h - 1, C_COMPUTE, "compute", t0);
+    lane(f, iv, k->ntimeline, RP_MEMORY, from, to, L, W, y, lane_h - 1, C_MEMORY, "memory copy", t0);
     /* communication drawn only where the rank uses that origin for its unions */
     rp_interval *comm = iv;
     size_t nc = 0;
     for (size_t j = 0; j < k->ntimeline; j++)
       if (iv[j].cls == RP_COMM && (iv[j].origin == RP_FROM_KERNEL) == (k->comm_from_kernels != 0))
         comm[nc++] = iv[j];
-    lane(f, comm, nc, RP_COMM, from, to, L, W, y + lane_h, lane_h - 1, C_COMM);
+    lane(f, comm, nc, RP_COMM, from, to, L, W, y + lane_h, lane_h - 1, C_COMM, "communication", t0);
     topo_free(iv);
   }
   fprintf(f, "</svg>\n<div class=legend><span style=\"background:%s\"></span>compute <span style=\"background:%s\"></span>communication <span style=\"background:%s\"></span>memory copies</div>\n",
@@ -208,10 +241,14 @@ static void busbw_plot(FILE *f, const rp_report *r) {
   if (hi < 0 || maxbw <= 0) return;
   if (hi == lo) hi = lo + 1;
   const double W = 820, H = 340, L = 70, T = 20, B = 50;
-  double ystep = nice_step(maxbw, 6), ymax = ceil(maxbw / ystep) * ystep;
+  double top = r->ref_busbw > maxbw ? r->ref_busbw : maxbw;
+  double ystep = nice_step(top, 6), ymax = ceil(top / ystep) * ystep;
   fprintf(f, "<h2>Bus bandwidth against message size</h2><p class=note>busbw = algbw × the nccl-tests "
              "factor (AllReduce 2(n−1)/n; AllGather, ReduceScatter (n−1)/n; others 1), from the mean "
-             "GPU time of each size bucket.</p>\n");
+             "GPU time of each size bucket; buckets without a GPU-timed call are not drawn (their rows "
+             "below show &ldquo;-&rdquo;).%s</p>\n",
+          r->ref_busbw > 0 ? " Dashed red: the reference bandwidth." :
+          " No reference line: give --profile (a calibrated profile) or --gpu (the built-in link peak).");
   fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" style=\"max-width:1000px\" role=img>\n", W + L + 200, H + T + B);
   for (double v = 0; v <= ymax + 1e-9; v += ystep) {
     double y = T + H - v / ymax * H;
@@ -229,6 +266,16 @@ static void busbw_plot(FILE *f, const rp_report *r) {
   fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" class=lab text-anchor=middle>message size (nccl-tests size, bucket lower bound)</text>\n",
           L + W / 2, T + H + 38);
   fprintf(f, "<text transform=\"translate(16 %.0f) rotate(-90)\" class=lab text-anchor=middle>busbw (GB/s)</text>\n", T + H / 2);
+  if (r->ref_busbw > 0) {
+    double y = T + H - r->ref_busbw / ymax * H;
+    fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#c00\" stroke-width=1.5 "
+               "stroke-dasharray=\"6 4\"><title>", L, L + W, y, y);
+    esc(f, r->ref_label);
+    fprintf(f, ": %.1f GB/s</title></line><text x=\"%.0f\" y=\"%.1f\" class=lab text-anchor=end fill=\"#c00\" "
+               "style=\"fill:#c00\">", r->ref_busbw, L + W - 4, y - 5);
+    esc(f, r->ref_label);
+    fprintf(f, ": %.1f GB/s</text>\n", r->ref_busbw);
+  }
   int series = 0;
   for (int func = 0; func < RP_MAX_FUNC; func++) {
     int sizes[64], ns = 0;
@@ -327,12 +374,16 @@ static void tables(FILE *f, const rp_report *r) {
         fmt_known(w->timed > 0, rp_quant_get(&w->time, 0.5), b, sizeof b);
         fmt_known(w->timed > 0, rp_quant_get(&w->time, 0.99), c, sizeof c);
         snprintf(d, sizeof d, "-"), snprintf(e, sizeof e, "-");
-        if (w->timed) snprintf(d, sizeof d, "%.2f", rp_row_algbw(w)), snprintf(e, sizeof e, "%.2f", rp_row_busbw(w));
+        /* bandwidth needs the bytes: a Kineto kernel without its collective's size has none */
+        if (w->timed && w->timed_size_sum)
+          snprintf(d, sizeof d, "%.2f", rp_row_algbw(w)), snprintf(e, sizeof e, "%.2f", rp_row_busbw(w));
         else snprintf(a, sizeof a, "-"), snprintf(b, sizeof b, "-"), snprintf(c, sizeof c, "-");
-        char tb[32];
+        char tb[32], nr[16];
         rp_fmt_bytes(w->size_sum, tb, sizeof tb);
-        fprintf(f, "<tr><td>%s</td><td>%d</td><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s / %s (%.0f%%)</td><td>",
-                rp_func_name(w->func), w->nranks, size, w->calls, w->timed, w->estimated, tb, a, b, c, d,
+        snprintf(nr, sizeof nr, "%d", w->nranks);
+        if (!w->nranks) snprintf(tb, sizeof tb, "-"), snprintf(size, sizeof size, "-"), snprintf(nr, sizeof nr, "-");
+        fprintf(f, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s / %s (%.0f%%)</td><td>",
+                rp_func_name(w->func), nr, size, w->calls, w->timed, w->estimated, tb, a, b, c, d,
                 e, rp_algo_name(al), rp_proto_name(pr), share * 100);
         if (w->ch_max) fprintf(f, w->ch_min == w->ch_max ? "%d" : "%d–%d", w->ch_min, w->ch_max);
         else fputs("?", f);
@@ -415,7 +466,7 @@ topo_status rp_render_html(const rp_report *r, const char *path) {
              "h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:36px 0 6px;border-bottom:1px solid #e5e5e5;padding-bottom:4px}\n"
              ".meta{color:#666;font-size:13px}.note{color:#555;font-size:13px;margin:2px 0 10px}\n"
              ".cards{display:flex;flex-wrap:wrap;gap:12px;margin-top:18px}\n"
-             ".card{background:#fff;border:1px solid #e5e5e5;border-radius:8px;padding:12px 16px;min-width:150px}\n"
+             ".card{background:#fff;border:1px solid #e5e5e5;border-radius:8px;padding:12px 16px;min-width:150px;max-width:300px}\n"
              ".card .lab{font-size:12px;color:#666;text-transform:uppercase;letter-spacing:.04em}.card .val{font-size:24px;font-weight:600}.card .sub{font-size:12px;color:#888}\n"
              "svg.plot{background:#fff;border:1px solid #e5e5e5;border-radius:8px}\n"
              "svg text{font:12px system-ui,sans-serif;fill:#333}svg .tick{fill:#777;font-size:11px}svg .grid{stroke:#eee;stroke-width:1}\n"
@@ -470,6 +521,7 @@ topo_status rp_render_html(const rp_report *r, const char *path) {
   fprintf(f, "</div>\n");
   timeline(f, r);
   breakdown(f, r);
+  rp_render_kernels_html(r, f);
   busbw_plot(f, r);
   tables(f, r);
   fprintf(f, "<p class=meta style=\"margin-top:40px\">Definitions: docs/metrics.md. Generated by topo-report %s.</p></main></body></html>\n",

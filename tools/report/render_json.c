@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "report.h"
 #include "topo_version.h"
 
@@ -267,7 +268,9 @@ void rp_render_json(const rp_report *r, FILE *f) {
     ns_or_null(f, "busy_ns", kn, s->cov_busy);
     fputc('}', f);
   }
-  fprintf(f, "]}\n");
+  fprintf(f, "]");
+  rp_render_kernels_json(r, f);
+  fprintf(f, "}\n");
 }
 
 void rp_render_csv(const rp_report *r, FILE *f) {
@@ -314,4 +317,5 @@ void rp_render_csv(const rp_report *r, FILE *f) {
             rp_proto_name(pr), share, w->ch_max ? w->ch_min : 0, w->ch_max, w->estimated, w->unknown,
             w->lost, w->est_sum, rp_err_ns(&w->est_err));
   }
+  rp_render_kernels_csv(r, f);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "report.h"
 
 static const char *pct(double v, char *buf, size_t len) {
@@ -343,6 +344,8 @@ void rp_render_text(const rp_report *r, FILE *f) {
   } else if (r->steps_detect == RP_STEPS_NONE) {
     fprintf(f, "\nSteps: %s\n", RP_STEPS_NONE_TEXT);
   }
+
+  rp_render_kernels_text(r, f);
 
   uint64_t dropped[TOPO_DROP_KINDS] = {0};
   uint32_t problems = 0;

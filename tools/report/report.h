@@ -125,6 +125,18 @@ int rp_nccl_kernel_parse(const char *name, int *func, int *algo, int *proto);
 /* ---- inputs (input.c, kineto.c) */
 typedef enum rp_source_kind { RP_SRC_TRACE, RP_SRC_KINETO } rp_source_kind;
 
+/* One complete ('X') Kineto event as the kernel-level analyses (kernels.h) read it: CPU runtime
+ * and driver calls and GPU activities alike (ProfilerStep annotations excepted). Times aligned ns;
+ * the strings live until the callback returns. */
+typedef struct rp_kevent {
+  const char *name, *cat;
+  int64_t start, dur;
+  int64_t stream;         /* args.stream; -1 absent (HTA: a GPU event has one) */
+  int64_t corr;           /* args.correlation; -1 absent */
+  int64_t bytes;          /* args.bytes; -1 absent */
+  double bw_gbps;         /* args."memory bandwidth (GB/s)"; < 0 absent */
+} rp_kevent;
+
 /* What a source hands the analysis. Each callback may be NULL. */
 typedef struct rp_sink {
   void *ctx;
@@ -132,6 +144,7 @@ typedef struct rp_sink {
   void (*interval)(void *ctx, int src, const rp_interval *iv);
   void (*step)(void *ctx, int src, int64_t start, int64_t stop, uint64_t value);
   void (*record)(void *ctx, int src, const topo_trace_record *rec); /* binary only (dump) */
+  void (*kevent)(void *ctx, int src, const rp_kevent *e);          /* Kineto only */
 } rp_sink;
 
 typedef struct rp_source {
@@ -281,6 +294,7 @@ typedef struct rp_rank {
   rp_interval *timeline;
   size_t ntimeline;
   uint64_t timeline_dropped;
+  struct rp_gpu *gpu;             /* kernel-level analyses of its Kineto events (kernels.h), or NULL */
 } rp_rank;
 
 typedef struct rp_comm_summary {
@@ -370,6 +384,9 @@ typedef struct rp_report {
   int64_t trace_first, trace_last, kineto_first, kineto_last;
   /* untimed collectives (p2p included) by estimate level; asked-but-lost ones */
   uint64_t est[RP_EST_LEVELS], lost;
+  /* busbw reference for the HTML plot (set by the caller; 0: none): GB/s and what it is */
+  double ref_busbw;
+  char ref_label[320];
 } rp_report;
 
 /* ---- steps from topo traces (steps.c): the period of each communicator's collectives. Ranks
