@@ -222,7 +222,7 @@ EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
   pthread_mutex_lock(&lock);
   note_call_locked();
   calls.flush++;
-  if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && calls.owner == FAKE_CUPTI_OWNER_OTHER)
+  if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && owner == FAKE_CUPTI_OWNER_OTHER)
     calls.forced_flush_other++;
   deliver_locked();
   pthread_mutex_unlock(&lock);
