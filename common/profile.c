@@ -16,6 +16,7 @@
 #include "alloc.h"
 #include "file.h"
 #include "log.h"
+#include "nccl_vocab.h"
 
 #define PROFILE_MAX_FILE (16u << 20) /* a profile larger than this is not a profile */
 #define PROFILE_MAX_LINE 1024
@@ -23,50 +24,7 @@
 #define PROFILE_MAX_TERMS 65536      /* per section */
 #define PROFILE_MAX_WARNINGS 32      /* bad lines warned per file; the rest only counted */
 
-/* ---------------------------------------------------------------------------------------------
- * Names
- */
-
-static const char *const coll_names[NCCL_NUM_FUNCTIONS] = {"broadcast", "reduce", "allgather",
-                                                           "reducescatter", "allreduce"};
-static const char *const algo_names[NCCL_NUM_ALGORITHMS] = {
-    "tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"};
-static const char *const proto_names[NCCL_NUM_PROTOCOLS] = {"ll", "ll128", "simple"};
 static const char *const link_names[TOPO_LINK_COUNT] = {"nvlink", "pci", "net"};
-
-const char *topo_coll_name(int coll) {
-  return coll >= 0 && coll < NCCL_NUM_FUNCTIONS ? coll_names[coll] : "unknown";
-}
-const char *topo_algo_name(int algo) {
-  return algo >= 0 && algo < NCCL_NUM_ALGORITHMS ? algo_names[algo] : "unknown";
-}
-const char *topo_proto_name(int proto) {
-  return proto >= 0 && proto < NCCL_NUM_PROTOCOLS ? proto_names[proto] : "unknown";
-}
-
-/* Case-insensitive, '_' and '-' ignored: "collnet_direct" == "CollNetDirect" == "collnet-direct". */
-static int name_equal(const char *a, const char *b) {
-  for (;;) {
-    while (*a == '_' || *a == '-') a++;
-    while (*b == '_' || *b == '-') b++;
-    if (tolower((unsigned char)*a) != tolower((unsigned char)*b)) return 0;
-    if (!*a) return 1;
-    a++, b++;
-  }
-}
-
-static int lookup(const char *name, const char *const *table, int n) {
-  if (!name) return -1;
-  for (int i = 0; i < n; i++)
-    if (name_equal(name, table[i])) return i;
-  return -1;
-}
-
-int topo_coll_from_name(const char *name) { return lookup(name, coll_names, NCCL_NUM_FUNCTIONS); }
-int topo_algo_from_name(const char *name) { return lookup(name, algo_names, NCCL_NUM_ALGORITHMS); }
-int topo_proto_from_name(const char *name) {
-  return lookup(name, proto_names, NCCL_NUM_PROTOCOLS);
-}
 
 /* ---------------------------------------------------------------------------------------------
  * Built-in defaults. Where every number comes from: docs/profile-format.md, "Built-in defaults".
@@ -659,7 +617,7 @@ static const kv_spec proto_spec[] = {
     {"bw_eff", 1e-6, 1.0}, {"lat_us", 0, 1e6}, {"ch_bw_gbs", 0, 1e6}};
 
 static int parse_link(parser *ps, char **tok, int ntok, topo_profile *p) {
-  int cls = ntok > 1 ? lookup(tok[1], link_names, TOPO_LINK_COUNT) : -1;
+  int cls = ntok > 1 ? topo_nccl_name_index(tok[1], link_names, TOPO_LINK_COUNT) : -1;
   if (cls < 0) return bad(ps, "link: unknown link class '%s' (nvlink, pci, net)", ntok > 1 ? tok[1] : ""), 0;
   double v[2] = {p->link[cls].bw_gbs, p->link[cls].lat_us};
   int seen[2] = {0, 0};
@@ -671,7 +629,7 @@ static int parse_link(parser *ps, char **tok, int ntok, topo_profile *p) {
 }
 
 static int parse_proto(parser *ps, char **tok, int ntok, topo_profile *p) {
-  int pr = ntok > 1 ? topo_proto_from_name(tok[1]) : -1;
+  int pr = ntok > 1 ? topo_nccl_proto_from_name(tok[1]) : -1;
   if (pr < 0) return bad(ps, "proto: unknown protocol '%s' (ll, ll128, simple)", ntok > 1 ? tok[1] : ""), 0;
   double v[3] = {p->proto[pr].bw_eff, p->proto[pr].lat_us, p->proto[pr].ch_bw_gbs};
   int seen[3] = {0, 0, 0};
@@ -691,11 +649,11 @@ static topo_status parse_term(parser *ps, char **tok, int ntok, topo_profile_ter
   topo_profile_term t;
   memset(&t, 0, sizeof t);
   t.max_bytes = UINT64_MAX;
-  if ((t.coll = topo_coll_from_name(tok[1])) < 0)
+  if ((t.coll = topo_nccl_coll_from_name(tok[1])) < 0)
     return bad(ps, "term: unknown collective '%s'", tok[1]), TOPO_ERR_PARSE;
-  if ((t.algo = topo_algo_from_name(tok[2])) < 0)
+  if ((t.algo = topo_nccl_algo_from_name(tok[2])) < 0)
     return bad(ps, "term: unknown algorithm '%s'", tok[2]), TOPO_ERR_PARSE;
-  if ((t.proto = topo_proto_from_name(tok[3])) < 0)
+  if ((t.proto = topo_nccl_proto_from_name(tok[3])) < 0)
     return bad(ps, "term: unknown protocol '%s'", tok[3]), TOPO_ERR_PARSE;
   int have_lat = 0, have_bw = 0;
   for (int i = 4; i < ntok; i++) {
@@ -737,11 +695,11 @@ static topo_status parse_point(parser *ps, char **tok, int ntok, topo_profile *p
   if (ntok < 4) return bad(ps, "point: want <collective> <algorithm> <protocol> key=value..."), TOPO_ERR_PARSE;
   topo_profile_point t;
   memset(&t, 0, sizeof t);
-  if ((t.coll = topo_coll_from_name(tok[1])) < 0)
+  if ((t.coll = topo_nccl_coll_from_name(tok[1])) < 0)
     return bad(ps, "point: unknown collective '%s'", tok[1]), TOPO_ERR_PARSE;
-  if ((t.algo = topo_algo_from_name(tok[2])) < 0)
+  if ((t.algo = topo_nccl_algo_from_name(tok[2])) < 0)
     return bad(ps, "point: unknown algorithm '%s'", tok[2]), TOPO_ERR_PARSE;
-  if ((t.proto = topo_proto_from_name(tok[3])) < 0)
+  if ((t.proto = topo_nccl_proto_from_name(tok[3])) < 0)
     return bad(ps, "point: unknown protocol '%s'", tok[3]), TOPO_ERR_PARSE;
   int have = 0;
   t.is_default = -1; /* no default=: not known */
@@ -1086,7 +1044,8 @@ topo_status topo_profile_write(FILE *f, const topo_profile *p) {
     fmt_double(a, sizeof a, p->proto[i].bw_eff);
     fmt_double(b, sizeof b, p->proto[i].lat_us);
     fmt_double(c, sizeof c, p->proto[i].ch_bw_gbs);
-    fprintf(f, "proto %s bw_eff=%s lat_us=%s ch_bw_gbs=%s\n", proto_names[i], a, b, c);
+    fprintf(f, "proto %s bw_eff=%s lat_us=%s ch_bw_gbs=%s\n",
+            topo_nccl_proto_name(i, TOPO_NCCL_FILE), a, b, c);
   }
   for (int i = 0; i < p->nterms; i++) {
     const topo_profile_term *t = &p->terms[i];
@@ -1096,7 +1055,9 @@ topo_status topo_profile_write(FILE *f, const topo_profile *p) {
     fprintf(f,
             "term %s %s %s channels=%d lat_us=%s bw_gbs=%s min_bytes=%llu max_bytes=%llu "
             "rel_err=%s npoints=%d\n",
-            topo_coll_name(t->coll), topo_algo_name(t->algo), topo_proto_name(t->proto),
+            topo_nccl_func_name(t->coll, TOPO_NCCL_FILE),
+            topo_nccl_algo_name(t->algo, TOPO_NCCL_FILE),
+            topo_nccl_proto_name(t->proto, TOPO_NCCL_FILE),
             t->nchannels, a, b, (unsigned long long)t->min_bytes,
             (unsigned long long)t->max_bytes, c, t->npoints);
   }
@@ -1105,7 +1066,9 @@ topo_status topo_profile_write(FILE *f, const topo_profile *p) {
     fmt_double(a, sizeof a, t->median_us);
     fmt_double(b, sizeof b, t->noise_us);
     fprintf(f, "point %s %s %s channels=%d bytes=%llu median_us=%s noise_us=%s%s\n",
-            topo_coll_name(t->coll), topo_algo_name(t->algo), topo_proto_name(t->proto),
+            topo_nccl_func_name(t->coll, TOPO_NCCL_FILE),
+            topo_nccl_algo_name(t->algo, TOPO_NCCL_FILE),
+            topo_nccl_proto_name(t->proto, TOPO_NCCL_FILE),
             t->nchannels, (unsigned long long)t->bytes, a, b,
             t->is_default < 0 ? "" : t->is_default ? " default=1" : " default=0");
   }

@@ -63,7 +63,7 @@ static void test_options_parse_long_short_and_equals_forms(void **state) {
   char err[256];
   assert_int_equal(parse(&o, err, sizeof err, 12, "-c", "allreduce,all_gather", "--min-bytes=1K", "-e", "64M", "--channels",
                          "nccl,8,8,16", "-n30", "--bench", "-o", "x.profile"), 0);
-  assert_int_equal(o.colls, (1u << TOPO_CAL_COLL_ALLREDUCE) | (1u << TOPO_CAL_COLL_ALLGATHER));
+  assert_int_equal(o.colls, (1u << ncclFuncAllReduce) | (1u << ncclFuncAllGather));
   assert_int_equal(o.min_bytes, 1024);
   assert_int_equal(o.max_bytes, 64ull << 20);
   assert_int_equal(o.nchannels, 3); /* duplicates dropped */
@@ -72,8 +72,8 @@ static void test_options_parse_long_short_and_equals_forms(void **state) {
   assert_true(o.bench);
   assert_string_equal(o.output, "x.profile");
   assert_int_equal(parse(&o, err, sizeof err, 5, "--algos", "ring,PAT", "--protos", "LL128"), 0);
-  assert_int_equal(o.algos, (1u << TOPO_CAL_ALGO_RING) | (1u << TOPO_CAL_ALGO_PAT));
-  assert_int_equal(o.protos, 1u << TOPO_CAL_PROTO_LL128);
+  assert_int_equal(o.algos, (1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_PAT));
+  assert_int_equal(o.protos, 1u << NCCL_PROTO_LL128);
 }
 
 static void test_quick_limits_the_sweep(void **state) {

@@ -27,7 +27,6 @@
 #include "sweep_profile.h"
 #include "tuner_test_util.h"
 
-#define COMM_CHANNELS 24 /* "24 coll channels" in nccl-debug-log.txt */
 #define MAX_ROWS 1024
 #define MAX_KEYS 32
 
@@ -47,15 +46,6 @@ static int coll_of(const char *op) {
   if (!strcmp(op, "all_gather")) return ncclFuncAllGather;
   if (!strcmp(op, "reduce_scatter")) return ncclFuncReduceScatter;
   return -1;
-}
-
-/* NCCL 2.28's channel count for (algo, proto) at `bytes` starting from `comm` channels. */
-static int nccl_channels(int comm, int algo, int proto, size_t bytes) {
-  static const double threads[3] = {512, 640, 512}, per_thread[3] = {8, 8, 64};
-  double thr = per_thread[proto] * (algo == NCCL_ALGO_RING && proto == NCCL_PROTO_LL ? 2 : 1);
-  int nc = comm;
-  while (nc >= 2 && (double)bytes < nc * threads[proto] * thr) nc--;
-  return nc;
 }
 
 typedef struct key {
@@ -144,10 +134,10 @@ static void test_tuner_choices_are_near_the_best_measured(void **state) {
       if (rows[j].us < best_any) best_any = rows[j].us;
       int a = -1, p = -1, forced = 0, k;
       if (!strcmp(rows[j].config, "default")) {
-        k = def = key_index(keys, &nkeys, da, dp, nccl_channels(COMM_CHANNELS, da, dp, bytes));
+        k = def = key_index(keys, &nkeys, da, dp, sweep_nccl_channels(da, dp, bytes));
       } else {
         assert_true(parse_config(rows[j].config, &a, &p, &forced));
-        int own = nccl_channels(COMM_CHANNELS, a, p, bytes);
+        int own = sweep_nccl_channels(a, p, bytes);
         if (forced > own) continue; /* only reachable by raising channels */
         k = key_index(keys, &nkeys, a, p, forced ? forced : own);
       }
@@ -155,7 +145,7 @@ static void test_tuner_choices_are_near_the_best_measured(void **state) {
       keys[k].n++;
     }
     assert_true(def >= 0);
-    int own = nccl_channels(COMM_CHANNELS, ta, tp, bytes);
+    int own = sweep_nccl_channels(ta, tp, bytes);
     int ch = nch > 0 && nch < own ? nch : own;
     int pick = -1, best = 0;
     for (int k = 0; k < nkeys; k++) {

@@ -70,11 +70,11 @@ static void load_rows(void) {
     r.us = strtod(fld[6], NULL);
     r.ran_nch = atoi(fld[9]);
     r.kind = !strcmp(kind, "forced") ? K_FORCED : !strcmp(kind, "default") ? K_DEFAULT : K_TUNER;
-    r.algo = topo_algo_from_name(algo);
-    r.proto = topo_proto_from_name(proto);
-    r.coll = topo_coll_from_name(coll);
-    r.ran_algo = topo_algo_from_name(ra);
-    r.ran_proto = topo_proto_from_name(rp);
+    r.algo = topo_nccl_algo_from_name(algo);
+    r.proto = topo_nccl_proto_from_name(proto);
+    r.coll = topo_nccl_coll_from_name(coll);
+    r.ran_algo = topo_nccl_algo_from_name(ra);
+    r.ran_proto = topo_nccl_proto_from_name(rp);
     r.bytes = b;
     assert_true(r.coll >= 0 && r.ran_algo >= 0 && r.ran_proto >= 0);
     rows[nrows++] = r;
@@ -162,9 +162,9 @@ static void evaluate(const char *label, const char *profile_path, summary *s) {
       double m = measured(coll, d->bytes, a, p, nch);
       double o = oracle(coll, d->bytes, -1), o24 = oracle(coll, d->bytes, COMM_CHANNELS);
       char pick[32];
-      snprintf(pick, sizeof pick, "%s/%s/%d", topo_algo_name(a), topo_proto_name(p), nch);
+      snprintf(pick, sizeof pick, "%s/%s/%d", topo_nccl_algo_name(a, TOPO_NCCL_FILE), topo_nccl_proto_name(p, TOPO_NCCL_FILE), nch);
       if (m < 0) {
-        print_message("%-14s %10llu  %-18s %9s %9.2f %9.2f %9.2f %8s%s\n", topo_coll_name(coll),
+        print_message("%-14s %10llu  %-18s %9s %9.2f %9.2f %9.2f %8s%s\n", topo_nccl_func_name(coll, TOPO_NCCL_FILE),
                       (unsigned long long)d->bytes, pick, "-", d->us, o, o24, "-",
                       nch > 0 ? "  UNMEASURED reduced channels" : "");
         if (nch > 0) s->unmeasured++;
@@ -177,7 +177,7 @@ static void evaluate(const char *label, const char *profile_path, summary *s) {
       s->log_def += log(r);
       if (r > s->worst_def) s->worst_def = r;
       if (r > VS_DEFAULT_MAX) s->violations++;
-      print_message("%-14s %10llu  %-18s %9.2f %9.2f %9.2f %9.2f %8.3f%s\n", topo_coll_name(coll),
+      print_message("%-14s %10llu  %-18s %9.2f %9.2f %9.2f %9.2f %8.3f%s\n", topo_nccl_func_name(coll, TOPO_NCCL_FILE),
                     (unsigned long long)d->bytes, pick, m, d->us, o, o24, r,
                     r > VS_DEFAULT_MAX ? "  SLOWER than default" : "");
     }

@@ -34,7 +34,7 @@
 #define TOPO_CAL_MAX_PIECES 16
 
 static double busbw_of(const topo_cal_results *r, const topo_cal_point *p) {
-  return topo_cal_algbw(p->bytes, p->stats.median) * topo_cal_busbw_factor(p->coll, r->nranks);
+  return topo_cal_algbw(p->bytes, p->stats.median) * topo_nccl_busbw_factor(p->coll, r->nranks);
 }
 
 static uint64_t largest_ok(const topo_cal_results *r) {
@@ -162,7 +162,7 @@ int topo_cal_fit_profile(const topo_cal_results *r, topo_profile *out) {
     const topo_cal_setting *st = &r->settings[s];
     /* A beyond-reach channel count is advice (report.c), not a choice the tuner can make. */
     if (st->kind != TOPO_CAL_FORCED || st->beyond_reach) continue;
-    for (int c = 0; c < TOPO_CAL_NCOLLS; c++) {
+    for (int c = 0; c < NCCL_NUM_FUNCTIONS; c++) {
       int n = 0;
       /* One value per size: the median of the setting's rounds there. */
       for (int i = 0; i < r->npoints; i++) {
@@ -225,7 +225,7 @@ int topo_cal_fit_profile(const topo_cal_results *r, topo_profile *out) {
     if (ce > link_bw) link_bw = ce;
   }
   if (link_bw > 0) out->link[cls].bw_gbs = link_bw;
-  const topo_profile_term *ll = term_of(out, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL);
+  const topo_profile_term *ll = term_of(out, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL);
   double steps = 2 * (n - 1);
   if (!multi && r->p2p_sm_lat && r->ndev > 1) {
     double rt = median_positive(r->p2p_sm_lat, r->ndev * r->ndev);
@@ -238,7 +238,7 @@ int topo_cal_fit_profile(const topo_cal_results *r, topo_profile *out) {
   /* Launch: what ring/LL AllReduce costs beyond its link hops. */
   double hop = out->link[cls].lat_us;
   if (ll) {
-    double launch = ll->lat_us - steps * (hop + out->proto[TOPO_CAL_PROTO_LL].lat_us);
+    double launch = ll->lat_us - steps * (hop + out->proto[NCCL_PROTO_LL].lat_us);
     if (launch < r->floor_graph_us) launch = r->floor_graph_us;
     if (launch > 0) out->launch_us = launch;
   } else if (r->floor_graph_us > 0 && out->launch_us < r->floor_graph_us) {
@@ -247,8 +247,8 @@ int topo_cal_fit_profile(const topo_cal_results *r, topo_profile *out) {
 
   /* Protocols. */
   double lb = out->link[cls].bw_gbs;
-  for (int p = 0; p < TOPO_CAL_NPROTOS; p++) {
-    double pk = peak_busbw(r, TOPO_CAL_ALGO_RING, p, -1);
+  for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
+    double pk = peak_busbw(r, NCCL_ALGO_RING, p, -1);
     if (pk > 0 && lb > 0) {
       double eff = pk / lb;
       out->proto[p].bw_eff = eff > 1.0 ? 1.0 : eff;
@@ -256,26 +256,26 @@ int topo_cal_fit_profile(const topo_cal_results *r, topo_profile *out) {
     double best_ch = 0;
     for (int s = 0; s < r->nsettings; s++) {
       const topo_cal_setting *st = &r->settings[s];
-      if (st->kind != TOPO_CAL_FORCED || st->algo != TOPO_CAL_ALGO_RING || st->proto != p ||
+      if (st->kind != TOPO_CAL_FORCED || st->algo != NCCL_ALGO_RING || st->proto != p ||
           st->nchannels <= 0)
         continue;
       /* Channel-limited: well below what NCCL's own count or more channels reach. */
-      double ref = peak_busbw(r, TOPO_CAL_ALGO_RING, p, 0);
+      double ref = peak_busbw(r, NCCL_ALGO_RING, p, 0);
       for (int s2 = 0; s2 < r->nsettings; s2++) {
         const topo_cal_setting *o2 = &r->settings[s2];
-        if (o2->kind == TOPO_CAL_FORCED && o2->algo == TOPO_CAL_ALGO_RING && o2->proto == p &&
+        if (o2->kind == TOPO_CAL_FORCED && o2->algo == NCCL_ALGO_RING && o2->proto == p &&
             o2->nchannels > st->nchannels) {
-          double b2 = peak_busbw(r, TOPO_CAL_ALGO_RING, p, o2->nchannels);
+          double b2 = peak_busbw(r, NCCL_ALGO_RING, p, o2->nchannels);
           if (b2 > ref) ref = b2;
         }
       }
-      double bw = peak_busbw(r, TOPO_CAL_ALGO_RING, p, st->nchannels);
+      double bw = peak_busbw(r, NCCL_ALGO_RING, p, st->nchannels);
       if (bw > 0 && bw < 0.85 * ref && bw / st->nchannels > best_ch) best_ch = bw / st->nchannels;
     }
     if (best_ch > 0) out->proto[p].ch_bw_gbs = best_ch;
-    const topo_profile_term *t = term_of(out, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING, p);
-    if (p != TOPO_CAL_PROTO_LL && t && ll && steps > 0) {
-      double extra = (t->lat_us - ll->lat_us) / steps + out->proto[TOPO_CAL_PROTO_LL].lat_us;
+    const topo_profile_term *t = term_of(out, ncclFuncAllReduce, NCCL_ALGO_RING, p);
+    if (p != NCCL_PROTO_LL && t && ll && steps > 0) {
+      double extra = (t->lat_us - ll->lat_us) / steps + out->proto[NCCL_PROTO_LL].lat_us;
       out->proto[p].lat_us = extra > 0 ? extra : 0;
     }
   }

@@ -17,7 +17,7 @@
 
 void topo_cal_options_default(topo_cal_options *o) {
   memset(o, 0, sizeof *o);
-  o->colls = (1u << TOPO_CAL_NCOLLS) - 1;
+  o->colls = (1u << NCCL_NUM_FUNCTIONS) - 1;
   static const int ch[] = {0, 4, 8, 16, 24, 32};
   o->nchannels = (int)(sizeof ch / sizeof ch[0]);
   memcpy(o->channels, ch, sizeof ch);
@@ -96,9 +96,9 @@ static int parse_names(const char *text, int (*lookup)(const char *), unsigned a
 }
 
 /* Also accept nccl-tests' names: all_reduce, reduce_scatter, all_gather. */
-static int coll_lookup(const char *name) { return topo_coll_from_name(name); }
-static int algo_lookup(const char *name) { return topo_algo_from_name(name); }
-static int proto_lookup(const char *name) { return topo_proto_from_name(name); }
+static int coll_lookup(const char *name) { return topo_nccl_coll_from_name(name); }
+static int algo_lookup(const char *name) { return topo_nccl_algo_from_name(name); }
+static int proto_lookup(const char *name) { return topo_nccl_proto_from_name(name); }
 
 static int parse_int(const char *text, long lo, long hi, int *out) {
   if (!text || !*text) return -1;
@@ -185,11 +185,11 @@ static int apply(topo_cal_options *o, opt_id id, const char *arg, const char *na
     if (parse_int(arg, 1, 64, &o->ngpus)) return fail(err, len, "--gpus wants 1..64, got '%s'", arg);
     return 0;
   case OPT_COLLS:
-    return parse_names(arg, coll_lookup, (1u << TOPO_CAL_NCOLLS) - 1, &o->colls, "collective", err, len);
+    return parse_names(arg, coll_lookup, (1u << NCCL_NUM_FUNCTIONS) - 1, &o->colls, "collective", err, len);
   case OPT_ALGOS:
-    return parse_names(arg, algo_lookup, (1u << TOPO_CAL_NALGOS) - 1, &o->algos, "algorithm", err, len);
+    return parse_names(arg, algo_lookup, (1u << NCCL_NUM_ALGORITHMS) - 1, &o->algos, "algorithm", err, len);
   case OPT_PROTOS:
-    return parse_names(arg, proto_lookup, (1u << TOPO_CAL_NPROTOS) - 1, &o->protos, "protocol", err, len);
+    return parse_names(arg, proto_lookup, (1u << NCCL_NUM_PROTOCOLS) - 1, &o->protos, "protocol", err, len);
   case OPT_CHANNELS: return parse_channels(o, arg, err, len);
   case OPT_MIN:
     if (topo_cal_parse_size(arg, &o->min_bytes) || o->min_bytes == 0)

@@ -592,7 +592,7 @@ static int learn_facts(run_ctx *c, shared_facts *facts) {
   facts->tuner_loaded = -1;
   if (c->log_on) {
     topo_cal_nccl_log_poll(&c->log);
-    if (c->log.table_seen >= TOPO_CAL_NCOLLS) {
+    if (c->log.table_seen >= NCCL_NUM_FUNCTIONS) {
       facts->allowed = c->log.allowed;
       facts->from_nccl = 1;
     }
@@ -612,8 +612,8 @@ static int learn_facts(run_ctx *c, shared_facts *facts) {
  */
 
 static const char *coll_word(int coll) {
-  static const char *const w[TOPO_CAL_NCOLLS] = {"broadcast", "reduce", "allgather", "reducescatter", "allreduce"};
-  return coll >= 0 && coll < TOPO_CAL_NCOLLS ? w[coll] : "?";
+  static const char *const w[NCCL_NUM_FUNCTIONS] = {"broadcast", "reduce", "allgather", "reducescatter", "allreduce"};
+  return coll >= 0 && coll < NCCL_NUM_FUNCTIONS ? w[coll] : "?";
 }
 
 static int issue(run_ctx *c, int coll, size_t count) {
@@ -622,11 +622,11 @@ static int issue(run_ctx *c, int coll, size_t count) {
     rank_ctx *k = &c->rk[i];
     ncclResult_t res = ncclSuccess;
     switch (coll) {
-    case TOPO_CAL_COLL_ALLREDUCE: res = ncclAllReduce(k->send, k->recv, count, ncclFloat, ncclSum, k->comm, k->stream); break;
-    case TOPO_CAL_COLL_ALLGATHER: res = ncclAllGather(k->send, k->recv, count, ncclFloat, k->comm, k->stream); break;
-    case TOPO_CAL_COLL_REDUCESCATTER: res = ncclReduceScatter(k->send, k->recv, count, ncclFloat, ncclSum, k->comm, k->stream); break;
-    case TOPO_CAL_COLL_BROADCAST: res = ncclBroadcast(k->send, k->recv, count, ncclFloat, 0, k->comm, k->stream); break;
-    case TOPO_CAL_COLL_REDUCE: res = ncclReduce(k->send, k->recv, count, ncclFloat, ncclSum, 0, k->comm, k->stream); break;
+    case ncclFuncAllReduce: res = ncclAllReduce(k->send, k->recv, count, ncclFloat, ncclSum, k->comm, k->stream); break;
+    case ncclFuncAllGather: res = ncclAllGather(k->send, k->recv, count, ncclFloat, k->comm, k->stream); break;
+    case ncclFuncReduceScatter: res = ncclReduceScatter(k->send, k->recv, count, ncclFloat, ncclSum, k->comm, k->stream); break;
+    case ncclFuncBroadcast: res = ncclBroadcast(k->send, k->recv, count, ncclFloat, 0, k->comm, k->stream); break;
+    case ncclFuncReduce: res = ncclReduce(k->send, k->recv, count, ncclFloat, ncclSum, 0, k->comm, k->stream); break;
     default: res = ncclInvalidArgument; break;
     }
     if (res != ncclSuccess) {
@@ -812,8 +812,8 @@ static int run_setting(run_ctx *c, const topo_cal_setting *s, int via_env) {
   if (s->kind == TOPO_CAL_FORCED) {
     topo_cal_setting_force_value(s, force, sizeof force);
     if (via_env) {
-      set_env("NCCL_ALGO", topo_cal_nccl_algo_name(s->algo));
-      set_env("NCCL_PROTO", topo_cal_nccl_proto_name(s->proto));
+      set_env("NCCL_ALGO", topo_nccl_algo_name(s->algo, TOPO_NCCL_TABLE));
+      set_env("NCCL_PROTO", topo_nccl_proto_name(s->proto, TOPO_NCCL_TABLE));
     } else {
       set_env("TOPO_TUNER_FORCE", force);
     }
@@ -846,11 +846,11 @@ static int run_setting(run_ctx *c, const topo_cal_setting *s, int via_env) {
   }
   int si = topo_cal_results_add_setting(c->r, s);
   if (si < 0) rc = -1;
-  static const int order[TOPO_CAL_NCOLLS] = {TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_COLL_ALLGATHER,
-                                             TOPO_CAL_COLL_REDUCESCATTER, TOPO_CAL_COLL_BROADCAST,
-                                             TOPO_CAL_COLL_REDUCE};
+  static const int order[NCCL_NUM_FUNCTIONS] = {ncclFuncAllReduce, ncclFuncAllGather,
+                                             ncclFuncReduceScatter, ncclFuncBroadcast,
+                                             ncclFuncReduce};
   int broken = 0;
-  for (int oi = 0; oi < TOPO_CAL_NCOLLS && !rc && !broken && !c->stop; oi++) {
+  for (int oi = 0; oi < NCCL_NUM_FUNCTIONS && !rc && !broken && !c->stop; oi++) {
     int coll = order[oi];
     if (!((c->o->colls >> coll) & 1u) || !topo_cal_setting_applies(s, coll, &c->r->allowed)) continue;
     c->unit++;
@@ -907,7 +907,7 @@ static int run_setting(run_ctx *c, const topo_cal_setting *s, int via_env) {
     c->unit_us += now_us() - tc;
     c->units_done++;
     if (!c->leader || !npts) continue;
-    double busbw = topo_cal_algbw(last.bytes, last.stats.median) * topo_cal_busbw_factor(coll, c->r->nranks);
+    double busbw = topo_cal_algbw(last.bytes, last.stats.median) * topo_nccl_busbw_factor(coll, c->r->nranks);
     char fb[24], lb[24], pr[96] = "";
     topo_cal_format_bytes(first.bytes, fb, sizeof fb);
     topo_cal_format_bytes(last.bytes, lb, sizeof lb);
@@ -1099,7 +1099,7 @@ static int over_budget(run_ctx *c, const topo_cal_setting *s) {
   const topo_cal_options *o = c->o;
   if (!(o->time_budget_s > 0)) return 0;
   int units = 0;
-  for (int k = 0; k < TOPO_CAL_NCOLLS; k++) units += ((o->colls >> k) & 1u) && topo_cal_setting_applies(s, k, &c->r->allowed);
+  for (int k = 0; k < NCCL_NUM_FUNCTIONS; k++) units += ((o->colls >> k) & 1u) && topo_cal_setting_applies(s, k, &c->r->allowed);
   int later = __builtin_popcount(o->colls) * ((o->bench ? 1 : 0) + (o->run_default || o->bench ? 1 : 0));
   double per = c->units_done ? c->unit_us / c->units_done : 2e6; /* us per (setting, collective) */
   double init = 3e6;                                             /* a communicator's init, us */
@@ -1187,7 +1187,7 @@ static int sweep(run_ctx *c) {
     nplan = topo_cal_plan_settings(o, &r->allowed, plan, 256);
     c->nunits = 0;
     for (int i = 0; i < nplan; i++)
-      for (int k = 0; k < TOPO_CAL_NCOLLS; k++)
+      for (int k = 0; k < NCCL_NUM_FUNCTIONS; k++)
         c->nunits += ((o->colls >> k) & 1u) && topo_cal_setting_applies(&plan[i], k, &r->allowed);
     c->nunits += (o->run_default || o->bench ? 2 : 0) * __builtin_popcount(o->colls) +
                  (o->bench ? __builtin_popcount(o->colls) : 0);
@@ -1237,7 +1237,7 @@ static int sweep(run_ctx *c) {
     nplan = topo_cal_plan_settings(o, &r->allowed, plan, 256);
     c->nunits = 0;
     for (int i = 0; i < nplan; i++)
-      for (int k = 0; k < TOPO_CAL_NCOLLS; k++)
+      for (int k = 0; k < NCCL_NUM_FUNCTIONS; k++)
         c->nunits += ((o->colls >> k) & 1u) && topo_cal_setting_applies(&plan[i], k, &r->allowed);
     c->nunits += (o->run_default || o->bench ? 2 : 0) * __builtin_popcount(o->colls);
     c->nunits *= o->rounds > 0 ? o->rounds : 1;

@@ -169,7 +169,7 @@ int main(int argc, char **argv) {
     case 'V': if (parse_int(optarg, 0, 1, &nvls)) return die("bad --nvls (0 or 1)", optarg); break;
     case 'P': if (parse_int(optarg, 1, 1 << 16, &pipe)) return die("bad --pipe", optarg); break;
     case 'c': {
-      int c = topo_coll_from_name(optarg);
+      int c = topo_nccl_coll_from_name(optarg);
       if (c < 0) return die("unknown collective", optarg);
       if (ncolls < NCCL_NUM_FUNCTIONS) colls[ncolls++] = c;
       break;
@@ -259,9 +259,9 @@ int main(int argc, char **argv) {
   }
   for (int ci = 0; ci < ncolls; ci++) {
     int coll = colls[ci];
-    if (json) printf("%s{\"collective\":\"%s\",\"rows\":[", ci ? "," : "", topo_coll_name(coll));
+    if (json) printf("%s{\"collective\":\"%s\",\"rows\":[", ci ? "," : "", topo_nccl_func_name(coll, TOPO_NCCL_FILE));
     else {
-      printf("\n%s\n", topo_coll_name(coll));
+      printf("\n%s\n", topo_nccl_func_name(coll, TOPO_NCCL_FILE));
       printf("%8s | %-15s %3s %11s %10s | %-15s %3s %11s %11s | %8s %-14s\n", "bytes", "topo pick",
              "ch", "profile us", "busbw GB/s", "NCCL 2.28 pick", "ch", "NCCL's us", "profile us",
              "gain", "evidence");
@@ -285,7 +285,7 @@ int main(int argc, char **argv) {
       t.time_us = topo_model_time(&m, coll, t.algo, t.proto, nch, (double)b, pipe, 0);
       double prof_for_nccl = topo_model_time(&m, coll, nc.algo, nc.proto, 0, (double)b, pipe, 0);
       int have_t = t.time_us > 0, have_n = prof_for_nccl > 0;
-      double busbw = have_t ? (double)b / (t.time_us * 1e3) * topo_model_busbw_factor(coll, nranks) : 0;
+      double busbw = have_t ? (double)b / (t.time_us * 1e3) * topo_nccl_busbw_factor(coll, nranks) : 0;
       double gain = have_t && have_n ? prof_for_nccl / t.time_us : 0;
       int ev_t = evidence(&prof, coll, t.algo, t.proto, t.nch, b);
       int ev_n = evidence(&prof, coll, nc.algo, nc.proto, 0, b);
@@ -302,14 +302,14 @@ int main(int argc, char **argv) {
                "\"time_us\":%s,\"busbw_gbs\":%s,\"evidence\":\"%s\"},\"nccl\":{\"algo\":\"%s\","
                "\"proto\":\"%s\",\"channels\":%d,\"nccl_model_us\":%.3f,\"time_us\":%s,"
                "\"evidence\":\"%s\"},\"gain\":%s,\"evidence\":\"%s\",\"net_nominal\":%s}",
-               first ? "" : ",", b, topo_algo_name(t.algo), topo_proto_name(t.proto), t.nch, tt,
-               bw, ev_names[ev_t], topo_algo_name(nc.algo), topo_proto_name(nc.proto),
+               first ? "" : ",", b, topo_nccl_algo_name(t.algo, TOPO_NCCL_FILE), topo_nccl_proto_name(t.proto, TOPO_NCCL_FILE), t.nch, tt,
+               bw, ev_names[ev_t], topo_nccl_algo_name(nc.algo, TOPO_NCCL_FILE), topo_nccl_proto_name(nc.proto, TOPO_NCCL_FILE),
                nc.nchannels, nc.time_us, nt, ev_names[ev_n], g, ev_names[ev],
                nominal ? "true" : "false");
       } else {
         char tp[40], np[40], tt[32], bw[32], nt[32], g[32], e[24];
-        snprintf(tp, sizeof tp, "%s/%s", topo_algo_name(t.algo), topo_proto_name(t.proto));
-        snprintf(np, sizeof np, "%s/%s", topo_algo_name(nc.algo), topo_proto_name(nc.proto));
+        snprintf(tp, sizeof tp, "%s/%s", topo_nccl_algo_name(t.algo, TOPO_NCCL_FILE), topo_nccl_proto_name(t.proto, TOPO_NCCL_FILE));
+        snprintf(np, sizeof np, "%s/%s", topo_nccl_algo_name(nc.algo, TOPO_NCCL_FILE), topo_nccl_proto_name(nc.proto, TOPO_NCCL_FILE));
         text_num(tt, sizeof tt, have_t, t.time_us);
         text_num(bw, sizeof bw, have_t, busbw);
         text_num(nt, sizeof nt, have_n, prof_for_nccl);
