@@ -17,7 +17,7 @@
 #include "model.h"
 #include "plugin_host.h"
 #include "table.h"
-#include "tuner.h"
+#include "tuner_core.h"
 #include "tuner_test_util.h"
 
 static int setup(void **state) {

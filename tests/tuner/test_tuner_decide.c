@@ -33,7 +33,7 @@
 #include "recorded_calls.h"
 #include "sweep_profile.h"
 #include "table.h"
-#include "tuner.h"
+#include "tuner_core.h"
 
 #define MAX_ROWS 1024
 

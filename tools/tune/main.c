@@ -19,7 +19,7 @@
 #include "nccl_model.h"
 #include "profile.h"
 #include "table.h"
-#include "tuner.h"
+#include "tuner_core.h"
 #include "topo_version.h"
 
 static const char *prog = "topo-tune";

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The tuner core (see tuner.h): per-process cache of shared setups, per-communicator contexts,
+// The tuner core (see tuner_core.h): per-process cache of shared setups, per-communicator contexts,
 // and the per-call path (force -> rules -> model) over NCCL's cost table.
-#include "tuner.h"
+#include "tuner_core.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
