@@ -503,4 +503,3 @@ uint64_t topo_trace_reader_offset(const topo_trace_reader *r) { return r ? r->po
 const topo_trace_reader_info *topo_trace_reader_info_get(const topo_trace_reader *r) {
   return &r->info;
 }
-const char *topo_trace_reader_name(const topo_trace_reader *r) { return r->name; }

@@ -956,7 +956,9 @@ ncclResult_t topo_prof_stop(void *handle) {
   uint32_t gen;
   topo_obj *o = resolve(handle, &gen);
   if (!o) return ncclSuccess;
-  /* NCCL's own reference: check the generation so a stale or repeated stop does nothing. */
+  /* NCCL's own reference: a stale stop (the slot now holds another generation) or one after the
+   * last reference went does nothing; a repeated stop while references remain releases one more
+   * (NCCL stops each event once). */
   uint64_t w = atomic_load_explicit(&o->refgen, memory_order_acquire);
   if ((uint32_t)(w >> 32) != gen || (uint32_t)w == 0) return ncclSuccess;
   int64_t now = topo_clock_monotonic_ns();
