@@ -108,6 +108,27 @@ static void test_misuse_gives_one_clear_message(void **state) {
   assert_true(o.help);
 }
 
+/* getopt_long's errors in topo's wording (common/cli.c), each naming the option. */
+static void test_misuse_names_the_option(void **state) {
+  (void)state;
+  topo_cal_options o;
+  char err[256];
+  assert_int_equal(parse(&o, err, sizeof err, 2, "--quick=yes"), -1);
+  assert_string_equal(err, "option --quick takes no value (try --help)");
+  assert_int_equal(parse(&o, err, sizeof err, 2, "-x"), -1);
+  assert_string_equal(err, "unknown option '-x' (try --help)");
+  assert_int_equal(parse(&o, err, sizeof err, 2, "--iters"), -1);
+  assert_string_equal(err, "option --iters needs a value (try --help)");
+  assert_int_equal(parse(&o, err, sizeof err, 2, "-n"), -1);
+  assert_string_equal(err, "option -n needs a value (try --help)");
+  assert_int_equal(parse(&o, err, sizeof err, 3, "stray", "--quick"), -1);
+  assert_string_equal(err, "unexpected argument 'stray' (try --help)");
+  /* Attached short values and a second parse in one process. */
+  assert_int_equal(parse(&o, err, sizeof err, 3, "-g2", "-n7"), 0);
+  assert_int_equal(o.ngpus, 2);
+  assert_int_equal(o.iters, 7);
+}
+
 static void test_usage_has_examples(void **state) {
   (void)state;
   char *buf = NULL;
@@ -128,6 +149,7 @@ int main(void) {
       cmocka_unit_test(test_options_parse_long_short_and_equals_forms),
       cmocka_unit_test(test_quick_limits_the_sweep),
       cmocka_unit_test(test_misuse_gives_one_clear_message),
+      cmocka_unit_test(test_misuse_names_the_option),
       cmocka_unit_test(test_usage_has_examples),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
