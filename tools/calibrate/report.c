@@ -321,6 +321,78 @@ int topo_cal_report_advice(FILE *f, const topo_cal_results *r) {
   return lines;
 }
 
+/* The sizes collective c was measured at under forced settings, ascending. Returns the count. */
+static int forced_sizes(const topo_cal_results *r, int c, uint64_t *sizes, int cap) {
+  int nsz = 0;
+  for (int i = 0; i < r->npoints && nsz < cap; i++) {
+    const topo_cal_point *q = &r->points[i];
+    if (q->coll != c || r->settings[q->setting].kind != TOPO_CAL_FORCED) continue;
+    int k = 0;
+    while (k < nsz && sizes[k] < q->bytes) k++;
+    if (k < nsz && sizes[k] == q->bytes) continue;
+    memmove(&sizes[k + 1], &sizes[k], (size_t)(nsz - k) * sizeof sizes[0]);
+    sizes[k] = q->bytes;
+    nsz++;
+  }
+  return nsz;
+}
+
+/* Running sums of one collective's bench table. */
+typedef struct bench_acc {
+  topo_cal_bench_summary s;
+  double log_t, log_d;
+  int nt, nd;
+} bench_acc;
+
+/* One bench row at the oracle m: default (point di, td us) and tuner (ti, tt) beside it. */
+static void bench_row(FILE *f, const topo_cal_results *r, int c, const topo_cal_measured *m, int di,
+                      double td, int ti, double tt, bench_acc *acc) {
+  double to = m->median_us;
+  char dr[32] = "-", tr[32] = "-", ol[48];
+  snprintf(ol, sizeof ol, "%s/%s/%d", topo_nccl_algo_name(m->algo, TOPO_NCCL_FILE),
+           topo_nccl_proto_name(m->proto, TOPO_NCCL_FILE), m->channels);
+  if (di >= 0) ran_text(&r->points[di], dr, sizeof dr);
+  if (ti >= 0) ran_text(&r->points[ti], tr, sizeof tr);
+  char tdv[16] = "-", ttv[16] = "-", rt[16] = "-", rd[16] = "-", nz[16] = "n/a";
+  int npairs = 0;
+  double noise = topo_cal_results_noise(r, c, m->bytes, &npairs);
+  if (noise >= 0) snprintf(nz, sizeof nz, "%.1f%%", 100 * noise);
+  if (di >= 0) snprintf(tdv, sizeof tdv, "%.2f", td), snprintf(rd, sizeof rd, "%.3f", td / to);
+  if (ti >= 0) snprintf(ttv, sizeof ttv, "%.2f", tt), snprintf(rt, sizeof rt, "%.3f", tt / to);
+  fprintf(f, " %13llu %10s %-20s %10s %-20s %10.2f %-16s %8s %8s %7s\n", (unsigned long long)m->bytes, tdv, dr, ttv,
+          tr, to, ol, rt, rd, nz);
+  topo_cal_bench_summary *s = &acc->s;
+  if (ti >= 0) {
+    double q = tt / to;
+    acc->log_t += log(q), acc->nt++;
+    if (q > s->worst_tuner) s->worst_tuner = q, s->worst_tuner_bytes = m->bytes;
+    if (di >= 0 && tt / td > s->worst_tuner_vs_default) s->worst_tuner_vs_default = tt / td;
+  }
+  if (di >= 0) {
+    double q = td / to;
+    acc->log_d += log(q), acc->nd++;
+    if (q > s->worst_default) s->worst_default = q, s->worst_default_bytes = m->bytes;
+  }
+}
+
+/* Geometric means and worst sizes of one collective's table. */
+static void bench_totals(FILE *f, int c, bench_acc *acc) {
+  topo_cal_bench_summary *s = &acc->s;
+  s->n = acc->nt > acc->nd ? acc->nt : acc->nd;
+  s->geo_tuner = acc->nt ? exp(acc->log_t / acc->nt) : 0;
+  s->geo_default = acc->nd ? exp(acc->log_d / acc->nd) : 0;
+  if (!f) return;
+  char wt[24], wd[24];
+  topo_cal_format_bytes(s->worst_tuner_bytes, wt, sizeof wt);
+  topo_cal_format_bytes(s->worst_default_bytes, wd, sizeof wd);
+  if (acc->nt)
+    fprintf(f, "# %s tuner/oracle: geometric mean %.3f, worst %.3f at %s; worst tuner/default %.3f\n",
+            topo_nccl_func_name(c, TOPO_NCCL_FILE), s->geo_tuner, s->worst_tuner, wt, s->worst_tuner_vs_default);
+  if (acc->nd)
+    fprintf(f, "# %s default/oracle: geometric mean %.3f, worst %.3f at %s\n", topo_nccl_func_name(c, TOPO_NCCL_FILE),
+            s->geo_default, s->worst_default, wd);
+}
+
 int topo_cal_report_bench(FILE *f, const topo_cal_results *r, topo_cal_bench_summary *sum) {
   int sdef = topo_cal_results_find_kind(r, TOPO_CAL_DEFAULT);
   int stun = topo_cal_results_find_kind(r, TOPO_CAL_TUNER);
@@ -333,24 +405,11 @@ int topo_cal_report_bench(FILE *f, const topo_cal_results *r, topo_cal_bench_sum
   topo_cal_measured *meas = topo_malloc((size_t)cap * sizeof *meas);
   int nmeas = meas ? topo_cal_results_measured(r, meas, cap) : 0;
   for (int c = NCCL_NUM_FUNCTIONS - 1; c >= 0; c--) {
-    topo_cal_bench_summary s;
-    memset(&s, 0, sizeof s);
-    double log_t = 0, log_d = 0;
-    int nt = 0, nd = 0;
+    bench_acc acc;
+    memset(&acc, 0, sizeof acc);
     int header = 0;
-    /* One row per size with an oracle, in size order. */
     uint64_t sizes[TOPO_CAL_MAX_SIZES * 2];
-    int nsz = 0;
-    for (int i = 0; i < r->npoints && nsz < (int)(sizeof sizes / sizeof sizes[0]); i++) {
-      const topo_cal_point *q = &r->points[i];
-      if (q->coll != c || r->settings[q->setting].kind != TOPO_CAL_FORCED) continue;
-      int k = 0;
-      while (k < nsz && sizes[k] < q->bytes) k++;
-      if (k < nsz && sizes[k] == q->bytes) continue;
-      memmove(&sizes[k + 1], &sizes[k], (size_t)(nsz - k) * sizeof sizes[0]);
-      sizes[k] = q->bytes;
-      nsz++;
-    }
+    int nsz = forced_sizes(r, c, sizes, (int)(sizeof sizes / sizeof sizes[0]));
     for (int z = 0; z < nsz; z++) {
       /* The oracle: the fastest effective setting within the tuner's reach, by its median. */
       int b = topo_cal_measured_best(meas, nmeas, c, sizes[z], 1);
@@ -362,48 +421,15 @@ int topo_cal_report_bench(FILE *f, const topo_cal_results *r, topo_cal_bench_sum
       int ti = stun >= 0 ? topo_cal_results_setting_median(r, stun, c, m->bytes, &tt, &nt_rep) : -1;
       if (di < 0 && ti < 0) continue;
       if (!header) {
-        fprintf(f, "\n# %s\n#%13s %10s %-20s %10s %-20s %10s %-16s %8s %8s %7s\n", topo_nccl_func_name(c, TOPO_NCCL_FILE), "size(B)",
-                "default", "(ran)", "tuner", "(ran)", "oracle", "(ran)", "tun/orc", "def/orc", "noise");
+        fprintf(f, "\n# %s\n#%13s %10s %-20s %10s %-20s %10s %-16s %8s %8s %7s\n", topo_nccl_func_name(c, TOPO_NCCL_FILE),
+                "size(B)", "default", "(ran)", "tuner", "(ran)", "oracle", "(ran)", "tun/orc", "def/orc", "noise");
         header = 1;
       }
-      double to = m->median_us;
-      char dr[32] = "-", tr[32] = "-", ol[48];
-      snprintf(ol, sizeof ol, "%s/%s/%d", topo_nccl_algo_name(m->algo, TOPO_NCCL_FILE), topo_nccl_proto_name(m->proto, TOPO_NCCL_FILE), m->channels);
-      if (di >= 0) ran_text(&r->points[di], dr, sizeof dr);
-      if (ti >= 0) ran_text(&r->points[ti], tr, sizeof tr);
-      char tdv[16] = "-", ttv[16] = "-", rt[16] = "-", rd[16] = "-", nz[16] = "n/a";
-      int npairs = 0;
-      double noise = topo_cal_results_noise(r, c, m->bytes, &npairs);
-      if (noise >= 0) snprintf(nz, sizeof nz, "%.1f%%", 100 * noise);
-      if (di >= 0) snprintf(tdv, sizeof tdv, "%.2f", td), snprintf(rd, sizeof rd, "%.3f", td / to);
-      if (ti >= 0) snprintf(ttv, sizeof ttv, "%.2f", tt), snprintf(rt, sizeof rt, "%.3f", tt / to);
-      fprintf(f, " %13llu %10s %-20s %10s %-20s %10.2f %-16s %8s %8s %7s\n", (unsigned long long)m->bytes, tdv, dr, ttv,
-              tr, to, ol, rt, rd, nz);
+      bench_row(f, r, c, m, di, td, ti, tt, &acc);
       rows++;
-      if (ti >= 0) {
-        double q = tt / to;
-        log_t += log(q), nt++;
-        if (q > s.worst_tuner) s.worst_tuner = q, s.worst_tuner_bytes = m->bytes;
-        if (di >= 0 && tt / td > s.worst_tuner_vs_default) s.worst_tuner_vs_default = tt / td;
-      }
-      if (di >= 0) {
-        double q = td / to;
-        log_d += log(q), nd++;
-        if (q > s.worst_default) s.worst_default = q, s.worst_default_bytes = m->bytes;
-      }
     }
-    s.n = nt > nd ? nt : nd;
-    s.geo_tuner = nt ? exp(log_t / nt) : 0;
-    s.geo_default = nd ? exp(log_d / nd) : 0;
-    if (sum) sum[c] = s;
-    if (!header) continue;
-    char wt[24], wd[24];
-    topo_cal_format_bytes(s.worst_tuner_bytes, wt, sizeof wt);
-    topo_cal_format_bytes(s.worst_default_bytes, wd, sizeof wd);
-    if (nt) fprintf(f, "# %s tuner/oracle: geometric mean %.3f, worst %.3f at %s; worst tuner/default %.3f\n",
-                    topo_nccl_func_name(c, TOPO_NCCL_FILE), s.geo_tuner, s.worst_tuner, wt, s.worst_tuner_vs_default);
-    if (nd) fprintf(f, "# %s default/oracle: geometric mean %.3f, worst %.3f at %s\n", topo_nccl_func_name(c, TOPO_NCCL_FILE),
-                    s.geo_default, s.worst_default, wd);
+    bench_totals(header ? f : NULL, c, &acc);
+    if (sum) sum[c] = acc.s;
   }
   if (!rows) fprintf(f, "# (no size had both an oracle and a default or tuner measurement)\n");
   topo_free(meas);
