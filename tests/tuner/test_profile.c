@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The tuner profile (common/profile.c): built-in defaults, exact round trip, best-match selection of
+// The tuner profile (common/profile*.c): built-in defaults, exact round trip, best-match selection of
 // sections, one file:line warning per malformed line (the rest used), unreadable file -> defaults,
 // the relative-error least-squares fit of fitted terms, and the name tables.
 #include <math.h>
