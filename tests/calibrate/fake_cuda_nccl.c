@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// A CPU stand-in for the CUDA runtime and NCCL calls topo-calibrate's runner.c makes, so that the
-// whole run (devices, floors, p2p matrix, forced sweeps, --bench, fit, outputs) executes in CI.
+// A CPU stand-in for the CUDA runtime and NCCL calls topo-calibrate's GPU engine (runner.h)
+// makes, so that the whole run (devices, floors, p2p matrix, forced sweeps, --bench, fit, outputs) executes in CI.
 // Two fake "H200" GPUs; device memory is host memory. Each stream has a virtual clock: every
 // operation advances it by a modelled time (collectives: latency + bytes / bandwidth per
 // algorithm / protocol / channels) and events read it, so timings are deterministic. NCCL's
-// behaviour that runner.c depends on is imitated: the INFO log in NCCL_DEBUG_FILE (algorithm
+// behaviour that the engine depends on is imitated: the INFO log in NCCL_DEBUG_FILE (algorithm
 // table, channel count, "TUNER/Plugin: Using", one "Bytes -> Algo" line per collective on rank
 // 0), the tuner's load status (sticky failure, reload after the last communicator), forcing by
 // TOPO_TUNER_FORCE only through a loaded tuner and by NCCL_ALGO / NCCL_PROTO, and refusal of
@@ -12,7 +12,7 @@
 // FAKE_NCCL_JITTER=f scales every collective's time by 1 - f, 1 or 1 + f by the communicator's
 // unique id (id mod 3), so that repeats and the A/A pair differ, still deterministically.
 // Several processes (the fork launcher): fake_nccl_shared_init(n) before forking puts a shared
-// memory rendezvous under Broadcast and AllReduce(double, min) - the calls runner.c exchanges
+// memory rendezvous under Broadcast and AllReduce(double, min) - the calls the engine exchanges
 // data with - so each process gets the real result.
 #include <pthread.h>
 #include <stdarg.h>

@@ -2,9 +2,9 @@
 /*
  * topo-calibrate's internal API: options, sweep planning, statistics, the results of a run,
  * fitting them into a tuner profile, and the summary tables. Everything declared here is pure C
- * with no CUDA or NCCL header, so the CPU-side tests (tests/calibrate/) link it without a GPU.
- * The GPU engine (runner.c, the only file that includes <nccl.h>) and the launcher (launch.c)
- * use these types through topo_cal_run().
+ * with no CUDA header and none of NCCL's, so the CPU-side tests (tests/calibrate/) link it without
+ * a GPU. The GPU engine (runner.h: the only files that include <nccl.h>) and the launcher
+ * (launch.c) use these types through topo_cal_run().
  *
  * Indices and names: NCCL's own (common/nccl_vocab.h, which nccl.h does not clash with):
  * collectives ncclFunc_t 0..4, algorithms NCCL_ALGO_*, protocols NCCL_PROTO_*.
@@ -365,8 +365,8 @@ typedef struct topo_cal_bench_summary {
 int topo_cal_report_bench(FILE *f, const topo_cal_results *r, topo_cal_bench_summary *sum);
 
 /* ---------------------------------------------------------------------------------------------
- * Logging shim (cal_log.c): runner.c cannot include common/log.h (its ncclResult_t clashes with
- * <nccl.h>). Progress and info go to stderr only from the process that owns rank 0.
+ * Logging shim (cal_log.c): the GPU engine cannot include common/log.h (its ncclResult_t clashes
+ * with <nccl.h>). Progress and info go to stderr only from the process that owns rank 0.
  */
 void topo_cal_log_setup(const char *program, int verbose, int quiet);
 void topo_cal_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -376,7 +376,7 @@ void topo_cal_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 void topo_cal_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---------------------------------------------------------------------------------------------
- * The run (runner.c / launch.c)
+ * The run (runner.h / launch.c)
  */
 typedef struct topo_cal_proc {
   int nprocs, proc;         /* processes and this one's index (0 owns rank 0) */
