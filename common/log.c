@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// Logger plumbing (see log.h): formats once into a stack buffer, hands NCCL a "%s".
+// Logger plumbing (see log.h): formats once into a stack buffer, hands NCCL a "%s". The component
+// prefix is added here, once: a message that already starts with it is passed as it is.
 #include "log.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Atomic(ncclDebugLogger_t) nccl_logger;
 static const char *_Atomic component = "TOPO";
@@ -21,6 +23,12 @@ void topo_log_to_stderr(const char *program, int verbose) {
 
 void topo_log_set_component(const char *name) { atomic_store(&component, name); }
 
+/* 1 when msg already starts with the component's name ("TOPO/Profiler: ..."). */
+static int names_component(const char *msg, const char *name) {
+  size_t n = strlen(name);
+  return strncmp(msg, name, n) == 0 && (msg[n] == ':' || msg[n] == ' ');
+}
+
 void topo_log(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
               const char *fmt, ...) {
   ncclDebugLogger_t logger = atomic_load(&nccl_logger);
@@ -36,7 +44,9 @@ void topo_log(ncclDebugLogLevel level, unsigned long flags, const char *file, in
   va_end(ap);
 
   if (logger) {
-    logger(level, flags, file, line, "%s %s", atomic_load(&component), msg);
+    const char *name = atomic_load(&component);
+    if (names_component(msg, name)) logger(level, flags, file, line, "%s", msg);
+    else logger(level, flags, file, line, "%s %s", name, msg);
   } else {
     fprintf(stderr, "%s: %s%s\n", program, level == NCCL_LOG_WARN ? "warning: " : "", msg);
   }

@@ -2,7 +2,8 @@
 /*
  * Logging. Inside a plugin every message goes through the ncclDebugLogger_t NCCL handed to init
  * (so NCCL_DEBUG / NCCL_DEBUG_SUBSYS filter it); before any init, messages are dropped. Tools
- * call topo_log_to_stderr() instead. Messages carry a prefix naming the component ("TOPO/Tuner").
+ * call topo_log_to_stderr() instead. Messages carry a prefix naming the component ("TOPO/Tuner"),
+ * once: a message that already starts with that name is not prefixed again.
  * Thread-safe; never allocates. TRACE is compiled out unless TOPO_ENABLE_TRACE is defined.
  */
 #ifndef TOPO_LOG_H

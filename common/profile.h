@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "nccl/nccl_common.h"
+#include "nccl_vocab.h"
 #include "status.h"
 
 /* Version 2 adds `point` lines (measured medians); a section without them is written as version 1. */
@@ -161,13 +162,5 @@ topo_status topo_profile_fit_term(const uint64_t *bytes, const double *time_us, 
  * positive), -1 on allocation failure. */
 int topo_profile_fit_piecewise(const uint64_t *bytes, const double *time_us, int n,
                                double max_rel_err, topo_profile_term *out, int max_terms);
-
-/* Names used in files and CLIs: "allreduce", "ring", "simple", ... (-1 when unknown). */
-const char *topo_coll_name(int coll);
-const char *topo_algo_name(int algo);
-const char *topo_proto_name(int proto);
-int topo_coll_from_name(const char *name);
-int topo_algo_from_name(const char *name);
-int topo_proto_from_name(const char *name);
 
 #endif

@@ -259,99 +259,128 @@ static void scan_block(topo_trace_reader *r, const topo_trace_record *recs, size
   }
 }
 
+/* What one step of topo_trace_reader_next_block found at r->pos. */
+enum block_step { BLOCK_AGAIN, BLOCK_DONE, BLOCK_OK };
+
+/* The block header at r->pos into *b: the footer or the end of the file finish the trace, a
+ * header that is not one (bad magic, impossible count) is skipped to the next good block. */
+static enum block_step read_block_header(topo_trace_reader *r, topo_trace_block *b) {
+  if (r->pos >= r->size) {
+    if (!r->info.footer)
+      problem(r, TOPO_ERR_PARSE, r->pos,
+              "trace ends without a footer (writer killed or still running); "
+              "%llu blocks read",
+              (unsigned long long)r->info.blocks);
+    r->done = 1;
+    return BLOCK_DONE;
+  }
+  size_t avail;
+  const uint8_t *p = view(r, r->pos, sizeof(topo_trace_block), &avail);
+  uint32_t magic = 0;
+  if (avail >= 4) memcpy(&magic, p, 4);
+  if (magic == TOPO_TRACE_FOOTER_MAGIC) {
+    read_footer(r);
+    return BLOCK_DONE;
+  }
+  if (avail < sizeof(topo_trace_block)) {
+    r->info.truncated = 1;
+    r->info.skipped_bytes += avail;
+    problem(r, TOPO_ERR_PARSE, r->pos, "file ends inside a block header (%zu of %zu bytes)",
+            avail, sizeof(topo_trace_block));
+    r->done = 1;
+    return BLOCK_DONE;
+  }
+  memcpy(b, p, sizeof *b);
+  if (b->magic != TOPO_TRACE_BLOCK_MAGIC) {
+    problem(r, TOPO_ERR_PARSE, r->pos, "no block header here (magic 0x%08x)", b->magic);
+  } else if (b->count < 1 || b->count > TOPO_TRACE_MAX_BLOCK_RECORDS) {
+    problem(r, TOPO_ERR_PARSE, r->pos, "block claims %u records (1..%d allowed)", b->count,
+            TOPO_TRACE_MAX_BLOCK_RECORDS);
+  } else {
+    return BLOCK_OK;
+  }
+  r->info.bad_blocks++;
+  skip_damage(r, r->pos);
+  return BLOCK_AGAIN;
+}
+
+/* The whole block of header b at r->pos, checksum checked, into *body (header included): a
+ * block cut by the end of the file finishes the trace, one cut by the next block's header or
+ * with a bad checksum is skipped. */
+static enum block_step read_block_body(topo_trace_reader *r, const topo_trace_block *b,
+                                       const uint8_t **body) {
+  uint64_t at = r->pos;
+  size_t avail, need = sizeof *b + (size_t)b->count * TOPO_TRACE_RECORD_SIZE;
+  const uint8_t *p = view(r, at, need, &avail);
+  if (avail < need) {
+    uint64_t next = resync(r, at);
+    if (next >= r->size) {
+      r->info.truncated = 1;
+      r->info.skipped_bytes += r->size - at;
+      problem(r, TOPO_ERR_PARSE, at,
+              "file ends inside block %u (it needs %zu bytes, %zu remain); "
+              "records before it are used",
+              b->index, need, avail);
+      r->done = 1;
+      return BLOCK_DONE;
+    }
+    problem(r, TOPO_ERR_PARSE, at, "block %u claims %zu bytes but the next block starts earlier",
+            b->index, need);
+    r->info.bad_blocks++;
+    r->info.skipped_bytes += next - at;
+    r->pos = next;
+    return BLOCK_AGAIN;
+  }
+  uint32_t crc = topo_crc32c(0, p + sizeof *b, need - sizeof *b);
+  if (crc != b->crc) {
+    problem(r, TOPO_ERR_PARSE, at,
+            "block %u: checksum mismatch (stored 0x%08x, computed 0x%08x); "
+            "its %u records skipped",
+            b->index, b->crc, crc, b->count);
+    r->info.bad_blocks++;
+    skip_damage(r, at);
+    return BLOCK_AGAIN;
+  }
+  *body = p;
+  return BLOCK_OK;
+}
+
+/* Hand out a checked block: its records (copied when the view is not 8-byte aligned), the
+ * index sequence checked, strings and stats taken in. */
+static const topo_trace_record *deliver_block(topo_trace_reader *r, const topo_trace_block *b,
+                                              const uint8_t *p) {
+  uint64_t at = r->pos;
+  size_t need = sizeof *b + (size_t)b->count * TOPO_TRACE_RECORD_SIZE;
+  if (r->have_index && b->index != r->next_index)
+    problem(r, TOPO_ERR_PARSE, at, "block index jumps from %u to %u (blocks missing)",
+            r->next_index - 1, b->index);
+  r->have_index = 1;
+  r->next_index = b->index + 1;
+  const uint8_t *body = p + sizeof *b;
+  const topo_trace_record *recs;
+  if (((uintptr_t)body & 7u) == 0) {
+    recs = (const topo_trace_record *)(const void *)body;
+  } else {
+    memcpy(r->block, body, need - sizeof *b);
+    recs = r->block;
+  }
+  r->pos = at + need;
+  r->info.blocks++;
+  r->info.records += b->count;
+  scan_block(r, recs, b->count, at + sizeof *b);
+  return recs;
+}
+
 size_t topo_trace_reader_next_block(topo_trace_reader *r, const topo_trace_record **records) {
   *records = NULL;
   while (r && !r->done) {
-    if (r->pos >= r->size) {
-      if (!r->info.footer)
-        problem(r, TOPO_ERR_PARSE, r->pos,
-                "trace ends without a footer (writer killed or still running); "
-                "%llu blocks read",
-                (unsigned long long)r->info.blocks);
-      r->done = 1;
-      break;
-    }
-    size_t avail;
-    const uint8_t *p = view(r, r->pos, sizeof(topo_trace_block), &avail);
-    uint32_t magic = 0;
-    if (avail >= 4) memcpy(&magic, p, 4);
-    if (magic == TOPO_TRACE_FOOTER_MAGIC) {
-      read_footer(r);
-      break;
-    }
-    if (avail < sizeof(topo_trace_block)) {
-      r->info.truncated = 1;
-      r->info.skipped_bytes += avail;
-      problem(r, TOPO_ERR_PARSE, r->pos, "file ends inside a block header (%zu of %zu bytes)",
-              avail, sizeof(topo_trace_block));
-      r->done = 1;
-      break;
-    }
     topo_trace_block b;
-    memcpy(&b, p, sizeof b);
-    uint64_t at = r->pos;
-    if (b.magic != TOPO_TRACE_BLOCK_MAGIC) {
-      problem(r, TOPO_ERR_PARSE, at, "no block header here (magic 0x%08x)", b.magic);
-      r->info.bad_blocks++;
-      skip_damage(r, at);
-      continue;
-    }
-    if (b.count < 1 || b.count > TOPO_TRACE_MAX_BLOCK_RECORDS) {
-      problem(r, TOPO_ERR_PARSE, at, "block claims %u records (1..%d allowed)", b.count,
-              TOPO_TRACE_MAX_BLOCK_RECORDS);
-      r->info.bad_blocks++;
-      skip_damage(r, at);
-      continue;
-    }
-    size_t need = sizeof b + (size_t)b.count * TOPO_TRACE_RECORD_SIZE;
-    p = view(r, at, need, &avail);
-    if (avail < need) {
-      uint64_t next = resync(r, at);
-      if (next >= r->size) {
-        r->info.truncated = 1;
-        r->info.skipped_bytes += r->size - at;
-        problem(r, TOPO_ERR_PARSE, at,
-                "file ends inside block %u (it needs %zu bytes, %zu remain); "
-                "records before it are used",
-                b.index, need, avail);
-        r->done = 1;
-        break;
-      }
-      problem(r, TOPO_ERR_PARSE, at, "block %u claims %zu bytes but the next block starts earlier",
-              b.index, need);
-      r->info.bad_blocks++;
-      r->info.skipped_bytes += next - at;
-      r->pos = next;
-      continue;
-    }
-    uint32_t crc = topo_crc32c(0, p + sizeof b, need - sizeof b);
-    if (crc != b.crc) {
-      problem(r, TOPO_ERR_PARSE, at,
-              "block %u: checksum mismatch (stored 0x%08x, computed 0x%08x); "
-              "its %u records skipped",
-              b.index, b.crc, crc, b.count);
-      r->info.bad_blocks++;
-      skip_damage(r, at);
-      continue;
-    }
-    if (r->have_index && b.index != r->next_index)
-      problem(r, TOPO_ERR_PARSE, at, "block index jumps from %u to %u (blocks missing)",
-              r->next_index - 1, b.index);
-    r->have_index = 1;
-    r->next_index = b.index + 1;
-    const uint8_t *body = p + sizeof b;
-    const topo_trace_record *recs;
-    if (((uintptr_t)body & 7u) == 0) {
-      recs = (const topo_trace_record *)(const void *)body;
-    } else {
-      memcpy(r->block, body, need - sizeof b);
-      recs = r->block;
-    }
-    r->pos = at + need;
-    r->info.blocks++;
-    r->info.records += b.count;
-    scan_block(r, recs, b.count, at + sizeof b);
-    *records = recs;
+    const uint8_t *p = NULL;
+    enum block_step step = read_block_header(r, &b);
+    if (step == BLOCK_OK) step = read_block_body(r, &b, &p);
+    if (step == BLOCK_DONE) break;
+    if (step == BLOCK_AGAIN) continue;
+    *records = deliver_block(r, &b, p);
     return b.count;
   }
   return 0;
@@ -503,4 +532,3 @@ uint64_t topo_trace_reader_offset(const topo_trace_reader *r) { return r ? r->po
 const topo_trace_reader_info *topo_trace_reader_info_get(const topo_trace_reader *r) {
   return &r->info;
 }
-const char *topo_trace_reader_name(const topo_trace_reader *r) { return r->name; }

@@ -74,6 +74,5 @@ const char *topo_trace_reader_string(const topo_trace_reader *r, uint32_t id);
 /* Byte offset of the next unread byte (progress). */
 uint64_t topo_trace_reader_offset(const topo_trace_reader *r);
 const topo_trace_reader_info *topo_trace_reader_info_get(const topo_trace_reader *r);
-const char *topo_trace_reader_name(const topo_trace_reader *r);
 
 #endif

@@ -20,6 +20,7 @@
 #include "internal.h"
 #include "log.h"
 #include "nccl/profiler_common.h"
+#include "nccl_vocab.h"
 #include "topo_version.h"
 
 /* ---- handles ----
@@ -88,19 +89,6 @@ static struct {
   topo_comm *cupti_comm;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* ---- name tables ---- */
-static const char *const func_names[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
-                                         "AllReduce", "SendRecv", "Send", "Recv", "AlltoAll",
-                                         "Scatter", "Gather"};
-static const char *const dtype_names[] = {"ncclInt8", "ncclUint8", "ncclInt32", "ncclUint32",
-                                          "ncclInt64", "ncclUint64", "ncclFloat16", "ncclFloat32",
-                                          "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3",
-                                          "ncclFloat8e5m2"};
-static const int dtype_sizes[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-static const char *const algo_names[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN",
-                                         "NVLS", "NVLS_TREE", "PAT"};
-static const char *const proto_names[] = {"LL", "LL128", "SIMPLE"};
-
 /* NCCL passes the same static name strings again and again: a direct-mapped cache from the
  * pointer to the id, packed in one atomic word (pointer << 8 | trusted << 7 | id). A name inside
  * a read-only segment of a loaded object (a string literal, as NCCL's *ToString tables return)
@@ -162,13 +150,22 @@ static int lookup(int which, const char *name, const char *const *table, int n) 
     }
   return TOPO_UNKNOWN_U8;
 }
-#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
-int topo_prof_func_id(const char *n) { return lookup(0, n, func_names, COUNT(func_names)); }
-int topo_prof_datatype_id(const char *n) { return lookup(1, n, dtype_names, COUNT(dtype_names)); }
-int topo_prof_algo_id(const char *n) { return lookup(2, n, algo_names, COUNT(algo_names)); }
-int topo_prof_proto_id(const char *n) { return lookup(3, n, proto_names, COUNT(proto_names)); }
+/* NCCL's event spelling of its names (common/nccl_vocab.h). */
+int topo_prof_func_id(const char *n) {
+  return lookup(0, n, topo_nccl_func_names[TOPO_NCCL_EVENT], TOPO_NCCL_NUM_FUNCS);
+}
+int topo_prof_datatype_id(const char *n) {
+  return lookup(1, n, topo_nccl_datatype_names, TOPO_NCCL_NUM_DATATYPES);
+}
+int topo_prof_algo_id(const char *n) {
+  return lookup(2, n, topo_nccl_algo_names[TOPO_NCCL_EVENT], NCCL_NUM_ALGORITHMS);
+}
+int topo_prof_proto_id(const char *n) {
+  return lookup(3, n, topo_nccl_proto_names[TOPO_NCCL_EVENT], NCCL_NUM_PROTOCOLS);
+}
 int topo_prof_datatype_size(int dt) {
-  return dt >= 0 && dt < COUNT(dtype_sizes) ? dtype_sizes[dt] : 1;
+  int size = topo_nccl_datatype_size(dt);
+  return size ? size : 1;
 }
 
 /* ---- pools: Treiber stacks with a tag against ABA ---- */
@@ -959,7 +956,9 @@ ncclResult_t topo_prof_stop(void *handle) {
   uint32_t gen;
   topo_obj *o = resolve(handle, &gen);
   if (!o) return ncclSuccess;
-  /* NCCL's own reference: check the generation so a stale or repeated stop does nothing. */
+  /* NCCL's own reference: a stale stop (the slot now holds another generation) or one after the
+   * last reference went does nothing; a repeated stop while references remain releases one more
+   * (NCCL stops each event once). */
   uint64_t w = atomic_load_explicit(&o->refgen, memory_order_acquire);
   if ((uint32_t)(w >> 32) != gen || (uint32_t)w == 0) return ncclSuccess;
   int64_t now = topo_clock_monotonic_ns();

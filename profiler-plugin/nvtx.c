@@ -10,20 +10,15 @@
 
 #include "core.h"
 #include "internal.h"
+#include "nccl_vocab.h"
 
 #ifdef TOPO_HAVE_NVTX
 #include <nvtx3/nvToolsExt.h>
 
-#define NFUNC 11
-static const char *const names[NFUNC] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
-                                         "AllReduce", "SendRecv", "Send", "Recv", "AlltoAll",
-                                         "Scatter", "Gather"};
+#define NFUNC TOPO_NCCL_NUM_FUNCS
 static const uint32_t colors[NFUNC] = {0xff4e79a7, 0xfff28e2b, 0xff59a14f, 0xffb07aa1, 0xffe15759,
                                        0xff76b7b2, 0xffedc948, 0xff9c755f, 0xffff9da7, 0xffbab0ac,
                                        0xff8cd17d};
-static const char *const algos[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS",
-                                    "NVLS_TREE", "PAT"};
-static const char *const protos[] = {"LL", "LL128", "SIMPLE"};
 
 static nvtxDomainHandle_t domain;
 static nvtxStringHandle_t func_strings[NFUNC];
@@ -32,19 +27,24 @@ int topo_nvtx_init(void) {
   domain = nvtxDomainCreateA("topo");
   if (!domain) return 0;
   for (int i = 0; i < NFUNC; i++) {
-    nvtxDomainNameCategoryA(domain, (uint32_t)i + 1, names[i]);
-    func_strings[i] = nvtxDomainRegisterStringA(domain, names[i]);
+    const char *name = topo_nccl_func_name(i, TOPO_NCCL_EVENT);
+    nvtxDomainNameCategoryA(domain, (uint32_t)i + 1, name);
+    func_strings[i] = nvtxDomainRegisterStringA(domain, name);
   }
   return 1;
 }
 
-static const char *func_name(int f) { return f < NFUNC ? names[f] : "Unknown"; }
+static const char *func_name(int f) {
+  return f < NFUNC ? topo_nccl_func_name(f, TOPO_NCCL_EVENT) : "Unknown";
+}
 
 uint64_t topo_nvtx_coll_start(const topo_rec_coll *r) {
   if (!domain) return 0;
   char msg[160];
-  const char *algo = r->algo < 7 ? algos[r->algo] : "?";
-  const char *proto = r->proto < 3 ? protos[r->proto] : "?";
+  const char *algo =
+      r->algo < NCCL_NUM_ALGORITHMS ? topo_nccl_algo_name(r->algo, TOPO_NCCL_EVENT) : "?";
+  const char *proto =
+      r->proto < NCCL_NUM_PROTOCOLS ? topo_nccl_proto_name(r->proto, TOPO_NCCL_EVENT) : "?";
   if (r->type == TOPO_REC_P2P)
     snprintf(msg, sizeof msg, "%s %llu B peer %d ch %u seq %llu", func_name(r->func),
              (unsigned long long)r->bytes, r->peer, r->nchannels, (unsigned long long)r->seq);

@@ -6,7 +6,7 @@
 #include <strings.h>
 
 #include "model.h"
-#include "tuner.h"
+#include "tuner_core.h"
 
 /* Write `v` into *dst when it is finite, positive and within [1/4, 4] x NCCL's value (or NCCL's
  * value is 0 and v is below `cap`). Returns 1 when written. */

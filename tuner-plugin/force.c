@@ -19,7 +19,7 @@ topo_status topo_force_parse(const char *text, topo_force *out) {
   char *p = a ? strtok_r(NULL, ", \t", &save) : NULL;
   char *c = p ? strtok_r(NULL, ", \t", &save) : NULL;
   if (!a || !p || (c && strtok_r(NULL, ", \t", &save))) return TOPO_ERR_PARSE;
-  int algo = topo_algo_from_name(a), proto = topo_proto_from_name(p);
+  int algo = topo_nccl_algo_from_name(a), proto = topo_nccl_proto_from_name(p);
   if (algo < 0 || proto < 0) return TOPO_ERR_PARSE;
   long ch = 0;
   if (c) {

@@ -18,7 +18,7 @@ typedef struct topo_force {
   int nchannels;   /* 0 = NCCL's own */
 } topo_force;
 
-/* Parse "ring,ll128" / "tree,simple,8" (names as in topo_algo_from_name). Empty or NULL text:
+/* Parse "ring,ll128" / "tree,simple,8" (names as in topo_nccl_algo_from_name). Empty or NULL text:
  * inactive, TOPO_OK. Malformed: inactive, TOPO_ERR_PARSE (caller warns once). */
 topo_status topo_force_parse(const char *text, topo_force *out);
 

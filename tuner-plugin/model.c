@@ -6,6 +6,8 @@
 
 #include <math.h>
 
+#include "nccl_vocab.h"
+
 /* Shape constants of the model: what the profile's link/protocol parameters cannot express.
  * Derived from the CUDA-graph sweep on 2 x H200 (tests/data/nccl-2.28.9-2xh200/graph-sweep.txt)
  * and documented in docs/tuner-model.md. */
@@ -35,12 +37,12 @@ static const double nvls_eff = 0.83;
 static const int nvls_channels = 16;
 /* PAT: bandwidth relative to Simple. */
 static const double pat_eff = 0.75;
-/* Channel-bound and link-bound bandwidth combine as a smooth minimum (a^-4 + b^-4)^(-1/4) for
- * the chunk-pipelined protocols (LL128, Simple: their rate bends before the link); LL, which
- * writes flag-carrying lines without a chunk pipeline, takes the plain minimum. */
 /* Channels assumed when the profile does not say how many NCCL runs. */
 static const int default_channels = 16;
 
+/* Channel-bound and link-bound bandwidth combine as a smooth minimum (a^-4 + b^-4)^(-1/4) for
+ * the chunk-pipelined protocols (LL128, Simple: their rate bends before the link); LL, which
+ * writes flag-carrying lines without a chunk pipeline, takes the plain minimum. */
 static double smooth_min(double a, double b) {
   if (a <= 0 || b <= 0) return 0;
   double a2 = a * a, b2 = b * b;
@@ -73,22 +75,16 @@ double topo_model_latency_count(int algo, int pipe_ops) {
   return (pipe_ops + 9) / 10;
 }
 
-double topo_model_busbw_factor(int coll, int nranks) {
-  double n = nranks > 0 ? nranks : 1;
-  if (coll == ncclFuncAllReduce) return 2.0 * (n - 1) / n;
-  if (coll == ncclFuncAllGather || coll == ncclFuncReduceScatter) return (n - 1) / n;
-  return 1.0;
-}
-
 int topo_model_nccl_channels(const topo_model *m, int algo, int proto, double bytes) {
-  if (algo == NCCL_ALGO_NVLS || algo == NCCL_ALGO_NVLS_TREE) return nvls_channels;
-  if (!m->channels) return 0;
-  if (algo == NCCL_ALGO_COLLNET_DIRECT || algo == NCCL_ALGO_COLLNET_CHAIN) return m->channels;
-  static const double threads[NCCL_NUM_PROTOCOLS] = {512, 640, 512};
-  static const double per_thread[NCCL_NUM_PROTOCOLS] = {8, 8, 64};
-  double thr = per_thread[proto] * (algo == NCCL_ALGO_RING && proto == NCCL_PROTO_LL ? m->nranks : 1);
-  int nc = m->channels;
-  while (nc >= 2 && bytes < nc * threads[proto] * thr) nc--;
+  int nvls = algo == NCCL_ALGO_NVLS || algo == NCCL_ALGO_NVLS_TREE;
+  if (!m->channels && !nvls) return 0;
+  topo_nccl_channel_inputs in = {.nchannels = m->channels ? m->channels : nvls_channels,
+                                 .nvls_channels = nvls_channels,
+                                 .nnodes = m->nnodes,
+                                 .max_threads = topo_nccl_max_threads(algo, proto, 0),
+                                 .threshold = topo_nccl_thread_threshold(algo, proto, m->nranks)};
+  int nc = 0, nt = 0;
+  topo_nccl_channels(algo, proto, bytes > 0 ? (uint64_t)bytes : 0, &in, &nc, &nt);
   return nc;
 }
 

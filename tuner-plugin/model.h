@@ -39,11 +39,8 @@ double topo_model_time(const topo_model *m, int coll, int algo, int proto, int n
  * latency per batch of ~10 ops). */
 double topo_model_latency_count(int algo, int pipe_ops);
 
-/* The channel count NCCL itself would run for (algo, proto) at `bytes` (its thread-threshold
- * loop), bounded by the communicator's channel count; 0 when that count is unknown. */
+/* The channel count NCCL itself would run for (algo, proto) at `bytes` (topo_nccl_channels on
+ * the profile's channel count; NVLS: its 16 channels); 0 when the channel count is unknown. */
 int topo_model_nccl_channels(const topo_model *m, int algo, int proto, double bytes);
-
-/* nccl-tests bus-bandwidth factor for a collective (AllReduce 2(n-1)/n, AG/RS (n-1)/n, else 1). */
-double topo_model_busbw_factor(int coll, int nranks);
 
 #endif

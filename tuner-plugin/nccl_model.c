@@ -9,11 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
-#define MODEL_MAX_NTHREADS 640        /* NCCL_MAX_NTHREADS */
-#define MODEL_SIMPLE_MAX_NTHREADS 512
-#define MODEL_LL_MAX_NTHREADS 512
-#define MODEL_LL128_MAX_NTHREADS 640
-#define MODEL_WARP 32
+#include "nccl_vocab.h"
+
 #define MODEL_PCI_BW 12.0             /* GB/s, PCIe Gen3 x16 as NCCL's topology assumes */
 #define MODEL_WORK_BATCH_COLLS 10     /* collectives per device work batch: 1024 B / 96 B */
 #define MODEL_MAX_NVLS_ARITY 32
@@ -172,26 +169,12 @@ topo_status topo_nccl_model_build(const topo_nccl_system *sys,
   int nranks = s->nranks, nnodes = s->nnodes;
 
   /* Threads (reference 3.5). */
-  int ring_simple = g[NCCL_ALGO_RING].bw_intra * g[NCCL_ALGO_RING].nchannels <= MODEL_PCI_BW
-                        ? 256 : MODEL_SIMPLE_MAX_NTHREADS;
-  out->max_threads[NCCL_ALGO_RING][NCCL_PROTO_SIMPLE] = ring_simple;
-  out->max_threads[NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE] = MODEL_SIMPLE_MAX_NTHREADS;
-  out->max_threads[NCCL_ALGO_COLLNET_DIRECT][NCCL_PROTO_SIMPLE] =
-      out->max_threads[NCCL_ALGO_COLLNET_CHAIN][NCCL_PROTO_SIMPLE] =
-          out->max_threads[NCCL_ALGO_NVLS][NCCL_PROTO_SIMPLE] =
-              out->max_threads[NCCL_ALGO_NVLS_TREE][NCCL_PROTO_SIMPLE] = MODEL_MAX_NTHREADS;
-  out->max_threads[NCCL_ALGO_RING][NCCL_PROTO_LL] = out->max_threads[NCCL_ALGO_TREE][NCCL_PROTO_LL] =
-      MODEL_LL_MAX_NTHREADS;
-  out->max_threads[NCCL_ALGO_RING][NCCL_PROTO_LL128] =
-      out->max_threads[NCCL_ALGO_TREE][NCCL_PROTO_LL128] = MODEL_LL128_MAX_NTHREADS;
-  for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++) {
-    out->thread_threshold[a][NCCL_PROTO_LL] = 8;
-    out->thread_threshold[a][NCCL_PROTO_LL128] = 8;
-    out->thread_threshold[a][NCCL_PROTO_SIMPLE] = 64;
-  }
-  out->thread_threshold[NCCL_ALGO_RING][NCCL_PROTO_LL] *= nranks;
-  out->thread_threshold[NCCL_ALGO_COLLNET_DIRECT][NCCL_PROTO_SIMPLE] = 512;
-  out->thread_threshold[NCCL_ALGO_COLLNET_CHAIN][NCCL_PROTO_SIMPLE] = 512;
+  int ring_pci_limited = g[NCCL_ALGO_RING].bw_intra * g[NCCL_ALGO_RING].nchannels <= MODEL_PCI_BW;
+  for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
+    for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
+      out->max_threads[a][p] = topo_nccl_max_threads(a, p, ring_pci_limited);
+      out->thread_threshold[a][p] = topo_nccl_thread_threshold(a, p, nranks);
+    }
   if (nranks <= 1) return TOPO_OK;
 
   int cc = compcap_row(s->compcap_min);
@@ -382,37 +365,12 @@ int topo_nccl_model_fill(const topo_nccl_model *m, int coll, uint64_t nbytes, in
 void topo_nccl_model_channels(const topo_nccl_model *m, int coll, uint64_t nbytes, int algo,
                               int proto, int *nchannels, int *nthreads) {
   (void)coll;
-  int nc = m->sys.nchannels > 0 ? m->sys.nchannels : 1;
-  int nt = m->max_threads[algo][proto];
-  long threshold = m->thread_threshold[algo][proto];
-  if (algo == NCCL_ALGO_COLLNET_DIRECT) {
-    /* CollNet's own loop, with one head per channel (collnet is off on the machines we model). */
-    int sw = 16, below = 1;
-    while (sw >= 1 && below) {
-      while ((below = (double)nbytes < (double)nc * nt * threshold) && nc > sw) {
-        if (nc == sw + sw / 2) threshold /= 2;
-        nc--;
-      }
-      sw /= 2;
-    }
-  } else if (algo == NCCL_ALGO_NVLS || algo == NCCL_ALGO_NVLS_TREE) {
-    nc = m->sys.nnodes > 1 && algo == NCCL_ALGO_NVLS
-             ? (m->sys.nvls_channels < m->sys.nchannels ? m->sys.nvls_channels : m->sys.nchannels)
-             : m->sys.nvls_channels;
-  } else {
-    while ((double)nbytes < (double)nc * nt * threshold && nc >= 2) nc--;
-  }
-  if (algo != NCCL_ALGO_NVLS && algo != NCCL_ALGO_NVLS_TREE && algo != NCCL_ALGO_COLLNET_DIRECT) {
-    while ((double)nbytes < (double)nc * nt * threshold && nt % 128 == 0 && nt > 0) nt /= 2;
-  }
-  if (proto == NCCL_PROTO_SIMPLE) {
-    if (algo == NCCL_ALGO_RING) nt += MODEL_WARP;
-    if (algo == NCCL_ALGO_TREE) nt += 4 * MODEL_WARP;
-  }
-  if (nt / MODEL_WARP < 3) nt = 3 * MODEL_WARP;
-  if (algo == NCCL_ALGO_TREE || algo == NCCL_ALGO_PAT) nt = MODEL_MAX_NTHREADS;
-  *nchannels = nc;
-  *nthreads = nt;
+  topo_nccl_channel_inputs in = {.nchannels = m->sys.nchannels,
+                                 .nvls_channels = m->sys.nvls_channels,
+                                 .nnodes = m->sys.nnodes,
+                                 .max_threads = m->max_threads[algo][proto],
+                                 .threshold = m->thread_threshold[algo][proto]};
+  topo_nccl_channels(algo, proto, nbytes, &in, nchannels, nthreads);
 }
 
 void topo_nccl_model_pick(const topo_nccl_model *m, int coll, uint64_t nbytes, int num_pipe_ops,

@@ -98,7 +98,7 @@ static int parse_line(char *line, const char *name, int lineno, int quiet, topo_
   r->line = lineno;
   int min_any = 0, max_any = 0;
   const char *fault = NULL, *value = NULL;
-  if ((r->coll = topo_coll_from_name(f[0])) < 0) {
+  if ((r->coll = topo_nccl_coll_from_name(f[0])) < 0) {
     fault = "unknown collective (broadcast, reduce, allgather, reducescatter, allreduce)";
     value = f[0];
   } else if (!field_bytes(f[1], &r->min_bytes, &min_any)) {
@@ -110,10 +110,10 @@ static int parse_line(char *line, const char *name, int lineno, int quiet, topo_
   } else if (!min_any && !max_any && r->min_bytes > r->max_bytes) {
     fault = "min_bytes is larger than max_bytes";
     value = f[1];
-  } else if ((r->algo = topo_algo_from_name(f[3])) < 0) {
+  } else if ((r->algo = topo_nccl_algo_from_name(f[3])) < 0) {
     fault = "unknown algorithm (tree, ring, collnet_direct, collnet_chain, nvls, nvls_tree, pat)";
     value = f[3];
-  } else if ((r->proto = topo_proto_from_name(f[4])) < 0) {
+  } else if ((r->proto = topo_nccl_proto_from_name(f[4])) < 0) {
     fault = "unknown protocol (ll, ll128, simple)";
     value = f[4];
   } else if (!field_int(f[5], 0, TOPO_RULES_MAX_CHANNELS, &r->nchannels)) {

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// The exported ncclTunerPlugin_v2..v6: const structs of thin adapters over the core (tuner.h).
+// The exported ncclTunerPlugin_v2..v6: const structs of thin adapters over the core
+// (tuner_core.h), initialised by field name.
 // Each translates its version's arguments and answers ncclSuccess whatever happens inside
 // (DESIGN.md: never hurt the job); a failed init leaves a NULL context, which every call
 // tolerates by leaving NCCL's choice alone. This file is the only one with exported symbols.
 #include "export.h"
 #include "nccl/tuner.h"
 #include "topo_version.h"
-#include "tuner.h"
+#include "tuner_core.h"
 
 #define TOPO_TUNER_NAME "topo " TOPO_VERSION
 
@@ -87,11 +88,16 @@ static ncclResult_t chunk_v6(void *context, ncclFunc_t coll, size_t nbytes, int 
   return ncclSuccess;
 }
 
-TOPO_EXPORT const ncclTuner_v2_t ncclTunerPlugin_v2 = {TOPO_TUNER_NAME, init_v2, get_v2, finalize};
-TOPO_EXPORT const ncclTuner_v3_t ncclTunerPlugin_v3 = {TOPO_TUNER_NAME, init_v3, get_v3, finalize};
-TOPO_EXPORT const ncclTuner_v4_t ncclTunerPlugin_v4 = {TOPO_TUNER_NAME, init_v4, get_table,
-                                                       finalize};
-TOPO_EXPORT const ncclTuner_v5_t ncclTunerPlugin_v5 = {TOPO_TUNER_NAME, init_v5, get_table,
-                                                       finalize};
-TOPO_EXPORT const ncclTuner_v6_t ncclTunerPlugin_v6 = {TOPO_TUNER_NAME, init_v6, get_table,
-                                                       finalize, chunk_v6};
+TOPO_EXPORT const ncclTuner_v2_t ncclTunerPlugin_v2 = {
+    .name = TOPO_TUNER_NAME, .init = init_v2, .getCollInfo = get_v2, .destroy = finalize};
+TOPO_EXPORT const ncclTuner_v3_t ncclTunerPlugin_v3 = {
+    .name = TOPO_TUNER_NAME, .init = init_v3, .getCollInfo = get_v3, .destroy = finalize};
+TOPO_EXPORT const ncclTuner_v4_t ncclTunerPlugin_v4 = {
+    .name = TOPO_TUNER_NAME, .init = init_v4, .getCollInfo = get_table, .destroy = finalize};
+TOPO_EXPORT const ncclTuner_v5_t ncclTunerPlugin_v5 = {
+    .name = TOPO_TUNER_NAME, .init = init_v5, .getCollInfo = get_table, .finalize = finalize};
+TOPO_EXPORT const ncclTuner_v6_t ncclTunerPlugin_v6 = {.name = TOPO_TUNER_NAME,
+                                                       .init = init_v6,
+                                                       .getCollInfo = get_table,
+                                                       .finalize = finalize,
+                                                       .getChunkSize = chunk_v6};

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Types shared by every NCCL plugin ABI version: result codes, the logger NCCL hands to init,
- * collective and algorithm/protocol indices. Our own declarations, written from the documented
- * layout in shared/reference/nccl-plugin-abi.md (section 1.1); never include NCCL's headers here.
+ * and (nccl_indices.h) collective and algorithm/protocol indices. Our own declarations, written
+ * from the documented layout in shared/reference/nccl-plugin-abi.md (section 1.1); never include
+ * NCCL's headers here.
  * The plugins must not see <nccl.h>: NCCL's public header redefines ncclResult_t.
  */
 #ifndef TOPO_NCCL_COMMON_H
@@ -10,6 +11,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "nccl_indices.h"
 
 typedef enum {
   ncclSuccess = 0,
@@ -53,35 +56,6 @@ typedef enum {
 
 typedef void (*ncclDebugLogger_t)(ncclDebugLogLevel level, unsigned long flags, const char *file,
                                   int line, const char *fmt, ...);
-
-/* Values are stable across versions; only ids 0..4 ever reach a tuner. */
-typedef enum {
-  ncclFuncBroadcast = 0,
-  ncclFuncReduce = 1,
-  ncclFuncAllGather = 2,
-  ncclFuncReduceScatter = 3,
-  ncclFuncAllReduce = 4,
-  ncclFuncSendRecv = 5,
-  ncclFuncSend = 6,
-  ncclFuncRecv = 7,
-} ncclFunc_t;
-#define NCCL_NUM_FUNCTIONS 5 /* tuned functions */
-
-#define NCCL_ALGO_UNDEF -1
-#define NCCL_ALGO_TREE 0
-#define NCCL_ALGO_RING 1
-#define NCCL_ALGO_COLLNET_DIRECT 2
-#define NCCL_ALGO_COLLNET_CHAIN 3
-#define NCCL_ALGO_NVLS 4
-#define NCCL_ALGO_NVLS_TREE 5
-#define NCCL_ALGO_PAT 6
-#define NCCL_NUM_ALGORITHMS 7 /* 6 on NCCL 2.22 (no PAT): always index with the numAlgo passed */
-
-#define NCCL_PROTO_UNDEF -1
-#define NCCL_PROTO_LL 0
-#define NCCL_PROTO_LL128 1
-#define NCCL_PROTO_SIMPLE 2
-#define NCCL_NUM_PROTOCOLS 3
 
 #define NCCL_ALGO_PROTO_IGNORE -1.0f
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// A CPU stand-in for the CUDA runtime and NCCL calls topo-calibrate's runner.c makes, so that the
-// whole run (devices, floors, p2p matrix, forced sweeps, --bench, fit, outputs) executes in CI.
+// A CPU stand-in for the CUDA runtime and NCCL calls topo-calibrate's GPU engine (runner.h)
+// makes, so that the whole run (devices, floors, p2p matrix, forced sweeps, --bench, fit, outputs) executes in CI.
 // Two fake "H200" GPUs; device memory is host memory. Each stream has a virtual clock: every
 // operation advances it by a modelled time (collectives: latency + bytes / bandwidth per
 // algorithm / protocol / channels) and events read it, so timings are deterministic. NCCL's
-// behaviour that runner.c depends on is imitated: the INFO log in NCCL_DEBUG_FILE (algorithm
+// behaviour that the engine depends on is imitated: the INFO log in NCCL_DEBUG_FILE (algorithm
 // table, channel count, "TUNER/Plugin: Using", one "Bytes -> Algo" line per collective on rank
 // 0), the tuner's load status (sticky failure, reload after the last communicator), forcing by
 // TOPO_TUNER_FORCE only through a loaded tuner and by NCCL_ALGO / NCCL_PROTO, and refusal of
@@ -12,7 +12,7 @@
 // FAKE_NCCL_JITTER=f scales every collective's time by 1 - f, 1 or 1 + f by the communicator's
 // unique id (id mod 3), so that repeats and the A/A pair differ, still deterministically.
 // Several processes (the fork launcher): fake_nccl_shared_init(n) before forking puts a shared
-// memory rendezvous under Broadcast and AllReduce(double, min) - the calls runner.c exchanges
+// memory rendezvous under Broadcast and AllReduce(double, min) - the calls the engine exchanges
 // data with - so each process gets the real result.
 #include <pthread.h>
 #include <stdarg.h>
@@ -26,29 +26,11 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include "nccl_vocab.h"
+
 
 #define NDEV 2
 
-/* Indices as in NCCL (runner.c's calibrate.h uses the same numbers). */
-enum { F_BCAST = 0, F_REDUCE = 1, F_ALLGATHER = 2, F_REDUCESCATTER = 3, F_ALLREDUCE = 4 };
-enum { A_TREE = 0, A_RING = 1 };
-enum { P_LL = 0, P_LL128 = 1, P_SIMPLE = 2 };
-
-static int name_index(const char *name, const char *const *names, int n) {
-  for (int i = 0; i < n; i++)
-    if (name && strcasecmp(name, names[i]) == 0) return i;
-  return -1;
-}
-static int algo_from(const char *n) {
-  static const char *const a[] = {"tree", "ring", "collnetdirect", "collnetchain", "nvls", "nvlstree", "pat"};
-  static const char *const b[] = {"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"};
-  int i = name_index(n, a, 7);
-  return i >= 0 ? i : name_index(n, b, 7);
-}
-static int proto_from(const char *n) {
-  static const char *const p[] = {"ll", "ll128", "simple"};
-  return name_index(n, p, 3);
-}
 
 /* ---- CUDA -------------------------------------------------------------------------------- */
 
@@ -314,22 +296,22 @@ ncclResult_t ncclGroupEnd(void) { return ncclSuccess; }
 static int allowed(int coll, int algo, int proto, const struct ncclComm *c) {
   if (c->env_algo >= 0 && algo != c->env_algo) return 0;
   if (c->env_proto >= 0 && proto != c->env_proto) return 0;
-  if (algo == A_RING) return 1;
-  return algo == A_TREE && coll == F_ALLREDUCE;
+  if (algo == NCCL_ALGO_RING) return 1;
+  return algo == NCCL_ALGO_TREE && coll == ncclFuncAllReduce;
 }
 
 static double model_us(int coll, double bytes, int algo, int proto, int nch, int nranks) {
   static const double lat[3] = {6.0, 9.0, 12.0}, bw[3] = {120.0, 300.0, 360.0};
   double b = bw[proto] * (nch < 16 ? nch / 16.0 : 1.0);
-  double traffic = coll == F_ALLREDUCE ? 2.0 * (nranks - 1) / nranks
-                 : coll == F_ALLGATHER || coll == F_REDUCESCATTER ? (double)(nranks - 1) / nranks
+  double traffic = coll == ncclFuncAllReduce ? 2.0 * (nranks - 1) / nranks
+                 : coll == ncclFuncAllGather || coll == ncclFuncReduceScatter ? (double)(nranks - 1) / nranks
                  : 1.0;
-  return lat[proto] + (algo == A_TREE ? 1.0 : 0.0) + bytes * traffic / (b * 1e3);
+  return lat[proto] + (algo == NCCL_ALGO_TREE ? 1.0 : 0.0) + bytes * traffic / (b * 1e3);
 }
 
 static void print_table(const struct ncclComm *c) {
-  static const char *funcs[5] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
-  static const char *algos[7] = {"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
+  const char *const *funcs = topo_nccl_func_names[TOPO_NCCL_TABLE];
+  const char *const *algos = topo_nccl_algo_names[TOPO_NCCL_TABLE];
   for (int block = 0; block < 3; block++) {
     char line[1024];
     int off = snprintf(line, sizeof line, "  Algorithm   |");
@@ -358,8 +340,8 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId i
   if (config && config->maxCTAs > 0 && config->maxCTAs != NCCL_CONFIG_UNDEF_INT) c->channels = config->maxCTAs;
   c->force_algo = c->force_proto = -1;
   const char *ea = getenv("NCCL_ALGO"), *ep = getenv("NCCL_PROTO");
-  c->env_algo = ea ? algo_from(ea) : -1;
-  c->env_proto = ep ? proto_from(ep) : -1;
+  c->env_algo = ea ? topo_nccl_algo_from_name(ea) : -1;
+  c->env_proto = ep ? topo_nccl_proto_from_name(ep) : -1;
   /* Tuner plugin: as NCCL 2.28 (src/plugin/tuner.cc). */
   if (tuner_status == 1) {
     c->tuner = 1;
@@ -381,8 +363,8 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId i
     char a[32], p[32];
     int ch = 0;
     if (f && sscanf(f, "%31[^,],%31[^,],%d", a, p, &ch) >= 2) {
-      c->force_algo = algo_from(a);
-      c->force_proto = proto_from(p);
+      c->force_algo = topo_nccl_algo_from_name(a);
+      c->force_proto = topo_nccl_proto_from_name(p);
       c->force_ch = ch;
     }
   }
@@ -404,14 +386,11 @@ ncclResult_t ncclCommDestroy(ncclComm_t c) { return release(c); }
 ncclResult_t ncclCommAbort(ncclComm_t c) { return release(c); }
 
 static ncclResult_t coll(int func, size_t count, size_t elem, ncclComm_t c, cudaStream_t s) {
-  static const char *names[5] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
-  static const char *anames[7] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
-  static const char *pnames[3] = {"LL", "LL128", "SIMPLE"};
-  double bytes = (double)count * elem * (func == F_ALLGATHER || func == F_REDUCESCATTER ? c->nranks : 1);
+  double bytes = (double)count * elem * (func == ncclFuncAllGather || func == ncclFuncReduceScatter ? c->nranks : 1);
   int algo = -1, proto = -1, nch = c->channels;
   const char *refuse = getenv("FAKE_NCCL_REFUSE_LL128");
   if (c->force_algo >= 0 && allowed(func, c->force_algo, c->force_proto, c) &&
-      !(refuse && *refuse == '1' && c->force_proto == P_LL128)) {
+      !(refuse && *refuse == '1' && c->force_proto == NCCL_PROTO_LL128)) {
     algo = c->force_algo, proto = c->force_proto;
     if (c->force_ch > 0) nch = c->force_ch < c->channels ? c->force_ch : c->channels;
   } else {
@@ -427,15 +406,13 @@ static ncclResult_t coll(int func, size_t count, size_t elem, ncclComm_t c, cuda
   advance(s, c->scale * model_us(func, bytes, algo, proto, nch, c->nranks));
   if (c->rank == 0) {
     int used = bytes < 65536 ? 1 : nch;
-    info("%s: %zu Bytes -> Algo %s proto %s channel{Lo..Hi}={0..%d}", names[func], count * elem, anames[algo],
-         pnames[proto], used - 1);
+    info("%s: %zu Bytes -> Algo %s proto %s channel{Lo..Hi}={0..%d}", topo_nccl_func_name(func, TOPO_NCCL_EVENT), count * elem,
+         topo_nccl_algo_name(algo, TOPO_NCCL_EVENT), topo_nccl_proto_name(proto, TOPO_NCCL_EVENT), used - 1);
   }
   return ncclSuccess;
 }
 
-static size_t elem_size(ncclDataType_t t) {
-  return t == ncclDouble || t == ncclInt64 || t == ncclUint64 ? 8 : t == ncclInt8 || t == ncclUint8 ? 1 : 4;
-}
+static size_t elem_size(ncclDataType_t t) { return (size_t)topo_nccl_datatype_size((int)t); }
 
 ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op, ncclComm_t c, cudaStream_t st) {
   if (shared && c->nranks > 1 && t == ncclDouble && op == ncclMin && count * 8 <= sizeof shared->slot[0]) {
@@ -452,13 +429,13 @@ ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t 
     }
     pthread_barrier_wait(&shared->barrier);
   }
-  return coll(F_ALLREDUCE, count, elem_size(t), c, st);
+  return coll(ncclFuncAllReduce, count, elem_size(t), c, st);
 }
 ncclResult_t ncclAllGather(const void *s, void *r, size_t count, ncclDataType_t t, ncclComm_t c, cudaStream_t st) {
-  return coll(F_ALLGATHER, count, elem_size(t), c, st);
+  return coll(ncclFuncAllGather, count, elem_size(t), c, st);
 }
 ncclResult_t ncclReduceScatter(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op, ncclComm_t c, cudaStream_t st) {
-  return coll(F_REDUCESCATTER, count, elem_size(t), c, st);
+  return coll(ncclFuncReduceScatter, count, elem_size(t), c, st);
 }
 ncclResult_t ncclBroadcast(const void *s, void *r, size_t count, ncclDataType_t t, int root, ncclComm_t c, cudaStream_t st) {
   size_t bytes = count * elem_size(t);
@@ -468,8 +445,8 @@ ncclResult_t ncclBroadcast(const void *s, void *r, size_t count, ncclDataType_t 
     memmove(r, shared->slot[root], bytes);
     pthread_barrier_wait(&shared->barrier);
   }
-  return coll(F_BCAST, count, elem_size(t), c, st);
+  return coll(ncclFuncBroadcast, count, elem_size(t), c, st);
 }
 ncclResult_t ncclReduce(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op, int root, ncclComm_t c, cudaStream_t st) {
-  return coll(F_REDUCE, count, elem_size(t), c, st);
+  return coll(ncclFuncReduce, count, elem_size(t), c, st);
 }

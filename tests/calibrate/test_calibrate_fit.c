@@ -48,23 +48,23 @@ static void make_results(topo_cal_results *r) {
   assert_int_equal(topo_cal_results_alloc_p2p(r, 2), 0);
   r->p2p_ce_bw[1] = r->p2p_ce_bw[2] = 380;
   r->p2p_sm_lat[1] = r->p2p_sm_lat[2] = 2.0; /* round trip */
-  topo_cal_setting simple = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 0, 0};
-  topo_cal_setting ll = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL, 0, 0};
-  topo_cal_setting ll128ch4 = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL128, 4, 0};
+  topo_cal_setting simple = {TOPO_CAL_FORCED, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0, 0};
+  topo_cal_setting ll = {TOPO_CAL_FORCED, NCCL_ALGO_RING, NCCL_PROTO_LL, 0, 0};
+  topo_cal_setting ll128ch4 = {TOPO_CAL_FORCED, NCCL_ALGO_RING, NCCL_PROTO_LL128, 4, 0};
   topo_cal_setting def = {TOPO_CAL_DEFAULT, -1, -1, 0, 0};
-  topo_cal_setting simplech4 = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 4, 0};
+  topo_cal_setting simplech4 = {TOPO_CAL_FORCED, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 4, 0};
   int s0 = topo_cal_results_add_setting(r, &simple);
   int s1 = topo_cal_results_add_setting(r, &ll);
   int s2 = topo_cal_results_add_setting(r, &ll128ch4);
   int s3 = topo_cal_results_add_setting(r, &def);
   /* AllReduce on 2 ranks: busbw = algbw */
-  add_curve(r, s0, TOPO_CAL_COLL_ALLREDUCE, 12.0, 360.0, TOPO_CAL_REJECTED);
-  add_curve(r, s1, TOPO_CAL_COLL_ALLREDUCE, 7.0, 120.0, TOPO_CAL_MISMATCH);
-  add_curve(r, s2, TOPO_CAL_COLL_ALLREDUCE, 14.0, 80.0, TOPO_CAL_OK);
-  add_curve(r, s3, TOPO_CAL_COLL_ALLREDUCE, 7.0, 360.0, TOPO_CAL_OK);
-  add_curve(r, s0, TOPO_CAL_COLL_ALLGATHER, 6.0, 700.0, TOPO_CAL_OK);
+  add_curve(r, s0, ncclFuncAllReduce, 12.0, 360.0, TOPO_CAL_REJECTED);
+  add_curve(r, s1, ncclFuncAllReduce, 7.0, 120.0, TOPO_CAL_MISMATCH);
+  add_curve(r, s2, ncclFuncAllReduce, 14.0, 80.0, TOPO_CAL_OK);
+  add_curve(r, s3, ncclFuncAllReduce, 7.0, 360.0, TOPO_CAL_OK);
+  add_curve(r, s0, ncclFuncAllGather, 6.0, 700.0, TOPO_CAL_OK);
   int s4 = topo_cal_results_add_setting(r, &simplech4);
-  add_curve(r, s4, TOPO_CAL_COLL_ALLREDUCE, 12.0, 100.0, TOPO_CAL_OK);
+  add_curve(r, s4, ncclFuncAllReduce, 12.0, 100.0, TOPO_CAL_OK);
 }
 
 static void test_terms_recover_latency_and_bandwidth(void **state) {
@@ -74,17 +74,17 @@ static void test_terms_recover_latency_and_bandwidth(void **state) {
   topo_profile p;
   int n = topo_cal_fit_profile(&r, &p);
   assert_int_equal(n, 5); /* four AllReduce settings + one AllGather; no term for "default" */
-  const topo_profile_term *t = topo_profile_find_term(&p, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 0);
+  const topo_profile_term *t = topo_profile_find_term(&p, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0);
   assert_non_null(t);
   assert_true(fabs(t->lat_us - 12.0) < 1e-6 * 12);
   assert_true(fabs(t->bw_gbs - 360.0) < 1e-6 * 360);
   assert_int_equal(t->npoints, 10); /* 11 sizes less the rejected one */
   assert_int_equal(t->min_bytes, 1024);
   assert_int_equal(t->max_bytes, 1ull << 30);
-  t = topo_profile_find_term(&p, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL128, 4);
+  t = topo_profile_find_term(&p, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL128, 4);
   assert_non_null(t);
   assert_true(fabs(t->bw_gbs - 80.0) < 1e-6 * 80);
-  assert_null(topo_profile_find_term(&p, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL128, 0));
+  assert_null(topo_profile_find_term(&p, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL128, 0));
   assert_string_equal(p.key.gpu, "H200");
   assert_int_equal(p.key.nranks, 2);
   assert_int_equal(p.key.nnodes, 1);
@@ -107,20 +107,20 @@ static void test_link_and_protocol_parameters_come_from_measurements(void **stat
   assert_true(fabs(p.link[TOPO_LINK_NVLINK].lat_us - 1.0) < 1e-9); /* half the round trip */
   /* protocols: efficiencies relative to the link */
   double simple_peak = (double)(1ull << 30) / ((12.0 + (double)(1ull << 30) / 360e3) * 1e3);
-  assert_true(fabs(p.proto[TOPO_CAL_PROTO_SIMPLE].bw_eff - simple_peak / 380.0) < 1e-6);
+  assert_true(fabs(p.proto[NCCL_PROTO_SIMPLE].bw_eff - simple_peak / 380.0) < 1e-6);
   /* LL's 1 GB point is accepted (only 1 MB was marked not-forced) */
-  assert_true(p.proto[TOPO_CAL_PROTO_LL].bw_eff < 0.35 && p.proto[TOPO_CAL_PROTO_LL].bw_eff > 0.3);
+  assert_true(p.proto[NCCL_PROTO_LL].bw_eff < 0.35 && p.proto[NCCL_PROTO_LL].bw_eff > 0.3);
   /* Simple with 4 channels reaches ~100 of ~360 GB/s: channel-limited, 25 GB/s per channel */
   double ch4 = (double)(1ull << 30) / ((12.0 + (double)(1ull << 30) / 100e3) * 1e3);
-  assert_true(fabs(p.proto[TOPO_CAL_PROTO_SIMPLE].ch_bw_gbs - ch4 / 4) < 1e-6);
+  assert_true(fabs(p.proto[NCCL_PROTO_SIMPLE].ch_bw_gbs - ch4 / 4) < 1e-6);
   /* LL128 was measured with 4 channels only: nothing to compare with, the built-in value stays */
   topo_profile b;
   topo_profile_builtin("H200", &b);
-  assert_true(p.proto[TOPO_CAL_PROTO_LL128].ch_bw_gbs == b.proto[TOPO_CAL_PROTO_LL128].ch_bw_gbs);
+  assert_true(p.proto[NCCL_PROTO_LL128].ch_bw_gbs == b.proto[NCCL_PROTO_LL128].ch_bw_gbs);
   /* launch: ring/LL latency (7 us) less 2 hops of 1 us */
   assert_true(fabs(p.launch_us - 5.0) < 1e-6);
   /* Simple's extra latency per step over LL: (12 - 7) / 2 */
-  assert_true(fabs(p.proto[TOPO_CAL_PROTO_SIMPLE].lat_us - (2.5 + p.proto[TOPO_CAL_PROTO_LL].lat_us)) < 1e-6);
+  assert_true(fabs(p.proto[NCCL_PROTO_SIMPLE].lat_us - (2.5 + p.proto[NCCL_PROTO_LL].lat_us)) < 1e-6);
   topo_profile_free(&p);
   topo_cal_results_free(&r);
 }
@@ -144,7 +144,7 @@ static void test_written_profile_reads_back(void **state) {
   topo_profile p;
   assert_int_equal(topo_profile_load(path, &want, &p), TOPO_OK);
   assert_int_equal(p.nterms, 5);
-  const topo_profile_term *t = topo_profile_find_term(&p, TOPO_CAL_COLL_ALLGATHER, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 0);
+  const topo_profile_term *t = topo_profile_find_term(&p, ncclFuncAllGather, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0);
   assert_non_null(t);
   assert_true(fabs(t->bw_gbs - 700.0) < 1e-3);
   topo_profile_free(&p);
@@ -182,7 +182,7 @@ static void test_sweep_with_regimes_is_fitted_piecewise(void **state) {
   snprintf(r.gpu_model, sizeof r.gpu_model, "H200");
   r.nranks = 2;
   r.nnodes = 1;
-  topo_cal_setting ll = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL, 0, 0};
+  topo_cal_setting ll = {TOPO_CAL_FORCED, NCCL_ALGO_RING, NCCL_PROTO_LL, 0, 0};
   int s = topo_cal_results_add_setting(&r, &ll);
   double us[32];
   uint64_t sizes[32];
@@ -194,7 +194,7 @@ static void test_sweep_with_regimes_is_fitted_piecewise(void **state) {
     topo_cal_point p;
     memset(&p, 0, sizeof p);
     p.setting = s;
-    p.coll = TOPO_CAL_COLL_ALLREDUCE;
+    p.coll = ncclFuncAllReduce;
     p.bytes = b;
     p.stats.n = 20;
     p.stats.median = p.stats.p25 = p.stats.p75 = p.stats.min = p.stats.max = us[n];
@@ -206,7 +206,7 @@ static void test_sweep_with_regimes_is_fitted_piecewise(void **state) {
   int nterms = topo_cal_fit_profile(&r, &prof);
   if (nterms < 2 || nterms > 6) fail_msg("%d pieces", nterms);
   assert_int_equal(prof.nterms, nterms);
-  const topo_profile_term *first = topo_profile_find_term(&prof, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL, 0);
+  const topo_profile_term *first = topo_profile_find_term(&prof, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL, 0);
   assert_non_null(first);
   assert_int_equal(first->min_bytes, 8);
   uint64_t next = 8;
@@ -217,8 +217,8 @@ static void test_sweep_with_regimes_is_fitted_piecewise(void **state) {
   }
   assert_int_equal(next - 1, 1ull << 30);
   for (int i = 0; i < n; i++) {
-    const topo_profile_term *t = topo_profile_find_term_at(&prof, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING,
-                                                           TOPO_CAL_PROTO_LL, 0, sizes[i]);
+    const topo_profile_term *t = topo_profile_find_term_at(&prof, ncclFuncAllReduce, NCCL_ALGO_RING,
+                                                           NCCL_PROTO_LL, 0, sizes[i]);
     assert_non_null(t);
     double pred = t->lat_us + (double)sizes[i] / (t->bw_gbs * 1e3);
     if (fabs(pred - us[i]) / us[i] > 0.03)
@@ -233,7 +233,7 @@ static void add_rep(topo_cal_results *r, int setting, uint64_t bytes, double us,
   topo_cal_point p;
   memset(&p, 0, sizeof p);
   p.setting = setting;
-  p.coll = TOPO_CAL_COLL_ALLREDUCE;
+  p.coll = ncclFuncAllReduce;
   p.bytes = bytes;
   p.stats.n = 20;
   p.stats.median = p.stats.p25 = p.stats.p75 = p.stats.min = p.stats.max = us;
@@ -245,7 +245,7 @@ static void add_rep(topo_cal_results *r, int setting, uint64_t bytes, double us,
 
 static const topo_profile_point *point_at(const topo_profile *p, int algo, int proto, int ch, uint64_t bytes) {
   int n = 0;
-  const topo_profile_point *pt = topo_profile_find_points(p, TOPO_CAL_COLL_ALLREDUCE, algo, proto, ch, &n);
+  const topo_profile_point *pt = topo_profile_find_points(p, ncclFuncAllReduce, algo, proto, ch, &n);
   for (int i = 0; i < n; i++)
     if (pt[i].bytes == bytes) return &pt[i];
   return NULL;
@@ -261,13 +261,13 @@ static void test_points_carry_median_noise_and_default(void **state) {
   topo_cal_results_init(&r);
   snprintf(r.gpu_model, sizeof r.gpu_model, "H200");
   r.nranks = 2, r.nnodes = 1, r.nccl_version = 22809, r.nccl_channels = 24, r.rounds = 3;
-  topo_cal_setting simple = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 0, 0};
-  topo_cal_setting ll = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL, 0, 0};
-  topo_cal_setting ch8 = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 8, 0};
-  topo_cal_setting ch32 = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 32, 1};
+  topo_cal_setting simple = {TOPO_CAL_FORCED, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0, 0};
+  topo_cal_setting ll = {TOPO_CAL_FORCED, NCCL_ALGO_RING, NCCL_PROTO_LL, 0, 0};
+  topo_cal_setting ch8 = {TOPO_CAL_FORCED, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 8, 0};
+  topo_cal_setting ch32 = {TOPO_CAL_FORCED, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 32, 1};
   topo_cal_setting def = {TOPO_CAL_DEFAULT, -1, -1, 0, 0};
   const uint64_t mb = 1 << 20, mb4 = 4 << 20;
-  const int R = TOPO_CAL_ALGO_RING, S = TOPO_CAL_PROTO_SIMPLE, L = TOPO_CAL_PROTO_LL;
+  const int R = NCCL_ALGO_RING, S = NCCL_PROTO_SIMPLE, L = NCCL_PROTO_LL;
   for (int k = 0; k < 3; k++) {
     int s0 = topo_cal_results_add_setting(&r, &simple), s1 = topo_cal_results_add_setting(&r, &ll);
     int s2 = topo_cal_results_add_setting(&r, &ch8), s3 = topo_cal_results_add_setting(&r, &ch32);
@@ -286,7 +286,7 @@ static void test_points_carry_median_noise_and_default(void **state) {
   assert_true(topo_cal_fit_profile(&r, &p) >= 0);
   assert_int_equal(p.key.nccl_version, 22809);
   int np = 0;
-  double aa = topo_cal_results_noise(&r, TOPO_CAL_COLL_ALLREDUCE, mb, &np);
+  double aa = topo_cal_results_noise(&r, ncclFuncAllReduce, mb, &np);
   assert_int_equal(np, 3);
   assert_true(aa > 0);
   const topo_profile_point *q = point_at(&p, R, S, 0, mb);

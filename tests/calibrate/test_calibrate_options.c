@@ -63,7 +63,7 @@ static void test_options_parse_long_short_and_equals_forms(void **state) {
   char err[256];
   assert_int_equal(parse(&o, err, sizeof err, 12, "-c", "allreduce,all_gather", "--min-bytes=1K", "-e", "64M", "--channels",
                          "nccl,8,8,16", "-n30", "--bench", "-o", "x.profile"), 0);
-  assert_int_equal(o.colls, (1u << TOPO_CAL_COLL_ALLREDUCE) | (1u << TOPO_CAL_COLL_ALLGATHER));
+  assert_int_equal(o.colls, (1u << ncclFuncAllReduce) | (1u << ncclFuncAllGather));
   assert_int_equal(o.min_bytes, 1024);
   assert_int_equal(o.max_bytes, 64ull << 20);
   assert_int_equal(o.nchannels, 3); /* duplicates dropped */
@@ -72,8 +72,8 @@ static void test_options_parse_long_short_and_equals_forms(void **state) {
   assert_true(o.bench);
   assert_string_equal(o.output, "x.profile");
   assert_int_equal(parse(&o, err, sizeof err, 5, "--algos", "ring,PAT", "--protos", "LL128"), 0);
-  assert_int_equal(o.algos, (1u << TOPO_CAL_ALGO_RING) | (1u << TOPO_CAL_ALGO_PAT));
-  assert_int_equal(o.protos, 1u << TOPO_CAL_PROTO_LL128);
+  assert_int_equal(o.algos, (1u << NCCL_ALGO_RING) | (1u << NCCL_ALGO_PAT));
+  assert_int_equal(o.protos, 1u << NCCL_PROTO_LL128);
 }
 
 static void test_quick_limits_the_sweep(void **state) {
@@ -108,6 +108,27 @@ static void test_misuse_gives_one_clear_message(void **state) {
   assert_true(o.help);
 }
 
+/* getopt_long's errors in topo's wording (common/cli.c), each naming the option. */
+static void test_misuse_names_the_option(void **state) {
+  (void)state;
+  topo_cal_options o;
+  char err[256];
+  assert_int_equal(parse(&o, err, sizeof err, 2, "--quick=yes"), -1);
+  assert_string_equal(err, "option --quick takes no value (try --help)");
+  assert_int_equal(parse(&o, err, sizeof err, 2, "-x"), -1);
+  assert_string_equal(err, "unknown option '-x' (try --help)");
+  assert_int_equal(parse(&o, err, sizeof err, 2, "--iters"), -1);
+  assert_string_equal(err, "option --iters needs a value (try --help)");
+  assert_int_equal(parse(&o, err, sizeof err, 2, "-n"), -1);
+  assert_string_equal(err, "option -n needs a value (try --help)");
+  assert_int_equal(parse(&o, err, sizeof err, 3, "stray", "--quick"), -1);
+  assert_string_equal(err, "unexpected argument 'stray' (try --help)");
+  /* Attached short values and a second parse in one process. */
+  assert_int_equal(parse(&o, err, sizeof err, 3, "-g2", "-n7"), 0);
+  assert_int_equal(o.ngpus, 2);
+  assert_int_equal(o.iters, 7);
+}
+
 static void test_usage_has_examples(void **state) {
   (void)state;
   char *buf = NULL;
@@ -128,6 +149,7 @@ int main(void) {
       cmocka_unit_test(test_options_parse_long_short_and_equals_forms),
       cmocka_unit_test(test_quick_limits_the_sweep),
       cmocka_unit_test(test_misuse_gives_one_clear_message),
+      cmocka_unit_test(test_misuse_names_the_option),
       cmocka_unit_test(test_usage_has_examples),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,13 +38,13 @@ static void test_sizes_round_to_four_bytes_and_keep_the_top(void **state) {
 static void test_gathered_collectives_round_to_ranks_times_element(void **state) {
   (void)state;
   size_t count;
-  assert_int_equal(topo_cal_coll_bytes(TOPO_CAL_COLL_ALLGATHER, 8, 8, &count), 32);
+  assert_int_equal(topo_cal_coll_bytes(ncclFuncAllGather, 8, 8, &count), 32);
   assert_int_equal(count, 1);
-  assert_int_equal(topo_cal_coll_bytes(TOPO_CAL_COLL_REDUCESCATTER, 1 << 20, 2, &count), 1 << 20);
+  assert_int_equal(topo_cal_coll_bytes(ncclFuncReduceScatter, 1 << 20, 2, &count), 1 << 20);
   assert_int_equal(count, (1 << 20) / 8);
-  assert_int_equal(topo_cal_coll_bytes(TOPO_CAL_COLL_ALLREDUCE, 10, 8, &count), 8);
+  assert_int_equal(topo_cal_coll_bytes(ncclFuncAllReduce, 10, 8, &count), 8);
   assert_int_equal(count, 2);
-  assert_int_equal(topo_cal_coll_bytes(TOPO_CAL_COLL_BROADCAST, 2, 2, &count), 4);
+  assert_int_equal(topo_cal_coll_bytes(ncclFuncBroadcast, 2, 2, &count), 4);
   assert_int_equal(count, 1);
 }
 
@@ -52,19 +52,19 @@ static void test_rules_follow_nccl_on_one_node_and_two(void **state) {
   (void)state;
   topo_cal_allowed a;
   topo_cal_rules_allowed(2, 1, &a);
-  assert_true(a.ok[TOPO_CAL_COLL_ALLREDUCE][TOPO_CAL_ALGO_TREE][TOPO_CAL_PROTO_LL128]);
-  assert_true(a.ok[TOPO_CAL_COLL_ALLGATHER][TOPO_CAL_ALGO_RING][TOPO_CAL_PROTO_LL128]);
-  assert_false(a.ok[TOPO_CAL_COLL_ALLGATHER][TOPO_CAL_ALGO_TREE][TOPO_CAL_PROTO_SIMPLE]);
-  assert_false(a.ok[TOPO_CAL_COLL_ALLGATHER][TOPO_CAL_ALGO_PAT][TOPO_CAL_PROTO_SIMPLE]);
-  assert_false(a.ok[TOPO_CAL_COLL_ALLREDUCE][TOPO_CAL_ALGO_NVLS][TOPO_CAL_PROTO_SIMPLE]);
+  assert_true(a.ok[ncclFuncAllReduce][NCCL_ALGO_TREE][NCCL_PROTO_LL128]);
+  assert_true(a.ok[ncclFuncAllGather][NCCL_ALGO_RING][NCCL_PROTO_LL128]);
+  assert_false(a.ok[ncclFuncAllGather][NCCL_ALGO_TREE][NCCL_PROTO_SIMPLE]);
+  assert_false(a.ok[ncclFuncAllGather][NCCL_ALGO_PAT][NCCL_PROTO_SIMPLE]);
+  assert_false(a.ok[ncclFuncAllReduce][NCCL_ALGO_NVLS][NCCL_PROTO_SIMPLE]);
   topo_cal_rules_allowed(2, 2, &a);
-  assert_false(a.ok[TOPO_CAL_COLL_ALLREDUCE][TOPO_CAL_ALGO_RING][TOPO_CAL_PROTO_LL128]);
-  assert_true(a.ok[TOPO_CAL_COLL_ALLGATHER][TOPO_CAL_ALGO_PAT][TOPO_CAL_PROTO_SIMPLE]);
-  assert_false(a.ok[TOPO_CAL_COLL_ALLGATHER][TOPO_CAL_ALGO_PAT][TOPO_CAL_PROTO_LL]);
+  assert_false(a.ok[ncclFuncAllReduce][NCCL_ALGO_RING][NCCL_PROTO_LL128]);
+  assert_true(a.ok[ncclFuncAllGather][NCCL_ALGO_PAT][NCCL_PROTO_SIMPLE]);
+  assert_false(a.ok[ncclFuncAllGather][NCCL_ALGO_PAT][NCCL_PROTO_LL]);
   topo_cal_rules_allowed(4, 2, &a); /* 2 GPUs per node: no PAT */
-  assert_false(a.ok[TOPO_CAL_COLL_ALLGATHER][TOPO_CAL_ALGO_PAT][TOPO_CAL_PROTO_SIMPLE]);
+  assert_false(a.ok[ncclFuncAllGather][NCCL_ALGO_PAT][NCCL_PROTO_SIMPLE]);
   topo_cal_rules_allowed(1, 1, &a);
-  assert_false(a.ok[TOPO_CAL_COLL_ALLREDUCE][TOPO_CAL_ALGO_RING][TOPO_CAL_PROTO_SIMPLE]);
+  assert_false(a.ok[ncclFuncAllReduce][NCCL_ALGO_RING][NCCL_PROTO_SIMPLE]);
 }
 
 static void test_settings_put_ring_simple_first_for_each_channel_count(void **state) {
@@ -76,11 +76,11 @@ static void test_settings_put_ring_simple_first_for_each_channel_count(void **st
   topo_cal_setting s[256];
   int n = topo_cal_plan_settings(&o, &a, s, 256);
   assert_int_equal(n, 6 * 6); /* ring x3 + tree x3, channels {0,4,8,16,24,32} */
-  assert_int_equal(s[0].algo, TOPO_CAL_ALGO_RING);
-  assert_int_equal(s[0].proto, TOPO_CAL_PROTO_SIMPLE);
+  assert_int_equal(s[0].algo, NCCL_ALGO_RING);
+  assert_int_equal(s[0].proto, NCCL_PROTO_SIMPLE);
   assert_int_equal(s[0].nchannels, 0);
   assert_int_equal(s[6].nchannels, 4);
-  assert_int_equal(s[6].algo, TOPO_CAL_ALGO_RING);
+  assert_int_equal(s[6].algo, NCCL_ALGO_RING);
   for (int i = 0; i < n; i++) assert_int_equal(s[i].kind, TOPO_CAL_FORCED);
 }
 
@@ -88,53 +88,53 @@ static void test_settings_skip_what_no_selected_collective_allows(void **state) 
   (void)state;
   topo_cal_options o;
   topo_cal_options_default(&o);
-  o.colls = 1u << TOPO_CAL_COLL_ALLGATHER;
+  o.colls = 1u << ncclFuncAllGather;
   o.nchannels = 1;
   topo_cal_allowed a;
   topo_cal_rules_allowed(2, 1, &a);
   topo_cal_setting s[64];
   int n = topo_cal_plan_settings(&o, &a, s, 64);
   assert_int_equal(n, 3); /* tree does not do AllGather */
-  for (int i = 0; i < n; i++) assert_int_equal(s[i].algo, TOPO_CAL_ALGO_RING);
-  o.protos = 1u << TOPO_CAL_PROTO_LL;
+  for (int i = 0; i < n; i++) assert_int_equal(s[i].algo, NCCL_ALGO_RING);
+  o.protos = 1u << NCCL_PROTO_LL;
   assert_int_equal(topo_cal_plan_settings(&o, &a, s, 64), 1);
-  assert_int_equal(s[0].proto, TOPO_CAL_PROTO_LL);
+  assert_int_equal(s[0].proto, NCCL_PROTO_LL);
 }
 
 static void test_setting_applies_only_where_allowed(void **state) {
   (void)state;
   topo_cal_allowed a;
   topo_cal_rules_allowed(2, 1, &a);
-  topo_cal_setting tree = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_TREE, TOPO_CAL_PROTO_LL, 0, 0};
-  assert_true(topo_cal_setting_applies(&tree, TOPO_CAL_COLL_ALLREDUCE, &a));
-  assert_false(topo_cal_setting_applies(&tree, TOPO_CAL_COLL_BROADCAST, &a));
+  topo_cal_setting tree = {TOPO_CAL_FORCED, NCCL_ALGO_TREE, NCCL_PROTO_LL, 0, 0};
+  assert_true(topo_cal_setting_applies(&tree, ncclFuncAllReduce, &a));
+  assert_false(topo_cal_setting_applies(&tree, ncclFuncBroadcast, &a));
   topo_cal_setting def = {TOPO_CAL_DEFAULT, -1, -1, 0, 0};
-  assert_true(topo_cal_setting_applies(&def, TOPO_CAL_COLL_BROADCAST, &a));
-  a.ok[TOPO_CAL_COLL_ALLREDUCE][TOPO_CAL_ALGO_NVLS][TOPO_CAL_PROTO_SIMPLE] = 1;
-  topo_cal_setting nvls = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_NVLS, TOPO_CAL_PROTO_SIMPLE, 8, 0};
-  assert_false(topo_cal_setting_applies(&nvls, TOPO_CAL_COLL_ALLREDUCE, &a)); /* channels not honoured */
+  assert_true(topo_cal_setting_applies(&def, ncclFuncBroadcast, &a));
+  a.ok[ncclFuncAllReduce][NCCL_ALGO_NVLS][NCCL_PROTO_SIMPLE] = 1;
+  topo_cal_setting nvls = {TOPO_CAL_FORCED, NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE, 8, 0};
+  assert_false(topo_cal_setting_applies(&nvls, ncclFuncAllReduce, &a)); /* channels not honoured */
   nvls.nchannels = 0;
-  assert_true(topo_cal_setting_applies(&nvls, TOPO_CAL_COLL_ALLREDUCE, &a));
+  assert_true(topo_cal_setting_applies(&nvls, ncclFuncAllReduce, &a));
 }
 
 static void test_labels_and_force_values(void **state) {
   (void)state;
   char buf[64];
-  topo_cal_setting s = {TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 8, 0};
+  topo_cal_setting s = {TOPO_CAL_FORCED, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 8, 0};
   topo_cal_setting_label(&s, buf, sizeof buf);
   assert_string_equal(buf, "ring/simple/ch8");
   topo_cal_setting_force_value(&s, buf, sizeof buf);
   assert_string_equal(buf, "ring,simple,8");
   s.nchannels = 0;
-  s.algo = TOPO_CAL_ALGO_TREE;
-  s.proto = TOPO_CAL_PROTO_LL128;
+  s.algo = NCCL_ALGO_TREE;
+  s.proto = NCCL_PROTO_LL128;
   topo_cal_setting_force_value(&s, buf, sizeof buf);
   assert_string_equal(buf, "tree,ll128");
   s.kind = TOPO_CAL_TUNER;
   topo_cal_setting_label(&s, buf, sizeof buf);
   assert_string_equal(buf, "tuner");
-  assert_string_equal(topo_cal_nccl_algo_name(TOPO_CAL_ALGO_NVLS_TREE), "NVLSTree");
-  assert_string_equal(topo_cal_nccl_proto_name(TOPO_CAL_PROTO_SIMPLE), "Simple");
+  assert_string_equal(topo_nccl_algo_name(NCCL_ALGO_NVLS_TREE, TOPO_NCCL_TABLE), "NVLSTree");
+  assert_string_equal(topo_nccl_proto_name(NCCL_PROTO_SIMPLE, TOPO_NCCL_TABLE), "Simple");
 }
 
 static void test_small_sizes_use_graphs_and_enough_calls(void **state) {

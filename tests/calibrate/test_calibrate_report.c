@@ -40,15 +40,15 @@ static void bench_results(topo_cal_results *r) {
   topo_cal_setting tun = {TOPO_CAL_TUNER, -1, -1, 0, 0}, def = {TOPO_CAL_DEFAULT, -1, -1, 0, 0};
   int a = topo_cal_results_add_setting(r, &ll), b = topo_cal_results_add_setting(r, &simple);
   int t = topo_cal_results_add_setting(r, &tun), d = topo_cal_results_add_setting(r, &def);
-  point(r, a, TOPO_CAL_COLL_ALLREDUCE, 1024, 10.0, TOPO_CAL_OK);
-  point(r, b, TOPO_CAL_COLL_ALLREDUCE, 1024, 20.0, TOPO_CAL_OK);
-  point(r, a, TOPO_CAL_COLL_ALLREDUCE, 1 << 20, 100.0, TOPO_CAL_OK);
-  point(r, b, TOPO_CAL_COLL_ALLREDUCE, 1 << 20, 50.0, TOPO_CAL_OK);
-  point(r, b, TOPO_CAL_COLL_ALLREDUCE, 1 << 24, 1.0, TOPO_CAL_REJECTED); /* no oracle there */
-  point(r, t, TOPO_CAL_COLL_ALLREDUCE, 1024, 10.0, TOPO_CAL_OK);  /* 1.0 */
-  point(r, t, TOPO_CAL_COLL_ALLREDUCE, 1 << 20, 51.0, TOPO_CAL_OK); /* 1.02 */
-  point(r, d, TOPO_CAL_COLL_ALLREDUCE, 1024, 12.0, TOPO_CAL_OK);  /* 1.2 */
-  point(r, d, TOPO_CAL_COLL_ALLREDUCE, 1 << 20, 50.0, TOPO_CAL_OK); /* 1.0 */
+  point(r, a, ncclFuncAllReduce, 1024, 10.0, TOPO_CAL_OK);
+  point(r, b, ncclFuncAllReduce, 1024, 20.0, TOPO_CAL_OK);
+  point(r, a, ncclFuncAllReduce, 1 << 20, 100.0, TOPO_CAL_OK);
+  point(r, b, ncclFuncAllReduce, 1 << 20, 50.0, TOPO_CAL_OK);
+  point(r, b, ncclFuncAllReduce, 1 << 24, 1.0, TOPO_CAL_REJECTED); /* no oracle there */
+  point(r, t, ncclFuncAllReduce, 1024, 10.0, TOPO_CAL_OK);  /* 1.0 */
+  point(r, t, ncclFuncAllReduce, 1 << 20, 51.0, TOPO_CAL_OK); /* 1.02 */
+  point(r, d, ncclFuncAllReduce, 1024, 12.0, TOPO_CAL_OK);  /* 1.2 */
+  point(r, d, ncclFuncAllReduce, 1 << 20, 50.0, TOPO_CAL_OK); /* 1.0 */
 }
 
 static void test_sizes_print_in_binary_units(void **state) {
@@ -68,7 +68,7 @@ static void test_bench_ratios_and_geometric_means(void **state) {
   (void)state;
   topo_cal_results r;
   bench_results(&r);
-  topo_cal_bench_summary sum[TOPO_CAL_NCOLLS];
+  topo_cal_bench_summary sum[NCCL_NUM_FUNCTIONS];
   memset(sum, 0, sizeof sum);
   char *buf = NULL;
   size_t len = 0;
@@ -76,7 +76,7 @@ static void test_bench_ratios_and_geometric_means(void **state) {
   int rows = topo_cal_report_bench(f, &r, sum);
   fclose(f);
   assert_int_equal(rows, 2);
-  const topo_cal_bench_summary *s = &sum[TOPO_CAL_COLL_ALLREDUCE];
+  const topo_cal_bench_summary *s = &sum[ncclFuncAllReduce];
   assert_int_equal(s->n, 2);
   assert_true(fabs(s->geo_tuner - sqrt(1.0 * 1.02)) < 1e-9);
   assert_true(fabs(s->geo_default - sqrt(1.2 * 1.0)) < 1e-9);
@@ -170,14 +170,14 @@ static void test_advice_and_medians(void **state) {
   int d0 = topo_cal_results_add_setting(&r, &def), d1 = topo_cal_results_add_setting(&r, &def);
   const double rep[3] = {10.0, 11.0, 30.0};
   for (int k = 0; k < 3; k++) {
-    point(&r, a, TOPO_CAL_COLL_ALLREDUCE, 1024, rep[k], TOPO_CAL_OK);
-    point(&r, a, TOPO_CAL_COLL_ALLREDUCE, 8 << 20, 108.0, TOPO_CAL_OK);
-    point(&r, b, TOPO_CAL_COLL_ALLREDUCE, 1024, 10.97, TOPO_CAL_OK);
-    point(&r, b, TOPO_CAL_COLL_ALLREDUCE, 8 << 20, 100.0, TOPO_CAL_OK);
-    point(&r, d0, TOPO_CAL_COLL_ALLREDUCE, 8 << 20, 108.0, TOPO_CAL_OK);
-    point(&r, d1, TOPO_CAL_COLL_ALLREDUCE, 8 << 20, 108.0 * 1.005, TOPO_CAL_OK);
-    point(&r, d0, TOPO_CAL_COLL_ALLREDUCE, 1024, 11.0, TOPO_CAL_OK);
-    point(&r, d1, TOPO_CAL_COLL_ALLREDUCE, 1024, 11.0 * 1.005, TOPO_CAL_OK);
+    point(&r, a, ncclFuncAllReduce, 1024, rep[k], TOPO_CAL_OK);
+    point(&r, a, ncclFuncAllReduce, 8 << 20, 108.0, TOPO_CAL_OK);
+    point(&r, b, ncclFuncAllReduce, 1024, 10.97, TOPO_CAL_OK);
+    point(&r, b, ncclFuncAllReduce, 8 << 20, 100.0, TOPO_CAL_OK);
+    point(&r, d0, ncclFuncAllReduce, 8 << 20, 108.0, TOPO_CAL_OK);
+    point(&r, d1, ncclFuncAllReduce, 8 << 20, 108.0 * 1.005, TOPO_CAL_OK);
+    point(&r, d0, ncclFuncAllReduce, 1024, 11.0, TOPO_CAL_OK);
+    point(&r, d1, ncclFuncAllReduce, 1024, 11.0 * 1.005, TOPO_CAL_OK);
     for (int i = r.npoints - 8; i < r.npoints; i++) r.points[i].round = k;
     for (int i = r.npoints - 4; i < r.npoints; i++) r.points[i].pair = r.points[i].setting == d1;
   }
@@ -185,12 +185,12 @@ static void test_advice_and_medians(void **state) {
     if (r.points[i].setting == b) r.points[i].ran_channels = 32;
   topo_cal_measured m[64];
   int nm = topo_cal_results_measured(&r, m, 64);
-  int best = topo_cal_measured_best(m, nm, TOPO_CAL_COLL_ALLREDUCE, 1024, 1);
+  int best = topo_cal_measured_best(m, nm, ncclFuncAllReduce, 1024, 1);
   assert_true(best >= 0);
   assert_true(fabs(m[best].median_us - 11.0) < 1e-9); /* median of 10, 11, 30; not the minimum */
   assert_int_equal(m[best].n, 3);
   int np = 0;
-  assert_true(fabs(topo_cal_results_noise(&r, TOPO_CAL_COLL_ALLREDUCE, 8 << 20, &np) - 0.005 / 1.005) < 1e-9);
+  assert_true(fabs(topo_cal_results_noise(&r, ncclFuncAllReduce, 8 << 20, &np) - 0.005 / 1.005) < 1e-9);
   assert_int_equal(np, 3);
   char *buf = NULL;
   size_t len = 0;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// topo-calibrate's GPU engine (runner.c) end to end on a CPU stand-in for CUDA and NCCL
+// topo-calibrate's GPU engine (runner.h) end to end on a CPU stand-in for CUDA and NCCL
 // (fake_cuda_nccl.c): devices, floors, p2p matrix, forced sweeps through the tuner or through
 // NCCL_ALGO/NCCL_PROTO, verification against NCCL's log, --bench, the fitted profile, outputs,
 // and a stop request. Each scenario runs in its own process: NCCL's tuner-load status and debug
@@ -51,7 +51,7 @@ static void setup(scenario *s, int with_tuner) {
     fclose(f);
   }
   topo_cal_options_default(&s->o);
-  s->o.colls = (1u << TOPO_CAL_COLL_ALLREDUCE) | (1u << TOPO_CAL_COLL_ALLGATHER);
+  s->o.colls = (1u << ncclFuncAllReduce) | (1u << ncclFuncAllGather);
   s->o.min_bytes = 8;
   s->o.max_bytes = 4 << 20;
   s->o.step = 4;
@@ -161,7 +161,7 @@ static int scenario_tuner_bench(void) {
   }
   /* A/A noise: the fake is deterministic, so the two default communicators agree exactly */
   int npairs = -1;
-  CHECK(topo_cal_results_noise(r, TOPO_CAL_COLL_ALLREDUCE, 1 << 19, &npairs) == 0.0);
+  CHECK(topo_cal_results_noise(r, ncclFuncAllReduce, 1 << 19, &npairs) == 0.0);
   CHECK(npairs == s.o.rounds);
   /* 8 channels < NCCL's 24: within reach, forced through the tuner in a default-shaped comm */
   for (int i = 0; i < r->nsettings; i++) CHECK(!r->settings[i].beyond_reach);
@@ -173,12 +173,12 @@ static int scenario_tuner_bench(void) {
     if (st->kind != TOPO_CAL_FORCED) continue;
     CHECK(p->status == TOPO_CAL_OK || p->status == TOPO_CAL_REJECTED);
     CHECK(p->ran_algo == st->algo && p->ran_proto == st->proto);
-    CHECK(st->algo != TOPO_CAL_ALGO_TREE || p->coll == TOPO_CAL_COLL_ALLREDUCE);
+    CHECK(st->algo != NCCL_ALGO_TREE || p->coll == ncclFuncAllReduce);
     forced_ok += p->status == TOPO_CAL_OK;
   }
   CHECK(forced_ok > 50);
   /* AllReduce ring/simple, NCCL's channels, 512 KB (graph-timed): 12 + 2^19 / 360e3 us */
-  const topo_cal_point *p = find(r, TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 0, TOPO_CAL_COLL_ALLREDUCE, 1 << 19);
+  const topo_cal_point *p = find(r, TOPO_CAL_FORCED, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0, ncclFuncAllReduce, 1 << 19);
   CHECK(p != NULL);
   if (p) {
     CHECK(p->graph == 1);
@@ -186,7 +186,7 @@ static int scenario_tuner_bench(void) {
     CHECK(fabs(p->stats.median - (12.0 + 524288.0 / 360e3)) < 1e-3);
   }
   /* 4 MB is eager; with 8 channels the fake halves Simple's bandwidth */
-  p = find(r, TOPO_CAL_FORCED, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 8, TOPO_CAL_COLL_ALLREDUCE, 4 << 20);
+  p = find(r, TOPO_CAL_FORCED, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 8, ncclFuncAllReduce, 4 << 20);
   CHECK(p != NULL);
   if (p) {
     CHECK(p->graph == 0);
@@ -194,8 +194,8 @@ static int scenario_tuner_bench(void) {
     CHECK(p->ran_channels <= 8);
   }
   /* the default ran the fake NCCL's own pick: LL at 8 B */
-  p = find(r, TOPO_CAL_DEFAULT, 0, 0, 0, TOPO_CAL_COLL_ALLREDUCE, 8);
-  CHECK(p != NULL && p->ran_proto == TOPO_CAL_PROTO_LL);
+  p = find(r, TOPO_CAL_DEFAULT, 0, 0, 0, ncclFuncAllReduce, 8);
+  CHECK(p != NULL && p->ran_proto == NCCL_PROTO_LL);
   /* floors and p2p */
   CHECK(r->floor_graph_us > 1.4 && r->floor_graph_us < 1.6);
   /* 1 MB copies at 2 us + 380 GB/s */
@@ -205,15 +205,15 @@ static int scenario_tuner_bench(void) {
   topo_profile_key want = {"H200", 2, 1, 22809};
   topo_profile prof;
   CHECK(topo_profile_load(s.profile, &want, &prof) == TOPO_OK);
-  const topo_profile_term *t = topo_profile_find_term(&prof, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 0);
+  const topo_profile_term *t = topo_profile_find_term(&prof, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0);
   CHECK(t != NULL);
   if (t) CHECK(fabs(t->lat_us - 12.0) < 0.05 && fabs(t->bw_gbs - 360.0) < 1.0);
-  CHECK(topo_profile_find_term(&prof, TOPO_CAL_COLL_ALLGATHER, TOPO_CAL_ALGO_TREE, TOPO_CAL_PROTO_SIMPLE, 0) == NULL);
+  CHECK(topo_profile_find_term(&prof, ncclFuncAllGather, NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE, 0) == NULL);
   /* the fake is deterministic: where the repeats and the A/A pair agree exactly there is no
    * noise figure, so no point (a noise of 0 is never written): AllReduce ring/simple at 4 MB */
   int npt = 0, at4 = 0;
-  const topo_profile_point *pts = topo_profile_find_points(&prof, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING,
-                                                           TOPO_CAL_PROTO_SIMPLE, 0, &npt);
+  const topo_profile_point *pts = topo_profile_find_points(&prof, ncclFuncAllReduce, NCCL_ALGO_RING,
+                                                           NCCL_PROTO_SIMPLE, 0, &npt);
   for (int i = 0; i < npt; i++) at4 |= pts[i].bytes == 4u << 20;
   CHECK(!at4);
   for (int i = 0; i < prof.npoints; i++) CHECK(prof.points[i].noise_us > 0);
@@ -242,10 +242,10 @@ static int scenario_force_not_honoured(void) {
   for (int i = 0; i < r->npoints; i++) {
     const topo_cal_point *p = &r->points[i];
     const topo_cal_setting *st = &r->settings[p->setting];
-    if (st->kind != TOPO_CAL_FORCED || st->proto != TOPO_CAL_PROTO_LL128 || p->coll != TOPO_CAL_COLL_ALLREDUCE ||
-        st->algo != TOPO_CAL_ALGO_RING)
+    if (st->kind != TOPO_CAL_FORCED || st->proto != NCCL_PROTO_LL128 || p->coll != ncclFuncAllReduce ||
+        st->algo != NCCL_ALGO_RING)
       continue;
-    if (p->ran_proto != TOPO_CAL_PROTO_LL128) {
+    if (p->ran_proto != NCCL_PROTO_LL128) {
       CHECK(p->status == TOPO_CAL_MISMATCH);
       mism++;
     } else {
@@ -257,11 +257,11 @@ static int scenario_force_not_honoured(void) {
   topo_profile_key want = {"H200", 2, 1, 0};
   topo_profile prof;
   CHECK(topo_profile_load(s.profile, &want, &prof) == TOPO_OK);
-  const topo_profile_term *t = topo_profile_find_term(&prof, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL128, 0);
+  const topo_profile_term *t = topo_profile_find_term(&prof, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL128, 0);
   /* the fit takes one value per size: the median of its rounds */
   if (ok >= 2 * s.o.rounds) CHECK(t != NULL && t->npoints * s.o.rounds == ok);
   else CHECK(t == NULL);
-  CHECK(topo_profile_find_term(&prof, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL, 0) != NULL);
+  CHECK(topo_profile_find_term(&prof, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL, 0) != NULL);
   topo_profile_free(&prof);
   CHECK(file_contains(s.summary, "NOT-FORCED"));
   topo_cal_results_free(r);
@@ -281,7 +281,7 @@ static int scenario_points(void) {
   topo_cal_results *r = &s.r;
   CHECK(s.rc == 0);
   int npairs = 0;
-  CHECK(topo_cal_results_noise(r, TOPO_CAL_COLL_ALLREDUCE, 1 << 19, &npairs) > 0);
+  CHECK(topo_cal_results_noise(r, ncclFuncAllReduce, 1 << 19, &npairs) > 0);
   CHECK(file_contains(s.profile, "topo-profile 2"));
   CHECK(file_contains(s.profile, "section gpu=H200 nranks=2 nnodes=1 nccl=22809"));
   topo_profile_key want = {"H200", 2, 1, 22809};
@@ -312,8 +312,8 @@ static int scenario_points(void) {
   CHECK(checked > 10);
   /* 4 MB with 8 of NCCL's 24 channels: a point of its own */
   int n8 = 0;
-  const topo_profile_point *pt = topo_profile_find_points(&prof, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING,
-                                                          TOPO_CAL_PROTO_SIMPLE, 8, &n8);
+  const topo_profile_point *pt = topo_profile_find_points(&prof, ncclFuncAllReduce, NCCL_ALGO_RING,
+                                                          NCCL_PROTO_SIMPLE, 8, &n8);
   CHECK(pt != NULL && n8 > 0 && pt[n8 - 1].bytes == 4u << 20);
   topo_profile_free(&prof);
   topo_cal_results_free(r);
@@ -337,7 +337,7 @@ static int scenario_env_forcing(void) {
     const topo_cal_point *p = &r->points[i];
     const topo_cal_setting *st = &r->settings[p->setting];
     if (st->kind == TOPO_CAL_FORCED && (p->ran_algo != st->algo || p->ran_proto != st->proto)) bad++;
-    if (st->kind == TOPO_CAL_FORCED && st->algo == TOPO_CAL_ALGO_TREE) CHECK(p->coll == TOPO_CAL_COLL_ALLREDUCE);
+    if (st->kind == TOPO_CAL_FORCED && st->algo == NCCL_ALGO_TREE) CHECK(p->coll == ncclFuncAllReduce);
     CHECK(p->status != TOPO_CAL_FAILED);
   }
   CHECK(bad == 0);
@@ -391,7 +391,7 @@ static int scenario_two_nodes(void) {
   topo_profile prof;
   CHECK(topo_profile_load(s.profile, &want, &prof) == TOPO_OK);
   CHECK(prof.key.nnodes == 2);
-  CHECK(topo_profile_find_term(&prof, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE, 0) != NULL);
+  CHECK(topo_profile_find_term(&prof, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0) != NULL);
   topo_profile_free(&prof);
   /* process 0's NCCL log saw its node id */
   DIR *d = opendir(s.dir);

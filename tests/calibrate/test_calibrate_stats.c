@@ -40,12 +40,9 @@ static void test_stats_refuse_empty_and_non_finite(void **state) {
   assert_true(fabs(s.median - 100.5) < 1e-12);
 }
 
-static void test_busbw_factors_follow_nccl_tests(void **state) {
+/* busbw factors: common/nccl_vocab.c (tests/common/test_nccl_vocab.c). */
+static void test_algbw_is_bytes_over_time(void **state) {
   (void)state;
-  assert_true(fabs(topo_cal_busbw_factor(TOPO_CAL_COLL_ALLREDUCE, 8) - 1.75) < 1e-12);
-  assert_true(fabs(topo_cal_busbw_factor(TOPO_CAL_COLL_ALLGATHER, 8) - 0.875) < 1e-12);
-  assert_true(fabs(topo_cal_busbw_factor(TOPO_CAL_COLL_REDUCESCATTER, 2) - 0.5) < 1e-12);
-  assert_true(topo_cal_busbw_factor(TOPO_CAL_COLL_BROADCAST, 8) == 1);
   assert_true(fabs(topo_cal_algbw(1000000, 10.0) - 100.0) < 1e-9); /* 1 MB in 10 us = 100 GB/s */
 }
 
@@ -53,21 +50,21 @@ static void test_floor_rejects_too_fast_and_keeps_plausible(void **state) {
   (void)state;
   char why[256];
   /* 8 B in 0.5 us: below the 1 us floor */
-  assert_int_equal(topo_cal_check_floor(TOPO_CAL_COLL_ALLREDUCE, 2, 8, 0.5, 1.0, 450, why, sizeof why), 1);
+  assert_int_equal(topo_cal_check_floor(ncclFuncAllReduce, 2, 8, 0.5, 1.0, 450, why, sizeof why), 1);
   assert_non_null(strstr(why, "floor"));
   /* 1 GB AllReduce on 2 ranks in 0.9 ms: 1193 GB/s x 1/2 = 597 GB/s through a link > 1.2 x 450 */
-  assert_int_equal(topo_cal_check_floor(TOPO_CAL_COLL_ALLREDUCE, 2, 1ull << 30, 900.0, 1.0, 450, why, sizeof why), 1);
+  assert_int_equal(topo_cal_check_floor(ncclFuncAllReduce, 2, 1ull << 30, 900.0, 1.0, 450, why, sizeof why), 1);
   assert_non_null(strstr(why, "line rate"));
   /* the measured 2 x H200 figure (470.9 us for 128 MB) is fine */
-  assert_int_equal(topo_cal_check_floor(TOPO_CAL_COLL_ALLREDUCE, 2, 134217728, 470.89, 1.0, 450, why, sizeof why), 0);
+  assert_int_equal(topo_cal_check_floor(ncclFuncAllReduce, 2, 134217728, 470.89, 1.0, 450, why, sizeof why), 0);
   assert_string_equal(why, "");
   /* AllGather on 2 ranks may show algbw up to 2x the line rate: 128 MB in 290 us is plausible */
-  assert_int_equal(topo_cal_check_floor(TOPO_CAL_COLL_ALLGATHER, 2, 134217728, 290.0, 1.0, 450, why, sizeof why), 0);
+  assert_int_equal(topo_cal_check_floor(ncclFuncAllGather, 2, 134217728, 290.0, 1.0, 450, why, sizeof why), 0);
   /* Broadcast moves the full size through the root's links */
-  assert_int_equal(topo_cal_check_floor(TOPO_CAL_COLL_BROADCAST, 2, 134217728, 200.0, 1.0, 450, why, sizeof why), 1);
+  assert_int_equal(topo_cal_check_floor(ncclFuncBroadcast, 2, 134217728, 200.0, 1.0, 450, why, sizeof why), 1);
   /* no line rate known: only the floor */
-  assert_int_equal(topo_cal_check_floor(TOPO_CAL_COLL_BROADCAST, 2, 134217728, 200.0, 1.0, 0, why, sizeof why), 0);
-  assert_int_equal(topo_cal_check_floor(TOPO_CAL_COLL_BROADCAST, 2, 8, NAN, 1.0, 0, why, sizeof why), 1);
+  assert_int_equal(topo_cal_check_floor(ncclFuncBroadcast, 2, 134217728, 200.0, 1.0, 0, why, sizeof why), 0);
+  assert_int_equal(topo_cal_check_floor(ncclFuncBroadcast, 2, 8, NAN, 1.0, 0, why, sizeof why), 1);
 }
 
 static void test_prune_compares_with_the_best(void **state) {
@@ -104,7 +101,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_median_and_quartiles_interpolate),
       cmocka_unit_test(test_stats_refuse_empty_and_non_finite),
-      cmocka_unit_test(test_busbw_factors_follow_nccl_tests),
+      cmocka_unit_test(test_algbw_is_bytes_over_time),
       cmocka_unit_test(test_floor_rejects_too_fast_and_keeps_plausible),
       cmocka_unit_test(test_prune_compares_with_the_best),
       cmocka_unit_test(test_gpu_model_names_and_line_rates),

@@ -5,7 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "alloc.h"
@@ -79,11 +82,42 @@ static void test_env_table_names_are_unique_and_documented(void **state) {
   }
 }
 
-static void test_log_is_silent_without_logger_and_prefixed_with_one(void **state) {
+/* Runs first, before any test installs a logger (cmocka runs tests in order): a message logged
+ * with neither NCCL's logger nor a tool's stderr set goes nowhere - not to stderr, and not to a
+ * logger installed afterwards. */
+static void test_log_is_silent_without_logger(void **state) {
+  (void)state;
+  char path[] = "/tmp/topo-test-log-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  fflush(stderr);
+  int saved = dup(2);
+  assert_true(saved >= 0);
+  assert_int_equal(dup2(fd, 2), 2);
+  TOPO_WARN("dropped %d", 7);
+  TOPO_INFO(NCCL_INIT, "dropped too");
+  fflush(stderr);
+  assert_int_equal(dup2(saved, 2), 2);
+  close(saved);
+  struct stat st;
+  assert_int_equal(fstat(fd, &st), 0);
+  close(fd);
+  unlink(path);
+  assert_int_equal(st.st_size, 0);
+  topo_log_set_logger(topo_host_log);
+  assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 0);
+  assert_false(topo_host_log_contains("dropped"));
+}
+
+static void test_log_is_prefixed_with_the_component_once(void **state) {
   (void)state;
   topo_log_set_component("TOPO/Test");
   TOPO_WARN("value %d", 42);
   assert_true(topo_host_log_contains("TOPO/Test value 42"));
+  /* A message that already names the component is not prefixed again. */
+  TOPO_WARN("TOPO/Test: value %d", 43);
+  assert_true(topo_host_log_contains("TOPO/Test: value 43"));
+  assert_false(topo_host_log_contains("TOPO/Test TOPO/Test"));
 }
 
 static void test_crc32c_known_vector(void **state) {
@@ -118,12 +152,13 @@ static void test_status_names(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_log_is_silent_without_logger), /* first: no logger installed yet */
       cmocka_unit_test_setup(test_env_defaults_when_unset, setup),
       cmocka_unit_test_setup(test_env_bad_bool_warns_once_and_defaults, setup),
       cmocka_unit_test_setup(test_env_blank_int_is_the_default, setup),
       cmocka_unit_test_setup(test_env_unknown_variable_warns, setup),
       cmocka_unit_test_setup(test_env_table_names_are_unique_and_documented, setup),
-      cmocka_unit_test_setup(test_log_is_silent_without_logger_and_prefixed_with_one, setup),
+      cmocka_unit_test_setup(test_log_is_prefixed_with_the_component_once, setup),
       cmocka_unit_test_setup(test_crc32c_known_vector, setup),
       cmocka_unit_test_setup(test_alloc_failure_injection, setup),
       cmocka_unit_test_setup(test_status_names, setup),

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// libFuzzer target for the tuner-profile reader (common/profile.c). Any byte sequence must parse
+// libFuzzer target for the tuner-profile reader (common/profile_read.c). Any byte sequence must parse
 // without a crash, a leak or undefined behaviour; and whatever section it selects must survive the
 // writer and the reader again unchanged (the round-trip contract). Built with clang when
 // TOPO_BUILD_FUZZERS=ON; tests/fuzz/replay_main.c replays the seed corpus through this same entry

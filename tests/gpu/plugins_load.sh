@@ -47,7 +47,7 @@ check "torch-nccl($(nccl_version_of "$(torch_nccl_dir)/libnccl.so.2"))" "$OUT/pl
 # process) with the library preloaded, both plugins set, NCCL's INFO log on stdout; a hard 60 s
 # timeout. topo-profiler-cost prints the version ncclGetVersion() reports and the file it came
 # from, which must be the preloaded one. (topo-calibrate's forced sweep under the system NCCL
-# hung past 120 s in r8, after its first setting, so this check no longer uses it.)
+# 2.28.3 has hung past 120 s after its first setting: this check does not use it.)
 PROFCOST_BIN=${PROFCOST_BIN:-$(dirname "$CALIBRATE_BIN")/topo-profiler-cost}
 if [ ! -x "$PROFCOST_BIN" ]; then alt=$(find_built topo-profiler-cost); [ -n "$alt" ] && PROFCOST_BIN=$alt; fi
 c_check() { # name libnccl.so.2

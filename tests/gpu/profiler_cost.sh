@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# What libtopo-profiler costs an eager AllReduce (issue 6, "Profiler cost"), measured as the
+# What libtopo-profiler costs an eager AllReduce (bench/RESULTS.md, "Profiler cost"), measured as the
 # baseline in tests/data/nccl-2.28.9-2xh200/profiler-cost-*.txt: topo-profiler-cost drives every
 # local GPU from one process and times AllReduce (float, sum) at 8 B, 128 KB, 1 MB, 16 MB, 128 MB,
 # back to back, eager, no graphs (2000 calls per batch below 1 MB, 200 from 1 MB on; median/min/

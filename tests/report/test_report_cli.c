@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // topo-report end to end, as a user runs it: help, version, misuse (one line, exit 2), the text,
 // JSON, CSV and HTML reports, dump, Chrome export, diff, and fit writing a tuner profile that
-// common/profile.c reads back with the latency and bandwidth the fixture was built with; fit on a
+// common/profile_read.c reads back with the latency and bandwidth the fixture was built with; fit on a
 // real DDP job's one-size traffic, refining a --base profile, and never leaving a partial file.
 #include <setjmp.h>
 #include <stdarg.h>

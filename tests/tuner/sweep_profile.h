@@ -34,16 +34,20 @@ static int sweep_config(const char *c, int *algo, int *proto, int *ch) {
   char a[16] = "", p[16] = "";
   *ch = 0;
   if (sscanf(c, "%15[A-Za-z]-%15[A-Za-z0-9]-ch%d", a, p, ch) < 2) return 0;
-  if ((*algo = topo_algo_from_name(a)) < 0 || (*proto = topo_proto_from_name(p)) < 0) return 0;
+  if ((*algo = topo_nccl_algo_from_name(a)) < 0 || (*proto = topo_nccl_proto_from_name(p)) < 0) return 0;
   return 1;
 }
 
-/* NCCL 2.28's channel count for (algo, proto) at `bytes` from 24 channels (thread threshold). */
+/* NCCL 2.28's channel count for (algo, proto) at `bytes` on the sweep's communicator: 2 ranks on
+ * one node, 24 collective channels ("24 coll channels" in nccl-debug-log.txt). */
+#define SWEEP_COMM_CHANNELS 24
 static int sweep_nccl_channels(int algo, int proto, unsigned long long bytes) {
-  static const double threads[3] = {512, 640, 512}, per_thread[3] = {8, 8, 64};
-  double thr = per_thread[proto] * (algo == NCCL_ALGO_RING && proto == NCCL_PROTO_LL ? 2 : 1);
-  int nc = 24;
-  while (nc >= 2 && (double)bytes < nc * threads[proto] * thr) nc--;
+  topo_nccl_channel_inputs in = {.nchannels = SWEEP_COMM_CHANNELS,
+                                 .nnodes = 1,
+                                 .max_threads = topo_nccl_max_threads(algo, proto, 0),
+                                 .threshold = topo_nccl_thread_threshold(algo, proto, 2)};
+  int nc = 0, nt = 0;
+  topo_nccl_channels(algo, proto, bytes, &in, &nc, &nt);
   return nc;
 }
 

@@ -72,13 +72,13 @@ static int replay_tables(const char *dir, const char *file, const topo_nccl_mode
       int a = i / NCCL_NUM_PROTOCOLS, p = i % NCCL_NUM_PROTOCOLS;
       if ((g.table[i] < 0) != (ours[i] < 0))
         fail_msg("%s coll=%s bytes=%zu pipe=%d %s/%s: NCCL %.2f, model %.4f", file,
-                 topo_coll_name(g.coll), g.bytes, g.pipe, topo_algo_name(a), topo_proto_name(p),
+                 topo_nccl_func_name(g.coll, TOPO_NCCL_FILE), g.bytes, g.pipe, topo_nccl_algo_name(a, TOPO_NCCL_FILE), topo_nccl_proto_name(p, TOPO_NCCL_FILE),
                  g.table[i], ours[i]);
       if (g.table[i] < 0) continue;
       double tol = 0.01 * g.table[i] + 0.005;
       if (ours[i] < g.table[i] - tol || ours[i] > g.table[i] + tol)
         fail_msg("%s coll=%s bytes=%zu pipe=%d %s/%s: NCCL %.2f us, model %.4f us", file,
-                 topo_coll_name(g.coll), g.bytes, g.pipe, topo_algo_name(a), topo_proto_name(p),
+                 topo_nccl_func_name(g.coll, TOPO_NCCL_FILE), g.bytes, g.pipe, topo_nccl_algo_name(a, TOPO_NCCL_FILE), topo_nccl_proto_name(p, TOPO_NCCL_FILE),
                  g.table[i], ours[i]);
     }
     calls++;
@@ -163,7 +163,7 @@ static int compare_debug_table(const char *dir, const topo_nccl_model *m, int *n
       nalgo = 0;
       char *save, *copy = strdup(bar + 1);
       for (char *t = strtok_r(copy, " |\n", &save); t && nalgo < 3; t = strtok_r(NULL, " |\n", &save))
-        algos[nalgo++] = topo_algo_from_name(t);
+        algos[nalgo++] = topo_nccl_algo_from_name(t);
       free(copy);
       continue;
     }
@@ -177,7 +177,7 @@ static int compare_debug_table(const char *dir, const topo_nccl_model *m, int *n
       }
       continue;
     }
-    int coll = topo_coll_from_name(name);
+    int coll = topo_nccl_coll_from_name(name);
     if (coll < 0) continue;
     const char *p = bar + 1;
     for (int i = 0; i < 3 * nalgo; i++) {
@@ -189,8 +189,8 @@ static int compare_debug_table(const char *dir, const topo_nccl_model *m, int *n
       assert_true(a >= 0);
       double our_lat = m->lat_us[coll][a][pr], our_bw = m->bw_gbs[coll][a][pr];
       if (our_lat < lat - 0.051 || our_lat > lat + 0.051 || our_bw < bw - 0.051 || our_bw > bw + 0.051)
-        fail_msg("%s %s %s/%s: NCCL %.1f/%.1f, model %.3f/%.3f", dir, name, topo_algo_name(a),
-                 topo_proto_name(pr), lat, bw, our_lat, our_bw);
+        fail_msg("%s %s %s/%s: NCCL %.1f/%.1f, model %.3f/%.3f", dir, name, topo_nccl_algo_name(a, TOPO_NCCL_FILE),
+                 topo_nccl_proto_name(pr, TOPO_NCCL_FILE), lat, bw, our_lat, our_bw);
       compared++;
     }
   }

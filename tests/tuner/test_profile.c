@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The tuner profile (common/profile.c): built-in defaults, exact round trip, best-match selection of
+// The tuner profile (common/profile*.c): built-in defaults, exact round trip, best-match selection of
 // sections, one file:line warning per malformed line (the rest used), unreadable file -> defaults,
 // the relative-error least-squares fit of fitted terms, and the name tables.
 #include <math.h>
@@ -503,22 +503,22 @@ static void test_set_term_replaces_and_validates(void **state) {
 static void test_names_round_trip_and_accept_nccl_spellings(void **state) {
   (void)state;
   for (int i = 0; i < NCCL_NUM_FUNCTIONS; i++)
-    assert_int_equal(topo_coll_from_name(topo_coll_name(i)), i);
+    assert_int_equal(topo_nccl_coll_from_name(topo_nccl_func_name(i, TOPO_NCCL_FILE)), i);
   for (int i = 0; i < NCCL_NUM_ALGORITHMS; i++)
-    assert_int_equal(topo_algo_from_name(topo_algo_name(i)), i);
+    assert_int_equal(topo_nccl_algo_from_name(topo_nccl_algo_name(i, TOPO_NCCL_FILE)), i);
   for (int i = 0; i < NCCL_NUM_PROTOCOLS; i++)
-    assert_int_equal(topo_proto_from_name(topo_proto_name(i)), i);
-  assert_int_equal(topo_coll_from_name("AllReduce"), ncclFuncAllReduce);
-  assert_int_equal(topo_coll_from_name("all_gather"), ncclFuncAllGather);
-  assert_int_equal(topo_algo_from_name("CollNetDirect"), NCCL_ALGO_COLLNET_DIRECT);
-  assert_int_equal(topo_algo_from_name("NVLSTree"), NCCL_ALGO_NVLS_TREE);
-  assert_int_equal(topo_proto_from_name("Simple"), NCCL_PROTO_SIMPLE);
-  assert_int_equal(topo_proto_from_name("LL128"), NCCL_PROTO_LL128);
-  assert_int_equal(topo_coll_from_name("sendrecv"), -1);
-  assert_int_equal(topo_algo_from_name(""), -1);
-  assert_int_equal(topo_proto_from_name(NULL), -1);
-  assert_string_equal(topo_algo_name(7), "unknown");
-  assert_string_equal(topo_coll_name(-1), "unknown");
+    assert_int_equal(topo_nccl_proto_from_name(topo_nccl_proto_name(i, TOPO_NCCL_FILE)), i);
+  assert_int_equal(topo_nccl_coll_from_name("AllReduce"), ncclFuncAllReduce);
+  assert_int_equal(topo_nccl_coll_from_name("all_gather"), ncclFuncAllGather);
+  assert_int_equal(topo_nccl_algo_from_name("CollNetDirect"), NCCL_ALGO_COLLNET_DIRECT);
+  assert_int_equal(topo_nccl_algo_from_name("NVLSTree"), NCCL_ALGO_NVLS_TREE);
+  assert_int_equal(topo_nccl_proto_from_name("Simple"), NCCL_PROTO_SIMPLE);
+  assert_int_equal(topo_nccl_proto_from_name("LL128"), NCCL_PROTO_LL128);
+  assert_int_equal(topo_nccl_coll_from_name("sendrecv"), -1);
+  assert_int_equal(topo_nccl_algo_from_name(""), -1);
+  assert_int_equal(topo_nccl_proto_from_name(NULL), -1);
+  assert_string_equal(topo_nccl_algo_name(7, TOPO_NCCL_FILE), "unknown");
+  assert_string_equal(topo_nccl_func_name(-1, TOPO_NCCL_FILE), "unknown");
 }
 
 /* Several terms per key: disjoint ranges, looked up by size; same range replaces, overlap refused. */

@@ -72,8 +72,8 @@ static const char *const ev_names[] = {"measured", "interpolated", "model-only"}
 static int expect_evidence(const topo_profile *p, int coll, const char *algo, const char *proto,
                            int nch, uint64_t bytes) {
   int n = 0, below = 0, above = 0;
-  const topo_profile_point *pt = topo_profile_find_points(p, coll, topo_algo_from_name(algo),
-                                                          topo_proto_from_name(proto), nch, &n);
+  const topo_profile_point *pt = topo_profile_find_points(p, coll, topo_nccl_algo_from_name(algo),
+                                                          topo_nccl_proto_from_name(proto), nch, &n);
   for (int i = 0; i < n; i++) {
     double d = (double)pt[i].bytes - (double)bytes;
     if (fabs(d) <= 0.05 * (double)bytes) return 0;
@@ -187,8 +187,8 @@ static void test_gain_and_evidence_from_the_same_profile(void **state) {
     assert_true(tt > 0 && nt > 0);
     assert_true(gain > 0.995 * nt / tt && gain < 1.005 * nt / tt);
     /* NCCL's pick timed by the profile: where a term covers it, the term's own time. */
-    const topo_profile_term *t = topo_profile_find_term_at(&p, 4, topo_algo_from_name(na),
-                                                           topo_proto_from_name(np), 0, bytes);
+    const topo_profile_term *t = topo_profile_find_term_at(&p, 4, topo_nccl_algo_from_name(na),
+                                                           topo_nccl_proto_from_name(np), 0, bytes);
     if (t) {
       double want_us = t->lat_us + (double)bytes / (t->bw_gbs * 1e3);
       assert_true(nt > 0.99 * want_us && nt < 1.01 * want_us + 0.5);

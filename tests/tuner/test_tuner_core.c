@@ -17,7 +17,7 @@
 #include "model.h"
 #include "plugin_host.h"
 #include "table.h"
-#include "tuner.h"
+#include "tuner_core.h"
 #include "tuner_test_util.h"
 
 static int setup(void **state) {
@@ -204,7 +204,7 @@ static void test_model_is_physically_sensible(void **state) {
     assert_true(x < prev);
     prev = x;
   }
-  double busbw = big / tsim / 1e3 * topo_model_busbw_factor(ncclFuncAllReduce, 8);
+  double busbw = big / tsim / 1e3 * topo_nccl_busbw_factor(ncclFuncAllReduce, 8);
   assert_true(busbw < p.link[TOPO_LINK_NVLINK].bw_gbs); /* never above the link */
   /* numPipeOps multiplies the ring latency. */
   double t1 = topo_model_time(&m, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL, 0, 8, 1, 0);

@@ -33,7 +33,7 @@
 #include "recorded_calls.h"
 #include "sweep_profile.h"
 #include "table.h"
-#include "tuner.h"
+#include "tuner_core.h"
 
 #define MAX_ROWS 1024
 
@@ -109,10 +109,12 @@ static double torch_us(const char *json, const char *config, const char *op, uns
   return -1;
 }
 
+/* The sweep's name of a configuration: "Ring-LL128-ch8", NCCL's table spelling. */
 static const char *config_name(int algo, int proto, int nch, char *buf, size_t len) {
-  static const char *an[] = {"Tree", "Ring"}, *pn[] = {"LL", "LL128", "Simple"};
-  if (nch) snprintf(buf, len, "%s-%s-ch%d", algo < 2 ? an[algo] : "?", pn[proto], nch);
-  else snprintf(buf, len, "%s-%s", algo < 2 ? an[algo] : "?", pn[proto]);
+  const char *a = algo <= NCCL_ALGO_RING ? topo_nccl_algo_name(algo, TOPO_NCCL_TABLE) : "?";
+  const char *p = topo_nccl_proto_name(proto, TOPO_NCCL_TABLE);
+  if (nch) snprintf(buf, len, "%s-%s-ch%d", a, p, nch);
+  else snprintf(buf, len, "%s-%s", a, p);
   return buf;
 }
 

@@ -2,13 +2,12 @@
 /*
  * topo-calibrate's internal API: options, sweep planning, statistics, the results of a run,
  * fitting them into a tuner profile, and the summary tables. Everything declared here is pure C
- * with no CUDA or NCCL header, so the CPU-side tests (tests/calibrate/) link it without a GPU.
- * The GPU engine (runner.c, the only file that includes <nccl.h>) and the launcher (launch.c)
- * use these types through topo_cal_run().
+ * with no CUDA header and none of NCCL's, so the CPU-side tests (tests/calibrate/) link it without
+ * a GPU. The GPU engine (runner.h: the only files that include <nccl.h>) and the launcher
+ * (launch.c) use these types through topo_cal_run().
  *
- * Indices: collectives are ncclFunc_t values (Broadcast 0, Reduce 1, AllGather 2, ReduceScatter 3,
- * AllReduce 4), algorithms NCCL_ALGO_* (Tree 0, Ring 1, ..., PAT 6), protocols NCCL_PROTO_*
- * (LL 0, LL128 1, Simple 2) - the same numbers common/profile.h and the tuner use.
+ * Indices and names: NCCL's own (common/nccl_vocab.h, which nccl.h does not clash with):
+ * collectives ncclFunc_t 0..4, algorithms NCCL_ALGO_*, protocols NCCL_PROTO_*.
  * Sizes follow nccl-tests: AllGather / ReduceScatter sizes are the full gathered buffer, which is
  * also what the tuner sees as nBytes.
  *
@@ -21,21 +20,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define TOPO_CAL_NCOLLS 5
-#define TOPO_CAL_NALGOS 7
-#define TOPO_CAL_NPROTOS 3
+#include "nccl_vocab.h"
+
 #define TOPO_CAL_MAX_SIZES 128
 #define TOPO_CAL_MAX_CHANNEL_SETTINGS 16
 #define TOPO_CAL_MAX_ITERS 1000
 #define TOPO_CAL_MAX_ROUNDS 100
 #define TOPO_CAL_ELEM_BYTES 4 /* float, as nccl-tests */
-
-enum { TOPO_CAL_COLL_BROADCAST = 0, TOPO_CAL_COLL_REDUCE = 1, TOPO_CAL_COLL_ALLGATHER = 2,
-       TOPO_CAL_COLL_REDUCESCATTER = 3, TOPO_CAL_COLL_ALLREDUCE = 4 };
-enum { TOPO_CAL_ALGO_TREE = 0, TOPO_CAL_ALGO_RING = 1, TOPO_CAL_ALGO_COLLNET_DIRECT = 2,
-       TOPO_CAL_ALGO_COLLNET_CHAIN = 3, TOPO_CAL_ALGO_NVLS = 4, TOPO_CAL_ALGO_NVLS_TREE = 5,
-       TOPO_CAL_ALGO_PAT = 6 };
-enum { TOPO_CAL_PROTO_LL = 0, TOPO_CAL_PROTO_LL128 = 1, TOPO_CAL_PROTO_SIMPLE = 2 };
 
 /* How a forced choice reaches NCCL. */
 enum topo_cal_force_via { TOPO_CAL_VIA_AUTO = 0, TOPO_CAL_VIA_TUNER, TOPO_CAL_VIA_ENV };
@@ -105,7 +96,7 @@ typedef struct topo_cal_setting {
 /* What NCCL allows, [coll][algo][proto] = 1. Filled from NCCL's own table (nccl_log.c) or from
  * NCCL 2.28's rules with NVLS off (topo_cal_rules_allowed). */
 typedef struct topo_cal_allowed {
-  unsigned char ok[TOPO_CAL_NCOLLS][TOPO_CAL_NALGOS][TOPO_CAL_NPROTOS];
+  unsigned char ok[NCCL_NUM_FUNCTIONS][NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS];
 } topo_cal_allowed;
 
 /* NCCL 2.28's enable rules for one communicator with NVLS and CollNet off: Broadcast/Reduce Ring
@@ -132,10 +123,6 @@ int topo_cal_plan_settings(const topo_cal_options *o, const topo_cal_allowed *al
 /* 1 when setting `s` applies to collective `coll` under `allowed` (default and tuner settings
  * apply to every collective). */
 int topo_cal_setting_applies(const topo_cal_setting *s, int coll, const topo_cal_allowed *allowed);
-
-/* NCCL_ALGO / NCCL_PROTO spelling ("Ring", "Tree", "PAT", "NVLSTree"; "LL", "LL128", "Simple"). */
-const char *topo_cal_nccl_algo_name(int algo);
-const char *topo_cal_nccl_proto_name(int proto);
 
 /* "ring/simple", "ring/simple/ch8", "default", "tuner". */
 void topo_cal_setting_label(const topo_cal_setting *s, char *buf, size_t len);
@@ -165,8 +152,6 @@ int topo_cal_stats_compute(const double *samples, int n, topo_cal_stats *out);
 /* Interquartile range relative to the median (0.02 = 2 %), 0 when the median is 0. */
 double topo_cal_stats_spread(const topo_cal_stats *s);
 
-/* nccl-tests bus bandwidth factor: AllReduce 2(n-1)/n, AllGather/ReduceScatter (n-1)/n, else 1. */
-double topo_cal_busbw_factor(int coll, int nranks);
 /* The fewest bytes, as a fraction of the size, that must cross one GPU's links whatever the
  * algorithm (in-switch reduction included): AllReduce/AllGather/ReduceScatter (n-1)/n,
  * Broadcast/Reduce 1. */
@@ -315,8 +300,8 @@ typedef struct topo_cal_nccl_log {
   int tuner_loaded;         /* -1 unknown, 1 "TUNER/Plugin: Using" seen */
   char tuner_name[64];
   int tuner_version;
-  topo_cal_choice last[TOPO_CAL_NCOLLS]; /* latest choice per collective */
-  int have_last[TOPO_CAL_NCOLLS];
+  topo_cal_choice last[NCCL_NUM_FUNCTIONS]; /* latest choice per collective */
+  int have_last[NCCL_NUM_FUNCTIONS];
   int nchoices;             /* choice lines seen since the last reset */
   char last_warn[256];      /* latest "NCCL WARN" text */
 } topo_cal_nccl_log;
@@ -380,8 +365,8 @@ typedef struct topo_cal_bench_summary {
 int topo_cal_report_bench(FILE *f, const topo_cal_results *r, topo_cal_bench_summary *sum);
 
 /* ---------------------------------------------------------------------------------------------
- * Logging shim (cal_log.c): runner.c cannot include common/log.h (its ncclResult_t clashes with
- * <nccl.h>). Progress and info go to stderr only from the process that owns rank 0.
+ * Logging shim (cal_log.c): the GPU engine cannot include common/log.h (its ncclResult_t clashes
+ * with <nccl.h>). Progress and info go to stderr only from the process that owns rank 0.
  */
 void topo_cal_log_setup(const char *program, int verbose, int quiet);
 void topo_cal_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -391,7 +376,7 @@ void topo_cal_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 void topo_cal_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---------------------------------------------------------------------------------------------
- * The run (runner.c / launch.c)
+ * The run (runner.h / launch.c)
  */
 typedef struct topo_cal_proc {
   int nprocs, proc;         /* processes and this one's index (0 owns rank 0) */

@@ -34,7 +34,7 @@
 #define TOPO_CAL_MAX_PIECES 16
 
 static double busbw_of(const topo_cal_results *r, const topo_cal_point *p) {
-  return topo_cal_algbw(p->bytes, p->stats.median) * topo_cal_busbw_factor(p->coll, r->nranks);
+  return topo_cal_algbw(p->bytes, p->stats.median) * topo_nccl_busbw_factor(p->coll, r->nranks);
 }
 
 static uint64_t largest_ok(const topo_cal_results *r) {
@@ -130,7 +130,9 @@ static int add_points(const topo_cal_results *r, topo_profile *out) {
   return added;
 }
 
-int topo_cal_fit_profile(const topo_cal_results *r, topo_profile *out) {
+/* The section: built-in defaults for the GPU model, keyed by (model, nranks, nnodes, NCCL
+ * version); NCCL's channel count; NVLS as the GPUs' multicast support says. */
+static void start_section(const topo_cal_results *r, topo_profile *out) {
   topo_profile_builtin(r->gpu_model[0] ? r->gpu_model : NULL, out);
   snprintf(out->key.gpu, sizeof out->key.gpu, "%s", r->gpu_model[0] ? r->gpu_model : "*");
   out->key.nranks = r->nranks;
@@ -144,89 +146,84 @@ int topo_cal_fit_profile(const topo_cal_results *r, topo_profile *out) {
     else if (r->dev[d].multicast == 1 && mc != 0) mc = 1;
   }
   if (mc >= 0) out->nvls = mc;
+}
 
-  /* Fitted terms. */
-  int nterms = 0;
-  uint64_t *bytes = NULL;
-  double *times = NULL;
-  if (r->npoints > 0) {
-    bytes = topo_malloc((size_t)r->npoints * sizeof *bytes);
-    times = topo_malloc((size_t)r->npoints * sizeof *times);
-    if (!bytes || !times) {
-      topo_free(bytes);
-      topo_free(times);
-      return -1;
-    }
+/* One value per size of setting s, collective c: the median of the setting's rounds there.
+ * Returns the number of sizes in bytes[] / times[] (room for r->npoints). */
+static int setting_sweep(const topo_cal_results *r, int s, int c, uint64_t *bytes, double *times) {
+  int n = 0;
+  for (int i = 0; i < r->npoints; i++) {
+    const topo_cal_point *p = &r->points[i];
+    if (p->setting != s || p->coll != c || p->status != TOPO_CAL_OK) continue;
+    int dup = 0;
+    for (int k = 0; k < n && !dup; k++) dup = bytes[k] == p->bytes;
+    if (dup) continue;
+    int reps = 0;
+    bytes[n] = p->bytes;
+    topo_cal_results_setting_median(r, s, c, p->bytes, &times[n], &reps);
+    n++;
   }
-  for (int s = 0; s < r->nsettings; s++) {
+  return n;
+}
+
+/* Piecewise terms of one setting's sweep of collective c. Returns the terms added, -1 when out
+ * of memory. */
+static int fit_sweep(const topo_cal_setting *st, int c, const uint64_t *bytes, const double *times,
+                     int n, topo_profile *out) {
+  topo_profile_term pieces[TOPO_CAL_MAX_PIECES];
+  memset(pieces, 0, sizeof pieces);
+  int np = topo_profile_fit_piecewise(bytes, times, n, TOPO_PROFILE_PIECE_ERR, pieces,
+                                      TOPO_CAL_MAX_PIECES);
+  if (np < 0) return -1;
+  int added = 0;
+  for (int k = 0; k < np; k++) {
+    topo_profile_term *t = &pieces[k];
+    t->coll = c;
+    t->algo = st->algo;
+    t->proto = st->proto;
+    t->nchannels = st->nchannels;
+    topo_status sst = topo_profile_set_term(out, t);
+    if (sst == TOPO_ERR_NOMEM) return -1;
+    if (sst == TOPO_OK) added++;
+  }
+  return added;
+}
+
+/* Fitted terms for every in-reach forced setting and collective with two sizes at least.
+ * Returns the number of terms, -1 when out of memory. */
+static int fit_terms(const topo_cal_results *r, topo_profile *out) {
+  if (r->npoints <= 0) return 0;
+  uint64_t *bytes = topo_malloc((size_t)r->npoints * sizeof *bytes);
+  double *times = topo_malloc((size_t)r->npoints * sizeof *times);
+  int nterms = bytes && times ? 0 : -1;
+  for (int s = 0; s < r->nsettings && nterms >= 0; s++) {
     const topo_cal_setting *st = &r->settings[s];
     /* A beyond-reach channel count is advice (report.c), not a choice the tuner can make. */
     if (st->kind != TOPO_CAL_FORCED || st->beyond_reach) continue;
-    for (int c = 0; c < TOPO_CAL_NCOLLS; c++) {
-      int n = 0;
-      /* One value per size: the median of the setting's rounds there. */
-      for (int i = 0; i < r->npoints; i++) {
-        const topo_cal_point *p = &r->points[i];
-        if (p->setting != s || p->coll != c || p->status != TOPO_CAL_OK) continue;
-        int dup = 0;
-        for (int k = 0; k < n && !dup; k++) dup = bytes[k] == p->bytes;
-        if (dup) continue;
-        int reps = 0;
-        bytes[n] = p->bytes;
-        topo_cal_results_setting_median(r, s, c, p->bytes, &times[n], &reps);
-        n++;
-      }
+    for (int c = 0; c < NCCL_NUM_FUNCTIONS && nterms >= 0; c++) {
+      int n = setting_sweep(r, s, c, bytes, times);
       if (n < 2) continue;
-      topo_profile_term pieces[TOPO_CAL_MAX_PIECES];
-      memset(pieces, 0, sizeof pieces);
-      int np = topo_profile_fit_piecewise(bytes, times, n, TOPO_PROFILE_PIECE_ERR, pieces,
-                                          TOPO_CAL_MAX_PIECES);
-      if (np < 0) {
-        topo_free(bytes);
-        topo_free(times);
-        return -1;
-      }
-      for (int k = 0; k < np; k++) {
-        topo_profile_term *t = &pieces[k];
-        t->coll = c;
-        t->algo = st->algo;
-        t->proto = st->proto;
-        t->nchannels = st->nchannels;
-        topo_status sst = topo_profile_set_term(out, t);
-        if (sst == TOPO_ERR_NOMEM) {
-          topo_free(bytes);
-          topo_free(times);
-          return -1;
-        }
-        if (sst == TOPO_OK) nterms++;
-      }
+      int added = fit_sweep(st, c, bytes, times, n, out);
+      nterms = added < 0 ? -1 : nterms + added;
     }
   }
   topo_free(bytes);
   topo_free(times);
-  if (add_points(r, out) < 0) {
-    topo_profile_free(out);
-    return -1;
-  }
+  return nterms;
+}
 
-  if (r->nranks < 2) {
-    if (r->floor_graph_us > 0) out->launch_us = r->floor_graph_us;
-    return nterms;
-  }
-
-  /* Links. */
-  double n = r->nranks;
+/* Link bandwidth and latency of the class the run crossed (NVLink on one node, NET on several).
+ * ll: the ring/LL AllReduce term; steps: its 2(n-1) link hops. */
+static void fit_link(const topo_cal_results *r, const topo_profile_term *ll, double steps,
+                     topo_profile *out) {
   int multi = r->nnodes > 1;
   int cls = multi ? TOPO_LINK_NET : TOPO_LINK_NVLINK;
-  double peak = peak_busbw(r, -1, -1, -1);
-  double link_bw = peak;
+  double link_bw = peak_busbw(r, -1, -1, -1);
   if (!multi && r->p2p_ce_bw && r->ndev > 1) {
     double ce = median_positive(r->p2p_ce_bw, r->ndev * r->ndev);
     if (ce > link_bw) link_bw = ce;
   }
   if (link_bw > 0) out->link[cls].bw_gbs = link_bw;
-  const topo_profile_term *ll = term_of(out, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL);
-  double steps = 2 * (n - 1);
   if (!multi && r->p2p_sm_lat && r->ndev > 1) {
     double rt = median_positive(r->p2p_sm_lat, r->ndev * r->ndev);
     if (rt > 0) out->link[TOPO_LINK_NVLINK].lat_us = rt / 2;
@@ -234,51 +231,82 @@ int topo_cal_fit_profile(const topo_cal_results *r, topo_profile *out) {
     double per = (ll->lat_us - out->launch_us) / steps;
     if (per > 0.5) out->link[TOPO_LINK_NET].lat_us = per;
   }
+}
 
-  /* Launch: what ring/LL AllReduce costs beyond its link hops. */
-  double hop = out->link[cls].lat_us;
+/* Launch: what ring/LL AllReduce costs beyond its link hops, at least the GPU floor. */
+static void fit_launch(const topo_cal_results *r, const topo_profile_term *ll, double steps,
+                       double hop, topo_profile *out) {
   if (ll) {
-    double launch = ll->lat_us - steps * (hop + out->proto[TOPO_CAL_PROTO_LL].lat_us);
+    double launch = ll->lat_us - steps * (hop + out->proto[NCCL_PROTO_LL].lat_us);
     if (launch < r->floor_graph_us) launch = r->floor_graph_us;
     if (launch > 0) out->launch_us = launch;
   } else if (r->floor_graph_us > 0 && out->launch_us < r->floor_graph_us) {
     out->launch_us = r->floor_graph_us;
   }
+}
 
-  /* Protocols. */
-  double lb = out->link[cls].bw_gbs;
-  for (int p = 0; p < TOPO_CAL_NPROTOS; p++) {
-    double pk = peak_busbw(r, TOPO_CAL_ALGO_RING, p, -1);
-    if (pk > 0 && lb > 0) {
-      double eff = pk / lb;
+/* The best per-channel bus bandwidth of a channel-limited ring setting of protocol p (well below
+ * what NCCL's own count or more channels reach); 0 when none is. */
+static double channel_bw(const topo_cal_results *r, int p) {
+  double best_ch = 0;
+  for (int s = 0; s < r->nsettings; s++) {
+    const topo_cal_setting *st = &r->settings[s];
+    if (st->kind != TOPO_CAL_FORCED || st->algo != NCCL_ALGO_RING || st->proto != p ||
+        st->nchannels <= 0)
+      continue;
+    double ref = peak_busbw(r, NCCL_ALGO_RING, p, 0);
+    for (int s2 = 0; s2 < r->nsettings; s2++) {
+      const topo_cal_setting *o2 = &r->settings[s2];
+      if (o2->kind == TOPO_CAL_FORCED && o2->algo == NCCL_ALGO_RING && o2->proto == p &&
+          o2->nchannels > st->nchannels) {
+        double b2 = peak_busbw(r, NCCL_ALGO_RING, p, o2->nchannels);
+        if (b2 > ref) ref = b2;
+      }
+    }
+    double bw = peak_busbw(r, NCCL_ALGO_RING, p, st->nchannels);
+    if (bw > 0 && bw < 0.85 * ref && bw / st->nchannels > best_ch) best_ch = bw / st->nchannels;
+  }
+  return best_ch;
+}
+
+/* Per protocol: bandwidth efficiency against the link, per-channel bandwidth, latency above LL's
+ * per step. */
+static void fit_protocols(const topo_cal_results *r, const topo_profile_term *ll, double steps,
+                          double link_bw, topo_profile *out) {
+  for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
+    double pk = peak_busbw(r, NCCL_ALGO_RING, p, -1);
+    if (pk > 0 && link_bw > 0) {
+      double eff = pk / link_bw;
       out->proto[p].bw_eff = eff > 1.0 ? 1.0 : eff;
     }
-    double best_ch = 0;
-    for (int s = 0; s < r->nsettings; s++) {
-      const topo_cal_setting *st = &r->settings[s];
-      if (st->kind != TOPO_CAL_FORCED || st->algo != TOPO_CAL_ALGO_RING || st->proto != p ||
-          st->nchannels <= 0)
-        continue;
-      /* Channel-limited: well below what NCCL's own count or more channels reach. */
-      double ref = peak_busbw(r, TOPO_CAL_ALGO_RING, p, 0);
-      for (int s2 = 0; s2 < r->nsettings; s2++) {
-        const topo_cal_setting *o2 = &r->settings[s2];
-        if (o2->kind == TOPO_CAL_FORCED && o2->algo == TOPO_CAL_ALGO_RING && o2->proto == p &&
-            o2->nchannels > st->nchannels) {
-          double b2 = peak_busbw(r, TOPO_CAL_ALGO_RING, p, o2->nchannels);
-          if (b2 > ref) ref = b2;
-        }
-      }
-      double bw = peak_busbw(r, TOPO_CAL_ALGO_RING, p, st->nchannels);
-      if (bw > 0 && bw < 0.85 * ref && bw / st->nchannels > best_ch) best_ch = bw / st->nchannels;
-    }
+    double best_ch = channel_bw(r, p);
     if (best_ch > 0) out->proto[p].ch_bw_gbs = best_ch;
-    const topo_profile_term *t = term_of(out, TOPO_CAL_COLL_ALLREDUCE, TOPO_CAL_ALGO_RING, p);
-    if (p != TOPO_CAL_PROTO_LL && t && ll && steps > 0) {
-      double extra = (t->lat_us - ll->lat_us) / steps + out->proto[TOPO_CAL_PROTO_LL].lat_us;
+    const topo_profile_term *t = term_of(out, ncclFuncAllReduce, NCCL_ALGO_RING, p);
+    if (p != NCCL_PROTO_LL && t && ll && steps > 0) {
+      double extra = (t->lat_us - ll->lat_us) / steps + out->proto[NCCL_PROTO_LL].lat_us;
       out->proto[p].lat_us = extra > 0 ? extra : 0;
     }
   }
+}
+
+int topo_cal_fit_profile(const topo_cal_results *r, topo_profile *out) {
+  start_section(r, out);
+  int nterms = fit_terms(r, out);
+  if (nterms < 0) return -1;
+  if (add_points(r, out) < 0) {
+    topo_profile_free(out);
+    return -1;
+  }
+  if (r->nranks < 2) {
+    if (r->floor_graph_us > 0) out->launch_us = r->floor_graph_us;
+    return nterms;
+  }
+  int cls = r->nnodes > 1 ? TOPO_LINK_NET : TOPO_LINK_NVLINK;
+  const topo_profile_term *ll = term_of(out, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL);
+  double steps = 2 * ((double)r->nranks - 1);
+  fit_link(r, ll, steps, out);
+  fit_launch(r, ll, steps, out->link[cls].lat_us, out);
+  fit_protocols(r, ll, steps, out->link[cls].bw_gbs, out);
   return nterms;
 }
 

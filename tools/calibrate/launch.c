@@ -99,82 +99,51 @@ static void stop_all(pid_t *pids, int n) {
     }
 }
 
-int topo_cal_launch_fork(const topo_cal_options *o, int ngpus) {
-  int n = ngpus, nodes = o->nodes > 0 ? o->nodes : 1;
-  if (nodes > n) {
-    fprintf(stderr, "topo-calibrate: error: --nodes %d needs at least %d GPUs, %d visible\n", nodes, nodes, n);
-    return 2;
-  }
-  int *fds = topo_calloc((size_t)2 * n, sizeof(int));
-  pid_t *pids = topo_calloc((size_t)n, sizeof(pid_t));
-  if (!fds || !pids) {
-    topo_free(fds);
-    topo_free(pids);
-    return 1;
-  }
-  for (int r = 1; r < n; r++)
-    if (pipe(&fds[2 * r])) {
-      fprintf(stderr, "topo-calibrate: error: pipe: %s\n", strerror(errno));
-      return 1;
-    }
-  fflush(stdout);
-  fflush(stderr);
-  for (int r = 0; r < n; r++) {
-    pid_t pid = fork();
-    if (pid < 0) {
-      fprintf(stderr, "topo-calibrate: error: fork: %s\n", strerror(errno));
-      stop_all(pids, r);
-      return 1;
-    }
-    if (pid == 0) {
-      /* Worker r: keep the write ends (worker 0) or its own read end. */
-      for (int q = 1; q < n; q++) {
-        if (r == 0) close(fds[2 * q]);
-        else {
-          close(fds[2 * q + 1]);
-          if (q != r) close(fds[2 * q]);
-        }
-      }
-      struct sigaction wsa;
-      memset(&wsa, 0, sizeof wsa);
-      wsa.sa_handler = worker_signal;
-      wsa.sa_flags = SA_RESTART;
-      sigemptyset(&wsa.sa_mask);
-      sigaction(SIGTERM, &wsa, NULL);
-      sigaction(SIGINT, &wsa, NULL);
-      char host[64];
-      int node = (int)((long)r * nodes / n);
-      if (nodes > 1) {
-        snprintf(host, sizeof host, "topo-calibrate-node%d", node);
-        setenv("NCCL_HOSTID", host, 1);
-      }
-      fork_share share = {r, n, fds};
-      topo_cal_proc proc = {.nprocs = n, .proc = r, .nodes = nodes, .local_first = r, .nlocal = 1,
-                            .nranks = n, .device_base = r, .share_id = share_id, .share_ctx = &share};
-      topo_cal_log_setup(NULL, o->verbose, r != 0);
-      topo_cal_results res;
-      topo_cal_results_init(&res);
-      int rc = topo_cal_run(o, &proc, &res);
-      topo_cal_results_free(&res);
-      fflush(stdout);
-      fflush(stderr);
-      _exit(rc);
-    }
-    pids[r] = pid;
-  }
-  for (int q = 1; q < n; q++) {
-    close(fds[2 * q]);
-    close(fds[2 * q + 1]);
-  }
-  signal_pids = pids;
-  signal_npids = n;
+/* SIGTERM and SIGINT go to `handler`, restarting interrupted calls. */
+static void handle_stop_signals(void (*handler)(int)) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
-  sa.sa_handler = forward_signal;
+  sa.sa_handler = handler;
   sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGTERM, &sa, NULL);
   sigaction(SIGINT, &sa, NULL);
+}
+
+/* Worker r of n in the forked child: rank r on GPU r, NCCL_HOSTID of its "node", the first
+ * unique id over fds from worker 0. Never returns. */
+__attribute__((noreturn)) static void run_worker(const topo_cal_options *o, int r, int n, int nodes,
+                                                int *fds) {
+  /* Keep the write ends (worker 0) or its own read end. */
+  for (int q = 1; q < n; q++) {
+    if (r == 0) close(fds[2 * q]);
+    else {
+      close(fds[2 * q + 1]);
+      if (q != r) close(fds[2 * q]);
+    }
+  }
+  handle_stop_signals(worker_signal);
+  char host[64];
+  int node = (int)((long)r * nodes / n);
+  if (nodes > 1) {
+    snprintf(host, sizeof host, "topo-calibrate-node%d", node);
+    setenv("NCCL_HOSTID", host, 1);
+  }
+  fork_share share = {r, n, fds};
+  topo_cal_proc proc = {.nprocs = n, .proc = r, .nodes = nodes, .local_first = r, .nlocal = 1,
+                        .nranks = n, .device_base = r, .share_id = share_id, .share_ctx = &share};
+  topo_cal_log_setup(NULL, o->verbose, r != 0);
+  topo_cal_results res;
+  topo_cal_results_init(&res);
+  int rc = topo_cal_run(o, &proc, &res);
+  topo_cal_results_free(&res);
+  fflush(stdout);
+  fflush(stderr);
+  _exit(rc);
+}
+
+/* Wait for the n workers; the first that fails stops the others. Returns the worst exit code. */
+static int wait_workers(pid_t *pids, int n) {
   int worst = 0, left = n;
   while (left > 0) {
     int status;
@@ -199,10 +168,51 @@ int topo_cal_launch_fork(const topo_cal_options *o, int ngpus) {
       left = 0;
     }
   }
-  signal(SIGTERM, SIG_DFL);
-  signal(SIGINT, SIG_DFL);
-  signal_npids = 0;
+  return worst;
+}
+
+int topo_cal_launch_fork(const topo_cal_options *o, int ngpus) {
+  int n = ngpus, nodes = o->nodes > 0 ? o->nodes : 1;
+  if (nodes > n) {
+    fprintf(stderr, "topo-calibrate: error: --nodes %d needs at least %d GPUs, %d visible\n", nodes, nodes, n);
+    return 2;
+  }
+  int *fds = topo_calloc((size_t)2 * n, sizeof(int));
+  pid_t *pids = topo_calloc((size_t)n, sizeof(pid_t));
+  int rc = fds && pids ? 0 : 1;
+  for (int r = 1; r < n && !rc; r++)
+    if (pipe(&fds[2 * r])) {
+      fprintf(stderr, "topo-calibrate: error: pipe: %s\n", strerror(errno));
+      rc = 1;
+    }
+  fflush(stdout);
+  fflush(stderr);
+  for (int r = 0; r < n && !rc; r++) {
+    pid_t pid = fork();
+    if (pid < 0) {
+      fprintf(stderr, "topo-calibrate: error: fork: %s\n", strerror(errno));
+      stop_all(pids, r);
+      rc = 1;
+    } else if (pid == 0) {
+      run_worker(o, r, n, nodes, fds);
+    } else {
+      pids[r] = pid;
+    }
+  }
+  if (!rc) {
+    for (int q = 1; q < n; q++) {
+      close(fds[2 * q]);
+      close(fds[2 * q + 1]);
+    }
+    signal_pids = pids;
+    signal_npids = n;
+    handle_stop_signals(forward_signal);
+    rc = wait_workers(pids, n);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    signal_npids = 0;
+  }
   topo_free(fds);
   topo_free(pids);
-  return worst;
+  return rc;
 }

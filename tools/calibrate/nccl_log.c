@@ -37,7 +37,7 @@ int topo_cal_parse_choice(const char *line, topo_cal_choice *out) {
   if (!colon) return 0;
   char func[32];
   trim_copy(func, sizeof func, b, colon);
-  int coll = topo_coll_from_name(func);
+  int coll = topo_nccl_coll_from_name(func);
   if (coll < 0) return 0;
   unsigned long long bytes;
   char algo[32], proto[32];
@@ -45,7 +45,7 @@ int topo_cal_parse_choice(const char *line, topo_cal_choice *out) {
   if (sscanf(colon + 1, " %llu Bytes -> Algo %31s proto %31s channel{Lo..Hi}={%d..%d}", &bytes,
              algo, proto, &lo, &hi) != 5)
     return 0;
-  int a = topo_algo_from_name(algo), p = topo_proto_from_name(proto);
+  int a = topo_nccl_algo_from_name(algo), p = topo_nccl_proto_from_name(proto);
   if (a < 0 || p < 0 || hi < lo) return 0;
   out->coll = coll;
   out->bytes = bytes;
@@ -83,9 +83,9 @@ static void table_header(topo_cal_nccl_log *log, const char *b) {
     if (!q) break;
     char name[32];
     trim_copy(name, sizeof name, p + 1, q);
-    int a = topo_algo_from_name(name);
+    int a = topo_nccl_algo_from_name(name);
     if (a < 0) break;
-    if (log->table_nalgos == 0 && a == TOPO_CAL_ALGO_TREE) {
+    if (log->table_nalgos == 0 && a == NCCL_ALGO_TREE) {
       /* First block of a new table: a new communicator's. */
       memset(&log->allowed, 0, sizeof log->allowed);
       log->table_seen = 0;
@@ -101,7 +101,7 @@ static int table_row(topo_cal_nccl_log *log, const char *b) {
   if (!bar || !log->table_nalgos) return 0;
   char name[32];
   trim_copy(name, sizeof name, b, bar);
-  int coll = topo_coll_from_name(name);
+  int coll = topo_nccl_coll_from_name(name);
   if (coll < 0) return 0;
   const char *p = bar;
   for (int i = 0; i < 3 * log->table_nalgos; i++) {

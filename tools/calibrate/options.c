@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * topo-calibrate's command line: defaults, parsing (long and short options, sizes with binary
- * suffixes, comma lists of collectives / algorithms / protocols / channel counts) and --help.
+ * topo-calibrate's command line: defaults, parsing (getopt_long: long and short options, sizes
+ * with binary suffixes, comma lists of collectives / algorithms / protocols / channel counts) and
+ * --help.
  * Called once by main() before anything touches a GPU. Pure: no I/O except the usage text.
  */
 #include <ctype.h>
@@ -13,11 +14,12 @@
 #include <strings.h>
 
 #include "calibrate.h"
+#include "cli.h"
 #include "profile.h"
 
 void topo_cal_options_default(topo_cal_options *o) {
   memset(o, 0, sizeof *o);
-  o->colls = (1u << TOPO_CAL_NCOLLS) - 1;
+  o->colls = (1u << NCCL_NUM_FUNCTIONS) - 1;
   static const int ch[] = {0, 4, 8, 16, 24, 32};
   o->nchannels = (int)(sizeof ch / sizeof ch[0]);
   memcpy(o->channels, ch, sizeof ch);
@@ -95,10 +97,6 @@ static int parse_names(const char *text, int (*lookup)(const char *), unsigned a
   return 0;
 }
 
-/* Also accept nccl-tests' names: all_reduce, reduce_scatter, all_gather. */
-static int coll_lookup(const char *name) { return topo_coll_from_name(name); }
-static int algo_lookup(const char *name) { return topo_algo_from_name(name); }
-static int proto_lookup(const char *name) { return topo_proto_from_name(name); }
 
 static int parse_int(const char *text, long lo, long hi, int *out) {
   if (!text || !*text) return -1;
@@ -140,83 +138,73 @@ static int parse_channels(topo_cal_options *o, const char *text, char *err, size
   return 0;
 }
 
-typedef enum {
-  OPT_NONE = 0, OPT_OUTPUT, OPT_GPUS, OPT_COLLS, OPT_ALGOS, OPT_PROTOS, OPT_CHANNELS, OPT_MIN, OPT_MAX,
-  OPT_STEP, OPT_ITERS, OPT_WARMUP, OPT_QUICK, OPT_TIMING, OPT_GRAPH_MAX, OPT_P2P_BYTES, OPT_NO_P2P,
-  OPT_NO_SWEEP, OPT_NO_DEFAULT, OPT_BENCH, OPT_NODES, OPT_PROCS, OPT_TUNER, OPT_FORCE_VIA,
-  OPT_PROFILE, OPT_NO_VERIFY, OPT_PRUNE, OPT_LINE_RATE, OPT_FLOOR, OPT_CSV, OPT_WORKDIR, OPT_BUDGET,
-  OPT_VERBOSE, OPT_HELP, OPT_VERSION, OPT_ROUNDS,
-} opt_id;
-
-typedef struct opt_spec {
-  const char *name;
-  char short_name;
-  int has_arg;
-  opt_id id;
-} opt_spec;
-
-static const opt_spec specs[] = {
-    {"output", 'o', 1, OPT_OUTPUT},      {"gpus", 'g', 1, OPT_GPUS},
-    {"colls", 'c', 1, OPT_COLLS},        {"algos", 0, 1, OPT_ALGOS},
-    {"protos", 0, 1, OPT_PROTOS},        {"channels", 0, 1, OPT_CHANNELS},
-    {"min-bytes", 'b', 1, OPT_MIN},      {"max-bytes", 'e', 1, OPT_MAX},
-    {"step", 'f', 1, OPT_STEP},          {"iters", 'n', 1, OPT_ITERS},
-    {"warmup", 'w', 1, OPT_WARMUP},      {"quick", 0, 0, OPT_QUICK},
-    {"rounds", 'r', 1, OPT_ROUNDS},
-    {"timing", 0, 1, OPT_TIMING},        {"graph-max", 0, 1, OPT_GRAPH_MAX},
-    {"p2p-bytes", 0, 1, OPT_P2P_BYTES},  {"no-p2p", 0, 0, OPT_NO_P2P},
-    {"no-sweep", 0, 0, OPT_NO_SWEEP},    {"no-default", 0, 0, OPT_NO_DEFAULT},
-    {"bench", 0, 0, OPT_BENCH},          {"nodes", 0, 1, OPT_NODES},
-    {"procs", 0, 0, OPT_PROCS},          {"tuner", 0, 1, OPT_TUNER},
-    {"force-via", 0, 1, OPT_FORCE_VIA},  {"profile", 'p', 1, OPT_PROFILE},
-    {"no-verify", 0, 0, OPT_NO_VERIFY},  {"prune", 0, 1, OPT_PRUNE},
-    {"line-rate", 0, 1, OPT_LINE_RATE},  {"floor-us", 0, 1, OPT_FLOOR},
-    {"csv", 0, 1, OPT_CSV},              {"workdir", 0, 1, OPT_WORKDIR},
-    {"time-budget", 0, 1, OPT_BUDGET},
-    {"verbose", 'v', 0, OPT_VERBOSE},    {"help", 'h', 0, OPT_HELP},
-    {"version", 'V', 0, OPT_VERSION},
+/* getopt_long values: the short option's letter, or OPT_* for long-only options. */
+enum {
+  OPT_ALGOS = 256, OPT_PROTOS, OPT_CHANNELS, OPT_QUICK, OPT_TIMING, OPT_GRAPH_MAX, OPT_P2P_BYTES,
+  OPT_NO_P2P, OPT_NO_SWEEP, OPT_NO_DEFAULT, OPT_BENCH, OPT_NODES, OPT_PROCS, OPT_TUNER,
+  OPT_FORCE_VIA, OPT_NO_VERIFY, OPT_PRUNE, OPT_LINE_RATE, OPT_FLOOR, OPT_CSV, OPT_WORKDIR,
+  OPT_BUDGET,
 };
-#define NSPECS ((int)(sizeof specs / sizeof specs[0]))
 
-static int apply(topo_cal_options *o, opt_id id, const char *arg, const char *name, char *err, size_t len) {
+static const char short_opts[] = ":o:g:c:b:e:f:n:w:r:p:vhV";
+static const struct option long_opts[] = {
+    {"output", required_argument, NULL, 'o'},        {"gpus", required_argument, NULL, 'g'},
+    {"colls", required_argument, NULL, 'c'},         {"algos", required_argument, NULL, OPT_ALGOS},
+    {"protos", required_argument, NULL, OPT_PROTOS}, {"channels", required_argument, NULL, OPT_CHANNELS},
+    {"min-bytes", required_argument, NULL, 'b'},     {"max-bytes", required_argument, NULL, 'e'},
+    {"step", required_argument, NULL, 'f'},          {"iters", required_argument, NULL, 'n'},
+    {"warmup", required_argument, NULL, 'w'},        {"quick", no_argument, NULL, OPT_QUICK},
+    {"rounds", required_argument, NULL, 'r'},        {"timing", required_argument, NULL, OPT_TIMING},
+    {"graph-max", required_argument, NULL, OPT_GRAPH_MAX},
+    {"p2p-bytes", required_argument, NULL, OPT_P2P_BYTES},
+    {"no-p2p", no_argument, NULL, OPT_NO_P2P},       {"no-sweep", no_argument, NULL, OPT_NO_SWEEP},
+    {"no-default", no_argument, NULL, OPT_NO_DEFAULT}, {"bench", no_argument, NULL, OPT_BENCH},
+    {"nodes", required_argument, NULL, OPT_NODES},   {"procs", no_argument, NULL, OPT_PROCS},
+    {"tuner", required_argument, NULL, OPT_TUNER},   {"force-via", required_argument, NULL, OPT_FORCE_VIA},
+    {"profile", required_argument, NULL, 'p'},       {"no-verify", no_argument, NULL, OPT_NO_VERIFY},
+    {"prune", required_argument, NULL, OPT_PRUNE},   {"line-rate", required_argument, NULL, OPT_LINE_RATE},
+    {"floor-us", required_argument, NULL, OPT_FLOOR}, {"csv", required_argument, NULL, OPT_CSV},
+    {"workdir", required_argument, NULL, OPT_WORKDIR},
+    {"time-budget", required_argument, NULL, OPT_BUDGET},
+    {"verbose", no_argument, NULL, 'v'},             {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},             {NULL, 0, NULL, 0},
+};
+
+/* One of `names` (case-insensitive) -> its index into `values`; -1 when none. */
+static int pick_word(const char *arg, const char *const *names, int n) {
+  for (int i = 0; i < n; i++)
+    if (strcasecmp(arg, names[i]) == 0) return i;
+  return -1;
+}
+
+/* Options that take a number or a size: parse and range-check, or say what was wanted. */
+static int apply_number(topo_cal_options *o, int id, const char *arg, char *err, size_t len) {
   switch (id) {
-  case OPT_OUTPUT: o->output = arg; return 0;
-  case OPT_GPUS:
+  case 'g':
     if (parse_int(arg, 1, 64, &o->ngpus)) return fail(err, len, "--gpus wants 1..64, got '%s'", arg);
     return 0;
-  case OPT_COLLS:
-    return parse_names(arg, coll_lookup, (1u << TOPO_CAL_NCOLLS) - 1, &o->colls, "collective", err, len);
-  case OPT_ALGOS:
-    return parse_names(arg, algo_lookup, (1u << TOPO_CAL_NALGOS) - 1, &o->algos, "algorithm", err, len);
-  case OPT_PROTOS:
-    return parse_names(arg, proto_lookup, (1u << TOPO_CAL_NPROTOS) - 1, &o->protos, "protocol", err, len);
-  case OPT_CHANNELS: return parse_channels(o, arg, err, len);
-  case OPT_MIN:
+  case 'b':
     if (topo_cal_parse_size(arg, &o->min_bytes) || o->min_bytes == 0)
       return fail(err, len, "--min-bytes wants a size such as 8, 64K, 1M; got '%s'", arg);
     return 0;
-  case OPT_MAX:
+  case 'e':
     if (topo_cal_parse_size(arg, &o->max_bytes) || o->max_bytes == 0)
       return fail(err, len, "--max-bytes wants a size such as 1G, 512M; got '%s'", arg);
     return 0;
-  case OPT_STEP:
-    if (parse_double(arg, 1.01, 1024, &o->step)) return fail(err, len, "--step wants a factor in 1.01..1024, got '%s'", arg);
+  case 'f':
+    if (parse_double(arg, 1.01, 1024, &o->step))
+      return fail(err, len, "--step wants a factor in 1.01..1024, got '%s'", arg);
     return 0;
-  case OPT_ITERS:
-    if (parse_int(arg, 1, TOPO_CAL_MAX_ITERS, &o->iters)) return fail(err, len, "--iters wants 1..%d, got '%s'", TOPO_CAL_MAX_ITERS, arg);
+  case 'n':
+    if (parse_int(arg, 1, TOPO_CAL_MAX_ITERS, &o->iters))
+      return fail(err, len, "--iters wants 1..%d, got '%s'", TOPO_CAL_MAX_ITERS, arg);
     return 0;
-  case OPT_WARMUP:
+  case 'w':
     if (parse_int(arg, 0, 1000, &o->warmup)) return fail(err, len, "--warmup wants 0..1000, got '%s'", arg);
     return 0;
-  case OPT_ROUNDS:
-    if (parse_int(arg, 1, TOPO_CAL_MAX_ROUNDS, &o->rounds)) return fail(err, len, "--rounds wants 1..100, got '%s'", arg);
-    return 0;
-  case OPT_QUICK: o->quick = 1; return 0;
-  case OPT_TIMING:
-    if (strcasecmp(arg, "auto") == 0) o->timing = TOPO_CAL_TIMING_AUTO;
-    else if (strcasecmp(arg, "graph") == 0) o->timing = TOPO_CAL_TIMING_GRAPH;
-    else if (strcasecmp(arg, "eager") == 0) o->timing = TOPO_CAL_TIMING_EAGER;
-    else return fail(err, len, "--timing wants auto, graph or eager; got '%s'", arg);
+  case 'r':
+    if (parse_int(arg, 1, TOPO_CAL_MAX_ROUNDS, &o->rounds))
+      return fail(err, len, "--rounds wants 1..100, got '%s'", arg);
     return 0;
   case OPT_GRAPH_MAX:
     if (topo_cal_parse_size(arg, &o->graph_max_bytes)) return fail(err, len, "--graph-max wants a size, got '%s'", arg);
@@ -225,23 +213,9 @@ static int apply(topo_cal_options *o, opt_id id, const char *arg, const char *na
     if (topo_cal_parse_size(arg, &o->p2p_bytes) || o->p2p_bytes < 4096)
       return fail(err, len, "--p2p-bytes wants a size >= 4K, got '%s'", arg);
     return 0;
-  case OPT_NO_P2P: o->p2p = 0; return 0;
-  case OPT_NO_SWEEP: o->sweep = 0; return 0;
-  case OPT_NO_DEFAULT: o->run_default = 0; return 0;
-  case OPT_BENCH: o->bench = 1; return 0;
   case OPT_NODES:
     if (parse_int(arg, 1, 64, &o->nodes)) return fail(err, len, "--nodes wants 1..64, got '%s'", arg);
     return 0;
-  case OPT_PROCS: o->procs = 1; return 0;
-  case OPT_TUNER: o->tuner = arg; return 0;
-  case OPT_FORCE_VIA:
-    if (strcasecmp(arg, "auto") == 0) o->force_via = TOPO_CAL_VIA_AUTO;
-    else if (strcasecmp(arg, "tuner") == 0) o->force_via = TOPO_CAL_VIA_TUNER;
-    else if (strcasecmp(arg, "env") == 0) o->force_via = TOPO_CAL_VIA_ENV;
-    else return fail(err, len, "--force-via wants auto, tuner or env; got '%s'", arg);
-    return 0;
-  case OPT_PROFILE: o->profile = arg; return 0;
-  case OPT_NO_VERIFY: o->verify = 0; return 0;
   case OPT_PRUNE:
     if (parse_double(arg, 0, 1e6, &o->prune) || (o->prune > 0 && o->prune < 1.01))
       return fail(err, len, "--prune wants 0 (off) or a factor >= 1.01, got '%s'", arg);
@@ -252,70 +226,86 @@ static int apply(topo_cal_options *o, opt_id id, const char *arg, const char *na
   case OPT_FLOOR:
     if (parse_double(arg, 0, 1e6, &o->floor_us)) return fail(err, len, "--floor-us wants us >= 0, got '%s'", arg);
     return 0;
+  case OPT_BUDGET:
+    if (parse_double(arg, 1, 1e7, &o->time_budget_s))
+      return fail(err, len, "--time-budget wants seconds >= 1, got '%s'", arg);
+    return 0;
+  default: return fail(err, len, "unhandled option");
+  }
+}
+
+/* One option getopt_long returned (`id`) with its value, if any. */
+static int apply(topo_cal_options *o, int id, const char *arg, char *err, size_t len) {
+  static const char *const timings[] = {"auto", "graph", "eager"};
+  static const int timing_values[] = {TOPO_CAL_TIMING_AUTO, TOPO_CAL_TIMING_GRAPH, TOPO_CAL_TIMING_EAGER};
+  static const char *const vias[] = {"auto", "tuner", "env"};
+  static const int via_values[] = {TOPO_CAL_VIA_AUTO, TOPO_CAL_VIA_TUNER, TOPO_CAL_VIA_ENV};
+  int i;
+  switch (id) {
+  case 'o': o->output = arg; return 0;
+  case 'c': /* nccl-tests' names too: all_reduce, reduce_scatter, all_gather */
+    return parse_names(arg, topo_nccl_coll_from_name, (1u << NCCL_NUM_FUNCTIONS) - 1, &o->colls, "collective", err, len);
+  case OPT_ALGOS:
+    return parse_names(arg, topo_nccl_algo_from_name, (1u << NCCL_NUM_ALGORITHMS) - 1, &o->algos, "algorithm", err, len);
+  case OPT_PROTOS:
+    return parse_names(arg, topo_nccl_proto_from_name, (1u << NCCL_NUM_PROTOCOLS) - 1, &o->protos, "protocol", err, len);
+  case OPT_CHANNELS: return parse_channels(o, arg, err, len);
+  case OPT_QUICK: o->quick = 1; return 0;
+  case OPT_TIMING:
+    if ((i = pick_word(arg, timings, 3)) < 0)
+      return fail(err, len, "--timing wants auto, graph or eager; got '%s'", arg);
+    o->timing = timing_values[i];
+    return 0;
+  case OPT_NO_P2P: o->p2p = 0; return 0;
+  case OPT_NO_SWEEP: o->sweep = 0; return 0;
+  case OPT_NO_DEFAULT: o->run_default = 0; return 0;
+  case OPT_BENCH: o->bench = 1; return 0;
+  case OPT_PROCS: o->procs = 1; return 0;
+  case OPT_TUNER: o->tuner = arg; return 0;
+  case OPT_FORCE_VIA:
+    if ((i = pick_word(arg, vias, 3)) < 0)
+      return fail(err, len, "--force-via wants auto, tuner or env; got '%s'", arg);
+    o->force_via = via_values[i];
+    return 0;
+  case 'p': o->profile = arg; return 0;
+  case OPT_NO_VERIFY: o->verify = 0; return 0;
   case OPT_CSV: o->csv = arg; return 0;
   case OPT_WORKDIR: o->workdir = arg; return 0;
-  case OPT_BUDGET:
-    if (parse_double(arg, 1, 1e7, &o->time_budget_s)) return fail(err, len, "--time-budget wants seconds >= 1, got '%s'", arg);
-    return 0;
-  case OPT_VERBOSE: o->verbose++; return 0;
-  case OPT_HELP: o->help = 1; return 0;
-  case OPT_VERSION: o->version = 1; return 0;
-  case OPT_NONE: break;
+  case 'v': o->verbose++; return 0;
+  case 'h': o->help = 1; return 0;
+  case 'V': o->version = 1; return 0;
+  default: return apply_number(o, id, arg, err, len);
   }
-  return fail(err, len, "unhandled option %s", name);
+}
+
+/* What --quick implies, applied after every other option. */
+static void apply_quick(topo_cal_options *o) {
+  /* Quick: x4 steps, NCCL's own channel count only, at most 256 MB. */
+  if (o->step < 4) o->step = 4;
+  o->channels[0] = 0;
+  o->nchannels = 1;
+  if (o->max_bytes > (256ull << 20)) o->max_bytes = 256ull << 20;
+  if (o->p2p_bytes > (64ull << 20)) o->p2p_bytes = 64ull << 20;
 }
 
 int topo_cal_options_parse(topo_cal_options *o, int argc, char **argv, char *err, size_t len) {
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const opt_spec *s = NULL;
-    const char *arg = NULL;
-    if (a[0] == '-' && a[1] == '-' && a[2]) {
-      const char *name = a + 2;
-      const char *eq = strchr(name, '=');
-      size_t nlen = eq ? (size_t)(eq - name) : strlen(name);
-      for (int k = 0; k < NSPECS; k++)
-        if (strlen(specs[k].name) == nlen && strncmp(specs[k].name, name, nlen) == 0) s = &specs[k];
-      if (!s) return fail(err, len, "unknown option '%s' (try --help)", a);
-      if (s->has_arg) {
-        if (eq) arg = eq + 1;
-        else if (i + 1 < argc) arg = argv[++i];
-        else return fail(err, len, "option --%s needs a value", s->name);
-      } else if (eq) {
-        return fail(err, len, "option --%s takes no value", s->name);
-      }
-    } else if (a[0] == '-' && a[1] && a[1] != '-') {
-      for (int k = 0; k < NSPECS; k++)
-        if (specs[k].short_name == a[1]) s = &specs[k];
-      if (!s) return fail(err, len, "unknown option '%s' (try --help)", a);
-      if (s->has_arg) {
-        if (a[2]) arg = a + 2;
-        else if (i + 1 < argc) arg = argv[++i];
-        else return fail(err, len, "option -%c needs a value", s->short_name);
-      } else if (a[2]) {
-        return fail(err, len, "option -%c takes no value", s->short_name);
-      }
-    } else {
-      return fail(err, len, "unexpected argument '%s' (try --help)", a);
+  topo_cli_reset();
+  int c;
+  while ((c = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
+    if (c == '?' || c == ':') {
+      char what[128];
+      topo_cli_misuse(c, argv, long_opts, what, sizeof what);
+      return fail(err, len, "%s (try --help)", what);
     }
-    if (apply(o, s->id, arg, s->name, err, len)) return -1;
+    if (apply(o, c, optarg, err, len)) return -1;
   }
+  if (optind < argc) return fail(err, len, "unexpected argument '%s' (try --help)", argv[optind]);
   if (o->help || o->version) return 0;
-  if (o->quick) {
-    /* Quick: x4 steps, NCCL's own channel count only, at most 256 MB. */
-    if (o->step < 4) o->step = 4;
-    o->channels[0] = 0;
-    o->nchannels = 1;
-    if (o->max_bytes > (256ull << 20)) o->max_bytes = 256ull << 20;
-    if (o->p2p_bytes > (64ull << 20)) o->p2p_bytes = 64ull << 20;
-  }
+  if (o->quick) apply_quick(o);
   if (o->min_bytes > o->max_bytes)
     return fail(err, len, "--min-bytes (%llu) is above --max-bytes (%llu)",
                 (unsigned long long)o->min_bytes, (unsigned long long)o->max_bytes);
   if (o->bench && !o->sweep) return fail(err, len, "--bench needs the sweep (drop --no-sweep)");
-  if (o->bench && o->force_via == TOPO_CAL_VIA_ENV && !o->tuner && !o->profile) {
-    /* fine: the tuner is still looked up for the tuner column */
-  }
   return 0;
 }
 

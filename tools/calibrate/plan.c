@@ -18,14 +18,14 @@ void topo_cal_rules_allowed(int nranks, int nnodes, topo_cal_allowed *out) {
   if (nnodes < 1) nnodes = 1;
   int ppn = nranks / nnodes;
   int ll128 = nnodes == 1; /* NVLink within a node; off over NCCL's socket/IB defaults we test */
-  for (int c = 0; c < TOPO_CAL_NCOLLS; c++) {
-    for (int p = 0; p < TOPO_CAL_NPROTOS; p++) {
-      if (p == TOPO_CAL_PROTO_LL128 && !ll128) continue;
-      out->ok[c][TOPO_CAL_ALGO_RING][p] = 1;
-      if (c == TOPO_CAL_COLL_ALLREDUCE) out->ok[c][TOPO_CAL_ALGO_TREE][p] = 1;
+  for (int c = 0; c < NCCL_NUM_FUNCTIONS; c++) {
+    for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++) {
+      if (p == NCCL_PROTO_LL128 && !ll128) continue;
+      out->ok[c][NCCL_ALGO_RING][p] = 1;
+      if (c == ncclFuncAllReduce) out->ok[c][NCCL_ALGO_TREE][p] = 1;
     }
-    if ((c == TOPO_CAL_COLL_ALLGATHER || c == TOPO_CAL_COLL_REDUCESCATTER) && nnodes > 1 && ppn == 1)
-      out->ok[c][TOPO_CAL_ALGO_PAT][TOPO_CAL_PROTO_SIMPLE] = 1;
+    if ((c == ncclFuncAllGather || c == ncclFuncReduceScatter) && nnodes > 1 && ppn == 1)
+      out->ok[c][NCCL_ALGO_PAT][NCCL_PROTO_SIMPLE] = 1;
   }
 }
 
@@ -51,7 +51,7 @@ int topo_cal_plan_sizes(uint64_t min_bytes, uint64_t max_bytes, double step, uin
 uint64_t topo_cal_coll_bytes(int coll, uint64_t planned, int nranks, size_t *count) {
   if (nranks < 1) nranks = 1;
   uint64_t unit = TOPO_CAL_ELEM_BYTES;
-  int gathered = coll == TOPO_CAL_COLL_ALLGATHER || coll == TOPO_CAL_COLL_REDUCESCATTER;
+  int gathered = coll == ncclFuncAllGather || coll == ncclFuncReduceScatter;
   if (gathered) unit *= (uint64_t)nranks;
   uint64_t b = planned / unit * unit;
   if (b < unit) b = unit;
@@ -63,13 +63,13 @@ static int algo_selected(const topo_cal_options *o, int a) { return !o->algos ||
 static int proto_selected(const topo_cal_options *o, int p) { return !o->protos || ((o->protos >> p) & 1u); }
 
 int topo_cal_setting_applies(const topo_cal_setting *s, int coll, const topo_cal_allowed *allowed) {
-  if (coll < 0 || coll >= TOPO_CAL_NCOLLS) return 0;
+  if (coll < 0 || coll >= NCCL_NUM_FUNCTIONS) return 0;
   if (s->kind != TOPO_CAL_FORCED) return 1;
-  if (s->algo < 0 || s->algo >= TOPO_CAL_NALGOS || s->proto < 0 || s->proto >= TOPO_CAL_NPROTOS) return 0;
+  if (s->algo < 0 || s->algo >= NCCL_NUM_ALGORITHMS || s->proto < 0 || s->proto >= NCCL_NUM_PROTOCOLS) return 0;
   if (!allowed->ok[coll][s->algo][s->proto]) return 0;
   /* Channel counts are honoured for ring, tree and PAT only (NCCL clamps the others). */
-  if (s->nchannels > 0 && s->algo != TOPO_CAL_ALGO_RING && s->algo != TOPO_CAL_ALGO_TREE &&
-      s->algo != TOPO_CAL_ALGO_PAT)
+  if (s->nchannels > 0 && s->algo != NCCL_ALGO_RING && s->algo != NCCL_ALGO_TREE &&
+      s->algo != NCCL_ALGO_PAT)
     return 0;
   return 1;
 }
@@ -78,13 +78,13 @@ int topo_cal_plan_settings(const topo_cal_options *o, const topo_cal_allowed *al
                            topo_cal_setting *out, int cap) {
   /* Order: good large-message settings first so that pruning has a reference early. */
   static const int order[][2] = {
-      {TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_SIMPLE}, {TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL128},
-      {TOPO_CAL_ALGO_RING, TOPO_CAL_PROTO_LL},     {TOPO_CAL_ALGO_TREE, TOPO_CAL_PROTO_SIMPLE},
-      {TOPO_CAL_ALGO_TREE, TOPO_CAL_PROTO_LL128},  {TOPO_CAL_ALGO_TREE, TOPO_CAL_PROTO_LL},
-      {TOPO_CAL_ALGO_PAT, TOPO_CAL_PROTO_SIMPLE},  {TOPO_CAL_ALGO_NVLS, TOPO_CAL_PROTO_SIMPLE},
-      {TOPO_CAL_ALGO_NVLS_TREE, TOPO_CAL_PROTO_SIMPLE},
-      {TOPO_CAL_ALGO_COLLNET_DIRECT, TOPO_CAL_PROTO_SIMPLE},
-      {TOPO_CAL_ALGO_COLLNET_CHAIN, TOPO_CAL_PROTO_SIMPLE},
+      {NCCL_ALGO_RING, NCCL_PROTO_SIMPLE}, {NCCL_ALGO_RING, NCCL_PROTO_LL128},
+      {NCCL_ALGO_RING, NCCL_PROTO_LL},     {NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE},
+      {NCCL_ALGO_TREE, NCCL_PROTO_LL128},  {NCCL_ALGO_TREE, NCCL_PROTO_LL},
+      {NCCL_ALGO_PAT, NCCL_PROTO_SIMPLE},  {NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE},
+      {NCCL_ALGO_NVLS_TREE, NCCL_PROTO_SIMPLE},
+      {NCCL_ALGO_COLLNET_DIRECT, NCCL_PROTO_SIMPLE},
+      {NCCL_ALGO_COLLNET_CHAIN, NCCL_PROTO_SIMPLE},
   };
   int n = 0;
   for (int ci = 0; ci < o->nchannels; ci++) {
@@ -92,7 +92,7 @@ int topo_cal_plan_settings(const topo_cal_options *o, const topo_cal_allowed *al
       topo_cal_setting s = {TOPO_CAL_FORCED, order[k][0], order[k][1], o->channels[ci], 0};
       if (!algo_selected(o, s.algo) || !proto_selected(o, s.proto)) continue;
       int any = 0;
-      for (int c = 0; c < TOPO_CAL_NCOLLS; c++)
+      for (int c = 0; c < NCCL_NUM_FUNCTIONS; c++)
         if (((o->colls >> c) & 1u) && topo_cal_setting_applies(&s, c, allowed)) any = 1;
       if (!any) continue;
       if (n == cap) return n;
@@ -106,14 +106,14 @@ void topo_cal_setting_label(const topo_cal_setting *s, char *buf, size_t len) {
   if (s->kind == TOPO_CAL_DEFAULT) snprintf(buf, len, "default");
   else if (s->kind == TOPO_CAL_TUNER) snprintf(buf, len, "tuner");
   else if (s->nchannels > 0)
-    snprintf(buf, len, "%s/%s/ch%d", topo_algo_name(s->algo), topo_proto_name(s->proto), s->nchannels);
-  else snprintf(buf, len, "%s/%s", topo_algo_name(s->algo), topo_proto_name(s->proto));
+    snprintf(buf, len, "%s/%s/ch%d", topo_nccl_algo_name(s->algo, TOPO_NCCL_FILE), topo_nccl_proto_name(s->proto, TOPO_NCCL_FILE), s->nchannels);
+  else snprintf(buf, len, "%s/%s", topo_nccl_algo_name(s->algo, TOPO_NCCL_FILE), topo_nccl_proto_name(s->proto, TOPO_NCCL_FILE));
 }
 
 void topo_cal_setting_force_value(const topo_cal_setting *s, char *buf, size_t len) {
   if (s->nchannels > 0)
-    snprintf(buf, len, "%s,%s,%d", topo_algo_name(s->algo), topo_proto_name(s->proto), s->nchannels);
-  else snprintf(buf, len, "%s,%s", topo_algo_name(s->algo), topo_proto_name(s->proto));
+    snprintf(buf, len, "%s,%s,%d", topo_nccl_algo_name(s->algo, TOPO_NCCL_FILE), topo_nccl_proto_name(s->proto, TOPO_NCCL_FILE), s->nchannels);
+  else snprintf(buf, len, "%s,%s", topo_nccl_algo_name(s->algo, TOPO_NCCL_FILE), topo_nccl_proto_name(s->proto, TOPO_NCCL_FILE));
 }
 
 int topo_cal_use_graph(int timing, uint64_t graph_max_bytes, uint64_t bytes) {
@@ -129,17 +129,6 @@ int topo_cal_graph_calls(uint64_t bytes) {
   if (k < 2) k = 2;
   if (k > 100) k = 100;
   return k;
-}
-
-const char *topo_cal_nccl_algo_name(int algo) {
-  static const char *const names[TOPO_CAL_NALGOS] = {"Tree", "Ring", "CollNetDirect", "CollNetChain",
-                                                     "NVLS", "NVLSTree", "PAT"};
-  return algo >= 0 && algo < TOPO_CAL_NALGOS ? names[algo] : "Ring";
-}
-
-const char *topo_cal_nccl_proto_name(int proto) {
-  static const char *const names[TOPO_CAL_NPROTOS] = {"LL", "LL128", "Simple"};
-  return proto >= 0 && proto < TOPO_CAL_NPROTOS ? names[proto] : "Simple";
 }
 
 void topo_cal_round_order(int n, int round, int *order) {

@@ -31,6 +31,7 @@
 
 #include "alloc.h"
 #include "calibrate.h"
+#include "cli.h"
 #include "topo_version.h"
 
 #define MAX_GPUS 64
@@ -121,17 +122,18 @@ enum { O_CONFIG = 256, O_CALLS_SMALL, O_CALLS_LARGE, O_LARGE_FROM, O_QUICK, O_SU
 
 /* Returns 0, 1 (help/version printed: exit 0), or 2 after a one-line error. *first_file is the
  * index of the first non-option argument. */
-static int parse_options(options *o, int argc, char **argv, int *first_file) {
-  static const struct option longs[] = {
-      {"config", required_argument, 0, O_CONFIG},       {"ngpus", required_argument, 0, 'g'},
-      {"sizes", required_argument, 0, 's'},             {"calls-small", required_argument, 0, O_CALLS_SMALL},
-      {"calls-large", required_argument, 0, O_CALLS_LARGE}, {"large-from", required_argument, 0, O_LARGE_FROM},
-      {"reps", required_argument, 0, 'r'},              {"warmup", required_argument, 0, 'w'},
-      {"quick", no_argument, 0, O_QUICK},               {"summarize", no_argument, 0, O_SUMMARIZE},
-      {"baseline", required_argument, 0, O_BASELINE},   {"check", required_argument, 0, O_CHECK},
-      {"target-small", required_argument, 0, O_TSMALL}, {"target-large", required_argument, 0, O_TLARGE},
-      {"target-from", required_argument, 0, O_TFROM},   {"help", no_argument, 0, 'h'},
-      {"version", no_argument, 0, O_VERSION},           {0, 0, 0, 0}};
+static const struct option long_opts[] = {
+    {"config", required_argument, 0, O_CONFIG},       {"ngpus", required_argument, 0, 'g'},
+    {"sizes", required_argument, 0, 's'},             {"calls-small", required_argument, 0, O_CALLS_SMALL},
+    {"calls-large", required_argument, 0, O_CALLS_LARGE}, {"large-from", required_argument, 0, O_LARGE_FROM},
+    {"reps", required_argument, 0, 'r'},              {"warmup", required_argument, 0, 'w'},
+    {"quick", no_argument, 0, O_QUICK},               {"summarize", no_argument, 0, O_SUMMARIZE},
+    {"baseline", required_argument, 0, O_BASELINE},   {"check", required_argument, 0, O_CHECK},
+    {"target-small", required_argument, 0, O_TSMALL}, {"target-large", required_argument, 0, O_TLARGE},
+    {"target-from", required_argument, 0, O_TFROM},   {"help", no_argument, 0, 'h'},
+    {"version", no_argument, 0, O_VERSION},           {0, 0, 0, 0}};
+
+static void options_default(options *o) {
   memset(o, 0, sizeof *o);
   o->config = "run";
   parse_sizes("8,128K,1M,16M,128M", o);
@@ -144,50 +146,60 @@ static int parse_options(options *o, int argc, char **argv, int *first_file) {
   o->target_small_pct = 10;
   o->target_large_pct = 3;
   o->target_from = 128 << 10;
-  int quick = 0, c;
-  opterr = 0;
-  optind = 1;
-  int li = -1;
-  while ((c = getopt_long(argc, argv, ":g:s:r:w:h", longs, &li)) != -1) {
-    const char *a = optarg;
+}
+
+/* One option with its value `a`. Returns 0, 1 when the value is bad. */
+static int apply_option(options *o, int c, const char *a, int *quick) {
+  switch (c) {
+  case O_CONFIG:
+    o->config = a;
+    return !*a || strchr(a, ' ') != NULL;
+  case 'g': return parse_int(a, 1, MAX_GPUS, &o->ngpus) != 0;
+  case 's': return parse_sizes(a, o) != 0;
+  case O_CALLS_SMALL: return parse_int(a, 1, MAX_CALLS, &o->calls_small) != 0;
+  case O_CALLS_LARGE: return parse_int(a, 1, MAX_CALLS, &o->calls_large) != 0;
+  case O_LARGE_FROM: return topo_cal_parse_size(a, &o->large_from) != 0;
+  case 'r': return parse_int(a, 1, MAX_REPS, &o->reps) != 0;
+  case 'w': return parse_int(a, 0, MAX_CALLS, &o->warmup) != 0;
+  case O_QUICK: *quick = 1; return 0;
+  case O_SUMMARIZE: o->summarize = 1; return 0;
+  case O_BASELINE: o->baseline = a; return 0;
+  case O_CHECK: o->check = a; return 0;
+  case O_TSMALL: return parse_pct(a, &o->target_small_pct) != 0;
+  case O_TLARGE: return parse_pct(a, &o->target_large_pct) != 0;
+  case O_TFROM: return topo_cal_parse_size(a, &o->target_from) != 0;
+  default: return 1;
+  }
+}
+
+/* Parse argv into *o; *first_file: the first file operand (--summarize). Returns 0 to go on,
+ * 1 after --help or --version (exit 0), 2 on misuse (one line on stderr). */
+static int parse_options(options *o, int argc, char **argv, int *first_file) {
+  options_default(o);
+  int quick = 0, c, li = -1;
+  topo_cli_reset();
+  while ((c = getopt_long(argc, argv, ":g:s:r:w:h", long_opts, &li)) != -1) {
     char name[40];
-    if (li >= 0) snprintf(name, sizeof name, "--%s", longs[li].name);
+    if (li >= 0) snprintf(name, sizeof name, "--%s", long_opts[li].name);
     else snprintf(name, sizeof name, "-%c", c);
     li = -1;
-    int bad = 0;
-    switch (c) {
-    case O_CONFIG:
-      bad = !*a || strchr(a, ' ') != NULL;
-      o->config = a;
-      break;
-    case 'g': bad = parse_int(a, 1, MAX_GPUS, &o->ngpus) != 0; break;
-    case 's': bad = parse_sizes(a, o) != 0; break;
-    case O_CALLS_SMALL: bad = parse_int(a, 1, MAX_CALLS, &o->calls_small) != 0; break;
-    case O_CALLS_LARGE: bad = parse_int(a, 1, MAX_CALLS, &o->calls_large) != 0; break;
-    case O_LARGE_FROM: bad = topo_cal_parse_size(a, &o->large_from) != 0; break;
-    case 'r': bad = parse_int(a, 1, MAX_REPS, &o->reps) != 0; break;
-    case 'w': bad = parse_int(a, 0, MAX_CALLS, &o->warmup) != 0; break;
-    case O_QUICK: quick = 1; break;
-    case O_SUMMARIZE: o->summarize = 1; break;
-    case O_BASELINE: o->baseline = a; break;
-    case O_CHECK: o->check = a; break;
-    case O_TSMALL: bad = parse_pct(a, &o->target_small_pct) != 0; break;
-    case O_TLARGE: bad = parse_pct(a, &o->target_large_pct) != 0; break;
-    case O_TFROM: bad = topo_cal_parse_size(a, &o->target_from) != 0; break;
-    case 'h': usage(stdout); return 1;
-    case O_VERSION:
+    if (c == 'h') {
+      usage(stdout);
+      return 1;
+    }
+    if (c == O_VERSION) {
       printf("%s %s (built against NCCL %d.%d.%d headers)\n", prog, TOPO_VERSION, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
       return 1;
-    case ':':
-      fprintf(stderr, "%s: error: %s needs a value (--help)\n", prog, argv[optind - 1]);
-      return 2;
-    default:
-      fprintf(stderr, "%s: error: unknown option %s (--help)\n", prog, argv[optind - 1]);
-      return 2;
     }
-    if (bad) {
-      fprintf(stderr, "%s: error: bad value '%s' for %s (--help)\n", prog, a, name);
-      return 2;
+    if (c == ':' || c == '?') {
+      char what[128];
+      topo_cli_misuse(c, argv, long_opts, what, sizeof what);
+      fprintf(stderr, "%s: error: %s (try --help)\n", prog, what);
+      return TOPO_CLI_MISUSE;
+    }
+    if (apply_option(o, c, optarg, &quick)) {
+      fprintf(stderr, "%s: error: bad value '%s' for %s (try --help)\n", prog, optarg, name);
+      return TOPO_CLI_MISUSE;
     }
   }
   if (quick) {
@@ -199,11 +211,11 @@ static int parse_options(options *o, int argc, char **argv, int *first_file) {
   *first_file = optind;
   if (o->summarize && optind >= argc) {
     fprintf(stderr, "%s: error: --summarize needs at least one file\n", prog);
-    return 2;
+    return TOPO_CLI_MISUSE;
   }
   if (!o->summarize && optind < argc) {
-    fprintf(stderr, "%s: error: unexpected argument '%s' (--help)\n", prog, argv[optind]);
-    return 2;
+    fprintf(stderr, "%s: error: unexpected argument '%s' (try --help)\n", prog, argv[optind]);
+    return TOPO_CLI_MISUSE;
   }
   return 0;
 }

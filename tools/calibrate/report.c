@@ -36,7 +36,7 @@ static const char *status_word(int st) {
 
 static void ran_text(const topo_cal_point *p, char *buf, size_t len) {
   if (p->ran_algo < 0 || p->ran_proto < 0) snprintf(buf, len, "-");
-  else snprintf(buf, len, "%s/%s/%d", topo_algo_name(p->ran_algo), topo_proto_name(p->ran_proto), p->ran_channels);
+  else snprintf(buf, len, "%s/%s/%d", topo_nccl_algo_name(p->ran_algo, TOPO_NCCL_FILE), topo_nccl_proto_name(p->ran_proto, TOPO_NCCL_FILE), p->ran_channels);
 }
 
 static const char *transport(const topo_cal_results *r) {
@@ -116,7 +116,7 @@ static void report_setting(FILE *f, const topo_cal_results *r, int s, int coll) 
   if (!any) return;
   char label[64];
   topo_cal_setting_label(&r->settings[s], label, sizeof label);
-  fprintf(f, "\n# %s  %s  (%d ranks, %s)\n", topo_coll_name(coll), label, r->nranks,
+  fprintf(f, "\n# %s  %s  (%d ranks, %s)\n", topo_nccl_func_name(coll, TOPO_NCCL_FILE), label, r->nranks,
           r->nnodes > 1 ? "socket transport" : "one node");
   fprintf(f, "#%13s %12s %6s %11s %11s %11s %7s %6s  %-22s %s\n", "size(B)", "count", "type", "time(us)",
           "algbw(GB/s)", "busbw(GB/s)", "iqr%", "timing", "ran", "");
@@ -132,7 +132,7 @@ static void report_setting(FILE *f, const topo_cal_results *r, int s, int coll) 
       continue;
     }
     fprintf(f, " %13llu %12zu %6s %11.2f %11.2f %11.2f %7.1f %6s  %-22s %s\n", (unsigned long long)p->bytes,
-            p->count, "float", p->stats.median, alg, alg * topo_cal_busbw_factor(coll, r->nranks),
+            p->count, "float", p->stats.median, alg, alg * topo_nccl_busbw_factor(coll, r->nranks),
             100 * topo_cal_stats_spread(&p->stats), p->graph ? "graph" : "eager", ran, status_word(p->status));
   }
 }
@@ -155,13 +155,13 @@ static void report_best(FILE *f, const topo_cal_results *r, int coll) {
     if (b < 0) continue;
     if (!any) {
       fprintf(f, "\n# %s: fastest effective setting per size (median of its repeats)\n#%13s %11s %11s %4s  %s\n",
-              topo_coll_name(coll), "size(B)", "time(us)", "busbw(GB/s)", "n", "ran");
+              topo_nccl_func_name(coll, TOPO_NCCL_FILE), "size(B)", "time(us)", "busbw(GB/s)", "n", "ran");
       any = 1;
     }
     double alg = topo_cal_algbw(m[b].bytes, m[b].median_us);
     fprintf(f, " %13llu %11.2f %11.2f %4d  %s/%s/%d\n", (unsigned long long)m[b].bytes, m[b].median_us,
-            alg * topo_cal_busbw_factor(coll, r->nranks), m[b].n, topo_algo_name(m[b].algo),
-            topo_proto_name(m[b].proto), m[b].channels);
+            alg * topo_nccl_busbw_factor(coll, r->nranks), m[b].n, topo_nccl_algo_name(m[b].algo, TOPO_NCCL_FILE),
+            topo_nccl_proto_name(m[b].proto, TOPO_NCCL_FILE), m[b].channels);
   }
   topo_free(m);
 }
@@ -176,8 +176,8 @@ void topo_cal_report_summary(FILE *f, const topo_cal_results *r) {
     return;
   }
   for (int s = 0; s < r->nsettings; s++)
-    for (int c = TOPO_CAL_NCOLLS - 1; c >= 0; c--) report_setting(f, r, s, c);
-  for (int c = TOPO_CAL_NCOLLS - 1; c >= 0; c--) report_best(f, r, c);
+    for (int c = NCCL_NUM_FUNCTIONS - 1; c >= 0; c--) report_setting(f, r, s, c);
+  for (int c = NCCL_NUM_FUNCTIONS - 1; c >= 0; c--) report_best(f, r, c);
   int bad[4] = {0, 0, 0, 0};
   for (int i = 0; i < r->npoints; i++)
     if (r->points[i].status >= 0 && r->points[i].status < 4) bad[r->points[i].status]++;
@@ -193,15 +193,15 @@ void topo_cal_report_profile(FILE *f, const topo_profile *p) {
   for (int i = 0; i < TOPO_LINK_COUNT; i++)
     fprintf(f, "#   link %-6s bw %8.1f GB/s  lat %6.2f us\n", link_name[i], p->link[i].bw_gbs, p->link[i].lat_us);
   for (int i = 0; i < NCCL_NUM_PROTOCOLS; i++)
-    fprintf(f, "#   proto %-6s bw_eff %5.3f  lat %6.2f us  per-channel %6.1f GB/s\n", topo_proto_name(i),
+    fprintf(f, "#   proto %-6s bw_eff %5.3f  lat %6.2f us  per-channel %6.1f GB/s\n", topo_nccl_proto_name(i, TOPO_NCCL_FILE),
             p->proto[i].bw_eff, p->proto[i].lat_us, p->proto[i].ch_bw_gbs);
   if (p->nterms)
     fprintf(f, "#   %-14s %-10s %-7s %4s %9s %10s %10s %10s %7s\n", "collective", "algorithm", "proto", "ch",
             "lat(us)", "bw(GB/s)", "from(B)", "to(B)", "rms%");
   for (int i = 0; i < p->nterms; i++) {
     const topo_profile_term *t = &p->terms[i];
-    fprintf(f, "#   %-14s %-10s %-7s %4d %9.2f %10.1f %10llu %10llu %7.1f\n", topo_coll_name(t->coll),
-            topo_algo_name(t->algo), topo_proto_name(t->proto), t->nchannels, t->lat_us, t->bw_gbs,
+    fprintf(f, "#   %-14s %-10s %-7s %4d %9.2f %10.1f %10llu %10llu %7.1f\n", topo_nccl_func_name(t->coll, TOPO_NCCL_FILE),
+            topo_nccl_algo_name(t->algo, TOPO_NCCL_FILE), topo_nccl_proto_name(t->proto, TOPO_NCCL_FILE), t->nchannels, t->lat_us, t->bw_gbs,
             (unsigned long long)t->min_bytes, (unsigned long long)t->max_bytes, 100 * t->rel_err);
   }
 }
@@ -219,11 +219,11 @@ void topo_cal_report_csv(FILE *f, const topo_cal_results *r) {
     fprintf(f, "%s,%d,%d,%d,%s,%s,%s,%s,%d,%s,%llu,%zu,%.4f,%.4f,%.4f,%.4f,%.4f,%d,%d,%s,%.3f,%.3f,%s,%s,%s,%d,%d,%d,%d\n",
             r->gpu_model, r->nranks, r->nnodes, r->nccl_version, label,
             s->kind == TOPO_CAL_FORCED ? "forced" : s->kind == TOPO_CAL_DEFAULT ? "default" : "tuner",
-            s->kind == TOPO_CAL_FORCED ? topo_algo_name(s->algo) : "", s->kind == TOPO_CAL_FORCED ? topo_proto_name(s->proto) : "",
-            s->nchannels, topo_coll_name(p->coll), (unsigned long long)p->bytes, p->count, p->stats.median,
+            s->kind == TOPO_CAL_FORCED ? topo_nccl_algo_name(s->algo, TOPO_NCCL_FILE) : "", s->kind == TOPO_CAL_FORCED ? topo_nccl_proto_name(s->proto, TOPO_NCCL_FILE) : "",
+            s->nchannels, topo_nccl_func_name(p->coll, TOPO_NCCL_FILE), (unsigned long long)p->bytes, p->count, p->stats.median,
             p->stats.p25, p->stats.p75, p->stats.min, p->stats.max, p->stats.n, p->calls, p->graph ? "graph" : "eager",
-            alg, alg * topo_cal_busbw_factor(p->coll, r->nranks), p->status == TOPO_CAL_OK ? "ok" : status_word(p->status),
-            p->ran_algo >= 0 ? topo_algo_name(p->ran_algo) : "", p->ran_proto >= 0 ? topo_proto_name(p->ran_proto) : "",
+            alg, alg * topo_nccl_busbw_factor(p->coll, r->nranks), p->status == TOPO_CAL_OK ? "ok" : status_word(p->status),
+            p->ran_algo >= 0 ? topo_nccl_algo_name(p->ran_algo, TOPO_NCCL_FILE) : "", p->ran_proto >= 0 ? topo_nccl_proto_name(p->ran_proto, TOPO_NCCL_FILE) : "",
             p->ran_channels, p->round, s->kind == TOPO_CAL_DEFAULT ? p->pair : 0, s->beyond_reach);
   }
   /* Measured points: one per effective setting and size (the fit's and the tuner's evidence),
@@ -246,10 +246,10 @@ void topo_cal_report_csv(FILE *f, const topo_cal_results *r) {
     if (dp && dp->ran_channels > 0) snprintf(dch, sizeof dch, "%d", dp->ran_channels);
     if (dp) snprintf(dm, sizeof dm, "%.4f", dmed);
     fprintf(f, "measured,%s,%d,%d,%d,%s,%s,%s,%s,%llu,%.4f,%d,%s,%d,%d,%s,%s,%s,%s\n", r->gpu_model, r->nranks,
-            r->nnodes, r->nccl_version, topo_coll_name(m[i].coll), topo_algo_name(m[i].algo),
-            topo_proto_name(m[i].proto), ch, (unsigned long long)m[i].bytes, m[i].median_us, m[i].n, nz, np,
-            m[i].beyond_reach, dp && dp->ran_algo >= 0 ? topo_algo_name(dp->ran_algo) : "",
-            dp && dp->ran_proto >= 0 ? topo_proto_name(dp->ran_proto) : "", dch, dm);
+            r->nnodes, r->nccl_version, topo_nccl_func_name(m[i].coll, TOPO_NCCL_FILE), topo_nccl_algo_name(m[i].algo, TOPO_NCCL_FILE),
+            topo_nccl_proto_name(m[i].proto, TOPO_NCCL_FILE), ch, (unsigned long long)m[i].bytes, m[i].median_us, m[i].n, nz, np,
+            m[i].beyond_reach, dp && dp->ran_algo >= 0 ? topo_nccl_algo_name(dp->ran_algo, TOPO_NCCL_FILE) : "",
+            dp && dp->ran_proto >= 0 ? topo_nccl_proto_name(dp->ran_proto, TOPO_NCCL_FILE) : "", dch, dm);
   }
   topo_free(m);
 }
@@ -261,7 +261,7 @@ int topo_cal_report_advice(FILE *f, const topo_cal_results *r) {
   int nm = topo_cal_results_measured(r, m, cap);
   int sdef = topo_cal_results_find_kind(r, TOPO_CAL_DEFAULT);
   int lines = 0;
-  for (int c = TOPO_CAL_NCOLLS - 1; c >= 0; c--) {
+  for (int c = NCCL_NUM_FUNCTIONS - 1; c >= 0; c--) {
     for (int s = 0; s < r->nsettings; s++) {
       const topo_cal_setting *st = &r->settings[s];
       if (st->kind != TOPO_CAL_FORCED || !st->beyond_reach) continue;
@@ -312,13 +312,85 @@ int topo_cal_report_advice(FILE *f, const topo_cal_results *r) {
       if (!lines) fprintf(f, "\n# advice beyond a tuner's reach (measured; gain over the best a tuner can choose)\n");
       fprintf(f, "# %s: %d channels via NCCL_MIN_NCHANNELS=%d (or ncclConfig_t minCTAs=%d): %.0f-%.0f %% at %s-%s"
                  " (%d sizes), %s\n",
-              topo_coll_name(c), st->nchannels, st->nchannels, st->nchannels, 100 * gmin, 100 * gmax, lb, hb, hits,
+              topo_nccl_func_name(c, TOPO_NCCL_FILE), st->nchannels, st->nchannels, st->nchannels, 100 * gmin, 100 * gmax, lb, hb, hits,
               cost);
       lines++;
     }
   }
   topo_free(m);
   return lines;
+}
+
+/* The sizes collective c was measured at under forced settings, ascending. Returns the count. */
+static int forced_sizes(const topo_cal_results *r, int c, uint64_t *sizes, int cap) {
+  int nsz = 0;
+  for (int i = 0; i < r->npoints && nsz < cap; i++) {
+    const topo_cal_point *q = &r->points[i];
+    if (q->coll != c || r->settings[q->setting].kind != TOPO_CAL_FORCED) continue;
+    int k = 0;
+    while (k < nsz && sizes[k] < q->bytes) k++;
+    if (k < nsz && sizes[k] == q->bytes) continue;
+    memmove(&sizes[k + 1], &sizes[k], (size_t)(nsz - k) * sizeof sizes[0]);
+    sizes[k] = q->bytes;
+    nsz++;
+  }
+  return nsz;
+}
+
+/* Running sums of one collective's bench table. */
+typedef struct bench_acc {
+  topo_cal_bench_summary s;
+  double log_t, log_d;
+  int nt, nd;
+} bench_acc;
+
+/* One bench row at the oracle m: default (point di, td us) and tuner (ti, tt) beside it. */
+static void bench_row(FILE *f, const topo_cal_results *r, int c, const topo_cal_measured *m, int di,
+                      double td, int ti, double tt, bench_acc *acc) {
+  double to = m->median_us;
+  char dr[32] = "-", tr[32] = "-", ol[48];
+  snprintf(ol, sizeof ol, "%s/%s/%d", topo_nccl_algo_name(m->algo, TOPO_NCCL_FILE),
+           topo_nccl_proto_name(m->proto, TOPO_NCCL_FILE), m->channels);
+  if (di >= 0) ran_text(&r->points[di], dr, sizeof dr);
+  if (ti >= 0) ran_text(&r->points[ti], tr, sizeof tr);
+  char tdv[16] = "-", ttv[16] = "-", rt[16] = "-", rd[16] = "-", nz[16] = "n/a";
+  int npairs = 0;
+  double noise = topo_cal_results_noise(r, c, m->bytes, &npairs);
+  if (noise >= 0) snprintf(nz, sizeof nz, "%.1f%%", 100 * noise);
+  if (di >= 0) snprintf(tdv, sizeof tdv, "%.2f", td), snprintf(rd, sizeof rd, "%.3f", td / to);
+  if (ti >= 0) snprintf(ttv, sizeof ttv, "%.2f", tt), snprintf(rt, sizeof rt, "%.3f", tt / to);
+  fprintf(f, " %13llu %10s %-20s %10s %-20s %10.2f %-16s %8s %8s %7s\n", (unsigned long long)m->bytes, tdv, dr, ttv,
+          tr, to, ol, rt, rd, nz);
+  topo_cal_bench_summary *s = &acc->s;
+  if (ti >= 0) {
+    double q = tt / to;
+    acc->log_t += log(q), acc->nt++;
+    if (q > s->worst_tuner) s->worst_tuner = q, s->worst_tuner_bytes = m->bytes;
+    if (di >= 0 && tt / td > s->worst_tuner_vs_default) s->worst_tuner_vs_default = tt / td;
+  }
+  if (di >= 0) {
+    double q = td / to;
+    acc->log_d += log(q), acc->nd++;
+    if (q > s->worst_default) s->worst_default = q, s->worst_default_bytes = m->bytes;
+  }
+}
+
+/* Geometric means and worst sizes of one collective's table. */
+static void bench_totals(FILE *f, int c, bench_acc *acc) {
+  topo_cal_bench_summary *s = &acc->s;
+  s->n = acc->nt > acc->nd ? acc->nt : acc->nd;
+  s->geo_tuner = acc->nt ? exp(acc->log_t / acc->nt) : 0;
+  s->geo_default = acc->nd ? exp(acc->log_d / acc->nd) : 0;
+  if (!f) return;
+  char wt[24], wd[24];
+  topo_cal_format_bytes(s->worst_tuner_bytes, wt, sizeof wt);
+  topo_cal_format_bytes(s->worst_default_bytes, wd, sizeof wd);
+  if (acc->nt)
+    fprintf(f, "# %s tuner/oracle: geometric mean %.3f, worst %.3f at %s; worst tuner/default %.3f\n",
+            topo_nccl_func_name(c, TOPO_NCCL_FILE), s->geo_tuner, s->worst_tuner, wt, s->worst_tuner_vs_default);
+  if (acc->nd)
+    fprintf(f, "# %s default/oracle: geometric mean %.3f, worst %.3f at %s\n", topo_nccl_func_name(c, TOPO_NCCL_FILE),
+            s->geo_default, s->worst_default, wd);
 }
 
 int topo_cal_report_bench(FILE *f, const topo_cal_results *r, topo_cal_bench_summary *sum) {
@@ -332,25 +404,12 @@ int topo_cal_report_bench(FILE *f, const topo_cal_results *r, topo_cal_bench_sum
   int cap = r->npoints > 0 ? r->npoints : 1;
   topo_cal_measured *meas = topo_malloc((size_t)cap * sizeof *meas);
   int nmeas = meas ? topo_cal_results_measured(r, meas, cap) : 0;
-  for (int c = TOPO_CAL_NCOLLS - 1; c >= 0; c--) {
-    topo_cal_bench_summary s;
-    memset(&s, 0, sizeof s);
-    double log_t = 0, log_d = 0;
-    int nt = 0, nd = 0;
+  for (int c = NCCL_NUM_FUNCTIONS - 1; c >= 0; c--) {
+    bench_acc acc;
+    memset(&acc, 0, sizeof acc);
     int header = 0;
-    /* One row per size with an oracle, in size order. */
     uint64_t sizes[TOPO_CAL_MAX_SIZES * 2];
-    int nsz = 0;
-    for (int i = 0; i < r->npoints && nsz < (int)(sizeof sizes / sizeof sizes[0]); i++) {
-      const topo_cal_point *q = &r->points[i];
-      if (q->coll != c || r->settings[q->setting].kind != TOPO_CAL_FORCED) continue;
-      int k = 0;
-      while (k < nsz && sizes[k] < q->bytes) k++;
-      if (k < nsz && sizes[k] == q->bytes) continue;
-      memmove(&sizes[k + 1], &sizes[k], (size_t)(nsz - k) * sizeof sizes[0]);
-      sizes[k] = q->bytes;
-      nsz++;
-    }
+    int nsz = forced_sizes(r, c, sizes, (int)(sizeof sizes / sizeof sizes[0]));
     for (int z = 0; z < nsz; z++) {
       /* The oracle: the fastest effective setting within the tuner's reach, by its median. */
       int b = topo_cal_measured_best(meas, nmeas, c, sizes[z], 1);
@@ -362,48 +421,15 @@ int topo_cal_report_bench(FILE *f, const topo_cal_results *r, topo_cal_bench_sum
       int ti = stun >= 0 ? topo_cal_results_setting_median(r, stun, c, m->bytes, &tt, &nt_rep) : -1;
       if (di < 0 && ti < 0) continue;
       if (!header) {
-        fprintf(f, "\n# %s\n#%13s %10s %-20s %10s %-20s %10s %-16s %8s %8s %7s\n", topo_coll_name(c), "size(B)",
-                "default", "(ran)", "tuner", "(ran)", "oracle", "(ran)", "tun/orc", "def/orc", "noise");
+        fprintf(f, "\n# %s\n#%13s %10s %-20s %10s %-20s %10s %-16s %8s %8s %7s\n", topo_nccl_func_name(c, TOPO_NCCL_FILE),
+                "size(B)", "default", "(ran)", "tuner", "(ran)", "oracle", "(ran)", "tun/orc", "def/orc", "noise");
         header = 1;
       }
-      double to = m->median_us;
-      char dr[32] = "-", tr[32] = "-", ol[48];
-      snprintf(ol, sizeof ol, "%s/%s/%d", topo_algo_name(m->algo), topo_proto_name(m->proto), m->channels);
-      if (di >= 0) ran_text(&r->points[di], dr, sizeof dr);
-      if (ti >= 0) ran_text(&r->points[ti], tr, sizeof tr);
-      char tdv[16] = "-", ttv[16] = "-", rt[16] = "-", rd[16] = "-", nz[16] = "n/a";
-      int npairs = 0;
-      double noise = topo_cal_results_noise(r, c, m->bytes, &npairs);
-      if (noise >= 0) snprintf(nz, sizeof nz, "%.1f%%", 100 * noise);
-      if (di >= 0) snprintf(tdv, sizeof tdv, "%.2f", td), snprintf(rd, sizeof rd, "%.3f", td / to);
-      if (ti >= 0) snprintf(ttv, sizeof ttv, "%.2f", tt), snprintf(rt, sizeof rt, "%.3f", tt / to);
-      fprintf(f, " %13llu %10s %-20s %10s %-20s %10.2f %-16s %8s %8s %7s\n", (unsigned long long)m->bytes, tdv, dr, ttv,
-              tr, to, ol, rt, rd, nz);
+      bench_row(f, r, c, m, di, td, ti, tt, &acc);
       rows++;
-      if (ti >= 0) {
-        double q = tt / to;
-        log_t += log(q), nt++;
-        if (q > s.worst_tuner) s.worst_tuner = q, s.worst_tuner_bytes = m->bytes;
-        if (di >= 0 && tt / td > s.worst_tuner_vs_default) s.worst_tuner_vs_default = tt / td;
-      }
-      if (di >= 0) {
-        double q = td / to;
-        log_d += log(q), nd++;
-        if (q > s.worst_default) s.worst_default = q, s.worst_default_bytes = m->bytes;
-      }
     }
-    s.n = nt > nd ? nt : nd;
-    s.geo_tuner = nt ? exp(log_t / nt) : 0;
-    s.geo_default = nd ? exp(log_d / nd) : 0;
-    if (sum) sum[c] = s;
-    if (!header) continue;
-    char wt[24], wd[24];
-    topo_cal_format_bytes(s.worst_tuner_bytes, wt, sizeof wt);
-    topo_cal_format_bytes(s.worst_default_bytes, wd, sizeof wd);
-    if (nt) fprintf(f, "# %s tuner/oracle: geometric mean %.3f, worst %.3f at %s; worst tuner/default %.3f\n",
-                    topo_coll_name(c), s.geo_tuner, s.worst_tuner, wt, s.worst_tuner_vs_default);
-    if (nd) fprintf(f, "# %s default/oracle: geometric mean %.3f, worst %.3f at %s\n", topo_coll_name(c),
-                    s.geo_default, s.worst_default, wd);
+    bench_totals(header ? f : NULL, c, &acc);
+    if (sum) sum[c] = acc.s;
   }
   if (!rows) fprintf(f, "# (no size had both an oracle and a default or tuner measurement)\n");
   topo_free(meas);

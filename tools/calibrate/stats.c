@@ -55,22 +55,12 @@ double topo_cal_stats_spread(const topo_cal_stats *s) {
   return s->median > 0 ? (s->p75 - s->p25) / s->median : 0;
 }
 
-double topo_cal_busbw_factor(int coll, int nranks) {
-  double n = nranks > 0 ? nranks : 1;
-  switch (coll) {
-  case TOPO_CAL_COLL_ALLREDUCE: return 2 * (n - 1) / n;
-  case TOPO_CAL_COLL_ALLGATHER:
-  case TOPO_CAL_COLL_REDUCESCATTER: return (n - 1) / n;
-  default: return 1;
-  }
-}
-
 double topo_cal_link_traffic_factor(int coll, int nranks) {
   double n = nranks > 0 ? nranks : 1;
   switch (coll) {
-  case TOPO_CAL_COLL_ALLREDUCE:
-  case TOPO_CAL_COLL_ALLGATHER:
-  case TOPO_CAL_COLL_REDUCESCATTER: return (n - 1) / n;
+  case ncclFuncAllReduce:
+  case ncclFuncAllGather:
+  case ncclFuncReduceScatter: return (n - 1) / n;
   default: return 1;
   }
 }

@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "host_profiler.h"
 #include "host_tuner.h"
+#include "nccl_vocab.h"
 #include "profiler_driver.h"
 #include "topo_version.h"
 
@@ -264,10 +265,9 @@ static void choose(topo_host_tuner *tuner, int have_tuner, int allgather, uint64
                           0, &nch) != ncclSuccess)
     return;
   int a, p;
-  static const char *algos[] = {"TREE", "RING"}, *protos[] = {"LL", "LL128", "SIMPLE"};
-  if (topo_host_select(table, 7, 3, &a, &p) && a <= 1) {
-    op->algo = algos[a];
-    op->proto = protos[p];
+  if (topo_host_select(table, 7, 3, &a, &p) && a <= NCCL_ALGO_RING) {
+    op->algo = topo_nccl_algo_name(a, TOPO_NCCL_EVENT);
+    op->proto = topo_nccl_proto_name(p, TOPO_NCCL_EVENT);
   }
   if (nch > 0 && nch <= 32) op->nch = nch;
   (void)nranks;

@@ -185,7 +185,7 @@ static void write_points(FILE *f, const rp_report *r, int nranks) {
           fprintf(f,
                   "# measured %s %s %s channels=%s bytes=%" PRIu64 " min_bytes=%" PRIu64
                   " max_bytes=%" PRIu64 " median_us=%.3f spread=%.4f n=%" PRIu64 "\n",
-                  topo_coll_name(func), topo_algo_name(algo), topo_proto_name(proto), ch,
+                  topo_nccl_func_name(func, TOPO_NCCL_FILE), topo_nccl_algo_name(algo, TOPO_NCCL_FILE), topo_nccl_proto_name(proto, TOPO_NCCL_FILE), ch,
                   pts[i].bytes, pts[i].q->size_min, pts[i].q->size_max, pts[i].median_us,
                   pts[i].spread, pts[i].q->n);
         }

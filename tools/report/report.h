@@ -369,9 +369,6 @@ typedef struct rp_report {
   uint64_t records, colls, p2p, timed_colls;
   int64_t t0, t_end;              /* earliest / latest aligned time seen */
   int64_t window_from, window_to; /* timeline window */
-  char **names;                   /* kernel names (index 0 = "") */
-  size_t nnames, cap_names;
-  void *name_map;
   rp_times overall;               /* sums over ranks (first/last: min/max) */
   rp_stepsum *stepsum;            /* by step number */
   size_t nstepsum;
@@ -440,7 +437,6 @@ void rp_report_free(rp_report *r);
 topo_status rp_paths_expand(const char *const *paths, int npaths, char ***out, int *nout);
 void rp_paths_free(char **paths, int n);
 int rp_path_is_json(const char *path);
-uint32_t rp_name_intern(rp_report *r, const char *name);
 
 /* a + b, saturating (sums over many ranks or collectives of garbage input must not overflow). */
 static inline int64_t rp_add_sat(int64_t a, int64_t b) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "nccl_vocab.h"
 #include "report.h"
 
 #define HIST_BUCKETS (256 + 56 * 128)
@@ -86,36 +87,23 @@ void rp_quant_free(rp_quant *q) {
 }
 
 uint64_t rp_coll_size(int func, uint64_t bytes, int nranks) {
-  if ((func == 2 || func == 3) && nranks > 0) return bytes * (uint64_t)nranks;
-  return bytes;
+  return topo_nccl_tests_bytes(func, bytes, nranks);
 }
 
-double rp_busbw_factor(int func, int nranks) {
-  double n = nranks > 0 ? nranks : 1;
-  switch (func) {
-  case 4: return 2.0 * (n - 1) / n;          /* AllReduce */
-  case 2: case 3: return (n - 1) / n;        /* AllGather, ReduceScatter */
-  default: return 1.0;                       /* Broadcast, Reduce, Send/Recv, others */
-  }
-}
+double rp_busbw_factor(int func, int nranks) { return topo_nccl_busbw_factor(func, nranks); }
 
 const char *rp_func_name(int func) {
-  static const char *names[] = {"Broadcast", "Reduce",  "AllGather", "ReduceScatter",
-                                "AllReduce", "SendRecv", "Send",     "Recv",
-                                "AlltoAll",  "Scatter",  "Gather"};
-  if (func >= 0 && func < (int)(sizeof names / sizeof *names)) return names[func];
-  return "Other";
+  return func >= 0 && func < TOPO_NCCL_NUM_FUNCS ? topo_nccl_func_name(func, TOPO_NCCL_EVENT)
+                                                 : "Other";
 }
 
 const char *rp_algo_name(int algo) {
-  static const char *names[] = {"Tree", "Ring", "CollnetDirect", "CollnetChain",
-                                "NVLS", "NVLSTree", "PAT"};
-  return algo >= 0 && algo < 7 ? names[algo] : "?";
+  return algo >= 0 && algo < NCCL_NUM_ALGORITHMS ? topo_nccl_algo_name(algo, TOPO_NCCL_TABLE) : "?";
 }
 
 const char *rp_proto_name(int proto) {
-  static const char *names[] = {"LL", "LL128", "Simple"};
-  return proto >= 0 && proto < 3 ? names[proto] : "?";
+  return proto >= 0 && proto < NCCL_NUM_PROTOCOLS ? topo_nccl_proto_name(proto, TOPO_NCCL_TABLE)
+                                                  : "?";
 }
 
 /* Names NCCL gives its kernels: ncclDevKernel_AllReduce_Sum_f32_RING_LL(...) (2.19+),

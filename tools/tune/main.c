@@ -13,13 +13,14 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cli.h"
 #include "env.h"
 #include "log.h"
 #include "model.h"
 #include "nccl_model.h"
 #include "profile.h"
 #include "table.h"
-#include "tuner.h"
+#include "tuner_core.h"
 #include "topo_version.h"
 
 static const char *prog = "topo-tune";
@@ -55,7 +56,7 @@ static void usage(FILE *f) {
 static int die(const char *what, const char *arg) {
   fprintf(stderr, "%s: %s%s%s%s (try --help)\n", prog, what, arg ? " '" : "", arg ? arg : "",
           arg ? "'" : "");
-  return 2;
+  return TOPO_CLI_MISUSE;
 }
 
 static int parse_size(const char *s, unsigned long long *out) {
@@ -145,11 +146,37 @@ static void json_num(char *buf, size_t len, int have, double v, int decimals) {
   else snprintf(buf, len, "null");
 }
 
-int main(int argc, char **argv) {
-  const char *gpu = NULL, *profile_path = NULL;
-  int nranks = 0, nnodes = 1, nvls = -1, json = 0, verbose = 0, pipe = 1;
-  int colls[NCCL_NUM_FUNCTIONS], ncolls = 0;
-  unsigned long long min_bytes = 8, max_bytes = 8ull << 30;
+/* The command line. */
+typedef struct tune_args {
+  const char *gpu, *profile_path;
+  int nranks, nnodes, nvls, json, verbose, pipe;
+  int colls[NCCL_NUM_FUNCTIONS], ncolls;
+  unsigned long long min_bytes, max_bytes;
+} tune_args;
+
+/* What the map is computed from: the profile, the model and decision table on it, NCCL's model
+ * with its own constants (its pick) and with the constants the plugin would see. */
+typedef struct tune_setup {
+  topo_profile prof;
+  const char *model_gpu; /* the GPU NCCL's model and the profile's base figures are for */
+  int net_nominal;
+  topo_model m;
+  topo_table *table;
+  topo_nccl_model nccl, seen;
+} tune_setup;
+
+/* One row of the map: topo's pick and NCCL's at one size. */
+typedef struct tune_row {
+  pick t;
+  topo_nccl_choice nc;
+  double prof_for_nccl, busbw, gain;
+  int have_t, have_n;
+  int ev_t, ev_n, ev; /* evidence of topo's pick, NCCL's, and the weaker of the two */
+  int nominal;
+} tune_row;
+
+/* Parse argv into *a. Returns -1 to go on, else the exit code (--help, --version, misuse). */
+static int parse_args(int argc, char **argv, tune_args *a) {
   static const struct option opts[] = {
       {"gpu", required_argument, 0, 'g'},     {"profile", required_argument, 0, 'p'},
       {"nranks", required_argument, 0, 'r'},  {"nnodes", required_argument, 0, 'n'},
@@ -158,175 +185,227 @@ int main(int argc, char **argv) {
       {"pipe", required_argument, 0, 'P'},    {"json", no_argument, 0, 'j'},
       {"verbose", no_argument, 0, 'v'},       {"version", no_argument, 0, 'E'},
       {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
-  opterr = 0;
+  *a = (tune_args){.nnodes = 1, .nvls = -1, .pipe = 1, .min_bytes = 8, .max_bytes = 8ull << 30};
+  topo_cli_reset();
   int o;
-  while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+  while ((o = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
     switch (o) {
-    case 'g': gpu = optarg; break;
-    case 'p': profile_path = optarg; break;
-    case 'r': if (parse_int(optarg, 1, 1 << 20, &nranks)) return die("bad --nranks", optarg); break;
-    case 'n': if (parse_int(optarg, 1, 1 << 20, &nnodes)) return die("bad --nnodes", optarg); break;
-    case 'V': if (parse_int(optarg, 0, 1, &nvls)) return die("bad --nvls (0 or 1)", optarg); break;
-    case 'P': if (parse_int(optarg, 1, 1 << 16, &pipe)) return die("bad --pipe", optarg); break;
+    case 'g': a->gpu = optarg; break;
+    case 'p': a->profile_path = optarg; break;
+    case 'r': if (parse_int(optarg, 1, 1 << 20, &a->nranks)) return die("bad --nranks", optarg); break;
+    case 'n': if (parse_int(optarg, 1, 1 << 20, &a->nnodes)) return die("bad --nnodes", optarg); break;
+    case 'V': if (parse_int(optarg, 0, 1, &a->nvls)) return die("bad --nvls (0 or 1)", optarg); break;
+    case 'P': if (parse_int(optarg, 1, 1 << 16, &a->pipe)) return die("bad --pipe", optarg); break;
     case 'c': {
-      int c = topo_coll_from_name(optarg);
+      int c = topo_nccl_coll_from_name(optarg);
       if (c < 0) return die("unknown collective", optarg);
-      if (ncolls < NCCL_NUM_FUNCTIONS) colls[ncolls++] = c;
+      if (a->ncolls < NCCL_NUM_FUNCTIONS) a->colls[a->ncolls++] = c;
       break;
     }
-    case 'm': if (parse_size(optarg, &min_bytes)) return die("bad --min", optarg); break;
-    case 'M': if (parse_size(optarg, &max_bytes)) return die("bad --max", optarg); break;
-    case 'j': json = 1; break;
-    case 'v': verbose = 1; break;
-    case 'E': printf("topo-tune %s\n", TOPO_VERSION); return 0;
-    case 'h': usage(stdout); return 0;
-    default:
-      return die("unknown or incomplete option", argv[optind - 1]);
+    case 'm': if (parse_size(optarg, &a->min_bytes)) return die("bad --min", optarg); break;
+    case 'M': if (parse_size(optarg, &a->max_bytes)) return die("bad --max", optarg); break;
+    case 'j': a->json = 1; break;
+    case 'v': a->verbose = 1; break;
+    case 'E': printf("topo-tune %s\n", TOPO_VERSION); return TOPO_CLI_DONE;
+    case 'h': usage(stdout); return TOPO_CLI_DONE;
+    default: {
+      char what[128];
+      topo_cli_misuse(o, argv, opts, what, sizeof what);
+      return die(what, NULL);
+    }
     }
   }
   if (optind < argc) return die("unexpected argument", argv[optind]);
-  if (!nranks) return die("--nranks is required", NULL);
-  if (nnodes > nranks || nranks % nnodes) return die("--nnodes must divide --nranks", NULL);
-  if (min_bytes < 1 || min_bytes > max_bytes) return die("--min must be >= 1 and <= --max", NULL);
-  if (!ncolls)
-    for (int c = NCCL_NUM_FUNCTIONS - 1; c >= 0; c--) colls[ncolls++] = c; /* AllReduce first */
-  topo_log_to_stderr(prog, verbose);
+  if (!a->nranks) return die("--nranks is required", NULL);
+  if (a->nnodes > a->nranks || a->nranks % a->nnodes) return die("--nnodes must divide --nranks", NULL);
+  if (a->min_bytes < 1 || a->min_bytes > a->max_bytes) return die("--min must be >= 1 and <= --max", NULL);
+  if (!a->ncolls)
+    for (int c = NCCL_NUM_FUNCTIONS - 1; c >= 0; c--) a->colls[a->ncolls++] = c; /* AllReduce first */
+  return -1;
+}
 
-  topo_profile prof;
-  topo_profile_key want = {.nranks = nranks, .nnodes = nnodes};
-  snprintf(want.gpu, sizeof want.gpu, "%s", gpu ? gpu : "");
-  int known = gpu && is_known_gpu(gpu);
-  if (profile_path) {
-    topo_status st = topo_profile_load(profile_path, &want, &prof);
-    if (st == TOPO_ERR_IO) return 1; /* the loader said why */
+/* The profile (--profile's best section, else the built-in set for --gpu, else the generic set)
+ * and the GPU model NCCL's model runs for; warns when no model is known. -1: unreadable file
+ * (the loader said why). */
+static int load_profile(const tune_args *a, tune_setup *t) {
+  topo_profile_key want = {.nranks = a->nranks, .nnodes = a->nnodes};
+  snprintf(want.gpu, sizeof want.gpu, "%s", a->gpu ? a->gpu : "");
+  int known = a->gpu && is_known_gpu(a->gpu);
+  if (a->profile_path) {
+    topo_status st = topo_profile_load(a->profile_path, &want, &t->prof);
+    if (st == TOPO_ERR_IO) return -1;
     if (st != TOPO_OK && !known) { /* no section: the fallback is the generic set, not H200 */
-      topo_profile_free(&prof);
-      topo_profile_builtin("generic", &prof);
+      topo_profile_free(&t->prof);
+      topo_profile_builtin("generic", &t->prof);
     }
   } else {
-    topo_profile_builtin(known ? gpu : "generic", &prof);
+    topo_profile_builtin(known ? a->gpu : "generic", &t->prof);
   }
   /* The GPU NCCL's model and the profile's base figures are for: --gpu, else the section's. */
-  const char *model_gpu = known ? gpu : is_known_gpu(prof.key.gpu) ? prof.key.gpu : NULL;
-  if (!model_gpu)
+  t->model_gpu = known ? a->gpu : is_known_gpu(t->prof.key.gpu) ? t->prof.key.gpu : NULL;
+  if (!t->model_gpu)
     fprintf(stderr,
             "%s: warning: %s%s%s; using the generic defaults (NCCL's own figures, nothing "
             "measured; NCCL's model on an A100-class NVLink node)\n",
-            prog, gpu ? "unknown GPU model '" : "no GPU model given (--gpu H200, H100 or A100)",
-            gpu ? gpu : "", gpu ? "' (H200, H100, A100)" : "");
-  if (nvls < 0) nvls = prof.nvls == 1;
-  int net_nominal = nnodes > 1 && net_is_nominal(&prof);
+            prog, a->gpu ? "unknown GPU model '" : "no GPU model given (--gpu H200, H100 or A100)",
+            a->gpu ? a->gpu : "", a->gpu ? "' (H200, H100, A100)" : "");
+  return 0;
+}
 
-  topo_model m;
-  topo_model_init(&m, &prof, nranks, nnodes, 0);
-  topo_table *table;
-  if (topo_table_build(&m, &table) != TOPO_OK) {
-    fprintf(stderr, "%s: out of memory\n", prog);
-    topo_profile_free(&prof);
-    return 1;
-  }
+/* topo's model and decision table on the profile; NCCL's model with its own constants and with
+ * the ones the plugin would leave it. -1 when out of memory. */
+static int build_models(const tune_args *a, tune_setup *t) {
+  topo_model_init(&t->m, &t->prof, a->nranks, a->nnodes, 0);
+  if (topo_table_build(&t->m, &t->table) != TOPO_OK) return -1;
   topo_nccl_system sys;
-  topo_nccl_model nccl;
-  topo_nccl_system_default(model_gpu ? model_gpu : "A100", nranks, nnodes, nvls, &sys);
-  topo_nccl_model_build(&sys, NULL, &nccl);
+  const char *gpu = t->model_gpu ? t->model_gpu : "A100";
+  topo_nccl_system_default(gpu, a->nranks, a->nnodes, a->nvls, &sys);
+  topo_nccl_model_build(&sys, NULL, &t->nccl);
   /* What the plugin sees: on NCCL 2.28+ its init writes the profile's latencies and bandwidths
-   * into NCCL's tuning constants first, so NCCL's cost table (and its pick, which the tuner keeps
-   * unless it predicts a clear gain) comes from those. "NCCL 2.28 pick" stays NCCL's alone. */
+   * into NCCL's tuning constants first (when TOPO_TUNER_CONSTANTS=1), so NCCL's cost table (and
+   * its pick, which the tuner keeps unless the evidence says otherwise) comes from those.
+   * "NCCL 2.28 pick" stays NCCL's alone. */
   ncclTunerConstants_v5_t seen_constants;
   topo_nccl_constants_default(&seen_constants);
   if (topo_env_bool(TOPO_ENV_TUNER_CONSTANTS))
-    topo_tuner_write_constants(&m, model_gpu ? model_gpu : "generic", &seen_constants);
-  topo_nccl_model seen;
-  topo_nccl_model_build(&sys, &seen_constants, &seen);
+    topo_tuner_write_constants(&t->m, t->model_gpu ? t->model_gpu : "generic", &seen_constants);
+  topo_nccl_model_build(&sys, &seen_constants, &t->seen);
+  return 0;
+}
 
-  if (json) {
+/* Both picks at `b` bytes, timed by the profile. 0 when NCCL has nothing usable there. */
+static int compute_row(const tune_args *a, const tune_setup *t, int coll, unsigned long long b,
+                       tune_row *r) {
+  float cost[NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS];
+  if (topo_nccl_model_fill(&t->nccl, coll, b, a->pipe, cost) <= 0) return 0;
+  topo_nccl_model_pick(&t->nccl, coll, b, a->pipe, &r->nc);
+  if (topo_nccl_model_fill(&t->seen, coll, b, a->pipe, cost) <= 0) return 0;
+  r->t = (pick){-1, -1, 0, -1};
+  int nch = topo_table_apply(t->table, coll, b, a->pipe, 0, cost, NCCL_NUM_ALGORITHMS,
+                             NCCL_NUM_PROTOCOLS, &r->t.algo, &r->t.proto);
+  if (nch < 0) { /* no prediction: NCCL's own */
+    r->t.algo = r->nc.algo;
+    r->t.proto = r->nc.proto;
+    nch = 0;
+  }
+  r->t.nch = nch;
+  r->t.time_us = topo_model_time(&t->m, coll, r->t.algo, r->t.proto, nch, (double)b, a->pipe, 0);
+  r->prof_for_nccl =
+      topo_model_time(&t->m, coll, r->nc.algo, r->nc.proto, 0, (double)b, a->pipe, 0);
+  r->have_t = r->t.time_us > 0;
+  r->have_n = r->prof_for_nccl > 0;
+  r->busbw = r->have_t ? (double)b / (r->t.time_us * 1e3) * topo_nccl_busbw_factor(coll, a->nranks)
+                       : 0;
+  r->gain = r->have_t && r->have_n ? r->prof_for_nccl / r->t.time_us : 0;
+  r->ev_t = evidence(&t->prof, coll, r->t.algo, r->t.proto, r->t.nch, b);
+  r->ev_n = evidence(&t->prof, coll, r->nc.algo, r->nc.proto, 0, b);
+  r->ev = r->ev_t > r->ev_n ? r->ev_t : r->ev_n;
+  r->nominal = t->net_nominal && r->ev == EV_MODEL;
+  return 1;
+}
+
+static void print_header(const tune_args *a, const tune_setup *t) {
+  if (a->json) {
     printf("{\"version\":\"%s\",\"profile\":\"%s\",\"gpu\":%s%s%s,\"nranks\":%d,\"nnodes\":%d,"
            "\"nvls\":%d,\"pipe_ops\":%d,\"net_nominal\":%s,\"collectives\":[",
-           TOPO_VERSION, prof.source, model_gpu ? "\"" : "", model_gpu ? model_gpu : "null",
-           model_gpu ? "\"" : "", nranks, nnodes, nvls, pipe, net_nominal ? "true" : "false");
-  } else {
-    printf("topo-tune %s: %s, %d ranks on %d node%s, NVLS %s, numPipeOps %d\n", TOPO_VERSION,
-           prof.source, nranks, nnodes, nnodes > 1 ? "s" : "", nvls ? "on" : "off", pipe);
-    printf("channels 0 = NCCL's own count; busbw by nccl-tests factors. 'NCCL's us' = NCCL 2.28's\n"
-           "own estimate for its pick; 'profile us' = this profile's time for that same setting;\n"
-           "gain = NCCL's pick / topo's pick, both timed by this profile. evidence (the profile's\n"
-           "measured points, the weaker of the two settings): measured (both have a point at this\n"
-           "size, +-5 %%), interpolated (points on both sides), model-only (no measurement around:\n"
-           "fitted terms or the link model; gain in parentheses, an estimate, not a measurement).\n");
-    if (net_nominal)
-      printf("'*': the network link is nominal (built-in %.0f GB/s, %.1f us, not measured).\n",
-             prof.link[TOPO_LINK_NET].bw_gbs, prof.link[TOPO_LINK_NET].lat_us);
+           TOPO_VERSION, t->prof.source, t->model_gpu ? "\"" : "",
+           t->model_gpu ? t->model_gpu : "null", t->model_gpu ? "\"" : "", a->nranks, a->nnodes,
+           a->nvls, a->pipe, t->net_nominal ? "true" : "false");
+    return;
   }
-  for (int ci = 0; ci < ncolls; ci++) {
-    int coll = colls[ci];
-    if (json) printf("%s{\"collective\":\"%s\",\"rows\":[", ci ? "," : "", topo_coll_name(coll));
-    else {
-      printf("\n%s\n", topo_coll_name(coll));
-      printf("%8s | %-15s %3s %11s %10s | %-15s %3s %11s %11s | %8s %-14s\n", "bytes", "topo pick",
-             "ch", "profile us", "busbw GB/s", "NCCL 2.28 pick", "ch", "NCCL's us", "profile us",
-             "gain", "evidence");
-    }
-    int first = 1;
-    for (unsigned long long b = min_bytes; b <= max_bytes; b *= 2) {
-      float cost[NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS];
-      if (topo_nccl_model_fill(&nccl, coll, b, pipe, cost) <= 0) continue;
-      topo_nccl_choice nc;
-      topo_nccl_model_pick(&nccl, coll, b, pipe, &nc);
-      if (topo_nccl_model_fill(&seen, coll, b, pipe, cost) <= 0) continue;
-      pick t = {-1, -1, 0, -1};
-      int nch = topo_table_apply(table, coll, b, pipe, 0, cost, NCCL_NUM_ALGORITHMS,
-                                 NCCL_NUM_PROTOCOLS, &t.algo, &t.proto);
-      if (nch < 0) { /* no prediction: NCCL's own */
-        t.algo = nc.algo;
-        t.proto = nc.proto;
-        nch = 0;
-      }
-      t.nch = nch;
-      t.time_us = topo_model_time(&m, coll, t.algo, t.proto, nch, (double)b, pipe, 0);
-      double prof_for_nccl = topo_model_time(&m, coll, nc.algo, nc.proto, 0, (double)b, pipe, 0);
-      int have_t = t.time_us > 0, have_n = prof_for_nccl > 0;
-      double busbw = have_t ? (double)b / (t.time_us * 1e3) * topo_model_busbw_factor(coll, nranks) : 0;
-      double gain = have_t && have_n ? prof_for_nccl / t.time_us : 0;
-      int ev_t = evidence(&prof, coll, t.algo, t.proto, t.nch, b);
-      int ev_n = evidence(&prof, coll, nc.algo, nc.proto, 0, b);
-      int ev = ev_t > ev_n ? ev_t : ev_n; /* the weaker of the two */
-      int nominal = net_nominal && ev == EV_MODEL;
-      char hb[32];
-      if (json) {
-        char tt[32], bw[32], nt[32], g[32];
-        json_num(tt, sizeof tt, have_t, t.time_us, 3);
-        json_num(bw, sizeof bw, have_t, busbw, 6);
-        json_num(nt, sizeof nt, have_n, prof_for_nccl, 3);
-        json_num(g, sizeof g, have_t && have_n, gain, 4);
-        printf("%s{\"bytes\":%llu,\"topo\":{\"algo\":\"%s\",\"proto\":\"%s\",\"channels\":%d,"
-               "\"time_us\":%s,\"busbw_gbs\":%s,\"evidence\":\"%s\"},\"nccl\":{\"algo\":\"%s\","
-               "\"proto\":\"%s\",\"channels\":%d,\"nccl_model_us\":%.3f,\"time_us\":%s,"
-               "\"evidence\":\"%s\"},\"gain\":%s,\"evidence\":\"%s\",\"net_nominal\":%s}",
-               first ? "" : ",", b, topo_algo_name(t.algo), topo_proto_name(t.proto), t.nch, tt,
-               bw, ev_names[ev_t], topo_algo_name(nc.algo), topo_proto_name(nc.proto),
-               nc.nchannels, nc.time_us, nt, ev_names[ev_n], g, ev_names[ev],
-               nominal ? "true" : "false");
-      } else {
-        char tp[40], np[40], tt[32], bw[32], nt[32], g[32], e[24];
-        snprintf(tp, sizeof tp, "%s/%s", topo_algo_name(t.algo), topo_proto_name(t.proto));
-        snprintf(np, sizeof np, "%s/%s", topo_algo_name(nc.algo), topo_proto_name(nc.proto));
-        text_num(tt, sizeof tt, have_t, t.time_us);
-        text_num(bw, sizeof bw, have_t, busbw);
-        text_num(nt, sizeof nt, have_n, prof_for_nccl);
-        if (!have_t || !have_n) snprintf(g, sizeof g, "n/a");
-        else if (ev == EV_MODEL) snprintf(g, sizeof g, "(%.2fx)", gain);
-        else snprintf(g, sizeof g, "%.2fx", gain);
-        snprintf(e, sizeof e, "%s%s", ev_names[ev], nominal ? " *" : "");
-        printf("%8s | %-15s %3d %11s %10s | %-15s %3d %11.2f %11s | %8s %-14s\n",
-               human(b, hb, sizeof hb), tp, t.nch, tt, bw, np, nc.nchannels, nc.time_us, nt, g, e);
-      }
-      first = 0;
-      if (b > max_bytes / 2) break;
-    }
-    if (json) printf("]}");
+  printf("topo-tune %s: %s, %d ranks on %d node%s, NVLS %s, numPipeOps %d\n", TOPO_VERSION,
+         t->prof.source, a->nranks, a->nnodes, a->nnodes > 1 ? "s" : "", a->nvls ? "on" : "off",
+         a->pipe);
+  printf("channels 0 = NCCL's own count; busbw by nccl-tests factors. 'NCCL's us' = NCCL 2.28's\n"
+         "own estimate for its pick; 'profile us' = this profile's time for that same setting;\n"
+         "gain = NCCL's pick / topo's pick, both timed by this profile. evidence (the profile's\n"
+         "measured points, the weaker of the two settings): measured (both have a point at this\n"
+         "size, +-5 %%), interpolated (points on both sides), model-only (no measurement around:\n"
+         "fitted terms or the link model; gain in parentheses, an estimate, not a measurement).\n");
+  if (t->net_nominal)
+    printf("'*': the network link is nominal (built-in %.0f GB/s, %.1f us, not measured).\n",
+           t->prof.link[TOPO_LINK_NET].bw_gbs, t->prof.link[TOPO_LINK_NET].lat_us);
+}
+
+static void print_coll_header(const tune_args *a, int coll, int first) {
+  const char *name = topo_nccl_func_name(coll, TOPO_NCCL_FILE);
+  if (a->json) {
+    printf("%s{\"collective\":\"%s\",\"rows\":[", first ? "" : ",", name);
+    return;
   }
-  if (json) printf("]}\n");
-  topo_table_free(table);
-  topo_profile_free(&prof);
-  return 0;
+  printf("\n%s\n", name);
+  printf("%8s | %-15s %3s %11s %10s | %-15s %3s %11s %11s | %8s %-14s\n", "bytes", "topo pick",
+         "ch", "profile us", "busbw GB/s", "NCCL 2.28 pick", "ch", "NCCL's us", "profile us",
+         "gain", "evidence");
+}
+
+static void print_row_json(const tune_row *r, unsigned long long b, int first) {
+  char tt[32], bw[32], nt[32], g[32];
+  json_num(tt, sizeof tt, r->have_t, r->t.time_us, 3);
+  json_num(bw, sizeof bw, r->have_t, r->busbw, 6);
+  json_num(nt, sizeof nt, r->have_n, r->prof_for_nccl, 3);
+  json_num(g, sizeof g, r->have_t && r->have_n, r->gain, 4);
+  printf("%s{\"bytes\":%llu,\"topo\":{\"algo\":\"%s\",\"proto\":\"%s\",\"channels\":%d,"
+         "\"time_us\":%s,\"busbw_gbs\":%s,\"evidence\":\"%s\"},\"nccl\":{\"algo\":\"%s\","
+         "\"proto\":\"%s\",\"channels\":%d,\"nccl_model_us\":%.3f,\"time_us\":%s,"
+         "\"evidence\":\"%s\"},\"gain\":%s,\"evidence\":\"%s\",\"net_nominal\":%s}",
+         first ? "" : ",", b, topo_nccl_algo_name(r->t.algo, TOPO_NCCL_FILE),
+         topo_nccl_proto_name(r->t.proto, TOPO_NCCL_FILE), r->t.nch, tt, bw, ev_names[r->ev_t],
+         topo_nccl_algo_name(r->nc.algo, TOPO_NCCL_FILE),
+         topo_nccl_proto_name(r->nc.proto, TOPO_NCCL_FILE), r->nc.nchannels, r->nc.time_us, nt,
+         ev_names[r->ev_n], g, ev_names[r->ev], r->nominal ? "true" : "false");
+}
+
+static void print_row_text(const tune_row *r, unsigned long long b) {
+  char tp[40], np[40], tt[32], bw[32], nt[32], g[32], e[24], hb[32];
+  snprintf(tp, sizeof tp, "%s/%s", topo_nccl_algo_name(r->t.algo, TOPO_NCCL_FILE),
+           topo_nccl_proto_name(r->t.proto, TOPO_NCCL_FILE));
+  snprintf(np, sizeof np, "%s/%s", topo_nccl_algo_name(r->nc.algo, TOPO_NCCL_FILE),
+           topo_nccl_proto_name(r->nc.proto, TOPO_NCCL_FILE));
+  text_num(tt, sizeof tt, r->have_t, r->t.time_us);
+  text_num(bw, sizeof bw, r->have_t, r->busbw);
+  text_num(nt, sizeof nt, r->have_n, r->prof_for_nccl);
+  if (!r->have_t || !r->have_n) snprintf(g, sizeof g, "n/a");
+  else if (r->ev == EV_MODEL) snprintf(g, sizeof g, "(%.2fx)", r->gain);
+  else snprintf(g, sizeof g, "%.2fx", r->gain);
+  snprintf(e, sizeof e, "%s%s", ev_names[r->ev], r->nominal ? " *" : "");
+  printf("%8s | %-15s %3d %11s %10s | %-15s %3d %11.2f %11s | %8s %-14s\n", human(b, hb, sizeof hb),
+         tp, r->t.nch, tt, bw, np, r->nc.nchannels, r->nc.time_us, nt, g, e);
+}
+
+/* Every size from --min to --max (x2) of one collective. */
+static void print_collective(const tune_args *a, const tune_setup *t, int coll, int first_coll) {
+  print_coll_header(a, coll, first_coll);
+  int first = 1;
+  for (unsigned long long b = a->min_bytes; b <= a->max_bytes; b *= 2) {
+    tune_row r;
+    if (!compute_row(a, t, coll, b, &r)) continue;
+    if (a->json) print_row_json(&r, b, first);
+    else print_row_text(&r, b);
+    first = 0;
+    if (b > a->max_bytes / 2) break;
+  }
+  if (a->json) printf("]}");
+}
+
+int main(int argc, char **argv) {
+  tune_args a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc >= 0) return rc;
+  topo_log_to_stderr(prog, a.verbose);
+  tune_setup t = {0};
+  if (load_profile(&a, &t)) return TOPO_CLI_FAILED;
+  if (a.nvls < 0) a.nvls = t.prof.nvls == 1;
+  t.net_nominal = a.nnodes > 1 && net_is_nominal(&t.prof);
+  if (build_models(&a, &t)) {
+    fprintf(stderr, "%s: out of memory\n", prog);
+    topo_profile_free(&t.prof);
+    return TOPO_CLI_FAILED;
+  }
+  print_header(&a, &t);
+  for (int ci = 0; ci < a.ncolls; ci++) print_collective(&a, &t, a.colls[ci], ci == 0);
+  if (a.json) printf("]}\n");
+  topo_table_free(t.table);
+  topo_profile_free(&t.prof);
+  return TOPO_CLI_DONE;
 }

@@ -2,7 +2,7 @@
 /*
  * A fake libcupti for GPU-less machines: exactly the CUPTI entry points libtopo-profiler.so
  * dlopens (subscribe, activity callbacks/enable/next-record/dropped/flush, timestamp), plus a
- * control API through which tests and tools/demo inject synthetic activity - kernels, copies,
+ * control API through which topo-demo and the tests inject synthetic activity - kernels, copies,
  * sets - that the fake hands back through the registered buffer callbacks, as CUPTI does
  * (when a buffer fills, on cuptiActivityFlushAll). As in CUPTI, one subscriber at a time, and
  * the enabled kinds and buffer callbacks are process-wide: activity reaches whoever registered

@@ -1,20 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
-// The tuner's decisions against a real calibration (no GPU needed): topo-calibrate --bench on
-// 2 x H200, NCCL 2.28.3 (round r8). tests/tuner/data/r8-2xh200-sweep.csv holds its measurements
-// (kind = forced / default / tuner, the forced
-// algorithm, protocol and channel count, size, median us, what ran); r8-2xh200.profile is the
-// profile topo-calibrate wrote from them (one alpha-beta line per setting over 8 B..1 GB) and
-// the tuner ran with. Its channel extrapolation returned 2 channels for ring/LL at 32-128 KB
-// where NCCL ran 4-16: up to 1.9x slower than NCCL's default.
+// The tuner switches away from NCCL's choice only on measured evidence (no GPU needed).
 //
-// Each case loads libtopo-tuner.so through the plugin host with a profile, asks it for every
-// bench size (NCCL's 2 x H200 cost table with its minimum on what r8's default ran, nranks 2,
-// nnodes 1) and looks the decision up in the
+// Against a real calibration: topo-calibrate --bench on 2 x H200, NCCL 2.28.3.
+// tests/tuner/data/h200x2-nccl2.28.3-sweep.csv holds its measurements (kind = forced / default /
+// tuner, the forced algorithm, protocol and channel count, size, median us, what ran);
+// h200x2-nccl2.28.3-single-line.profile is the profile topo-calibrate wrote from them (one
+// alpha-beta line per setting over 8 B..1 GB). Each case loads libtopo-tuner.so through the plugin
+// host with a profile, asks it for every bench size (NCCL's 2 x H200 cost table with its minimum on
+// what the calibration's default ran, nranks 2, nnodes 1) and looks the decision up in the
 // measurements: a decision with NCCL's own channel count is the forced (algorithm, protocol) row,
 // or NCCL's default run itself when that is what the default ran; a reduced channel count is the
 // forced row at that count, and one never measured is a violation (DESIGN: never worse than
 // NCCL's default, so channels are reduced only on measured evidence). Rule checked at every
 // size: measured time <= 1.01 x the default's.
+//
+// On synthetic profiles: channels reduced, and NCCL's pick left, only where measured points show
+// a gain beyond twice their noise; the built-in profile never reduces channels.
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -29,7 +30,7 @@
 #include "profile.h"
 #include "tuner_test_util.h"
 
-#define NCCL_VERSION_R8 22803 /* the run's NCCL: the profile's section key names it */
+#define SWEEP_NCCL_VERSION 22803 /* the run's NCCL: the profile's section key names it */
 #define COMM_CHANNELS 24      /* "NCCL channels 24" in the calibrate summary */
 #define MAX_ROWS 8192
 #define VS_DEFAULT_MAX 1.01
@@ -48,7 +49,7 @@ static int nrows;
 
 static void load_rows(void) {
   if (nrows) return;
-  FILE *f = fopen(TOPO_TUNER_TEST_DATA "/r8-2xh200-sweep.csv", "r");
+  FILE *f = fopen(TOPO_TUNER_TEST_DATA "/h200x2-nccl2.28.3-sweep.csv", "r");
   assert_non_null(f);
   char line[256];
   while (fgets(line, sizeof line, f) && nrows < MAX_ROWS) {
@@ -70,11 +71,11 @@ static void load_rows(void) {
     r.us = strtod(fld[6], NULL);
     r.ran_nch = atoi(fld[9]);
     r.kind = !strcmp(kind, "forced") ? K_FORCED : !strcmp(kind, "default") ? K_DEFAULT : K_TUNER;
-    r.algo = topo_algo_from_name(algo);
-    r.proto = topo_proto_from_name(proto);
-    r.coll = topo_coll_from_name(coll);
-    r.ran_algo = topo_algo_from_name(ra);
-    r.ran_proto = topo_proto_from_name(rp);
+    r.algo = topo_nccl_algo_from_name(algo);
+    r.proto = topo_nccl_proto_from_name(proto);
+    r.coll = topo_nccl_coll_from_name(coll);
+    r.ran_algo = topo_nccl_algo_from_name(ra);
+    r.ran_proto = topo_nccl_proto_from_name(rp);
     r.bytes = b;
     assert_true(r.coll >= 0 && r.ran_algo >= 0 && r.ran_proto >= 0);
     rows[nrows++] = r;
@@ -137,7 +138,7 @@ static void evaluate(const char *label, const char *profile_path, summary *s) {
   memset(s, 0, sizeof *s);
   setenv("TOPO_TUNER_PROFILE", profile_path, 1);
   topo_host_tuner t;
-  assert_int_equal(topo_host_tuner_load(&t, TOPO_TEST_TUNER_SO, NCCL_VERSION_R8), TOPO_OK);
+  assert_int_equal(topo_host_tuner_load(&t, TOPO_TEST_TUNER_SO, SWEEP_NCCL_VERSION), TOPO_OK);
   assert_int_equal(topo_host_tuner_init(&t, 1, 2, 1, topo_host_log, NULL, NULL), ncclSuccess);
   print_message("%s\n%-14s %10s  %-18s %9s %9s %9s %9s %8s\n", label, "collective", "bytes",
                 "tuner pick", "measured", "default", "oracle", "orc<=24", "vs def");
@@ -146,8 +147,8 @@ static void evaluate(const char *label, const char *profile_path, summary *s) {
     for (int i = 0; i < nrows; i++) {
       const row *d = &rows[i];
       if (d->kind != K_DEFAULT || d->coll != coll) continue;
-      /* NCCL's cost table on 2 x H200, its minimum moved onto what r8's default ran there (its
-       * pick: NCCL 2.28.3's constants differ slightly from the 2.28.9 ones recorded). */
+      /* NCCL's cost table on 2 x H200, its minimum moved onto what the calibration's default ran
+       * there (its pick: NCCL 2.28.3's constants differ slightly from the 2.28.9 ones recorded). */
       float table[21], lo = 3.6e9f;
       nccl2_fill(coll, d->bytes, 7, table);
       for (int k = 0; k < 21; k++)
@@ -162,9 +163,9 @@ static void evaluate(const char *label, const char *profile_path, summary *s) {
       double m = measured(coll, d->bytes, a, p, nch);
       double o = oracle(coll, d->bytes, -1), o24 = oracle(coll, d->bytes, COMM_CHANNELS);
       char pick[32];
-      snprintf(pick, sizeof pick, "%s/%s/%d", topo_algo_name(a), topo_proto_name(p), nch);
+      snprintf(pick, sizeof pick, "%s/%s/%d", topo_nccl_algo_name(a, TOPO_NCCL_FILE), topo_nccl_proto_name(p, TOPO_NCCL_FILE), nch);
       if (m < 0) {
-        print_message("%-14s %10llu  %-18s %9s %9.2f %9.2f %9.2f %8s%s\n", topo_coll_name(coll),
+        print_message("%-14s %10llu  %-18s %9s %9.2f %9.2f %9.2f %8s%s\n", topo_nccl_func_name(coll, TOPO_NCCL_FILE),
                       (unsigned long long)d->bytes, pick, "-", d->us, o, o24, "-",
                       nch > 0 ? "  UNMEASURED reduced channels" : "");
         if (nch > 0) s->unmeasured++;
@@ -177,7 +178,7 @@ static void evaluate(const char *label, const char *profile_path, summary *s) {
       s->log_def += log(r);
       if (r > s->worst_def) s->worst_def = r;
       if (r > VS_DEFAULT_MAX) s->violations++;
-      print_message("%-14s %10llu  %-18s %9.2f %9.2f %9.2f %9.2f %8.3f%s\n", topo_coll_name(coll),
+      print_message("%-14s %10llu  %-18s %9.2f %9.2f %9.2f %9.2f %8.3f%s\n", topo_nccl_func_name(coll, TOPO_NCCL_FILE),
                     (unsigned long long)d->bytes, pick, m, d->us, o, o24, r,
                     r > VS_DEFAULT_MAX ? "  SLOWER than default" : "");
     }
@@ -187,53 +188,26 @@ static void evaluate(const char *label, const char *profile_path, summary *s) {
   print_summary(label, s);
 }
 
-/* What ran in r8 (the "tuner" rows, with the fixture profile and the old channel rule), and NCCL's
- * default, against the same oracles: the "before" figures. */
-static void test_r8_measured_tuner_run_is_the_regression(void **state) {
-  (void)state;
-  load_rows();
-  summary tu = {0}, de = {0};
-  for (int i = 0; i < nrows; i++) {
-    const row *r = &rows[i];
-    if (r->kind != K_TUNER || (r->coll != colls[0] && r->coll != colls[1] && r->coll != colls[2]))
-      continue;
-    const row *d = find_row(K_DEFAULT, r->coll, r->bytes, 0, 0, 0);
-    assert_non_null(d);
-    double o = oracle(r->coll, r->bytes, -1), o24 = oracle(r->coll, r->bytes, COMM_CHANNELS);
-    tu.points++, tu.n_def++, de.points++, de.n_def++;
-    tu.log_orc += log(r->us / o), tu.log_orc24 += log(r->us / o24), tu.log_def += log(r->us / d->us);
-    de.log_orc += log(d->us / o), de.log_orc24 += log(d->us / o24);
-    if (r->us / d->us > tu.worst_def) tu.worst_def = r->us / d->us;
-    if (r->us / d->us > VS_DEFAULT_MAX) tu.violations++;
-    if (r->ran_algo == NCCL_ALGO_RING && r->ran_proto == NCCL_PROTO_LL && r->ran_nch < d->ran_nch)
-      tu.reduced++;
-  }
-  print_summary("r8 as run: libtopo-tuner (old channel rule)", &tu);
-  print_summary("r8 as run: NCCL default", &de);
-  assert_int_equal(tu.points, 84);
-  /* The data shows the regression this suite guards against. */
-  assert_true(tu.worst_def > 1.7);
-  assert_true(tu.reduced >= 6);
-}
-
-/* The profile r8 ran with (single-line fits, 4-11 % error): no reduced channel count without a
- * measured term at that count, and no decision slower than the default by more than 1 %. */
-static void test_r8_profile_decisions_never_slower_than_default(void **state) {
+/* The calibration's own profile (single-line fits, 4-11 % error): no reduced channel count
+ * without a measured term at that count, and no decision slower than the default by more than
+ * 1 %. */
+static void test_single_line_profile_decisions_never_slower_than_default(void **state) {
   (void)state;
   summary s;
-  evaluate("r8 profile (single-line fits)", TOPO_TUNER_TEST_DATA "/r8-2xh200.profile", &s);
+  evaluate("single-line profile", TOPO_TUNER_TEST_DATA "/h200x2-nccl2.28.3-single-line.profile", &s);
   assert_int_equal(s.points, 84);
   assert_int_equal(s.unmeasured, 0);
   assert_int_equal(s.violations, 0);
 }
 
-/* Re-fit the r8 sweeps piecewise (as topo-calibrate now does): every forced setting's sweep per
- * collective through topo_profile_fit_piecewise, on the r8 profile's link/protocol parameters. */
+/* Re-fit the sweeps piecewise (as topo-calibrate does): every forced setting's sweep per
+ * collective through topo_profile_fit_piecewise, on the single-line profile's link/protocol
+ * parameters. TUNER_SWEEP_PROFILE_OUT=path also writes it there (for bench/tuner_bench). */
 static void write_piecewise_profile(char *path, size_t len, int *nterms) {
   load_rows();
   topo_profile p;
-  topo_profile_key want = {"H200", 2, 1, NCCL_VERSION_R8};
-  assert_int_equal(topo_profile_load(TOPO_TUNER_TEST_DATA "/r8-2xh200.profile", &want, &p), TOPO_OK);
+  topo_profile_key want = {"H200", 2, 1, SWEEP_NCCL_VERSION};
+  assert_int_equal(topo_profile_load(TOPO_TUNER_TEST_DATA "/h200x2-nccl2.28.3-single-line.profile", &want, &p), TOPO_OK);
   topo_profile_free(&p);
   static uint64_t b[64];
   static double us[64];
@@ -268,7 +242,7 @@ static void write_piecewise_profile(char *path, size_t len, int *nterms) {
     }
   }
   *nterms = p.nterms;
-  const char *keep = getenv("TUNER_R8_PROFILE_OUT");
+  const char *keep = getenv("TUNER_SWEEP_PROFILE_OUT");
   if (keep && *keep) { /* for bench/tuner_bench: every shape matches (H200 only) */
     FILE *k = fopen(keep, "w");
     assert_non_null(k);
@@ -277,7 +251,7 @@ static void write_piecewise_profile(char *path, size_t len, int *nterms) {
     assert_int_equal(topo_profile_write(k, &w), TOPO_OK);
     fclose(k);
   }
-  snprintf(path, len, "/tmp/topo-r8-piecewise-XXXXXX");
+  snprintf(path, len, "/tmp/topo-sweep-piecewise-XXXXXX");
   int fd = mkstemp(path);
   assert_true(fd >= 0);
   FILE *f = fdopen(fd, "w");
@@ -287,14 +261,14 @@ static void write_piecewise_profile(char *path, size_t len, int *nterms) {
   topo_profile_free(&p);
 }
 
-static void test_r8_piecewise_profile_decisions(void **state) {
+static void test_piecewise_profile_decisions_never_slower_than_default(void **state) {
   (void)state;
   char path[64];
   int nterms = 0;
   write_piecewise_profile(path, sizeof path, &nterms);
-  print_message("piecewise re-fit of the r8 sweeps: %d terms\n", nterms);
+  print_message("piecewise re-fit of the sweeps: %d terms\n", nterms);
   summary s;
-  evaluate("r8 piecewise profile", path, &s);
+  evaluate("piecewise profile", path, &s);
   unlink(path);
   assert_int_equal(s.points, 84);
   assert_int_equal(s.unmeasured, 0);
@@ -303,7 +277,7 @@ static void test_r8_piecewise_profile_decisions(void **state) {
 
 /* A one-section profile for 2 x H200 with the given term lines, in a temporary file. */
 static void write_profile(char *path, size_t len, const char *terms) {
-  snprintf(path, len, "/tmp/topo-r8-synth-XXXXXX");
+  snprintf(path, len, "/tmp/topo-synth-profile-XXXXXX");
   int fd = mkstemp(path);
   assert_true(fd >= 0);
   FILE *f = fdopen(fd, "w");
@@ -436,9 +410,8 @@ int main(void) {
   unsetenv("TOPO_TUNER_RULES");
   unsetenv("TOPO_TUNER_FORCE");
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_r8_measured_tuner_run_is_the_regression),
-      cmocka_unit_test(test_r8_profile_decisions_never_slower_than_default),
-      cmocka_unit_test(test_r8_piecewise_profile_decisions),
+      cmocka_unit_test(test_single_line_profile_decisions_never_slower_than_default),
+      cmocka_unit_test(test_piecewise_profile_decisions_never_slower_than_default),
       cmocka_unit_test(test_channels_reduced_only_on_measured_evidence),
       cmocka_unit_test(test_builtin_profile_never_reduces_channels),
       cmocka_unit_test(test_nccl_pick_kept_unless_the_measured_gain_is_beyond_the_noise),

@@ -12,8 +12,8 @@
  * around the cache); get runs lock-free and allocation-free on any thread (a forced choice or a
  * rule that NCCL does not allow is warned about once, the first time).
  */
-#ifndef TOPO_TUNER_TUNER_H
-#define TOPO_TUNER_TUNER_H
+#ifndef TOPO_TUNER_CORE_H
+#define TOPO_TUNER_CORE_H
 
 #include <stddef.h>
 #include <stdint.h>

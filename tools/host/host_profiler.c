@@ -4,35 +4,13 @@
 
 #include <string.h>
 
+#include "nccl_vocab.h"
+
 int topo_host_profiler_mask;
 
-static int index_of(const char *name, const char *const *table, int n) {
-  if (!name) return 0;
-  for (int i = 0; i < n; i++)
-    if (!strcmp(name, table[i])) return i;
-  return 0;
-}
-int topo_host_func_id(const char *n) {
-  static const char *const t[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce",
-                                  "SendRecv", "Send", "Recv"};
-  return index_of(n, t, 8);
-}
-int topo_host_datatype_id(const char *n) {
-  static const char *const t[] = {"ncclInt8", "ncclUint8", "ncclInt32", "ncclUint32",
-                                  "ncclInt64", "ncclUint64", "ncclFloat16", "ncclFloat32",
-                                  "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3",
-                                  "ncclFloat8e5m2"};
-  return index_of(n, t, 12);
-}
-int topo_host_algo_id(const char *n) {
-  static const char *const t[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS",
-                                  "NVLS_TREE", "PAT"};
-  return index_of(n, t, 7);
-}
-int topo_host_proto_id(const char *n) {
-  static const char *const t[] = {"LL", "LL128", "SIMPLE"};
-  return index_of(n, t, 3);
-}
+/* ncclFunc_t / ncclDataType_t / algorithm / protocol values of NCCL's names for the v1
+ * descriptors, which carry ids where later versions carry names; 0 for a name NCCL lacks. */
+static int id_or_zero(int id) { return id < 0 ? 0 : id; }
 
 topo_status topo_host_profiler_load(topo_host_profiler *p, const char *path, int nccl_version) {
   memset(p, 0, sizeof *p);
@@ -250,21 +228,21 @@ ncclResult_t topo_host_profiler_start(topo_host_profiler *p, void **handle,
       d.coll.name = "topo-host";
       d.coll.commHash = p->comm_hash;
       d.coll.seqNumber = e->seq;
-      d.coll.func = (uint8_t)topo_host_func_id(e->func);
+      d.coll.func = (uint8_t)id_or_zero(topo_nccl_func_from_name(e->func));
       d.coll.count = e->count;
       d.coll.root = e->root;
-      d.coll.datatype = (uint8_t)topo_host_datatype_id(e->datatype);
+      d.coll.datatype = (uint8_t)id_or_zero(topo_nccl_datatype_from_name(e->datatype));
       d.coll.nMaxChannels = (uint8_t)e->nchannels;
       d.coll.nWarps = (uint8_t)e->nwarps;
-      d.coll.algo = (uint8_t)topo_host_algo_id(e->algo);
-      d.coll.proto = (uint8_t)topo_host_proto_id(e->proto);
+      d.coll.algo = (uint8_t)id_or_zero(topo_nccl_algo_from_name(e->algo));
+      d.coll.proto = (uint8_t)id_or_zero(topo_nccl_proto_from_name(e->proto));
       break;
     case ncclProfileP2p:
       d.p2p.name = "topo-host";
       d.p2p.commHash = p->comm_hash;
-      d.p2p.func = (uint8_t)topo_host_func_id(e->func);
+      d.p2p.func = (uint8_t)id_or_zero(topo_nccl_func_from_name(e->func));
       d.p2p.count = e->count;
-      d.p2p.datatype = (uint8_t)topo_host_datatype_id(e->datatype);
+      d.p2p.datatype = (uint8_t)id_or_zero(topo_nccl_datatype_from_name(e->datatype));
       d.p2p.peer = e->peer;
       break;
     case ncclProfileProxyOp: fill_proxy(&d.proxyOp, e); break;

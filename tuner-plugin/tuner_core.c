@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The tuner core (see tuner.h): per-process cache of shared setups, per-communicator contexts,
+// The tuner core (see tuner_core.h): per-process cache of shared setups, per-communicator contexts,
 // and the per-call path (force -> rules -> model) over NCCL's cost table.
-#include "tuner.h"
+#include "tuner_core.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -312,8 +312,9 @@ static void force_refused(setup *s, int coll) {
     return;
   TOPO_WARN("TOPO_TUNER_FORCE=%s: NCCL does not allow %s/%s for %s here; NCCL's own choice stands "
             "wherever it does not (warned once)",
-            s->key.force, topo_algo_name(s->force.algo), topo_proto_name(s->force.proto),
-            topo_coll_name(coll));
+            s->key.force, topo_nccl_algo_name(s->force.algo, TOPO_NCCL_FILE),
+            topo_nccl_proto_name(s->force.proto, TOPO_NCCL_FILE),
+            topo_nccl_func_name(coll, TOPO_NCCL_FILE));
 }
 
 /* One warning per rule the first time it matches a call whose entry NCCL does not allow. */
@@ -321,8 +322,8 @@ static void rule_refused(const setup *s, const topo_rule *r) {
   if (!r || !topo_rules_index_report_once(s->table->rules, r)) return;
   TOPO_WARN("%s:%d: rule %s %s/%s matches but NCCL does not allow that algorithm/protocol here; "
             "passed over there (warned once)",
-            s->key.rules, r->line, topo_coll_name(r->coll), topo_algo_name(r->algo),
-            topo_proto_name(r->proto));
+            s->key.rules, r->line, topo_nccl_func_name(r->coll, TOPO_NCCL_FILE),
+            topo_nccl_algo_name(r->algo, TOPO_NCCL_FILE), topo_nccl_proto_name(r->proto, TOPO_NCCL_FILE));
 }
 
 void topo_tuner_get(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int num_pipe_ops,

@@ -64,9 +64,4 @@ ncclResult_t topo_host_profiler_stop(topo_host_profiler *p, void *handle);
 ncclResult_t topo_host_profiler_state(topo_host_profiler *p, void *handle, int state,
                                       size_t trans_size, uint64_t ptimer);
 
-/* ncclFunc_t / ncclDataType_t / algorithm / protocol values of NCCL's names (v1 descriptors). */
-int topo_host_func_id(const char *name);
-int topo_host_datatype_id(const char *name);
-int topo_host_algo_id(const char *name);
-int topo_host_proto_id(const char *name);
 #endif
