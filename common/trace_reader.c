@@ -2,7 +2,11 @@
 // Streaming, damage-tolerant reader of binary traces (see trace_reader.h). Input goes through a
 // 1 MiB window (pread for files, a view for memory); each block is checked (magic, count range,
 // length, CRC-32C) before its records are handed out; a bad region is skipped by scanning for the
-// next block header whose checksum holds.
+// next block header whose checksum holds. From the first damage on, checksums come from a ring of
+// prefix checksums (one per 16 input bytes, combined with topo_crc32c_combine), so each input
+// byte is summed a bounded number of times however many overlapping block headers a damaged
+// region claims. A suspended file reader holds no descriptor and no buffer and reopens its file
+// at the next read.
 #define _GNU_SOURCE /* memmem */
 #include "trace_reader.h"
 
@@ -20,8 +24,13 @@
 
 #define WINDOW_BYTES (1u << 20)
 #define BLOCK_BYTES_MAX (sizeof(topo_trace_block) + (size_t)TOPO_TRACE_MAX_BLOCK_RECORDS * TOPO_TRACE_RECORD_SIZE)
+#define PREFIX_STEP 16u        /* input bytes between two prefix checksums */
+#define PREFIX_SLOTS 32768u    /* prefix checksums kept (128 KiB): 512 KiB of input */
+#define PREFIX_GAP (1u << 18)  /* a range starting further past the ring starts a new one */
 
 _Static_assert(WINDOW_BYTES >= BLOCK_BYTES_MAX + 64, "a whole block fits in the window");
+_Static_assert((uint64_t)PREFIX_STEP * PREFIX_SLOTS >= BLOCK_BYTES_MAX + 2 * PREFIX_STEP,
+               "the ring reaches back from a block's end to its start");
 
 typedef struct string_entry {
   uint32_t id;       /* 0 = free slot */
@@ -32,7 +41,11 @@ typedef struct string_entry {
 
 struct topo_trace_reader {
   char name[512];
-  int fd;                    /* -1 for a memory source */
+  char *path;                /* file sources: reopened by path after a suspend */
+  dev_t dev;                 /* the file's identity, checked when it is reopened */
+  ino_t ino;
+  int suspended;             /* no descriptor and no buffers until the next read */
+  int fd;                    /* -1 for a memory source and while suspended */
   const uint8_t *mem;
   uint64_t size;
   uint8_t *win;              /* file window: bytes [win_off, win_off + win_len) */
@@ -48,6 +61,10 @@ struct topo_trace_reader {
   int have_index;
   string_entry *strings;
   size_t str_cap, str_used, str_bytes;
+  /* prefix checksums: slot k % PREFIX_SLOTS holds the CRC of [origin, origin + k * PREFIX_STEP)
+   * for k in [prefix_lo, prefix_hi); none while prefix_hi == 0 */
+  uint32_t *prefix;
+  uint64_t prefix_origin, prefix_lo, prefix_hi;
   topo_trace_reader_info info;
 };
 
@@ -87,18 +104,28 @@ static const uint8_t *view(topo_trace_reader *r, uint64_t off, size_t want, size
   if (off < r->win_off || off + want > r->win_off + r->win_len) {
     size_t len = left < WINDOW_BYTES ? (size_t)left : WINDOW_BYTES;
     size_t got = 0;
+    int err = 0;
     while (got < len) {
       ssize_t n = pread(r->fd, r->win + got, len - got, (off_t)(off + got));
       if (n < 0 && errno == EINTR) continue;
+      if (n < 0) err = errno;
       if (n <= 0) break;
       got += (size_t)n;
     }
     r->win_off = off;
     r->win_len = got;
     if (got < want) {
-      /* The file shrank or failed under us: treat what we have as its end. */
+      /* The file failed or shrank under us: what we have is its end, and that is a problem. */
       r->size = off + got;
       want = got;
+      if (err) {
+        r->info.io_error = err;
+        problem(r, TOPO_ERR_IO, off + got, "read failed: %s; the rest of the file is not read",
+                strerror(err));
+      } else {
+        problem(r, TOPO_ERR_PARSE, off + got, "the file shrank to %llu bytes while being read",
+                (unsigned long long)r->size);
+      }
     }
   }
   *avail = want;
@@ -157,6 +184,64 @@ static void add_string(topo_trace_reader *r, const topo_rec_string *s, uint64_t 
   e->complete = (s->flags & TOPO_STRING_F_LAST) != 0;
 }
 
+/* CRC-32C of the prefix [prefix_origin, x), extending the ring forward as far as x needs. 0 when
+ * the bytes cannot be read or x lies behind the ring (the caller then sums directly). */
+static int prefix_at(topo_trace_reader *r, uint64_t x, uint32_t *out) {
+  uint64_t k = (x - r->prefix_origin) / PREFIX_STEP;
+  if (k < r->prefix_lo) return 0;
+  while (r->prefix_hi <= k) {
+    uint64_t off = r->prefix_origin + (r->prefix_hi - 1) * PREFIX_STEP;
+    uint64_t want = (k + 1 - r->prefix_hi) * PREFIX_STEP;
+    size_t avail;
+    const uint8_t *p = view(r, off, want < (1u << 16) ? (size_t)want : (1u << 16), &avail);
+    if (!p || avail < PREFIX_STEP) return 0;
+    for (size_t i = 0; i + PREFIX_STEP <= avail; i += PREFIX_STEP) {
+      uint32_t c = topo_crc32c(r->prefix[(r->prefix_hi - 1) % PREFIX_SLOTS], p + i, PREFIX_STEP);
+      r->prefix[r->prefix_hi++ % PREFIX_SLOTS] = c;
+      r->info.checked_bytes += PREFIX_STEP;
+    }
+    if (r->prefix_hi - r->prefix_lo > PREFIX_SLOTS) r->prefix_lo = r->prefix_hi - PREFIX_SLOTS;
+  }
+  uint64_t at = r->prefix_origin + k * PREFIX_STEP;
+  size_t rest = (size_t)(x - at), avail = 0;
+  const uint8_t *p = rest ? view(r, at, rest, &avail) : NULL;
+  if (avail < rest) return 0;
+  *out = rest ? topo_crc32c(r->prefix[k % PREFIX_SLOTS], p, rest) : r->prefix[k % PREFIX_SLOTS];
+  r->info.checked_bytes += rest;
+  return 1;
+}
+
+/* 1 when the prefix ring is in use near `a`: checksums from `a` on go through it. */
+static int ring_near(const topo_trace_reader *r, uint64_t a) {
+  if (!r->prefix || !r->prefix_hi) return 0;
+  return a >= r->prefix_origin + r->prefix_lo * PREFIX_STEP &&
+         a <= r->prefix_origin + (r->prefix_hi - 1) * PREFIX_STEP + PREFIX_GAP;
+}
+
+/* CRC-32C of input bytes [a, b), b <= size: two prefix checksums and one combine. Queries come
+ * in increasing order of `a` (blocks in file order, resync candidates after them), so the ring
+ * only moves forward: each input byte is summed once into the ring, plus at most 2 x 15 bytes
+ * per query. Moves the window. */
+static uint32_t range_crc(topo_trace_reader *r, uint64_t a, uint64_t b) {
+  if (!r->prefix) r->prefix = topo_malloc(PREFIX_SLOTS * sizeof *r->prefix);
+  if (r->prefix) {
+    uint64_t lo = r->prefix_origin + r->prefix_lo * PREFIX_STEP;
+    uint64_t hi = r->prefix_origin + (r->prefix_hi ? r->prefix_hi - 1 : 0) * PREFIX_STEP;
+    if (!r->prefix_hi || a < lo || a > hi + PREFIX_GAP) { /* start a new ring at a */
+      r->prefix_origin = a;
+      r->prefix_lo = 0;
+      r->prefix_hi = 1;
+      r->prefix[0] = 0;
+    }
+    uint32_t ca, cb;
+    if (prefix_at(r, b, &cb) && prefix_at(r, a, &ca)) return topo_crc32c_combine(ca, 0, b - a) ^ cb;
+  }
+  size_t avail; /* no ring (out of memory) or the bytes failed: sum the range itself */
+  const uint8_t *p = view(r, a, (size_t)(b - a), &avail);
+  r->info.checked_bytes += avail;
+  return p ? topo_crc32c(0, p, avail) : 0;
+}
+
 /* Is there a block at `off` whose header is plausible and whose checksum holds? */
 static int block_at(topo_trace_reader *r, uint64_t off, topo_trace_block *out) {
   size_t avail;
@@ -169,7 +254,7 @@ static int block_at(topo_trace_reader *r, uint64_t off, topo_trace_block *out) {
   size_t need = sizeof *out + (size_t)out->count * TOPO_TRACE_RECORD_SIZE;
   p = view(r, off, need, &avail);
   if (!p || avail < need) return 0;
-  return topo_crc32c(0, p + sizeof *out, need - sizeof *out) == out->crc;
+  return range_crc(r, off + sizeof *out, off + need) == out->crc;
 }
 
 static int footer_at(topo_trace_reader *r, uint64_t off) {
@@ -331,7 +416,16 @@ static enum block_step read_block_body(topo_trace_reader *r, const topo_trace_bl
     r->pos = next;
     return BLOCK_AGAIN;
   }
-  uint32_t crc = topo_crc32c(0, p + sizeof *b, need - sizeof *b);
+  /* A good file is summed block by block; near damage, through the ring (a failed checksum of a
+   * header claiming more than what follows must not cost its claim again and again). */
+  uint32_t crc;
+  if (ring_near(r, at + sizeof *b)) {
+    crc = range_crc(r, at + sizeof *b, at + need);
+    p = view(r, at, need, &avail); /* the ring may have moved the window */
+  } else {
+    crc = topo_crc32c(0, p + sizeof *b, need - sizeof *b);
+    r->info.checked_bytes += need - sizeof *b;
+  }
   if (crc != b->crc) {
     problem(r, TOPO_ERR_PARSE, at,
             "block %u: checksum mismatch (stored 0x%08x, computed 0x%08x); "
@@ -371,8 +465,48 @@ static const topo_trace_record *deliver_block(topo_trace_reader *r, const topo_t
   return recs;
 }
 
+/* Reopens a suspended file reader: the same file (device and inode), a fresh window. 0 when that
+ * fails: the problem is recorded (info.io_error) and the reader ends. */
+static int resume(topo_trace_reader *r) {
+  int fd = open(r->path, O_RDONLY | O_CLOEXEC), err = 0;
+  struct stat st;
+  if (fd < 0) err = errno;
+  else if (fstat(fd, &st) != 0) err = errno;
+  else if (st.st_dev != r->dev || st.st_ino != r->ino) err = ESTALE;
+  if (!err) {
+    r->win = topo_malloc(WINDOW_BYTES);
+    r->block = topo_malloc((size_t)TOPO_TRACE_MAX_BLOCK_RECORDS * TOPO_TRACE_RECORD_SIZE);
+    if (!r->win || !r->block) err = ENOMEM;
+  }
+  if (err) {
+    if (fd >= 0) close(fd);
+    r->info.io_error = err;
+    problem(r, TOPO_ERR_IO, r->pos, "cannot reopen: %s; the rest of the file is not read",
+            err == ESTALE ? "the file was replaced" : strerror(err));
+    r->done = 1;
+    return 0;
+  }
+  r->fd = fd;
+  r->suspended = 0;
+  r->win_off = r->win_len = 0;
+  return 1;
+}
+
+int topo_trace_reader_suspend(topo_trace_reader *r) {
+  if (!r || !r->path || r->suspended || r->cur_i < r->cur_n) return 0;
+  close(r->fd);
+  r->fd = -1;
+  topo_free(r->win), topo_free(r->block), topo_free(r->prefix);
+  r->win = NULL, r->block = NULL, r->prefix = NULL;
+  r->win_off = r->win_len = 0;
+  r->prefix_hi = 0;
+  r->suspended = 1;
+  return 1;
+}
+
 size_t topo_trace_reader_next_block(topo_trace_reader *r, const topo_trace_record **records) {
   *records = NULL;
+  if (r && !r->done && r->suspended && !resume(r)) return 0;
   while (r && !r->done) {
     topo_trace_block b;
     const uint8_t *p = NULL;
@@ -462,15 +596,18 @@ static topo_status reader_new(const char *name, int quiet, topo_trace_reader **o
 
 topo_status topo_trace_reader_open(const char *path, int quiet, topo_trace_reader **out) {
   *out = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block the open */
   if (fd < 0) {
-    if (!quiet) TOPO_WARN("%s: cannot open: %s", path, strerror(errno));
+    int err = errno;
+    if (!quiet) TOPO_WARN("%s: cannot open: %s", path, strerror(err));
+    errno = err;
     return TOPO_ERR_IO;
   }
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     if (!quiet) TOPO_WARN("%s: not a regular file", path);
     close(fd);
+    errno = EINVAL;
     return TOPO_ERR_IO;
   }
   topo_trace_reader *r;
@@ -480,12 +617,15 @@ topo_status topo_trace_reader_open(const char *path, int quiet, topo_trace_reade
     return st2;
   }
   r->win = topo_malloc(WINDOW_BYTES);
-  if (!r->win) {
+  r->path = topo_strdup(path);
+  if (!r->win || !r->path) {
     close(fd);
     topo_trace_reader_close(r);
     return TOPO_ERR_NOMEM;
   }
   r->fd = fd;
+  r->dev = st.st_dev;
+  r->ino = st.st_ino;
   r->size = (uint64_t)st.st_size;
   r->info.file_bytes = r->size;
   read_header(r);
@@ -515,6 +655,8 @@ void topo_trace_reader_close(topo_trace_reader *r) {
   topo_free(r->strings);
   topo_free(r->block);
   topo_free(r->win);
+  topo_free(r->prefix);
+  topo_free(r->path);
   topo_free(r);
 }
 

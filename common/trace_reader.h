@@ -12,9 +12,13 @@
  * checked before use; no input makes it read out of bounds or allocate more than
  * TOPO_TRACE_READER_MAX_STRING_BYTES for strings plus one block buffer (256 KiB).
  *
- * Memory: one block buffer, one input window (1 MiB) and the string table; nothing grows with
- * the number of records. Thread-safety: a reader is used by one thread at a time; distinct
- * readers are independent. Little-endian hosts only (as is the format).
+ * Work: every input byte is read and checksummed a bounded number of times, however the file
+ * is damaged (info.checked_bytes counts the checksummed bytes). Memory: one block buffer, one
+ * input window (1 MiB), a ring of prefix checksums (32 KiB) and the string table; nothing grows
+ * with the number of records. A suspended reader holds only its position, counts and strings:
+ * many files can be read in turns under a small limit on open descriptors. Thread-safety: a
+ * reader is used by one thread at a time; distinct readers are independent. Little-endian hosts
+ * only (as is the format).
  */
 #ifndef TOPO_TRACE_READER_H
 #define TOPO_TRACE_READER_H
@@ -44,12 +48,15 @@ typedef struct topo_trace_reader_info {
   int truncated;              /* 1 when the file ended inside a block, header or footer */
   uint64_t footer_records;    /* records the writer says it wrote (footer, else last STATS) */
   uint64_t dropped[TOPO_DROP_KINDS]; /* from the footer, else the last STATS record */
+  uint64_t checked_bytes;     /* bytes run through the checksum (about file_bytes) */
+  int io_error;               /* errno of a failed read or reopen: the rest was not read (0 none) */
   uint64_t first_problem_offset;     /* byte offset of the first problem (valid if problems) */
-  topo_status first_problem;         /* TOPO_OK, TOPO_ERR_PARSE or TOPO_ERR_UNSUPPORTED */
+  topo_status first_problem;         /* TOPO_OK, TOPO_ERR_PARSE, TOPO_ERR_UNSUPPORTED, TOPO_ERR_IO */
   char first_message[256];           /* the first problem's message (without the file name) */
 } topo_trace_reader_info;
 
-/* Open a trace file. TOPO_ERR_IO when it cannot be opened (warned), TOPO_ERR_NOMEM. Otherwise
+/* Open a trace file. TOPO_ERR_IO when it cannot be opened or is no regular file (warned unless
+ * quiet; errno says why), TOPO_ERR_NOMEM. Otherwise
  * TOPO_OK and *out is a reader even when the header is bad (info.header_ok tells; next() then
  * returns 0). `quiet` != 0 stores problems in info without warning (tests, fuzzing). */
 topo_status topo_trace_reader_open(const char *path, int quiet, topo_trace_reader **out);
@@ -58,6 +65,12 @@ topo_status topo_trace_reader_open(const char *path, int quiet, topo_trace_reade
 topo_status topo_trace_reader_open_memory(const void *data, size_t size, const char *name,
                                           int quiet, topo_trace_reader **out);
 void topo_trace_reader_close(topo_trace_reader *r); /* NULL-safe */
+/* Releases a file reader's descriptor and buffers between blocks; the next read reopens the
+ * same file (same device and inode) and goes on where it stopped. Reopening can fail (the file
+ * was removed or replaced, no descriptor left): that is a problem with info.io_error set, and
+ * the reader ends. Returns 1 when released; 0 for memory readers, readers already suspended,
+ * and while records of the current block remain for topo_trace_reader_next. */
+int topo_trace_reader_suspend(topo_trace_reader *r);
 
 /* The validated header (strings NUL-terminated), or NULL when the header was not usable. */
 const topo_trace_header *topo_trace_reader_header(const topo_trace_reader *r);

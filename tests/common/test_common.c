@@ -129,6 +129,37 @@ static void test_crc32c_known_vector(void **state) {
   assert_int_equal(topo_crc32c(c, "6789", 4), 0xE3069283u);
 }
 
+/* combine(crc(A), crc(B), |B|) == crc(A || B) for every split of a buffer, and the checksum of
+ * any range follows from two prefix checksums. */
+static void test_crc32c_combine_matches_one_pass(void **state) {
+  (void)state;
+  static unsigned char buf[3000];
+  uint32_t seed = 7;
+  for (size_t i = 0; i < sizeof buf; i++) {
+    seed = seed * 1103515245u + 12345u;
+    buf[i] = (unsigned char)(seed >> 16);
+  }
+  uint32_t whole = topo_crc32c(0, buf, sizeof buf);
+  for (size_t cut = 0; cut <= sizeof buf; cut += 37) {
+    uint32_t a = topo_crc32c(0, buf, cut), b = topo_crc32c(0, buf + cut, sizeof buf - cut);
+    assert_int_equal(topo_crc32c_combine(a, b, sizeof buf - cut), whole);
+  }
+  for (size_t lo = 0; lo < sizeof buf; lo += 101)
+    for (size_t hi = lo; hi <= sizeof buf; hi += 263) {
+      uint32_t range = topo_crc32c_combine(topo_crc32c(0, buf, lo), 0, hi - lo) ^ topo_crc32c(0, buf, hi);
+      assert_int_equal(range, topo_crc32c(0, buf + lo, hi - lo));
+    }
+  assert_int_equal(topo_crc32c_combine(0x12345678u, 0x9abcdef0u, 0), 0x12345678u ^ 0x9abcdef0u);
+  /* lengths beyond any buffer: appending 2n zero bytes is appending n twice */
+  for (int k = 0; k < 63; k++) {
+    uint64_t n = (uint64_t)1 << k;
+    uint32_t twice = topo_crc32c_combine(topo_crc32c_combine(whole, 0, n), 0, n);
+    assert_int_equal(topo_crc32c_combine(whole, 0, 2 * n), twice);
+    assert_int_equal(topo_crc32c_combine(whole, 0, n + 3),
+                     topo_crc32c_combine(topo_crc32c_combine(whole, 0, n), 0, 3));
+  }
+}
+
 static void test_alloc_failure_injection(void **state) {
   (void)state;
   topo_alloc_fail_after(1);
@@ -160,6 +191,7 @@ int main(void) {
       cmocka_unit_test_setup(test_env_table_names_are_unique_and_documented, setup),
       cmocka_unit_test_setup(test_log_is_prefixed_with_the_component_once, setup),
       cmocka_unit_test_setup(test_crc32c_known_vector, setup),
+      cmocka_unit_test_setup(test_crc32c_combine_matches_one_pass, setup),
       cmocka_unit_test_setup(test_alloc_failure_injection, setup),
       cmocka_unit_test_setup(test_status_names, setup),
   };

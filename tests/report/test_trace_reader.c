@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The binary trace reader: valid files round-trip; truncated, corrupt, unknown-version and
-// garbage input give a problem naming the byte offset, and every intact block is still delivered.
+// garbage input give a problem naming the byte offset, and every intact block is still delivered;
+// damage costs checksum work linear in the file; a suspended reader resumes where it stopped, and
+// a file that vanished or was replaced meanwhile is a problem, never a silent end.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,6 +240,106 @@ static void test_file_reader_matches_memory_reader(void **state) {
   tf_free(&t);
 }
 
+/* A region of block headers that each claim 4096 records (256 KiB) with a wrong checksum, one
+ * every 16 bytes, between two good blocks: every header is a resync candidate whose checksum
+ * spans 256 KiB, but the reader sums each input byte about once. */
+static void test_repeated_block_headers_cost_linear_checksum_work(void **state) {
+  (void)state;
+  tf_trace t = small_trace(1);
+  size_t block1 = sizeof(topo_trace_header) + sizeof(topo_trace_block) + 4 * 64;
+  size_t junk = (size_t)1 << 20, len = t.len + junk;
+  uint8_t *d = malloc(len);
+  memcpy(d, t.data, block1);
+  for (size_t off = 0; off < junk; off += sizeof(topo_trace_block)) {
+    topo_trace_block b = {TOPO_TRACE_BLOCK_MAGIC, TOPO_TRACE_MAX_BLOCK_RECORDS, 0, 1};
+    memcpy(d + block1 + off, &b, sizeof b);
+  }
+  memcpy(d + block1 + junk, t.data + block1, t.len - block1);
+  topo_trace_reader *r;
+  assert_int_equal(topo_trace_reader_open_memory(d, len, "headers", 1, &r), TOPO_OK);
+  int colls;
+  assert_int_equal(count_records(r, &colls), 11); /* every good block, before and after */
+  const topo_trace_reader_info *info = topo_trace_reader_info_get(r);
+  assert_int_equal(info->skipped_bytes, junk);
+  if (info->checked_bytes > 3 * (uint64_t)len)
+    fail_msg("%llu bytes checksummed for a %zu-byte file",
+             (unsigned long long)info->checked_bytes, len);
+  topo_trace_reader_close(r);
+  free(d);
+  tf_free(&t);
+}
+
+static char *save_temp(const tf_trace *t) {
+  static char path[64];
+  snprintf(path, sizeof path, "/tmp/topo-reader-XXXXXX");
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  assert_int_equal(tf_save(t, path), 0);
+  return path;
+}
+
+/* Suspended after every block, the reader holds no descriptor and delivers the same records. */
+static void test_suspended_reader_resumes_where_it_stopped(void **state) {
+  (void)state;
+  tf_trace t = small_trace(1);
+  char *path = save_temp(&t);
+  topo_trace_reader *r;
+  assert_int_equal(topo_trace_reader_open(path, 1, &r), TOPO_OK);
+  const topo_trace_record *recs;
+  size_t n, total = 0, blocks = 0;
+  while ((n = topo_trace_reader_next_block(r, &recs))) {
+    total += n;
+    blocks++;
+    assert_int_equal(topo_trace_reader_suspend(r), 1);
+    assert_int_equal(topo_trace_reader_suspend(r), 0); /* already */
+  }
+  assert_int_equal(total, 11);
+  assert_int_equal(blocks, 3);
+  const topo_trace_reader_info *info = topo_trace_reader_info_get(r);
+  assert_int_equal(info->problems, 0);
+  assert_int_equal(info->io_error, 0);
+  assert_string_equal(topo_trace_reader_string(r, 7),
+                      "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+  topo_trace_reader_close(r);
+  unlink(path);
+  tf_free(&t);
+}
+
+/* A file removed or replaced while its reader was suspended ends it with a problem and an errno. */
+static void test_vanished_or_replaced_file_is_a_problem(void **state) {
+  (void)state;
+  tf_trace t = small_trace(1);
+  for (int replace = 0; replace < 2; replace++) {
+    char *path = save_temp(&t);
+    topo_trace_reader *r;
+    assert_int_equal(topo_trace_reader_open(path, 1, &r), TOPO_OK);
+    const topo_trace_record *recs;
+    assert_int_equal(topo_trace_reader_next_block(r, &recs), 4);
+    assert_int_equal(topo_trace_reader_suspend(r), 1);
+    char kept[80];
+    snprintf(kept, sizeof kept, "%s.kept", path);
+    if (replace) { /* another file renamed over it (the old one kept: its inode is not reused) */
+      assert_int_equal(link(path, kept), 0);
+      char other[80];
+      snprintf(other, sizeof other, "%s.new", path);
+      assert_int_equal(tf_save(&t, other), 0);
+      assert_int_equal(rename(other, path), 0);
+    } else {
+      unlink(path);
+    }
+    assert_int_equal(topo_trace_reader_next_block(r, &recs), 0);
+    const topo_trace_reader_info *info = topo_trace_reader_info_get(r);
+    assert_int_equal(info->io_error, replace ? ESTALE : ENOENT);
+    assert_int_equal(info->first_problem, TOPO_ERR_IO);
+    assert_non_null(strstr(info->first_message, "cannot reopen"));
+    topo_trace_reader_close(r);
+    unlink(path);
+    unlink(kept);
+  }
+  tf_free(&t);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_valid_trace_round_trips),
@@ -247,6 +350,9 @@ int main(void) {
       cmocka_unit_test(test_unknown_version_is_refused_with_offset),
       cmocka_unit_test(test_garbage_and_mutations_never_crash),
       cmocka_unit_test(test_file_reader_matches_memory_reader),
+      cmocka_unit_test(test_repeated_block_headers_cost_linear_checksum_work),
+      cmocka_unit_test(test_suspended_reader_resumes_where_it_stopped),
+      cmocka_unit_test(test_vanished_or_replaced_file_is_a_problem),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
