@@ -2,7 +2,8 @@
 // topo-report end to end, as a user runs it: help, version, misuse (one line, exit 2), the text,
 // JSON, CSV and HTML reports, dump, Chrome export, diff, and fit writing a tuner profile that
 // common/profile_read.c reads back with the latency and bandwidth the fixture was built with; fit on a
-// real DDP job's one-size traffic, refining a --base profile, and never leaving a partial file.
+// real DDP job's one-size traffic, refining a --base profile, and never leaving a partial file;
+// many ranks under a small descriptor limit, and an unreadable input that fails with one line.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 
 #include "plugin_host.h"
 #include "profile.h"
@@ -23,10 +27,11 @@
 
 static char dir[64];
 
-/* Run a command; returns its exit status and its stdout (caller frees). */
-static int run(const char *args, char **out) {
+/* Run a command after a shell prefix (e.g. "ulimit -n 64;"); returns its exit status and its
+ * stdout (caller frees). */
+static int run_after(const char *prefix, const char *args, char **out) {
   char cmd[1024];
-  snprintf(cmd, sizeof cmd, "%s %s 2>%s/stderr", TOPO_REPORT_EXE, args, dir);
+  snprintf(cmd, sizeof cmd, "%s %s %s 2>%s/stderr", prefix, TOPO_REPORT_EXE, args, dir);
   FILE *p = popen(cmd, "r");
   assert_non_null(p);
   size_t cap = 1 << 16, n = 0;
@@ -41,6 +46,14 @@ static int run(const char *args, char **out) {
   if (out) *out = buf;
   else free(buf);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int run(const char *args, char **out) { return run_after("", args, out); }
+
+static int count_lines(const char *s) {
+  int n = 0;
+  for (; *s; s++) n += *s == '\n';
+  return n;
 }
 
 static char *slurp(const char *name) {
@@ -401,6 +414,86 @@ static void test_fit_never_leaves_a_partial_file(void **state) {
   assert_int_not_equal(stat(path, &sb), 0);
 }
 
+/* 400 ranks of one communicator under `ulimit -n 64`: every rank is in the report, exit 0, and
+ * -q leaves stderr empty. */
+static void test_many_ranks_under_a_small_descriptor_limit(void **state) {
+  (void)state;
+  enum { RANKS = 400 };
+  char d[128];
+  snprintf(d, sizeof d, "%s/many", dir);
+  assert_int_equal(mkdir(d, 0755), 0);
+  for (int rank = 0; rank < RANKS; rank++) {
+    topo_trace_header h;
+    tf_header_init(&h, 0x79, rank, RANKS);
+    tf_trace t;
+    tf_begin(&t, &h, NULL);
+    topo_trace_record c = tf_coll(4, 0, 1 << 20, 1000, 1050, 1100, 9000, 1, 2, 8, 1);
+    tf_add(&t, &c);
+    tf_footer(&t, NULL);
+    char path[160];
+    snprintf(path, sizeof path, "%s/rank%03d.trace", d, rank);
+    assert_int_equal(tf_save(&t, path), 0);
+    tf_free(&t);
+  }
+  char args[256], *out;
+  snprintf(args, sizeof args, "-q --json %s", d);
+  assert_int_equal(run_after("ulimit -n 64;", args, &out), 0);
+  int ranks = 0;
+  for (const char *q = out; (q = strstr(q, "{\"rank\":")); q++) ranks++;
+  assert_int_equal(ranks, RANKS);
+  assert_non_null(strstr(out, "\"nranks\":400,\"ranks_seen\":400"));
+  free(out);
+  char *err = slurp("stderr");
+  assert_string_equal(err, "");
+  free(err);
+}
+
+/* An input that cannot be read (mode 000; run as `nobody` when root, whom modes do not bind)
+ * beside a good one: the good one is reported, exit 1, and -q still gives exactly one line. */
+static void test_unreadable_input_fails_with_one_line(void **state) {
+  (void)state;
+  char good[128], bad[160], outp[160], errp[160];
+  snprintf(good, sizeof good, "%s/a", dir);
+  snprintf(bad, sizeof bad, "%s/locked.trace", dir);
+  snprintf(outp, sizeof outp, "%s/locked.out", dir);
+  snprintf(errp, sizeof errp, "%s/locked.err", dir);
+  char src[160];
+  snprintf(src, sizeof src, "%s/a/rank0.trace", dir);
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "cp %s %s && chmod 000 %s && chmod 755 %s", src, bad, bad, dir);
+  assert_int_equal(system(cmd), 0);
+  int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  assert_true(fo >= 0 && fe >= 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    dup2(fo, 1);
+    dup2(fe, 2);
+    if (geteuid() == 0) {
+      struct passwd *nobody = getpwnam("nobody");
+      if (setgroups(0, NULL) != 0 || setgid(nobody ? nobody->pw_gid : 65534) != 0 ||
+          setuid(nobody ? nobody->pw_uid : 65534) != 0)
+        _exit(99);
+    }
+    execl(TOPO_REPORT_EXE, "topo-report", "-q", good, bad, (char *)NULL);
+    _exit(98);
+  }
+  close(fo);
+  close(fe);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 1);
+  char *out = topo_host_read_text(outp), *err = topo_host_read_text(errp);
+  assert_non_null(strstr(out, "2 ranks")); /* the good input is still reported */
+  assert_int_equal(count_lines(err), 1);
+  assert_non_null(strstr(err, "1 of 3 input files could not be read"));
+  assert_non_null(strstr(err, "locked.trace: Permission denied"));
+  free(out);
+  free(err);
+  unlink(bad);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_help_version_and_misuse),
@@ -412,6 +505,8 @@ int main(void) {
       cmocka_unit_test(test_fit_one_size_ddp_traffic),
       cmocka_unit_test(test_fit_refines_a_base_profile),
       cmocka_unit_test(test_fit_never_leaves_a_partial_file),
+      cmocka_unit_test(test_many_ranks_under_a_small_descriptor_limit),
+      cmocka_unit_test(test_unreadable_input_fails_with_one_line),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

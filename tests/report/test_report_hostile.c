@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// topo-report on crafted inputs that must neither hang nor emit invalid output: collective seqs
-// at both ends of the 64-bit range in one (communicator, function) ring, and strings that are not
-// valid UTF-8 in JSON. Each analysis runs under a 2 s alarm: a hang fails the test fast.
+// topo-report on crafted inputs and a hostile host that must neither hang, emit invalid output nor
+// drop an input: collective seqs at both ends of the 64-bit range in one (communicator, function)
+// ring, strings that are not valid UTF-8 in JSON, and many more traces than the descriptor limit
+// allows open at once. Each analysis runs under a 2 s alarm: a hang fails the test fast.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -117,11 +119,63 @@ static void test_json_strings_are_valid_utf8(void **state) {
   free(buf);
 }
 
+/* 300 traces of one 300-rank communicator, read with RLIMIT_NOFILE at 48: every rank is
+ * reported and joined; none is dropped for want of a descriptor. */
+static void test_many_inputs_under_a_small_descriptor_limit_are_all_read(void **state) {
+  (void)state;
+  enum { RANKS = 300 };
+  char dir[64];
+  snprintf(dir, sizeof dir, "/tmp/topo-hostile-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  for (int rank = 0; rank < RANKS; rank++) {
+    topo_trace_header h;
+    tf_header_init(&h, 0x9, rank, RANKS);
+    tf_trace t;
+    tf_begin(&t, &h, NULL);
+    for (int i = 0; i < 4; i++) {
+      topo_trace_record r = tf_coll(4, (uint64_t)i, 1 << 20, 1000 * (i + 1), 1000 * (i + 1) + 10,
+                                    1000 * (i + 1) + 20, 1000 * (i + 1) + 500, 1, 2, 4, 1);
+      tf_add(&t, &r);
+    }
+    tf_footer(&t, NULL);
+    char path[128];
+    snprintf(path, sizeof path, "%s/r%03d.trace", dir, rank);
+    assert_int_equal(tf_save(&t, path), 0);
+    tf_free(&t);
+  }
+  struct rlimit old, low;
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+  low = old;
+  low.rlim_cur = 48;
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+  const char *paths[] = {dir};
+  rp_options opt = {65536, 0, 1, 0, 0, 0, 0};
+  rp_report r;
+  signal(SIGALRM, on_alarm);
+  alarm(2);
+  topo_status st = rp_analyze(paths, 1, &opt, &r);
+  alarm(0);
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+  assert_int_equal(st, TOPO_OK);
+  assert_int_equal(r.nranks, RANKS);
+  for (int i = 0; i < r.nsrc; i++)
+    if (r.src[i].unreadable) fail_msg("%s not read: %s", r.src[i].path, strerror(r.src[i].unreadable));
+  assert_int_equal(r.ncomms, 1);
+  assert_int_equal(r.comms[0].ranks_seen, RANKS);
+  assert_int_equal(r.comms[0].joined, 4);
+  assert_int_equal(r.comms[0].incomplete, 0);
+  rp_report_free(&r);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_seqs_at_both_ends_of_the_range_join_without_hanging),
       cmocka_unit_test(test_seqs_near_the_top_of_the_range_join),
       cmocka_unit_test(test_json_strings_are_valid_utf8),
+      cmocka_unit_test(test_many_inputs_under_a_small_descriptor_limit_are_all_read),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

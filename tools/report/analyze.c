@@ -4,12 +4,15 @@
 // rank's inputs again through the interval sweep (sweep.c). Pass 1 also learns the measured
 // collective durations (estimate.c) and each rank's compute coverage (CUPTI span records, Kineto
 // ranges); pass 2 places every untimed collective with its estimate on its stream and sweeps
-// the coverage with the unions. Called by main.c; owns rp_report.
+// the coverage with the unions. At most a few hundred binary inputs hold a descriptor at a time
+// (the others are suspended and reopened in turn), so any number of ranks reads under a small
+// RLIMIT_NOFILE. Called by main.c; owns rp_report.
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -64,6 +67,9 @@ typedef struct ctx {
   uint64_t total_bytes;  /* input bytes x passes */
   uint64_t closed_bytes; /* bytes read by sources already closed */
   int progress;
+  uint8_t *held;         /* per source: 1 while it holds a descriptor */
+  int nheld, budget;     /* sources holding one; the most that may */
+  int hand;              /* clock hand: the next source considered for suspension */
   topo_status st;
 } ctx;
 
@@ -84,9 +90,45 @@ static void progress(ctx *c, const char *what, int force) {
           what, done >> 20, c->total_bytes >> 20, c->r->records);
 }
 
+/* ---- open descriptors */
+/* Sources that may hold a descriptor at once: half of what RLIMIT_NOFILE leaves after 16 (the
+ * outputs, a JSON input, the caller's own), at most 256 (each holds a 1 MiB window), at least 1. */
+static int open_budget(void) {
+  struct rlimit rl;
+  rlim_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+  if (lim == RLIM_INFINITY || lim > 4096) lim = 4096;
+  long b = ((long)lim - 16) / 2;
+  return b < 1 ? 1 : b > 256 ? 256 : (int)b;
+}
+
+/* Source i is about to hold a descriptor (it opens, or resumes at its next step): at the budget,
+ * the next holding source after the clock hand that can be suspended is, first (JSON cannot:
+ * while only they hold, the budget is exceeded). */
+static void hold(ctx *c, int i) {
+  if (c->held[i]) return;
+  int n = c->r->nsrc;
+  for (int tried = 0; c->nheld >= c->budget && tried < n; tried++) {
+    int k = c->hand;
+    c->hand = (c->hand + 1) % n;
+    if (k != i && c->held[k] && rp_source_suspend(&c->r->src[k])) {
+      c->held[k] = 0;
+      c->nheld--;
+    }
+  }
+  c->held[i] = 1;
+  c->nheld++;
+}
+
+static void unhold(ctx *c, int i) {
+  if (!c->held[i]) return;
+  c->held[i] = 0;
+  c->nheld--;
+}
+
 static void close_src(ctx *c, rp_source *s) {
   c->closed_bytes += rp_source_offset(s);
   rp_source_close(s);
+  unhold(c, s->index);
 }
 
 /* ---- the analysis window (rp_options.window): [from, to) on the aligned clock */
@@ -193,9 +235,13 @@ static void table_add(ctx *c, const rp_coll *co) {
 static int rank_find_or_add(rp_report *r, const char *host, uint32_t pid, int world_rank) {
   for (int i = 0; i < r->nranks; i++)
     if (pid && r->ranks[i].pid == pid && !strcmp(r->ranks[i].host, host)) return i;
-  rp_rank *v = topo_realloc(r->ranks, (size_t)(r->nranks + 1) * sizeof *v);
-  if (!v) return -1;
-  r->ranks = v;
+  if (r->nranks == r->cap_ranks) {
+    int cap = r->cap_ranks ? 2 * r->cap_ranks : 16;
+    rp_rank *v = topo_realloc(r->ranks, (size_t)cap * sizeof *v);
+    if (!v) return -1;
+    r->ranks = v;
+    r->cap_ranks = cap;
+  }
   rp_rank *k = &r->ranks[r->nranks];
   memset(k, 0, sizeof *k);
   snprintf(k->host, sizeof k->host, "%s", host);
@@ -860,25 +906,43 @@ static int cmp_step(const void *a, const void *b) {
   return (x->start > y->start) - (x->start < y->start);
 }
 
-/* Read sources (the listed ones) merged by time: always step the one furthest behind. */
+/* Of two positions of the list (-1: none), the one whose source is further behind; the first
+ * listed on ties. */
+static int behind(const ctx *c, const int *idx, int a, int b) {
+  if (a < 0 || b < 0) return a < 0 ? b : a;
+  return c->r->src[idx[b]].frontier < c->r->src[idx[a]].frontier ? b : a;
+}
+
+/* Read sources (the listed ones) merged by time: always step the one furthest behind, found in
+ * a tournament tree (O(log n) a step). A finished source gives its descriptor back at once. */
 static void merged(ctx *c, int *idx, int n, const rp_sink *sink, int pass, const char *what) {
+  size_t w = 1;
+  while (w < (size_t)n) w *= 2;
+  int *tree = topo_malloc(2 * w * sizeof *tree); /* node: the list position that wins below it */
+  if (!tree) {
+    c->st = TOPO_ERR_NOMEM;
+    return;
+  }
+  for (size_t i = 0; i < w; i++) tree[w + i] = i < (size_t)n && !c->r->src[idx[i]].done ? (int)i : -1;
+  for (size_t k = w - 1; k >= 1; k--) tree[k] = behind(c, idx, tree[2 * k], tree[2 * k + 1]);
   for (;;) {
-    int best = -1;
-    for (int i = 0; i < n; i++) {
-      rp_source *s = &c->r->src[idx[i]];
-      if (s->done) continue;
-      if (best < 0 || s->frontier < c->r->src[idx[best]].frontier) best = i;
-    }
+    int best = tree[1];
     if (best < 0 || c->st != TOPO_OK) break;
     rp_source *s = &c->r->src[idx[best]];
+    hold(c, idx[best]);
     int more = rp_source_step(s, sink, pass);
+    if (!more && rp_source_suspend(s)) unhold(c, idx[best]);
     if (pass == 1 && c->src_comm[idx[best]] >= 0) {
       join_comm *j = &c->jc[c->src_comm[idx[best]]];
       if (!more && s->rank >= 0 && s->rank < j->nranks) j->live[s->rank]--;
       join_progress(c, j);
     }
+    size_t k = w + (size_t)best;
+    tree[k] = s->done ? -1 : best;
+    for (k /= 2; k >= 1; k /= 2) tree[k] = behind(c, idx, tree[2 * k], tree[2 * k + 1]);
     progress(c, what, 0);
   }
+  topo_free(tree);
 }
 
 static void choose_window(rp_report *r) {
@@ -970,18 +1034,27 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
     return TOPO_ERR_INVALID;
   }
   c.src_comm = topo_malloc((size_t)r->nsrc * sizeof(int));
-  if (!c.src_comm) return TOPO_ERR_NOMEM;
+  c.held = topo_calloc((size_t)r->nsrc, 1);
+  c.budget = open_budget();
+  if (!c.src_comm || !c.held) return TOPO_ERR_NOMEM;
   int *bin = topo_malloc((size_t)r->nsrc * sizeof(int)), nbin = 0;
   if (!bin) return TOPO_ERR_NOMEM;
 
+  /* Pass 0, one binary trace at a time (it opens and closes each): alignment evidence. */
+  for (int i = 0; i < r->nsrc; i++)
+    if (r->src[i].kind == RP_SRC_TRACE && rp_align_scan(&c.align, r->nsrc, &r->src[i]) != TOPO_OK)
+      return TOPO_ERR_NOMEM;
   /* Open binary traces; ranks are processes (host, pid); world rank = rank in the largest comm. */
   for (int i = 0; i < r->nsrc; i++) {
     rp_source *s = &r->src[i];
     c.src_comm[i] = -1;
     if (s->kind != RP_SRC_TRACE) continue;
     r->have_trace = 1;
-    if (rp_align_scan(&c.align, r->nsrc, s) != TOPO_OK) return TOPO_ERR_NOMEM; /* pass 0 */
-    if (rp_source_open(s, 1) != TOPO_OK || !s->header_ok) continue;
+    hold(&c, i);
+    if (rp_source_open(s, 1) != TOPO_OK || !s->header_ok) {
+      close_src(&c, s);
+      continue;
+    }
     bin[nbin++] = i;
     const topo_trace_header *h = &s->header;
     if (h->nranks < 1 || h->nranks > (1 << 20) || h->rank < 0 || h->rank >= h->nranks) {
@@ -1035,7 +1108,11 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
     rp_source *s = &r->src[i];
     if (s->kind != RP_SRC_KINETO) continue;
     r->have_kineto = 1;
-    if (rp_source_open(s, 1) != TOPO_OK) continue;
+    hold(&c, i);
+    if (rp_source_open(s, 1) != TOPO_OK) {
+      unhold(&c, i);
+      continue;
+    }
     int one[1] = {i};
     merged(&c, one, 1, &s1, 1, "pass 1 (JSON)");
     /* A JSON file with no GPU activity and no collective (not a trace: metadata, a config) makes
@@ -1075,20 +1152,36 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
   cover_build(&c);
   if (c.st != TOPO_OK) goto out;
 
-  /* Pass 2: one rank at a time, its sources merged by time through the sweep. */
+  /* Pass 2: one rank at a time, its sources merged by time through the sweep. by_proc lists the
+   * sources rank by rank (a counting sort): rank p's are by_proc[first[p] .. first[p + 1]). */
   rp_sink s2 = {&c, p2_coll, p2_interval, NULL, NULL, p2_kevent};
   int *mine = topo_malloc((size_t)r->nsrc * sizeof(int));
-  if (!mine) {
+  int *by_proc = topo_malloc((size_t)r->nsrc * sizeof(int));
+  int *first = topo_calloc((size_t)r->nranks + 2, sizeof(int));
+  if (!mine || !by_proc || !first) {
+    topo_free(mine), topo_free(by_proc), topo_free(first);
     st = TOPO_ERR_NOMEM;
     goto out;
   }
+  for (int i = 0; i < r->nsrc; i++)
+    if (r->src[i].proc >= 0) first[r->src[i].proc + 2]++;
+  for (int p = 0; p < r->nranks; p++) first[p + 2] += first[p + 1];
+  for (int i = 0; i < r->nsrc; i++)
+    if (r->src[i].proc >= 0) by_proc[first[r->src[i].proc + 1]++] = i;
   r->overall.first = INT64_MAX;
   r->overall.last = INT64_MIN;
   for (int p = 0; p < r->nranks && c.st == TOPO_OK; p++) {
     rp_rank *k = &r->ranks[p];
     int n = 0;
-    for (int i = 0; i < r->nsrc; i++)
-      if (r->src[i].proc == p && rp_source_open(&r->src[i], 2) == TOPO_OK) mine[n++] = i;
+    for (int q = first[p]; q < first[p + 1]; q++) {
+      int i = by_proc[q];
+      hold(&c, i);
+      if (rp_source_open(&r->src[i], 2) != TOPO_OK) {
+        unhold(&c, i);
+        continue;
+      }
+      mine[n++] = i;
+    }
     c.sweep = rp_sweep_new(opt.reorder_window, k->steps, k->nsteps);
     if (!c.sweep) {
       c.st = TOPO_ERR_NOMEM;
@@ -1132,7 +1225,7 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
                 "and were clipped; raise --reorder-window",
                 k->world_rank, k->t.late, opt.reorder_window);
   }
-  topo_free(mine);
+  topo_free(mine), topo_free(by_proc), topo_free(first);
   if (c.st == TOPO_OK) c.st = step_summary(r);
   if (r->skew_gpu_all.n && (r->align_err < 0 || r->align_err > rp_quant_get(&r->skew_gpu_all, 0.5)))
     r->align_warn = 1;
@@ -1152,6 +1245,7 @@ out:
   }
   topo_free(c.jc);
   topo_free(c.src_comm);
+  topo_free(c.held);
   topo_free(c.stream_id);
   topo_free(c.stream_end);
   rp_est_free(c.est);

@@ -154,6 +154,7 @@ topo_status rp_export_chrome(const char *const *paths, int npaths, const rp_opti
       rp_source_close(s);
       continue;
     }
+    rp_source_suspend(s); /* read one at a time below: no descriptor held meanwhile */
     int p;
     for (p = 0; p < nprocs; p++)
       if (procs[p].pid == s->header.pid && !strcmp(procs[p].host, s->header.host)) break;
@@ -185,6 +186,12 @@ topo_status rp_export_chrome(const char *const *paths, int npaths, const rp_opti
     rp_source_close(s);
   }
   fprintf(f, "\n]}\n");
+  int unreadable = 0;
+  for (int i = 0; i < n; i++) unreadable += x.src[i].unreadable != 0;
+  if (unreadable) {
+    TOPO_WARN("%d of %d input files could not be read; the export lacks them", unreadable, n);
+    st = TOPO_ERR_IO;
+  }
   if (opt && opt->progress > 0) fprintf(stderr, "topo-report: wrote %" PRIu64 " events to %s\n", x.events, out_path);
 out:
   if (f && fclose(f) != 0) st = TOPO_ERR_IO;

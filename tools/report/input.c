@@ -3,6 +3,7 @@
 // first bytes, and turns each file into a stream of aligned collectives, GPU intervals and steps
 // (rp_source_step). Binary traces go through common/trace_reader.h; JSON through kineto.c.
 #include <dirent.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -110,6 +111,7 @@ topo_status rp_source_open(rp_source *s, int pass) {
     rp_kineto *k;
     topo_status st = rp_kineto_open(s->path, &k);
     if (st != TOPO_OK) {
+      if (st == TOPO_ERR_IO) s->unreadable = errno ? errno : EIO;
       s->done = 1;
       return st;
     }
@@ -121,6 +123,7 @@ topo_status rp_source_open(rp_source *s, int pass) {
   topo_trace_reader *r;
   topo_status st = topo_trace_reader_open(s->path, s->quiet || pass != 1, &r); /* warn once */
   if (st != TOPO_OK) {
+    if (st == TOPO_ERR_IO) s->unreadable = errno ? errno : EIO;
     s->done = 1;
     return st;
   }
@@ -249,6 +252,7 @@ int rp_source_step(rp_source *s, const rp_sink *sink, int pass) {
   for (size_t i = 0; i < n; i++) deliver_record(s, sink, &recs[i], pass);
   if (!n) {
     s->done = 1;
+    if (topo_trace_reader_info_get(r)->io_error) s->unreadable = topo_trace_reader_info_get(r)->io_error;
     if (pass == 1) {
       const topo_trace_reader_info *info = topo_trace_reader_info_get(r);
       memcpy(s->dropped, info->dropped, sizeof s->dropped);
@@ -262,6 +266,10 @@ int rp_source_step(rp_source *s, const rp_sink *sink, int pass) {
 uint64_t rp_source_offset(const rp_source *s) {
   if (!s->impl) return 0;
   return s->kind == RP_SRC_KINETO ? rp_kineto_offset(s->impl) : topo_trace_reader_offset(s->impl);
+}
+
+int rp_source_suspend(rp_source *s) {
+  return s->impl && s->kind == RP_SRC_TRACE && topo_trace_reader_suspend(s->impl);
 }
 
 void rp_source_close(rp_source *s) {

@@ -298,12 +298,28 @@ static int run_main(int argc, char **argv, args *a_out) {
       rp_report_free(&r);
       return 1;
     }
+    /* An input that could not be opened or read is never dropped silently, --quiet or not. */
+    int unreadable = 0;
+    const rp_source *bad = NULL;
+    for (int i = 0; i < r.nsrc; i++)
+      if (r.src[i].unreadable && !unreadable++) bad = &r.src[i];
     if (r.nranks == 0) {
-      fprintf(stderr, "topo-report: no usable input: none of the %d input%s holds a topo trace or a "
-              "Kineto/Chrome trace with events (see the warnings above)\n", a.npaths,
-              a.npaths == 1 ? "" : "s");
+      if (unreadable)
+        fprintf(stderr, "topo-report: no usable input: %d of %d input file%s could not be read "
+                "(%s: %s)\n", unreadable, r.nsrc, r.nsrc == 1 ? "" : "s", bad->path,
+                strerror(bad->unreadable));
+      else
+        fprintf(stderr, "topo-report: no usable input: none of the %d input%s holds a topo trace or "
+                "a Kineto/Chrome trace with events (see the warnings above)\n", a.npaths,
+                a.npaths == 1 ? "" : "s");
       rp_report_free(&r);
       return 1;
+    }
+    if (unreadable) {
+      fprintf(stderr, "topo-report: %d of %d input file%s could not be read (%s: %s); the report "
+              "covers the others\n", unreadable, r.nsrc, r.nsrc == 1 ? "" : "s", bad->path,
+              strerror(bad->unreadable));
+      rc = 1;
     }
     if (missing) {
       fprintf(stderr, "topo-report: %d input%s missing; the report covers the others\n", missing,

@@ -169,15 +169,21 @@ typedef struct rp_source {
   uint64_t dropped[TOPO_DROP_KINDS];
   uint32_t problems;
   int footer;
+  int unreadable;         /* errno of a failed open or read: not (wholly) read; 0 when read */
   /* streaming state */
   void *impl;
   int64_t frontier;       /* aligned time of the latest thing delivered */
   int done;
 } rp_source;
 
+/* Opens a source for a pass; TOPO_ERR_IO (s->unreadable = errno) when it cannot be opened. */
 topo_status rp_source_open(rp_source *s, int pass);
-/* Deliver one chunk (a block / up to 4096 events) to the sink. 0 at the end. */
+/* Deliver one chunk (a block / up to 4096 events) to the sink. 0 at the end (s->unreadable set
+ * when a read failed). */
 int rp_source_step(rp_source *s, const rp_sink *sink, int pass);
+/* Releases an open binary source's descriptor and buffers until its next step, which reopens
+ * it (topo_trace_reader_suspend). 0 when it cannot: Kineto JSON, not open, already released. */
+int rp_source_suspend(rp_source *s);
 void rp_source_close(rp_source *s);
 uint64_t rp_source_offset(const rp_source *s);
 
@@ -352,7 +358,7 @@ typedef struct rp_report {
   rp_source *src;
   int nsrc;
   rp_rank *ranks;
-  int nranks;
+  int nranks, cap_ranks;
   rp_row **rows;
   size_t nrows, cap_rows;
   rp_fitpt **fit;
