@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // topo-report on crafted inputs and a hostile host that must neither hang, emit invalid output nor
 // drop an input: collective seqs at both ends of the 64-bit range in one (communicator, function)
-// ring, strings that are not valid UTF-8 in JSON, and many more traces than the descriptor limit
-// allows open at once. Each analysis runs under a 2 s alarm: a hang fails the test fast.
+// ring, strings that are not valid UTF-8 in JSON, many more traces than the descriptor limit
+// allows open at once, and headers claiming communicators of 2^20 ranks (memory must follow the
+// traces given). Each analysis runs under an alarm: a hang fails the test fast.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -170,12 +172,63 @@ static void test_many_inputs_under_a_small_descriptor_limit_are_all_read(void **
   assert_int_equal(system(cmd), 0);
 }
 
+/* 24 small traces, each of its own communicator claiming 2^20 ranks, with collectives of five
+ * functions: analysed in a child whose peak RSS must stay far below what per-rank tables of the
+ * claimed size would take (~87 MB per communicator before: 2 GB here). */
+static void test_memory_follows_the_traces_not_the_claimed_communicator_size(void **state) {
+  (void)state;
+  enum { TRACES = 24 };
+  char dir[64];
+  snprintf(dir, sizeof dir, "/tmp/topo-hostile-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  for (int i = 0; i < TRACES; i++) {
+    topo_trace_header h;
+    tf_header_init(&h, 0x1000 + (uint64_t)i, i, 1 << 20);
+    tf_trace t;
+    tf_begin(&t, &h, NULL);
+    for (int seq = 0; seq < 8; seq++)
+      for (int func = 0; func < 5; func++) {
+        int64_t at = 100000 * seq + 1000 * func;
+        topo_trace_record r = tf_coll(func, (uint64_t)seq, 1 << 20, at, at + 10, at + 20, at + 500, 1, 2, 4, 1);
+        tf_add(&t, &r);
+      }
+    tf_footer(&t, NULL);
+    char path[128];
+    snprintf(path, sizeof path, "%s/c%02d.trace", dir, i);
+    assert_int_equal(tf_save(&t, path), 0);
+    tf_free(&t);
+  }
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    alarm(30);
+    const char *paths[] = {dir};
+    rp_options opt = {65536, 0, 1, 0, 0, 0, 0};
+    rp_report r;
+    if (rp_analyze(paths, 1, &opt, &r) != TOPO_OK) _exit(2);
+    int ok = r.nranks == TRACES && r.ncomms == TRACES && r.comms[0].ranks_seen == 1 &&
+             r.comms[0].joined == 40 && r.comms[0].incomplete == 40;
+    rp_report_free(&r);
+    _exit(ok ? 0 : 3);
+  }
+  int status;
+  struct rusage ru;
+  assert_int_equal(wait4(pid, &status, 0, &ru), pid);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    fail_msg("analysis failed: status 0x%x (peak RSS %ld KB)", status, ru.ru_maxrss);
+  if (ru.ru_maxrss > 256 * 1024) fail_msg("peak RSS %ld KB for %d traces of 4 KB", ru.ru_maxrss, TRACES);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_seqs_at_both_ends_of_the_range_join_without_hanging),
       cmocka_unit_test(test_seqs_near_the_top_of_the_range_join),
       cmocka_unit_test(test_json_strings_are_valid_utf8),
       cmocka_unit_test(test_many_inputs_under_a_small_descriptor_limit_are_all_read),
+      cmocka_unit_test(test_memory_follows_the_traces_not_the_claimed_communicator_size),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -213,11 +213,23 @@ typedef struct comm_tie {
   uint64_t hash;
   int nranks;
   int nmembers, tied;
-  int *member;       /* source indices */
-  int64_t *d, *err;  /* against the reference member */
+  int *member;       /* source indices (a slice of one array shared by all communicators) */
+  int64_t *d, *err;  /* against the reference member (slices too) */
   uint64_t *count;
   uint8_t *ok;
 } comm_tie;
+
+typedef struct member_key {
+  uint64_t hash;
+  int nranks, index;
+} member_key;
+
+static int cmp_member_key(const void *a, const void *b) {
+  const member_key *x = a, *y = b;
+  if (x->hash != y->hash) return x->hash < y->hash ? -1 : 1;
+  if (x->nranks != y->nranks) return x->nranks < y->nranks ? -1 : 1;
+  return (x->index > y->index) - (x->index < y->index);
+}
 
 static int cmp_tie(const void *a, const void *b) {
   const comm_tie *x = a, *y = b;
@@ -225,63 +237,75 @@ static int cmp_tie(const void *a, const void *b) {
   return (x->hash > y->hash) - (x->hash < y->hash);
 }
 
-static topo_status build_ties(rp_align *a, const rp_report *r, comm_tie **out, size_t *nout) {
+/* The shared arrays behind every comm_tie's slices. */
+typedef struct tie_store {
+  int *member;
+  int64_t *d, *err;
+  uint64_t *count;
+  uint8_t *ok;
+} tie_store;
+
+static void tie_store_free(tie_store *m) {
+  topo_free(m->member), topo_free(m->d), topo_free(m->err), topo_free(m->count), topo_free(m->ok);
+}
+
+/* The communicators of the scanned sources, found by sorting the sources by (hash, size): memory
+ * and time follow the number of sources, whatever the number of communicators. */
+static topo_status build_ties(rp_align *a, const rp_report *r, tie_store *m, comm_tie **out,
+                              size_t *nout) {
   comm_tie *t = NULL;
-  size_t nt = 0;
-  size_t maxn = 0;
+  size_t nt = 0, n = 0, maxn = 0;
+  size_t ns = (size_t)(r->nsrc > 0 ? r->nsrc : 1);
   for (int i = 0; i < a->nsrc; i++) maxn = a->src[i].n > maxn ? a->src[i].n : maxn;
   int64_t *tmp = topo_malloc((maxn ? maxn : 1) * sizeof *tmp);
-  if (!tmp) return TOPO_ERR_NOMEM;
-  for (int i = 0; i < r->nsrc; i++) {
+  member_key *key = topo_malloc(ns * sizeof *key);
+  m->member = topo_malloc(ns * sizeof *m->member);
+  m->d = topo_calloc(ns, sizeof *m->d);
+  m->err = topo_calloc(ns, sizeof *m->err);
+  m->count = topo_calloc(ns, sizeof *m->count);
+  m->ok = topo_calloc(ns, 1);
+  if (!tmp || !key || !m->member || !m->d || !m->err || !m->count || !m->ok) goto nomem;
+  for (int i = 0; i < r->nsrc && i < a->nsrc; i++) {
     const rp_source *s = &r->src[i];
     if (!a->src[i].scanned || !s->header.comm_hash || s->rank < 0 || s->proc < 0) continue;
-    comm_tie *c = NULL;
-    for (size_t k = 0; k < nt && !c; k++)
-      if (t[k].hash == s->header.comm_hash && t[k].nranks == s->nranks) c = &t[k];
-    if (!c) {
-      comm_tie *v = topo_realloc(t, (nt + 1) * sizeof *v);
-      if (!v) goto nomem;
-      t = v;
-      c = &t[nt++];
-      memset(c, 0, sizeof *c);
-      c->hash = s->header.comm_hash;
-      c->nranks = s->nranks;
-      size_t n = (size_t)r->nsrc;
-      c->member = topo_malloc(n * sizeof *c->member);
-      c->d = topo_calloc(n, sizeof *c->d);
-      c->err = topo_calloc(n, sizeof *c->err);
-      c->count = topo_calloc(n, sizeof *c->count);
-      c->ok = topo_calloc(n, 1);
-      if (!c->member || !c->d || !c->err || !c->count || !c->ok) goto nomem;
+    key[n++] = (member_key){s->header.comm_hash, s->nranks, i};
+  }
+  qsort(key, n, sizeof *key, cmp_member_key);
+  if (!(t = topo_calloc(n ? n : 1, sizeof *t))) goto nomem;
+  for (size_t k = 0; k < n; k++) {
+    if (!k || key[k].hash != key[k - 1].hash || key[k].nranks != key[k - 1].nranks) {
+      comm_tie *c = &t[nt++];
+      c->hash = key[k].hash;
+      c->nranks = key[k].nranks;
+      c->member = m->member + k, c->d = m->d + k, c->err = m->err + k;
+      c->count = m->count + k, c->ok = m->ok + k;
     }
-    c->member[c->nmembers++] = i;
+    comm_tie *c = &t[nt - 1];
+    c->member[c->nmembers++] = key[k].index;
   }
   for (size_t k = 0; k < nt; k++) {
     comm_tie *c = &t[k];
     int ref = 0;
-    for (int m = 1; m < c->nmembers; m++)
-      if (a->src[c->member[m]].n > a->src[c->member[ref]].n) ref = m;
-    for (int m = 0; m < c->nmembers; m++)
-      if (m != ref && tie(&a->src[c->member[m]], &a->src[c->member[ref]], tmp, &c->d[m], &c->err[m],
-                          &c->count[m]))
-        c->ok[m] = 1, c->tied++;
+    for (int mb = 1; mb < c->nmembers; mb++)
+      if (a->src[c->member[mb]].n > a->src[c->member[ref]].n) ref = mb;
+    for (int mb = 0; mb < c->nmembers; mb++)
+      if (mb != ref && tie(&a->src[c->member[mb]], &a->src[c->member[ref]], tmp, &c->d[mb],
+                           &c->err[mb], &c->count[mb]))
+        c->ok[mb] = 1, c->tied++;
     if (c->tied) {
       c->ok[ref] = 1;
       c->tied++;
-      for (int m = 0; m < c->nmembers; m++)
-        if (m != ref && c->ok[m] && c->count[m] > c->count[ref]) c->count[ref] = c->count[m];
+      for (int mb = 0; mb < c->nmembers; mb++)
+        if (mb != ref && c->ok[mb] && c->count[mb] > c->count[ref]) c->count[ref] = c->count[mb];
     }
   }
   qsort(t, nt, sizeof *t, cmp_tie);
-  topo_free(tmp);
+  topo_free(tmp), topo_free(key);
   *out = t;
   *nout = nt;
   return TOPO_OK;
 nomem:
-  topo_free(tmp);
-  for (size_t k = 0; k < nt; k++)
-    topo_free(t[k].member), topo_free(t[k].d), topo_free(t[k].err), topo_free(t[k].count), topo_free(t[k].ok);
-  topo_free(t);
+  topo_free(tmp), topo_free(key), topo_free(t);
   return TOPO_ERR_NOMEM;
 }
 
@@ -335,6 +359,7 @@ topo_status rp_align_solve(rp_align *a, rp_report *r) {
   uint8_t *has_gpu = topo_calloc(n, 1);
   comm_tie *t = NULL;
   size_t nt = 0;
+  tie_store store = {0};
   topo_status st = TOPO_ERR_NOMEM;
   if (!group || !members || !rel || !relerr || !has_gpu) goto out;
   for (int p = 0; p < np; p++) {
@@ -351,12 +376,22 @@ topo_status rp_align_solve(rp_align *a, rp_report *r) {
     if (s->upper < k->off_upper) k->off_upper = s->upper;
     has_gpu[p] |= s->n > 0 || s->upper != NONE_HI;
   }
-  if ((st = build_ties(a, r, &t, &nt)) != TOPO_OK) goto out;
+  if ((st = build_ties(a, r, &store, &t, &nt)) != TOPO_OK) goto out;
   int ngroups = 0;
   if ((st = place(r, t, nt, group, rel, relerr, &ngroups)) != TOPO_OK) goto out;
   for (int p = 0; p < np; p++)
     if (group[p] < 0) group[p] = ngroups++;
   for (int p = 0; p < np; p++) members[group[p]]++;
+  /* the ranks group by group (a counting sort): group g's are in_group[at[g] .. at[g + 1]) */
+  int *at = topo_calloc(n + 1, sizeof *at), *in_group = topo_malloc(n * sizeof *in_group);
+  if (!at || !in_group) {
+    topo_free(at), topo_free(in_group);
+    st = TOPO_ERR_NOMEM;
+    goto out;
+  }
+  for (int g = 0; g < ngroups; g++) at[g + 1] = at[g] + members[g];
+  for (int g = 0; g < ngroups; g++) members[g] = at[g]; /* now: where its next rank goes */
+  for (int p = 0; p < np; p++) in_group[members[group[p]]++] = p;
   /* Each rank on its own bounds; an anchored group instead shares one shift, bounded by every
    * member's bounds, when its anchors bound the members' errors more tightly than their own
    * bounds do (late callbacks loosen the bounds; anchors do not care). */
@@ -366,10 +401,11 @@ topo_status rp_align_solve(rp_align *a, rp_report *r) {
                                         &k->align_inconsistent);
   }
   for (int g = 0; g < ngroups; g++) {
-    if (members[g] < 2) continue;
+    if (at[g + 1] - at[g] < 2) continue;
     int64_t lo = NONE_LO, hi = NONE_HI, c, err, worst_bounds = 0, worst_anchor = 0;
-    for (int p = 0; p < np; p++) {
-      if (group[p] != g || !has_gpu[p]) continue;
+    for (int q = at[g]; q < at[g + 1]; q++) {
+      int p = in_group[q];
+      if (!has_gpu[p]) continue;
       const rp_rank *k = &r->ranks[p];
       if (k->off_lower != NONE_LO && k->off_lower - rel[p] > lo) lo = k->off_lower - rel[p];
       if (k->off_upper != NONE_HI && k->off_upper - rel[p] < hi) hi = k->off_upper - rel[p];
@@ -379,8 +415,8 @@ topo_status rp_align_solve(rp_align *a, rp_report *r) {
     if (worst_bounds >= 0 && worst_bounds <= worst_anchor) continue;
     int inconsistent;
     rp_align_estimate(lo, hi, &c, &err, &inconsistent);
-    for (int p = 0; p < np; p++) {
-      if (group[p] != g) continue;
+    for (int q = at[g]; q < at[g + 1]; q++) {
+      int p = in_group[q];
       rp_rank *k = &r->ranks[p];
       k->gpu_offset = c + rel[p];
       k->align_inconsistent = inconsistent;
@@ -388,6 +424,7 @@ topo_status rp_align_solve(rp_align *a, rp_report *r) {
       k->align_err = relerr[p];
     }
   }
+  topo_free(at), topo_free(in_group);
   for (int p = 0; p < np; p++)
     if (!has_gpu[p]) r->ranks[p].align_method = RP_ALIGN_NONE, r->ranks[p].align_err = 0;
   for (int i = 0; i < r->nsrc && i < a->nsrc; i++) {
@@ -411,8 +448,7 @@ topo_status rp_align_solve(rp_align *a, rp_report *r) {
   r->align_err = e1 < 0 ? -1 : e1 + e2;
   st = TOPO_OK;
 out:
-  for (size_t k = 0; k < nt; k++)
-    topo_free(t[k].member), topo_free(t[k].d), topo_free(t[k].err), topo_free(t[k].count), topo_free(t[k].ok);
+  tie_store_free(&store);
   topo_free(t);
   topo_free(group), topo_free(members), topo_free(rel), topo_free(relerr), topo_free(has_gpu);
   return st;

@@ -23,7 +23,9 @@
 #include "trace_reader.h"
 
 /* ---- cross-rank join: NCCL's seqNumber counts per (communicator, function), so each
- * communicator holds one ring of open collectives per function. */
+ * communicator holds one ring of open collectives per function. Its members are the ranks that
+ * have a trace (slots, in rank order): memory follows the traces given, not the size a header
+ * claims. */
 typedef struct join_ring {
   uint64_t base;         /* open entries cover seqs [base, base + cap) */
   int have_base;
@@ -31,19 +33,24 @@ typedef struct join_ring {
   uint64_t *seq;
   uint8_t *used;
   int *have;
-  int64_t *gpu, *cpu;    /* cap x nranks */
-  int64_t *stop;         /* cap x nranks: GPU stop (gpu-timed entries) */
-  uint8_t *got;          /* cap x nranks: 1 cpu only, 2 gpu-timed */
-  int64_t *last_seq;     /* per rank: latest seq seen, -1 none */
+  int64_t *gpu, *cpu;    /* cap x nslots */
+  int64_t *stop;         /* cap x nslots: GPU stop (gpu-timed entries) */
+  uint8_t *got;          /* cap x nslots: 1 cpu only, 2 gpu-timed */
+  /* tournament tree over the slots (2 x width): leaf = the latest seq a live slot delivered
+   * (-1 none yet), INT64_MAX once it delivers no more; low[1] = the least of them */
+  int64_t *low;
 } join_ring;
 
 #define JOIN_MAX_CAP (1u << 16)
 
 typedef struct join_comm {
   uint64_t hash;
-  int nranks;
-  int *proc_of_rank;     /* rank -> report rank index, -1 unknown */
-  int *live;             /* rank -> sources of it still delivering */
+  int nranks;            /* communicator size, as its headers say */
+  int nslots;            /* its ranks that have a trace */
+  size_t width;          /* leaves of the rings' trees: nslots rounded up to a power of two */
+  int *slot_proc;        /* slot -> report rank index */
+  int *live;             /* slot -> sources of it still delivering */
+  int nlive;             /* slots with live > 0 */
   join_ring ring[RP_MAX_FUNC];
   rp_comm_summary *sum;
 } join_comm;
@@ -54,6 +61,7 @@ typedef struct ctx {
   join_comm *jc;
   size_t njc;
   int *src_comm;         /* source -> join_comm index, -1 none */
+  int *src_slot;         /* source -> its slot in that join_comm */
   int bin_colls;         /* binary collectives seen: Kineto kernels do not feed the table */
   rp_steps *steps;       /* pass 1: period detection (steps.c), NULL when off */
   rp_align *align;       /* pass 0: alignment evidence, until solved */
@@ -232,9 +240,7 @@ static void table_add(ctx *c, const rp_coll *co) {
 }
 
 /* ---- ranks (processes) */
-static int rank_find_or_add(rp_report *r, const char *host, uint32_t pid, int world_rank) {
-  for (int i = 0; i < r->nranks; i++)
-    if (pid && r->ranks[i].pid == pid && !strcmp(r->ranks[i].host, host)) return i;
+static int rank_add(rp_report *r, const char *host, uint32_t pid, int world_rank) {
   if (r->nranks == r->cap_ranks) {
     int cap = r->cap_ranks ? 2 * r->cap_ranks : 16;
     rp_rank *v = topo_realloc(r->ranks, (size_t)cap * sizeof *v);
@@ -259,7 +265,7 @@ static int kineto_rank(ctx *c, rp_source *s) {
   if (s->rank >= 0)
     for (int i = 0; i < r->nranks && s->proc < 0; i++)
       if (r->ranks[i].world_rank == s->rank) s->proc = i;
-  if (s->proc < 0) s->proc = rank_find_or_add(r, "", 0, s->rank >= 0 ? s->rank : s->index);
+  if (s->proc < 0) s->proc = rank_add(r, "", 0, s->rank >= 0 ? s->rank : s->index);
   if (s->proc >= 0) r->ranks[s->proc].nsources++;
   return s->proc;
 }
@@ -302,36 +308,26 @@ static void steps_one_source(rp_rank *k) {
 }
 
 /* ---- join */
-static join_comm *join_for(ctx *c, uint64_t hash, int nranks) {
-  for (size_t i = 0; i < c->njc; i++)
-    if (c->jc[i].hash == hash && c->jc[i].nranks == nranks) return &c->jc[i];
-  join_comm *v = topo_realloc(c->jc, (c->njc + 1) * sizeof *v);
-  if (!v) return NULL;
-  c->jc = v;
-  join_comm *j = &c->jc[c->njc++];
-  memset(j, 0, sizeof *j);
-  j->hash = hash;
-  j->nranks = nranks;
-  j->proc_of_rank = topo_malloc((size_t)nranks * sizeof(int));
-  j->live = topo_calloc((size_t)nranks, sizeof(int));
-  if (!j->proc_of_rank || !j->live) return NULL;
-  for (int i = 0; i < nranks; i++) j->proc_of_rank[i] = -1;
-  return j;
+/* A slot's leaf in every ring's tree, and the path above it. */
+static void low_set(const join_comm *j, join_ring *g, int slot, int64_t v) {
+  size_t k = j->width + (size_t)slot;
+  g->low[k] = v;
+  for (k /= 2; k >= 1; k /= 2) g->low[k] = g->low[2 * k] < g->low[2 * k + 1] ? g->low[2 * k] : g->low[2 * k + 1];
 }
 
-static int join_grow(join_ring *g, int nranks, size_t cap) {
-  size_t n = (size_t)nranks;
+static int join_grow(join_ring *g, const join_comm *j, size_t cap) {
+  size_t n = (size_t)j->nslots;
   uint64_t *seq = topo_calloc(cap, sizeof *seq);
   uint8_t *used = topo_calloc(cap, 1), *got = topo_calloc(cap * n, 1);
   int *have = topo_calloc(cap, sizeof *have);
   int64_t *gpu = topo_calloc(cap * n, sizeof *gpu), *cpu = topo_calloc(cap * n, sizeof *cpu);
   int64_t *stop = topo_calloc(cap * n, sizeof *stop);
-  if (!g->last_seq) {
-    g->last_seq = topo_malloc(n * sizeof *g->last_seq);
-    if (g->last_seq)
-      for (size_t k = 0; k < n; k++) g->last_seq[k] = -1;
+  if (!g->low && (g->low = topo_malloc(2 * j->width * sizeof *g->low))) {
+    for (size_t k = 0; k < 2 * j->width; k++) g->low[k] = INT64_MAX;
+    for (int k = 0; k < j->nslots; k++)
+      if (j->live[k] > 0) low_set(j, g, k, -1);
   }
-  if (!seq || !used || !got || !have || !gpu || !cpu || !stop || !g->last_seq) {
+  if (!seq || !used || !got || !have || !gpu || !cpu || !stop || !g->low) {
     topo_free(seq), topo_free(used), topo_free(got), topo_free(have);
     topo_free(gpu), topo_free(cpu), topo_free(stop);
     return 0;
@@ -358,7 +354,7 @@ static int join_grow(join_ring *g, int nranks, size_t cap) {
 static void join_finalize(ctx *c, join_comm *j, int func, size_t i) {
   rp_report *r = c->r;
   join_ring *g = &j->ring[func];
-  size_t n = (size_t)j->nranks;
+  size_t n = (size_t)j->nslots;
   uint8_t *got = g->got + i * n;
   if (r->window) { /* counts when its earliest start (GPU, else CPU) lies in the window */
     int64_t first = INT64_MAX;
@@ -375,10 +371,10 @@ static void join_finalize(ctx *c, join_comm *j, int func, size_t i) {
     }
   }
   j->sum->joined++;
-  if ((size_t)g->have[i] < n) {
+  if (g->have[i] < j->nranks) {
     j->sum->incomplete++;
     for (size_t k = 0; k < n; k++)
-      if (!got[k] && j->proc_of_rank[k] >= 0) r->ranks[j->proc_of_rank[k]].missed++;
+      if (!got[k]) r->ranks[j->slot_proc[k]].missed++;
   }
   if (g->have[i] >= 2) {
     int all_gpu = 1;
@@ -406,16 +402,16 @@ static void join_finalize(ctx *c, join_comm *j, int func, size_t i) {
     rp_quant_add(&j->sum->skew, skew);
     rp_quant_add(&r->skew[func], skew);
     for (size_t k = 0; k < n; k++) {
-      if (!got[k] || j->proc_of_rank[k] < 0) continue;
-      rp_rank *rk = &r->ranks[j->proc_of_rank[k]];
+      if (!got[k]) continue;
+      rp_rank *rk = &r->ranks[j->slot_proc[k]];
       int64_t wait = mx - t[k];
       if (all_gpu && wait > stop[k] - t[k]) wait = stop[k] - t[k], rk->wait_clamped++;
       rk->joined++;
       rk->joined_gpu += (uint64_t)all_gpu;
       rk->wait_total = rp_add_sat(rk->wait_total, wait);
     }
-    if (mx > second && j->proc_of_rank[last] >= 0) {
-      rp_rank *rk = &r->ranks[j->proc_of_rank[last]];
+    if (mx > second) {
+      rp_rank *rk = &r->ranks[j->slot_proc[last]];
       int64_t late = mx - second;
       if (all_gpu && late > stop[second_k] - second) late = stop[second_k] - second;
       rk->last_count++;
@@ -455,12 +451,12 @@ static void join_evict_all(ctx *c, join_comm *j) {
   }
 }
 
-static void join_add(ctx *c, join_comm *j, int rank, const rp_coll *co) {
+static void join_add(ctx *c, join_comm *j, int slot, const rp_coll *co) {
   int func = co->func < RP_MAX_FUNC ? co->func : RP_MAX_FUNC - 1;
   join_ring *g = &j->ring[func];
   size_t limit = JOIN_MAX_CAP;
-  while (limit > 16 && limit * (size_t)j->nranks > (1u << 24)) limit /= 2;
-  if (!g->cap && !join_grow(g, j->nranks, limit < 1024 ? limit : 1024)) {
+  while (limit > 16 && limit * (size_t)j->nslots > (1u << 24)) limit /= 2;
+  if (!g->cap && !join_grow(g, j, limit < 1024 ? limit : 1024)) {
     c->st = TOPO_ERR_NOMEM;
     return;
   }
@@ -468,14 +464,15 @@ static void join_add(ctx *c, join_comm *j, int rank, const rp_coll *co) {
     g->base = co->seq;
     g->have_base = 1;
   }
-  if ((int64_t)co->seq > g->last_seq[rank]) g->last_seq[rank] = (int64_t)co->seq;
+  size_t leaf = j->width + (size_t)slot;
+  if ((int64_t)co->seq > g->low[leaf] && g->low[leaf] != INT64_MAX) low_set(j, g, slot, (int64_t)co->seq);
   if (co->seq < g->base) {
     j->sum->incomplete++; /* arrived after its entry was closed */
     return;
   }
   while (co->seq - g->base >= g->cap) { /* seq >= base here: the difference cannot wrap */
     if (g->cap < limit) {
-      if (!join_grow(g, j->nranks, g->cap * 2)) {
+      if (!join_grow(g, j, g->cap * 2)) {
         c->st = TOPO_ERR_NOMEM;
         return;
       }
@@ -483,35 +480,39 @@ static void join_add(ctx *c, join_comm *j, int rank, const rp_coll *co) {
       join_evict(c, j, func, co->seq - g->cap + 1);
     }
   }
-  size_t i = co->seq % g->cap, n = (size_t)j->nranks;
+  size_t i = co->seq % g->cap, n = (size_t)j->nslots;
   if (!g->used[i]) {
     g->used[i] = 1;
     g->seq[i] = co->seq;
     g->have[i] = 0;
   }
   uint8_t *got = g->got + i * n;
-  if (got[rank]) return; /* duplicate */
-  got[rank] = co->timed ? 2 : 1;
-  g->gpu[i * n + (size_t)rank] = co->gpu_start;
-  g->stop[i * n + (size_t)rank] = co->gpu_stop;
-  g->cpu[i * n + (size_t)rank] = co->cpu_start;
+  if (got[slot]) return; /* duplicate */
+  got[slot] = co->timed ? 2 : 1;
+  g->gpu[i * n + (size_t)slot] = co->gpu_start;
+  g->stop[i * n + (size_t)slot] = co->gpu_stop;
+  g->cpu[i * n + (size_t)slot] = co->cpu_start;
   if (++g->have[i] == j->nranks) join_finalize(c, j, func, i);
 }
 
-/* After a chunk: entries below every live rank's latest seq can get no more records. */
+/* One source of `slot` has delivered everything. */
+static void join_source_done(join_comm *j, int slot) {
+  if (--j->live[slot] > 0) return;
+  j->nlive--;
+  for (int f = 0; f < RP_MAX_FUNC; f++)
+    if (j->ring[f].low) low_set(j, &j->ring[f], slot, INT64_MAX);
+}
+
+/* After a chunk: entries below every live slot's latest seq can get no more records. */
 static void join_progress(ctx *c, join_comm *j) {
-  int any_live = 0;
-  for (int k = 0; k < j->nranks; k++) any_live |= j->live[k] > 0;
-  if (!any_live) {
+  if (!j->nlive) {
     join_evict_all(c, j);
     return;
   }
   for (int f = 0; f < RP_MAX_FUNC; f++) {
     join_ring *g = &j->ring[f];
     if (!g->have_base) continue;
-    int64_t mn = INT64_MAX;
-    for (int k = 0; k < j->nranks; k++)
-      if (j->live[k] && g->last_seq[k] < mn) mn = g->last_seq[k];
+    int64_t mn = g->low[1];
     if (mn > 0 && mn != INT64_MAX) join_evict(c, j, f, (uint64_t)mn);
   }
 }
@@ -779,7 +780,7 @@ static void p1_coll(void *vc, int src, const rp_coll *co) {
   if (s->kind == RP_SRC_TRACE) {
     c->bin_colls = 1;
     int jc = c->src_comm[src];
-    if (jc >= 0 && !co->p2p) join_add(c, &c->jc[jc], s->rank, co); /* the window applies at the join */
+    if (jc >= 0 && !co->p2p) join_add(c, &c->jc[jc], c->src_slot[src], co); /* the window applies at the join */
     if (jc >= 0) rp_steps_coll(c->steps, (size_t)jc, c->jc[jc].nranks, s->rank, s->proc, co);
     if (!in_window(r, co->timed ? co->gpu_start : co->cpu_start)) return;
     r->colls += !co->p2p;
@@ -934,7 +935,7 @@ static void merged(ctx *c, int *idx, int n, const rp_sink *sink, int pass, const
     if (!more && rp_source_suspend(s)) unhold(c, idx[best]);
     if (pass == 1 && c->src_comm[idx[best]] >= 0) {
       join_comm *j = &c->jc[c->src_comm[idx[best]]];
-      if (!more && s->rank >= 0 && s->rank < j->nranks) j->live[s->rank]--;
+      if (!more) join_source_done(j, c->src_slot[idx[best]]);
       join_progress(c, j);
     }
     size_t k = w + (size_t)best;
@@ -972,6 +973,124 @@ static void choose_window(rp_report *r) {
     r->window_from = mid - w / 2;
     r->window_to = mid + w / 2;
   }
+}
+
+/* ---- grouping the binary sources by sorting (no scan of the ranks or communicators per source) */
+typedef struct proc_key {
+  const char *host;
+  uint32_t pid;
+  int index;
+} proc_key;
+
+static int cmp_proc_key(const void *a, const void *b) {
+  const proc_key *x = a, *y = b;
+  int h = strcmp(x->host, y->host);
+  if (h) return h;
+  if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+  return (x->index > y->index) - (x->index < y->index);
+}
+
+/* Ranks are processes (host, pid; pid 0: each source its own), numbered in order of their first
+ * source: sets every listed source's proc. */
+static topo_status group_processes(rp_report *r, const int *bin, int nbin) {
+  proc_key *key = topo_malloc((size_t)(nbin ? nbin : 1) * sizeof *key);
+  int *first = topo_malloc((size_t)r->nsrc * sizeof *first);
+  if (!key || !first) {
+    topo_free(key), topo_free(first);
+    return TOPO_ERR_NOMEM;
+  }
+  for (int b = 0; b < nbin; b++) {
+    const topo_trace_header *h = &r->src[bin[b]].header;
+    key[b] = (proc_key){h->host, h->pid, bin[b]};
+  }
+  qsort(key, (size_t)nbin, sizeof *key, cmp_proc_key);
+  for (int b = 0, g = 0; b < nbin; b++) { /* g: the first of b's group (the lowest index) */
+    if (b && (!key[b].pid || key[b].pid != key[g].pid || strcmp(key[b].host, key[g].host))) g = b;
+    first[key[b].index] = key[g].index;
+  }
+  topo_status st = TOPO_OK;
+  for (int b = 0; b < nbin && st == TOPO_OK; b++) {
+    rp_source *s = &r->src[bin[b]];
+    if (first[bin[b]] != bin[b]) s->proc = r->src[first[bin[b]]].proc;
+    else if ((s->proc = rank_add(r, s->header.host, s->header.pid, s->rank)) < 0) st = TOPO_ERR_NOMEM;
+  }
+  topo_free(key), topo_free(first);
+  return st;
+}
+
+typedef struct comm_key {
+  uint64_t hash;
+  int nranks, rank, index;
+} comm_key;
+
+static int cmp_comm_key(const void *a, const void *b) {
+  const comm_key *x = a, *y = b;
+  if (x->hash != y->hash) return x->hash < y->hash ? -1 : 1;
+  if (x->nranks != y->nranks) return x->nranks < y->nranks ? -1 : 1;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  return (x->index > y->index) - (x->index < y->index);
+}
+
+typedef struct comm_group {
+  int first_index;   /* its lowest source index: communicators are numbered in that order */
+  int start, end;    /* its keys */
+  int nslots;
+} comm_group;
+
+static int cmp_comm_group(const void *a, const void *b) {
+  const comm_group *x = a, *y = b;
+  return (x->first_index > y->first_index) - (x->first_index < y->first_index);
+}
+
+/* Communicators (comm hash, size) of the listed sources that have a valid rank, numbered in order
+ * of their first source; each rank with a trace is a slot (in rank order). Sets src_comm,
+ * src_slot and the join_comm table, sized by the slots. */
+static topo_status group_comms(ctx *c, const int *bin, int nbin) {
+  rp_report *r = c->r;
+  comm_key *key = topo_malloc((size_t)(nbin ? nbin : 1) * sizeof *key);
+  comm_group *grp = topo_malloc((size_t)(nbin ? nbin : 1) * sizeof *grp);
+  int n = 0, ng = 0;
+  topo_status st = TOPO_ERR_NOMEM;
+  if (!key || !grp) goto out;
+  for (int b = 0; b < nbin; b++) {
+    const rp_source *s = &r->src[bin[b]];
+    if (s->header.comm_hash && s->rank >= 0)
+      key[n++] = (comm_key){s->header.comm_hash, s->header.nranks, s->rank, bin[b]};
+  }
+  qsort(key, (size_t)n, sizeof *key, cmp_comm_key);
+  for (int k = 0; k < n; k++) {
+    if (!k || key[k].hash != key[k - 1].hash || key[k].nranks != key[k - 1].nranks)
+      grp[ng++] = (comm_group){key[k].index, k, k, 0};
+    comm_group *g = &grp[ng - 1];
+    if (key[k].index < g->first_index) g->first_index = key[k].index;
+    g->nslots += k == g->start || key[k].rank != key[k - 1].rank;
+    g->end = k + 1;
+  }
+  qsort(grp, (size_t)ng, sizeof *grp, cmp_comm_group);
+  if (!(c->jc = topo_calloc((size_t)(ng ? ng : 1), sizeof *c->jc))) goto out;
+  c->njc = (size_t)ng;
+  for (int gi = 0; gi < ng; gi++) {
+    const comm_group *g = &grp[gi];
+    join_comm *j = &c->jc[gi];
+    j->hash = key[g->start].hash;
+    j->nranks = key[g->start].nranks;
+    j->nslots = j->nlive = g->nslots;
+    for (j->width = 1; j->width < (size_t)j->nslots;) j->width *= 2;
+    j->slot_proc = topo_malloc((size_t)g->nslots * sizeof *j->slot_proc);
+    j->live = topo_calloc((size_t)g->nslots, sizeof *j->live);
+    if (!j->slot_proc || !j->live) goto out;
+    for (int k = g->start, slot = -1; k < g->end; k++) {
+      slot += k == g->start || key[k].rank != key[k - 1].rank;
+      c->src_comm[key[k].index] = gi;
+      c->src_slot[key[k].index] = slot;
+      j->slot_proc[slot] = r->src[key[k].index].proc;
+      j->live[slot]++;
+    }
+  }
+  st = TOPO_OK;
+out:
+  topo_free(key), topo_free(grp);
+  return st;
 }
 
 static topo_status add_sources(rp_report *r, char **files, int nfiles, const rp_options *opt) {
@@ -1034,9 +1153,10 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
     return TOPO_ERR_INVALID;
   }
   c.src_comm = topo_malloc((size_t)r->nsrc * sizeof(int));
+  c.src_slot = topo_calloc((size_t)r->nsrc, sizeof(int));
   c.held = topo_calloc((size_t)r->nsrc, 1);
   c.budget = open_budget();
-  if (!c.src_comm || !c.held) return TOPO_ERR_NOMEM;
+  if (!c.src_comm || !c.src_slot || !c.held) return TOPO_ERR_NOMEM;
   int *bin = topo_malloc((size_t)r->nsrc * sizeof(int)), nbin = 0;
   if (!bin) return TOPO_ERR_NOMEM;
 
@@ -1063,21 +1183,16 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
                   s->path, h->rank, h->nranks);
       s->rank = -1;
     }
-    int p = rank_find_or_add(r, h->host, h->pid, s->rank);
-    if (p < 0) return TOPO_ERR_NOMEM;
-    s->proc = p;
-    rp_rank *k = &r->ranks[p];
+  }
+  if ((st = group_processes(r, bin, nbin)) != TOPO_OK || (st = group_comms(&c, bin, nbin)) != TOPO_OK)
+    return st;
+  for (int b = 0; b < nbin; b++) {
+    const rp_source *s = &r->src[bin[b]];
+    rp_rank *k = &r->ranks[s->proc];
     k->nsources++;
-    if (s->rank >= 0 && (k->world_rank < 0 || h->nranks > k->world_size)) {
+    if (s->rank >= 0 && (k->world_rank < 0 || s->header.nranks > k->world_size)) {
       k->world_rank = s->rank; /* its rank in the largest communicator names the process */
-      k->world_size = h->nranks;
-    }
-    if (h->comm_hash && s->rank >= 0) {
-      join_comm *j = join_for(&c, h->comm_hash, h->nranks);
-      if (!j) return TOPO_ERR_NOMEM;
-      c.src_comm[i] = (int)(j - c.jc);
-      j->proc_of_rank[s->rank] = p;
-      j->live[s->rank]++;
+      k->world_size = s->header.nranks;
     }
   }
   /* comm summaries (stable pointers now that the comm list is complete) */
@@ -1088,7 +1203,7 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
     c.jc[i].sum = &r->comms[i];
     r->comms[i].hash = c.jc[i].hash;
     r->comms[i].nranks = c.jc[i].nranks;
-    for (int k = 0; k < c.jc[i].nranks; k++) r->comms[i].ranks_seen += c.jc[i].live[k] > 0;
+    r->comms[i].ranks_seen = c.jc[i].nslots;
   }
 
   c.est = rp_est_new();
@@ -1236,15 +1351,16 @@ out:
   rp_align_free(c.align);
   for (size_t i = 0; i < c.njc; i++) {
     join_comm *j = &c.jc[i];
-    topo_free(j->proc_of_rank), topo_free(j->live);
+    topo_free(j->slot_proc), topo_free(j->live);
     for (int f = 0; f < RP_MAX_FUNC; f++) {
       join_ring *g = &j->ring[f];
       topo_free(g->seq), topo_free(g->used), topo_free(g->have), topo_free(g->gpu);
-      topo_free(g->cpu), topo_free(g->got), topo_free(g->last_seq), topo_free(g->stop);
+      topo_free(g->cpu), topo_free(g->got), topo_free(g->low), topo_free(g->stop);
     }
   }
   topo_free(c.jc);
   topo_free(c.src_comm);
+  topo_free(c.src_slot);
   topo_free(c.held);
   topo_free(c.stream_id);
   topo_free(c.stream_end);

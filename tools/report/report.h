@@ -43,6 +43,22 @@ int64_t rp_quant_get(const rp_quant *q, double p); /* p in [0,1]; 0 when empty *
 int rp_quant_is_exact(const rp_quant *q);
 void rp_quant_free(rp_quant *q);
 
+/* ---- a map from 64-bit keys to 32-bit values (util.c): the tables that grow with what the
+ * input holds (ranks, communicators, rows) find their entries in O(1), not by a scan. Open
+ * addressing; memory about 24 bytes per entry. */
+typedef struct rp_map {
+  uint64_t *key;
+  uint32_t *val;       /* value + 1; 0 = empty slot */
+  size_t cap, n;
+} rp_map;
+/* 1 and *val when `key` is present, else 0. */
+int rp_map_find(const rp_map *m, uint64_t key, uint32_t *val);
+/* Stores key -> val (key not yet present, val < UINT32_MAX); 0 when out of memory. */
+int rp_map_add(rp_map *m, uint64_t key, uint32_t val);
+void rp_map_free(rp_map *m);
+/* A well-mixed 64-bit hash of a string and a number (keys that are not numbers already). */
+uint64_t rp_map_hash(const char *s, uint64_t v);
+
 /* ---- interval classes and the per-rank sweep (sweep.c) */
 enum rp_class { RP_COMM = 0, RP_COMPUTE = 1, RP_MEMORY = 2, RP_CLASSES };
 /* RP_FROM_ESTIMATE: an untimed collective placed with its estimated duration (estimate.c). */

@@ -20,7 +20,8 @@
 //    per-phase majority; at least 2 complete repetitions make steps.
 // Time O(n log n) in the collectives kept for detection, O(1) per collective afterwards; memory
 // bounded by `cap` entries per (communicator, rank) until its communicator is decided, then by the
-// number of steps.
+// number of steps. Trackers are found through a map and listed per communicator: nothing is sized
+// by the communicator size a header claims, nothing scans every tracker per rank.
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,7 @@ enum { ST_COLLECT = 0, ST_RESOLVED = 1, ST_NONE = 2 };
 
 typedef struct st_tracker {
   size_t comm;
+  size_t next;        /* the next tracker of its communicator + 1 (0: none) */
   int rank, proc;
   st_ent *buf;
   size_t n;
@@ -57,7 +59,8 @@ typedef struct st_tracker {
 typedef struct st_comm {
   int state;
   int nranks;
-  size_t *tr_of_rank; /* rank -> tracker index + 1 (0: none yet) */
+  int seen;           /* 1 once a collective of it arrived */
+  size_t first, last; /* its first and last tracker + 1 (0: none yet); between: along `next` */
   size_t ncolls;      /* collectives seen, all ranks */
   /* the period, once resolved */
   int period;
@@ -76,6 +79,7 @@ struct rp_steps {
   size_t ntr, cap_tr;
   st_comm *comms;
   size_t ncomms;
+  rp_map tr_of;       /* comm << 32 | rank -> tracker index */
   int oom;
 };
 
@@ -99,8 +103,8 @@ void rp_steps_free(rp_steps *d) {
   if (!d) return;
   for (size_t i = 0; i < d->ntr; i++) topo_free(d->tr[i].buf), topo_free(d->tr[i].stop);
   topo_free(d->tr);
-  for (size_t i = 0; i < d->ncomms; i++) topo_free(d->comms[i].tr_of_rank);
   topo_free(d->comms);
+  rp_map_free(&d->tr_of);
   topo_free(d);
 }
 
@@ -115,10 +119,9 @@ static st_comm *comm_get(rp_steps *d, size_t comm, int nranks) {
     d->ncomms = comm + 1;
   }
   st_comm *c = &d->comms[comm];
-  if (!c->tr_of_rank) {
+  if (!c->seen) {
+    c->seen = 1;
     c->nranks = nranks;
-    c->tr_of_rank = topo_calloc(nranks > 0 ? (size_t)nranks : 1, sizeof *c->tr_of_rank);
-    if (!c->tr_of_rank) return NULL;
   }
   return c;
 }
@@ -126,7 +129,10 @@ static st_comm *comm_get(rp_steps *d, size_t comm, int nranks) {
 static st_tracker *tracker_get(rp_steps *d, size_t comm, int rank, int proc) {
   st_comm *c = &d->comms[comm];
   if (rank >= c->nranks) return NULL;
-  if (c->tr_of_rank[rank]) return &d->tr[c->tr_of_rank[rank] - 1];
+  uint64_t key = (uint64_t)comm << 32 | (uint32_t)rank;
+  uint32_t found;
+  if (rp_map_find(&d->tr_of, key, &found)) return &d->tr[found];
+  if (!rp_map_add(&d->tr_of, key, (uint32_t)d->ntr)) return NULL;
   if (d->ntr == d->cap_tr) {
     size_t cap = d->cap_tr ? d->cap_tr * 2 : 8;
     st_tracker *v = topo_realloc(d->tr, cap * sizeof *v);
@@ -140,7 +146,9 @@ static st_tracker *tracker_get(rp_steps *d, size_t comm, int rank, int proc) {
   t->rank = rank;
   t->proc = proc;
   t->start0 = INT64_MIN;
-  c->tr_of_rank[rank] = d->ntr;
+  if (c->last) d->tr[c->last - 1].next = d->ntr;
+  else c->first = d->ntr;
+  c->last = d->ntr;
   return t;
 }
 
@@ -372,9 +380,8 @@ out:
 static void decide(rp_steps *d, size_t ci, st_tracker *det, int open) {
   st_comm *c = &d->comms[ci];
   detect(d, c, det, open);
-  for (size_t i = 0; i < d->ntr; i++) {
-    st_tracker *t = &d->tr[i];
-    if (t->comm != ci) continue;
+  for (size_t i = c->first; i; i = d->tr[i - 1].next) {
+    st_tracker *t = &d->tr[i - 1];
     if (c->state == ST_RESOLVED)
       for (size_t j = 0; j < t->n; j++) resolve_one(d, t, c, &t->buf[j]);
     topo_free(t->buf);
@@ -414,28 +421,39 @@ topo_status rp_steps_finish(rp_steps *d, rp_report *r) {
   for (size_t ci = 0; ci < d->ncomms; ci++) {
     if (d->comms[ci].state != ST_COLLECT) continue;
     st_tracker *det = NULL;
-    for (size_t i = 0; i < d->ntr; i++)
-      if (d->tr[i].comm == ci && (!det || d->tr[i].n > det->n)) det = &d->tr[i];
+    for (size_t i = d->comms[ci].first; i; i = d->tr[i - 1].next)
+      if (!det || d->tr[i - 1].n > det->n) det = &d->tr[i - 1];
     if (det) decide(d, ci, det, 0);
     else d->comms[ci].state = ST_NONE;
   }
   if (d->oom) return TOPO_ERR_NOMEM;
+  /* the trackers of each report rank: head[p], then along by_proc (index + 1, 0 ends) */
+  size_t *head = topo_calloc((size_t)(r->nranks > 0 ? r->nranks : 1), sizeof *head);
+  size_t *by_proc = topo_calloc(d->ntr ? d->ntr : 1, sizeof *by_proc);
+  if (!head || !by_proc) {
+    topo_free(head), topo_free(by_proc);
+    return TOPO_ERR_NOMEM;
+  }
+  for (size_t i = d->ntr; i-- > 0;)
+    if (d->tr[i].proc >= 0 && d->tr[i].proc < r->nranks) {
+      by_proc[i] = head[d->tr[i].proc];
+      head[d->tr[i].proc] = i + 1;
+    }
   int tried = 0;
-  for (int p = 0; p < r->nranks; p++) {
+  topo_status st = TOPO_OK;
+  for (int p = 0; p < r->nranks && st == TOPO_OK; p++) {
     rp_rank *k = &r->ranks[p];
     const st_tracker *best = NULL;
     size_t best_n = 0;
-    for (size_t i = 0; i < d->ntr; i++) {
-      const st_tracker *t = &d->tr[i];
-      if (t->proc != p) continue;
+    for (size_t i = head[p]; i; i = by_proc[i - 1]) {
+      const st_tracker *t = &d->tr[i - 1];
       const st_comm *c = &d->comms[t->comm];
       if (c->state != ST_RESOLVED || !t->nstop) continue;
       if (!best || t->nstop > best_n ||
           (t->nstop == best_n && c->nranks > d->comms[best->comm].nranks))
         best = t, best_n = t->nstop;
     }
-    int has_colls = 0;
-    for (size_t i = 0; i < d->ntr; i++) has_colls |= d->tr[i].proc == p;
+    int has_colls = head[p] != 0;
     if (k->nsteps || !has_colls) continue; /* Kineto steps or step marks win */
     tried = 1;
     if (!best) continue;
@@ -451,21 +469,25 @@ topo_status rp_steps_finish(rp_steps *d, rp_report *r) {
       if (k->nsteps == k->cap_steps) {
         size_t cap = k->cap_steps ? k->cap_steps * 2 : 64;
         rp_step *v = topo_realloc(k->steps, cap * sizeof *v);
-        if (!v) return TOPO_ERR_NOMEM;
+        if (!v) {
+          st = TOPO_ERR_NOMEM;
+          break;
+        }
         k->steps = v;
         k->cap_steps = cap;
       }
-      rp_step *st = &k->steps[k->nsteps++];
-      memset(st, 0, sizeof *st);
-      st->start = a;
-      st->stop = b;
-      st->value = s;
-      st->period = c->period;
+      rp_step *step = &k->steps[k->nsteps++];
+      memset(step, 0, sizeof *step);
+      step->start = a;
+      step->stop = b;
+      step->value = s;
+      step->period = c->period;
     }
     if (k->nsteps && !r->step_period) r->step_period = c->period;
   }
+  topo_free(head), topo_free(by_proc);
   if (tried) r->steps_detect = r->step_period ? RP_STEPS_FOUND : RP_STEPS_NONE;
-  return TOPO_OK;
+  return st;
 }
 
 /* ---- for the renderers */

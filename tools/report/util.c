@@ -79,6 +79,65 @@ int64_t rp_quant_get(const rp_quant *q, double p) {
   return q->max;
 }
 
+static uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+int rp_map_find(const rp_map *m, uint64_t key, uint32_t *val) {
+  if (!m->cap) return 0;
+  for (size_t i = mix64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+    if (!m->val[i]) return 0;
+    if (m->key[i] == key) {
+      *val = m->val[i] - 1;
+      return 1;
+    }
+  }
+}
+
+static void map_put(rp_map *m, uint64_t key, uint32_t stored) {
+  size_t i = mix64(key) & (m->cap - 1);
+  while (m->val[i]) i = (i + 1) & (m->cap - 1);
+  m->key[i] = key;
+  m->val[i] = stored;
+}
+
+int rp_map_add(rp_map *m, uint64_t key, uint32_t val) {
+  if (2 * (m->n + 1) > m->cap) { /* at most half full */
+    size_t cap = m->cap ? 2 * m->cap : 64;
+    rp_map old = *m;
+    m->key = topo_malloc(cap * sizeof *m->key);
+    m->val = topo_calloc(cap, sizeof *m->val);
+    if (!m->key || !m->val) {
+      topo_free(m->key), topo_free(m->val);
+      *m = old;
+      return 0;
+    }
+    m->cap = cap;
+    for (size_t i = 0; i < old.cap; i++)
+      if (old.val[i]) map_put(m, old.key[i], old.val[i]);
+    topo_free(old.key), topo_free(old.val);
+  }
+  map_put(m, key, val + 1);
+  m->n++;
+  return 1;
+}
+
+void rp_map_free(rp_map *m) {
+  topo_free(m->key);
+  topo_free(m->val);
+  memset(m, 0, sizeof *m);
+}
+
+uint64_t rp_map_hash(const char *s, uint64_t v) {
+  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, then mixed */
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+  return mix64(h ^ mix64(v));
+}
+
 void rp_quant_free(rp_quant *q) {
   topo_free(q->exact);
   topo_free(q->hist);
