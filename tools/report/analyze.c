@@ -75,6 +75,7 @@ typedef struct ctx {
   uint64_t total_bytes;  /* input bytes x passes */
   uint64_t closed_bytes; /* bytes read by sources already closed */
   int progress;
+  rp_map row_of, fit_of; /* row and fit point keys -> their index */
   uint8_t *held;         /* per source: 1 while it holds a descriptor */
   int nheld, budget;     /* sources holding one; the most that may */
   int hand;              /* clock hand: the next source considered for suspension */
@@ -155,11 +156,14 @@ static int clip_window(const rp_report *r, int64_t *a, int64_t *b) {
 /* ---- rows and fit points */
 static int bucket_of(uint64_t size) { return size ? 63 - __builtin_clzll(size) : -1; }
 
-static rp_row *row_get(rp_report *r, int func, int nranks, int bucket) {
-  for (size_t i = 0; i < r->nrows; i++) {
-    rp_row *w = r->rows[i];
-    if (w->func == func && w->nranks == nranks && w->bucket == bucket) return w;
-  }
+/* Rows and fit points are found through maps keyed by their fields packed into 64 bits (func
+ * < RP_MAX_FUNC, -1 <= bucket < 64, algo < 7, proto < 3): one lookup per collective, however many
+ * distinct communicator sizes the input names. */
+static rp_row *row_get(ctx *c, int func, int nranks, int bucket) {
+  rp_report *r = c->r;
+  uint64_t key = (uint64_t)(uint32_t)nranks << 32 | (uint64_t)func << 8 | (uint64_t)(bucket + 1);
+  uint32_t at;
+  if (rp_map_find(&c->row_of, key, &at)) return r->rows[at];
   if (r->nrows == r->cap_rows) {
     size_t cap = r->cap_rows ? r->cap_rows * 2 : 32;
     rp_row **v = topo_realloc(r->rows, cap * sizeof *v);
@@ -173,17 +177,20 @@ static rp_row *row_get(rp_report *r, int func, int nranks, int bucket) {
   w->nranks = nranks;
   w->bucket = bucket;
   w->ch_min = 1 << 30;
+  if (!rp_map_add(&c->row_of, key, (uint32_t)r->nrows)) {
+    topo_free(w);
+    return NULL;
+  }
   r->rows[r->nrows++] = w;
   return w;
 }
 
-static rp_fitpt *fit_get(rp_report *r, int func, int algo, int proto, int nranks, int bucket) {
-  for (size_t i = 0; i < r->nfit; i++) {
-    rp_fitpt *p = r->fit[i];
-    if (p->func == func && p->algo == algo && p->proto == proto && p->nranks == nranks &&
-        p->bucket == bucket)
-      return p;
-  }
+static rp_fitpt *fit_get(ctx *c, int func, int algo, int proto, int nranks, int bucket) {
+  rp_report *r = c->r;
+  uint64_t key = (uint64_t)(uint32_t)nranks << 32 | (uint64_t)func << 16 | (uint64_t)algo << 12 |
+                 (uint64_t)proto << 8 | (uint64_t)(bucket + 1);
+  uint32_t at;
+  if (rp_map_find(&c->fit_of, key, &at)) return r->fit[at];
   if (r->nfit == r->cap_fit) {
     size_t cap = r->cap_fit ? r->cap_fit * 2 : 32;
     rp_fitpt **v = topo_realloc(r->fit, cap * sizeof *v);
@@ -198,16 +205,19 @@ static rp_fitpt *fit_get(rp_report *r, int func, int algo, int proto, int nranks
   p->proto = proto;
   p->nranks = nranks;
   p->bucket = bucket;
+  if (!rp_map_add(&c->fit_of, key, (uint32_t)r->nfit)) {
+    topo_free(p);
+    return NULL;
+  }
   r->fit[r->nfit++] = p;
   return p;
 }
 
 static void table_add(ctx *c, const rp_coll *co) {
-  rp_report *r = c->r;
   int func = co->func < RP_MAX_FUNC ? co->func : RP_MAX_FUNC - 1;
   uint64_t size = rp_coll_size(func, co->bytes, co->nranks);
   int bucket = bucket_of(size);
-  rp_row *w = row_get(r, func, co->nranks, bucket);
+  rp_row *w = row_get(c, func, co->nranks, bucket);
   if (!w) {
     c->st = TOPO_ERR_NOMEM;
     return;
@@ -226,7 +236,7 @@ static void table_add(ctx *c, const rp_coll *co) {
   w->timed_size_sum += size;
   rp_quant_add(&w->time, d);
   if (func <= 4 && a < 7 && p < 3) {
-    rp_fitpt *fp = fit_get(r, func, a, p, co->nranks, bucket);
+    rp_fitpt *fp = fit_get(c, func, a, p, co->nranks, bucket);
     if (fp) {
       if (!fp->n || size < fp->size_min) fp->size_min = size;
       if (size > fp->size_max) fp->size_max = size;
@@ -746,7 +756,7 @@ static void p2_coll(void *vc, int src, const rp_coll *co) {
   r->est[level]++;
   k->lost += (uint64_t)co->asked;
   r->lost += (uint64_t)co->asked;
-  rp_row *w = row_get(r, key.func, co->nranks, key.bucket);
+  rp_row *w = row_get(c, key.func, co->nranks, key.bucket);
   if (!w) {
     c->st = TOPO_ERR_NOMEM;
     return;
@@ -1361,6 +1371,8 @@ out:
   topo_free(c.jc);
   topo_free(c.src_comm);
   topo_free(c.src_slot);
+  rp_map_free(&c.row_of);
+  rp_map_free(&c.fit_of);
   topo_free(c.held);
   topo_free(c.stream_id);
   topo_free(c.stream_end);

@@ -549,6 +549,38 @@ static int cmp_kstep(const void *a, const void *b) {
   return (x->start > y->start) - (x->start < y->start);
 }
 
+/* GPU-projected steps sorted by (value, file order); reach = the longest 2 x length so far in
+ * the run of its value, so the first sane twin of a CPU step is found by two binary searches. */
+typedef struct gpu_twin {
+  uint64_t value;
+  size_t order;
+  int64_t start, stop, reach;
+} gpu_twin;
+
+static int cmp_twin(const void *a, const void *b) {
+  const gpu_twin *x = a, *y = b;
+  if (x->value != y->value) return x->value < y->value ? -1 : 1;
+  return (x->order > y->order) - (x->order < y->order);
+}
+
+/* The first GPU-projected step numbered `value`, in file order, with 2 x its length >= len;
+ * NULL when none. */
+static const gpu_twin *twin_of(const gpu_twin *t, size_t n, uint64_t value, int64_t len) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) { /* the value's run starts at lo */
+    size_t m = lo + (hi - lo) / 2;
+    if (t[m].value < value) lo = m + 1;
+    else hi = m;
+  }
+  hi = n;
+  while (lo < hi) { /* ... and its first entry reaching len (reach grows along the run) */
+    size_t m = lo + (hi - lo) / 2;
+    if (t[m].value == value && t[m].reach < len) lo = m + 1;
+    else hi = m;
+  }
+  return lo < n && t[lo].value == value ? &t[lo] : NULL;
+}
+
 /* The steps' GPU windows (docs/metrics.md, Steps): for each CPU ProfilerStep range, the first
  * start to the last stop of the GPU events whose launch lies inside it (correlation ids); when
  * none matched, the GPU-projected range of the same step if it is sane (at least half the CPU
@@ -563,11 +595,22 @@ static void emit_steps(rp_kineto *k, rp_source *s, const rp_sink *sink) {
                  k->steps[i].value);
     return;
   }
+  size_t ngpu = k->nsteps - ncpu;
   kstep *cpu = topo_malloc(ncpu * sizeof *cpu);
   int64_t *lo = topo_malloc(ncpu * sizeof *lo), *hi = topo_malloc(ncpu * sizeof *hi);
-  if (!cpu || !lo || !hi) {
-    topo_free(cpu), topo_free(lo), topo_free(hi);
+  gpu_twin *twin = topo_malloc((ngpu ? ngpu : 1) * sizeof *twin);
+  if (!cpu || !lo || !hi || !twin) {
+    topo_free(cpu), topo_free(lo), topo_free(hi), topo_free(twin);
     return;
+  }
+  for (size_t i = 0, g = 0; i < k->nsteps; i++)
+    if (k->steps[i].gpu)
+      twin[g] = (gpu_twin){k->steps[i].value, g, k->steps[i].start, k->steps[i].stop, 0}, g++;
+  qsort(twin, ngpu, sizeof *twin, cmp_twin);
+  for (size_t g = 0; g < ngpu; g++) {
+    twin[g].reach = 2 * (twin[g].stop - twin[g].start);
+    if (g && twin[g - 1].value == twin[g].value && twin[g - 1].reach > twin[g].reach)
+      twin[g].reach = twin[g - 1].reach;
   }
   size_t n = 0;
   for (size_t i = 0; i < k->nsteps; i++)
@@ -610,20 +653,12 @@ static void emit_steps(rp_kineto *k, rp_source *s, const rp_sink *sink) {
   }
   for (size_t i = 0; i < n; i++) {
     int64_t a = cpu[i].start, b = cpu[i].stop;
-    if (hi[i] > lo[i]) {
-      a = lo[i], b = hi[i];
-    } else {
-      for (size_t j = 0; j < k->nsteps; j++) {
-        const kstep *gs = &k->steps[j];
-        if (gs->gpu && gs->value == cpu[i].value && 2 * (gs->stop - gs->start) >= b - a) {
-          a = gs->start, b = gs->stop;
-          break;
-        }
-      }
-    }
+    const gpu_twin *gs;
+    if (hi[i] > lo[i]) a = lo[i], b = hi[i];
+    else if ((gs = twin_of(twin, ngpu, cpu[i].value, b - a))) a = gs->start, b = gs->stop;
     sink->step(sink->ctx, s->index, a + k->base_ns, b + k->base_ns, cpu[i].value);
   }
-  topo_free(cpu), topo_free(lo), topo_free(hi);
+  topo_free(cpu), topo_free(lo), topo_free(hi), topo_free(twin);
 }
 
 static void finish(rp_kineto *k, rp_source *s, const rp_sink *sink) {

@@ -30,7 +30,8 @@
 
 typedef struct rp_report rp_report_fwd;
 
-/* ---- quantiles: exact up to RP_EXACT_SAMPLES samples, then a log-linear histogram (< 0.4 %) */
+/* ---- quantiles: exact up to RP_EXACT_SAMPLES samples, then a log-linear histogram (< 0.4 %).
+ * Memory follows the samples: the exact buffer starts at 16 and doubles. */
 typedef struct rp_quant {
   uint64_t n;
   double sum;
@@ -56,8 +57,6 @@ int rp_map_find(const rp_map *m, uint64_t key, uint32_t *val);
 /* Stores key -> val (key not yet present, val < UINT32_MAX); 0 when out of memory. */
 int rp_map_add(rp_map *m, uint64_t key, uint32_t val);
 void rp_map_free(rp_map *m);
-/* A well-mixed 64-bit hash of a string and a number (keys that are not numbers already). */
-uint64_t rp_map_hash(const char *s, uint64_t v);
 
 /* ---- interval classes and the per-rank sweep (sweep.c) */
 enum rp_class { RP_COMM = 0, RP_COMPUTE = 1, RP_MEMORY = 2, RP_CLASSES };

@@ -4,8 +4,11 @@
 // arrive nearly sorted. A min-heap of `reorder_window` intervals sorts them by start; a second
 // heap holds the ends of open intervals. The same unions are also kept restricted to the
 // coverage windows (where compute is recorded), and the comm time that only estimated intervals
-// cover. Memory: the two heaps (open intervals + window).
+// cover. A step's figures are differences of the running totals at its two ends, taken when the
+// sweep passes them: steps may overlap or nest in any number, each costs O(1). Memory: the two
+// heaps (open intervals + window), the steps' order by end, the coverage's running sums.
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -29,8 +32,10 @@ struct rp_sweep {
   rp_times t;
   const int64_t *cover;
   size_t ncover, cover_idx;
+  int64_t *cover_sum;      /* cover_sum[i]: length of the windows before window i */
   rp_step *steps;
-  size_t nsteps, step_idx;
+  size_t nsteps, next_start, next_stop;
+  size_t *by_start, *by_stop; /* step indices sorted by start, by stop */
   int64_t keep_from, keep_to;
   size_t keep_cap;
   rp_interval *kept;
@@ -125,31 +130,36 @@ static void account(rp_sweep *s, int64_t a, int64_t b, int covered) {
     if (comm && comp) s->t.cov_overlap += d;
     if (mem) s->t.cov_memory += d;
   }
-  while (s->step_idx < s->nsteps && s->steps[s->step_idx].stop <= a) s->step_idx++;
-  for (size_t j = s->step_idx; j < s->nsteps && s->steps[j].start < b; j++) {
-    rp_step *st = &s->steps[j];
-    int64_t lo = a > st->start ? a : st->start, hi = b < st->stop ? b : st->stop;
-    if (hi <= lo) continue;
-    int64_t w = hi - lo;
-    st->busy += w;
-    if (comm) st->comm += w;
-    if (est) st->comm_est += w;
-    if (comp) st->compute += w;
-    if (comm && comp) st->overlap += w;
-    if (!covered) continue;
-    st->cov_busy += w;
-    if (comm) st->cov_comm += w;
-    if (comp) st->cov_compute += w;
-    if (comm && comp) st->cov_overlap += w;
+}
+
+/* A step end: add (stop) or subtract (start) the running totals, so that after both ends each
+ * figure holds what was accounted between them. */
+static void step_end(const rp_sweep *s, rp_step *st, int64_t sign) {
+  st->busy += sign * s->t.busy;
+  st->comm += sign * s->t.comm;
+  st->comm_est += sign * s->t.comm_est;
+  st->compute += sign * s->t.compute;
+  st->overlap += sign * s->t.overlap;
+  st->cov_busy += sign * s->t.cov_busy;
+  st->cov_comm += sign * s->t.cov_comm;
+  st->cov_compute += sign * s->t.cov_compute;
+  st->cov_overlap += sign * s->t.cov_overlap;
+}
+
+/* Take every step end at or before `upto`, in time order (INT64_MAX: all that are left); the
+ * totals do not move between ends at one time, so ties need no order. */
+static void step_ends(rp_sweep *s, int64_t upto) {
+  for (;;) {
+    int64_t ts = s->next_start < s->nsteps ? s->steps[s->by_start[s->next_start]].start : INT64_MAX;
+    int64_t tp = s->next_stop < s->nsteps ? s->steps[s->by_stop[s->next_stop]].stop : INT64_MAX;
+    if (s->next_start < s->nsteps && ts <= tp && ts <= upto) step_end(s, &s->steps[s->by_start[s->next_start++]], -1);
+    else if (s->next_stop < s->nsteps && tp <= upto) step_end(s, &s->steps[s->by_stop[s->next_stop++]], 1);
+    else return;
   }
 }
 
-/* Account [cursor, to) under the current open counts, piece by piece along the coverage
- * windows, then move the cursor. */
-static void advance(rp_sweep *s, int64_t to) {
-  int64_t a = s->cursor;
-  if (to <= a) return;
-  s->cursor = to;
+/* Account [a, to) under the current open counts, piece by piece along the coverage windows. */
+static void account_range(rp_sweep *s, int64_t a, int64_t to) {
   if (!(s->open[RP_COMM] > 0 || s->open[RP_COMPUTE] > 0 || s->open[RP_MEMORY] > 0)) return;
   while (a < to) {
     while (s->cover_idx < s->ncover && s->cover[2 * s->cover_idx + 1] <= a) s->cover_idx++;
@@ -168,6 +178,25 @@ static void advance(rp_sweep *s, int64_t to) {
     account(s, a, b, 1);
     a = b;
   }
+}
+
+/* Account [cursor, to), stopping at each step end on the way, then move the cursor. (Ends before
+ * the cursor are those before the first interval: the totals are still 0 there.) */
+static void advance(rp_sweep *s, int64_t to) {
+  if (to <= s->cursor) return;
+  for (;;) {
+    int64_t ts = s->next_start < s->nsteps ? s->steps[s->by_start[s->next_start]].start : INT64_MAX;
+    int64_t tp = s->next_stop < s->nsteps ? s->steps[s->by_stop[s->next_stop]].stop : INT64_MAX;
+    int64_t u = ts < tp ? ts : tp;
+    if (u >= to) break;
+    if (u > s->cursor) {
+      account_range(s, s->cursor, u);
+      s->cursor = u;
+    }
+    step_ends(s, u);
+  }
+  account_range(s, s->cursor, to);
+  s->cursor = to;
 }
 
 static void process(rp_sweep *s, rp_interval iv) {
@@ -196,14 +225,39 @@ static void process(rp_sweep *s, rp_interval iv) {
   s->open_est += est;
 }
 
+typedef struct end_key {
+  int64_t t;
+  size_t index;
+} end_key;
+
+static int cmp_end_key(const void *a, const void *b) {
+  const end_key *x = a, *y = b;
+  if (x->t != y->t) return x->t < y->t ? -1 : 1;
+  return (x->index > y->index) - (x->index < y->index);
+}
+
+/* order[k]: the index of the step with the k-th smallest start (stop = 0) or stop (stop = 1). */
+static int step_order(const rp_step *steps, size_t n, int stop, size_t *order) {
+  end_key *key = topo_malloc((n ? n : 1) * sizeof *key);
+  if (!key) return 0;
+  for (size_t i = 0; i < n; i++) key[i] = (end_key){stop ? steps[i].stop : steps[i].start, i};
+  qsort(key, n, sizeof *key, cmp_end_key);
+  for (size_t i = 0; i < n; i++) order[i] = key[i].index;
+  topo_free(key);
+  return 1;
+}
+
 rp_sweep *rp_sweep_new(size_t reorder_window, rp_step *steps, size_t nsteps) {
   rp_sweep *s = topo_calloc(1, sizeof *s);
   if (!s) return NULL;
   s->window = reorder_window ? reorder_window : 1;
   s->cap_pend = s->window + 1;
   s->pend = topo_malloc(s->cap_pend * sizeof *s->pend);
-  if (!s->pend) {
-    topo_free(s);
+  s->by_start = topo_malloc((nsteps ? nsteps : 1) * sizeof *s->by_start);
+  s->by_stop = topo_malloc((nsteps ? nsteps : 1) * sizeof *s->by_stop);
+  if (!s->pend || !s->by_start || !s->by_stop || !step_order(steps, nsteps, 0, s->by_start) ||
+      !step_order(steps, nsteps, 1, s->by_stop)) {
+    rp_sweep_free(s);
     return NULL;
   }
   s->steps = steps;
@@ -220,20 +274,37 @@ void rp_sweep_keep(rp_sweep *s, int64_t from, int64_t to, size_t cap) {
 }
 
 void rp_sweep_cover(rp_sweep *s, const int64_t *win, size_t n) {
+  topo_free(s->cover_sum);
   s->cover = win;
   s->ncover = n;
   s->cover_idx = 0;
+  s->cover_sum = topo_malloc((n + 1) * sizeof *s->cover_sum);
+  if (!s->cover_sum) {
+    s->ncover = 0;
+    s->oom = 1;
+    return;
+  }
+  s->cover_sum[0] = 0;
+  for (size_t i = 0; i < n; i++) s->cover_sum[i + 1] = s->cover_sum[i] + (win[2 * i + 1] - win[2 * i]);
+}
+
+/* Length of the coverage windows before t (binary search over them). */
+static int64_t covered_before(const rp_sweep *s, int64_t t) {
+  if (!s->cover_sum) return 0;
+  size_t lo = 0, hi = s->ncover;
+  while (lo < hi) { /* the first window ending after t */
+    size_t m = lo + (hi - lo) / 2;
+    if (s->cover[2 * m + 1] <= t) lo = m + 1;
+    else hi = m;
+  }
+  int64_t v = s->cover_sum[lo];
+  if (lo < s->ncover && t > s->cover[2 * lo]) v += t - s->cover[2 * lo];
+  return v;
 }
 
 /* Length of [a, b) inside the coverage windows. */
 static int64_t covered_in(const rp_sweep *s, int64_t a, int64_t b) {
-  int64_t sum = 0;
-  for (size_t i = 0; i < s->ncover; i++) {
-    int64_t lo = a > s->cover[2 * i] ? a : s->cover[2 * i];
-    int64_t hi = b < s->cover[2 * i + 1] ? b : s->cover[2 * i + 1];
-    if (hi > lo) sum += hi - lo;
-  }
-  return sum;
+  return b > a ? covered_before(s, b) - covered_before(s, a) : 0;
 }
 
 topo_status rp_sweep_add(rp_sweep *s, const rp_interval *iv) {
@@ -262,6 +333,7 @@ void rp_sweep_finish(rp_sweep *s, rp_times *out) {
     s->open[e.cls]--;
     s->open_est -= e.est;
   }
+  step_ends(s, INT64_MAX);
   if (s->t.last > s->t.first) s->t.covered = covered_in(s, s->t.first, s->t.last);
   for (size_t j = 0; j < s->nsteps; j++)
     s->steps[j].covered = covered_in(s, s->steps[j].start, s->steps[j].stop);
@@ -279,5 +351,8 @@ void rp_sweep_free(rp_sweep *s) {
   topo_free(s->pend);
   topo_free(s->ends);
   topo_free(s->kept);
+  topo_free(s->by_start);
+  topo_free(s->by_stop);
+  topo_free(s->cover_sum);
   topo_free(s);
 }

@@ -32,7 +32,12 @@ void rp_quant_add(rp_quant *q, int64_t v) {
   if (q->n == 0 || v > q->max) q->max = v;
   q->sum += (double)v;
   if (q->n < RP_EXACT_SAMPLES) {
-    if (!q->exact) q->exact = topo_malloc(RP_EXACT_SAMPLES * sizeof *q->exact);
+    uint64_t n = q->n; /* the buffer holds 16, then the next power of two: full when n is one */
+    if (n == 0 || (q->exact && n >= 16 && !(n & (n - 1)))) {
+      int64_t *grown = topo_realloc(q->exact, (n ? 2 * n : 16) * sizeof *grown);
+      if (!grown) topo_free(q->exact); /* exact quantiles lost, as when nothing was allocated */
+      q->exact = grown;
+    }
     if (q->exact) q->exact[q->n] = v;
   } else if (!q->hist) {
     q->hist = topo_calloc(HIST_BUCKETS, sizeof *q->hist);
@@ -130,12 +135,6 @@ void rp_map_free(rp_map *m) {
   topo_free(m->key);
   topo_free(m->val);
   memset(m, 0, sizeof *m);
-}
-
-uint64_t rp_map_hash(const char *s, uint64_t v) {
-  uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a, then mixed */
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-  return mix64(h ^ mix64(v));
 }
 
 void rp_quant_free(rp_quant *q) {

@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: Apache-2.0
+// topo-report's scaling on inputs built to find superlinear paths: each case is analysed at n and
+// 32 n (rp_analyze in a forked child: its CPU time around the call, the least of 3 runs, and its
+// peak RSS), and the ratio printed beside the 32 x linear ideal (a quadratic path gives 1024).
+// Usage: report_scaling [--check] [case...]; --check exits 1 when a case's ratio exceeds 128
+// (4 x above linear, 8 x below quadratic), which CTest runs. Cases:
+//   kineto-steps   Kineto ProfilerSteps that match no launch, each with a too-short GPU twin
+//   kineto-groups  NCCL kernels each naming a different "Group size" (a row per event)
+//   nested-marks   step marks nested inside each other, with a collective beside each
+//   resync         a damaged region of block headers that each claim 4096 records
+//   many-ranks     one small trace per rank of one communicator
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "report.h"
+#include "trace_fixture.h"
+
+#define SCALE 32
+#define CHECK_RATIO 128.0
+#define RUNS 3
+
+typedef struct scase {
+  const char *name;
+  size_t base;                              /* n at 1 x */
+  const char *unit;                         /* what n counts */
+  void (*build)(const char *dir, size_t n); /* writes the input into dir */
+} scase;
+
+static FILE *open_in(const char *dir, const char *name) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    perror(path);
+    exit(2);
+  }
+  return f;
+}
+
+static void build_kineto_steps(const char *dir, size_t n) {
+  FILE *f = open_in(dir, "steps.json");
+  fputs("{\"traceEvents\":[\n", f);
+  for (size_t i = 0; i < n; i++)
+    fprintf(f,
+            "%s{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%zu\",\"pid\":1,\"tid\":1,"
+            "\"ts\":%zu,\"dur\":900},\n"
+            "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"ProfilerStep#%zu\",\"pid\":0,"
+            "\"tid\":7,\"ts\":%zu,\"dur\":5},\n"
+            "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":%zu,\"dur\":100,"
+            "\"args\":{\"stream\":7}}",
+            i ? ",\n" : "", i, i * 1000, i, i * 1000 + 10, i * 1000 + 20);
+  fputs("\n]}\n", f);
+  fclose(f);
+}
+
+static void build_kineto_groups(const char *dir, size_t n) {
+  FILE *f = open_in(dir, "groups.json");
+  fputs("{\"traceEvents\":[\n", f);
+  for (size_t i = 0; i < n; i++)
+    fprintf(f,
+            "%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\","
+            "\"pid\":0,\"tid\":7,\"ts\":%zu,\"dur\":50,\"args\":{\"stream\":7,\"Group size\":%zu,"
+            "\"In msg nelems\":1024,\"Out msg nelems\":1024,\"dtype\":\"Float\"}}",
+            i ? ",\n" : "", i * 100, i + 2);
+  fputs("\n]}\n", f);
+  fclose(f);
+}
+
+static void build_nested_marks(const char *dir, size_t n) {
+  topo_trace_header h;
+  tf_header_init(&h, 0xabc, 0, 1);
+  FILE *f = open_in(dir, "nested.trace");
+  tf_trace t;
+  tf_begin(&t, &h, f);
+  int64_t end = 1000000 + 20 * (int64_t)n + 10000;
+  for (size_t i = 0; i < n; i++) {
+    topo_trace_record m = tf_mark(0, 1000000 + 10 * (int64_t)i, end - 10 * (int64_t)i, i);
+    tf_add(&t, &m);
+  }
+  for (size_t i = 0; i < n; i++) {
+    int64_t at = 1000000 + 20 * (int64_t)i;
+    topo_trace_record c = tf_coll(4, i, 1 << 20, at, at + 5, at + 6, at + 15, 1, 2, 4, 1);
+    tf_add(&t, &c);
+  }
+  tf_footer(&t, NULL);
+  fclose(f);
+}
+
+static void build_resync(const char *dir, size_t n) {
+  topo_trace_header h;
+  tf_header_init(&h, 0xabc, 0, 1);
+  FILE *f = open_in(dir, "damaged.trace");
+  fwrite(&h, sizeof h, 1, f);
+  fputs("damage!damage!..", f); /* 16 bytes that are no block */
+  topo_trace_block b = {TOPO_TRACE_BLOCK_MAGIC, TOPO_TRACE_MAX_BLOCK_RECORDS, 0, 0};
+  for (size_t i = 0; i < n; i++) fwrite(&b, sizeof b, 1, f);
+  fclose(f);
+}
+
+static void build_many_ranks(const char *dir, size_t n) {
+  for (size_t r = 0; r < n; r++) {
+    topo_trace_header h;
+    tf_header_init(&h, 0x77, (int)r, (int)n);
+    char name[64];
+    snprintf(name, sizeof name, "r%06zu.trace", r);
+    FILE *f = open_in(dir, name);
+    tf_trace t;
+    tf_begin(&t, &h, f);
+    for (int i = 0; i < 4; i++) {
+      int64_t at = 1000000 + 100000 * i;
+      topo_trace_record c = tf_coll(4, (uint64_t)i, 1 << 20, at, at + 50, at + 100, at + 5000, 1, 2, 4, 1);
+      tf_add(&t, &c);
+    }
+    tf_footer(&t, NULL);
+    fclose(f);
+  }
+}
+
+static const scase cases[] = {
+    {"kineto-steps", 1000, "steps", build_kineto_steps},
+    {"kineto-groups", 1000, "kernels", build_kineto_groups},
+    {"nested-marks", 1000, "marks", build_nested_marks},
+    {"resync", 32768, "headers", build_resync},
+    {"many-ranks", 32, "traces", build_many_ranks},
+};
+
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Analyse dir in a child: the CPU seconds of rp_analyze (sent back through a pipe) and the
+ * child's peak RSS (KB). 0 on success. */
+static int analyse(const char *dir, double *cpu, long *rss_kb) {
+  int fd[2];
+  if (pipe(fd) != 0) return -1;
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    close(fd[0]);
+    const char *paths[] = {dir};
+    rp_options opt = {65536, 0, 1, 0, 0, 0, 0};
+    rp_report r;
+    double t = cpu_now();
+    topo_status st = rp_analyze(paths, 1, &opt, &r);
+    t = cpu_now() - t;
+    _exit(write(fd[1], &t, sizeof t) == sizeof t && (st == TOPO_OK || st == TOPO_ERR_INVALID) ? 0 : 1);
+  }
+  close(fd[1]);
+  ssize_t got = read(fd[0], cpu, sizeof *cpu);
+  close(fd[0]);
+  int status;
+  struct rusage ru;
+  if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) ||
+      got != sizeof *cpu)
+    return -1;
+  *rss_kb = ru.ru_maxrss;
+  return 0;
+}
+
+/* Least CPU time of RUNS analyses of the case at n, and the peak RSS of the last one. */
+static int measure(const scase *c, size_t n, double *cpu, long *rss_kb) {
+  char dir[] = "/tmp/topo-scaling-XXXXXX";
+  if (!mkdtemp(dir)) return -1;
+  c->build(dir, n);
+  *cpu = 1e30;
+  int rc = 0;
+  for (int i = 0; i < RUNS && !rc; i++) {
+    double t;
+    rc = analyse(dir, &t, rss_kb);
+    if (t < *cpu) *cpu = t;
+  }
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  if (system(cmd) != 0) rc = -1;
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  int check = 0, failed = 0, ran = 0;
+  for (int i = 1; i < argc; i++) check |= !strcmp(argv[i], "--check");
+  printf("%-14s %8s %8s %9s %9s %7s %11s\n", "case", "n", "32 n", "cpu 1x", "cpu 32x", "ratio",
+         "RSS 32x");
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    const scase *c = &cases[k];
+    int wanted = 1;
+    for (int i = 1; i < argc; i++)
+      if (argv[i][0] != '-') wanted = 0;
+    for (int i = 1; i < argc; i++)
+      if (!strcmp(argv[i], c->name)) wanted = 1;
+    if (!wanted) continue;
+    double t1, tn;
+    long rss1, rssn;
+    if (measure(c, c->base, &t1, &rss1) || measure(c, c->base * SCALE, &tn, &rssn)) {
+      printf("%-14s analysis failed\n", c->name);
+      failed = 1;
+      continue;
+    }
+    double ratio = tn / (t1 > 1e-6 ? t1 : 1e-6);
+    int bad = ratio > CHECK_RATIO;
+    printf("%-14s %8zu %8zu %8.4fs %8.4fs %6.1fx %8.1f MB %s%s\n", c->name, c->base,
+           c->base * SCALE, t1, tn, ratio, rssn / 1024.0, c->unit, bad ? "  SUPERLINEAR" : "");
+    failed |= bad;
+    ran++;
+  }
+  if (!ran) {
+    fprintf(stderr, "usage: report_scaling [--check] [case...]\n");
+    return 2;
+  }
+  return check && failed ? 1 : 0;
+}
