@@ -494,6 +494,23 @@ static void test_unreadable_input_fails_with_one_line(void **state) {
   unlink(bad);
 }
 
+/* A FIFO among the inputs (nobody writes it) is refused at once: no hang, exit 1, one line. */
+static void test_fifo_input_is_refused_without_hanging(void **state) {
+  (void)state;
+  char fifo[128], args[512], *out;
+  snprintf(fifo, sizeof fifo, "%s/pipe.trace", dir);
+  assert_int_equal(mkfifo(fifo, 0644), 0);
+  snprintf(args, sizeof args, "-q %s/a %s", dir, fifo);
+  assert_int_equal(run_after("timeout 10", args, &out), 1);
+  assert_non_null(strstr(out, "2 ranks"));
+  free(out);
+  char *err = slurp("stderr");
+  assert_int_equal(count_lines(err), 1);
+  assert_non_null(strstr(err, "pipe.trace: not a regular file"));
+  free(err);
+  unlink(fifo);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_help_version_and_misuse),
@@ -507,6 +524,7 @@ int main(void) {
       cmocka_unit_test(test_fit_never_leaves_a_partial_file),
       cmocka_unit_test(test_many_ranks_under_a_small_descriptor_limit),
       cmocka_unit_test(test_unreadable_input_fails_with_one_line),
+      cmocka_unit_test(test_fifo_input_is_refused_without_hanging),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -4,9 +4,11 @@
 // (rp_source_step). Binary traces go through common/trace_reader.h; JSON through kineto.c.
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "log.h"
@@ -18,8 +20,20 @@
 #define TIME_LIMIT ((int64_t)1 << 62)
 
 int rp_path_is_json(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return 0;
+  /* Non-blocking and regular files only: a FIFO given as an input must not hang the report (it is
+   * then refused as no trace). */
+  int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0) return 0;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return 0;
+  }
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    return 0;
+  }
   int c;
   do c = fgetc(f);
   while (c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == 0xef || c == 0xbb || c == 0xbf);

@@ -212,6 +212,12 @@ static int busbw_reference(rp_report *r, const char *profile, const char *gpu) {
   return bad;
 }
 
+/* Why an input could not be read (rp_source.unreadable): the trace reader refuses anything but
+ * a regular file with EINVAL. */
+static const char *unreadable_reason(int err) {
+  return err == EINVAL ? "not a regular file" : strerror(err);
+}
+
 int main(int argc, char **argv) {
   args a;
   memset(&a, 0, sizeof a);
@@ -307,7 +313,7 @@ static int run_main(int argc, char **argv, args *a_out) {
       if (unreadable)
         fprintf(stderr, "topo-report: no usable input: %d of %d input file%s could not be read "
                 "(%s: %s)\n", unreadable, r.nsrc, r.nsrc == 1 ? "" : "s", bad->path,
-                strerror(bad->unreadable));
+                unreadable_reason(bad->unreadable));
       else
         fprintf(stderr, "topo-report: no usable input: none of the %d input%s holds a topo trace or "
                 "a Kineto/Chrome trace with events (see the warnings above)\n", a.npaths,
@@ -318,7 +324,7 @@ static int run_main(int argc, char **argv, args *a_out) {
     if (unreadable) {
       fprintf(stderr, "topo-report: %d of %d input file%s could not be read (%s: %s); the report "
               "covers the others\n", unreadable, r.nsrc, r.nsrc == 1 ? "" : "s", bad->path,
-              strerror(bad->unreadable));
+              unreadable_reason(bad->unreadable));
       rc = 1;
     }
     if (missing) {
