@@ -322,7 +322,11 @@ static void steps_one_source(rp_rank *k) {
 static void low_set(const join_comm *j, join_ring *g, int slot, int64_t v) {
   size_t k = j->width + (size_t)slot;
   g->low[k] = v;
-  for (k /= 2; k >= 1; k /= 2) g->low[k] = g->low[2 * k] < g->low[2 * k + 1] ? g->low[2 * k] : g->low[2 * k + 1];
+  for (k /= 2; k >= 1; k /= 2) { /* up while the minimum below changes */
+    int64_t m = g->low[2 * k] < g->low[2 * k + 1] ? g->low[2 * k] : g->low[2 * k + 1];
+    if (g->low[k] == m) break;
+    g->low[k] = m;
+  }
 }
 
 static int join_grow(join_ring *g, const join_comm *j, size_t cap) {

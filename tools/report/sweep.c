@@ -240,8 +240,12 @@ static int cmp_end_key(const void *a, const void *b) {
 static int step_order(const rp_step *steps, size_t n, int stop, size_t *order) {
   end_key *key = topo_malloc((n ? n : 1) * sizeof *key);
   if (!key) return 0;
-  for (size_t i = 0; i < n; i++) key[i] = (end_key){stop ? steps[i].stop : steps[i].start, i};
-  qsort(key, n, sizeof *key, cmp_end_key);
+  int sorted = 1;
+  for (size_t i = 0; i < n; i++) {
+    key[i] = (end_key){stop ? steps[i].stop : steps[i].start, i};
+    sorted &= !i || key[i - 1].t <= key[i].t;
+  }
+  if (!sorted) qsort(key, n, sizeof *key, cmp_end_key); /* steps that do not nest come sorted */
   for (size_t i = 0; i < n; i++) order[i] = key[i].index;
   topo_free(key);
   return 1;
