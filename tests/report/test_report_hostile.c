@@ -121,14 +121,33 @@ static void test_json_strings_are_valid_utf8(void **state) {
   free(buf);
 }
 
+static void temp_dir(char dir[64]) {
+  snprintf(dir, 64, "/tmp/topo-hostile-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+}
+
+static void remove_dir(const char *dir) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* Ends trace t and saves it as dir/tN.trace. */
+static void save_numbered(tf_trace *t, const char *dir, int n) {
+  tf_footer(t, NULL);
+  char path[128];
+  snprintf(path, sizeof path, "%s/t%05d.trace", dir, n);
+  assert_int_equal(tf_save(t, path), 0);
+  tf_free(t);
+}
+
 /* 300 traces of one 300-rank communicator, read with RLIMIT_NOFILE at 48: every rank is
  * reported and joined; none is dropped for want of a descriptor. */
 static void test_many_inputs_under_a_small_descriptor_limit_are_all_read(void **state) {
   (void)state;
   enum { RANKS = 300 };
   char dir[64];
-  snprintf(dir, sizeof dir, "/tmp/topo-hostile-XXXXXX");
-  assert_non_null(mkdtemp(dir));
+  temp_dir(dir);
   for (int rank = 0; rank < RANKS; rank++) {
     topo_trace_header h;
     tf_header_init(&h, 0x9, rank, RANKS);
@@ -139,11 +158,7 @@ static void test_many_inputs_under_a_small_descriptor_limit_are_all_read(void **
                                     1000 * (i + 1) + 20, 1000 * (i + 1) + 500, 1, 2, 4, 1);
       tf_add(&t, &r);
     }
-    tf_footer(&t, NULL);
-    char path[128];
-    snprintf(path, sizeof path, "%s/r%03d.trace", dir, rank);
-    assert_int_equal(tf_save(&t, path), 0);
-    tf_free(&t);
+    save_numbered(&t, dir, rank);
   }
   struct rlimit old, low;
   assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
@@ -167,9 +182,7 @@ static void test_many_inputs_under_a_small_descriptor_limit_are_all_read(void **
   assert_int_equal(r.comms[0].joined, 4);
   assert_int_equal(r.comms[0].incomplete, 0);
   rp_report_free(&r);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  assert_int_equal(system(cmd), 0);
+  remove_dir(dir);
 }
 
 /* 24 small traces, each of its own communicator claiming 2^20 ranks, with collectives of five
@@ -179,8 +192,7 @@ static void test_memory_follows_the_traces_not_the_claimed_communicator_size(voi
   (void)state;
   enum { TRACES = 24 };
   char dir[64];
-  snprintf(dir, sizeof dir, "/tmp/topo-hostile-XXXXXX");
-  assert_non_null(mkdtemp(dir));
+  temp_dir(dir);
   for (int i = 0; i < TRACES; i++) {
     topo_trace_header h;
     tf_header_init(&h, 0x1000 + (uint64_t)i, i, 1 << 20);
@@ -192,11 +204,7 @@ static void test_memory_follows_the_traces_not_the_claimed_communicator_size(voi
         topo_trace_record r = tf_coll(func, (uint64_t)seq, 1 << 20, at, at + 10, at + 20, at + 500, 1, 2, 4, 1);
         tf_add(&t, &r);
       }
-    tf_footer(&t, NULL);
-    char path[128];
-    snprintf(path, sizeof path, "%s/c%02d.trace", dir, i);
-    assert_int_equal(tf_save(&t, path), 0);
-    tf_free(&t);
+    save_numbered(&t, dir, i);
   }
   pid_t pid = fork();
   assert_true(pid >= 0);
@@ -214,9 +222,7 @@ static void test_memory_follows_the_traces_not_the_claimed_communicator_size(voi
   int status;
   struct rusage ru;
   assert_int_equal(wait4(pid, &status, 0, &ru), pid);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  assert_int_equal(system(cmd), 0);
+  remove_dir(dir);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     fail_msg("analysis failed: status 0x%x (peak RSS %ld KB)", status, ru.ru_maxrss);
   if (ru.ru_maxrss > 256 * 1024) fail_msg("peak RSS %ld KB for %d traces of 4 KB", ru.ru_maxrss, TRACES);
