@@ -494,7 +494,8 @@ static void test_unreadable_input_fails_with_one_line(void **state) {
   unlink(bad);
 }
 
-/* A FIFO among the inputs (nobody writes it) is refused at once: no hang, exit 1, one line. */
+/* A FIFO among the inputs (nobody writes it) is refused at once: no hang, exit 1, one line;
+ * in `diff` too. */
 static void test_fifo_input_is_refused_without_hanging(void **state) {
   (void)state;
   char fifo[128], args[512], *out;
@@ -507,6 +508,12 @@ static void test_fifo_input_is_refused_without_hanging(void **state) {
   char *err = slurp("stderr");
   assert_int_equal(count_lines(err), 1);
   assert_non_null(strstr(err, "pipe.trace: not a regular file"));
+  free(err);
+  snprintf(args, sizeof args, "diff -q %s/a %s", dir, fifo); /* diff too: exit 1, one line */
+  assert_int_equal(run_after("timeout 10", args, NULL), 1);
+  err = slurp("stderr");
+  assert_int_equal(count_lines(err), 1);
+  assert_non_null(strstr(err, "1 input file could not be read"));
   free(err);
   unlink(fifo);
 }

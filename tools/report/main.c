@@ -218,6 +218,14 @@ static const char *unreadable_reason(int err) {
   return err == EINVAL ? "not a regular file" : strerror(err);
 }
 
+/* Inputs of r that could not be opened or read; *bad = the first of them. */
+static int count_unreadable(const rp_report *r, const rp_source **bad) {
+  int n = 0;
+  for (int i = 0; i < r->nsrc; i++)
+    if (r->src[i].unreadable && !n++) *bad = &r->src[i];
+  return n;
+}
+
 int main(int argc, char **argv) {
   args a;
   memset(&a, 0, sizeof a);
@@ -285,6 +293,15 @@ static int run_main(int argc, char **argv, args *a_out) {
     } else {
       rc = 1;
     }
+    const rp_source *bad_a = NULL, *bad_b = NULL;
+    int unreadable = ok ? count_unreadable(&ra, &bad_a) + count_unreadable(&rb, &bad_b) : 0;
+    const rp_source *bad = bad_a ? bad_a : bad_b;
+    if (unreadable) {
+      fprintf(stderr, "topo-report: %d input file%s could not be read (%s: %s); the diff covers the "
+              "others\n", unreadable, unreadable == 1 ? "" : "s", bad->path,
+              unreadable_reason(bad->unreadable));
+      rc = 1;
+    }
     rp_report_free(&ra);
     rp_report_free(&rb);
   } else {
@@ -305,10 +322,8 @@ static int run_main(int argc, char **argv, args *a_out) {
       return 1;
     }
     /* An input that could not be opened or read is never dropped silently, --quiet or not. */
-    int unreadable = 0;
     const rp_source *bad = NULL;
-    for (int i = 0; i < r.nsrc; i++)
-      if (r.src[i].unreadable && !unreadable++) bad = &r.src[i];
+    int unreadable = count_unreadable(&r, &bad);
     if (r.nranks == 0) {
       if (unreadable)
         fprintf(stderr, "topo-report: no usable input: %d of %d input file%s could not be read "
