@@ -80,6 +80,11 @@ static void test_kineto_trace_alone_gives_exact_overlap(void **state) {
   assert_int_equal(r.rows[0]->bucket, 20); /* 262144 floats = 1 MiB */
   assert_int_equal(r.rows[0]->algo_proto[7][3], 1); /* the name's RING_LL is not what ran */
   assert_int_equal(rp_quant_get(&r.rows[0]->time, 0.5), 3000);
+  /* the input's kernels, counted once although the file is read twice */
+  assert_int_equal(r.nsrc, 1);
+  assert_int_equal(r.src[0].nccl_kernels, 1);
+  assert_int_equal(r.src[0].compute_kernels, 2);
+  assert_int_equal(r.src[0].memory_kernels, 1);
   rp_report_free(&r);
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

@@ -131,6 +131,7 @@ topo_status rp_source_open(rp_source *s, int pass) {
     }
     s->impl = k;
     rp_kineto_set_quiet(k, s->quiet || pass != 1);
+    rp_kineto_set_pass(k, pass);
     if (pass > 1) rp_kineto_set_base(k, s->kineto_base); /* it may come last in the file */
     return TOPO_OK;
   }

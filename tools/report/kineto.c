@@ -61,6 +61,7 @@ struct rp_kineto {
   int64_t first, last;   /* GPU events' range, without the base */
   int base_fixed;        /* base given by pass 1: ignore the key */
   int quiet;
+  int counting;          /* count kernels into the source (the first pass only) */
   int rank, world;
   uint64_t events;
   /* steps found (emitted with the base at the end) */
@@ -469,12 +470,12 @@ static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, const jev *
   if (!strncmp(e->cat, "gpu_mem", 7) || !strcmp(e->cat, "Memcpy") || !strcmp(e->cat, "Memset") ||
       !strncmp(e->name, "Memcpy", 6) || !strncmp(e->name, "Memset", 6)) {
     iv.cls = RP_MEMORY;
-    s->memory_kernels++;
+    if (k->counting) s->memory_kernels++;
   } else if (rp_nccl_kernel_parse(e->name, &func, &algo, &proto)) {
     iv.cls = RP_COMM;
     if (func < 0 && e->coll_name[0]) func = coll_from_args(e->coll_name);
     iv.func = func >= 0 ? (uint8_t)func : 0xff;
-    s->nccl_kernels++;
+    if (k->counting) s->nccl_kernels++;
     if (sink->coll && func >= 0 && func != 5) {
       rp_coll c;
       memset(&c, 0, sizeof c);
@@ -495,7 +496,7 @@ static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, const jev *
       sink->coll(sink->ctx, s->index, &c);
     }
   } else {
-    s->compute_kernels++;
+    if (k->counting) s->compute_kernels++;
   }
   if (sink->interval) sink->interval(sink->ctx, s->index, &iv);
   if (start > s->frontier) s->frontier = start;
@@ -745,6 +746,7 @@ static rp_kineto *kineto_new(const char *name) {
   k->rank = -1;
   k->first = INT64_MAX / 2;
   k->last = INT64_MIN / 2;
+  k->counting = 1;
   return k;
 }
 
@@ -774,6 +776,8 @@ void rp_kineto_close(rp_kineto *k) {
 }
 
 void rp_kineto_set_quiet(rp_kineto *k, int quiet) { k->quiet = quiet; }
+
+void rp_kineto_set_pass(rp_kineto *k, int pass) { k->counting = pass <= 1; }
 
 void rp_kineto_set_base(rp_kineto *k, int64_t base_ns) {
   k->base_ns = base_ns;

@@ -211,6 +211,8 @@ void rp_kineto_close(rp_kineto *k);
 /* Pass 2: the baseTimeNanoseconds found in pass 1 (Kineto may write it after the events). */
 void rp_kineto_set_base(rp_kineto *k, int64_t base_ns);
 void rp_kineto_set_quiet(rp_kineto *k, int quiet); /* no warnings (second pass, --quiet) */
+/* Pass 1 counts the kernels into the source (rp_source.nccl_kernels, ...); later passes do not. */
+void rp_kineto_set_pass(rp_kineto *k, int pass);
 uint64_t rp_kineto_offset(const rp_kineto *k);
 /* Parse a whole JSON buffer through the same entry point (fuzzing, tests): returns events seen. */
 uint64_t rp_kineto_parse_memory(const char *data, size_t len, const rp_sink *sink);
