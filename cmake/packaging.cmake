@@ -48,7 +48,7 @@ set(CPACK_STRIP_FILES OFF)
 # libcudart, which come from CUDA's installer rather than from a Debian package.
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS OFF)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.34)")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.34), zlib1g")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libnccl2")
 set(CPACK_DEBIAN_PACKAGE_SECTION "devel")
 
@@ -57,7 +57,7 @@ set(CPACK_RPM_FILE_NAME RPM-DEFAULT)
 set(CPACK_RPM_PACKAGE_LICENSE "Apache-2.0")
 set(CPACK_RPM_PACKAGE_GROUP "Development/Tools")
 set(CPACK_RPM_PACKAGE_AUTOREQ OFF)
-set(CPACK_RPM_PACKAGE_REQUIRES "glibc >= 2.34")
+set(CPACK_RPM_PACKAGE_REQUIRES "glibc >= 2.34, zlib")
 set(CPACK_RPM_SPEC_MORE_DEFINE "%define _build_id_links none")
 
 find_program(TOPO_RPMBUILD rpmbuild)

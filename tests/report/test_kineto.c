@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <zlib.h>
 
 #include "report.h"
 #include "trace_fixture.h"
@@ -315,6 +316,135 @@ static void test_deep_nesting_does_not_recurse(void **state) {
   free(deep);
 }
 
+/* What a sink received, in order: a count and a running hash. */
+typedef struct tally {
+  uint64_t n, hash;
+} tally;
+static void tally_add(tally *t, uint64_t v) {
+  t->n++;
+  t->hash = t->hash * 1000003u + v;
+}
+static void tally_coll(void *ctx, int src, const rp_coll *c) {
+  (void)src;
+  tally_add(ctx, (uint64_t)c->gpu_start ^ c->bytes ^ (uint64_t)c->func);
+}
+static void tally_interval(void *ctx, int src, const rp_interval *iv) {
+  (void)src;
+  tally_add(ctx, (uint64_t)iv->start * 7 + (uint64_t)iv->stop + iv->cls + iv->stream);
+}
+static void tally_step(void *ctx, int src, int64_t a, int64_t b, uint64_t v) {
+  (void)src;
+  tally_add(ctx, (uint64_t)a * 5 + (uint64_t)b + v);
+}
+
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  *len = (size_t)n;
+  return b;
+}
+
+/* The reader parses an event again when it runs past the buffer: read a few bytes at a time, the
+ * real trace gives exactly what one read of the whole file gives. */
+static void test_reads_in_any_chunks_equal_one_read(void **state) {
+  (void)state;
+  size_t len;
+  char *data = slurp(TOPO_REPORT_DATA "/ddp-kineto-rank0-excerpt.pt.trace.json", &len);
+  tally whole = {0, 0};
+  rp_sink a = {&whole, tally_coll, tally_interval, tally_step, NULL, NULL};
+  assert_int_equal(rp_kineto_parse_memory(data, len, &a), 180);
+  assert_int_equal(whole.n, 40 + 85 + 5); /* NCCL kernels as collectives, GPU events, steps */
+  static const size_t chunks[] = {1, 2, 7, 61, 1000, 1 << 20};
+  for (size_t i = 0; i < sizeof chunks / sizeof *chunks; i++) {
+    tally part = {0, 0};
+    rp_sink b = {&part, tally_coll, tally_interval, tally_step, NULL, NULL};
+    uint64_t too_large = 9;
+    assert_int_equal(rp_kineto_parse_chunks(data, len, chunks[i], 1 << 20, &b, &too_large), 180);
+    assert_int_equal(too_large, 0);
+    assert_int_equal(part.n, whole.n);
+    assert_true(part.hash == whole.hash);
+  }
+  free(data);
+}
+
+/* An event larger than the buffer may grow to is skipped (counted), the others are read. */
+static void test_an_event_larger_than_the_buffer_is_skipped_alone(void **state) {
+  (void)state;
+  size_t big = 5000;
+  char *t = malloc(big + 512);
+  size_t n = (size_t)sprintf(t, "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"");
+  memset(t + n, 'k', big);
+  n += big;
+  n += (size_t)sprintf(t + n, "\", \"ts\": 1, \"dur\": 2}, {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"small\","
+                             " \"ts\": 5, \"dur\": 1}]}");
+  tally got = {0, 0};
+  rp_sink sink = {&got, NULL, tally_interval, NULL, NULL, NULL};
+  uint64_t too_large = 0;
+  assert_int_equal(rp_kineto_parse_chunks(t, n, 100, 1024, &sink, &too_large), 1);
+  assert_int_equal(too_large, 1);
+  assert_int_equal(got.n, 1);
+  got.n = 0;
+  assert_int_equal(rp_kineto_parse_memory(t, n, &sink), 2); /* in one buffer: both */
+  assert_int_equal(got.n, 2);
+  free(t);
+}
+
+/* torch.profiler's use_gzip=True writes *.pt.trace.json.gz: read through zlib as it streams, the
+ * same figures as the plain file, and a directory finds it. */
+static void test_gzip_trace_reads_like_the_plain_one(void **state) {
+  (void)state;
+  size_t len;
+  char *data = slurp(TOPO_REPORT_DATA "/ddp-kineto-rank0-excerpt.pt.trace.json", &len);
+  char d[64] = "/tmp/topo-kineto-gz-XXXXXX", path[128], cmd[160];
+  assert_non_null(mkdtemp(d));
+  snprintf(path, sizeof path, "%s/host_1.1790857026123.pt.trace.json.gz", d);
+  gzFile gz = gzopen(path, "wb");
+  assert_non_null(gz);
+  assert_int_equal(gzwrite(gz, data, (unsigned)len), (int)len);
+  assert_int_equal(gzclose(gz), Z_OK);
+  const char *plain[] = {TOPO_REPORT_DATA "/ddp-kineto-rank0-excerpt.pt.trace.json"};
+  const char *zipped[] = {d};
+  rp_options opt = {65536, 0, 1, 0, 0, 0, 0};
+  rp_report a, b;
+  assert_int_equal(rp_analyze(plain, 1, &opt, &a), TOPO_OK);
+  assert_int_equal(rp_analyze(zipped, 1, &opt, &b), TOPO_OK);
+  assert_int_equal(b.nsrc, 1);
+  assert_int_equal(b.nranks, 1);
+  assert_int_equal(b.ranks[0].world_rank, 0);
+  assert_int_equal(b.ranks[0].t.first, a.ranks[0].t.first);
+  assert_int_equal(b.ranks[0].t.last, a.ranks[0].t.last);
+  assert_int_equal(b.ranks[0].t.comm, a.ranks[0].t.comm);
+  assert_int_equal(b.ranks[0].t.compute, a.ranks[0].t.compute);
+  assert_int_equal(b.ranks[0].t.overlap, a.ranks[0].t.overlap);
+  assert_int_equal(b.ranks[0].nsteps, 5);
+  assert_int_equal(b.colls, a.colls);
+  assert_int_equal(b.src[0].nccl_kernels, 40);
+  int64_t whole_last = a.ranks[0].t.last;
+  rp_report_free(&a);
+  rp_report_free(&b);
+  /* cut short in the middle of the compressed stream: the events before the cut are used */
+  FILE *f = fopen(path, "r+b");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  long zlen = ftell(f);
+  assert_int_equal(ftruncate(fileno(f), zlen / 2), 0);
+  fclose(f);
+  assert_int_equal(rp_analyze(zipped, 1, &opt, &b), TOPO_OK);
+  assert_int_equal(b.nranks, 1);
+  assert_true(b.ranks[0].t.last > b.ranks[0].t.first);
+  assert_true(b.ranks[0].t.last < whole_last);
+  rp_report_free(&b);
+  snprintf(cmd, sizeof cmd, "rm -rf %s", d);
+  assert_int_equal(system(cmd), 0);
+  free(data);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kineto_trace_alone_gives_exact_overlap),
@@ -326,6 +456,9 @@ int main(void) {
       cmocka_unit_test(test_steps_follow_the_kernels_their_cpu_range_launched),
       cmocka_unit_test(test_real_ddp_trace_steps_span_the_whole_step),
       cmocka_unit_test(test_deep_nesting_does_not_recurse),
+      cmocka_unit_test(test_reads_in_any_chunks_equal_one_read),
+      cmocka_unit_test(test_an_event_larger_than_the_buffer_is_skipped_alone),
+      cmocka_unit_test(test_gzip_trace_reads_like_the_plain_one),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

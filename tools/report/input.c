@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // topo-report's inputs: expands directories into files, tells binary traces from JSON by their
 // first bytes, and turns each file into a stream of aligned collectives, GPU intervals and steps
-// (rp_source_step). Binary traces go through common/trace_reader.h; JSON through kineto.c.
+// (rp_source_step). Binary traces go through common/trace_reader.h; JSON (plain or gzip) through
+// kineto.c.
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "alloc.h"
 #include "log.h"
@@ -29,15 +31,15 @@ int rp_path_is_json(const char *path) {
     close(fd);
     return 0;
   }
-  FILE *f = fdopen(fd, "rb");
+  gzFile f = gzdopen(fd, "rb"); /* gzip or plain: the first bytes of what it holds */
   if (!f) {
     close(fd);
     return 0;
   }
   int c;
-  do c = fgetc(f);
+  do c = gzgetc(f);
   while (c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == 0xef || c == 0xbb || c == 0xbf);
-  fclose(f);
+  gzclose(f);
   return c == '{' || c == '[';
 }
 
@@ -61,7 +63,7 @@ static int push_path(char ***v, int *n, int *cap, const char *p) {
 static int wanted_in_dir(const char *name) {
   size_t n = strlen(name);
   if (name[0] == '.') return 0;
-  static const char *ext[] = {".trace", ".topo", ".bin", ".json", ".pt.trace.json"};
+  static const char *ext[] = {".trace", ".topo", ".bin", ".json", ".json.gz"};
   for (size_t i = 0; i < sizeof ext / sizeof *ext; i++) {
     size_t e = strlen(ext[i]);
     if (n > e && !strcmp(name + n - e, ext[i])) return 1;

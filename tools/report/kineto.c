@@ -1,41 +1,53 @@
 // SPDX-License-Identifier: Apache-2.0
-// Streaming reader of PyTorch profiler (Kineto) and Chrome trace JSON: a small pull tokenizer of
-// our own (no DOM): the top-level object is walked key by key, `traceEvents` element by element,
-// and each event is parsed into the few fields the report needs. Memory: one input buffer and one
-// event, plus (pass 1, when steps are wanted) 16 bytes per launch and 24 per GPU event for the
-// step attribution by correlation id, capped at CORR_MAX each; no recursion (nesting is skipped
-// with a counter), so no input can exhaust the stack.
-// Called by input.c (rp_source_step) and by the fuzz target (rp_kineto_parse_memory).
-#include <ctype.h>
+// Reader of PyTorch profiler (Kineto) and Chrome trace JSON, plain or gzip: the top-level object is
+// walked key by key and `traceEvents` event by event with the scanner of jscan.h (no DOM); each
+// event yields the few fields the report needs, the rest is skipped unread. Memory: the scanner's
+// buffer (one event at least, 1 MiB usually) and one event, plus (pass 1, when steps are wanted)
+// 16 bytes per launch and 24 per GPU event for the step attribution by correlation id, capped at
+// CORR_MAX each; no recursion. Called by input.c (rp_source_step, rp_kineto_sniff) and by the fuzz
+// target (rp_kineto_parse_memory).
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
+#include "jscan.h"
 #include "log.h"
 #include "report.h"
 
-#define IN_BUF (1u << 20)
 #define NAME_MAX_LEN 512
+#define SEEN_CATS 4             /* categories of non-GPU events remembered for messages */
 
 enum state { ST_START, ST_KEY, ST_EVENTS, ST_DONE };
 
+/* Event categories the report tells apart (Kineto's names, and the older capitalised ones). */
+enum kcat {
+  KC_UNKNOWN = 0,   /* no "cat" seen yet */
+  KC_OTHER,         /* a category the report does not use */
+  KC_CPU,           /* cpu_op, python_function, flows, ...: only a ProfilerStep name matters */
+  KC_KERNEL, KC_MEMCPY, KC_MEMSET,
+  KC_RUNTIME,       /* cuda_runtime, cuda_driver, Runtime: launches (correlation ids) */
+  KC_GPU_ANNOTATION /* gpu_user_annotation: GPU-projected ranges */
+};
+
 typedef struct jev {
-  char name[NAME_MAX_LEN];
-  char cat[64];
-  char ph[8];
+  js_str name_s, cat_s;  /* slices into the input buffer, valid while the event is delivered */
+  int cat;               /* enum kcat */
+  int ph_x;              /* "ph": "X" */
+  int skipped;           /* known to be of no use before its end: not read to the end */
+  char name[NAME_MAX_LEN]; /* decoded name (GPU events only; "" otherwise) */
   char coll_name[64];
   char dtype[32];
-  int64_t ts, dur;     /* ns */
+  int64_t ts, dur;       /* ns */
   int has_ts, has_dur;
   int64_t pid, tid, stream;
   int64_t in_nelems, out_nelems, group_size;
-  int64_t corr;        /* args.correlation: links a launch (cuda_runtime/driver) to its GPU event */
-  int64_t bytes;       /* args.bytes (memcpy/memset) */
-  double bw_gbps;      /* args."memory bandwidth (GB/s)" */
+  int64_t corr;          /* args.correlation: links a launch (cuda_runtime/driver) to its GPU event */
+  int64_t bytes;         /* args.bytes (memcpy/memset) */
+  double bw_gbps;        /* args."memory bandwidth (GB/s)" */
+  char cat_name[32];     /* decoded category (events handed to sink->kevent only) */
 } jev;
 
 /* Step attribution (HTA's): a GPU event belongs to the ProfilerStep whose CPU range holds the
@@ -46,24 +58,23 @@ typedef struct corr_gpu { int64_t corr, start, stop; } corr_gpu;
 #define CORR_MAX (1u << 22)  /* entries per table (160 MB for both at most); beyond: one warning */
 
 struct rp_kineto {
-  FILE *f;
-  const char *mem;
-  size_t mem_len;
-  char *buf;
-  size_t pos, len;
-  uint64_t off;          /* file offset of buf[0] */
-  int eof;
+  js_in in;
   enum state st;
   int top_array;
   int failed;
+  int sniff;             /* stop at the start of traceEvents (rp_json_sniff) */
+  int counting;          /* count kernels into the source (the first pass only) */
   char path[512];
   int64_t base_ns;
   int64_t first, last;   /* GPU events' range, without the base */
   int base_fixed;        /* base given by pass 1: ignore the key */
   int quiet;
-  int counting;          /* count kernels into the source (the first pass only) */
   int rank, world;
-  uint64_t events;
+  int has_events_key;    /* the top-level object has "traceEvents" (or the file is an array) */
+  int own_export;        /* otherData.tool is "topo-report": topo-report's Chrome export */
+  uint64_t events, x_events, gpu_events, huge_skipped;
+  char seen_cat[SEEN_CATS][32];
+  uint64_t seen_cat_n[SEEN_CATS];
   /* steps found (emitted with the base at the end) */
   kstep *steps;
   size_t nsteps, cap_steps;
@@ -77,301 +88,217 @@ struct rp_kineto {
   jev ev;
 };
 
-static int fill(rp_kineto *k) {
-  if (k->mem || k->eof) return 0;
-  k->off += k->len;
-  k->len = fread(k->buf, 1, IN_BUF, k->f);
-  k->pos = 0;
-  if (k->len == 0) k->eof = 1;
-  return k->len > 0;
-}
-
-static int peekc(rp_kineto *k) {
-  if (k->pos >= k->len && !fill(k)) return -1;
-  return (unsigned char)k->buf[k->pos];
-}
-
-static int getc_(rp_kineto *k) {
-  int c = peekc(k);
-  if (c >= 0) k->pos++;
-  return c;
-}
-
-static int peek_ws(rp_kineto *k) {
-  for (;;) {
-    int c = peekc(k);
-    if (c == ' ' || c == '\n' || c == '\r' || c == '\t') k->pos++;
-    else return c;
-  }
-}
-
-static uint64_t where(const rp_kineto *k) { return k->off + k->pos; }
+static uint64_t where(const rp_kineto *k) { return k->in.off + k->in.pos; }
 
 static void fail(rp_kineto *k, const char *what) {
   if (k->failed) return;
   k->failed = 1;
   k->st = ST_DONE;
   if (!k->quiet)
-    TOPO_WARN("%s: byte %" PRIu64 ": malformed JSON (%s); the %" PRIu64
-            " events before it are used",
-            k->path, where(k), what, k->events);
+    TOPO_WARN("%s: byte %" PRIu64 ": %s%s; the %" PRIu64 " events before it are used", k->path,
+              where(k), k->in.error ? "" : "malformed JSON: ", k->in.error ? "read error" : what,
+              k->events);
 }
 
-static int expect(rp_kineto *k, int ch) {
-  if (peek_ws(k) != ch) {
-    char msg[32];
-    snprintf(msg, sizeof msg, "expected '%c'", ch);
-    fail(k, msg);
-    return 0;
+static int classify_cat(js_str c) {
+  switch (c.n) {
+  case 6:
+    if (JS_EQ(c, "kernel") || JS_EQ(c, "Kernel")) return KC_KERNEL;
+    if (JS_EQ(c, "cpu_op")) return KC_CPU;
+    if (JS_EQ(c, "Memcpy")) return KC_MEMCPY;
+    if (JS_EQ(c, "Memset")) return KC_MEMSET;
+    break;
+  case 4:
+    if (JS_EQ(c, "ac2g")) return KC_CPU;
+    break;
+  case 7:
+    if (JS_EQ(c, "Runtime")) return KC_RUNTIME;
+    if (JS_EQ(c, "fwdbwd")) return KC_CPU;
+    break;
+  case 10:
+    if (JS_EQ(c, "gpu_memcpy")) return KC_MEMCPY;
+    if (JS_EQ(c, "gpu_memset")) return KC_MEMSET;
+    break;
+  case 11:
+    if (JS_EQ(c, "cuda_driver")) return KC_RUNTIME;
+    break;
+  case 12:
+    if (JS_EQ(c, "cuda_runtime")) return KC_RUNTIME;
+    break;
+  case 15:
+    if (JS_EQ(c, "python_function") || JS_EQ(c, "user_annotation")) return KC_CPU;
+    break;
+  case 19:
+    if (JS_EQ(c, "gpu_user_annotation")) return KC_GPU_ANNOTATION;
+    break;
+  default:
+    break;
   }
-  k->pos++;
-  return 1;
+  return KC_OTHER;
 }
 
-static int hexval(int c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
+static int is_step_name(js_str n) { return n.n > 13 && !memcmp(n.p, "ProfilerStep#", 13); }
 
-/* A string at the cursor into out (truncated to cap-1 bytes, NUL-terminated). */
-static int parse_string(rp_kineto *k, char *out, size_t cap) {
-  size_t n = 0;
-  if (peek_ws(k) != '"') {
-    fail(k, "expected a string");
-    return 0;
-  }
-  k->pos++;
-  for (;;) {
-    int c = getc_(k);
-    if (c < 0) {
-      fail(k, "unterminated string");
-      return 0;
-    }
-    if (c == '"') break;
-    if (c == '\\') {
-      int e = getc_(k);
-      switch (e) {
-      case 'n': c = '\n'; break;
-      case 't': c = '\t'; break;
-      case 'r': c = '\r'; break;
-      case 'b': c = '\b'; break;
-      case 'f': c = '\f'; break;
-      case 'u': {
-        int v = 0;
-        for (int i = 0; i < 4; i++) {
-          int h = hexval(getc_(k));
-          if (h < 0) {
-            fail(k, "bad \\u escape");
-            return 0;
-          }
-          v = v * 16 + h;
-        }
-        c = v < 0x80 ? v : '?';
-        break;
-      }
-      case '"': case '\\': case '/': c = e; break;
-      default: fail(k, "bad escape"); return 0;
-      }
-    }
-    if (out && n + 1 < cap) out[n++] = (char)c;
-  }
-  if (out && cap) out[n] = 0;
-  return 1;
-}
+static int is_num_start(char c) { return c == '-' || (c >= '0' && c <= '9'); }
 
-/* A number's text (at most 63 chars kept). */
-static int number_text(rp_kineto *k, char *out, size_t cap) {
-  size_t n = 0;
-  peek_ws(k);
-  for (;;) {
-    int c = peekc(k);
-    if (c < 0 || !(isdigit(c) || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E')) break;
-    if (n + 1 < cap) out[n++] = (char)c;
-    k->pos++;
-  }
-  out[n] = 0;
-  if (!n) fail(k, "expected a number");
-  return n > 0;
-}
-
-/* Microseconds as text -> exact ns (Kineto writes "1700000000123.456"); doubles would lose ns. */
-static int64_t us_text_to_ns(const char *t) {
-  if (strpbrk(t, "eE")) {
-    double d = strtod(t, NULL) * 1e3;
-    if (!(d > -9.2e18 && d < 9.2e18)) return 0;
-    return llround(d);
-  }
-  int neg = *t == '-';
-  if (*t == '-' || *t == '+') t++;
-  int64_t ip = 0;
-  while (isdigit((unsigned char)*t)) {
-    if (ip > (INT64_MAX / 1000 - 9) / 10) return 0; /* beyond year 2262 in ns: not a time */
-    ip = ip * 10 + (*t - '0');
-    t++;
-  }
-  int64_t frac = 0;
-  int fd = 0, round_up = 0;
-  if (*t == '.') {
-    t++;
-    while (isdigit((unsigned char)*t)) {
-      if (fd < 3) frac = frac * 10 + (*t - '0');
-      else if (fd == 3) round_up = *t >= '5';
-      fd++;
-      t++;
-    }
-  }
-  for (; fd < 3; fd++) frac *= 10;
-  int64_t v = ip * 1000 + frac + round_up;
-  return neg ? -v : v;
-}
-
-static int64_t text_to_i64(const char *t) {
-  if (strpbrk(t, ".eE")) {
-    double d = strtod(t, NULL);
-    return (d > -9.2e18 && d < 9.2e18) ? (int64_t)d : 0;
-  }
-  errno = 0;
-  long long v = strtoll(t, NULL, 10);
-  return errno ? 0 : (int64_t)v;
-}
-
-/* Skip any value without recursion. */
-static int skip_value(rp_kineto *k) {
-  int c = peek_ws(k);
-  if (c == '"') return parse_string(k, NULL, 0);
-  if (c == '{' || c == '[') {
-    long depth = 0;
-    for (;;) {
-      c = peekc(k);
-      if (c < 0) {
-        fail(k, "unterminated object or array");
-        return 0;
-      }
-      if (c == '"') {
-        if (!parse_string(k, NULL, 0)) return 0;
-        continue;
-      }
-      k->pos++;
-      if (c == '{' || c == '[') depth++;
-      else if (c == '}' || c == ']') {
-        if (--depth == 0) return 1;
-      }
-    }
-  }
-  size_t n = 0;
-  for (;;) {
-    c = peekc(k);
-    if (c < 0 || !(isalnum(c) || c == '-' || c == '+' || c == '.')) break;
-    k->pos++;
-    n++;
-  }
-  if (!n) fail(k, "expected a value");
-  return n > 0;
-}
-
-/* An integer-ish value: number, or a string holding one (pid/tid are sometimes strings). */
-static int parse_int_value(rp_kineto *k, int64_t *v) {
-  char t[64];
-  int c = peek_ws(k);
-  if (c == '"') {
-    if (!parse_string(k, t, sizeof t)) return 0;
-    const char *p = t;
-    while (*p && !isdigit((unsigned char)*p) && *p != '-') p++;
-    *v = text_to_i64(p);
-    return 1;
-  }
-  if (c == '-' || isdigit(c)) {
-    if (!number_text(k, t, sizeof t)) return 0;
-    *v = text_to_i64(t);
-    return 1;
-  }
-  *v = -1;
-  return skip_value(k);
-}
-
-static int parse_args(rp_kineto *k, jev *e) {
-  if (!expect(k, '{')) return 0;
-  if (peek_ws(k) == '}') {
-    k->pos++;
-    return 1;
+/* The args the report reads: of GPU events, launches and unknown categories (the caller skips
+ * those of CPU operators and annotations). */
+static js_status parse_args(const char **pp, const char *end, jev *e) {
+  const char *p = js_ws(*pp + 1, end);
+  if (p >= end) return JS_MORE;
+  if (*p == '}') {
+    *pp = p + 1;
+    return JS_OK;
   }
   for (;;) {
-    char key[64];
-    if (!parse_string(k, key, sizeof key) || !expect(k, ':')) return 0;
-    int ok;
-    if (!strcmp(key, "stream")) ok = parse_int_value(k, &e->stream);
-    else if (!strcmp(key, "In msg nelems")) ok = parse_int_value(k, &e->in_nelems);
-    else if (!strcmp(key, "Out msg nelems")) ok = parse_int_value(k, &e->out_nelems);
-    else if (!strcmp(key, "Group size")) ok = parse_int_value(k, &e->group_size);
-    else if (!strcmp(key, "correlation")) ok = parse_int_value(k, &e->corr);
-    else if (!strcmp(key, "bytes")) ok = parse_int_value(k, &e->bytes);
-    else if (!strcmp(key, "memory bandwidth (GB/s)") && (peek_ws(k) == '-' || isdigit(peek_ws(k)))) {
+    js_str key, v;
+    js_status st;
+    if (*p != '"') return JS_BAD;
+    if ((st = js_string(&p, end, &key)) != JS_OK) return st;
+    p = js_ws(p, end);
+    if (p >= end) return JS_MORE;
+    if (*p++ != ':') return JS_BAD;
+    p = js_ws(p, end);
+    if (p >= end) return JS_MORE;
+    int64_t *iv = NULL;
+    char *sv = NULL;
+    size_t scap = 0;
+    if (key.n == 23 && JS_EQ(key, "memory bandwidth (GB/s)") && is_num_start(*p)) {
       char num[64];
-      ok = number_text(k, num, sizeof num);
+      if ((st = js_number(&p, end, &v)) != JS_OK) return st;
+      js_unescape(v, num, sizeof num);
       e->bw_gbps = strtod(num, NULL);
+      goto next;
     }
-    else if (!strcmp(key, "Collective name") && peek_ws(k) == '"')
-      ok = parse_string(k, e->coll_name, sizeof e->coll_name);
-    else if (!strcmp(key, "dtype") && peek_ws(k) == '"')
-      ok = parse_string(k, e->dtype, sizeof e->dtype);
-    else ok = skip_value(k);
-    if (!ok) return 0;
-    int c = peek_ws(k);
-    k->pos++;
-    if (c == '}') return 1;
-    if (c != ',') {
-      k->pos--;
-      fail(k, "expected ',' or '}' in args");
-      return 0;
+    switch (key.n) {
+    case 6: if (JS_EQ(key, "stream")) iv = &e->stream; break;
+    case 11: if (JS_EQ(key, "correlation")) iv = &e->corr; break;
+    case 13: if (JS_EQ(key, "In msg nelems")) iv = &e->in_nelems; break;
+    case 14: if (JS_EQ(key, "Out msg nelems")) iv = &e->out_nelems; break;
+    case 10: if (JS_EQ(key, "Group size")) iv = &e->group_size; break;
+    case 15: if (JS_EQ(key, "Collective name")) sv = e->coll_name, scap = sizeof e->coll_name; break;
+    case 5:
+      if (JS_EQ(key, "dtype")) sv = e->dtype, scap = sizeof e->dtype;
+      else if (JS_EQ(key, "bytes")) iv = &e->bytes;
+      break;
+    default: break;
     }
+    if (iv && *p == '"') { /* sometimes a string holding the number */
+      if ((st = js_string(&p, end, &v)) != JS_OK) return st;
+      *iv = js_int(v);
+    } else if (iv && (*p == '-' || (*p >= '0' && *p <= '9'))) {
+      if ((st = js_number(&p, end, &v)) != JS_OK) return st;
+      *iv = js_int(v);
+    } else if (sv && *p == '"') {
+      if ((st = js_string(&p, end, &v)) != JS_OK) return st;
+      js_unescape(v, sv, scap);
+    } else if ((st = js_skip(&p, end)) != JS_OK) {
+      return st;
+    }
+  next:
+    p = js_ws(p, end);
+    if (p >= end) return JS_MORE;
+    if (*p == '}') {
+      *pp = p + 1;
+      return JS_OK;
+    }
+    if (*p++ != ',') return JS_BAD;
+    p = js_ws(p, end);
+    if (p >= end) return JS_MORE;
   }
 }
 
-static int parse_event(rp_kineto *k, jev *e) {
-  memset(e, 0, offsetof(jev, ts));
-  e->name[0] = e->cat[0] = e->ph[0] = e->coll_name[0] = e->dtype[0] = 0;
+static void event_reset(jev *e) {
+  e->name_s.p = e->cat_s.p = NULL;
+  e->name_s.n = e->cat_s.n = 0;
+  e->cat = KC_UNKNOWN;
+  e->ph_x = 0;
+  e->skipped = 0;
+  e->name[0] = e->coll_name[0] = e->dtype[0] = 0;
   e->ts = e->dur = 0;
   e->has_ts = e->has_dur = 0;
   e->pid = e->tid = e->stream = -1;
   e->in_nelems = e->out_nelems = e->group_size = -1;
   e->corr = e->bytes = -1;
   e->bw_gbps = -1;
-  if (!expect(k, '{')) return 0;
-  if (peek_ws(k) == '}') {
-    k->pos++;
-    return 1;
+}
+
+
+/* One event object at *pp ('{'). Fields in any order; args are read only for the categories that
+ * use them (when "cat" comes first, as Kineto writes it, the others' args are skipped unread). */
+static js_status parse_event(const char **pp, const char *end, jev *e) {
+  event_reset(e);
+  const char *p = js_ws(*pp + 1, end);
+  if (p >= end) return JS_MORE;
+  if (*p == '}') {
+    *pp = p + 1;
+    return JS_OK;
   }
   for (;;) {
-    char key[32], num[64];
-    if (!parse_string(k, key, sizeof key) || !expect(k, ':')) return 0;
-    int ok = 1;
-    int c = peek_ws(k);
-    if (!strcmp(key, "name") && c == '"') ok = parse_string(k, e->name, sizeof e->name);
-    else if (!strcmp(key, "cat") && c == '"') ok = parse_string(k, e->cat, sizeof e->cat);
-    else if (!strcmp(key, "ph") && c == '"') ok = parse_string(k, e->ph, sizeof e->ph);
-    else if (!strcmp(key, "ts") && (c == '-' || isdigit(c))) {
-      ok = number_text(k, num, sizeof num);
-      e->ts = us_text_to_ns(num);
+    js_str key, v;
+    js_status st;
+    if (*p != '"') return JS_BAD;
+    if ((st = js_string(&p, end, &key)) != JS_OK) return st;
+    p = js_ws(p, end);
+    if (p >= end) return JS_MORE;
+    if (*p++ != ':') return JS_BAD;
+    p = js_ws(p, end);
+    if (p >= end) return JS_MORE;
+    char c = *p;
+    int done = 0, useless = 0;
+    if (key.n == 2 && key.p[0] == 'p' && key.p[1] == 'h' && c == '"') {
+      if ((st = js_string(&p, end, &v)) != JS_OK) return st;
+      e->ph_x = JS_EQ(v, "X");
+      useless = !e->ph_x; /* flows, metadata, counters, instants */
+      done = 1;
+    } else if (key.n == 3 && JS_EQ(key, "cat") && c == '"') {
+      if ((st = js_string(&p, end, &e->cat_s)) != JS_OK) return st;
+      e->cat = classify_cat(e->cat_s);
+      useless = e->cat == KC_CPU && e->name_s.p && !is_step_name(e->name_s);
+      done = 1;
+    } else if (key.n == 4 && JS_EQ(key, "name") && c == '"') {
+      if ((st = js_string(&p, end, &e->name_s)) != JS_OK) return st;
+      useless = e->cat == KC_CPU && !is_step_name(e->name_s);
+      done = 1;
+    } else if (key.n == 2 && key.p[0] == 't' && key.p[1] == 's' && is_num_start(c)) {
+      if ((st = js_number(&p, end, &v)) != JS_OK) return st;
+      e->ts = js_us_to_ns(v);
       e->has_ts = 1;
-    } else if (!strcmp(key, "dur") && (c == '-' || isdigit(c))) {
-      ok = number_text(k, num, sizeof num);
-      e->dur = us_text_to_ns(num);
+      done = 1;
+    } else if (key.n == 3 && JS_EQ(key, "dur") && is_num_start(c)) {
+      if ((st = js_number(&p, end, &v)) != JS_OK) return st;
+      e->dur = js_us_to_ns(v);
       e->has_dur = 1;
-    } else if (!strcmp(key, "pid")) ok = parse_int_value(k, &e->pid);
-    else if (!strcmp(key, "tid")) ok = parse_int_value(k, &e->tid);
-    else if (!strcmp(key, "args") && c == '{') ok = parse_args(k, e);
-    else ok = skip_value(k);
-    if (!ok) return 0;
-    c = peek_ws(k);
-    k->pos++;
-    if (c == '}') return 1;
-    if (c != ',') {
-      k->pos--;
-      fail(k, "expected ',' or '}' in an event");
-      return 0;
+      done = 1;
+    } else if (key.n == 3 && (JS_EQ(key, "pid") || JS_EQ(key, "tid"))) {
+      int64_t *dst = key.p[0] == 'p' ? &e->pid : &e->tid;
+      if (c == '"' || is_num_start(c)) {
+        st = c == '"' ? js_string(&p, end, &v) : js_number(&p, end, &v);
+        if (st != JS_OK) return st;
+        *dst = js_int(v);
+        done = 1;
+      }
+    } else if (key.n == 4 && JS_EQ(key, "args") && c == '{' && e->cat != KC_CPU &&
+               e->cat != KC_GPU_ANNOTATION) {
+      if ((st = parse_args(&p, end, e)) != JS_OK) return st;
+      done = 1;
     }
+    if (!done && (st = js_skip(&p, end)) != JS_OK) return st;
+    if (useless) { /* a CPU operator, a flow: its other fields do not matter */
+      if ((st = js_skip_rest(&p, end)) != JS_OK) return st;
+      e->skipped = 1;
+      *pp = p;
+      return JS_OK;
+    }
+    p = js_ws(p, end);
+    if (p >= end) return JS_MORE;
+    if (*p == '}') {
+      *pp = p + 1;
+      return JS_OK;
+    }
+    if (*p++ != ',') return JS_BAD;
+    p = js_ws(p, end);
+    if (p >= end) return JS_MORE;
   }
 }
 
@@ -425,15 +352,33 @@ static void corr_add_gpu(rp_kineto *k, int64_t corr, int64_t start, int64_t stop
   v[k->ngpuev++].stop = stop;
 }
 
-static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, const jev *e) {
+/* Categories of complete events that are not GPU work, for the message on traces without any. */
+static void note_category(rp_kineto *k, const jev *e) {
+  char c[32];
+  js_unescape(e->cat_s, c, sizeof c);
+  for (int i = 0; i < SEEN_CATS; i++) {
+    if (!k->seen_cat_n[i]) {
+      snprintf(k->seen_cat[i], sizeof k->seen_cat[i], "%s", c);
+      k->seen_cat_n[i] = 1;
+      return;
+    }
+    if (!strcmp(k->seen_cat[i], c)) {
+      k->seen_cat_n[i]++;
+      return;
+    }
+  }
+}
+
+static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e) {
   k->events++;
-  if (strcmp(e->ph, "X") != 0 || !e->has_ts) return;
+  if (e->skipped || !e->ph_x || !e->has_ts) return;
+  k->x_events++;
   /* keep every time within +-2^62 ns so that differences fit in int64 */
   const int64_t lim = (int64_t)1 << 61;
   if (e->ts <= -lim || e->ts >= lim || e->dur < 0 || e->dur >= lim || k->base_ns <= -lim || k->base_ns >= lim)
     return;
   int64_t start = e->ts + k->base_ns, stop = start + (e->has_dur ? e->dur : 0);
-  if (!strncmp(e->name, "ProfilerStep#", 13)) {
+  if (is_step_name(e->name_s)) {
     if (k->nsteps == k->cap_steps) {
       size_t cap = k->cap_steps ? k->cap_steps * 2 : 64;
       void *p = topo_realloc(k->steps, cap * sizeof *k->steps);
@@ -441,34 +386,40 @@ static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, const jev *
       k->steps = p;
       k->cap_steps = cap;
     }
+    char num[24];
+    js_str digits = {e->name_s.p + 13, e->name_s.n - 13};
+    js_unescape(digits, num, sizeof num);
     k->steps[k->nsteps].start = e->ts;
     k->steps[k->nsteps].stop = e->ts + e->dur;
-    k->steps[k->nsteps].value = (uint64_t)strtoull(e->name + 13, NULL, 10);
-    k->steps[k->nsteps].gpu = !strcmp(e->cat, "gpu_user_annotation");
+    k->steps[k->nsteps].value = (uint64_t)strtoull(num, NULL, 10);
+    k->steps[k->nsteps].gpu = e->cat == KC_GPU_ANNOTATION;
     k->gpu_steps |= k->steps[k->nsteps].gpu;
     k->nsteps++;
     return;
   }
-  if (sink->kevent) {
-    rp_kevent ke = {e->name, e->cat, start, stop - start, e->stream, e->corr, e->bytes,
+  int gpu = e->cat == KC_KERNEL || e->cat == KC_MEMCPY || e->cat == KC_MEMSET;
+  if (sink->kevent) { /* runtime and driver calls, GPU activities, and what the report does not know */
+    js_unescape(e->name_s, e->name, sizeof e->name);
+    js_unescape(e->cat_s, e->cat_name, sizeof e->cat_name);
+    rp_kevent ke = {e->name, e->cat_name, start, stop - start, e->stream, e->corr, e->bytes,
                     e->bw_gbps == e->bw_gbps ? e->bw_gbps : -1};
     sink->kevent(sink->ctx, s->index, &ke);
   }
-  if (sink->step && e->corr >= 0 &&
-      (!strcmp(e->cat, "cuda_runtime") || !strcmp(e->cat, "cuda_driver") || !strcmp(e->cat, "Runtime")))
-    corr_add_launch(k, e->corr, e->ts);
-  int gpu = !strcmp(e->cat, "kernel") || !strcmp(e->cat, "Kernel") ||
-            !strcmp(e->cat, "gpu_memcpy") || !strcmp(e->cat, "gpu_memset") ||
-            !strcmp(e->cat, "Memcpy") || !strcmp(e->cat, "Memset");
-  if (!gpu || stop <= start) return;
+  if (e->cat == KC_RUNTIME && sink->step && e->corr >= 0) corr_add_launch(k, e->corr, e->ts);
+  if (!gpu) {
+    if (e->cat == KC_OTHER && k->counting) note_category(k, e);
+    return;
+  }
+  if (stop <= start) return;
+  k->gpu_events++;
+  if (!sink->kevent) js_unescape(e->name_s, e->name, sizeof e->name);
   if (e->ts < k->first) k->first = e->ts;
   if (e->ts + e->dur > k->last) k->last = e->ts + e->dur;
   if (sink->step && e->corr >= 0) corr_add_gpu(k, e->corr, e->ts, e->ts + e->dur);
   rp_interval iv = {start, stop, (uint32_t)(e->stream >= 0 ? e->stream : e->tid), RP_COMPUTE,
                     0xff, RP_FROM_KERNEL, 0};
   int func = -1, algo = -1, proto = -1;
-  if (!strncmp(e->cat, "gpu_mem", 7) || !strcmp(e->cat, "Memcpy") || !strcmp(e->cat, "Memset") ||
-      !strncmp(e->name, "Memcpy", 6) || !strncmp(e->name, "Memset", 6)) {
+  if (e->cat != KC_KERNEL || !strncmp(e->name, "Memcpy", 6) || !strncmp(e->name, "Memset", 6)) {
     iv.cls = RP_MEMORY;
     if (k->counting) s->memory_kernels++;
   } else if (rp_nccl_kernel_parse(e->name, &func, &algo, &proto)) {
@@ -502,36 +453,87 @@ static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, const jev *
   if (start > s->frontier) s->frontier = start;
 }
 
-static int parse_distributed(rp_kineto *k) {
-  if (peek_ws(k) != '{') return skip_value(k);
-  k->pos++;
-  if (peek_ws(k) == '}') {
-    k->pos++;
-    return 1;
+/* distributedInfo: rank and world_size. */
+static js_status parse_distributed(rp_kineto *k, const char **pp, const char *end) {
+  const char *p = *pp;
+  if (*p != '{') return js_skip(pp, end);
+  p = js_ws(p + 1, end);
+  if (p >= end) return JS_MORE;
+  if (*p == '}') {
+    *pp = p + 1;
+    return JS_OK;
   }
+  int rank = k->rank, world = k->world;
   for (;;) {
-    char key[64];
-    if (!parse_string(k, key, sizeof key) || !expect(k, ':')) return 0;
-    int64_t v;
-    int ok;
-    if (!strcmp(key, "rank")) {
-      ok = parse_int_value(k, &v);
-      if (v >= 0 && v < (1 << 24)) k->rank = (int)v;
-    } else if (!strcmp(key, "world_size")) {
-      ok = parse_int_value(k, &v);
-      if (v > 0 && v < (1 << 24)) k->world = (int)v;
-    } else {
-      ok = skip_value(k);
+    js_str key, v;
+    js_status st;
+    if (*p != '"') return JS_BAD;
+    if ((st = js_string(&p, end, &key)) != JS_OK) return st;
+    p = js_ws(p, end);
+    if (p >= end) return JS_MORE;
+    if (*p++ != ':') return JS_BAD;
+    p = js_ws(p, end);
+    if (p >= end) return JS_MORE;
+    int is_rank = JS_EQ(key, "rank"), is_world = JS_EQ(key, "world_size");
+    if ((is_rank || is_world) && (*p == '"' || is_num_start(*p))) {
+      st = *p == '"' ? js_string(&p, end, &v) : js_number(&p, end, &v);
+      if (st != JS_OK) return st;
+      int64_t x = js_int(v);
+      if (is_rank && x >= 0 && x < (1 << 24)) rank = (int)x;
+      if (is_world && x > 0 && x < (1 << 24)) world = (int)x;
+    } else if ((st = js_skip(&p, end)) != JS_OK) {
+      return st;
     }
-    if (!ok) return 0;
-    int c = peek_ws(k);
-    k->pos++;
-    if (c == '}') return 1;
-    if (c != ',') {
-      k->pos--;
-      fail(k, "expected ',' or '}' in distributedInfo");
-      return 0;
+    p = js_ws(p, end);
+    if (p >= end) return JS_MORE;
+    if (*p == '}') {
+      k->rank = rank, k->world = world;
+      *pp = p + 1;
+      return JS_OK;
     }
+    if (*p++ != ',') return JS_BAD;
+    p = js_ws(p, end);
+    if (p >= end) return JS_MORE;
+  }
+}
+
+/* otherData: "tool": "topo-report" marks topo-report's own Chrome export. */
+static js_status parse_other_data(rp_kineto *k, const char **pp, const char *end) {
+  const char *p = *pp;
+  if (*p != '{') return js_skip(pp, end);
+  p = js_ws(p + 1, end);
+  if (p >= end) return JS_MORE;
+  if (*p == '}') {
+    *pp = p + 1;
+    return JS_OK;
+  }
+  int own = 0;
+  for (;;) {
+    js_str key, v;
+    js_status st;
+    if (*p != '"') return JS_BAD;
+    if ((st = js_string(&p, end, &key)) != JS_OK) return st;
+    p = js_ws(p, end);
+    if (p >= end) return JS_MORE;
+    if (*p++ != ':') return JS_BAD;
+    p = js_ws(p, end);
+    if (p >= end) return JS_MORE;
+    if (JS_EQ(key, "tool") && *p == '"') {
+      if ((st = js_string(&p, end, &v)) != JS_OK) return st;
+      own |= JS_EQ(v, "topo-report");
+    } else if ((st = js_skip(&p, end)) != JS_OK) {
+      return st;
+    }
+    p = js_ws(p, end);
+    if (p >= end) return JS_MORE;
+    if (*p == '}') {
+      k->own_export |= own;
+      *pp = p + 1;
+      return JS_OK;
+    }
+    if (*p++ != ',') return JS_BAD;
+    p = js_ws(p, end);
+    if (p >= end) return JS_MORE;
   }
 }
 
@@ -675,65 +677,149 @@ static void finish(rp_kineto *k, rp_source *s, const rp_sink *sink) {
   k->nlaunch = k->ngpuev = k->cap_launch = k->cap_gpuev = 0;
 }
 
+/* The events, or the top-level keys, of the input: up to max_events events per call. */
 int rp_kineto_step(rp_kineto *k, rp_source *s, const rp_sink *sink, size_t max_events) {
+  js_in *in = &k->in;
   size_t n = 0;
   while (k->st != ST_DONE && n < max_events) {
-    int c = peek_ws(k);
+    const char *base = in->buf, *end = base + in->len;
+    const char *p = js_ws(base + in->pos, end);
+    in->pos = (size_t)(p - base);
+    if (p >= end) {
+      if (js_refill(in)) continue;
+      if (in->error) fail(k, "read error");
+      else if (k->st == ST_EVENTS && k->top_array) k->st = ST_DONE; /* viewers accept it unclosed */
+      else if (k->st == ST_START) fail(k, "not a JSON object or array");
+      else fail(k, k->st == ST_EVENTS ? "file ends inside traceEvents" : "file ends inside the top-level object");
+      break;
+    }
+    js_status st = JS_OK;
+    const char *what = NULL;
     if (k->st == ST_START) {
-      if (c == '{') k->st = ST_KEY;
-      else if (c == '[') k->st = ST_EVENTS, k->top_array = 1;
+      if (end - p >= 3 && (unsigned char)p[0] == 0xef && (unsigned char)p[1] == 0xbb &&
+          (unsigned char)p[2] == 0xbf) { /* a UTF-8 byte order mark */
+        in->pos += 3;
+        continue;
+      }
+      if (*p == '{') k->st = ST_KEY;
+      else if (*p == '[') k->st = ST_EVENTS, k->top_array = 1, k->has_events_key = 1;
       else {
         fail(k, "not a JSON object or array");
         break;
       }
-      k->pos++;
-    } else if (k->st == ST_EVENTS) {
-      if (c == ',') {
-        k->pos++;
-      } else if (c == ']') {
-        k->pos++;
+      in->pos++;
+      if (k->st == ST_EVENTS && k->sniff) k->st = ST_DONE;
+      continue;
+    }
+    if (k->st == ST_EVENTS) {
+      if (*p == ',') {
+        in->pos++;
+        continue;
+      }
+      if (*p == ']') {
+        in->pos++;
         k->st = k->top_array ? ST_DONE : ST_KEY;
-      } else if (c == '{') {
-        if (!parse_event(k, &k->ev)) break;
-        deliver(k, s, sink, &k->ev);
-        n++;
-      } else {
-        if (c < 0 && k->top_array) { /* Chrome viewers accept an unterminated array */
-          k->st = ST_DONE;
-          break;
-        }
-        fail(k, c < 0 ? "file ends inside traceEvents" : "expected an event object");
+        continue;
+      }
+      if (*p != '{') {
+        fail(k, "expected an event object");
         break;
       }
+      st = parse_event(&p, end, &k->ev);
+      if (st == JS_OK) {
+        in->pos = (size_t)(p - base);
+        deliver(k, s, sink, &k->ev);
+        n++;
+        continue;
+      }
+      what = "a malformed event";
     } else { /* ST_KEY */
-      if (c == '}') {
-        k->pos++;
+      if (*p == '}') {
+        in->pos++;
         k->st = ST_DONE;
-      } else if (c == ',') {
-        k->pos++;
-      } else {
-        char key[64];
-        if (!parse_string(k, key, sizeof key) || !expect(k, ':')) break;
-        if (!strcmp(key, "traceEvents")) {
-          if (!expect(k, '[')) break;
-          k->st = ST_EVENTS;
-        } else if (!strcmp(key, "distributedInfo")) {
-          if (!parse_distributed(k)) break;
-        } else if (!strcmp(key, "baseTimeNanoseconds") && (peek_ws(k) == '-' || isdigit(peek_ws(k)))) {
-          char num[64];
-          if (!number_text(k, num, sizeof num)) break;
-          if (!k->base_fixed) {
-            int64_t b = text_to_i64(num);
+        continue;
+      }
+      if (*p == ',') {
+        in->pos++;
+        continue;
+      }
+      js_str key;
+      if (*p != '"') {
+        fail(k, "expected a key");
+        break;
+      }
+      st = js_string(&p, end, &key);
+      if (st == JS_OK) {
+        p = js_ws(p, end);
+        st = p >= end ? JS_MORE : *p == ':' ? JS_OK : JS_BAD;
+        if (st == JS_OK) p = js_ws(p + 1, end);
+        if (st == JS_OK && p >= end) st = JS_MORE;
+      }
+      if (st == JS_OK) {
+        if (JS_EQ(key, "traceEvents")) {
+          if (*p != '[') {
+            fail(k, "traceEvents is not an array");
+            break;
+          }
+          in->pos = (size_t)(p + 1 - base);
+          k->has_events_key = 1;
+          k->st = k->sniff ? ST_DONE : ST_EVENTS;
+          continue;
+        }
+        if (JS_EQ(key, "distributedInfo")) {
+          st = parse_distributed(k, &p, end);
+        } else if (JS_EQ(key, "otherData")) {
+          st = parse_other_data(k, &p, end);
+          if (st == JS_OK && k->own_export && k->sniff) k->st = ST_DONE;
+        } else if (JS_EQ(key, "baseTimeNanoseconds") && is_num_start(*p)) {
+          js_str v;
+          st = js_number(&p, end, &v);
+          if (st == JS_OK && !k->base_fixed) {
+            int64_t b = js_int(v);
             k->base_ns = b > -((int64_t)1 << 61) && b < ((int64_t)1 << 61) ? b : 0;
           }
-        } else if (!skip_value(k)) {
+        } else { /* any other value, of any size, streamed past */
+          in->pos = (size_t)(p - base);
+          st = js_skip_stream(in);
+          if (st == JS_OK) continue;
+          fail(k, st == JS_MORE ? "file ends inside a value" : "a malformed value");
           break;
         }
+        if (st == JS_OK) {
+          in->pos = (size_t)(p - base);
+          continue;
+        }
       }
+      what = "a malformed key or value";
     }
+    if (st == JS_BAD) {
+      fail(k, what);
+      break;
+    }
+    /* JS_MORE: the unit runs past the buffer; read on and parse it again */
+    if (js_refill(in)) continue;
+    if (in->error) {
+      fail(k, "read error");
+    } else if (!in->eof && k->st == ST_EVENTS) { /* one event larger than the buffer may grow */
+      js_status sk = js_skip_stream(in);
+      k->huge_skipped++;
+      if (!k->quiet && k->huge_skipped == 1)
+        TOPO_WARN("%s: an event larger than %zu MiB at byte %" PRIu64 " was skipped", k->path,
+                  in->max_cap >> 20, where(k));
+      if (sk == JS_OK) continue;
+      fail(k, "file ends inside an event");
+    } else if (k->st == ST_EVENTS && k->top_array) {
+      k->st = ST_DONE; /* an unclosed array cut inside its last event: the events before it count */
+    } else if (!in->eof) {
+      k->huge_skipped++;
+      fail(k, "a top-level value larger than the read buffer");
+    } else {
+      fail(k, k->st == ST_EVENTS ? "file ends inside traceEvents" : "file ends inside the top-level object");
+    }
+    break;
   }
   if (k->st == ST_DONE) {
-    finish(k, s, sink);
+    if (!k->sniff) finish(k, s, sink);
     return 0;
   }
   return 1;
@@ -754,12 +840,11 @@ topo_status rp_kineto_open(const char *path, rp_kineto **out) {
   *out = NULL;
   rp_kineto *k = kineto_new(path);
   if (!k) return TOPO_ERR_NOMEM;
-  k->f = fopen(path, "rb");
-  k->buf = topo_malloc(IN_BUF);
-  if (!k->f || !k->buf) {
-    if (!k->f) TOPO_WARN("%s: cannot open: %s", path, strerror(errno));
-    rp_kineto_close(k);
-    return k->f ? TOPO_ERR_NOMEM : TOPO_ERR_IO;
+  int rc = js_open_file(&k->in, path);
+  if (rc != 0) {
+    if (rc == -1) TOPO_WARN("%s: cannot open: %s", path, strerror(errno));
+    topo_free(k);
+    return rc == -1 ? TOPO_ERR_IO : TOPO_ERR_NOMEM;
   }
   *out = k;
   return TOPO_OK;
@@ -767,8 +852,7 @@ topo_status rp_kineto_open(const char *path, rp_kineto **out) {
 
 void rp_kineto_close(rp_kineto *k) {
   if (!k) return;
-  if (k->f) fclose(k->f);
-  if (!k->mem) topo_free(k->buf);
+  js_close(&k->in);
   topo_free(k->steps);
   topo_free(k->launch);
   topo_free(k->gpuev);
@@ -784,21 +868,76 @@ void rp_kineto_set_base(rp_kineto *k, int64_t base_ns) {
   k->base_fixed = 1;
 }
 
-uint64_t rp_kineto_offset(const rp_kineto *k) { return k->off + k->pos; }
+uint64_t rp_kineto_offset(const rp_kineto *k) { return js_file_offset(&k->in); }
 
-uint64_t rp_kineto_parse_memory(const char *data, size_t len, const rp_sink *sink) {
-  rp_kineto *k = kineto_new("(memory)");
-  if (!k) return 0;
+void rp_kineto_stats(const rp_kineto *k, rp_kineto_info *out) {
+  memset(out, 0, sizeof *out);
+  out->events = k->events;
+  out->x_events = k->x_events;
+  out->gpu_events = k->gpu_events;
+  out->has_events_key = k->has_events_key;
+  out->own_export = k->own_export;
+  out->failed = k->failed;
+  out->gzip = k->in.gzip;
+  out->rank = k->rank;
+  out->world = k->world;
+  for (int i = 0; i < SEEN_CATS && k->seen_cat_n[i]; i++) {
+    snprintf(out->cat[i], sizeof out->cat[i], "%s", k->seen_cat[i]);
+    out->cat_n[i] = k->seen_cat_n[i];
+  }
+}
+
+topo_status rp_kineto_sniff(const char *path, rp_kineto_info *out) {
+  rp_kineto *k;
+  memset(out, 0, sizeof *out);
+  topo_status st = rp_kineto_open(path, &k);
+  if (st != TOPO_OK) return st;
+  k->sniff = 1;
   k->quiet = 1;
-  k->mem = data;
-  k->buf = (char *)data;
-  k->len = len;
+  rp_source s;
+  memset(&s, 0, sizeof s);
+  rp_sink none = {NULL, NULL, NULL, NULL, NULL, NULL};
+  while (rp_kineto_step(k, &s, &none, 4096)) {
+  }
+  rp_kineto_stats(k, out);
+  /* an object that ended without traceEvents is not a trace; one cut short may still be */
+  out->sniff_complete = k->st == ST_DONE && !k->failed;
+  rp_kineto_close(k);
+  return TOPO_OK;
+}
+
+/* The events of a memory input, read through js_in `in` (opened by the caller). */
+static uint64_t parse_input(rp_kineto *k, const rp_sink *sink, uint64_t *huge) {
+  k->quiet = 1;
   rp_source s;
   memset(&s, 0, sizeof s);
   s.kind = RP_SRC_KINETO;
   while (rp_kineto_step(k, &s, sink, 4096)) {
   }
   uint64_t n = k->events;
+  if (huge) *huge = k->huge_skipped;
   rp_kineto_close(k);
   return n;
+}
+
+uint64_t rp_kineto_parse_memory(const char *data, size_t len, const rp_sink *sink) {
+  rp_kineto *k = kineto_new("(memory)");
+  if (!k) return 0;
+  if (js_open_memory(&k->in, data, len) != 0) {
+    topo_free(k);
+    return 0;
+  }
+  return parse_input(k, sink, NULL);
+}
+
+uint64_t rp_kineto_parse_chunks(const char *data, size_t len, size_t chunk, size_t max_buffer,
+                                const rp_sink *sink, uint64_t *too_large) {
+  rp_kineto *k = kineto_new("(memory)");
+  if (too_large) *too_large = 0;
+  if (!k) return 0;
+  if (js_open_chunks(&k->in, data, len, chunk, max_buffer) != 0) {
+    topo_free(k);
+    return 0;
+  }
+  return parse_input(k, sink, too_large);
 }

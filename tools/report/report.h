@@ -213,9 +213,28 @@ void rp_kineto_set_base(rp_kineto *k, int64_t base_ns);
 void rp_kineto_set_quiet(rp_kineto *k, int quiet); /* no warnings (second pass, --quiet) */
 /* Pass 1 counts the kernels into the source (rp_source.nccl_kernels, ...); later passes do not. */
 void rp_kineto_set_pass(rp_kineto *k, int pass);
-uint64_t rp_kineto_offset(const rp_kineto *k);
+uint64_t rp_kineto_offset(const rp_kineto *k); /* bytes of the file read (compressed for gzip) */
+/* What a JSON file turned out to hold. */
+typedef struct rp_kineto_info {
+  uint64_t events, x_events, gpu_events; /* all events; complete ("X") ones; GPU work among them */
+  int has_events_key;     /* a traceEvents array (or a top-level array) was found */
+  int own_export;         /* otherData.tool is "topo-report": topo-report's own Chrome export */
+  int sniff_complete;     /* rp_kineto_sniff: the top level was read to traceEvents or its end */
+  int failed, gzip;
+  int rank, world;        /* distributedInfo (-1 / 0 unknown) */
+  char cat[4][32];        /* categories of the complete events that are not GPU work */
+  uint64_t cat_n[4];
+} rp_kineto_info;
+void rp_kineto_stats(const rp_kineto *k, rp_kineto_info *out);
+/* Read a JSON file's top level up to its traceEvents (a few KiB): what kind of file it is and,
+ * for Kineto traces, distributedInfo. TOPO_ERR_IO when it cannot be opened. */
+topo_status rp_kineto_sniff(const char *path, rp_kineto_info *out);
 /* Parse a whole JSON buffer through the same entry point (fuzzing, tests): returns events seen. */
 uint64_t rp_kineto_parse_memory(const char *data, size_t len, const rp_sink *sink);
+/* The same bytes as a file is read: `chunk` bytes per read into a buffer of at most max_buffer
+ * bytes (fuzzing the refill paths). *too_large: events skipped for not fitting the buffer. */
+uint64_t rp_kineto_parse_chunks(const char *data, size_t len, size_t chunk, size_t max_buffer,
+                                const rp_sink *sink, uint64_t *too_large);
 
 /* ---- estimated durations of untimed collectives (estimate.c; docs/metrics.md) */
 typedef struct rp_est_key {

@@ -1,0 +1,504 @@
+// SPDX-License-Identifier: Apache-2.0
+// The streaming JSON scanner of jscan.h: buffered input through zlib (plain and gzip files alike),
+// and the scanning primitives kineto.c and input.c parse trace JSON with. Strings are found with
+// memchr, nested values skipped by looking only at quotes and brackets (16 bytes per step with
+// SSE2), numbers converted from their text without a copy.
+#include "jscan.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "alloc.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#define JS_FIRST_CAP (1u << 20)
+#define JS_MAX_CAP (64u << 20)
+
+static int js_alloc(js_in *in, size_t cap) {
+  in->buf = topo_malloc(cap + JS_PAD);
+  if (!in->buf) return -2;
+  in->cap = cap;
+  memset(in->buf, 0, JS_PAD);
+  return 0;
+}
+
+int js_open_file(js_in *in, const char *path) {
+  memset(in, 0, sizeof *in);
+  in->max_cap = JS_MAX_CAP;
+  errno = 0;
+  gzFile gz = gzopen(path, "rb");
+  if (!gz) {
+    if (!errno) errno = ENOMEM;
+    return -1;
+  }
+  in->gz = gz;
+  gzbuffer(gz, 256u << 10); /* zlib's own input buffer; reads of >= 2x this go straight to ours */
+  if (js_alloc(in, JS_FIRST_CAP) != 0) {
+    js_close(in);
+    return -2;
+  }
+  return 0;
+}
+
+int js_open_memory(js_in *in, const char *data, size_t len) {
+  memset(in, 0, sizeof *in);
+  in->max_cap = len;
+  if (js_alloc(in, len) != 0) return -2;
+  if (len) memcpy(in->buf, data, len);
+  memset(in->buf + len, 0, JS_PAD);
+  in->len = len;
+  in->eof = 1;
+  return 0;
+}
+
+int js_open_chunks(js_in *in, const char *data, size_t len, size_t chunk, size_t max_cap) {
+  memset(in, 0, sizeof *in);
+  in->src = data;
+  in->src_len = len;
+  in->chunk = chunk ? chunk : 1;
+  in->max_cap = max_cap > in->chunk ? max_cap : in->chunk;
+  return js_alloc(in, in->chunk);
+}
+
+void js_close(js_in *in) {
+  if (in->gz) gzclose((gzFile)in->gz);
+  topo_free(in->buf);
+  memset(in, 0, sizeof *in);
+}
+
+int js_refill(js_in *in) {
+  if (in->eof || in->error || (!in->gz && !in->src)) return 0;
+  if (in->pos) { /* drop what was consumed */
+    memmove(in->buf, in->buf + in->pos, in->len - in->pos);
+    in->off += in->pos;
+    in->len -= in->pos;
+    in->pos = 0;
+  }
+  if (in->len == in->cap) { /* one unit fills the buffer: grow it */
+    if (in->cap >= in->max_cap) return 0;
+    size_t cap = in->cap * 2 > in->max_cap ? in->max_cap : in->cap * 2;
+    char *b = topo_realloc(in->buf, cap + JS_PAD);
+    if (!b) {
+      in->error = 1;
+      return 0;
+    }
+    in->buf = b;
+    in->cap = cap;
+  }
+  size_t want = in->cap - in->len;
+  if (want > (unsigned)INT32_MAX) want = (unsigned)INT32_MAX;
+  if (in->src) { /* chunked memory */
+    size_t n = in->src_len - in->src_off;
+    if (n > want) n = want;
+    if (n > in->chunk) n = in->chunk;
+    memcpy(in->buf + in->len, in->src + in->src_off, n);
+    in->src_off += n;
+    in->len += n;
+    in->eof = n == 0;
+    memset(in->buf + in->len, 0, JS_PAD);
+    return n > 0;
+  }
+  int n = gzread((gzFile)in->gz, in->buf + in->len, (unsigned)want);
+  if (n < 0) {
+    in->error = 1;
+    n = 0;
+  }
+  if (n == 0) {
+    int err = 0;
+    gzerror((gzFile)in->gz, &err);
+    if (err != Z_OK && err != Z_BUF_ERROR) in->error = 1;
+    in->eof = 1;
+  }
+  in->len += (size_t)n;
+  memset(in->buf + in->len, 0, JS_PAD);
+  if (!in->gzip && !gzdirect((gzFile)in->gz)) in->gzip = 1;
+  return n > 0;
+}
+
+uint64_t js_file_offset(const js_in *in) {
+  if (!in->gz) return in->off + in->pos;
+  z_off_t o = gzoffset((gzFile)in->gz);
+  return o > 0 ? (uint64_t)o : 0;
+}
+
+/* ---- primitives */
+
+/* The first quote in [p, end) that is not escaped, or NULL. s: where the string's bytes start
+ * (a run of backslashes before a quote is counted back to it). */
+static inline const char *closing_quote(const char *s, const char *p, const char *end) {
+  for (;;) {
+    const char *q;
+#if defined(__SSE2__)
+    if (end - p >= 16) { /* short strings (keys, categories) end in the first 16 bytes */
+      unsigned bits = (unsigned)_mm_movemask_epi8(
+          _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)p), _mm_set1_epi8('"')));
+      q = bits ? p + __builtin_ctz(bits) : memchr(p + 16, '"', (size_t)(end - p - 16));
+    } else
+#endif
+      q = p < end ? memchr(p, '"', (size_t)(end - p)) : NULL;
+    if (!q) return NULL;
+    if (q == s || q[-1] != '\\') return q;
+    const char *b = q;
+    while (b > s && b[-1] == '\\') b--;
+    if (((q - b) & 1) == 0) return q; /* an even run of backslashes: this quote closes */
+    p = q + 1;
+  }
+}
+
+js_status js_string(const char **pp, const char *end, js_str *out) {
+  const char *s = *pp + 1, *q = closing_quote(s, s, end);
+  if (!q) return JS_MORE;
+  if (out) out->p = s, out->n = (size_t)(q - s);
+  *pp = q + 1;
+  return JS_OK;
+}
+
+/* Characters of a number or a literal (true, false, null). */
+static const unsigned char scalar_char[256] = {
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+    ['8'] = 1, ['9'] = 1, ['-'] = 1, ['+'] = 1, ['.'] = 1, ['e'] = 1, ['E'] = 1,
+    ['a'] = 2, ['b'] = 2, ['c'] = 2, ['d'] = 2, ['f'] = 2, ['g'] = 2, ['h'] = 2, ['i'] = 2,
+    ['j'] = 2, ['k'] = 2, ['l'] = 2, ['m'] = 2, ['n'] = 2, ['o'] = 2, ['p'] = 2, ['q'] = 2,
+    ['r'] = 2, ['s'] = 2, ['t'] = 2, ['u'] = 2, ['v'] = 2, ['w'] = 2, ['x'] = 2, ['y'] = 2,
+    ['z'] = 2, ['A'] = 2, ['B'] = 2, ['C'] = 2, ['D'] = 2, ['F'] = 2, ['G'] = 2, ['H'] = 2,
+    ['I'] = 2, ['J'] = 2, ['K'] = 2, ['L'] = 2, ['M'] = 2, ['N'] = 2, ['O'] = 2, ['P'] = 2,
+    ['Q'] = 2, ['R'] = 2, ['S'] = 2, ['T'] = 2, ['U'] = 2, ['V'] = 2, ['W'] = 2, ['X'] = 2,
+    ['Y'] = 2, ['Z'] = 2,
+};
+
+js_status js_number(const char **pp, const char *end, js_str *out) {
+  const char *p = *pp, *s = p;
+  while (p < end && scalar_char[(unsigned char)*p] == 1) p++;
+  if (p == end) return JS_MORE; /* the number may go on in the next bytes */
+  if (p == s) return JS_BAD;
+  out->p = s;
+  out->n = (size_t)(p - s);
+  *pp = p;
+  return JS_OK;
+}
+
+/* The first quote or bracket in [p, end), or end. */
+static inline const char *find_struct(const char *p, const char *end) {
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"'), open = _mm_set1_epi8('{'), close = _mm_set1_epi8('}');
+  const __m128i low = _mm_set1_epi8(0x20); /* '[' | 0x20 == '{', ']' | 0x20 == '}' */
+  while (p < end) {
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p); /* JS_PAD covers the tail */
+    __m128i l = _mm_or_si128(v, low);
+    __m128i m = _mm_or_si128(_mm_cmpeq_epi8(v, quote),
+                             _mm_or_si128(_mm_cmpeq_epi8(l, open), _mm_cmpeq_epi8(l, close)));
+    unsigned bits = (unsigned)_mm_movemask_epi8(m);
+    if (bits) {
+      p += __builtin_ctz(bits);
+      return p < end ? p : end;
+    }
+    p += 16;
+  }
+  return end;
+#else
+  while (p < end && *p != '"' && (*p | 0x20) != '{' && (*p | 0x20) != '}') p++;
+  return p;
+#endif
+}
+
+#if defined(__SSE2__)
+/* Set bits of a mask (without the popcnt instruction, which the build does not assume). */
+static inline int pop64(uint64_t x) {
+  x = x - ((x >> 1) & 0x5555555555555555ull);
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+  return (int)((x * 0x0101010101010101ull) >> 56);
+}
+
+/* Bit i = xor of bits 0..i: from a mask of quotes, the bytes inside strings (opening quote
+ * included, closing one not). */
+static inline uint64_t prefix_xor(uint64_t m) {
+  m ^= m << 1;
+  m ^= m << 2;
+  m ^= m << 4;
+  m ^= m << 8;
+  m ^= m << 16;
+  m ^= m << 32;
+  return m;
+}
+
+static inline uint64_t mask16(__m128i v, __m128i c) {
+  return (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, c));
+}
+#endif
+
+/* Skip to the bracket that closes `depth` open ones, from *pp (which is not inside a string).
+ * 64 bytes a step: quotes, backslashes and brackets as bit masks, the bytes inside strings from
+ * the quotes' prefix xor, so brackets inside strings drop out; a block holding a backslash goes
+ * byte by byte. The string state carries from block to block. */
+static js_status skip_depth(const char **pp, const char *end, long depth) {
+  const char *p = *pp;
+  int in_str = 0, esc = 0;
+#if defined(__SSE2__)
+  const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\');
+  const __m128i open = _mm_set1_epi8('{'), close = _mm_set1_epi8('}');
+  const __m128i low = _mm_set1_epi8(0x20); /* '[' | 0x20 == '{', ']' | 0x20 == '}' */
+  while (p < end) {
+    size_t avail = (size_t)(end - p);
+    uint64_t valid = avail < 64 ? ((uint64_t)1 << avail) - 1 : ~(uint64_t)0;
+    uint64_t q = 0, bs = 0, o = 0, c = 0;
+    for (int i = 0; i < 4; i++) { /* JS_PAD covers the bytes past the end */
+      __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i));
+      __m128i l = _mm_or_si128(v, low);
+      q |= mask16(v, quote) << (16 * i);
+      bs |= mask16(v, bslash) << (16 * i);
+      o |= mask16(l, open) << (16 * i);
+      c |= mask16(l, close) << (16 * i);
+    }
+    if (!((bs & valid) | (uint64_t)esc)) {
+      uint64_t inside = prefix_xor(q & valid) ^ (in_str ? ~(uint64_t)0 : 0);
+      o &= ~inside & valid;
+      c &= ~inside & valid;
+      int closes = pop64(c);
+      if (depth > closes) { /* the block cannot close the value: count it whole */
+        depth += pop64(o) - closes;
+      } else {
+        for (uint64_t m = o | c; m; m &= m - 1) {
+          uint64_t bit = m & -m;
+          if (o & bit) depth++;
+          else if (--depth == 0) {
+            *pp = p + __builtin_ctzll(bit) + 1;
+            return JS_OK;
+          }
+        }
+      }
+      in_str = (int)(inside >> 63);
+      p += 64;
+      continue;
+    }
+    /* a backslash in the block: byte by byte */
+    const char *stop = avail < 64 ? end : p + 64;
+    for (; p < stop; p++) {
+      char ch = *p;
+      if (in_str) {
+        if (esc) esc = 0;
+        else if (ch == '\\') esc = 1;
+        else if (ch == '"') in_str = 0;
+      } else if (ch == '"') {
+        in_str = 1;
+      } else if (ch == '{' || ch == '[') {
+        depth++;
+      } else if ((ch == '}' || ch == ']') && --depth == 0) {
+        *pp = p + 1;
+        return JS_OK;
+      }
+    }
+  }
+  return JS_MORE;
+#else
+  for (; p < end; p++) {
+    char ch = *p;
+    if (in_str) {
+      if (esc) esc = 0;
+      else if (ch == '\\') esc = 1;
+      else if (ch == '"') in_str = 0;
+    } else if (ch == '"') {
+      in_str = 1;
+    } else if (ch == '{' || ch == '[') {
+      depth++;
+    } else if ((ch == '}' || ch == ']') && --depth == 0) {
+      *pp = p + 1;
+      return JS_OK;
+    }
+  }
+  return JS_MORE;
+#endif
+}
+
+js_status js_skip_nested(const char **pp, const char *end) {
+  const char *p = *pp + 1;
+  js_status st = skip_depth(&p, end, 1);
+  if (st == JS_OK) *pp = p;
+  return st;
+}
+
+js_status js_skip_rest(const char **pp, const char *end) { return skip_depth(pp, end, 1); }
+
+js_status js_skip(const char **pp, const char *end) {
+  const char *p = js_ws(*pp, end);
+  if (p >= end) return JS_MORE;
+  js_status st;
+  if (*p == '"') {
+    st = js_string(&p, end, NULL);
+  } else if (*p == '{' || *p == '[') {
+    st = js_skip_nested(&p, end);
+  } else {
+    const char *s = p;
+    while (p < end && scalar_char[(unsigned char)*p]) p++;
+    if (p == end) return JS_MORE;
+    st = p == s ? JS_BAD : JS_OK;
+  }
+  if (st == JS_OK) *pp = p;
+  return st;
+}
+
+/* Streaming skip: the state (depth, inside a string, a pending backslash) survives refills. */
+js_status js_skip_stream(js_in *in) {
+  long depth = 0;
+  int in_str = 0, scalar = 0, started = 0;
+  for (;;) {
+    const char *p = in->buf + in->pos, *end = in->buf + in->len;
+    if (!started) {
+      p = js_ws(p, end);
+      if (p < end) {
+        started = 1;
+        if (*p == '"') in_str = 1, p++;
+        else if (*p == '{' || *p == '[') depth = 1, p++;
+        else if (scalar_char[(unsigned char)*p]) scalar = 1;
+        else return JS_BAD;
+      }
+    }
+    while (started && p < end) {
+      if (in_str) {
+        const char *q = memchr(p, '"', (size_t)(end - p)), *b;
+        if (!q) { /* keep a trailing run of backslashes: it decides the next quote */
+          b = end;
+          while (b > p && b[-1] == '\\') b--;
+          p = b;
+          break;
+        }
+        b = q;
+        while (b > p && b[-1] == '\\') b--;
+        p = q + 1;
+        if (((q - b) & 1) == 0) {
+          in_str = 0;
+          if (!depth) {
+            in->pos = (size_t)(p - in->buf);
+            return JS_OK;
+          }
+        }
+        continue;
+      }
+      if (scalar) {
+        while (p < end && scalar_char[(unsigned char)*p]) p++;
+        if (p < end) {
+          in->pos = (size_t)(p - in->buf);
+          return JS_OK;
+        }
+        break;
+      }
+      p = find_struct(p, end);
+      if (p >= end) break;
+      char c = *p++;
+      if (c == '"') in_str = 1;
+      else if (c == '{' || c == '[') depth++;
+      else if (--depth == 0) {
+        in->pos = (size_t)(p - in->buf);
+        return JS_OK;
+      }
+    }
+    in->pos = (size_t)((p < end ? p : end) - in->buf);
+    if (!js_refill(in)) {
+      /* a literal that ends exactly at the end of the input is complete */
+      if (scalar && in->pos == in->len && in->eof) return JS_OK;
+      return in->len > in->pos && in->len == in->cap ? JS_BAD : JS_MORE;
+    }
+  }
+}
+
+/* ---- decoding */
+
+static int hexval(int c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+size_t js_unescape(js_str s, char *out, size_t cap) {
+  size_t n = 0;
+  const char *p = s.p, *end = s.p + s.n;
+  if (!memchr(p, '\\', s.n)) { /* the common case */
+    n = s.n < cap - 1 ? s.n : cap - 1;
+    memcpy(out, p, n);
+    out[n] = 0;
+    return n;
+  }
+  while (p < end && n + 1 < cap) {
+    char c = *p++;
+    if (c == '\\' && p < end) {
+      char e = *p++;
+      switch (e) {
+      case 'n': c = '\n'; break;
+      case 't': c = '\t'; break;
+      case 'r': c = '\r'; break;
+      case 'b': c = '\b'; break;
+      case 'f': c = '\f'; break;
+      case 'u': {
+        int v = 0, ok = end - p >= 4;
+        for (int i = 0; ok && i < 4; i++) {
+          int h = hexval((unsigned char)p[i]);
+          if (h < 0) ok = 0;
+          v = v * 16 + h;
+        }
+        if (ok) p += 4;
+        c = ok && v < 0x80 && v > 0 ? (char)v : '?';
+        break;
+      }
+      default: c = e; break; /* \" \\ \/ and anything else: the character itself */
+      }
+    }
+    out[n++] = c;
+  }
+  out[n] = 0;
+  return n;
+}
+
+static int isdig(char c) { return c >= '0' && c <= '9'; }
+
+int64_t js_us_to_ns(js_str t) {
+  const char *p = t.p, *end = t.p + t.n;
+  const int64_t lim = (int64_t)1 << 61;
+  for (const char *q = p; q < end; q++)
+    if (*q == 'e' || *q == 'E') { /* exponent form: through a double (rare in traces) */
+      char tmp[64];
+      size_t n = t.n < sizeof tmp - 1 ? t.n : sizeof tmp - 1;
+      memcpy(tmp, p, n);
+      tmp[n] = 0;
+      double d = strtod(tmp, NULL) * 1e3;
+      if (!(d > -(double)lim && d < (double)lim)) return 0;
+      return llround(d);
+    }
+  int neg = p < end && *p == '-';
+  if (p < end && (*p == '-' || *p == '+')) p++;
+  int64_t ip = 0;
+  for (; p < end && isdig(*p); p++) {
+    if (ip > (lim / 1000 - 9) / 10) return 0; /* beyond 2^61 ns: not a time */
+    ip = ip * 10 + (*p - '0');
+  }
+  int64_t frac = 0;
+  int fd = 0, round_up = 0;
+  if (p < end && *p == '.')
+    for (p++; p < end && isdig(*p); p++, fd++) {
+      if (fd < 3) frac = frac * 10 + (*p - '0');
+      else if (fd == 3) round_up = *p >= '5';
+    }
+  for (; fd < 3; fd++) frac *= 10;
+  int64_t v = ip * 1000 + frac + round_up;
+  return neg ? -v : v;
+}
+
+int64_t js_int(js_str t) {
+  const char *p = t.p, *end = t.p + t.n;
+  while (p < end && !isdig(*p) && *p != '-') p++;
+  int neg = p < end && *p == '-';
+  if (neg) p++;
+  if (p >= end || !isdig(*p)) return -1;
+  int64_t v = 0;
+  for (; p < end && isdig(*p); p++) {
+    if (v > (INT64_MAX - 9) / 10) return -1;
+    v = v * 10 + (*p - '0');
+  }
+  return neg ? -v : v;
+}

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A streaming JSON scanner for large trace files (kineto.c reads Kineto / Chrome traces with it;
+ * input.c sniffs what a JSON file is). The input is a plain or gzip file read through zlib, or a
+ * memory block; a buffer holds the current unit (an event, a top-level key) contiguously, followed
+ * by JS_PAD zero bytes so that the scanning primitives may load 16 bytes at a time past its end.
+ *
+ * The primitives work on [p, end) of that buffer and never allocate: strings are slices (js_str)
+ * into the buffer, decoded only when a caller asks (js_unescape); values the caller does not want
+ * are skipped without being looked at twice (SSE2 over 16 bytes where the CPU has it). Each returns
+ * JS_MORE when the unit runs past `end` (the caller refills and parses the unit again) and JS_BAD
+ * when the bytes are not JSON. No recursion: nesting is a counter, so no input exhausts the stack.
+ * Single-threaded; one js_in per open file.
+ */
+#ifndef TOPO_REPORT_JSCAN_H
+#define TOPO_REPORT_JSCAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define JS_PAD 64                 /* zero bytes kept after the buffer's last byte */
+
+typedef enum js_status { JS_OK = 0, JS_MORE = 1, JS_BAD = 2 } js_status;
+
+/* A string's raw bytes between its quotes (escapes not decoded), or a number's text. */
+typedef struct js_str {
+  const char *p;
+  size_t n;
+} js_str;
+
+typedef struct js_in {
+  void *gz;                       /* gzFile; NULL for memory input */
+  char *buf;                      /* cap + JS_PAD bytes */
+  size_t cap, len, pos;           /* buf[pos, len) not yet consumed */
+  size_t max_cap;                 /* the buffer grows up to this for one unit */
+  uint64_t off;                   /* input offset (decompressed) of buf[0] */
+  int eof, error, gzip;           /* gzip: the file is gzip-compressed */
+  const char *src;                /* js_open_chunks: the bytes, handed over `chunk` at a time */
+  size_t src_len, src_off, chunk;
+} js_in;
+
+/* Open a file (gzip or plain: zlib tells them apart by their first bytes). 0 on success; -1 with
+ * errno set when it cannot be opened, -2 when out of memory. */
+int js_open_file(js_in *in, const char *path);
+/* Read from a copy of [data, data + len) (tests, fuzzing). 0 on success, -2 out of memory. */
+int js_open_memory(js_in *in, const char *data, size_t len);
+/* Read [data, data + len) (kept by the caller) at most `chunk` bytes per refill, into a buffer
+ * that starts at `chunk` bytes and grows to max_cap: the refill paths of a file, on any bytes
+ * (fuzzing). 0 on success, -2 out of memory. */
+int js_open_chunks(js_in *in, const char *data, size_t len, size_t chunk, size_t max_cap);
+void js_close(js_in *in);
+/* Drop buf[0, pos), read more after buf[len). Grows the buffer (up to max_cap) when pos == 0 and it
+ * is full. 1 when bytes arrived; 0 at the end of the input, on a read error (in->error) or when
+ * the buffer is at max_cap with no room. */
+int js_refill(js_in *in);
+/* Bytes of the file read so far (compressed bytes for gzip), for progress lines. */
+uint64_t js_file_offset(const js_in *in);
+
+/* ---- primitives over [*pp, end); each advances *pp past what it read on JS_OK */
+/* Skip whitespace. */
+static inline const char *js_ws(const char *p, const char *end) {
+  while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
+  return p;
+}
+/* A string at *pp (which must point at its opening quote). */
+js_status js_string(const char **pp, const char *end, js_str *out);
+/* A number's text at *pp (-, digits, '.', exponent). JS_BAD when there is none. */
+js_status js_number(const char **pp, const char *end, js_str *out);
+/* Skip any one value at *pp (after whitespace). */
+js_status js_skip(const char **pp, const char *end);
+/* Skip an object or array at *pp ('{' or '['), nested values included. */
+js_status js_skip_nested(const char **pp, const char *end);
+/* Skip the rest of the object or array *pp is inside (between its members), past its close. */
+js_status js_skip_rest(const char **pp, const char *end);
+
+/* Skip the value at in->buf + in->pos, refilling as it goes and dropping what it passed, so that
+ * a value of any size takes the buffer's memory only. JS_MORE here means the input ended inside. */
+js_status js_skip_stream(js_in *in);
+
+/* ---- decoding */
+/* Copy the string into out (cap >= 1), decoding escapes (\uXXXX outside ASCII becomes '?'),
+ * truncated to cap - 1 bytes and NUL-terminated. Returns the length written. */
+size_t js_unescape(js_str s, char *out, size_t cap);
+/* 1 when the slice equals the NUL-terminated literal (raw bytes, no escapes). */
+static inline int js_eq(js_str s, const char *lit, size_t litlen) {
+  size_t i = 0;
+  if (s.n != litlen) return 0;
+  for (; i < litlen; i++)
+    if (s.p[i] != lit[i]) return 0;
+  return 1;
+}
+#define JS_EQ(s, lit) js_eq((s), (lit), sizeof(lit) - 1)
+/* Microseconds as text ("1700000000123.456", "-5", "1.5e3") to ns, exact for decimal text.
+ * 0 when it is not a number of at most 2^61 ns. */
+int64_t js_us_to_ns(js_str t);
+/* An integer from a number's text, or the digits inside a string ("7", "stream 7"); doubles are
+ * truncated. -1 when there is none or it does not fit. */
+int64_t js_int(js_str t);
+
+#endif
