@@ -316,6 +316,45 @@ static void test_deep_nesting_does_not_recurse(void **state) {
   free(deep);
 }
 
+/* A pipeline-parallel rank: NCCL's SendRecv kernels only, each op naming its half. */
+static void test_sendrecv_kernels_count_as_p2p(void **state) {
+  (void)state;
+  static const char t[] =
+      "{\"distributedInfo\": {\"rank\": 1, \"world_size\": 2}, \"traceEvents\": [\n"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)\","
+      " \"pid\": 0, \"tid\": 20, \"ts\": 100.0, \"dur\": 50.0, \"args\": {\"stream\": 20,"
+      " \"Collective name\": \"send\", \"In msg nelems\": 1048576, \"dtype\": \"Float\", \"Group size\": 2}},\n"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)\","
+      " \"pid\": 0, \"tid\": 20, \"ts\": 200.0, \"dur\": 40.0, \"args\": {\"stream\": 20,"
+      " \"Collective name\": \"recv\", \"In msg nelems\": 1048576, \"dtype\": \"Float\", \"Group size\": 2}},\n"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)\","
+      " \"pid\": 0, \"tid\": 20, \"ts\": 300.0, \"dur\": 10.0, \"args\": {\"stream\": 20}}\n"
+      "]}";
+  snprintf(dir, sizeof dir, "/tmp/topo-kineto-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  write_file("pp.pt.trace.json", t, sizeof t - 1);
+  const char *paths[] = {dir};
+  rp_options opt = {65536, 0, 1, 0, 0, 0, 0};
+  rp_report r;
+  assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
+  assert_int_equal(r.colls, 0);
+  assert_int_equal(r.p2p, 3);
+  assert_int_equal(r.ranks[0].t.comm, 100000);
+  int send = 0, recv = 0, both = 0;
+  for (size_t i = 0; i < r.nrows; i++) {
+    if (r.rows[i]->func == 6) send += (int)r.rows[i]->calls, assert_int_equal(r.rows[i]->bucket, 22);
+    if (r.rows[i]->func == 7) recv += (int)r.rows[i]->calls;
+    if (r.rows[i]->func == 5) both += (int)r.rows[i]->calls;
+  }
+  assert_int_equal(send, 1);
+  assert_int_equal(recv, 1);
+  assert_int_equal(both, 1);
+  rp_report_free(&r);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 /* What a sink received, in order: a count and a running hash. */
 typedef struct tally {
   uint64_t n, hash;
@@ -457,6 +496,7 @@ int main(void) {
       cmocka_unit_test(test_real_ddp_trace_steps_span_the_whole_step),
       cmocka_unit_test(test_deep_nesting_does_not_recurse),
       cmocka_unit_test(test_reads_in_any_chunks_equal_one_read),
+      cmocka_unit_test(test_sendrecv_kernels_count_as_p2p),
       cmocka_unit_test(test_an_event_larger_than_the_buffer_is_skipped_alone),
       cmocka_unit_test(test_gzip_trace_reads_like_the_plain_one),
   };

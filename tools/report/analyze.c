@@ -808,10 +808,14 @@ static void p1_coll(void *vc, int src, const rp_coll *co) {
     if (c->bin_colls) return; /* topo traces describe the collectives better */
     if (!in_window(r, co->gpu_start)) return;
     r->colls_from_kineto = 1;
-    r->colls++;
-    r->timed_colls++;
-    s->colls++;
-    s->timed_colls++;
+    if (co->p2p) {
+      r->p2p++;
+    } else {
+      r->colls++;
+      r->timed_colls++;
+      s->colls++;
+      s->timed_colls++;
+    }
   }
   table_add(c, co);
   if (s->kind == RP_SRC_KINETO) return;

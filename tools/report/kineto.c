@@ -425,12 +425,14 @@ static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e) {
   } else if (rp_nccl_kernel_parse(e->name, &func, &algo, &proto)) {
     iv.cls = RP_COMM;
     if (func < 0 && e->coll_name[0]) func = coll_from_args(e->coll_name);
-    iv.func = func >= 0 ? (uint8_t)func : 0xff;
     if (k->counting) s->nccl_kernels++;
-    if (sink->coll && func >= 0 && func != 5) {
+    if (func == 5 && e->coll_name[0]) /* SendRecv kernels: the op says which half */
+      func = !strcmp(e->coll_name, "send") ? 6 : !strcmp(e->coll_name, "recv") ? 7 : 5;
+    if (sink->coll && func >= 0) {
       rp_coll c;
       memset(&c, 0, sizeof c);
       c.func = func;
+      c.p2p = func >= 5 && func <= 7;
       /* ncclDevKernel_AllReduce_Sum_bf16_RING_LL is a generic entry point that dispatches at run
        * time: the name gives the collective, not the algorithm/protocol actually used. */
       (void)algo;
@@ -446,6 +448,7 @@ static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e) {
       c.stream = iv.stream;
       sink->coll(sink->ctx, s->index, &c);
     }
+    iv.func = func >= 0 ? (uint8_t)func : 0xff;
   } else {
     if (k->counting) s->compute_kernels++;
   }
