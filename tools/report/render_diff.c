@@ -29,8 +29,14 @@ static void line_ns(FILE *f, const char *what, int64_t a, int64_t b) {
   fputc('\n', f);
 }
 
-static void line_pct(FILE *f, const char *what, double a, double b) {
-  fprintf(f, "  %-26s %13.1f%% %13.1f%% %+8.1f pp\n", what, a * 100, b * 100, (b - a) * 100);
+/* A share in both runs; "n/a" where a run's is undefined (known == 0). */
+static void line_pct(FILE *f, const char *what, int known_a, double a, int known_b, double b) {
+  char x[24] = "n/a", y[24] = "n/a";
+  if (known_a) snprintf(x, sizeof x, "%.1f%%", a * 100);
+  if (known_b) snprintf(y, sizeof y, "%.1f%%", b * 100);
+  fprintf(f, "  %-26s %14s %14s", what, x, y);
+  if (known_a && known_b) fprintf(f, " %+8.1f pp\n", (b - a) * 100);
+  else fprintf(f, " %9s\n", "-");
 }
 
 static void row_line(FILE *f, const rp_row *key, const rp_row *a, const rp_row *b) {
@@ -61,8 +67,8 @@ void rp_render_diff(const rp_report *a, const rp_report *b, const char *name_a,
   line_ns(f, "overlapped communication", da.overlap, db.overlap);
   line_ns(f, "exposed communication", da.exposed, db.exposed);
   line_ns(f, "idle", da.idle, db.idle);
-  line_pct(f, "communication share", da.comm_share, db.comm_share);
-  line_pct(f, "overlap ratio", da.overlap_ratio, db.overlap_ratio);
+  line_pct(f, "communication share", da.span > 0, da.comm_share, db.span > 0, db.comm_share);
+  line_pct(f, "overlap ratio", da.overlap_defined, da.overlap_ratio, db.overlap_defined, db.overlap_ratio);
   fprintf(f, "\nCollectives (median GPU time per rank and call; busbw GB/s)\n");
   fprintf(f, "  %-14s %5s %10s %12s %12s %9s %9s %9s %9s\n", "collective", "ranks", "size",
           "median A", "median B", "change", "busbw A", "busbw B", "change");

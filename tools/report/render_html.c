@@ -219,8 +219,10 @@ static void breakdown(FILE *f, const rp_report *r) {
               x, y, w, bar, parts[p].c, parts[p].what, t, 100.0 * (double)parts[p].v / (double)d.span);
       x += w;
     }
-    fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab>comm %.1f%% · overlap %.1f%%%s</text>\n", L + W + 8,
-            y + bar - 5, d.comm_share * 100, d.overlap_ratio * 100, d.covered < d.span ? " (covered part)" : "");
+    char ov[24] = "n/a";
+    if (d.overlap_defined) snprintf(ov, sizeof ov, "%.1f%%", d.overlap_ratio * 100);
+    fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab>comm %.1f%% · overlap %s%s</text>\n", L + W + 8,
+            y + bar - 5, d.comm_share * 100, ov, d.covered < d.span ? " (covered part)" : "");
   }
   fprintf(f, "</svg>\n<div class=legend><span style=\"background:%s\"></span>compute only "
              "<span style=\"background:%s\"></span>overlapped communication <span style=\"background:%s\"></span>exposed communication "
@@ -334,7 +336,7 @@ static void tables(FILE *f, const rp_report *r) {
     fmt_known(dv.known, dv.compute, c, sizeof c), fmt_known(dv.known, dv.overlap, d, sizeof d);
     fmt_known(dv.known, dv.exposed, e, sizeof e), fmt_known(dv.known, dv.idle, g, sizeof g);
     snprintf(h, sizeof h, "%.1f%%", dv.comm_share * 100);
-    pct_known(dv.known, dv.overlap_ratio, o, sizeof o);
+    pct_known(dv.known && dv.overlap_defined, dv.overlap_ratio, o, sizeof o);
     fprintf(f, "<tr><td>%s</td><td>", name);
     esc(f, k->host);
     fprintf(f, ":%u</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td></tr>\n",
@@ -442,7 +444,7 @@ static void tables(FILE *f, const rp_report *r) {
       fmt_est(s->comm, s->comm_est, rp_err_ns(&s->comm_err), b, sizeof b);
       fmt_known(kn, s->cov_compute, c, sizeof c);
       fmt_known(kn, s->cov_comm - s->cov_overlap, d, sizeof d);
-      pct_known(kn, rp_ratio(s->cov_overlap, s->cov_comm), o, sizeof o);
+      pct_known(kn && s->cov_comm > 0, rp_ratio(s->cov_overlap, s->cov_comm), o, sizeof o);
       fprintf(f, "<tr><td>%" PRIu64 "</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</td><td>%s</td></tr>\n",
               s->value, s->ranks, a, b, c, d, rp_ratio(s->comm, s->span) * 100, o);
     }
@@ -504,9 +506,10 @@ topo_status rp_render_html(const rp_report *r, const char *path) {
   }
   char cov[80];
   snprintf(cov, sizeof cov, "over %.0f%% of the span (%d of %d ranks)", o.covered_share * 100, o.ranks_known, r->nranks);
-  if (o.known) snprintf(v, sizeof v, "%.1f%%", o.overlap_ratio * 100);
+  if (o.overlap_defined) snprintf(v, sizeof v, "%.1f%%", o.overlap_ratio * 100);
   snprintf(sub, sizeof sub, "overlapped / communication %s", cov);
-  card(f, "overlap ratio", o.known ? v : "n/a", o.known ? sub : why);
+  card(f, "overlap ratio", o.overlap_defined ? v : "n/a", o.overlap_defined ? sub : o.known ?
+       "no communication where compute is known: undefined" : why);
   if (o.known) snprintf(v, sizeof v, "%.1f%%", o.exposed_share * 100);
   rp_fmt_ns(o.exposed, t, sizeof t);
   snprintf(sub, sizeof sub, "exposed communication: %s, %s", t, cov);

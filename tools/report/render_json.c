@@ -66,7 +66,7 @@ static void derived_json(FILE *f, const rp_derived *d, const char *why) {
   ns_or_null(f, "idle_ns", kn, d->idle);
   ns_or_null(f, "memory_ns", kn, d->memory);
   ns_or_null(f, "busy_ns", kn, d->busy);
-  ratio_or_null(f, "overlap_ratio", kn, d->overlap_ratio);
+  ratio_or_null(f, "overlap_ratio", kn && d->overlap_defined, d->overlap_ratio);
   ratio_or_null(f, "exposed_share", kn, d->exposed_share);
   ratio_or_null(f, "compute_share", kn, d->compute_share);
   ratio_or_null(f, "idle_share", kn, d->idle_share);
@@ -287,7 +287,7 @@ void rp_render_csv(const rp_report *r, FILE *f) {
       snprintf(ov, sizeof ov, "%" PRId64, d.overlap);
       snprintf(ex, sizeof ex, "%" PRId64, d.exposed);
       snprintf(id, sizeof id, "%" PRId64, d.idle);
-      snprintf(ovr, sizeof ovr, "%.6f", d.overlap_ratio);
+      if (d.overlap_defined) snprintf(ovr, sizeof ovr, "%.6f", d.overlap_ratio);
     }
     fprintf(f, "rank,%d,%s,%u,%" PRId64 ",%" PRId64 ",%s,%s,%s,%s,%.6f,%s,%" PRIu64 ",%" PRId64 ",%" PRId64
                ",%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRIu64,

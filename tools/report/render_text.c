@@ -86,7 +86,7 @@ static void print_times_row(FILE *f, const char *label, const rp_derived *d) {
   fprintf(f, "  %-16s %12s %32s %12s %12s %12s %7s %8s %12s\n", label, dur(d->span, a, sizeof a),
           dur_est(d->comm, d->comm_est, d->comm_error, b, sizeof b), dur_known(kn, d->compute, c, sizeof c),
           dur_known(kn, d->overlap, e, sizeof e), dur_known(kn, d->exposed, g, sizeof g),
-          pct(d->comm_share, h, sizeof h), pct_known(kn, d->overlap_ratio, i, sizeof i),
+          pct(d->comm_share, h, sizeof h), pct_known(kn && d->overlap_defined, d->overlap_ratio, i, sizeof i),
           dur_known(kn, d->idle, j, sizeof j));
 }
 
@@ -102,10 +102,12 @@ static void print_coverage(const rp_report *r, FILE *f) {
     if (!d.known)
       fprintf(f, "  %s: compute, overlap, exposed and idle n/a: %s\n", label,
               *why ? why : "the compute windows do not overlap its GPU activity");
-    else if (d.covered < d.span)
+    else if (d.covered < d.span && d.overlap_defined)
       fprintf(f, "  %s: overlap %.1f%% over %.0f%% of the span covered by %s%s%s\n", label,
               d.overlap_ratio * 100, d.covered_share * 100, k->kineto ? "the Kineto trace" : "CUPTI windows",
               *why ? "; elsewhere: " : "", why);
+    if (d.known && !d.overlap_defined)
+      fprintf(f, "  %s: overlap%% n/a: no communication in the time its compute is known\n", label);
   }
   if (r->nranks > 1) {
     rp_derived o;
@@ -336,7 +338,8 @@ void rp_render_text(const rp_report *r, FILE *f) {
               dur_est(s->comm, s->comm_est, rp_err_ns(&s->comm_err), cm, sizeof cm),
               dur_known(kn, s->cov_compute, c, sizeof c), dur_known(kn, s->cov_comm - s->cov_overlap, d, sizeof d),
               pct(rp_ratio(s->comm, s->span), e, sizeof e),
-              pct_known(kn, rp_ratio(s->cov_overlap, s->cov_comm), g, sizeof g), kn ? cv : "n/a");
+              pct_known(kn && s->cov_comm > 0, rp_ratio(s->cov_overlap, s->cov_comm), g, sizeof g),
+              kn ? cv : "n/a");
     }
     if (!known)
       fprintf(f, "  n/a: no compute was recorded (give the Kineto traces of these steps, or widen the "

@@ -366,6 +366,8 @@ typedef struct rp_derived {
   double comm_share, overlap_ratio, exposed_share, compute_share, idle_share;
   int64_t comm_est, comm_error;
   int known;                      /* compute timeline known somewhere in the span */
+  int overlap_defined;            /* known, and communication inside the covered time: without
+                                     it the overlap ratio is undefined (null / "n/a"), not 0 */
   int64_t covered;
   double covered_share;           /* covered / span */
   int ranks_known;                /* overall: ranks whose compute figures are summed */

@@ -277,6 +277,7 @@ void rp_derive(const rp_times *t, rp_derived *d) {
   d->busy = t->cov_busy;
   d->idle = d->covered - t->cov_busy;
   d->overlap_ratio = rp_ratio(d->overlap, t->cov_comm);
+  d->overlap_defined = t->cov_comm > 0;
   d->exposed_share = rp_ratio(d->exposed, d->covered);
   d->compute_share = rp_ratio(d->compute, d->covered);
   d->idle_share = rp_ratio(d->idle, d->covered);
@@ -317,6 +318,7 @@ void rp_derive_overall(const rp_report *r, rp_derived *d) {
   d->covered_share = rp_ratio(d->covered, d->span);
   d->known = d->ranks_known > 0;
   d->overlap_ratio = rp_ratio(d->overlap, cov_comm);
+  d->overlap_defined = d->known && cov_comm > 0;
   d->exposed_share = rp_ratio(d->exposed, d->covered);
   d->compute_share = rp_ratio(d->compute, d->covered);
   d->idle_share = rp_ratio(d->idle, d->covered);

