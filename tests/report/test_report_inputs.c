@@ -111,9 +111,51 @@ static void test_overlap_without_communication_is_undefined(void **state) {
   free(out);
 }
 
+/* A trace of another device (MTIA's categories), or of the CPU only (with its ProfilerSteps): one
+ * line saying what it holds instead of CUDA GPU events, no rank of zeros, exit 1 when nothing else
+ * is usable; beside a usable trace it is skipped and the report goes on. */
+static void test_traces_without_cuda_gpu_events_say_so(void **state) {
+  (void)state;
+  write_text("mtia/r0.json",
+             "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 1}, \"traceEvents\": [\n"
+             "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"pid\": 1,"
+             " \"tid\": 1, \"ts\": 5, \"dur\": 100},\n"
+             "{\"ph\": \"X\", \"cat\": \"mtia_runtime\", \"name\": \"launch\", \"pid\": 1, \"tid\": 1,"
+             " \"ts\": 10, \"dur\": 5, \"args\": {\"correlation\": 3}},\n"
+             "{\"ph\": \"X\", \"cat\": \"mtia_ccp_events\", \"name\": \"matmul\", \"pid\": 2, \"tid\": 4,"
+             " \"ts\": 12, \"dur\": 50, \"args\": {\"correlation\": 3}}]}");
+  write_text("cpu/r0.json",
+             "{\"traceEvents\": [\n"
+             "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"pid\": 1,"
+             " \"tid\": 1, \"ts\": 5, \"dur\": 100},\n"
+             "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1,"
+             " \"ts\": 10, \"dur\": 5, \"args\": {\"Input Dims\": [[2, 2], [2, 2]]}}]}");
+  char args[512], *out, *err;
+  snprintf(args, sizeof args, "%s/mtia", dir);
+  assert_int_equal(run(args, &out, &err), 1);
+  assert_string_equal(out, "");
+  assert_non_null(strstr(err, "r0.json: no CUDA GPU events"));
+  assert_non_null(strstr(err, "mtia_runtime (1), mtia_ccp_events (1)"));
+  assert_non_null(strstr(err, "no usable input"));
+  assert_int_equal(count_lines(err, "\n"), 2);
+  free(out), free(err);
+  snprintf(args, sizeof args, "--json %s/cpu", dir);
+  assert_int_equal(run(args, &out, &err), 1);
+  assert_string_equal(out, "");
+  assert_non_null(strstr(err, "among its 2 complete events (2 CPU-side)"));
+  free(out), free(err);
+  snprintf(args, sizeof args, "--json %s/cpu %s/ddp-kineto-rank0-excerpt.pt.trace.json", dir, TOPO_REPORT_DATA);
+  assert_int_equal(run(args, &out, &err), 0);
+  assert_non_null(strstr(err, "no CUDA GPU events"));
+  assert_non_null(strstr(out, "\"ranks\":[\n{\"rank\":0,"));
+  assert_null(strstr(out, "},\n{\"rank\":")); /* one rank: the CPU-only trace made none */
+  free(out), free(err);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_overlap_without_communication_is_undefined),
+      cmocka_unit_test(test_traces_without_cuda_gpu_events_say_so),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

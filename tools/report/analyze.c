@@ -702,6 +702,30 @@ const char *rp_rank_unknown_reason(const rp_rank *k) {
   return "";
 }
 
+/* One line on a JSON input that gives no GPU time, saying what it holds instead. */
+static void kineto_unusable(const rp_source *s, const rp_kineto_info *in, int rank_kept) {
+  if (s->quiet) return;
+  const char *tail = rank_kept ? "; its rank keeps its other inputs" : "; skipped";
+  if (!in->has_events_key) {
+    fprintf(stderr, "topo-report: warning: %s: JSON without traceEvents: not a trace%s\n", s->path, tail);
+    return;
+  }
+  if (!in->x_events) {
+    fprintf(stderr, "topo-report: warning: %s: no complete events in traceEvents%s\n", s->path, tail);
+    return;
+  }
+  char cats[160] = "";
+  size_t o = 0;
+  for (int i = 0; i < 4 && in->cat_n[i] && o < sizeof cats; i++) {
+    int w = snprintf(cats + o, sizeof cats - o, "%s%s (%" PRIu64 ")", i ? ", " : "; other categories: ",
+                     in->cat[i], in->cat_n[i]);
+    o += w > 0 ? (size_t)w : 0;
+  }
+  fprintf(stderr, "topo-report: warning: %s: no CUDA GPU events (kernel, gpu_memcpy, gpu_memset) among its "
+          "%" PRIu64 " complete events (%" PRIu64 " CPU-side%s): a trace of another device (MTIA, XPU) or of the "
+          "CPU only%s\n", s->path, in->x_events, in->cpu_events, cats, tail);
+}
+
 static int stream_slot(ctx *c, uint32_t stream) {
   for (size_t i = 0; i < c->nstreams; i++)
     if (c->stream_id[i] == stream) return (int)i;
@@ -1246,13 +1270,23 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
       unhold(&c, i);
       continue;
     }
-    int one[1] = {i};
+    int one[1] = {i}, nranks_before = r->nranks;
     merged(&c, one, 1, &s1, 1, "pass 1 (JSON)");
-    /* A JSON file with no GPU activity and no collective (not a trace: metadata, a config) makes
-     * no rank of its own; a rank already seen through other sources keeps it. */
-    int empty = s->proc < 0 && !s->colls && !(s->gpu_last > s->gpu_first);
-    if (empty && !s->quiet) fprintf(stderr, "topo-report: warning: %s: no trace events; ignored\n", s->path);
-    int p = empty ? -1 : kineto_rank(&c, s);
+    rp_kineto_info info;
+    rp_kineto_stats(s->impl, &info);
+    /* A JSON file without GPU activity (another device's trace, a CPU-only one, not a trace at
+     * all) makes no rank of its own: its steps alone would show as zeros. A rank already seen
+     * through other sources keeps what they give. */
+    int empty = !info.gpu_events && !s->colls;
+    if (empty) {
+      kineto_unusable(s, &info, s->proc >= 0 && s->proc < nranks_before);
+      if (s->proc >= nranks_before && s->proc == r->nranks - 1) { /* the rank it made: undone */
+        topo_free(r->ranks[s->proc].steps);
+        r->nranks--;
+      }
+      if (s->proc >= nranks_before) s->proc = -1;
+    }
+    int p = empty ? s->proc : kineto_rank(&c, s);
     if (p >= 0) r->ranks[p].colls += s->colls, r->ranks[p].timed_colls += s->timed_colls;
     int64_t a = s->gpu_first, b = s->gpu_last;
     if (b > a && clip_window(r, &a, &b)) {

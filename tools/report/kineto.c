@@ -72,7 +72,7 @@ struct rp_kineto {
   int rank, world;
   int has_events_key;    /* the top-level object has "traceEvents" (or the file is an array) */
   int own_export;        /* otherData.tool is "topo-report": topo-report's Chrome export */
-  uint64_t events, x_events, gpu_events, huge_skipped;
+  uint64_t events, x_events, cpu_events, gpu_events, huge_skipped;
   char seen_cat[SEEN_CATS][32];
   uint64_t seen_cat_n[SEEN_CATS];
   /* steps found (emitted with the base at the end) */
@@ -371,8 +371,10 @@ static void note_category(rp_kineto *k, const jev *e) {
 
 static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e) {
   k->events++;
+  if (e->skipped && e->ph_x && e->cat == KC_CPU) k->x_events++, k->cpu_events++;
   if (e->skipped || !e->ph_x || !e->has_ts) return;
   k->x_events++;
+  k->cpu_events += e->cat == KC_CPU || e->cat == KC_RUNTIME;
   /* keep every time within +-2^62 ns so that differences fit in int64 */
   const int64_t lim = (int64_t)1 << 61;
   if (e->ts <= -lim || e->ts >= lim || e->dur < 0 || e->dur >= lim || k->base_ns <= -lim || k->base_ns >= lim)
@@ -878,6 +880,7 @@ void rp_kineto_stats(const rp_kineto *k, rp_kineto_info *out) {
   out->events = k->events;
   out->x_events = k->x_events;
   out->gpu_events = k->gpu_events;
+  out->cpu_events = k->cpu_events;
   out->has_events_key = k->has_events_key;
   out->own_export = k->own_export;
   out->failed = k->failed;

@@ -331,7 +331,7 @@ static int run_main(int argc, char **argv, args *a_out) {
                 unreadable_reason(bad->unreadable));
       else
         fprintf(stderr, "topo-report: no usable input: none of the %d input%s holds a topo trace or "
-                "a Kineto/Chrome trace with events (see the warnings above)\n", a.npaths,
+                "a Kineto/Chrome trace with CUDA GPU events (see the warnings above)\n", a.npaths,
                 a.npaths == 1 ? "" : "s");
       rp_report_free(&r);
       return 1;

@@ -217,6 +217,7 @@ uint64_t rp_kineto_offset(const rp_kineto *k); /* bytes of the file read (compre
 /* What a JSON file turned out to hold. */
 typedef struct rp_kineto_info {
   uint64_t events, x_events, gpu_events; /* all events; complete ("X") ones; GPU work among them */
+  uint64_t cpu_events;    /* complete events of the CPU side (operators, annotations, launches) */
   int has_events_key;     /* a traceEvents array (or a top-level array) was found */
   int own_export;         /* otherData.tool is "topo-report": topo-report's own Chrome export */
   int sniff_complete;     /* rp_kineto_sniff: the top level was read to traceEvents or its end */
