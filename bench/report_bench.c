@@ -100,7 +100,7 @@ int main(int argc, char **argv) {
   t = now_s();
   rp_report rep;
   const char *paths[] = {dir};
-  rp_options opt = {65536, 0, 0, 0, 0, 0, 0};
+  rp_options opt = {.reorder_window = 65536};
   topo_status st = rp_analyze(paths, 1, &opt, &rep);
   double an_s = now_s() - t;
   long rss1 = peak_rss_kb();

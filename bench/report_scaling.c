@@ -147,7 +147,7 @@ static int analyse(const char *dir, double *cpu, long *rss_kb) {
   if (pid == 0) {
     close(fd[0]);
     const char *paths[] = {dir};
-    rp_options opt = {65536, 0, 1, 0, 0, 0, 0};
+    rp_options opt = {.reorder_window = 65536, .quiet = 1};
     rp_report r;
     double t = cpu_now();
     topo_status st = rp_analyze(paths, 1, &opt, &r);

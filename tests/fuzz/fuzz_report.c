@@ -23,7 +23,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char path[64];
   snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
   const char *paths[] = {path};
-  rp_options opt = {64, 0, 1, 0, 0, 0, 0};
+  rp_options opt = {.reorder_window = 64, .quiet = 1};
   rp_report r;
   if (rp_analyze(paths, 1, &opt, &r) == TOPO_OK) {
     FILE *null = fopen("/dev/null", "w");

@@ -55,7 +55,7 @@ static void test_kineto_trace_alone_gives_exact_overlap(void **state) {
   assert_non_null(mkdtemp(dir));
   write_file("rank3.pt.trace.json", kineto, sizeof kineto - 1);
   const char *paths[] = {dir};
-  rp_options opt = {65536, 0, 1, 0, 0, 0, 0};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1};
   rp_report r;
   assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
   assert_int_equal(r.nranks, 1);
@@ -114,7 +114,7 @@ static void test_kineto_and_topo_trace_of_one_rank_merge(void **state) {
   assert_int_equal(tf_save(&t, path), 0);
   tf_free(&t);
   const char *paths[] = {dir};
-  rp_options opt = {65536, 0, 1, 0, 0, 0, 0};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1};
   rp_report r;
   assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
   assert_int_equal(r.nranks, 1);
@@ -276,7 +276,7 @@ static void test_steps_follow_the_kernels_their_cpu_range_launched(void **state)
 static void test_real_ddp_trace_steps_span_the_whole_step(void **state) {
   (void)state;
   const char *paths[] = {TOPO_REPORT_DATA "/ddp-kineto-rank0-excerpt.pt.trace.json"};
-  rp_options opt = {65536, 0, 1, 0, 0, 0, 0};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1};
   rp_report r;
   assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
   assert_int_equal(r.nranks, 1);
@@ -334,7 +334,7 @@ static void test_sendrecv_kernels_count_as_p2p(void **state) {
   assert_non_null(mkdtemp(dir));
   write_file("pp.pt.trace.json", t, sizeof t - 1);
   const char *paths[] = {dir};
-  rp_options opt = {65536, 0, 1, 0, 0, 0, 0};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1};
   rp_report r;
   assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
   assert_int_equal(r.colls, 0);
@@ -449,7 +449,7 @@ static void test_gzip_trace_reads_like_the_plain_one(void **state) {
   assert_int_equal(gzclose(gz), Z_OK);
   const char *plain[] = {TOPO_REPORT_DATA "/ddp-kineto-rank0-excerpt.pt.trace.json"};
   const char *zipped[] = {d};
-  rp_options opt = {65536, 0, 1, 0, 0, 0, 0};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1};
   rp_report a, b;
   assert_int_equal(rp_analyze(plain, 1, &opt, &a), TOPO_OK);
   assert_int_equal(rp_analyze(zipped, 1, &opt, &b), TOPO_OK);

@@ -54,7 +54,7 @@ static void analyze_seqs(const uint64_t *seqs, int n, uint64_t *joined, uint64_t
   write_trace(p0, 0, seqs, n);
   write_trace(p1, 1, seqs, n);
   const char *paths[] = {dir};
-  rp_options opt = {65536, 0, 1, 0, 0, 0, 0};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1};
   rp_report r;
   signal(SIGALRM, on_alarm);
   alarm(2);
@@ -166,7 +166,7 @@ static void test_many_inputs_under_a_small_descriptor_limit_are_all_read(void **
   low.rlim_cur = 48;
   assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
   const char *paths[] = {dir};
-  rp_options opt = {65536, 0, 1, 0, 0, 0, 0};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1};
   rp_report r;
   signal(SIGALRM, on_alarm);
   alarm(2);
@@ -211,7 +211,7 @@ static void test_memory_follows_the_traces_not_the_claimed_communicator_size(voi
   if (pid == 0) {
     alarm(30);
     const char *paths[] = {dir};
-    rp_options opt = {65536, 0, 1, 0, 0, 0, 0};
+    rp_options opt = {.reorder_window = 65536, .quiet = 1};
     rp_report r;
     if (rp_analyze(paths, 1, &opt, &r) != TOPO_OK) _exit(2);
     int ok = r.nranks == TRACES && r.ncomms == TRACES && r.comms[0].ranks_seen == 1 &&

@@ -116,7 +116,7 @@ static const rp_row *row_of(const rp_report *r, int func) {
 
 static void analyze_dir(rp_report *r) {
   const char *paths[] = {dir};
-  rp_options opt = {65536, 0, 1, 0, 0, 0, 0};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1};
   assert_int_equal(rp_analyze(paths, 1, &opt, r), TOPO_OK);
 }
 
@@ -309,7 +309,7 @@ static void test_reorder_window_of_one_clips_and_counts_late_intervals(void **st
   write_fixture();
   rp_report r;
   const char *paths[] = {dir};
-  rp_options opt = {1, 0, 1, 0, 0, 0, 0};
+  rp_options opt = {.reorder_window = 1, .quiet = 1};
   assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
   const rp_rank *k0 = rank_of(&r, 0);
   assert_int_equal(k0->t.late, 1);    /* K2 [200,400) came after the sweep reached 800 */
@@ -324,7 +324,7 @@ static void test_window_clips_every_figure(void **state) {
   (void)state;
   write_fixture();
   const char *paths[] = {dir};
-  rp_options opt = {65536, 0, 1, 1, B + 900, B + 3450, 0};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1, .window = 1, .from = B + 900, .to = B + 3450};
   rp_report r;
   assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
   assert_int_equal(r.window, 1);

@@ -70,7 +70,7 @@ static void rm_tmp(void) {
 
 static void analyze(const char *path, int steps, rp_report *r) {
   const char *paths[] = {path};
-  rp_options opt = {65536, 0, 1, 0, 0, 0, steps};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1, .steps = steps};
   assert_int_equal(rp_analyze(paths, 1, &opt, r), TOPO_OK);
 }
 

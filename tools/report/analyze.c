@@ -1155,7 +1155,7 @@ static topo_status add_sources(rp_report *r, char **files, int nfiles, const rp_
 
 topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *opt_in,
                        rp_report *r) {
-  rp_options opt = {65536, -1, 0, 0, 0, 0, 0};
+  rp_options opt = {.reorder_window = 65536, .progress = -1};
   if (opt_in) opt = *opt_in;
   if (!opt.reorder_window) opt.reorder_window = 65536;
   memset(r, 0, sizeof *r);

@@ -263,7 +263,8 @@ static int run_main(int argc, char **argv, args *a_out) {
   *a_out = a;
   if (rc) return rc;
   topo_log_to_stderr("topo-report", a.verbose);
-  rp_options opt = {a.reorder ? a.reorder : 65536, a.progress, a.quiet, 0, 0, 0, a.steps};
+  rp_options opt = {.reorder_window = a.reorder ? a.reorder : 65536, .progress = a.progress,
+                    .quiet = a.quiet, .steps = a.steps};
   if (a.have_from || a.have_to) {
     opt.window = 1;
     opt.from = a.have_from ? a.from : INT64_MIN;
