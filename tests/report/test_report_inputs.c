@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <zlib.h>
 
 static char dir[64];
 
@@ -152,10 +153,95 @@ static void test_traces_without_cuda_gpu_events_say_so(void **state) {
   free(out), free(err);
 }
 
+/* A small Kineto trace of rank `rank`: one compute kernel of `dur_us` at `ts_us`, gzip when the
+ * name ends in .gz. */
+static void write_rank_trace(const char *name, int rank, double ts_us, double dur_us) {
+  char text[1024], path[256];
+  snprintf(text, sizeof text,
+           "{\"distributedInfo\": {\"rank\": %d, \"world_size\": 2}, \"traceEvents\": [\n"
+           "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": %.3f,"
+           " \"dur\": %.3f, \"args\": {\"stream\": 7}}], \"baseTimeNanoseconds\": 1790857026000000000}",
+           rank, ts_us, dur_us);
+  size_t n = strlen(name);
+  if (n > 3 && !strcmp(name + n - 3, ".gz")) {
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *slash = strrchr(path, '/');
+    *slash = 0;
+    mkdir(path, 0755);
+    *slash = '/';
+    gzFile gz = gzopen(path, "wb");
+    assert_non_null(gz);
+    assert_int_equal(gzwrite(gz, text, (unsigned)strlen(text)), (int)strlen(text));
+    assert_int_equal(gzclose(gz), Z_OK);
+  } else {
+    write_text(name, text);
+  }
+}
+
+/* tensorboard_trace_handler's log directory: <worker>.<time ns>.pt.trace.json[.gz]. Two cycles
+ * of one job (the same workers, 5 s apart) and a later job (other workers, 1000 s later): three
+ * runs. The latest is read and named; --run N and --all-runs choose otherwise. */
+static void test_tensorboard_directory_runs_are_not_mixed(void **state) {
+  (void)state;
+  write_rank_trace("tb/node1_100.1790857026000000000.pt.trace.json.gz", 0, 1000, 10);
+  write_rank_trace("tb/node1_101.1790857026500000000.pt.trace.json.gz", 1, 1000, 20);
+  write_rank_trace("tb/node1_100.1790857031000000000.pt.trace.json.gz", 0, 5000000, 30);
+  write_rank_trace("tb/node1_101.1790857031200000000.pt.trace.json.gz", 1, 5000000, 40);
+  write_rank_trace("tb/node1_200.1790858026000000000.pt.trace.json", 0, 1000000000, 50);
+  write_rank_trace("tb/node1_201.1790858026100000000.pt.trace.json", 1, 1000000000, 60);
+  char args[512], *out, *err;
+  snprintf(args, sizeof args, "--json %s/tb", dir);
+  assert_int_equal(run(args, &out, &err), 0);
+  assert_non_null(strstr(err, "/tb holds 3 runs of PyTorch traces; reading run 3 (2026-10-01 12:33:46 UTC, "
+                              "2 files), the latest; --run N picks another, --all-runs mixes them"));
+  assert_int_equal(count_lines(err, "\n"), 1);
+  assert_non_null(strstr(out, "\"runs_found\":3,\"run_read\":3,\"files\":2"));
+  assert_non_null(strstr(out, "\"span_ns\":50000,")); /* rank 0 of the third run */
+  assert_non_null(strstr(out, "\"span_ns\":60000,"));
+  free(out), free(err);
+  snprintf(args, sizeof args, "--run 2 %s/tb", dir);
+  assert_int_equal(run(args, &out, &err), 0);
+  assert_non_null(strstr(out, "run: "));
+  assert_non_null(strstr(out, "/tb holds 3 runs of PyTorch traces; this is run 2 (2026-10-01 12:17:11 UTC, 2 files)"));
+  assert_non_null(strstr(out, "2 ranks from 2 JSON files"));
+  free(out), free(err);
+  snprintf(args, sizeof args, "--json --all-runs %s/tb", dir);
+  assert_int_equal(run(args, &out, &err), 0);
+  assert_non_null(strstr(out, "\"runs_found\":3,\"run_read\":null,\"files\":6"));
+  free(out), free(err);
+  snprintf(args, sizeof args, "--run 4 %s/tb", dir);
+  assert_int_equal(run(args, &out, &err), 1);
+  assert_non_null(strstr(err, "holds 3 runs of PyTorch traces: --run 4 names none"));
+  free(out), free(err);
+  snprintf(args, sizeof args, "--run 1 --all-runs %s/tb", dir);
+  assert_int_equal(run(args, NULL, NULL), 2);
+}
+
+/* topo-report's own Chrome export written into the trace directory, and a JSON file that is no
+ * trace: one line each, no phantom rank. */
+static void test_own_export_and_other_json_are_skipped(void **state) {
+  (void)state;
+  char args[512], *out, *err;
+  snprintf(args, sizeof args, "mkdir -p %s/mixed && cp %s/*.trace %s/mixed/", dir, TOPO_DDP_TRACES, dir);
+  assert_int_equal(system(args), 0);
+  snprintf(args, sizeof args, "export --chrome %s/mixed/run.json %s/mixed", dir, dir);
+  assert_int_equal(run(args, NULL, NULL), 0);
+  write_text("mixed/config.json", "{\"lr\": 0.001, \"layers\": [1, 2, {\"x\": \"]\"}]}");
+  snprintf(args, sizeof args, "%s/mixed", dir);
+  assert_int_equal(run(args, &out, &err), 0);
+  assert_non_null(strstr(err, "mixed/run.json: topo-report's own Chrome export (export --chrome), not a trace; skipped"));
+  assert_non_null(strstr(err, "mixed/config.json: JSON without traceEvents: not a trace; skipped"));
+  assert_int_equal(count_lines(err, "\n"), 2);
+  assert_non_null(strstr(out, "topo-report: 2 ranks from 2 trace files;"));
+  free(out), free(err);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_overlap_without_communication_is_undefined),
       cmocka_unit_test(test_traces_without_cuda_gpu_events_say_so),
+      cmocka_unit_test(test_tensorboard_directory_runs_are_not_mixed),
+      cmocka_unit_test(test_own_export_and_other_json_are_skipped),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

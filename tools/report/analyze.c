@@ -1173,7 +1173,7 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
   c.progress = opt.progress;
   char **files = NULL;
   int nfiles = 0;
-  topo_status st = rp_paths_expand(paths, npaths, &files, &nfiles);
+  topo_status st = rp_inputs_collect(paths, npaths, &opt, r, &files, &nfiles);
   if (st != TOPO_OK) return st;
   st = add_sources(r, files, nfiles, &opt);
   if (c.progress < 0) { /* auto: on a terminal, or for inputs that take a while (> 256 MB) */
@@ -1435,6 +1435,8 @@ void rp_report_free(rp_report *r) {
     rp_gpu_free(r->ranks[i].gpu);
   }
   topo_free(r->ranks);
+  for (size_t i = 0; i < r->nruns; i++) topo_free(r->runs[i].dir);
+  topo_free(r->runs);
   for (size_t i = 0; i < r->nrows; i++) {
     rp_quant_free(&r->rows[i]->time);
     topo_free(r->rows[i]);

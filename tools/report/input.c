@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // topo-report's inputs: expands directories into files, tells binary traces from JSON by their
-// first bytes, and turns each file into a stream of aligned collectives, GPU intervals and steps
-// (rp_source_step). Binary traces go through common/trace_reader.h; JSON (plain or gzip) through
+// first bytes (through gzip), skips JSON that is no trace (topo-report's own export, other JSON)
+// with one line each, groups a TensorBoard log directory's PyTorch traces into runs and keeps one
+// (rp_inputs_collect), and turns each file into a stream of aligned collectives, GPU intervals and
+// steps (rp_source_step). Binary traces go through common/trace_reader.h; JSON (plain or gzip) through
 // kineto.c.
 #include <dirent.h>
 #include <errno.h>
@@ -118,6 +120,209 @@ nomem:
 void rp_paths_free(char **paths, int n) {
   for (int i = 0; i < n; i++) topo_free(paths[i]);
   topo_free(paths);
+}
+
+/* ---- inputs as PyTorch leaves them: JSON files classified, TensorBoard runs grouped */
+
+#define RUN_GAP_NS (60LL * 1000000000LL) /* files of one run are written within this of each other */
+
+typedef struct cand {
+  char *path;
+  int json;
+  int dir;               /* index of the directory argument it came from; -1: named itself */
+  int64_t t;             /* its time: the name's timestamp (tensorboard_trace_handler), else mtime */
+  char worker[128];      /* the name's <worker> part, or the whole name */
+  int rank;              /* distributedInfo.rank, -1 unknown */
+  int run;               /* 1-based run within its directory, 0 none */
+} cand;
+
+/* tensorboard_trace_handler names its files <worker>.<time>.pt.trace.json[.gz], <time> in ns
+ * (PyTorch >= 2.1; ms before). 1 and the time in ns when `name` is one of them. */
+static int tb_name(const char *name, char *worker, size_t cap, int64_t *t) {
+  char b[512];
+  snprintf(b, sizeof b, "%s", name);
+  size_t n = strlen(b);
+  if (n > 3 && !strcmp(b + n - 3, ".gz")) b[n -= 3] = 0;
+  static const char suffix[] = ".pt.trace.json";
+  if (n <= sizeof suffix - 1 || strcmp(b + n - (sizeof suffix - 1), suffix)) return 0;
+  b[n -= sizeof suffix - 1] = 0;
+  char *dot = strrchr(b, '.');
+  if (!dot || dot == b || !dot[1]) return 0;
+  size_t digits = strspn(dot + 1, "0123456789");
+  if (digits != strlen(dot + 1)) return 0;
+  int64_t v = 0;
+  for (const char *p = dot + 1; *p && v < INT64_MAX / 10; p++) v = v * 10 + (*p - '0');
+  if (digits == 19) *t = v;                       /* ns */
+  else if (digits == 16) *t = v * 1000;           /* us */
+  else if (digits == 13) *t = v * 1000000;        /* ms */
+  else if (digits == 10) *t = v * 1000000000LL;   /* s */
+  else return 0;
+  *dot = 0;
+  snprintf(worker, cap, "%s", b);
+  return 1;
+}
+
+static int cmp_cand_time(const void *a, const void *b) {
+  const cand *x = *(cand *const *)a, *y = *(cand *const *)b;
+  if (x->t != y->t) return x->t < y->t ? -1 : 1;
+  return strcmp(x->path, y->path);
+}
+
+/* Group the JSON traces of directory `dir` into runs: in time order, a file starts a new run when
+ * its worker or its rank is already in the current one, or it comes more than RUN_GAP_NS after
+ * the current run's last file. Returns the number of runs; sets each file's run. */
+static int group_runs(cand *c, int n, int dir, int64_t *first_ns, int cap_first) {
+  cand **v = topo_malloc((size_t)(n ? n : 1) * sizeof *v);
+  if (!v) return -1;
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (c[i].path && c[i].dir == dir && c[i].json) v[m++] = &c[i];
+  qsort(v, (size_t)m, sizeof *v, cmp_cand_time);
+  int runs = 0, start = 0;
+  for (int i = 0; i < m; i++) {
+    int fresh = i == 0 || v[i]->t - v[i - 1]->t > RUN_GAP_NS;
+    for (int j = start; j < i && !fresh; j++)
+      fresh = !strcmp(v[j]->worker, v[i]->worker) || (v[i]->rank >= 0 && v[j]->rank == v[i]->rank);
+    if (fresh) {
+      start = i;
+      if (runs < cap_first) first_ns[runs] = v[i]->t;
+      runs++;
+    }
+    v[i]->run = runs;
+  }
+  topo_free(v);
+  return runs;
+}
+
+topo_status rp_inputs_collect(const char *const *paths, int npaths, const rp_options *opt,
+                              rp_report *r, char ***out, int *nout) {
+  *out = NULL;
+  *nout = 0;
+  int quiet = opt && opt->quiet;
+  cand *c = NULL;
+  int n = 0;
+  topo_status st = TOPO_OK;
+  for (int i = 0; i < npaths && st == TOPO_OK; i++) { /* expand, one argument at a time */
+    char **files = NULL;
+    int nf = 0;
+    if ((st = rp_paths_expand(&paths[i], 1, &files, &nf)) != TOPO_OK) break;
+    cand *v = nf ? topo_realloc(c, (size_t)(n + nf) * sizeof *c) : c;
+    if (!v) {
+      rp_paths_free(files, nf);
+      st = TOPO_ERR_NOMEM;
+      break;
+    }
+    c = v;
+    struct stat sb;
+    int is_dir = stat(paths[i], &sb) == 0 && S_ISDIR(sb.st_mode);
+    for (int k = 0; k < nf; k++) {
+      cand *e = &c[n++];
+      memset(e, 0, sizeof *e);
+      e->path = files[k];
+      e->dir = is_dir ? i : -1;
+      e->rank = -1;
+    }
+    topo_free(files);
+  }
+  /* classify; skip what is not a trace, with one line each */
+  int kept = 0;
+  for (int i = 0; i < n && st == TOPO_OK; i++) {
+    cand *e = &c[i];
+    e->json = rp_path_is_json(e->path);
+    const char *base = strrchr(e->path, '/') ? strrchr(e->path, '/') + 1 : e->path;
+    if (e->json) {
+      rp_kineto_info info;
+      if (rp_kineto_sniff(e->path, &info) != TOPO_OK) {
+        e->json = -1; /* unreadable: its open fails with its own message later */
+      } else if (info.own_export) {
+        if (!quiet)
+          TOPO_WARN("%s: topo-report's own Chrome export (export --chrome), not a trace; skipped", e->path);
+        topo_free(e->path), e->path = NULL;
+        continue;
+      } else if (info.sniff_complete && !info.has_events_key) {
+        if (!quiet) TOPO_WARN("%s: JSON without traceEvents: not a trace; skipped", e->path);
+        topo_free(e->path), e->path = NULL;
+        continue;
+      }
+      e->rank = info.rank;
+      if (e->json < 0) e->json = 1;
+    }
+    struct stat sb;
+    if (!tb_name(base, e->worker, sizeof e->worker, &e->t)) {
+      snprintf(e->worker, sizeof e->worker, "%s", base);
+      e->t = stat(e->path, &sb) == 0 ? (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec : 0;
+    }
+    kept++;
+  }
+  /* runs per directory: the latest, the one asked for (--run N), or all (--all-runs) */
+  for (int d = 0; d < npaths && st == TOPO_OK; d++) {
+    int64_t first[64];
+    int runs = group_runs(c, n, d, first, 64);
+    if (runs < 0) {
+      st = TOPO_ERR_NOMEM;
+      break;
+    }
+    if (runs == 0) continue;
+    int want = opt && opt->all_runs ? 0 : opt && opt->run > 0 ? opt->run : runs;
+    if (want > runs) {
+      TOPO_WARN("%s holds %d run%s of PyTorch traces: --run %d names none", paths[d], runs,
+                runs == 1 ? "" : "s", want);
+      st = TOPO_ERR_INVALID;
+      break;
+    }
+    int files = 0;
+    for (int i = 0; i < n; i++)
+      if (c[i].path && c[i].dir == d && c[i].json) {
+        if (want && c[i].run != want) {
+          topo_free(c[i].path), c[i].path = NULL;
+          kept--;
+        } else {
+          files++;
+        }
+      }
+    rp_run_note *nv = topo_realloc(r->runs, (r->nruns + 1) * sizeof *nv);
+    char *dirname = topo_strdup(paths[d]);
+    if (!nv || !dirname) {
+      if (nv) r->runs = nv;
+      topo_free(dirname);
+      st = TOPO_ERR_NOMEM;
+      break;
+    }
+    r->runs = nv;
+    rp_run_note *note = &r->runs[r->nruns++];
+    memset(note, 0, sizeof *note);
+    note->dir = dirname;
+    note->nruns = runs;
+    note->used = want;
+    note->files = files;
+    note->first_ns = want && want <= 64 ? first[want - 1] : runs ? first[0] : 0;
+    if (runs > 1 && !quiet) {
+      char when[48];
+      rp_fmt_utc(note->first_ns, when, sizeof when);
+      if (want)
+        TOPO_WARN("%s holds %d runs of PyTorch traces; reading run %d (%s, %d file%s)%s; --run N "
+                  "picks another, --all-runs mixes them", paths[d], runs, want, when, files,
+                  files == 1 ? "" : "s", opt && opt->run > 0 ? "" : ", the latest");
+      else
+        TOPO_WARN("%s holds %d runs of PyTorch traces; --all-runs: reading all %d files as one run",
+                  paths[d], runs, files);
+    }
+  }
+  if (st == TOPO_OK && kept) {
+    char **v = topo_malloc((size_t)kept * sizeof *v);
+    if (!v) {
+      st = TOPO_ERR_NOMEM;
+    } else {
+      int m = 0;
+      for (int i = 0; i < n; i++)
+        if (c[i].path) v[m++] = c[i].path, c[i].path = NULL;
+      *out = v;
+      *nout = m;
+    }
+  }
+  for (int i = 0; i < n; i++) topo_free(c[i].path);
+  topo_free(c);
+  return st;
 }
 
 topo_status rp_source_open(rp_source *s, int pass) {

@@ -695,7 +695,8 @@ int rp_kineto_step(rp_kineto *k, rp_source *s, const rp_sink *sink, size_t max_e
       if (in->error) fail(k, "read error");
       else if (k->st == ST_EVENTS && k->top_array) k->st = ST_DONE; /* viewers accept it unclosed */
       else if (k->st == ST_START) fail(k, "not a JSON object or array");
-      else fail(k, k->st == ST_EVENTS ? "file ends inside traceEvents" : "file ends inside the top-level object");
+      else
+        fail(k, k->st == ST_EVENTS ? "file ends inside traceEvents" : "file ends inside the top-level object");
       break;
     }
     js_status st = JS_OK;

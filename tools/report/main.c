@@ -25,8 +25,11 @@ static const char usage[] =
     "                                                   fit a tuner profile\n"
     "\n"
     "Inputs: binary traces of libtopo-profiler.so (one per communicator and rank), PyTorch\n"
-    "profiler (Kineto) or Chrome trace JSON; directories are searched for *.trace, *.topo,\n"
-    "*.bin and *.json files. A Kineto trace alone is enough for the overlap figures.\n"
+    "profiler (Kineto) or Chrome trace JSON, plain or gzip; directories are searched for *.trace,\n"
+    "*.topo, *.bin, *.json and *.json.gz files. A Kineto trace alone is enough for the overlap\n"
+    "figures. JSON that is no trace (topo-report's own export, other JSON) is skipped with one line.\n"
+    "A directory whose PyTorch traces come from several runs (a TensorBoard log directory) gives\n"
+    "its latest run, named on stderr and in the report.\n"
     "\n"
     "Options:\n"
     "  --json             the report as one JSON object (times in ns)\n"
@@ -46,6 +49,8 @@ static const char usage[] =
     "                     HTA's num_kernels; also cut at 80 % of the type's time, as HTA does)\n"
     "  --steps auto|off|P steps from the period of the collectives when no Kineto trace or\n"
     "                     step mark gives them (default auto); P forces P collectives a step\n"
+    "  --run N            a directory holding several runs: read the Nth (1 = oldest)\n"
+    "  --all-runs         a directory holding several runs: read them all as one\n"
     "  --progress / --no-progress   progress on stderr (default: on a terminal or inputs > 256 MB)\n"
     "  -q, --quiet        no warnings about damaged inputs\n"
     "  -v, --verbose      informational messages\n"
@@ -80,6 +85,7 @@ typedef struct args {
   size_t reorder;
   int steps;
   int top;
+  int run, all_runs;
   int have_from, have_to;
   int64_t from, to;
   const char **paths;
@@ -113,6 +119,15 @@ static int parse(int argc, char **argv, int from, args *a) {
     else if (!strcmp(s, "-v") || !strcmp(s, "--verbose")) a->verbose = 1;
     else if (!strcmp(s, "--progress")) a->progress = 1;
     else if (!strcmp(s, "--no-progress")) a->progress = 0;
+    else if (!strcmp(s, "--all-runs")) a->all_runs = 1;
+    else if (!strcmp(s, "--run")) {
+      NEED_VALUE();
+      char *end;
+      long v = strtol(argv[++i], &end, 10);
+      if (end == argv[i] || *end || v < 1 || v > 1000000)
+        return misuse("--run wants a run number (1 = the oldest), not '%s'", argv[i]);
+      a->run = (int)v;
+    }
     else if (!strcmp(s, "--html")) { NEED_VALUE(); a->html = argv[++i]; }
     else if (!strcmp(s, "-o") || !strcmp(s, "--output")) { NEED_VALUE(); a->output = argv[++i]; }
     else if (!strcmp(s, "--gpu")) { NEED_VALUE(); a->gpu = argv[++i]; }
@@ -162,6 +177,7 @@ static int parse(int argc, char **argv, int from, args *a) {
     else a->paths[a->npaths++] = s;
 #undef NEED_VALUE
   }
+  if (a->run && a->all_runs) return misuse("--run and --all-runs exclude each other");
   if ((a->have_from || a->have_to) && a->have_from && a->have_to && a->to <= a->from)
     return misuse("the window's end (%lld) is not after its start (%lld)", (long long)a->to,
                   (long long)a->from);
@@ -264,7 +280,7 @@ static int run_main(int argc, char **argv, args *a_out) {
   if (rc) return rc;
   topo_log_to_stderr("topo-report", a.verbose);
   rp_options opt = {.reorder_window = a.reorder ? a.reorder : 65536, .progress = a.progress,
-                    .quiet = a.quiet, .steps = a.steps};
+                    .quiet = a.quiet, .steps = a.steps, .run = a.run, .all_runs = a.all_runs};
   if (a.have_from || a.have_to) {
     opt.window = 1;
     opt.from = a.have_from ? a.from : INT64_MIN;

@@ -480,6 +480,19 @@ topo_status rp_render_html(const rp_report *r, const char *path) {
   rp_derive_overall(r, &o);
   fprintf(f, "<h1>topo-report</h1><div class=meta>%d rank%s · %" PRIu64 " collectives (%" PRIu64 " GPU-timed) · %d input file%s · topo %s</div>\n",
           r->nranks, r->nranks == 1 ? "" : "s", r->colls, r->timed_colls, r->nsrc, r->nsrc == 1 ? "" : "s", TOPO_VERSION);
+  for (size_t i = 0; i < r->nruns; i++) {
+    const rp_run_note *n = &r->runs[i];
+    if (n->nruns < 2) continue;
+    char when[48];
+    rp_fmt_utc(n->first_ns, when, sizeof when);
+    fprintf(f, "<div class=meta>");
+    esc(f, n->dir);
+    if (n->used)
+      fprintf(f, " holds %d runs of PyTorch traces; this is run %d (%s, %d file%s)</div>\n", n->nruns,
+              n->used, when, n->files, n->files == 1 ? "" : "s");
+    else
+      fprintf(f, " holds %d runs of PyTorch traces, all %d files read as one</div>\n", n->nruns, n->files);
+  }
   if (r->window)
     fprintf(f, "<div class=meta>window [%" PRId64 ", %" PRId64 ") ns since the Unix epoch: every "
                "figure is clipped to it</div>\n", r->win_from, r->win_to);

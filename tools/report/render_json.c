@@ -114,6 +114,17 @@ void rp_render_json(const rp_report *r, FILE *f) {
   rp_json_string(f, TOPO_VERSION);
   if (r->window)
     fprintf(f, ",\"window\":{\"from_ns\":%" PRId64 ",\"to_ns\":%" PRId64 "}", r->win_from, r->win_to);
+  fprintf(f, ",\"runs\":[");
+  for (size_t i = 0; i < r->nruns; i++) {
+    const rp_run_note *n = &r->runs[i];
+    fprintf(f, "%s{\"dir\":", i ? "," : "");
+    rp_json_string(f, n->dir);
+    fprintf(f, ",\"runs_found\":%d,\"run_read\":", n->nruns);
+    if (n->used) fprintf(f, "%d", n->used);
+    else fprintf(f, "null");
+    fprintf(f, ",\"files\":%d,\"first_file_ns\":%" PRId64 "}", n->files, n->first_ns);
+  }
+  fprintf(f, "]");
   fprintf(f, ",\"collectives_from\":\"%s\"", r->colls_from_kineto ? "kineto" : r->have_trace ? "trace" : "none");
   fprintf(f, ",\"inputs\":[");
   for (int i = 0; i < r->nsrc; i++) {

@@ -180,6 +180,17 @@ void rp_render_text(const rp_report *r, FILE *f) {
   if (jsons) fprintf(f, " %d JSON file%s", jsons, jsons == 1 ? "" : "s");
   fprintf(f, "; %" PRIu64 " collectives (%" PRIu64 " GPU-timed), %" PRIu64 " p2p\n", r->colls,
           r->timed_colls, r->p2p);
+  for (size_t i = 0; i < r->nruns; i++) {
+    const rp_run_note *n = &r->runs[i];
+    char when[48];
+    rp_fmt_utc(n->first_ns, when, sizeof when);
+    if (n->nruns > 1 && n->used)
+      fprintf(f, "run: %s holds %d runs of PyTorch traces; this is run %d (%s, %d file%s)\n", n->dir,
+              n->nruns, n->used, when, n->files, n->files == 1 ? "" : "s");
+    else if (n->nruns > 1)
+      fprintf(f, "runs: %s holds %d runs of PyTorch traces, all %d files read as one (--all-runs)\n",
+              n->dir, n->nruns, n->files);
+  }
   if (r->window)
     fprintf(f, "window: [%" PRId64 ", %" PRId64 ") ns since the Unix epoch (%s); every figure below "
             "is clipped to it\n", r->win_from, r->win_to,

@@ -381,6 +381,15 @@ const char *rp_rank_unknown_reason(const rp_rank *k);
 /* Overall: sums over ranks (rank-time), ratios of the sums. */
 void rp_derive_overall(const rp_report_fwd *r, rp_derived *d);
 
+/* A directory argument holding PyTorch (JSON) traces: its runs and the one read. */
+typedef struct rp_run_note {
+  char *dir;
+  int nruns;                      /* runs found (tensorboard_trace_handler cycles or jobs) */
+  int used;                       /* 1-based run read; 0: all of them (--all-runs) */
+  int files;                      /* JSON traces read from it */
+  int64_t first_ns;               /* time of the run's first file (its name's stamp, else mtime) */
+} rp_run_note;
+
 typedef struct rp_options {
   size_t reorder_window;          /* intervals held to sort the sweep (default 65536) */
   int progress;                   /* 1: progress lines on stderr; -1: auto (when stderr is a tty) */
@@ -391,6 +400,9 @@ typedef struct rp_options {
   int window;
   int64_t from, to;
   int steps;                      /* steps from topo traces: 0 auto, -1 off, > 0 force this period */
+  int run;                        /* a directory with several runs: read this one (1-based, by
+                                     time); 0: the latest */
+  int all_runs;                   /* 1: read every run of a directory as one */
 } rp_options;
 
 typedef struct rp_report {
@@ -429,6 +441,8 @@ typedef struct rp_report {
   /* busbw reference for the HTML plot (set by the caller; 0: none): GB/s and what it is */
   double ref_busbw;
   char ref_label[320];
+  rp_run_note *runs;              /* directories holding JSON traces: their runs */
+  size_t nruns;
 } rp_report;
 
 /* ---- steps from topo traces (steps.c): the period of each communicator's collectives. Ranks
@@ -481,6 +495,11 @@ void rp_report_free(rp_report *r);
 /* Collect input files: expands directories. Caller frees with rp_paths_free. */
 topo_status rp_paths_expand(const char *const *paths, int npaths, char ***out, int *nout);
 void rp_paths_free(char **paths, int n);
+/* The files the analysis reads: paths expanded, JSON that is no trace skipped (one line each),
+ * and of each directory's PyTorch traces one run (opt->run, else the latest; opt->all_runs: all),
+ * noted in r->runs. TOPO_ERR_INVALID when opt->run names no run of a directory. */
+topo_status rp_inputs_collect(const char *const *paths, int npaths, const rp_options *opt,
+                              rp_report *r, char ***out, int *nout);
 int rp_path_is_json(const char *path);
 
 /* a + b, saturating (sums over many ranks or collectives of garbage input must not overflow). */
@@ -506,6 +525,8 @@ void rp_row_top_choice(const rp_row *row, int *algo, int *proto, double *share);
 void rp_bucket_label(int bucket, char *buf, size_t len);
 void rp_fmt_bytes(uint64_t v, char *buf, size_t len);
 void rp_fmt_ns(int64_t ns, char *buf, size_t len);
+/* Unix-epoch ns as "2026-12-01 10:22:07 UTC". */
+void rp_fmt_utc(int64_t ns, char *buf, size_t len);
 
 /* ---- renderers (render_*.c, export_chrome.c, fit.c) */
 void rp_render_text(const rp_report *r, FILE *f);

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "alloc.h"
 #include "nccl_vocab.h"
@@ -257,6 +258,13 @@ void rp_fmt_ns(int64_t ns, char *buf, size_t len) {
   else if (a < 1e6) snprintf(buf, len, "%.2f us", (double)ns / 1e3);
   else if (a < 1e9) snprintf(buf, len, "%.3f ms", (double)ns / 1e6);
   else snprintf(buf, len, "%.3f s", (double)ns / 1e9);
+}
+
+void rp_fmt_utc(int64_t ns, char *buf, size_t len) {
+  time_t s = (time_t)(ns / 1000000000LL);
+  struct tm tm;
+  if (gmtime_r(&s, &tm)) strftime(buf, len, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  else snprintf(buf, len, "?");
 }
 
 /* Compute-side figures hold over the covered time only (docs/metrics.md, Coverage). */
