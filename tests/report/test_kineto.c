@@ -303,6 +303,75 @@ static void test_real_ddp_trace_steps_span_the_whole_step(void **state) {
   rp_report_free(&r);
 }
 
+/* The same trace in both step windows. All events: every GPU event of the file. --steps complete:
+ * from step 0's GPU start to step 3's GPU end, step 4 (cut short when the profiler stopped) left
+ * out. Expected figures computed from the JSON independently (python: unions of the kernels
+ * clipped to the window); HTA's rule cut at the CPU-side ProfilerStep#4 keeps the same 32 NCCL
+ * kernels and the same 86.375454 ms span (its default, cut at the GPU-side #4 5.8 ms later, keeps
+ * 33 over 93.04 ms). */
+static void test_real_ddp_trace_in_both_step_windows(void **state) {
+  (void)state;
+  const char *paths[] = {TOPO_REPORT_DATA "/ddp-kineto-rank0-excerpt.pt.trace.json"};
+  const int64_t base = 1790857026000000000;
+  rp_options opt = {.reorder_window = 65536, .quiet = 1};
+  rp_report r;
+  assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
+  assert_int_equal(r.step_window, RP_WINDOW_ALL);
+  assert_int_equal(r.ranks[0].win, 0);
+  assert_int_equal(r.ranks[0].nsteps, 5);
+  assert_int_equal(r.colls, 40);
+  assert_int_equal(r.ranks[0].t.last - r.ranks[0].t.first, 106820485);
+  assert_int_equal(r.ranks[0].t.comm, 6281860);
+  assert_int_equal(r.ranks[0].t.compute, 1788642);
+  assert_int_equal(r.ranks[0].t.busy, 8081413);
+  rp_report_free(&r);
+  opt.step_window = RP_WINDOW_COMPLETE_STEPS;
+  assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
+  const rp_rank *k = &r.ranks[0];
+  assert_int_equal(r.step_window, RP_WINDOW_COMPLETE_STEPS);
+  assert_int_equal(r.ranks_cut, 1);
+  assert_int_equal(k->win, 1);
+  assert_int_equal(k->win_from, base + 5209366075790648);
+  assert_int_equal(k->win_to, base + 5209366162166102);
+  assert_int_equal(k->win_first, 0);
+  assert_int_equal(k->win_last, 3);
+  assert_int_equal(k->win_dropped, 4);
+  assert_int_equal(k->win_steps, 5);
+  assert_int_equal(k->nsteps, 4);
+  for (int i = 0; i < 4; i++) assert_int_equal(k->steps[i].value, (uint64_t)i);
+  assert_int_equal(r.nstepsum, 4);
+  assert_int_equal(r.colls, 32);
+  assert_int_equal(r.rows[0]->calls, 32);
+  assert_int_equal(k->t.first, base + 5209366075790648);
+  assert_int_equal(k->t.last, base + 5209366162166102);
+  assert_int_equal(k->t.comm, 4987556);
+  assert_int_equal(k->t.compute, 1421123);
+  assert_int_equal(k->t.overlap, 0);
+  assert_int_equal(k->t.busy, 6417543);
+  rp_report_free(&r);
+}
+
+/* One ProfilerStep: none is complete, so every event counts (and the rank says so). */
+static void test_one_profiler_step_keeps_all_events(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/topo-kineto-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  write_file("rank3.pt.trace.json", kineto, sizeof kineto - 1);
+  const char *paths[] = {dir};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1, .step_window = RP_WINDOW_COMPLETE_STEPS};
+  rp_report r;
+  assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
+  assert_int_equal(r.ranks_cut, 0);
+  assert_int_equal(r.ranks[0].win, 0);
+  assert_int_equal(r.ranks[0].win_steps, 1);
+  assert_int_equal(r.ranks[0].nsteps, 1);
+  assert_int_equal(r.ranks[0].t.compute, 2250);
+  rp_report_free(&r);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 static void test_deep_nesting_does_not_recurse(void **state) {
   (void)state;
   size_t depth = 200000;
@@ -494,6 +563,8 @@ int main(void) {
       cmocka_unit_test(test_gpu_projected_steps_win_over_cpu_steps),
       cmocka_unit_test(test_steps_follow_the_kernels_their_cpu_range_launched),
       cmocka_unit_test(test_real_ddp_trace_steps_span_the_whole_step),
+      cmocka_unit_test(test_real_ddp_trace_in_both_step_windows),
+      cmocka_unit_test(test_one_profiler_step_keeps_all_events),
       cmocka_unit_test(test_deep_nesting_does_not_recurse),
       cmocka_unit_test(test_reads_in_any_chunks_equal_one_read),
       cmocka_unit_test(test_sendrecv_kernels_count_as_p2p),

@@ -236,12 +236,59 @@ static void test_own_export_and_other_json_are_skipped(void **state) {
   free(out), free(err);
 }
 
+/* The output says which events it counts: all (the default), or the complete profiler steps. */
+static void test_step_window_is_stated(void **state) {
+  (void)state;
+  char args[512], *out;
+  const char *trace = TOPO_REPORT_DATA "/ddp-kineto-rank0-excerpt.pt.trace.json";
+  snprintf(args, sizeof args, "%s", trace);
+  assert_int_equal(run(args, &out, NULL), 0);
+  assert_non_null(strstr(out, "\nevents: all (the default; --steps complete keeps the complete profiler steps only)\n"));
+  assert_non_null(strstr(out, "40 collectives"));
+  free(out);
+  snprintf(args, sizeof args, "--steps complete %s", trace);
+  assert_int_equal(run(args, &out, NULL), 0);
+  assert_non_null(strstr(out, "\nevents: the complete profiler steps only (--steps complete): 1 rank from "
+                              "ProfilerStep#0 to the end of #3 (#4, the last, left out)\n"));
+  assert_non_null(strstr(out, "32 collectives"));
+  assert_non_null(strstr(out, "86.375 ms")); /* the span */
+  assert_null(strstr(out, "\n  4            1"));  /* no step 4 row */
+  free(out);
+  snprintf(args, sizeof args, "--json --steps complete --steps auto %s", trace);
+  assert_int_equal(run(args, &out, NULL), 0);
+  assert_non_null(strstr(out, "\"step_window\":{\"mode\":\"complete_steps\",\"ranks_cut\":1}"));
+  assert_non_null(strstr(out, "\"window\":{\"mode\":\"complete_steps\",\"from_ns\":1796066392075790648,"
+                              "\"to_ns\":1796066392162166102,\"first_step\":0,\"last_step\":3,\"dropped_step\":4,"
+                              "\"profiler_steps\":5}"));
+  free(out);
+  snprintf(args, sizeof args, "--json %s", trace);
+  assert_int_equal(run(args, &out, NULL), 0);
+  assert_non_null(strstr(out, "\"step_window\":{\"mode\":\"all\",\"ranks_cut\":0}"));
+  assert_non_null(strstr(out, "\"window\":{\"mode\":\"all\",\"reason\":null}"));
+  free(out);
+  snprintf(args, sizeof args, "--html %s/steps.html --steps complete %s", dir, trace);
+  assert_int_equal(run(args, &out, NULL), 0);
+  free(out);
+  snprintf(args, sizeof args, "%s/steps.html", dir);
+  FILE *f = fopen(args, "r");
+  assert_non_null(f);
+  char *html = calloc(1, 1 << 20);
+  size_t n = fread(html, 1, (1 << 20) - 1, f);
+  html[n] = 0;
+  fclose(f);
+  assert_non_null(strstr(html, "<div class=meta>events: the complete profiler steps only (--steps complete)"));
+  free(html);
+  snprintf(args, sizeof args, "--steps most %s", trace);
+  assert_int_equal(run(args, NULL, NULL), 2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_overlap_without_communication_is_undefined),
       cmocka_unit_test(test_traces_without_cuda_gpu_events_say_so),
       cmocka_unit_test(test_tensorboard_directory_runs_are_not_mixed),
       cmocka_unit_test(test_own_export_and_other_json_are_skipped),
+      cmocka_unit_test(test_step_window_is_stated),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -153,6 +153,21 @@ static int clip_window(const rp_report *r, int64_t *a, int64_t *b) {
   return *b > *a;
 }
 
+/* The same for report rank `proc` (-1: none), its complete-steps window included. */
+static int in_rank_window(const rp_report *r, int proc, int64_t t) {
+  if (!in_window(r, t)) return 0;
+  if (proc < 0 || proc >= r->nranks || !r->ranks[proc].win) return 1;
+  return t >= r->ranks[proc].win_from && t < r->ranks[proc].win_to;
+}
+
+static int clip_rank(const rp_report *r, int proc, int64_t *a, int64_t *b) {
+  if (!clip_window(r, a, b)) return 0;
+  if (proc < 0 || proc >= r->nranks || !r->ranks[proc].win) return 1;
+  if (*a < r->ranks[proc].win_from) *a = r->ranks[proc].win_from;
+  if (*b > r->ranks[proc].win_to) *b = r->ranks[proc].win_to;
+  return *b > *a;
+}
+
 /* ---- rows and fit points */
 static int bucket_of(uint64_t size) { return size ? 63 - __builtin_clzll(size) : -1; }
 
@@ -305,6 +320,43 @@ static void step_add(void *vc, int src, int64_t start, int64_t stop, uint64_t va
   st->from_kineto = s->kind == RP_SRC_KINETO;
 }
 
+/* --steps complete (docs/metrics.md, Step windows): a rank with Kineto ProfilerSteps gets the
+ * window from the start of its first to the end of the one before its last, and loses that last
+ * step (the profiler stops inside it). A rank with one ProfilerStep has no complete one: all its
+ * events count, said once. Ranks without ProfilerSteps keep all their events. */
+static void complete_step_windows(rp_report *r, int quiet) {
+  r->step_window = RP_WINDOW_COMPLETE_STEPS;
+  for (int i = 0; i < r->nranks; i++) {
+    rp_rank *k = &r->ranks[i];
+    size_t n = 0, last = 0;
+    for (size_t j = 0; j < k->nsteps; j++)
+      if (k->steps[j].from_kineto) {
+        if (!n || k->steps[j].start > k->steps[last].start) last = j;
+        n++;
+      }
+    k->win_steps = n;
+    if (n == 1 && !quiet)
+      TOPO_WARN("rank %d: one ProfilerStep (#%" PRIu64 "), none complete: --steps complete keeps all its "
+                "events", k->world_rank, k->steps[last].value);
+    if (n < 2) continue;
+    k->win = 1;
+    k->win_from = INT64_MAX;
+    k->win_to = INT64_MIN;
+    int64_t first_start = INT64_MAX, last_start = INT64_MIN;
+    for (size_t j = 0; j < k->nsteps; j++) {
+      const rp_step *st = &k->steps[j];
+      if (!st->from_kineto || j == last) continue;
+      if (st->start < k->win_from) k->win_from = st->start;
+      if (st->stop > k->win_to) k->win_to = st->stop;
+      if (st->start < first_start) first_start = st->start, k->win_first = st->value;
+      if (st->start > last_start) last_start = st->start, k->win_last = st->value;
+    }
+    k->win_dropped = k->steps[last].value;
+    k->steps[last] = k->steps[--k->nsteps];
+    r->ranks_cut++;
+  }
+}
+
 /* A rank with both Kineto ProfilerSteps and topo step marks keeps the Kineto ones (they follow
  * the GPU work each step launched); the same step numbered twice would count twice. */
 static void steps_one_source(rp_rank *k) {
@@ -370,14 +422,16 @@ static void join_finalize(ctx *c, join_comm *j, int func, size_t i) {
   join_ring *g = &j->ring[func];
   size_t n = (size_t)j->nslots;
   uint8_t *got = g->got + i * n;
-  if (r->window) { /* counts when its earliest start (GPU, else CPU) lies in the window */
+  if (r->window || r->ranks_cut) { /* counts when its earliest start (GPU, else CPU) lies in the
+                                     * window (of the rank that has it) */
     int64_t first = INT64_MAX;
+    int who = -1;
     for (size_t k = 0; k < n; k++)
       if (got[k]) {
         int64_t t = got[k] == 2 ? g->gpu[i * n + k] : g->cpu[i * n + k];
-        if (t < first) first = t;
+        if (t < first) first = t, who = j->slot_proc[k];
       }
-    if (!in_window(r, first)) {
+    if (!in_rank_window(r, who, first)) {
       g->used[i] = 0;
       g->have[i] = 0;
       memset(got, 0, n);
@@ -758,7 +812,7 @@ static rp_step *step_at(rp_rank *k, int64_t t) {
 
 static void sweep_add(ctx *c, const rp_interval *iv) {
   rp_interval w = *iv;
-  if (!clip_window(c->r, &w.start, &w.stop)) return;
+  if (!clip_rank(c->r, c->sweep_rank, &w.start, &w.stop)) return;
   if (rp_sweep_add(c->sweep, &w) != TOPO_OK) c->st = TOPO_ERR_NOMEM;
 }
 
@@ -768,15 +822,30 @@ static void sweep_add(ctx *c, const rp_interval *iv) {
 static void p2_coll(void *vc, int src, const rp_coll *co) {
   ctx *c = vc;
   rp_report *r = c->r;
-  if (r->src[src].kind != RP_SRC_TRACE) return;
   rp_rank *k = &r->ranks[c->sweep_rank];
+  if (r->src[src].kind != RP_SRC_TRACE) { /* Kineto NCCL kernels: the table, when no topo trace has it */
+    if (c->bin_colls || !in_rank_window(r, c->sweep_rank, co->gpu_start)) return;
+    r->colls_from_kineto = 1;
+    if (co->p2p) {
+      r->p2p++;
+    } else {
+      r->colls++;
+      r->timed_colls++;
+      k->colls++;
+      k->timed_colls++;
+      r->src[src].colls++;
+      r->src[src].timed_colls++;
+    }
+    table_add(c, co);
+    return;
+  }
   int slot = stream_slot(c, co->stream);
   if (slot < 0) return;
   if (co->timed) {
     if (co->gpu_stop > c->stream_end[slot]) c->stream_end[slot] = co->gpu_stop;
     return;
   }
-  if (!in_window(r, co->cpu_start)) return;
+  if (!in_rank_window(r, c->sweep_rank, co->cpu_start)) return;
   rp_est_key key = est_key(co);
   rp_estimate e;
   int level = rp_est_get(c->est, &key, rp_coll_size(key.func, co->bytes, co->nranks), &e);
@@ -814,37 +883,24 @@ static void p1_coll(void *vc, int src, const rp_coll *co) {
   ctx *c = vc;
   rp_report *r = c->r;
   rp_source *s = &r->src[src];
-  if (s->kind == RP_SRC_TRACE) est_learn(c, co);
-  if (s->kind == RP_SRC_TRACE) {
-    c->bin_colls = 1;
-    int jc = c->src_comm[src];
-    if (jc >= 0 && !co->p2p) join_add(c, &c->jc[jc], c->src_slot[src], co); /* the window applies at the join */
-    if (jc >= 0) rp_steps_coll(c->steps, (size_t)jc, c->jc[jc].nranks, s->rank, s->proc, co);
-    if (!in_window(r, co->timed ? co->gpu_start : co->cpu_start)) return;
-    r->colls += !co->p2p;
-    r->p2p += (uint64_t)co->p2p;
-    r->timed_colls += (uint64_t)co->timed;
-    if (s->proc >= 0) {
-      r->ranks[s->proc].colls++;
-      r->ranks[s->proc].timed_colls += (uint64_t)co->timed;
-    }
-  } else {
-    if (c->bin_colls) return; /* topo traces describe the collectives better */
-    if (!in_window(r, co->gpu_start)) return;
-    r->colls_from_kineto = 1;
-    if (co->p2p) {
-      r->p2p++;
-    } else {
-      r->colls++;
-      r->timed_colls++;
-      s->colls++;
-      s->timed_colls++;
-    }
+  /* Kineto NCCL kernels make the table in pass 2, once the rank's window is known */
+  if (s->kind != RP_SRC_TRACE) return;
+  est_learn(c, co);
+  c->bin_colls = 1;
+  int jc = c->src_comm[src];
+  if (jc >= 0 && !co->p2p) join_add(c, &c->jc[jc], c->src_slot[src], co); /* the window applies at the join */
+  if (jc >= 0) rp_steps_coll(c->steps, (size_t)jc, c->jc[jc].nranks, s->rank, s->proc, co);
+  if (!in_rank_window(r, s->proc, co->timed ? co->gpu_start : co->cpu_start)) return;
+  r->colls += !co->p2p;
+  r->p2p += (uint64_t)co->p2p;
+  r->timed_colls += (uint64_t)co->timed;
+  if (s->proc >= 0) {
+    r->ranks[s->proc].colls++;
+    r->ranks[s->proc].timed_colls += (uint64_t)co->timed;
   }
   table_add(c, co);
-  if (s->kind == RP_SRC_KINETO) return;
   int64_t lo = co->timed ? co->gpu_start : co->cpu_start, hi = co->timed ? co->gpu_stop : co->cpu_stop;
-  (void)clip_window(r, &lo, &hi); /* its start is inside: only the end can be cut */
+  (void)clip_rank(r, s->proc, &lo, &hi); /* its start is inside: only the end can be cut */
   if (lo < r->t0) r->t0 = lo;
   if (hi > r->t_end) r->t_end = hi;
   if (lo < r->trace_first) r->trace_first = lo;
@@ -856,7 +912,7 @@ static void p1_interval(void *vc, int src, const rp_interval *iv) {
   rp_report *r = c->r;
   if (r->src[src].kind == RP_SRC_KINETO) return; /* its range is known at its end */
   int64_t a = iv->start, b = iv->stop;
-  if (!clip_window(r, &a, &b)) return;
+  if (!clip_rank(r, r->src[src].proc, &a, &b)) return;
   if (a < r->t0) r->t0 = a;
   if (b > r->t_end) r->t_end = b;
   if (a < r->trace_first) r->trace_first = a;
@@ -875,6 +931,8 @@ static void p2_kevent(void *vc, int src, const rp_kevent *e) {
   ctx *c = vc;
   (void)src;
   if (!in_window(c->r, e->start)) return;
+  /* GPU work outside the rank's step window is not counted; the calls stay, for the look-ups */
+  if (e->stream >= 0 && !in_rank_window(c->r, c->sweep_rank, e->start)) return;
   rp_gpu_event(c->r->ranks[c->sweep_rank].gpu, e);
 }
 
@@ -1257,10 +1315,7 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
   /* One GPU-clock offset per rank before any GPU time is used (align.c). */
   if ((st = rp_align_solve(c.align, r)) != TOPO_OK) goto out;
   rp_sink s1 = {&c, p1_coll, p1_interval, step_add, p1_record, NULL};
-  merged(&c, bin, nbin, &s1, 1, "pass 1");
-  for (size_t i = 0; i < c.njc; i++) join_evict_all(&c, &c.jc[i]);
-  for (int i = 0; i < nbin; i++) close_src(&c, &r->src[bin[i]]);
-  /* Kineto / Chrome JSON, one file at a time */
+  /* Kineto / Chrome JSON first, one file at a time: their steps give the ranks' windows */
   for (int i = 0; i < r->nsrc && c.st == TOPO_OK; i++) {
     rp_source *s = &r->src[i];
     if (s->kind != RP_SRC_KINETO) continue;
@@ -1277,7 +1332,7 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
     /* A JSON file without GPU activity (another device's trace, a CPU-only one, not a trace at
      * all) makes no rank of its own: its steps alone would show as zeros. A rank already seen
      * through other sources keeps what they give. */
-    int empty = !info.gpu_events && !s->colls;
+    int empty = !info.gpu_events;
     if (empty) {
       kineto_unusable(s, &info, s->proc >= 0 && s->proc < nranks_before);
       if (s->proc >= nranks_before && s->proc == r->nranks - 1) { /* the rank it made: undone */
@@ -1287,17 +1342,23 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
       if (s->proc >= nranks_before) s->proc = -1;
     }
     int p = empty ? s->proc : kineto_rank(&c, s);
-    if (p >= 0) r->ranks[p].colls += s->colls, r->ranks[p].timed_colls += s->timed_colls;
-    int64_t a = s->gpu_first, b = s->gpu_last;
-    if (b > a && clip_window(r, &a, &b)) {
-      if (a < r->t0) r->t0 = a;
-      if (b > r->t_end) r->t_end = b;
-      if (a < r->kineto_first) r->kineto_first = a;
-      if (b > r->kineto_last) r->kineto_last = b;
-    }
     if (p >= 0) r->ranks[p].kineto = 1;
     close_src(&c, s);
   }
+  if (opt.step_window == RP_WINDOW_COMPLETE_STEPS) complete_step_windows(r, opt.quiet);
+  for (int i = 0; i < r->nsrc; i++) {
+    const rp_source *s = &r->src[i];
+    int64_t a = s->gpu_first, b = s->gpu_last;
+    if (s->kind != RP_SRC_KINETO || s->proc < 0 || !(b > a) || !clip_rank(r, s->proc, &a, &b)) continue;
+    if (a < r->t0) r->t0 = a;
+    if (b > r->t_end) r->t_end = b;
+    if (a < r->kineto_first) r->kineto_first = a;
+    if (b > r->kineto_last) r->kineto_last = b;
+  }
+  /* topo traces, merged by time */
+  merged(&c, bin, nbin, &s1, 1, "pass 1");
+  for (size_t i = 0; i < c.njc; i++) join_evict_all(&c, &c.jc[i]);
+  for (int i = 0; i < nbin; i++) close_src(&c, &r->src[bin[i]]);
   if (c.st == TOPO_OK) c.st = rp_steps_finish(c.steps, r);
   if (c.st != TOPO_OK) goto out;
   for (int i = 0; i < r->nsrc; i++) {

@@ -47,8 +47,11 @@ static const char usage[] =
     "                     that reference (fit: the GPU the profile is for)\n"
     "  --top N            top kernels per rank and type in the kernel table (default 10,\n"
     "                     HTA's num_kernels; also cut at 80 % of the type's time, as HTA does)\n"
+    "  --steps all|complete  the events counted: all (default), or per rank only its complete\n"
+    "                     profiler steps (first ProfilerStep to the end of the one before the last)\n"
     "  --steps auto|off|P steps from the period of the collectives when no Kineto trace or\n"
     "                     step mark gives them (default auto); P forces P collectives a step\n"
+    "                     (--steps may be given twice: a window and a detection)\n"
     "  --run N            a directory holding several runs: read the Nth (1 = oldest)\n"
     "  --all-runs         a directory holding several runs: read them all as one\n"
     "  --progress / --no-progress   progress on stderr (default: on a terminal or inputs > 256 MB)\n"
@@ -83,7 +86,7 @@ typedef struct args {
   int progress;
   const char *html, *output, *gpu, *chrome, *base, *profile;
   size_t reorder;
-  int steps;
+  int steps, step_window;
   int top;
   int run, all_runs;
   int have_from, have_to;
@@ -153,9 +156,12 @@ static int parse(int argc, char **argv, int from, args *a) {
       long p = strtol(v, &end, 10);
       if (!strcmp(v, "auto")) a->steps = 0;
       else if (!strcmp(v, "off")) a->steps = -1;
+      else if (!strcmp(v, "all")) a->step_window = RP_WINDOW_ALL;
+      else if (!strcmp(v, "complete")) a->step_window = RP_WINDOW_COMPLETE_STEPS;
       else if (end != v && !*end && p >= 1 && p <= RP_STEPS_DETECT_MAX / 2) a->steps = (int)p;
-      else return misuse("--steps wants auto, off or a period of 1..%d collectives, not '%s'",
-                         RP_STEPS_DETECT_MAX / 2, v);
+      else
+        return misuse("--steps wants all, complete, auto, off or a period of 1..%d collectives, not '%s'",
+                      RP_STEPS_DETECT_MAX / 2, v);
     } else if (!strcmp(s, "--window")) {
       NEED_VALUE();
       const char *v = argv[++i], *comma = strchr(v, ',');
@@ -280,7 +286,8 @@ static int run_main(int argc, char **argv, args *a_out) {
   if (rc) return rc;
   topo_log_to_stderr("topo-report", a.verbose);
   rp_options opt = {.reorder_window = a.reorder ? a.reorder : 65536, .progress = a.progress,
-                    .quiet = a.quiet, .steps = a.steps, .run = a.run, .all_runs = a.all_runs};
+                    .quiet = a.quiet, .steps = a.steps, .step_window = a.step_window, .run = a.run,
+                    .all_runs = a.all_runs};
   if (a.have_from || a.have_to) {
     opt.window = 1;
     opt.from = a.have_from ? a.from : INT64_MIN;

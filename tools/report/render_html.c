@@ -493,6 +493,10 @@ topo_status rp_render_html(const rp_report *r, const char *path) {
     else
       fprintf(f, " holds %d runs of PyTorch traces, all %d files read as one</div>\n", n->nruns, n->files);
   }
+  char sw[320];
+  fprintf(f, "<div class=meta>events: ");
+  esc(f, rp_step_window_text(r, sw, sizeof sw));
+  fprintf(f, "</div>\n");
   if (r->window)
     fprintf(f, "<div class=meta>window [%" PRId64 ", %" PRId64 ") ns since the Unix epoch: every "
                "figure is clipped to it</div>\n", r->win_from, r->win_to);

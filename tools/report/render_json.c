@@ -103,6 +103,20 @@ static void alignment_json(FILE *f, const rp_rank *k) {
           k->align_inconsistent && known ? "true" : "false");
 }
 
+/* The rank's events: all, or its complete profiler steps (with the window and the step left out). */
+static void window_json(FILE *f, const rp_report *r, const rp_rank *k) {
+  if (k->win)
+    fprintf(f, ",\"window\":{\"mode\":\"complete_steps\",\"from_ns\":%" PRId64 ",\"to_ns\":%" PRId64
+               ",\"first_step\":%" PRIu64 ",\"last_step\":%" PRIu64 ",\"dropped_step\":%" PRIu64
+               ",\"profiler_steps\":%zu}",
+            k->win_from, k->win_to, k->win_first, k->win_last, k->win_dropped, k->win_steps);
+  else if (r->step_window == RP_WINDOW_COMPLETE_STEPS)
+    fprintf(f, ",\"window\":{\"mode\":\"all\",\"reason\":\"%s\"}",
+            k->win_steps ? "one ProfilerStep: none complete" : "no ProfilerStep");
+  else
+    fprintf(f, ",\"window\":{\"mode\":\"all\",\"reason\":null}");
+}
+
 static void dropped_json(FILE *f, const uint64_t *d) {
   fprintf(f, "{\"coll\":%" PRIu64 ",\"child\":%" PRIu64 ",\"record\":%" PRIu64 ",\"io\":%" PRIu64
              ",\"cupti\":%" PRIu64 ",\"other\":%" PRIu64 "}",
@@ -114,6 +128,8 @@ void rp_render_json(const rp_report *r, FILE *f) {
   rp_json_string(f, TOPO_VERSION);
   if (r->window)
     fprintf(f, ",\"window\":{\"from_ns\":%" PRId64 ",\"to_ns\":%" PRId64 "}", r->win_from, r->win_to);
+  fprintf(f, ",\"step_window\":{\"mode\":\"%s\",\"ranks_cut\":%d}",
+          r->step_window == RP_WINDOW_COMPLETE_STEPS ? "complete_steps" : "all", r->ranks_cut);
   fprintf(f, ",\"runs\":[");
   for (size_t i = 0; i < r->nruns; i++) {
     const rp_run_note *n = &r->runs[i];
@@ -162,6 +178,7 @@ void rp_render_json(const rp_report *r, FILE *f) {
             k->last_count, k->late_total, k->wait_total, k->missed, k->t.late, k->problems);
     dropped_json(f, k->dropped);
     alignment_json(f, k);
+    window_json(f, r, k);
     fprintf(f, ",\"steps\":[");
     for (size_t s = 0; s < k->nsteps; s++) {
       const rp_step *st = &k->steps[s];

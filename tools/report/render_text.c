@@ -191,6 +191,8 @@ void rp_render_text(const rp_report *r, FILE *f) {
       fprintf(f, "runs: %s holds %d runs of PyTorch traces, all %d files read as one (--all-runs)\n",
               n->dir, n->nruns, n->files);
   }
+  char sw[320];
+  fprintf(f, "events: %s\n", rp_step_window_text(r, sw, sizeof sw));
   if (r->window)
     fprintf(f, "window: [%" PRId64 ", %" PRId64 ") ns since the Unix epoch (%s); every figure below "
             "is clipped to it\n", r->win_from, r->win_to,

@@ -338,6 +338,12 @@ typedef struct rp_rank {
   size_t ntimeline;
   uint64_t timeline_dropped;
   struct rp_gpu *gpu;             /* kernel-level analyses of its Kineto events (kernels.h), or NULL */
+  /* --steps complete: the rank's window on the aligned clock, [win_from, win_to), when win; the
+   * steps it holds (first..last) and the one left out (dropped, the last ProfilerStep) */
+  int win;
+  int64_t win_from, win_to;
+  uint64_t win_first, win_last, win_dropped;
+  size_t win_steps;               /* ProfilerSteps the rank had (when < 2: no window, all events) */
 } rp_rank;
 
 typedef struct rp_comm_summary {
@@ -381,6 +387,11 @@ const char *rp_rank_unknown_reason(const rp_rank *k);
 /* Overall: sums over ranks (rank-time), ratios of the sums. */
 void rp_derive_overall(const rp_report_fwd *r, rp_derived *d);
 
+/* The events a report counts (docs/metrics.md, Step windows): all of them (the default), or per
+ * rank those of its complete profiler steps: from its first ProfilerStep to the end of the one
+ * before its last (the last one is cut short when the profiler stops). */
+enum { RP_WINDOW_ALL = 0, RP_WINDOW_COMPLETE_STEPS = 1 };
+
 /* A directory argument holding PyTorch (JSON) traces: its runs and the one read. */
 typedef struct rp_run_note {
   char *dir;
@@ -400,6 +411,7 @@ typedef struct rp_options {
   int window;
   int64_t from, to;
   int steps;                      /* steps from topo traces: 0 auto, -1 off, > 0 force this period */
+  int step_window;                /* RP_WINDOW_ALL or RP_WINDOW_COMPLETE_STEPS */
   int run;                        /* a directory with several runs: read this one (1-based, by
                                      time); 0: the latest */
   int all_runs;                   /* 1: read every run of a directory as one */
@@ -433,6 +445,8 @@ typedef struct rp_report {
   int steps_detect;               /* RP_STEPS_*: outcome of the detection */
   int have_kineto, have_trace, colls_from_kineto;
   int window;                     /* the analysis window of rp_options applied */
+  int step_window;                /* RP_WINDOW_*: the events counted */
+  int ranks_cut;                  /* ranks with a complete-steps window */
   int64_t win_from, win_to;
   /* aligned time each kind of input covers (INT64_MAX/MIN: none), window applied */
   int64_t trace_first, trace_last, kineto_first, kineto_last;
@@ -525,6 +539,9 @@ void rp_row_top_choice(const rp_row *row, int *algo, int *proto, double *share);
 void rp_bucket_label(int bucket, char *buf, size_t len);
 void rp_fmt_bytes(uint64_t v, char *buf, size_t len);
 void rp_fmt_ns(int64_t ns, char *buf, size_t len);
+/* Which events the report counts, in words: "all events (the default; ...)" or the complete
+ * profiler steps per rank (docs/metrics.md, Step windows). */
+const char *rp_step_window_text(const rp_report *r, char *buf, size_t len);
 /* Unix-epoch ns as "2026-12-01 10:22:07 UTC". */
 void rp_fmt_utc(int64_t ns, char *buf, size_t len);
 

@@ -331,3 +331,37 @@ void rp_derive_overall(const rp_report *r, rp_derived *d) {
   d->compute_share = rp_ratio(d->compute, d->covered);
   d->idle_share = rp_ratio(d->idle, d->covered);
 }
+
+const char *rp_step_window_text(const rp_report *r, char *buf, size_t len) {
+  if (r->step_window != RP_WINDOW_COMPLETE_STEPS) {
+    snprintf(buf, len, "all (the default; --steps complete keeps the complete profiler steps only)");
+    return buf;
+  }
+  int cut = 0, same = 1, rest = 0;
+  const rp_rank *ref = NULL;
+  for (int i = 0; i < r->nranks; i++) {
+    const rp_rank *k = &r->ranks[i];
+    if (!k->win) {
+      rest++;
+      continue;
+    }
+    if (ref && (k->win_first != ref->win_first || k->win_last != ref->win_last || k->win_dropped != ref->win_dropped))
+      same = 0;
+    if (!ref) ref = k;
+    cut++;
+  }
+  size_t o = (size_t)snprintf(buf, len, "the complete profiler steps only (--steps complete): ");
+  if (o >= len) return buf;
+  if (!cut)
+    o += (size_t)snprintf(buf + o, len - o, "no rank has two ProfilerSteps, so all events count");
+  else if (same)
+    o += (size_t)snprintf(buf + o, len - o, "%d rank%s from ProfilerStep#%" PRIu64 " to the end of #%" PRIu64
+                          " (#%" PRIu64 ", the last, left out)", cut, cut == 1 ? "" : "s", ref->win_first,
+                          ref->win_last, ref->win_dropped);
+  else
+    o += (size_t)snprintf(buf + o, len - o, "%d ranks from their first ProfilerStep to the end of the one "
+                          "before their last (steps per rank in --json)", cut);
+  if (cut && rest && o < len)
+    snprintf(buf + o, len - o, "; %d rank%s without two ProfilerSteps: all events", rest, rest == 1 ? "" : "s");
+  return buf;
+}
