@@ -59,7 +59,7 @@ uint64_t js_file_offset(const js_in *in);
 /* ---- primitives over [*pp, end); each advances *pp past what it read on JS_OK */
 /* Skip whitespace. */
 static inline const char *js_ws(const char *p, const char *end) {
-  while (p < end && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
+  while (p < end && (unsigned char)*p <= ' ' && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
   return p;
 }
 /* A string at *pp (which must point at its opening quote). */

@@ -42,7 +42,8 @@ typedef struct jev {
   char dtype[32];
   int64_t ts, dur;       /* ns */
   int has_ts, has_dur;
-  int64_t pid, tid, stream;
+  js_str tid_s;           /* "tid" (the stream of GPU events without args.stream) */
+  int64_t stream;
   int64_t in_nelems, out_nelems, group_size;
   int64_t corr;          /* args.correlation: links a launch (cuda_runtime/driver) to its GPU event */
   int64_t bytes;         /* args.bytes (memcpy/memset) */
@@ -217,7 +218,9 @@ static void event_reset(jev *e) {
   e->name[0] = e->coll_name[0] = e->dtype[0] = 0;
   e->ts = e->dur = 0;
   e->has_ts = e->has_dur = 0;
-  e->pid = e->tid = e->stream = -1;
+  e->tid_s.p = NULL;
+  e->tid_s.n = 0;
+  e->stream = -1;
   e->in_nelems = e->out_nelems = e->group_size = -1;
   e->corr = e->bytes = -1;
   e->bw_gbps = -1;
@@ -270,14 +273,10 @@ static js_status parse_event(const char **pp, const char *end, jev *e) {
       e->dur = js_us_to_ns(v);
       e->has_dur = 1;
       done = 1;
-    } else if (key.n == 3 && (JS_EQ(key, "pid") || JS_EQ(key, "tid"))) {
-      int64_t *dst = key.p[0] == 'p' ? &e->pid : &e->tid;
-      if (c == '"' || is_num_start(c)) {
-        st = c == '"' ? js_string(&p, end, &v) : js_number(&p, end, &v);
-        if (st != JS_OK) return st;
-        *dst = js_int(v);
-        done = 1;
-      }
+    } else if (key.n == 3 && JS_EQ(key, "tid") && (c == '"' || is_num_start(c))) {
+      st = c == '"' ? js_string(&p, end, &e->tid_s) : js_number(&p, end, &e->tid_s);
+      if (st != JS_OK) return st;
+      done = 1;
     } else if (key.n == 4 && JS_EQ(key, "args") && c == '{' && e->cat != KC_CPU &&
                e->cat != KC_GPU_ANNOTATION) {
       if ((st = parse_args(&p, end, e)) != JS_OK) return st;
@@ -418,7 +417,8 @@ static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e) {
   if (e->ts < k->first) k->first = e->ts;
   if (e->ts + e->dur > k->last) k->last = e->ts + e->dur;
   if (sink->step && e->corr >= 0) corr_add_gpu(k, e->corr, e->ts, e->ts + e->dur);
-  rp_interval iv = {start, stop, (uint32_t)(e->stream >= 0 ? e->stream : e->tid), RP_COMPUTE,
+  int64_t tid = e->stream >= 0 || !e->tid_s.p ? -1 : js_int(e->tid_s); /* the stream when args lack it */
+  rp_interval iv = {start, stop, (uint32_t)(e->stream >= 0 ? e->stream : tid), RP_COMPUTE,
                     0xff, RP_FROM_KERNEL, 0};
   int func = -1, algo = -1, proto = -1;
   if (e->cat != KC_KERNEL || !strncmp(e->name, "Memcpy", 6) || !strncmp(e->name, "Memset", 6)) {
