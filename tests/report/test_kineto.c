@@ -372,6 +372,47 @@ static void test_one_profiler_step_keeps_all_events(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+/* The report of `path` as --json renders it, read with pass 2 replaying pass 1's record or parsing
+ * the JSON again. */
+static char *json_report(const char *path, int reread, int step_window) {
+  const char *paths[] = {path};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1, .reread_json = reread, .step_window = step_window};
+  rp_report r;
+  assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  assert_non_null(f);
+  rp_render_json(&r, f);
+  fclose(f);
+  rp_report_free(&r);
+  return text;
+}
+
+/* Pass 2 replays the events pass 1 recorded instead of parsing the JSON again: every figure the
+ * same (kernel-level analyses included), in both step windows; without a place for the record
+ * (TMPDIR unusable) it parses the JSON again, with the same result. */
+static void test_pass_two_replay_equals_reading_again(void **state) {
+  (void)state;
+  const char *trace = TOPO_REPORT_DATA "/ddp-kineto-rank0-excerpt.pt.trace.json";
+  for (int w = 0; w < 2; w++) {
+    char *a = json_report(trace, 0, w), *b = json_report(trace, 1, w);
+    assert_string_equal(a, b);
+    assert_non_null(strstr(a, "\"nccl_kernels\":40"));
+    free(a), free(b);
+  }
+  const char *tmp = getenv("TMPDIR");
+  char *saved = tmp ? strdup(tmp) : NULL;
+  setenv("TMPDIR", "/nonexistent-topo-dir", 1);
+  rp_kspill *sp = rp_kspill_new();
+  assert_null(sp);
+  char *a = json_report(trace, 0, 0), *b = json_report(trace, 1, 0);
+  assert_string_equal(a, b);
+  free(a), free(b);
+  if (saved) setenv("TMPDIR", saved, 1), free(saved);
+  else unsetenv("TMPDIR");
+}
+
 static void test_deep_nesting_does_not_recurse(void **state) {
   (void)state;
   size_t depth = 200000;
@@ -565,6 +606,7 @@ int main(void) {
       cmocka_unit_test(test_real_ddp_trace_steps_span_the_whole_step),
       cmocka_unit_test(test_real_ddp_trace_in_both_step_windows),
       cmocka_unit_test(test_one_profiler_step_keeps_all_events),
+      cmocka_unit_test(test_pass_two_replay_equals_reading_again),
       cmocka_unit_test(test_deep_nesting_does_not_recurse),
       cmocka_unit_test(test_reads_in_any_chunks_equal_one_read),
       cmocka_unit_test(test_sendrecv_kernels_count_as_p2p),

@@ -1204,6 +1204,7 @@ static topo_status add_sources(rp_report *r, char **files, int nfiles, const rp_
     s->rank = -1;
     s->quiet = opt->quiet;
     s->kind = rp_path_is_json(files[i]) ? RP_SRC_KINETO : RP_SRC_TRACE;
+    s->want_spill = s->kind == RP_SRC_KINETO && !opt->reread_json;
     s->path = topo_strdup(files[i]);
     if (!s->path) return TOPO_ERR_NOMEM;
     r->nsrc++;
@@ -1436,7 +1437,11 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
     }
     rp_sweep_free(c.sweep);
     c.sweep = NULL;
-    for (int i = 0; i < n; i++) close_src(&c, &r->src[mine[i]]);
+    for (int i = 0; i < n; i++) {
+      close_src(&c, &r->src[mine[i]]);
+      rp_kspill_free(r->src[mine[i]].spill); /* replayed: done with */
+      r->src[mine[i]].spill = NULL;
+    }
     rp_times *o = &r->overall;
     if (k->t.first < o->first) o->first = k->t.first;
     if (k->t.last > o->last) o->last = k->t.last;
@@ -1486,6 +1491,7 @@ out:
 void rp_report_free(rp_report *r) {
   for (int i = 0; i < r->nsrc; i++) {
     rp_source_close(&r->src[i]);
+    rp_kspill_free(r->src[i].spill);
     topo_free(r->src[i].path);
   }
   topo_free(r->src);

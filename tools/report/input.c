@@ -330,13 +330,18 @@ topo_status rp_source_open(rp_source *s, int pass) {
   s->frontier = INT64_MIN;
   if (s->kind == RP_SRC_KINETO) {
     rp_kineto *k;
-    topo_status st = rp_kineto_open(s->path, &k);
+    int replay = pass > 1 && rp_kspill_ready(s->spill);
+    topo_status st = replay ? rp_kineto_open_replay(s->path, s->spill, &k) : rp_kineto_open(s->path, &k);
     if (st != TOPO_OK) {
       if (st == TOPO_ERR_IO) s->unreadable = errno ? errno : EIO;
       s->done = 1;
       return st;
     }
     s->impl = k;
+    if (pass == 1 && s->want_spill) { /* pass 2 replays what pass 1 records, when it can */
+      rp_kspill_free(s->spill);
+      if ((s->spill = rp_kspill_new())) rp_kineto_record(k, s->spill);
+    }
     rp_kineto_set_quiet(k, s->quiet || pass != 1);
     rp_kineto_set_pass(k, pass);
     if (pass > 1) rp_kineto_set_base(k, s->kineto_base); /* it may come last in the file */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "jscan.h"
@@ -37,7 +38,8 @@ typedef struct jev {
   int cat;               /* enum kcat */
   int ph_x;              /* "ph": "X" */
   int skipped;           /* known to be of no use before its end: not read to the end */
-  char name[NAME_MAX_LEN]; /* decoded name (GPU events only; "" otherwise) */
+  const char *name_c, *cat_c; /* decoded name / category, NULL until asked for (ev_name, ev_cat) */
+  char name[NAME_MAX_LEN];
   char coll_name[64];
   char dtype[32];
   int64_t ts, dur;       /* ns */
@@ -48,7 +50,8 @@ typedef struct jev {
   int64_t corr;          /* args.correlation: links a launch (cuda_runtime/driver) to its GPU event */
   int64_t bytes;         /* args.bytes (memcpy/memset) */
   double bw_gbps;        /* args."memory bandwidth (GB/s)" */
-  char cat_name[32];     /* decoded category (events handed to sink->kevent only) */
+  char cat_name[32];
+  int64_t tid;           /* decoded "tid", INT64_MIN until asked for (ev_tid) */
 } jev;
 
 /* Step attribution (HTA's): a GPU event belongs to the ProfilerStep whose CPU range holds the
@@ -86,6 +89,8 @@ struct rp_kineto {
   corr_gpu *gpuev;
   size_t ngpuev, cap_gpuev;
   int corr_full;         /* a table hit CORR_MAX */
+  rp_kspill *spill;      /* pass 1: the events pass 2 needs are recorded here (NULL: not) */
+  rp_kspill *replay;     /* pass 2: the events come from this record, not from the JSON */
   jev ev;
 };
 
@@ -220,6 +225,8 @@ static void event_reset(jev *e) {
   e->has_ts = e->has_dur = 0;
   e->tid_s.p = NULL;
   e->tid_s.n = 0;
+  e->tid = INT64_MIN;
+  e->name_c = e->cat_c = NULL;
   e->stream = -1;
   e->in_nelems = e->out_nelems = e->group_size = -1;
   e->corr = e->bytes = -1;
@@ -368,6 +375,33 @@ static void note_category(rp_kineto *k, const jev *e) {
   }
 }
 
+static rp_kineto *kineto_new(const char *name);
+
+static const char *ev_name(jev *e) {
+  if (!e->name_c) {
+    js_unescape(e->name_s, e->name, sizeof e->name);
+    e->name_c = e->name;
+  }
+  return e->name_c;
+}
+
+static const char *ev_cat(jev *e) {
+  if (!e->cat_c) {
+    js_unescape(e->cat_s, e->cat_name, sizeof e->cat_name);
+    e->cat_c = e->cat_name;
+  }
+  return e->cat_c;
+}
+
+static int64_t ev_tid(jev *e) { /* a GPU event's stream when its args lack one */
+  if (e->tid == INT64_MIN) e->tid = e->tid_s.p ? js_int(e->tid_s) : -1;
+  return e->tid;
+}
+
+static void act(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e, int64_t start, int64_t stop);
+static void spill_put(rp_kineto *k, jev *e);
+static void spill_finish(rp_kspill *sp);
+
 static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e) {
   k->events++;
   if (e->skipped && e->ph_x && e->cat == KC_CPU) k->x_events++, k->cpu_events++;
@@ -398,11 +432,16 @@ static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e) {
     k->nsteps++;
     return;
   }
+  if (k->spill) spill_put(k, e);
+  act(k, s, sink, e, start, stop);
+}
+
+/* What an event that is not a ProfilerStep gives the sinks: pass 1 and pass 2 alike, the replay of
+ * pass 1's record (spill) too, so that both passes see the same events the same way. */
+static void act(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e, int64_t start, int64_t stop) {
   int gpu = e->cat == KC_KERNEL || e->cat == KC_MEMCPY || e->cat == KC_MEMSET;
   if (sink->kevent) { /* runtime and driver calls, GPU activities, and what the report does not know */
-    js_unescape(e->name_s, e->name, sizeof e->name);
-    js_unescape(e->cat_s, e->cat_name, sizeof e->cat_name);
-    rp_kevent ke = {e->name, e->cat_name, start, stop - start, e->stream, e->corr, e->bytes,
+    rp_kevent ke = {ev_name(e), ev_cat(e), start, stop - start, e->stream, e->corr, e->bytes,
                     e->bw_gbps == e->bw_gbps ? e->bw_gbps : -1};
     sink->kevent(sink->ctx, s->index, &ke);
   }
@@ -413,18 +452,17 @@ static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e) {
   }
   if (stop <= start) return;
   k->gpu_events++;
-  if (!sink->kevent) js_unescape(e->name_s, e->name, sizeof e->name);
+  const char *name = ev_name(e);
   if (e->ts < k->first) k->first = e->ts;
   if (e->ts + e->dur > k->last) k->last = e->ts + e->dur;
   if (sink->step && e->corr >= 0) corr_add_gpu(k, e->corr, e->ts, e->ts + e->dur);
-  int64_t tid = e->stream >= 0 || !e->tid_s.p ? -1 : js_int(e->tid_s); /* the stream when args lack it */
-  rp_interval iv = {start, stop, (uint32_t)(e->stream >= 0 ? e->stream : tid), RP_COMPUTE,
+  rp_interval iv = {start, stop, (uint32_t)(e->stream >= 0 ? e->stream : ev_tid(e)), RP_COMPUTE,
                     0xff, RP_FROM_KERNEL, 0};
   int func = -1, algo = -1, proto = -1;
-  if (e->cat != KC_KERNEL || !strncmp(e->name, "Memcpy", 6) || !strncmp(e->name, "Memset", 6)) {
+  if (e->cat != KC_KERNEL || !strncmp(name, "Memcpy", 6) || !strncmp(name, "Memset", 6)) {
     iv.cls = RP_MEMORY;
     if (k->counting) s->memory_kernels++;
-  } else if (rp_nccl_kernel_parse(e->name, &func, &algo, &proto)) {
+  } else if (rp_nccl_kernel_parse(name, &func, &algo, &proto)) {
     iv.cls = RP_COMM;
     if (func < 0 && e->coll_name[0]) func = coll_from_args(e->coll_name);
     if (k->counting) s->nccl_kernels++;
@@ -671,6 +709,7 @@ static void emit_steps(rp_kineto *k, rp_source *s, const rp_sink *sink) {
 
 static void finish(rp_kineto *k, rp_source *s, const rp_sink *sink) {
   k->st = ST_DONE;
+  if (k->spill) spill_finish(k->spill);
   s->rank = k->rank;
   s->nranks = k->world;
   s->kineto_base = k->base_ns;
@@ -682,8 +721,208 @@ static void finish(rp_kineto *k, rp_source *s, const rp_sink *sink) {
   k->nlaunch = k->ngpuev = k->cap_launch = k->cap_gpuev = 0;
 }
 
+/* ---- the record of pass 1 for pass 2 (rp_kspill): every event deliver hands to act(), as a
+ * fixed-size record in an unlinked temporary file, its strings interned once in memory. Replaying
+ * it gives pass 2 the same events without parsing the JSON again; memory: the distinct strings
+ * (kernel names), capped; anything that fails (no temporary file, a write error, too many distinct
+ * strings) leaves the record unusable and pass 2 reads the JSON again. */
+
+#define SPILL_BUF 8192                  /* records per read / write batch */
+#define SPILL_MAX_STRINGS (1u << 20)
+#define SPILL_MAX_STRING_BYTES (64u << 20)
+#define SPILL_MAX_LIVE 64               /* records open at once (file descriptors) */
+
+typedef struct krec {
+  int64_t ts, dur, stream, tid, corr, bytes, in_nelems, out_nelems, group_size;
+  double bw;
+  uint32_t name, cat_name, coll_name, dtype; /* string ids; 0 = "" */
+  int32_t cat, has_dur;
+} krec;
+
+struct rp_kspill {
+  int fd;
+  int failed;            /* unusable: pass 2 reads the JSON again */
+  int complete;          /* pass 1 reached the end */
+  uint64_t written, read;
+  krec *buf;
+  size_t nbuf, pos;
+  char **str;            /* id -> string; str[0] = "" */
+  size_t nstr, cap_str, str_bytes;
+  uint32_t *slot;        /* open addressing: id + 1, 0 empty */
+  size_t cap_slot;
+};
+
+static int spill_live;
+
+rp_kspill *rp_kspill_new(void) {
+  if (spill_live >= SPILL_MAX_LIVE) return NULL;
+  const char *dir = getenv("TMPDIR");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/topo-report-XXXXXX", dir && *dir ? dir : "/tmp");
+  rp_kspill *sp = topo_calloc(1, sizeof *sp);
+  if (!sp) return NULL;
+  sp->fd = mkstemp(path);
+  sp->buf = topo_malloc(SPILL_BUF * sizeof *sp->buf);
+  sp->str = topo_malloc(64 * sizeof *sp->str);
+  sp->slot = topo_calloc(128, sizeof *sp->slot);
+  if (sp->fd < 0 || !sp->buf || !sp->str || !sp->slot || !(sp->str[0] = topo_strdup(""))) {
+    if (sp->fd >= 0) unlink(path);
+    if (sp->fd >= 0) close(sp->fd);
+    topo_free(sp->buf), topo_free(sp->str), topo_free(sp->slot), topo_free(sp);
+    return NULL;
+  }
+  unlink(path); /* nothing is left behind, whatever happens to the process */
+  sp->nstr = 1, sp->cap_str = 64, sp->cap_slot = 128;
+  spill_live++;
+  return sp;
+}
+
+void rp_kspill_free(rp_kspill *sp) {
+  if (!sp) return;
+  close(sp->fd);
+  for (size_t i = 0; i < sp->nstr; i++) topo_free(sp->str[i]);
+  topo_free(sp->str), topo_free(sp->slot), topo_free(sp->buf), topo_free(sp);
+  spill_live--;
+}
+
+int rp_kspill_ready(const rp_kspill *sp) { return sp && sp->complete && !sp->failed; }
+
+static uint64_t str_hash(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* The id of `s`, added when new; 0 for "" and on failure (then the record is unusable). */
+static uint32_t spill_str(rp_kspill *sp, const char *s) {
+  if (!*s) return 0;
+  size_t j = str_hash(s) & (sp->cap_slot - 1);
+  for (; sp->slot[j]; j = (j + 1) & (sp->cap_slot - 1))
+    if (!strcmp(sp->str[sp->slot[j] - 1], s)) return sp->slot[j] - 1;
+  size_t len = strlen(s);
+  if (sp->nstr >= SPILL_MAX_STRINGS || sp->str_bytes + len > SPILL_MAX_STRING_BYTES) {
+    sp->failed = 1;
+    return 0;
+  }
+  if (sp->nstr == sp->cap_str) {
+    char **v = topo_realloc(sp->str, 2 * sp->cap_str * sizeof *v);
+    if (!v) return sp->failed = 1, 0;
+    sp->str = v, sp->cap_str *= 2;
+  }
+  char *copy = topo_strdup(s);
+  if (!copy) return sp->failed = 1, 0;
+  uint32_t id = (uint32_t)sp->nstr;
+  sp->str[sp->nstr++] = copy;
+  sp->str_bytes += len;
+  sp->slot[j] = id + 1;
+  if (2 * sp->nstr > sp->cap_slot) { /* rehash at half full */
+    size_t cap = 2 * sp->cap_slot;
+    uint32_t *slot = topo_calloc(cap, sizeof *slot);
+    if (!slot) return sp->failed = 1, 0;
+    for (size_t i = 1; i < sp->nstr; i++) {
+      size_t k = str_hash(sp->str[i]) & (cap - 1);
+      while (slot[k]) k = (k + 1) & (cap - 1);
+      slot[k] = (uint32_t)i + 1;
+    }
+    topo_free(sp->slot);
+    sp->slot = slot, sp->cap_slot = cap;
+  }
+  return id;
+}
+
+static int spill_flush(rp_kspill *sp) {
+  const char *p = (const char *)sp->buf;
+  size_t left = sp->nbuf * sizeof *sp->buf;
+  while (left && !sp->failed) {
+    ssize_t w = write(sp->fd, p, left);
+    if (w <= 0) {
+      if (w < 0 && errno == EINTR) continue;
+      sp->failed = 1; /* a full disk, say: pass 2 reads the JSON again */
+      break;
+    }
+    p += w, left -= (size_t)w;
+  }
+  sp->written += sp->nbuf;
+  sp->nbuf = 0;
+  return !sp->failed;
+}
+
+/* The end of pass 1: the record is whole (unless a write failed). */
+static void spill_finish(rp_kspill *sp) {
+  if (spill_flush(sp)) sp->complete = 1;
+}
+
+static void spill_put(rp_kineto *k, jev *e) {
+  rp_kspill *sp = k->spill;
+  if (sp->failed) return;
+  krec *r = &sp->buf[sp->nbuf];
+  r->ts = e->ts, r->dur = e->dur, r->has_dur = e->has_dur, r->cat = e->cat;
+  r->stream = e->stream, r->corr = e->corr, r->bytes = e->bytes, r->bw = e->bw_gbps;
+  r->tid = e->stream >= 0 ? -1 : ev_tid(e);
+  r->in_nelems = e->in_nelems, r->out_nelems = e->out_nelems, r->group_size = e->group_size;
+  r->name = spill_str(sp, ev_name(e));
+  r->cat_name = spill_str(sp, ev_cat(e));
+  r->coll_name = spill_str(sp, e->coll_name);
+  r->dtype = spill_str(sp, e->dtype);
+  if (++sp->nbuf == SPILL_BUF) spill_flush(sp);
+}
+
+/* Pass 2 from the record: up to max events through act(). 0 when all are delivered. */
+static int replay_step(rp_kineto *k, rp_source *s, const rp_sink *sink, size_t max) {
+  rp_kspill *sp = k->replay;
+  jev *e = &k->ev;
+  for (size_t n = 0; n < max; n++) {
+    if (sp->pos == sp->nbuf) {
+      if (sp->read == sp->written) return 0;
+      size_t want = sp->written - sp->read < SPILL_BUF ? (size_t)(sp->written - sp->read) : SPILL_BUF;
+      size_t got = 0;
+      while (got < want * sizeof *sp->buf) {
+        ssize_t r = read(sp->fd, (char *)sp->buf + got, want * sizeof *sp->buf - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+      }
+      if (got != want * sizeof *sp->buf) { /* the record is gone: the events end here */
+        if (!k->quiet) TOPO_WARN("%s: cannot read back the first pass's record; later events are missing", k->path);
+        sp->read = sp->written;
+        return 0;
+      }
+      sp->nbuf = want, sp->pos = 0, sp->read += want;
+    }
+    const krec *r = &sp->buf[sp->pos++];
+    event_reset(e);
+    e->ph_x = 1, e->has_ts = 1;
+    e->ts = r->ts, e->dur = r->dur, e->has_dur = r->has_dur, e->cat = r->cat;
+    e->stream = r->stream, e->tid = r->tid, e->corr = r->corr, e->bytes = r->bytes, e->bw_gbps = r->bw;
+    e->in_nelems = r->in_nelems, e->out_nelems = r->out_nelems, e->group_size = r->group_size;
+    e->name_c = sp->str[r->name < sp->nstr ? r->name : 0];
+    e->cat_c = sp->str[r->cat_name < sp->nstr ? r->cat_name : 0];
+    snprintf(e->coll_name, sizeof e->coll_name, "%s", sp->str[r->coll_name < sp->nstr ? r->coll_name : 0]);
+    snprintf(e->dtype, sizeof e->dtype, "%s", sp->str[r->dtype < sp->nstr ? r->dtype : 0]);
+    int64_t start = e->ts + k->base_ns, stop = start + (e->has_dur ? e->dur : 0);
+    k->events++;
+    act(k, s, sink, e, start, stop);
+  }
+  return 1;
+}
+
+void rp_kineto_record(rp_kineto *k, rp_kspill *sp) { k->spill = sp; }
+
+topo_status rp_kineto_open_replay(const char *path, rp_kspill *sp, rp_kineto **out) {
+  *out = NULL;
+  if (!rp_kspill_ready(sp) || lseek(sp->fd, 0, SEEK_SET) != 0) return TOPO_ERR_IO;
+  rp_kineto *k = kineto_new(path);
+  if (!k) return TOPO_ERR_NOMEM;
+  k->replay = sp;
+  k->counting = 0;
+  sp->read = 0, sp->nbuf = sp->pos = 0;
+  *out = k;
+  return TOPO_OK;
+}
+
 /* The events, or the top-level keys, of the input: up to max_events events per call. */
 int rp_kineto_step(rp_kineto *k, rp_source *s, const rp_sink *sink, size_t max_events) {
+  if (k->replay) return replay_step(k, s, sink, max_events);
   js_in *in = &k->in;
   size_t n = 0;
   while (k->st != ST_DONE && n < max_events) {

@@ -185,6 +185,8 @@ typedef struct rp_source {
   uint32_t problems;
   int footer;
   int unreadable;         /* errno of a failed open or read: not (wholly) read; 0 when read */
+  struct rp_kspill *spill; /* Kineto: pass 1's record for pass 2 (NULL: pass 2 reads the JSON) */
+  int want_spill;         /* pass 1 makes one */
   /* streaming state */
   void *impl;
   int64_t frontier;       /* aligned time of the latest thing delivered */
@@ -204,6 +206,15 @@ uint64_t rp_source_offset(const rp_source *s);
 
 /* Kineto / Chrome trace JSON reader (kineto.c). */
 typedef struct rp_kineto rp_kineto;
+/* Pass 1's record of the events pass 2 needs, so that pass 2 need not parse the JSON again:
+ * a temporary file (unlinked at once) and the distinct strings. NULL when none can be made. */
+typedef struct rp_kspill rp_kspill;
+rp_kspill *rp_kspill_new(void);
+void rp_kspill_free(rp_kspill *sp);
+int rp_kspill_ready(const rp_kspill *sp);     /* written whole: pass 2 may replay it */
+void rp_kineto_record(rp_kineto *k, rp_kspill *sp); /* pass 1: record into sp */
+/* Pass 2 from a ready record instead of the file (path: for messages). */
+topo_status rp_kineto_open_replay(const char *path, rp_kspill *sp, rp_kineto **out);
 topo_status rp_kineto_open(const char *path, rp_kineto **out);
 /* Parse up to `max_events` events; calls the sink with the source index. 0 when finished. */
 int rp_kineto_step(rp_kineto *k, rp_source *s, const rp_sink *sink, size_t max_events);
@@ -415,6 +426,8 @@ typedef struct rp_options {
   int run;                        /* a directory with several runs: read this one (1-based, by
                                      time); 0: the latest */
   int all_runs;                   /* 1: read every run of a directory as one */
+  int reread_json;                /* tests: pass 2 parses Kineto JSON again instead of replaying
+                                     pass 1's record of it */
 } rp_options;
 
 typedef struct rp_report {
