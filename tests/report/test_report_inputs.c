@@ -17,6 +17,8 @@
 #include <cmocka.h>
 #include <zlib.h>
 
+#include "plugin_host.h"
+
 static char dir[64];
 
 /* Run topo-report with `args`; its exit status, stdout (*out, caller frees) and stderr (*err). */
@@ -36,15 +38,7 @@ static int run(const char *args, char **out, char **err) {
   int st = pclose(p);
   if (out) *out = buf;
   else free(buf);
-  if (err) {
-    FILE *f = fopen(errpath, "r");
-    assert_non_null(f);
-    char *e = calloc(1, 1 << 16);
-    size_t m = fread(e, 1, (1 << 16) - 1, f);
-    e[m] = 0;
-    fclose(f);
-    *err = e;
-  }
+  if (err) *err = topo_host_read_text(errpath);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -270,12 +264,7 @@ static void test_step_window_is_stated(void **state) {
   assert_int_equal(run(args, &out, NULL), 0);
   free(out);
   snprintf(args, sizeof args, "%s/steps.html", dir);
-  FILE *f = fopen(args, "r");
-  assert_non_null(f);
-  char *html = calloc(1, 1 << 20);
-  size_t n = fread(html, 1, (1 << 20) - 1, f);
-  html[n] = 0;
-  fclose(f);
+  char *html = topo_host_read_text(args);
   assert_non_null(strstr(html, "<div class=meta>events: the complete profiler steps only (--steps complete)"));
   free(html);
   snprintf(args, sizeof args, "--steps most %s", trace);

@@ -233,6 +233,28 @@ static inline uint64_t mask16(__m128i v, __m128i c) {
 }
 #endif
 
+/* Byte by byte over [*pp, stop), the string state and depth carried in and out: 1 with *pp past
+ * the bracket that brings depth to 0, else 0 with *pp = stop. */
+static int skip_bytes(const char **pp, const char *stop, long *depth, int *in_str, int *esc) {
+  for (const char *p = *pp; p < stop; p++) {
+    char ch = *p;
+    if (*in_str) {
+      if (*esc) *esc = 0;
+      else if (ch == '\\') *esc = 1;
+      else if (ch == '"') *in_str = 0;
+    } else if (ch == '"') {
+      *in_str = 1;
+    } else if (ch == '{' || ch == '[') {
+      ++*depth;
+    } else if ((ch == '}' || ch == ']') && --*depth == 0) {
+      *pp = p + 1;
+      return 1;
+    }
+  }
+  *pp = stop;
+  return 0;
+}
+
 /* Skip to the bracket that closes `depth` open ones, from *pp (which is not inside a string).
  * 64 bytes a step: quotes, backslashes and brackets as bit masks, the bytes inside strings from
  * the quotes' prefix xor, so brackets inside strings drop out; a block holding a backslash goes
@@ -278,41 +300,16 @@ static js_status skip_depth(const char **pp, const char *end, long depth) {
       continue;
     }
     /* a backslash in the block: byte by byte */
-    const char *stop = avail < 64 ? end : p + 64;
-    for (; p < stop; p++) {
-      char ch = *p;
-      if (in_str) {
-        if (esc) esc = 0;
-        else if (ch == '\\') esc = 1;
-        else if (ch == '"') in_str = 0;
-      } else if (ch == '"') {
-        in_str = 1;
-      } else if (ch == '{' || ch == '[') {
-        depth++;
-      } else if ((ch == '}' || ch == ']') && --depth == 0) {
-        *pp = p + 1;
-        return JS_OK;
-      }
-    }
-  }
-  return JS_MORE;
-#else
-  for (; p < end; p++) {
-    char ch = *p;
-    if (in_str) {
-      if (esc) esc = 0;
-      else if (ch == '\\') esc = 1;
-      else if (ch == '"') in_str = 0;
-    } else if (ch == '"') {
-      in_str = 1;
-    } else if (ch == '{' || ch == '[') {
-      depth++;
-    } else if ((ch == '}' || ch == ']') && --depth == 0) {
-      *pp = p + 1;
+    if (skip_bytes(&p, avail < 64 ? end : p + 64, &depth, &in_str, &esc)) {
+      *pp = p;
       return JS_OK;
     }
   }
   return JS_MORE;
+#else
+  if (!skip_bytes(&p, end, &depth, &in_str, &esc)) return JS_MORE;
+  *pp = p;
+  return JS_OK;
 #endif
 }
 
@@ -341,6 +338,44 @@ js_status js_skip(const char **pp, const char *end) {
   }
   if (st == JS_OK) *pp = p;
   return st;
+}
+
+js_status js_first(const char **pp, const char *end, int *done) {
+  const char *p = js_ws(*pp + 1, end);
+  if (p >= end) return JS_MORE;
+  *done = *p == '}';
+  *pp = *done ? p + 1 : p;
+  return JS_OK;
+}
+
+js_status js_key(const char **pp, const char *end, js_str *key) {
+  const char *p = *pp;
+  if (*p != '"') return JS_BAD;
+  js_status st = js_string(&p, end, key);
+  if (st != JS_OK) return st;
+  p = js_ws(p, end);
+  if (p >= end) return JS_MORE;
+  if (*p++ != ':') return JS_BAD;
+  p = js_ws(p, end);
+  if (p >= end) return JS_MORE;
+  *pp = p;
+  return JS_OK;
+}
+
+js_status js_next(const char **pp, const char *end, int *done) {
+  const char *p = js_ws(*pp, end);
+  if (p >= end) return JS_MORE;
+  if (*p == '}') {
+    *done = 1;
+    *pp = p + 1;
+    return JS_OK;
+  }
+  if (*p++ != ',') return JS_BAD;
+  p = js_ws(p, end);
+  if (p >= end) return JS_MORE;
+  *done = 0;
+  *pp = p;
+  return JS_OK;
 }
 
 /* Streaming skip: the state (depth, inside a string, a pending backslash) survives refills. */

@@ -73,6 +73,17 @@ js_status js_skip_nested(const char **pp, const char *end);
 /* Skip the rest of the object or array *pp is inside (between its members), past its close. */
 js_status js_skip_rest(const char **pp, const char *end);
 
+/* An object's members, one at a time:
+ *   js_first(&p, end, &done)           at its '{'; done when it is empty
+ *   while (!done) {
+ *     js_key(&p, end, &key)             the key and its ':'; p at the value
+ *     ... read the value, or js_skip ...
+ *     js_next(&p, end, &done)           past ',' (or past the closing '}': done)
+ *   }                                  p is past the object */
+js_status js_first(const char **pp, const char *end, int *done);
+js_status js_key(const char **pp, const char *end, js_str *key);
+js_status js_next(const char **pp, const char *end, int *done);
+
 /* Skip the value at in->buf + in->pos, refilling as it goes and dropping what it passed, so that
  * a value of any size takes the buffer's memory only. JS_MORE here means the input ended inside. */
 js_status js_skip_stream(js_in *in);

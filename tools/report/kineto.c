@@ -107,39 +107,20 @@ static void fail(rp_kineto *k, const char *what) {
 }
 
 static int classify_cat(js_str c) {
-  switch (c.n) {
-  case 6:
-    if (JS_EQ(c, "kernel") || JS_EQ(c, "Kernel")) return KC_KERNEL;
-    if (JS_EQ(c, "cpu_op")) return KC_CPU;
-    if (JS_EQ(c, "Memcpy")) return KC_MEMCPY;
-    if (JS_EQ(c, "Memset")) return KC_MEMSET;
-    break;
-  case 4:
-    if (JS_EQ(c, "ac2g")) return KC_CPU;
-    break;
-  case 7:
-    if (JS_EQ(c, "Runtime")) return KC_RUNTIME;
-    if (JS_EQ(c, "fwdbwd")) return KC_CPU;
-    break;
-  case 10:
-    if (JS_EQ(c, "gpu_memcpy")) return KC_MEMCPY;
-    if (JS_EQ(c, "gpu_memset")) return KC_MEMSET;
-    break;
-  case 11:
-    if (JS_EQ(c, "cuda_driver")) return KC_RUNTIME;
-    break;
-  case 12:
-    if (JS_EQ(c, "cuda_runtime")) return KC_RUNTIME;
-    break;
-  case 15:
-    if (JS_EQ(c, "python_function") || JS_EQ(c, "user_annotation")) return KC_CPU;
-    break;
-  case 19:
-    if (JS_EQ(c, "gpu_user_annotation")) return KC_GPU_ANNOTATION;
-    break;
-  default:
-    break;
-  }
+  static const struct { const char *name; size_t len; int cat; } cats[] = {
+#define CAT(n, k) {n, sizeof(n) - 1, k}
+      CAT("cpu_op", KC_CPU),          CAT("kernel", KC_KERNEL),
+      CAT("cuda_runtime", KC_RUNTIME), CAT("ac2g", KC_CPU),
+      CAT("cuda_driver", KC_RUNTIME),  CAT("python_function", KC_CPU),
+      CAT("gpu_memcpy", KC_MEMCPY),   CAT("gpu_memset", KC_MEMSET),
+      CAT("user_annotation", KC_CPU), CAT("gpu_user_annotation", KC_GPU_ANNOTATION),
+      CAT("fwdbwd", KC_CPU),          CAT("Kernel", KC_KERNEL), /* older traces' names */
+      CAT("Runtime", KC_RUNTIME),     CAT("Memcpy", KC_MEMCPY),
+      CAT("Memset", KC_MEMSET),
+#undef CAT
+  };
+  for (size_t i = 0; i < sizeof cats / sizeof *cats; i++)
+    if (c.n == cats[i].len && !memcmp(c.p, cats[i].name, c.n)) return cats[i].cat;
   return KC_OTHER;
 }
 
@@ -150,32 +131,15 @@ static int is_num_start(char c) { return c == '-' || (c >= '0' && c <= '9'); }
 /* The args the report reads: of GPU events, launches and unknown categories (the caller skips
  * those of CPU operators and annotations). */
 static js_status parse_args(const char **pp, const char *end, jev *e) {
-  const char *p = js_ws(*pp + 1, end);
-  if (p >= end) return JS_MORE;
-  if (*p == '}') {
-    *pp = p + 1;
-    return JS_OK;
-  }
-  for (;;) {
+  const char *p = *pp;
+  int done;
+  js_status st = js_first(&p, end, &done);
+  while (st == JS_OK && !done) {
     js_str key, v;
-    js_status st;
-    if (*p != '"') return JS_BAD;
-    if ((st = js_string(&p, end, &key)) != JS_OK) return st;
-    p = js_ws(p, end);
-    if (p >= end) return JS_MORE;
-    if (*p++ != ':') return JS_BAD;
-    p = js_ws(p, end);
-    if (p >= end) return JS_MORE;
+    if ((st = js_key(&p, end, &key)) != JS_OK) return st;
     int64_t *iv = NULL;
     char *sv = NULL;
     size_t scap = 0;
-    if (key.n == 23 && JS_EQ(key, "memory bandwidth (GB/s)") && is_num_start(*p)) {
-      char num[64];
-      if ((st = js_number(&p, end, &v)) != JS_OK) return st;
-      js_unescape(v, num, sizeof num);
-      e->bw_gbps = strtod(num, NULL);
-      goto next;
-    }
     switch (key.n) {
     case 6: if (JS_EQ(key, "stream")) iv = &e->stream; break;
     case 11: if (JS_EQ(key, "correlation")) iv = &e->corr; break;
@@ -189,10 +153,15 @@ static js_status parse_args(const char **pp, const char *end, jev *e) {
       break;
     default: break;
     }
-    if (iv && *p == '"') { /* sometimes a string holding the number */
+    if (key.n == 23 && JS_EQ(key, "memory bandwidth (GB/s)") && is_num_start(*p)) {
+      char num[64];
+      if ((st = js_number(&p, end, &v)) != JS_OK) return st;
+      js_unescape(v, num, sizeof num);
+      e->bw_gbps = strtod(num, NULL);
+    } else if (iv && *p == '"') { /* sometimes a string holding the number */
       if ((st = js_string(&p, end, &v)) != JS_OK) return st;
       *iv = js_int(v);
-    } else if (iv && (*p == '-' || (*p >= '0' && *p <= '9'))) {
+    } else if (iv && is_num_start(*p)) {
       if ((st = js_number(&p, end, &v)) != JS_OK) return st;
       *iv = js_int(v);
     } else if (sv && *p == '"') {
@@ -201,17 +170,10 @@ static js_status parse_args(const char **pp, const char *end, jev *e) {
     } else if ((st = js_skip(&p, end)) != JS_OK) {
       return st;
     }
-  next:
-    p = js_ws(p, end);
-    if (p >= end) return JS_MORE;
-    if (*p == '}') {
-      *pp = p + 1;
-      return JS_OK;
-    }
-    if (*p++ != ',') return JS_BAD;
-    p = js_ws(p, end);
-    if (p >= end) return JS_MORE;
+    st = js_next(&p, end, &done);
   }
+  if (st == JS_OK) *pp = p;
+  return st;
 }
 
 static void event_reset(jev *e) {
@@ -238,74 +200,58 @@ static void event_reset(jev *e) {
  * use them (when "cat" comes first, as Kineto writes it, the others' args are skipped unread). */
 static js_status parse_event(const char **pp, const char *end, jev *e) {
   event_reset(e);
-  const char *p = js_ws(*pp + 1, end);
-  if (p >= end) return JS_MORE;
-  if (*p == '}') {
-    *pp = p + 1;
-    return JS_OK;
-  }
-  for (;;) {
+  const char *p = *pp;
+  int done;
+  js_status st = js_first(&p, end, &done);
+  while (st == JS_OK && !done) {
     js_str key, v;
-    js_status st;
-    if (*p != '"') return JS_BAD;
-    if ((st = js_string(&p, end, &key)) != JS_OK) return st;
-    p = js_ws(p, end);
-    if (p >= end) return JS_MORE;
-    if (*p++ != ':') return JS_BAD;
-    p = js_ws(p, end);
-    if (p >= end) return JS_MORE;
+    if ((st = js_key(&p, end, &key)) != JS_OK) return st;
     char c = *p;
-    int done = 0, useless = 0;
+    int read = 0, useless = 0;
     if (key.n == 2 && key.p[0] == 'p' && key.p[1] == 'h' && c == '"') {
       if ((st = js_string(&p, end, &v)) != JS_OK) return st;
       e->ph_x = JS_EQ(v, "X");
       useless = !e->ph_x; /* flows, metadata, counters, instants */
-      done = 1;
+      read = 1;
     } else if (key.n == 3 && JS_EQ(key, "cat") && c == '"') {
       if ((st = js_string(&p, end, &e->cat_s)) != JS_OK) return st;
       e->cat = classify_cat(e->cat_s);
       useless = e->cat == KC_CPU && e->name_s.p && !is_step_name(e->name_s);
-      done = 1;
+      read = 1;
     } else if (key.n == 4 && JS_EQ(key, "name") && c == '"') {
       if ((st = js_string(&p, end, &e->name_s)) != JS_OK) return st;
       useless = e->cat == KC_CPU && !is_step_name(e->name_s);
-      done = 1;
+      read = 1;
     } else if (key.n == 2 && key.p[0] == 't' && key.p[1] == 's' && is_num_start(c)) {
       if ((st = js_number(&p, end, &v)) != JS_OK) return st;
       e->ts = js_us_to_ns(v);
       e->has_ts = 1;
-      done = 1;
+      read = 1;
     } else if (key.n == 3 && JS_EQ(key, "dur") && is_num_start(c)) {
       if ((st = js_number(&p, end, &v)) != JS_OK) return st;
       e->dur = js_us_to_ns(v);
       e->has_dur = 1;
-      done = 1;
+      read = 1;
     } else if (key.n == 3 && JS_EQ(key, "tid") && (c == '"' || is_num_start(c))) {
       st = c == '"' ? js_string(&p, end, &e->tid_s) : js_number(&p, end, &e->tid_s);
       if (st != JS_OK) return st;
-      done = 1;
+      read = 1;
     } else if (key.n == 4 && JS_EQ(key, "args") && c == '{' && e->cat != KC_CPU &&
                e->cat != KC_GPU_ANNOTATION) {
       if ((st = parse_args(&p, end, e)) != JS_OK) return st;
-      done = 1;
+      read = 1;
     }
-    if (!done && (st = js_skip(&p, end)) != JS_OK) return st;
+    if (!read && (st = js_skip(&p, end)) != JS_OK) return st;
     if (useless) { /* a CPU operator, a flow: its other fields do not matter */
       if ((st = js_skip_rest(&p, end)) != JS_OK) return st;
       e->skipped = 1;
       *pp = p;
       return JS_OK;
     }
-    p = js_ws(p, end);
-    if (p >= end) return JS_MORE;
-    if (*p == '}') {
-      *pp = p + 1;
-      return JS_OK;
-    }
-    if (*p++ != ',') return JS_BAD;
-    p = js_ws(p, end);
-    if (p >= end) return JS_MORE;
+    st = js_next(&p, end, &done);
   }
+  if (st == JS_OK) *pp = p;
+  return st;
 }
 
 static int dtype_size(const char *d) {
@@ -500,23 +446,11 @@ static void act(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e, int64_t
 static js_status parse_distributed(rp_kineto *k, const char **pp, const char *end) {
   const char *p = *pp;
   if (*p != '{') return js_skip(pp, end);
-  p = js_ws(p + 1, end);
-  if (p >= end) return JS_MORE;
-  if (*p == '}') {
-    *pp = p + 1;
-    return JS_OK;
-  }
-  int rank = k->rank, world = k->world;
-  for (;;) {
+  int rank = k->rank, world = k->world, done;
+  js_status st = js_first(&p, end, &done);
+  while (st == JS_OK && !done) {
     js_str key, v;
-    js_status st;
-    if (*p != '"') return JS_BAD;
-    if ((st = js_string(&p, end, &key)) != JS_OK) return st;
-    p = js_ws(p, end);
-    if (p >= end) return JS_MORE;
-    if (*p++ != ':') return JS_BAD;
-    p = js_ws(p, end);
-    if (p >= end) return JS_MORE;
+    if ((st = js_key(&p, end, &key)) != JS_OK) return st;
     int is_rank = JS_EQ(key, "rank"), is_world = JS_EQ(key, "world_size");
     if ((is_rank || is_world) && (*p == '"' || is_num_start(*p))) {
       st = *p == '"' ? js_string(&p, end, &v) : js_number(&p, end, &v);
@@ -527,57 +461,35 @@ static js_status parse_distributed(rp_kineto *k, const char **pp, const char *en
     } else if ((st = js_skip(&p, end)) != JS_OK) {
       return st;
     }
-    p = js_ws(p, end);
-    if (p >= end) return JS_MORE;
-    if (*p == '}') {
-      k->rank = rank, k->world = world;
-      *pp = p + 1;
-      return JS_OK;
-    }
-    if (*p++ != ',') return JS_BAD;
-    p = js_ws(p, end);
-    if (p >= end) return JS_MORE;
+    st = js_next(&p, end, &done);
   }
+  if (st != JS_OK) return st;
+  k->rank = rank, k->world = world;
+  *pp = p;
+  return JS_OK;
 }
 
 /* otherData: "tool": "topo-report" marks topo-report's own Chrome export. */
 static js_status parse_other_data(rp_kineto *k, const char **pp, const char *end) {
   const char *p = *pp;
   if (*p != '{') return js_skip(pp, end);
-  p = js_ws(p + 1, end);
-  if (p >= end) return JS_MORE;
-  if (*p == '}') {
-    *pp = p + 1;
-    return JS_OK;
-  }
-  int own = 0;
-  for (;;) {
+  int own = 0, done;
+  js_status st = js_first(&p, end, &done);
+  while (st == JS_OK && !done) {
     js_str key, v;
-    js_status st;
-    if (*p != '"') return JS_BAD;
-    if ((st = js_string(&p, end, &key)) != JS_OK) return st;
-    p = js_ws(p, end);
-    if (p >= end) return JS_MORE;
-    if (*p++ != ':') return JS_BAD;
-    p = js_ws(p, end);
-    if (p >= end) return JS_MORE;
+    if ((st = js_key(&p, end, &key)) != JS_OK) return st;
     if (JS_EQ(key, "tool") && *p == '"') {
       if ((st = js_string(&p, end, &v)) != JS_OK) return st;
       own |= JS_EQ(v, "topo-report");
     } else if ((st = js_skip(&p, end)) != JS_OK) {
       return st;
     }
-    p = js_ws(p, end);
-    if (p >= end) return JS_MORE;
-    if (*p == '}') {
-      k->own_export |= own;
-      *pp = p + 1;
-      return JS_OK;
-    }
-    if (*p++ != ',') return JS_BAD;
-    p = js_ws(p, end);
-    if (p >= end) return JS_MORE;
+    st = js_next(&p, end, &done);
   }
+  if (st != JS_OK) return st;
+  k->own_export |= own;
+  *pp = p;
+  return JS_OK;
 }
 
 static int cmp_launch(const void *a, const void *b) {
