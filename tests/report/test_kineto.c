@@ -351,6 +351,60 @@ static void test_real_ddp_trace_in_both_step_windows(void **state) {
   rp_report_free(&r);
 }
 
+/* Kineto steps and topo traces of the same rank: --steps complete cuts the topo collectives at the
+ * same window (ProfilerStep#1 .. #2; #3, the last, left out), in the table as in the unions. */
+static void test_complete_steps_cut_the_topo_traces_of_the_rank_too(void **state) {
+  (void)state;
+  static const char t[] =
+      "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 1}, \"baseTimeNanoseconds\": 1000000000,"
+      " \"traceEvents\": [\n"
+      "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"ts\": 1000, \"dur\": 10},\n"
+      "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#2\", \"ts\": 1010, \"dur\": 10},\n"
+      "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#3\", \"ts\": 1020, \"dur\": 10},\n"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"ts\": 1001, \"dur\": 4, \"args\": {\"stream\": 7}},\n"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"ts\": 1011, \"dur\": 4, \"args\": {\"stream\": 7}},\n"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"ts\": 1021, \"dur\": 4, \"args\": {\"stream\": 7}}]}";
+  snprintf(dir, sizeof dir, "/tmp/topo-kineto-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  write_file("rank0.pt.trace.json", t, sizeof t - 1);
+  topo_trace_header h;
+  tf_header_init(&h, 0x43, 0, 1);
+  tf_trace tr;
+  tf_begin(&tr, &h, NULL);
+  for (int i = 0; i < 3; i++) { /* one AllReduce per step, 5-7 us into it */
+    int64_t s0 = 1001000000 + (int64_t)i * 10000;
+    topo_trace_record c = tf_coll(4, (uint64_t)i, 1 << 20, s0 + 4000, s0 + 4100, s0 + 5000, s0 + 7000, 1, 0, 2, 13);
+    tf_add(&tr, &c);
+  }
+  tf_footer(&tr, NULL);
+  char path[128];
+  snprintf(path, sizeof path, "%s/rank0.trace", dir);
+  assert_int_equal(tf_save(&tr, path), 0);
+  tf_free(&tr);
+  const char *paths[] = {dir};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1};
+  rp_report r;
+  assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
+  assert_int_equal(r.colls, 3);
+  assert_int_equal(r.ranks[0].nsteps, 3);
+  rp_report_free(&r);
+  opt.step_window = RP_WINDOW_COMPLETE_STEPS;
+  assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
+  assert_int_equal(r.nranks, 1);
+  assert_int_equal(r.ranks[0].win, 1);
+  assert_int_equal(r.ranks[0].win_from, 1001000000);
+  assert_int_equal(r.ranks[0].win_to, 1001020000);
+  assert_int_equal(r.colls, 2);
+  assert_int_equal(r.rows[0]->calls, 2);
+  assert_int_equal(r.ranks[0].nsteps, 2);
+  assert_int_equal(r.ranks[0].t.compute, 8000);
+  assert_int_equal(r.ranks[0].t.last, 1001017000); /* step 2's collective ends last */
+  rp_report_free(&r);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 /* One ProfilerStep: none is complete, so every event counts (and the rank says so). */
 static void test_one_profiler_step_keeps_all_events(void **state) {
   (void)state;
@@ -605,6 +659,7 @@ int main(void) {
       cmocka_unit_test(test_steps_follow_the_kernels_their_cpu_range_launched),
       cmocka_unit_test(test_real_ddp_trace_steps_span_the_whole_step),
       cmocka_unit_test(test_real_ddp_trace_in_both_step_windows),
+      cmocka_unit_test(test_complete_steps_cut_the_topo_traces_of_the_rank_too),
       cmocka_unit_test(test_one_profiler_step_keeps_all_events),
       cmocka_unit_test(test_pass_two_replay_equals_reading_again),
       cmocka_unit_test(test_deep_nesting_does_not_recurse),
