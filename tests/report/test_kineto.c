@@ -268,6 +268,53 @@ static void test_steps_follow_the_kernels_their_cpu_range_launched(void **state)
   assert_int_equal(steps_seen[2][1], 410000);
 }
 
+/* Calls and kernels met as they come, the ProfilerSteps written last (so every pair waits for the
+ * end of the file: in a temporary file, or in memory when there is none): 20 000 calls spread over
+ * three steps of 1 ms, each kernel 5 us after its call and 3 us long; the steps' GPU windows are
+ * the first and last kernel of each, either way. */
+static void test_steps_after_their_calls_match_every_kernel(void **state) {
+  (void)state;
+  size_t cap = 8u << 20, n = 0;
+  char *t = malloc(cap);
+  n += (size_t)snprintf(t + n, cap - n, "{\"traceEvents\":[");
+  const int calls = 20000;
+  for (int i = 0; i < calls; i++) { /* call i at 1000 + i * 0.15 us: steps [1000,2000), [2000,3000), [3000,4000) */
+    double ts = 1000.0 + i * 0.15;
+    n += (size_t)snprintf(t + n, cap - n,
+                          "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"ts\":%.3f,\"dur\":1,"
+                          "\"args\":{\"correlation\":%d}},"
+                          "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":%.3f,\"dur\":3,"
+                          "\"args\":{\"stream\":7,\"correlation\":%d}},",
+                          ts, i + 1, ts + 5, i + 1);
+  }
+  for (int s = 0; s < 3; s++)
+    n += (size_t)snprintf(t + n, cap - n, "%s{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\","
+                          "\"ts\":%d,\"dur\":999.999}", s ? "," : "", s, 1000 + 1000 * s);
+  n += (size_t)snprintf(t + n, cap - n, "]}");
+  assert_true(n < cap);
+  /* first kernel start, last kernel end of the calls inside each step (computed independently) */
+  static const int64_t want[3][2] = {{1005000, 2007900}, {2005050, 3007950}, {3005100, 4007850}};
+  for (int pass = 0; pass < 2; pass++) {
+    const char *tmp = getenv("TMPDIR");
+    char *saved = tmp ? strdup(tmp) : NULL;
+    if (pass) setenv("TMPDIR", "/nonexistent-topo-dir", 1); /* no temporary file: in memory */
+    rp_sink sink = {NULL, NULL, NULL, on_step_keep, NULL, NULL};
+    nsteps = 0;
+    assert_int_equal(rp_kineto_parse_memory(t, n, &sink), (uint64_t)(2 * calls + 3));
+    if (pass) {
+      if (saved) setenv("TMPDIR", saved, 1);
+      else unsetenv("TMPDIR");
+    }
+    free(saved);
+    assert_int_equal(nsteps, 3);
+    for (int s = 0; s < 3; s++) {
+      assert_int_equal(steps_seen[s][0], want[s][0]);
+      assert_int_equal(steps_seen[s][1], want[s][1]);
+    }
+  }
+  free(t);
+}
+
 /* An excerpt of a real torch.profiler trace (PyTorch 2.11, 2 x H200, DDP, 5 steps of ~20 ms):
  * every ProfilerStep#N (CPU and GPU-projected), the NCCL kernels and some compute kernels of
  * each step with their launches. The GPU-projected ProfilerStep ranges there are ~58 us long. The
@@ -657,6 +704,7 @@ int main(void) {
       cmocka_unit_test(test_absolute_microseconds_keep_every_digit),
       cmocka_unit_test(test_gpu_projected_steps_win_over_cpu_steps),
       cmocka_unit_test(test_steps_follow_the_kernels_their_cpu_range_launched),
+      cmocka_unit_test(test_steps_after_their_calls_match_every_kernel),
       cmocka_unit_test(test_real_ddp_trace_steps_span_the_whole_step),
       cmocka_unit_test(test_real_ddp_trace_in_both_step_windows),
       cmocka_unit_test(test_complete_steps_cut_the_topo_traces_of_the_rank_too),

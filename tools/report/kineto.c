@@ -2,10 +2,11 @@
 // Reader of PyTorch profiler (Kineto) and Chrome trace JSON, plain or gzip: the top-level object is
 // walked key by key and `traceEvents` event by event with the scanner of jscan.h (no DOM); each
 // event yields the few fields the report needs, the rest is skipped unread. Memory: the scanner's
-// buffer (one event at least, 1 MiB usually) and one event, plus (pass 1, when steps are wanted)
-// 16 bytes per launch and 24 per GPU event for the step attribution by correlation id, capped at
-// CORR_MAX each; no recursion. Called by input.c (rp_source_step, rp_kineto_sniff) and by the fuzz
-// target (rp_kineto_parse_memory).
+// buffer (one event at least, 1 MiB usually) and one event; in pass 1, when steps are wanted, two
+// tables of CORR_SLOTS calls and GPU events for the step attribution by correlation id (pairs that
+// must wait for the end of the file wait in a temporary file), and the distinct strings of the
+// record pass 2 replays (kspill); no recursion. Called by input.c (rp_source_step,
+// rp_kineto_sniff) and by the fuzz target (rp_kineto_parse_memory).
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -55,11 +56,25 @@ typedef struct jev {
 } jev;
 
 /* Step attribution (HTA's): a GPU event belongs to the ProfilerStep whose CPU range holds the
- * runtime call that launched it, matched by correlation id at the end of the file. */
-typedef struct kstep { int64_t start, stop; uint64_t value; int gpu; } kstep; /* ts units */
+ * runtime call that launched it (correlation id). Calls and GPU events meet in two tables of
+ * CORR_SLOTS entries indexed by id, whichever comes first waiting for the other (an entry lives
+ * until an id CORR_SLOTS later takes its place: kernels trail their calls by far fewer, or come a
+ * few thousand events before them in PyTorch 1.x traces). A pair whose call lies in a CPU step
+ * already read widens that step's GPU window at once (PyTorch writes a step before the calls in
+ * it); any other pair waits in an unlinked temporary file (in memory, at most PAIRS_MAX, when no
+ * file can be made) for the end of the file. */
+typedef struct kstep {
+  int64_t start, stop;   /* ts units (no base) */
+  uint64_t value;
+  int gpu;               /* GPU-projected (gpu_user_annotation) */
+  int64_t lo, hi;        /* CPU steps: first start / last stop of the GPU work launched inside */
+} kstep;
 typedef struct corr_launch { int64_t corr, ts; } corr_launch;
 typedef struct corr_gpu { int64_t corr, start, stop; } corr_gpu;
-#define CORR_MAX (1u << 22)  /* entries per table (160 MB for both at most); beyond: one warning */
+typedef struct kpair { int64_t ts, start, stop; } kpair; /* a call's time, its GPU event's span */
+#define CORR_SLOTS (1u << 16)
+#define PAIRS_BUF 4096
+#define PAIRS_MAX (1u << 22) /* pairs held in memory without a temporary file; beyond: one warning */
 
 struct rp_kineto {
   js_in in;
@@ -83,12 +98,17 @@ struct rp_kineto {
   kstep *steps;
   size_t nsteps, cap_steps;
   int gpu_steps;         /* GPU-projected ProfilerStep ranges seen */
-  /* correlation tables, kept only while steps are wanted (pass 1) */
-  corr_launch *launch;
-  size_t nlaunch, cap_launch;
-  corr_gpu *gpuev;
-  size_t ngpuev, cap_gpuev;
-  int corr_full;         /* a table hit CORR_MAX */
+  /* step attribution (pass 1, when steps are wanted): see kstep */
+  corr_launch *ltab;     /* CORR_SLOTS calls by id, stored as id + 1 (0: empty) */
+  corr_gpu *gtab;        /* CORR_SLOTS GPU events waiting for their call */
+  size_t *cpu_order;     /* the CPU steps read so far, by start (while they come in that order) */
+  size_t ncpu_order, cap_cpu_order;
+  int cpu_unordered;     /* a CPU step came before an earlier-starting one: every pair waits */
+  kpair *pairs;          /* waiting pairs: a write buffer (pairs_fd >= 0) or all of them */
+  size_t npairs, cap_pairs;
+  int pairs_fd;          /* -1: in memory */
+  uint64_t pairs_written;
+  int pairs_full;        /* PAIRS_MAX reached (in memory) */
   rp_kspill *spill;      /* pass 1: the events pass 2 needs are recorded here (NULL: not) */
   rp_kspill *replay;     /* pass 2: the events come from this record, not from the JSON */
   jev ev;
@@ -281,27 +301,105 @@ static void *grow(void *v, size_t *cap, size_t n, size_t elem) {
   return p;
 }
 
-static void corr_add_launch(rp_kineto *k, int64_t corr, int64_t ts) {
-  corr_launch *v = k->nlaunch < CORR_MAX ? grow(k->launch, &k->cap_launch, k->nlaunch, sizeof *v) : NULL;
-  if (!v) {
-    k->corr_full = 1;
-    return;
-  }
-  k->launch = v;
-  v[k->nlaunch].corr = corr;
-  v[k->nlaunch++].ts = ts;
+/* An unlinked temporary file under $TMPDIR (else /tmp): its descriptor, or -1. */
+static int temp_fd(void) {
+  const char *dir = getenv("TMPDIR");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/topo-report-XXXXXX", dir && *dir ? dir : "/tmp");
+  int fd = mkstemp(path);
+  if (fd >= 0) unlink(path); /* nothing is left behind, whatever happens to the process */
+  return fd;
 }
 
-static void corr_add_gpu(rp_kineto *k, int64_t corr, int64_t start, int64_t stop) {
-  corr_gpu *v = k->ngpuev < CORR_MAX ? grow(k->gpuev, &k->cap_gpuev, k->ngpuev, sizeof *v) : NULL;
-  if (!v) {
-    k->corr_full = 1;
+/* All of `len` bytes to fd; 0 on a failure. */
+static int write_all(int fd, const void *data, size_t len) {
+  const char *p = data;
+  while (len) {
+    ssize_t w = write(fd, p, len);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return 0;
+    p += w, len -= (size_t)w;
+  }
+  return 1;
+}
+
+static int step_before(const kstep *steps, const size_t *order, size_t n, int64_t ts, size_t *at);
+
+/* A call at `ts` launched GPU work over [start, stop): into the CPU step read so far that holds
+ * ts, else to wait for the end of the file. */
+static void pair_add(rp_kineto *k, int64_t ts, int64_t start, int64_t stop) {
+  size_t at;
+  if (!k->cpu_unordered && step_before(k->steps, k->cpu_order, k->ncpu_order, ts, &at)) {
+    kstep *st = &k->steps[k->cpu_order[at]];
+    if (ts <= st->stop) {
+      if (start < st->lo) st->lo = start;
+      if (stop > st->hi) st->hi = stop;
+      return;
+    }
+  }
+  if (k->pairs_fd < 0 && !k->pairs_written && !k->npairs) k->pairs_fd = temp_fd();
+  size_t cap = k->pairs_fd >= 0 ? PAIRS_BUF : PAIRS_MAX;
+  if (k->npairs == cap && k->pairs_fd >= 0) {
+    if (write_all(k->pairs_fd, k->pairs, k->npairs * sizeof *k->pairs)) {
+      k->pairs_written += k->npairs;
+      k->npairs = 0;
+    } else { /* the file failed: what it holds is lost, the rest stays in memory */
+      close(k->pairs_fd);
+      k->pairs_fd = -1;
+      k->pairs_written = 0;
+      k->pairs_full = 1;
+      cap = PAIRS_MAX;
+    }
+  }
+  if (k->npairs >= cap) {
+    k->pairs_full = 1;
     return;
   }
-  k->gpuev = v;
-  v[k->ngpuev].corr = corr;
-  v[k->ngpuev].start = start;
-  v[k->ngpuev++].stop = stop;
+  kpair *v = grow(k->pairs, &k->cap_pairs, k->npairs, sizeof *v);
+  if (!v) {
+    k->pairs_full = 1;
+    return;
+  }
+  k->pairs = v;
+  v[k->npairs++] = (kpair){ts, start, stop};
+}
+
+static int corr_tables(rp_kineto *k) {
+  if (k->ltab) return 1;
+  k->ltab = topo_calloc(CORR_SLOTS, sizeof *k->ltab); /* zero pages: untouched until used */
+  k->gtab = topo_calloc(CORR_SLOTS, sizeof *k->gtab);
+  if (!k->ltab || !k->gtab) {
+    topo_free(k->ltab), topo_free(k->gtab);
+    k->ltab = NULL, k->gtab = NULL;
+    return 0;
+  }
+  return 1;
+}
+
+/* A runtime or driver call with a correlation id: its GPU event may be waiting already. */
+static void corr_call(rp_kineto *k, int64_t corr, int64_t ts) {
+  if (!corr_tables(k)) return;
+  size_t slot = (size_t)corr & (CORR_SLOTS - 1);
+  corr_gpu *g = &k->gtab[slot];
+  if (g->corr == corr + 1) {
+    pair_add(k, ts, g->start, g->stop);
+    g->corr = 0;
+  }
+  k->ltab[slot].corr = corr + 1;
+  k->ltab[slot].ts = ts;
+}
+
+/* A GPU event with a correlation id: its call, or it waits for it. */
+static void corr_gpu_event(rp_kineto *k, int64_t corr, int64_t start, int64_t stop) {
+  if (!corr_tables(k)) return;
+  size_t slot = (size_t)corr & (CORR_SLOTS - 1);
+  if (k->ltab[slot].corr == corr + 1) {
+    pair_add(k, k->ltab[slot].ts, start, stop); /* one call, possibly several GPU events (graphs) */
+    return;
+  }
+  k->gtab[slot].corr = corr + 1;
+  k->gtab[slot].start = start;
+  k->gtab[slot].stop = stop;
 }
 
 /* Categories of complete events that are not GPU work, for the message on traces without any. */
@@ -374,7 +472,17 @@ static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e) {
     k->steps[k->nsteps].stop = e->ts + e->dur;
     k->steps[k->nsteps].value = (uint64_t)strtoull(num, NULL, 10);
     k->steps[k->nsteps].gpu = e->cat == KC_GPU_ANNOTATION;
+    k->steps[k->nsteps].lo = INT64_MAX;
+    k->steps[k->nsteps].hi = INT64_MIN;
     k->gpu_steps |= k->steps[k->nsteps].gpu;
+    if (!k->steps[k->nsteps].gpu && !k->cpu_unordered) { /* CPU steps in start order, for pair_add */
+      size_t *o = grow(k->cpu_order, &k->cap_cpu_order, k->ncpu_order, sizeof *o);
+      if (o) k->cpu_order = o;
+      if (!o || (k->ncpu_order && e->ts < k->steps[k->cpu_order[k->ncpu_order - 1]].start))
+        k->cpu_unordered = 1;
+      else
+        k->cpu_order[k->ncpu_order++] = k->nsteps;
+    }
     k->nsteps++;
     return;
   }
@@ -391,7 +499,7 @@ static void act(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e, int64_t
                     e->bw_gbps == e->bw_gbps ? e->bw_gbps : -1};
     sink->kevent(sink->ctx, s->index, &ke);
   }
-  if (e->cat == KC_RUNTIME && sink->step && e->corr >= 0) corr_add_launch(k, e->corr, e->ts);
+  if (e->cat == KC_RUNTIME && sink->step && e->corr >= 0) corr_call(k, e->corr, e->ts);
   if (!gpu) {
     if (e->cat == KC_OTHER && k->counting) note_category(k, e);
     return;
@@ -401,7 +509,7 @@ static void act(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e, int64_t
   const char *name = ev_name(e);
   if (e->ts < k->first) k->first = e->ts;
   if (e->ts + e->dur > k->last) k->last = e->ts + e->dur;
-  if (sink->step && e->corr >= 0) corr_add_gpu(k, e->corr, e->ts, e->ts + e->dur);
+  if (sink->step && e->corr >= 0) corr_gpu_event(k, e->corr, e->ts, e->ts + e->dur);
   rp_interval iv = {start, stop, (uint32_t)(e->stream >= 0 ? e->stream : ev_tid(e)), RP_COMPUTE,
                     0xff, RP_FROM_KERNEL, 0};
   int func = -1, algo = -1, proto = -1;
@@ -492,14 +600,29 @@ static js_status parse_other_data(rp_kineto *k, const char **pp, const char *end
   return JS_OK;
 }
 
-static int cmp_launch(const void *a, const void *b) {
-  const corr_launch *x = a, *y = b;
-  return (x->corr > y->corr) - (x->corr < y->corr);
+/* The last of the n steps (indices in `order`, by start) with start <= ts: 1 and *at, or 0. */
+static int step_before(const kstep *steps, const size_t *order, size_t n, int64_t ts, size_t *at) {
+  size_t l = 0, r = n;
+  while (l < r) {
+    size_t m = l + (r - l) / 2;
+    if (steps[order[m]].start <= ts) l = m + 1;
+    else r = m;
+  }
+  if (!l) return 0;
+  *at = l - 1;
+  return 1;
 }
 
-static int cmp_gpuev(const void *a, const void *b) {
-  const corr_gpu *x = a, *y = b;
-  return (x->corr > y->corr) - (x->corr < y->corr);
+/* Widen the GPU windows [lo, hi) of the n CPU steps by the pairs whose call lies in them. */
+static void pairs_into_steps(const kpair *p, size_t np, const kstep *cpu, const size_t *order, size_t n,
+                             int64_t *lo, int64_t *hi) {
+  for (size_t i = 0; i < np; i++) {
+    size_t at;
+    if (step_before(cpu, order, n, p[i].ts, &at) && p[i].ts <= cpu[at].stop) {
+      if (p[i].start < lo[at]) lo[at] = p[i].start;
+      if (p[i].stop > hi[at]) hi[at] = p[i].stop;
+    }
+  }
 }
 
 static int cmp_kstep(const void *a, const void *b) {
@@ -555,10 +678,11 @@ static void emit_steps(rp_kineto *k, rp_source *s, const rp_sink *sink) {
   }
   size_t ngpu = k->nsteps - ncpu;
   kstep *cpu = topo_malloc(ncpu * sizeof *cpu);
+  size_t *order = topo_malloc(ncpu * sizeof *order);
   int64_t *lo = topo_malloc(ncpu * sizeof *lo), *hi = topo_malloc(ncpu * sizeof *hi);
   gpu_twin *twin = topo_malloc((ngpu ? ngpu : 1) * sizeof *twin);
-  if (!cpu || !lo || !hi || !twin) {
-    topo_free(cpu), topo_free(lo), topo_free(hi), topo_free(twin);
+  if (!cpu || !order || !lo || !hi || !twin) {
+    topo_free(cpu), topo_free(order), topo_free(lo), topo_free(hi), topo_free(twin);
     return;
   }
   for (size_t i = 0, g = 0; i < k->nsteps; i++)
@@ -572,43 +696,29 @@ static void emit_steps(rp_kineto *k, rp_source *s, const rp_sink *sink) {
   }
   size_t n = 0;
   for (size_t i = 0; i < k->nsteps; i++)
-    if (!k->steps[i].gpu) {
-      cpu[n].start = k->steps[i].start;
-      cpu[n].stop = k->steps[i].stop;
-      cpu[n].value = k->steps[i].value;
-      cpu[n++].gpu = 0;
-    }
+    if (!k->steps[i].gpu) cpu[n++] = k->steps[i];
   qsort(cpu, n, sizeof *cpu, cmp_kstep);
-  for (size_t i = 0; i < n; i++) lo[i] = INT64_MAX, hi[i] = INT64_MIN;
-  if (k->corr_full && !k->quiet)
-    TOPO_WARN("%s: more than %u launches or GPU events; steps beyond them use their GPU-projected "
-              "or CPU ranges", k->path, CORR_MAX);
-  if (k->nlaunch) qsort(k->launch, k->nlaunch, sizeof *k->launch, cmp_launch);
-  if (k->ngpuev) qsort(k->gpuev, k->ngpuev, sizeof *k->gpuev, cmp_gpuev);
-  for (size_t a = 0, g = 0; a < k->nlaunch && g < k->ngpuev;) {
-    if (k->launch[a].corr < k->gpuev[g].corr) {
-      a++;
-      continue;
+  for (size_t i = 0; i < n; i++) lo[i] = cpu[i].lo, hi[i] = cpu[i].hi, order[i] = i;
+  /* the pairs that waited, from the file and then from memory: each into the step whose CPU range
+   * holds its call */
+  if (k->pairs_fd >= 0 && k->pairs_written && lseek(k->pairs_fd, 0, SEEK_SET) == 0) {
+    kpair *chunk = topo_malloc(PAIRS_BUF * sizeof *chunk);
+    uint64_t left = chunk ? k->pairs_written : 0;
+    while (left) {
+      size_t want = left < PAIRS_BUF ? (size_t)left : PAIRS_BUF;
+      ssize_t r = read(k->pairs_fd, chunk, want * sizeof *chunk);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0 || (size_t)r % sizeof *chunk) break;
+      pairs_into_steps(chunk, (size_t)r / sizeof *chunk, cpu, order, n, lo, hi);
+      left -= (size_t)r / sizeof *chunk;
     }
-    if (k->launch[a].corr > k->gpuev[g].corr) {
-      g++;
-      continue;
-    }
-    /* the step whose CPU range holds the launch: last start <= ts */
-    int64_t ts = k->launch[a].ts;
-    size_t l = 0, r = n;
-    while (l < r) {
-      size_t m = l + (r - l) / 2;
-      if (cpu[m].start <= ts) l = m + 1;
-      else r = m;
-    }
-    if (l > 0 && ts <= cpu[l - 1].stop) {
-      const corr_gpu *e = &k->gpuev[g];
-      if (e->start < lo[l - 1]) lo[l - 1] = e->start;
-      if (e->stop > hi[l - 1]) hi[l - 1] = e->stop;
-    }
-    g++; /* one launch, possibly several GPU events (a graph): keep `a` */
+    if (left) k->pairs_full = 1;
+    topo_free(chunk);
   }
+  pairs_into_steps(k->pairs, k->npairs, cpu, order, n, lo, hi);
+  if (k->pairs_full && !k->quiet)
+    TOPO_WARN("%s: not every launch could be matched with its GPU events (no room for them); steps "
+              "without a match use their GPU-projected or CPU ranges", k->path);
   for (size_t i = 0; i < n; i++) {
     int64_t a = cpu[i].start, b = cpu[i].stop;
     const gpu_twin *gs;
@@ -616,7 +726,17 @@ static void emit_steps(rp_kineto *k, rp_source *s, const rp_sink *sink) {
     else if ((gs = twin_of(twin, ngpu, cpu[i].value, b - a))) a = gs->start, b = gs->stop;
     sink->step(sink->ctx, s->index, a + k->base_ns, b + k->base_ns, cpu[i].value);
   }
-  topo_free(cpu), topo_free(lo), topo_free(hi), topo_free(twin);
+  topo_free(cpu), topo_free(order), topo_free(lo), topo_free(hi), topo_free(twin);
+}
+
+/* The step attribution's tables and waiting pairs. */
+static void corr_free(rp_kineto *k) {
+  topo_free(k->ltab), topo_free(k->gtab), topo_free(k->pairs), topo_free(k->cpu_order);
+  k->ltab = NULL, k->gtab = NULL, k->pairs = NULL, k->cpu_order = NULL;
+  k->npairs = k->cap_pairs = k->ncpu_order = k->cap_cpu_order = 0;
+  if (k->pairs_fd >= 0) close(k->pairs_fd);
+  k->pairs_fd = -1;
+  k->pairs_written = 0;
 }
 
 static void finish(rp_kineto *k, rp_source *s, const rp_sink *sink) {
@@ -628,9 +748,7 @@ static void finish(rp_kineto *k, rp_source *s, const rp_sink *sink) {
   s->gpu_first = k->first + k->base_ns;
   s->gpu_last = k->last + k->base_ns;
   if (sink->step) emit_steps(k, s, sink);
-  topo_free(k->launch), topo_free(k->gpuev);
-  k->launch = NULL, k->gpuev = NULL;
-  k->nlaunch = k->ngpuev = k->cap_launch = k->cap_gpuev = 0;
+  corr_free(k);
 }
 
 /* ---- the record of pass 1 for pass 2 (rp_kspill): every event deliver hands to act(), as a
@@ -990,6 +1108,7 @@ static rp_kineto *kineto_new(const char *name) {
   k->first = INT64_MAX / 2;
   k->last = INT64_MIN / 2;
   k->counting = 1;
+  k->pairs_fd = -1;
   return k;
 }
 
@@ -1011,8 +1130,7 @@ void rp_kineto_close(rp_kineto *k) {
   if (!k) return;
   js_close(&k->in);
   topo_free(k->steps);
-  topo_free(k->launch);
-  topo_free(k->gpuev);
+  corr_free(k);
   topo_free(k);
 }
 
