@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -760,7 +761,7 @@ static void finish(rp_kineto *k, rp_source *s, const rp_sink *sink) {
 #define SPILL_BUF 8192                  /* records per read / write batch */
 #define SPILL_MAX_STRINGS (1u << 20)
 #define SPILL_MAX_STRING_BYTES (64u << 20)
-#define SPILL_MAX_LIVE 64               /* records open at once (file descriptors) */
+#define SPILL_MAX_LIVE 64               /* records open at once (file descriptors), at most */
 
 typedef struct krec {
   int64_t ts, dur, stream, tid, corr, bytes, in_nelems, out_nelems, group_size;
@@ -784,8 +785,18 @@ struct rp_kspill {
 
 static int spill_live;
 
+/* Records open at once: SPILL_MAX_LIVE, and at most a quarter of what RLIMIT_NOFILE leaves after
+ * 16, so that the descriptors analyze.c budgets for its inputs stay free. */
+static int spill_cap(void) {
+  struct rlimit rl;
+  rlim_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+  if (lim == RLIM_INFINITY || lim > 4096) lim = 4096;
+  long c = ((long)lim - 16) / 4;
+  return c < 0 ? 0 : c > SPILL_MAX_LIVE ? SPILL_MAX_LIVE : (int)c;
+}
+
 rp_kspill *rp_kspill_new(void) {
-  if (spill_live >= SPILL_MAX_LIVE) return NULL;
+  if (spill_live >= spill_cap()) return NULL;
   const char *dir = getenv("TMPDIR");
   char path[4096];
   snprintf(path, sizeof path, "%s/topo-report-XXXXXX", dir && *dir ? dir : "/tmp");
