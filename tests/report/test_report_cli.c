@@ -171,6 +171,22 @@ static void test_help_version_and_misuse(void **state) {
   assert_int_equal(run("--reorder-window 0 x", NULL), 2);
 }
 
+/* The subcommand named or not, options before or after the inputs, "--opt=value", "-qv": the
+ * same report; a value missing at the end is one misuse line. */
+static void test_report_subcommand_and_option_spellings(void **state) {
+  (void)state;
+  char args[256], *out;
+  snprintf(args, sizeof args, "report %s/a --json --top=5 -qv", dir);
+  assert_int_equal(run(args, &out), 0);
+  assert_non_null(strstr(out, "\"ranks\":["));
+  free(out);
+  snprintf(args, sizeof args, "%s/a --top", dir);
+  assert_int_equal(run(args, NULL), 2);
+  char *err = slurp("stderr");
+  assert_string_equal(err, "topo-report: option --top needs a value (try --help)\n");
+  free(err);
+}
+
 /* Nothing usable, or a missing file beside a good one: exit 1 with one line saying so. */
 static void test_unusable_or_missing_inputs_exit_1(void **state) {
   (void)state;
@@ -521,6 +537,7 @@ static void test_fifo_input_is_refused_without_hanging(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_help_version_and_misuse),
+      cmocka_unit_test(test_report_subcommand_and_option_spellings),
       cmocka_unit_test(test_unusable_or_missing_inputs_exit_1),
       cmocka_unit_test(test_text_json_csv_and_html),
       cmocka_unit_test(test_window_option),

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// topo-report's command line: parses arguments, runs the analysis, picks the renderer. Sub-
-// commands: (default) report, dump, export --chrome, diff, fit. Misuse: one line, exit 2.
+// topo-report's command line: reads the subcommand and its options (getopt_long through
+// common/cli.h, git style: "topo-report [report|dump|export|diff|fit] [options] PATH..."), runs the
+// analysis and picks the renderer. Exit codes: 0 done, 1 nothing usable or an input or output
+// failed, 2 misuse (one line on stderr).
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -9,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "env.h"
 #include "log.h"
 #include "kernels.h"
@@ -17,7 +20,7 @@
 #include "topo_version.h"
 
 static const char usage[] =
-    "usage: topo-report [options] TRACE_OR_DIR...      report on traces of all ranks\n"
+    "usage: topo-report [report] [options] TRACE_OR_DIR...  report on traces of all ranks\n"
     "       topo-report dump TRACE                      print a binary trace as JSON lines\n"
     "       topo-report export --chrome OUT TRACE_OR_DIR...  Perfetto/Chrome trace JSON\n"
     "       topo-report diff [options] A B              two runs side by side (files or dirs)\n"
@@ -71,6 +74,7 @@ static const char usage[] =
 
 static int misuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* One misuse line on stderr, "topo-report: WHAT (try --help)"; returns TOPO_CLI_MISUSE. */
 static int misuse(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -78,10 +82,11 @@ static int misuse(const char *fmt, ...) {
   vfprintf(stderr, fmt, ap);
   va_end(ap);
   fprintf(stderr, " (try --help)\n");
-  return 2;
+  return TOPO_CLI_MISUSE;
 }
 
 typedef struct args {
+  const char *cmd; /* "report", "dump", "export", "diff" or "fit" */
   int json, csv, quiet, verbose;
   int progress;
   const char *html, *output, *gpu, *chrome, *base, *profile;
@@ -91,9 +96,44 @@ typedef struct args {
   int run, all_runs;
   int have_from, have_to;
   int64_t from, to;
-  const char **paths;
+  const char *const *paths; /* the positional arguments, in argv */
   int npaths;
 } args;
+
+/* getopt_long values of the long-only options (the short ones are their letter). */
+enum {
+  OPT_JSON = 256, OPT_CSV, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_ALL_RUNS, OPT_RUN, OPT_HTML, OPT_GPU,
+  OPT_BASE, OPT_PROFILE, OPT_CHROME, OPT_REORDER, OPT_TOP, OPT_STEPS, OPT_WINDOW, OPT_FROM, OPT_TO,
+  OPT_VERSION
+};
+
+static const struct option long_opts[] = {
+    {"json", no_argument, 0, OPT_JSON},
+    {"csv", no_argument, 0, OPT_CSV},
+    {"quiet", no_argument, 0, 'q'},
+    {"verbose", no_argument, 0, 'v'},
+    {"progress", no_argument, 0, OPT_PROGRESS},
+    {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
+    {"all-runs", no_argument, 0, OPT_ALL_RUNS},
+    {"run", required_argument, 0, OPT_RUN},
+    {"html", required_argument, 0, OPT_HTML},
+    {"output", required_argument, 0, 'o'},
+    {"gpu", required_argument, 0, OPT_GPU},
+    {"base", required_argument, 0, OPT_BASE},
+    {"profile", required_argument, 0, OPT_PROFILE},
+    {"chrome", required_argument, 0, OPT_CHROME},
+    {"reorder-window", required_argument, 0, OPT_REORDER},
+    {"top", required_argument, 0, OPT_TOP},
+    {"steps", required_argument, 0, OPT_STEPS},
+    {"window", required_argument, 0, OPT_WINDOW},
+    {"from", required_argument, 0, OPT_FROM},
+    {"to", required_argument, 0, OPT_TO},
+    {"help", no_argument, 0, 'h'},
+    {"version", no_argument, 0, OPT_VERSION},
+    {0, 0, 0, 0}};
+
+/* ':' first: a missing value is reported as ':' (topo_cli_misuse words both cases). */
+static const char short_opts[] = ":o:qvh";
 
 /* A time in Unix-epoch ns (a decimal integer, optionally signed); 1 when valid. */
 static int parse_ns(const char *t, int64_t *out) {
@@ -105,89 +145,130 @@ static int parse_ns(const char *t, int64_t *out) {
   return 1;
 }
 
-/* Parse options and positional paths from argv[from..]; returns 0 or an exit code. */
-static int parse(int argc, char **argv, int from, args *a) {
-  a->progress = -1;
-  a->paths = calloc((size_t)argc + 1, sizeof *a->paths);
-  if (!a->paths) return 1;
-  for (int i = from; i < argc; i++) {
-    const char *s = argv[i];
-#define NEED_VALUE()                                       \
-  do {                                                     \
-    if (i + 1 >= argc) return misuse("%s needs a value", s); \
-  } while (0)
-    if (!strcmp(s, "--json")) a->json = 1;
-    else if (!strcmp(s, "--csv")) a->csv = 1;
-    else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) a->quiet = 1;
-    else if (!strcmp(s, "-v") || !strcmp(s, "--verbose")) a->verbose = 1;
-    else if (!strcmp(s, "--progress")) a->progress = 1;
-    else if (!strcmp(s, "--no-progress")) a->progress = 0;
-    else if (!strcmp(s, "--all-runs")) a->all_runs = 1;
-    else if (!strcmp(s, "--run")) {
-      NEED_VALUE();
-      char *end;
-      long v = strtol(argv[++i], &end, 10);
-      if (end == argv[i] || *end || v < 1 || v > 1000000)
-        return misuse("--run wants a run number (1 = the oldest), not '%s'", argv[i]);
-      a->run = (int)v;
-    }
-    else if (!strcmp(s, "--html")) { NEED_VALUE(); a->html = argv[++i]; }
-    else if (!strcmp(s, "-o") || !strcmp(s, "--output")) { NEED_VALUE(); a->output = argv[++i]; }
-    else if (!strcmp(s, "--gpu")) { NEED_VALUE(); a->gpu = argv[++i]; }
-    else if (!strcmp(s, "--base")) { NEED_VALUE(); a->base = argv[++i]; }
-    else if (!strcmp(s, "--profile")) { NEED_VALUE(); a->profile = argv[++i]; }
-    else if (!strcmp(s, "--chrome")) { NEED_VALUE(); a->chrome = argv[++i]; }
-    else if (!strcmp(s, "--reorder-window")) {
-      NEED_VALUE();
-      char *end;
-      long v = strtol(argv[++i], &end, 10);
-      if (*end || v < 1 || v > (1L << 26)) return misuse("--reorder-window wants 1..67108864, not '%s'", argv[i]);
-      a->reorder = (size_t)v;
-    } else if (!strcmp(s, "--top")) {
-      NEED_VALUE();
-      char *end;
-      long v = strtol(argv[++i], &end, 10);
-      if (*end || end == argv[i] || v < 1 || v > 100000) return misuse("--top wants 1..100000, not '%s'", argv[i]);
-      a->top = (int)v;
-    } else if (!strcmp(s, "--steps")) {
-      NEED_VALUE();
-      const char *v = argv[++i];
-      char *end;
-      long p = strtol(v, &end, 10);
-      if (!strcmp(v, "auto")) a->steps = 0;
-      else if (!strcmp(v, "off")) a->steps = -1;
-      else if (!strcmp(v, "all")) a->step_window = RP_WINDOW_ALL;
-      else if (!strcmp(v, "complete")) a->step_window = RP_WINDOW_COMPLETE_STEPS;
-      else if (end != v && !*end && p >= 1 && p <= RP_STEPS_DETECT_MAX / 2) a->steps = (int)p;
-      else
-        return misuse("--steps wants all, complete, auto, off or a period of 1..%d collectives, not '%s'",
-                      RP_STEPS_DETECT_MAX / 2, v);
-    } else if (!strcmp(s, "--window")) {
-      NEED_VALUE();
-      const char *v = argv[++i], *comma = strchr(v, ',');
-      char lo[32];
-      if (!comma || (size_t)(comma - v) >= sizeof lo)
-        return misuse("--window wants FROM,TO in Unix-epoch ns, not '%s'", v);
-      memcpy(lo, v, (size_t)(comma - v));
-      lo[comma - v] = 0;
-      if (!parse_ns(lo, &a->from) || !parse_ns(comma + 1, &a->to))
-        return misuse("--window wants FROM,TO in Unix-epoch ns, not '%s'", v);
-      a->have_from = a->have_to = 1;
-    } else if (!strcmp(s, "--from") || !strcmp(s, "--to")) {
-      NEED_VALUE();
-      int64_t t;
-      if (!parse_ns(argv[++i], &t)) return misuse("%s wants Unix-epoch ns, not '%s'", s, argv[i]);
-      if (s[2] == 'f') a->from = t, a->have_from = 1;
-      else a->to = t, a->have_to = 1;
-    } else if (s[0] == '-' && s[1]) return misuse("unknown option '%s'", s);
-    else a->paths[a->npaths++] = s;
-#undef NEED_VALUE
+/* A decimal integer in [lo, hi]; 1 when valid. */
+static int parse_count(const char *t, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(t, &end, 10);
+  if (end == t || *end || errno || v < lo || v > hi) return 0;
+  *out = v;
+  return 1;
+}
+
+/* --steps: a window (all, complete) or a detection (auto, off, a period). 0 or an exit code. */
+static int apply_steps(args *a, const char *v) {
+  long p;
+  if (!strcmp(v, "auto")) a->steps = 0;
+  else if (!strcmp(v, "off")) a->steps = -1;
+  else if (!strcmp(v, "all")) a->step_window = RP_WINDOW_ALL;
+  else if (!strcmp(v, "complete")) a->step_window = RP_WINDOW_COMPLETE_STEPS;
+  else if (parse_count(v, 1, RP_STEPS_DETECT_MAX / 2, &p)) a->steps = (int)p;
+  else
+    return misuse("--steps wants all, complete, auto, off or a period of 1..%d collectives, not '%s'",
+                  RP_STEPS_DETECT_MAX / 2, v);
+  return 0;
+}
+
+/* --window FROM,TO. 0 or an exit code. */
+static int apply_window(args *a, const char *v) {
+  const char *comma = strchr(v, ',');
+  char lo[32];
+  if (!comma || (size_t)(comma - v) >= sizeof lo)
+    return misuse("--window wants FROM,TO in Unix-epoch ns, not '%s'", v);
+  memcpy(lo, v, (size_t)(comma - v));
+  lo[comma - v] = 0;
+  if (!parse_ns(lo, &a->from) || !parse_ns(comma + 1, &a->to))
+    return misuse("--window wants FROM,TO in Unix-epoch ns, not '%s'", v);
+  a->have_from = a->have_to = 1;
+  return 0;
+}
+
+/* One option getopt_long returned (`id`) with its value `v`. 0 or an exit code. */
+static int apply_option(args *a, int id, const char *v) {
+  long n;
+  switch (id) {
+  case OPT_JSON: a->json = 1; return 0;
+  case OPT_CSV: a->csv = 1; return 0;
+  case 'q': a->quiet = 1; return 0;
+  case 'v': a->verbose = 1; return 0;
+  case OPT_PROGRESS: a->progress = 1; return 0;
+  case OPT_NO_PROGRESS: a->progress = 0; return 0;
+  case OPT_ALL_RUNS: a->all_runs = 1; return 0;
+  case OPT_HTML: a->html = v; return 0;
+  case 'o': a->output = v; return 0;
+  case OPT_GPU: a->gpu = v; return 0;
+  case OPT_BASE: a->base = v; return 0;
+  case OPT_PROFILE: a->profile = v; return 0;
+  case OPT_CHROME: a->chrome = v; return 0;
+  case OPT_RUN:
+    if (!parse_count(v, 1, 1000000, &n)) return misuse("--run wants a run number (1 = the oldest), not '%s'", v);
+    a->run = (int)n;
+    return 0;
+  case OPT_REORDER:
+    if (!parse_count(v, 1, 1L << 26, &n)) return misuse("--reorder-window wants 1..67108864, not '%s'", v);
+    a->reorder = (size_t)n;
+    return 0;
+  case OPT_TOP:
+    if (!parse_count(v, 1, 100000, &n)) return misuse("--top wants 1..100000, not '%s'", v);
+    a->top = (int)n;
+    return 0;
+  case OPT_STEPS: return apply_steps(a, v);
+  case OPT_WINDOW: return apply_window(a, v);
+  case OPT_FROM:
+    if (!parse_ns(v, &a->from)) return misuse("--from wants Unix-epoch ns, not '%s'", v);
+    a->have_from = 1;
+    return 0;
+  case OPT_TO:
+    if (!parse_ns(v, &a->to)) return misuse("--to wants Unix-epoch ns, not '%s'", v);
+    a->have_to = 1;
+    return 0;
+  default: return TOPO_CLI_MISUSE; /* not reached: parse() words '?' and ':' */
   }
+}
+
+/* Options and positional paths of argv (argv[0] the program or the subcommand). -1 to go on,
+ * else the exit code (--help, --version, misuse). */
+static int parse(int argc, char **argv, args *a) {
+  a->progress = -1;
+  topo_cli_reset();
+  int c;
+  while ((c = getopt_long(argc, argv, short_opts, long_opts, NULL)) != -1) {
+    if (c == 'h') {
+      fputs(usage, stdout);
+      return TOPO_CLI_DONE;
+    }
+    if (c == OPT_VERSION) {
+      printf("topo-report %s\n", TOPO_VERSION);
+      return TOPO_CLI_DONE;
+    }
+    if (c == '?' || c == ':') {
+      char what[160];
+      topo_cli_misuse(c, argv, long_opts, what, sizeof what);
+      return misuse("%s", what);
+    }
+    int rc = apply_option(a, c, optarg);
+    if (rc) return rc;
+  }
+  a->paths = (const char *const *)argv + optind;
+  a->npaths = argc - optind;
   if (a->run && a->all_runs) return misuse("--run and --all-runs exclude each other");
-  if ((a->have_from || a->have_to) && a->have_from && a->have_to && a->to <= a->from)
+  if (a->have_from && a->have_to && a->to <= a->from)
     return misuse("the window's end (%lld) is not after its start (%lld)", (long long)a->to,
                   (long long)a->from);
-  return 0;
+  return -1;
+}
+
+/* The analysis options the arguments ask for. */
+static rp_options analysis_options(const args *a) {
+  rp_options opt = {.reorder_window = a->reorder ? a->reorder : 65536, .progress = a->progress,
+                    .quiet = a->quiet, .steps = a->steps, .step_window = a->step_window, .run = a->run,
+                    .all_runs = a->all_runs};
+  if (a->have_from || a->have_to) {
+    opt.window = 1;
+    opt.from = a->have_from ? a->from : INT64_MIN;
+    opt.to = a->have_to ? a->to : INT64_MAX;
+  }
+  return opt;
 }
 
 static FILE *open_out(const char *path) {
@@ -201,8 +282,6 @@ static int close_out(FILE *f) {
   if (f == stdout) return fflush(f) == 0 ? 0 : 1;
   return fclose(f) == 0 ? 0 : 1;
 }
-
-static int run_main(int argc, char **argv, args *a_out);
 
 /* The busbw reference of the HTML plot: the link bandwidth of `profile` (measured by
  * topo-calibrate, or the built-in figure it fell back to), else the built-in link peak of `gpu`;
@@ -248,149 +327,160 @@ static int count_unreadable(const rp_report *r, const rp_source **bad) {
   return n;
 }
 
-int main(int argc, char **argv) {
-  args a;
-  memset(&a, 0, sizeof a);
-  int rc = run_main(argc, argv, &a);
-  free(a.paths);
+/* topo-report dump TRACE */
+static int cmd_dump(const args *a) {
+  if (a->npaths != 1) return misuse("dump wants exactly one trace file");
+  FILE *out = open_out(a->output);
+  if (!out) return TOPO_CLI_FAILED;
+  int rc = rp_dump(a->paths[0], out) == TOPO_OK ? TOPO_CLI_DONE : TOPO_CLI_FAILED;
+  if (close_out(out)) rc = TOPO_CLI_FAILED;
   return rc;
 }
 
-/* Everything main does; a->paths (allocated by parse) is freed by the caller on every path. */
-static int run_main(int argc, char **argv, args *a_out) {
+/* topo-report export --chrome OUT TRACE_OR_DIR... */
+static int cmd_export(const args *a) {
+  if (!a->chrome) return misuse("export needs --chrome FILE");
+  if (!a->npaths) return misuse("export needs traces");
+  rp_options opt = analysis_options(a);
+  return rp_export_chrome(a->paths, a->npaths, &opt, a->chrome) == TOPO_OK ? TOPO_CLI_DONE : TOPO_CLI_FAILED;
+}
+
+/* topo-report diff A B */
+static int cmd_diff(const args *a) {
+  if (a->npaths != 2) return misuse("diff wants two runs (files or directories)");
+  rp_options opt = analysis_options(a);
+  rp_report ra, rb;
+  int ok = rp_analyze(&a->paths[0], 1, &opt, &ra) == TOPO_OK;
+  ok &= rp_analyze(&a->paths[1], 1, &opt, &rb) == TOPO_OK;
+  FILE *out = ok ? open_out(a->output) : NULL;
+  int rc = TOPO_CLI_FAILED;
+  if (out) {
+    rp_render_diff(&ra, &rb, a->paths[0], a->paths[1], out);
+    rc = close_out(out);
+  }
+  const rp_source *bad_a = NULL, *bad_b = NULL;
+  int unreadable = ok ? count_unreadable(&ra, &bad_a) + count_unreadable(&rb, &bad_b) : 0;
+  const rp_source *bad = bad_a ? bad_a : bad_b;
+  if (unreadable) {
+    fprintf(stderr, "topo-report: %d input file%s could not be read (%s: %s); the diff covers the "
+            "others\n", unreadable, unreadable == 1 ? "" : "s", bad->path,
+            unreadable_reason(bad->unreadable));
+    rc = TOPO_CLI_FAILED;
+  }
+  rp_report_free(&ra);
+  rp_report_free(&rb);
+  return rc;
+}
+
+/* Inputs that do not exist: an error even beside good ones (the report covers the rest). */
+static int count_missing(const args *a) {
+  int missing = 0;
+  for (int i = 0; i < a->npaths; i++) {
+    struct stat sb;
+    missing += stat(a->paths[i], &sb) != 0;
+  }
+  return missing;
+}
+
+/* What the analysis of r could not use, on stderr: an input that could not be opened or read is
+ * never dropped silently, --quiet or not. TOPO_CLI_FAILED when r has no rank at all (nothing to
+ * report), 1 when some input was lost, else 0. */
+static int judge_inputs(const args *a, const rp_report *r, int missing) {
+  const rp_source *bad = NULL;
+  int unreadable = count_unreadable(r, &bad);
+  if (r->nranks == 0) {
+    if (unreadable)
+      fprintf(stderr, "topo-report: no usable input: %d of %d input file%s could not be read "
+              "(%s: %s)\n", unreadable, r->nsrc, r->nsrc == 1 ? "" : "s", bad->path,
+              unreadable_reason(bad->unreadable));
+    else
+      fprintf(stderr, "topo-report: no usable input: none of the %d input%s holds a topo trace or "
+              "a Kineto/Chrome trace with CUDA GPU events (see the warnings above)\n", a->npaths,
+              a->npaths == 1 ? "" : "s");
+    return TOPO_CLI_FAILED;
+  }
+  int rc = 0;
+  if (unreadable) {
+    fprintf(stderr, "topo-report: %d of %d input file%s could not be read (%s: %s); the report "
+            "covers the others\n", unreadable, r->nsrc, r->nsrc == 1 ? "" : "s", bad->path,
+            unreadable_reason(bad->unreadable));
+    rc = 1;
+  }
+  if (missing) {
+    fprintf(stderr, "topo-report: %d input%s missing; the report covers the others\n", missing,
+            missing == 1 ? "" : "s");
+    rc = 1;
+  }
+  return rc;
+}
+
+/* The report in the format asked for (text, JSON or CSV, and the HTML page). 0 or 1. */
+static int write_report(const args *a, const rp_report *r) {
+  FILE *out = open_out(a->output);
+  if (!out) return TOPO_CLI_FAILED;
+  if (a->json) rp_render_json(r, out);
+  else if (a->csv) rp_render_csv(r, out);
+  else rp_render_text(r, out);
+  int rc = close_out(out) ? TOPO_CLI_FAILED : TOPO_CLI_DONE;
+  if (a->html) {
+    if (rp_render_html(r, a->html) != TOPO_OK) rc = TOPO_CLI_FAILED;
+    else if (!a->quiet && !a->json && !a->csv && out == stdout) fprintf(stdout, "\nwrote %s\n", a->html);
+  }
+  return rc;
+}
+
+/* topo-report [report] ... and topo-report fit ...: one analysis of every input, then the report
+ * or the fitted profile. */
+static int cmd_report(const args *a) {
+  int fit = !strcmp(a->cmd, "fit");
+  if (!a->npaths) return misuse("no traces given");
+  if (fit && !a->output) return misuse("fit needs -o PROFILE");
+  if (!fit && a->base) return misuse("--base is for fit only");
+  int missing = count_missing(a);
+  rp_options opt = analysis_options(a);
+  rp_report r;
+  topo_status st = rp_analyze(a->paths, a->npaths, &opt, &r);
+  if (st != TOPO_OK) {
+    if (st != TOPO_ERR_INVALID) fprintf(stderr, "topo-report: %s\n", topo_status_str(st));
+    rp_report_free(&r);
+    return TOPO_CLI_FAILED;
+  }
+  int rc = judge_inputs(a, &r, missing);
+  if (r.nranks > 0) {
+    if (a->top) rp_gpu_mark_top(&r, a->top, 0);
+    if (a->html && busbw_reference(&r, a->profile, a->gpu)) rc = TOPO_CLI_FAILED;
+    if (fit) rc = rp_fit(&r, a->gpu, a->base, a->output, stdout) == TOPO_OK ? TOPO_CLI_DONE : TOPO_CLI_FAILED;
+    else if (write_report(a, &r)) rc = TOPO_CLI_FAILED;
+  }
+  rp_report_free(&r);
+  return rc;
+}
+
+static const struct subcommand {
+  const char *name;
+  int (*run)(const args *a);
+} subcommands[] = {{"report", cmd_report}, {"dump", cmd_dump}, {"export", cmd_export},
+                   {"diff", cmd_diff},     {"fit", cmd_report}};
+
+int main(int argc, char **argv) {
   topo_log_to_stderr("topo-report", 0);
   topo_env_check_unknown();
   if (argc < 2) {
     fputs("topo-report: no traces given: topo-report TRACE_OR_DIR... (try --help)\n", stderr);
-    return 2;
+    return TOPO_CLI_MISUSE;
   }
-  if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+  if (!strcmp(argv[1], "help")) {
     fputs(usage, stdout);
-    return 0;
+    return TOPO_CLI_DONE;
   }
-  if (!strcmp(argv[1], "--version")) {
-    printf("topo-report %s\n", TOPO_VERSION);
-    return 0;
-  }
-  const char *cmd = "report";
-  int from = 1;
-  if (!strcmp(argv[1], "dump") || !strcmp(argv[1], "export") || !strcmp(argv[1], "diff") ||
-      !strcmp(argv[1], "fit")) {
-    cmd = argv[1];
-    from = 2;
-  }
-  args a;
-  memset(&a, 0, sizeof a);
-  int rc = parse(argc, argv, from, &a);
-  *a_out = a;
-  if (rc) return rc;
+  args a = {.cmd = "report"};
+  const struct subcommand *sub = &subcommands[0];
+  int from = 0; /* argv[from] is what getopt_long takes as the program name */
+  for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
+    if (!strcmp(argv[1], subcommands[i].name)) sub = &subcommands[i], from = 1;
+  a.cmd = sub->name;
+  int rc = parse(argc - from, argv + from, &a);
+  if (rc >= 0) return rc;
   topo_log_to_stderr("topo-report", a.verbose);
-  rp_options opt = {.reorder_window = a.reorder ? a.reorder : 65536, .progress = a.progress,
-                    .quiet = a.quiet, .steps = a.steps, .step_window = a.step_window, .run = a.run,
-                    .all_runs = a.all_runs};
-  if (a.have_from || a.have_to) {
-    opt.window = 1;
-    opt.from = a.have_from ? a.from : INT64_MIN;
-    opt.to = a.have_to ? a.to : INT64_MAX;
-  }
-  rc = 0;
-
-  if (!strcmp(cmd, "dump")) {
-    if (a.npaths != 1) return misuse("dump wants exactly one trace file");
-    FILE *out = open_out(a.output);
-    if (!out) return 1;
-    rc = rp_dump(a.paths[0], out) == TOPO_OK ? 0 : 1;
-    if (close_out(out)) rc = 1;
-  } else if (!strcmp(cmd, "export")) {
-    if (!a.chrome) return misuse("export needs --chrome FILE");
-    if (!a.npaths) return misuse("export needs traces");
-    rc = rp_export_chrome(a.paths, a.npaths, &opt, a.chrome) == TOPO_OK ? 0 : 1;
-  } else if (!strcmp(cmd, "diff")) {
-    if (a.npaths != 2) return misuse("diff wants two runs (files or directories)");
-    rp_report ra, rb;
-    int ok = rp_analyze(&a.paths[0], 1, &opt, &ra) == TOPO_OK;
-    ok &= rp_analyze(&a.paths[1], 1, &opt, &rb) == TOPO_OK;
-    FILE *out = ok ? open_out(a.output) : NULL;
-    if (out) {
-      rp_render_diff(&ra, &rb, a.paths[0], a.paths[1], out);
-      rc = close_out(out);
-    } else {
-      rc = 1;
-    }
-    const rp_source *bad_a = NULL, *bad_b = NULL;
-    int unreadable = ok ? count_unreadable(&ra, &bad_a) + count_unreadable(&rb, &bad_b) : 0;
-    const rp_source *bad = bad_a ? bad_a : bad_b;
-    if (unreadable) {
-      fprintf(stderr, "topo-report: %d input file%s could not be read (%s: %s); the diff covers the "
-              "others\n", unreadable, unreadable == 1 ? "" : "s", bad->path,
-              unreadable_reason(bad->unreadable));
-      rc = 1;
-    }
-    rp_report_free(&ra);
-    rp_report_free(&rb);
-  } else {
-    if (!a.npaths) return misuse("no traces given");
-    if (!strcmp(cmd, "fit") && !a.output) return misuse("fit needs -o PROFILE");
-    if (strcmp(cmd, "fit") && a.base) return misuse("--base is for fit only");
-    /* A missing input is an error even beside good ones (the report covers the rest, exit 1). */
-    int missing = 0;
-    for (int i = 0; i < a.npaths; i++) {
-      struct stat sb;
-      missing += stat(a.paths[i], &sb) != 0;
-    }
-    rp_report r;
-    topo_status st = rp_analyze(a.paths, a.npaths, &opt, &r);
-    if (st != TOPO_OK) {
-      if (st != TOPO_ERR_INVALID) fprintf(stderr, "topo-report: %s\n", topo_status_str(st));
-      rp_report_free(&r);
-      return 1;
-    }
-    /* An input that could not be opened or read is never dropped silently, --quiet or not. */
-    const rp_source *bad = NULL;
-    int unreadable = count_unreadable(&r, &bad);
-    if (r.nranks == 0) {
-      if (unreadable)
-        fprintf(stderr, "topo-report: no usable input: %d of %d input file%s could not be read "
-                "(%s: %s)\n", unreadable, r.nsrc, r.nsrc == 1 ? "" : "s", bad->path,
-                unreadable_reason(bad->unreadable));
-      else
-        fprintf(stderr, "topo-report: no usable input: none of the %d input%s holds a topo trace or "
-                "a Kineto/Chrome trace with CUDA GPU events (see the warnings above)\n", a.npaths,
-                a.npaths == 1 ? "" : "s");
-      rp_report_free(&r);
-      return 1;
-    }
-    if (unreadable) {
-      fprintf(stderr, "topo-report: %d of %d input file%s could not be read (%s: %s); the report "
-              "covers the others\n", unreadable, r.nsrc, r.nsrc == 1 ? "" : "s", bad->path,
-              unreadable_reason(bad->unreadable));
-      rc = 1;
-    }
-    if (missing) {
-      fprintf(stderr, "topo-report: %d input%s missing; the report covers the others\n", missing,
-              missing == 1 ? "" : "s");
-      rc = 1;
-    }
-    if (a.top) rp_gpu_mark_top(&r, a.top, 0);
-    if (a.html && busbw_reference(&r, a.profile, a.gpu)) rc = 1;
-    if (!strcmp(cmd, "fit")) {
-      rc = rp_fit(&r, a.gpu, a.base, a.output, stdout) == TOPO_OK ? 0 : 1;
-    } else {
-      FILE *out = open_out(a.output);
-      if (!out) {
-        rp_report_free(&r);
-        return 1;
-      }
-      if (a.json) rp_render_json(&r, out);
-      else if (a.csv) rp_render_csv(&r, out);
-      else rp_render_text(&r, out);
-      if (close_out(out)) rc = 1;
-      if (a.html) {
-        if (rp_render_html(&r, a.html) != TOPO_OK) rc = 1;
-        else if (!a.quiet && !a.json && !a.csv && out == stdout) fprintf(stdout, "\nwrote %s\n", a.html);
-      }
-    }
-    rp_report_free(&r);
-  }
-  return rc;
+  return sub->run(&a);
 }
