@@ -481,7 +481,8 @@ typedef struct rp_steps rp_steps;
 /* mode: 0 auto, > 0 force this period, < 0 off (returns NULL; every call accepts NULL).
  * ntrackers: (communicator, rank) pairs expected; sizes the detection buffers. */
 rp_steps *rp_steps_new(int mode, size_t ntrackers);
-void rp_steps_set_cap(rp_steps *d, size_t cap); /* tests: collectives kept for detection */
+/* Test hook only: collectives kept for detection (>= 16), to reach a full buffer with few calls. */
+void rp_steps_set_cap(rp_steps *d, size_t cap);
 /* Pass 1: a collective of rank `rank` (of nranks) of communicator `comm` (a dense index), from
  * report rank `proc`. O(1) amortised; detection runs when a rank's buffer fills. */
 void rp_steps_coll(rp_steps *d, size_t comm, int nranks, int rank, int proc, const rp_coll *co);
@@ -491,8 +492,6 @@ void rp_steps_free(rp_steps *d);
 /* Where the steps come from, for a table heading: "from topo traces (period P collectives, ...)",
  * "from Kineto ProfilerSteps (n ranks)", ... */
 const char *rp_steps_origin(const rp_report *r, char *buf, size_t len);
-/* 1 when some rank with steps recorded compute (Kineto or topo CUPTI kernels). */
-int rp_steps_compute_known(const rp_report *r);
 #define RP_STEPS_NONE_TEXT "no repeating step pattern found in the collectives (steps need a Kineto " \
   "trace, step marks or a job that repeats its collectives; --steps P forces a period)"
 /* ---- GPU-clock alignment (align.c): bounds per trace, anchors across ranks, one offset per rank */

@@ -95,6 +95,8 @@ rp_steps *rp_steps_new(int mode, size_t ntrackers) {
   return d;
 }
 
+/* Test hook (test_report_steps: the period past a full detection buffer needs a buffer smaller
+ * than the 4096 rp_steps_new keeps at least); the tool never calls it. */
 void rp_steps_set_cap(rp_steps *d, size_t cap) {
   if (d && cap >= 16) d->cap = cap;
 }
@@ -491,12 +493,6 @@ topo_status rp_steps_finish(rp_steps *d, rp_report *r) {
 }
 
 /* ---- for the renderers */
-int rp_steps_compute_known(const rp_report *r) {
-  for (int i = 0; i < r->nranks; i++)
-    if (r->ranks[i].nsteps && (r->ranks[i].kineto || r->ranks[i].trace_kernels)) return 1;
-  return 0;
-}
-
 const char *rp_steps_origin(const rp_report *r, char *buf, size_t len) {
   int kin = 0, per = 0, mark = 0;
   for (int i = 0; i < r->nranks; i++) {
