@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The analysis's own state, shared by the files of its pipeline and by nothing else (rp_analyze in
+ * report.h is the entry point):
+ *   analyze.c          rp_analyze: the passes in order, rp_report_free
+ *   analyze_sources.c  inputs -> sources: descriptors held, ranks and communicators grouped,
+ *                      sources read merged by time
+ *   analyze_pass1.c    pass 1: the collective table, the join, steps, Kineto ranks, spans
+ *   analyze_table.c    the collective table's rows, fit points and estimate keys
+ *   analyze_join.c     the cross-rank join by (communicator, function, seq)
+ *   analyze_cover.c    where each rank's compute timeline is known
+ *   analyze_pass2.c    pass 2: each rank's sources through the interval sweep
+ *   analyze_summary.c  after the passes: step windows, the plotted window, the step table
+ * Not thread-safe: one ctx per rp_analyze call.
+ */
+#ifndef TOPO_REPORT_ANALYZE_H
+#define TOPO_REPORT_ANALYZE_H
+
+#include <stdint.h>
+
+#include "alloc.h"
+#include "kernels.h"
+#include "log.h"
+#include "report.h"
+#include "trace_reader.h"
+
+/* ---- cross-rank join: NCCL's seqNumber counts per (communicator, function), so each
+ * communicator holds one ring of open collectives per function. Its members are the ranks that
+ * have a trace (slots, in rank order): memory follows the traces given, not the size a header
+ * claims. */
+typedef struct join_ring {
+  uint64_t base;         /* open entries cover seqs [base, base + cap) */
+  int have_base;
+  size_t cap;
+  uint64_t *seq;
+  uint8_t *used;
+  int *have;
+  int64_t *gpu, *cpu;    /* cap x nslots */
+  int64_t *stop;         /* cap x nslots: GPU stop (gpu-timed entries) */
+  uint8_t *got;          /* cap x nslots: 1 cpu only, 2 gpu-timed */
+  /* tournament tree over the slots (2 x width): leaf = the latest seq a live slot delivered
+   * (-1 none yet), INT64_MAX once it delivers no more; low[1] = the least of them */
+  int64_t *low;
+} join_ring;
+
+#define JOIN_MAX_CAP (1u << 16)
+
+typedef struct join_comm {
+  uint64_t hash;
+  int nranks;            /* communicator size, as its headers say */
+  int nslots;            /* its ranks that have a trace */
+  size_t width;          /* leaves of the rings' trees: nslots rounded up to a power of two */
+  int *slot_proc;        /* slot -> report rank index */
+  int *live;             /* slot -> sources of it still delivering */
+  int nlive;             /* slots with live > 0 */
+  join_ring ring[RP_MAX_FUNC];
+  rp_comm_summary *sum;
+} join_comm;
+
+typedef struct ctx {
+  rp_report *r;
+  const rp_options *opt;
+  join_comm *jc;
+  size_t njc;
+  int *src_comm;         /* source -> join_comm index, -1 none */
+  int *src_slot;         /* source -> its slot in that join_comm */
+  int bin_colls;         /* binary collectives seen: Kineto kernels do not feed the table */
+  rp_steps *steps;       /* pass 1: period detection (steps.c), NULL when off */
+  rp_align *align;       /* pass 0: alignment evidence, until solved */
+  rp_sweep *sweep;       /* pass 2: the rank being swept */
+  int sweep_rank;
+  rp_estimator *est;     /* measured durations (pass 1), asked in pass 2 */
+  uint32_t *stream_id;   /* pass 2, the rank being swept: end of the last comm interval per stream */
+  int64_t *stream_end;
+  size_t nstreams, cap_streams;
+  int64_t last_progress;
+  uint64_t total_bytes;  /* input bytes x passes */
+  uint64_t closed_bytes; /* bytes read by sources already closed */
+  int progress;
+  rp_map row_of, fit_of; /* row and fit point keys -> their index */
+  uint8_t *held;         /* per source: 1 while it holds a descriptor */
+  int nheld, budget;     /* sources holding one; the most that may */
+  int hand;              /* clock hand: the next source considered for suspension */
+  topo_status st;
+} ctx;
+
+/* ---- the analysis window (rp_options.window): [from, to) on the aligned clock */
+static inline int in_window(const rp_report *r, int64_t t) {
+  return !r->window || (t >= r->win_from && t < r->win_to);
+}
+
+/* Clip [*a, *b) to the window; 0 when nothing is left. */
+static inline int clip_window(const rp_report *r, int64_t *a, int64_t *b) {
+  if (!r->window) return *b > *a;
+  if (*a < r->win_from) *a = r->win_from;
+  if (*b > r->win_to) *b = r->win_to;
+  return *b > *a;
+}
+
+/* The same for report rank `proc` (-1: none), its complete-steps window included. */
+static inline int in_rank_window(const rp_report *r, int proc, int64_t t) {
+  if (!in_window(r, t)) return 0;
+  if (proc < 0 || proc >= r->nranks || !r->ranks[proc].win) return 1;
+  return t >= r->ranks[proc].win_from && t < r->ranks[proc].win_to;
+}
+
+/* The same clip for report rank `proc`. */
+static inline int clip_rank(const rp_report *r, int proc, int64_t *a, int64_t *b) {
+  if (!clip_window(r, a, b)) return 0;
+  if (proc < 0 || proc >= r->nranks || !r->ranks[proc].win) return 1;
+  if (*a < r->ranks[proc].win_from) *a = r->ranks[proc].win_from;
+  if (*b > r->ranks[proc].win_to) *b = r->ranks[proc].win_to;
+  return *b > *a;
+}
+
+/* ---- analyze_sources.c */
+/* Progress on stderr (at most once a second unless `force`), when enabled. */
+void an_progress(ctx *c, const char *what, int force);
+/* Sources that may hold a descriptor at once, from RLIMIT_NOFILE. */
+int an_open_budget(void);
+void an_hold(ctx *c, int i);
+void an_unhold(ctx *c, int i);
+void an_close_src(ctx *c, rp_source *s);
+/* A new report rank (process); its index, -1 out of memory. */
+int an_rank_add(rp_report *r, const char *host, uint32_t pid, int world_rank);
+void an_merged(ctx *c, int *idx, int n, const rp_sink *sink, int pass, const char *what);
+topo_status an_group_processes(rp_report *r, const int *bin, int nbin);
+topo_status an_group_comms(ctx *c, const int *bin, int nbin);
+/* One rp_source per input file, not yet opened. */
+topo_status an_add_sources(rp_report *r, char **files, int nfiles, const rp_options *opt);
+
+/* ---- analyze_table.c */
+rp_row *an_row_get(ctx *c, int func, int nranks, int bucket);
+/* A collective into its row (and fit point, when GPU-timed). */
+void an_table_add(ctx *c, const rp_coll *co);
+/* The estimator's key of a collective. */
+rp_est_key an_est_key(const rp_coll *co);
+/* A GPU-timed collective's duration into the estimator. */
+void an_est_learn(ctx *c, const rp_coll *co);
+
+/* ---- analyze_join.c */
+void an_join_add(ctx *c, join_comm *j, int slot, const rp_coll *co);
+void an_join_source_done(join_comm *j, int slot);
+void an_join_progress(ctx *c, join_comm *j);
+void an_join_evict_all(ctx *c, join_comm *j);
+/* Frees what the join holds (not j itself). */
+void an_join_free(join_comm *j);
+
+/* ---- analyze_cover.c */
+void an_cupti_span(ctx *c, rp_source *s, const topo_rec_cupti *u);
+void an_cover_build(ctx *c);
+/* 1 when t lies in one of rank k's coverage windows. */
+int an_in_cover(const rp_rank *k, int64_t t);
+
+/* ---- analyze_pass1.c */
+/* Pass 1: the Kineto/Chrome JSON inputs one at a time, then the binary traces `bin` merged by
+ * time; the join drained, the steps detected. Errors in c->st. */
+void an_pass1(ctx *c, int *bin, int nbin);
+
+/* ---- analyze_pass2.c */
+/* Pass 2: every rank's sources merged by time through the sweep; fills each rank's times and
+ * the overall ones. Errors in c->st. */
+void an_pass2(ctx *c);
+
+/* ---- analyze_summary.c */
+/* Each rank's steps from one source (Kineto over marks), sorted by start. */
+void an_steps_settle(rp_report *r);
+/* The window the timeline plot shows (the median step of the rank with most steps). */
+void an_choose_window(rp_report *r);
+/* Steps grouped by number across ranks. */
+topo_status an_step_summary(rp_report *r);
+
+#endif

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: Apache-2.0
+// Compute coverage of the analysis (analyze.h): the windows in which a rank's compute timeline is
+// known (CUPTI span records of topo traces in pass 1, the GPU range of Kineto traces), cut to
+// whole steps, and the reason shown where a rank has none. Called by pass 1 (spans), analyze.c
+// (the build after pass 1) and pass 2 (membership).
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze.h"
+
+/* ---- compute coverage: where a rank's compute timeline is known */
+static void cover_add(ctx *c, rp_rank *k, int64_t a, int64_t b) {
+  if (b <= a) return;
+  if (k->ncover == k->cap_cover) {
+    size_t cap = k->cap_cover ? k->cap_cover * 2 : 16;
+    int64_t *v = topo_realloc(k->cover, cap * 2 * sizeof *v);
+    if (!v) {
+      c->st = TOPO_ERR_NOMEM;
+      return;
+    }
+    k->cover = v;
+    k->cap_cover = cap;
+  }
+  k->cover[2 * k->ncover] = a;
+  k->cover[2 * k->ncover + 1] = b;
+  k->ncover++;
+}
+
+static int cmp_pair(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Sort the windows and merge overlapping ones. */
+static void cover_normalize(rp_rank *k) {
+  if (!k->ncover) return;
+  qsort(k->cover, k->ncover, 2 * sizeof *k->cover, cmp_pair);
+  size_t n = 0;
+  for (size_t i = 0; i < k->ncover; i++) {
+    int64_t a = k->cover[2 * i], b = k->cover[2 * i + 1];
+    if (n && a <= k->cover[2 * n - 1]) {
+      if (b > k->cover[2 * n - 1]) k->cover[2 * n - 1] = b;
+      continue;
+    }
+    k->cover[2 * n] = a;
+    k->cover[2 * n + 1] = b;
+    n++;
+  }
+  k->ncover = n;
+}
+
+int an_in_cover(const rp_rank *k, int64_t t) {
+  size_t lo = 0, hi = k->ncover;
+  while (lo < hi) {
+    size_t m = (lo + hi) / 2;
+    if (k->cover[2 * m + 1] <= t) lo = m + 1;
+    else hi = m;
+  }
+  return lo < k->ncover && k->cover[2 * lo] <= t;
+}
+
+/* A TOPO_REC_CUPTI record of a binary source (pass 1). */
+void an_cupti_span(ctx *c, rp_source *s, const topo_rec_cupti *u) {
+  if (s->proc < 0) return;
+  rp_rank *k = &c->r->ranks[s->proc];
+  const char *name = u->name_id && s->impl ? topo_trace_reader_string(s->impl, u->name_id) : NULL;
+  if (!name || !*name) name = NULL;
+  int64_t a, b;
+  switch (u->state) {
+  case TOPO_CUPTI_RECORDED:
+  case TOPO_CUPTI_YIELDED:
+    k->cupti_spans++;
+    if (__builtin_add_overflow(u->cpu_start_ns, s->mono_to_real, &a) ||
+        __builtin_add_overflow(u->cpu_stop_ns, s->mono_to_real, &b))
+      return;
+    cover_add(c, k, a, b);
+    if (u->state == TOPO_CUPTI_YIELDED && !k->cover_note[0])
+      snprintf(k->cover_note, sizeof k->cover_note, "topo stepped aside for another CUPTI client (%s)",
+               name ? name : "unnamed");
+    break;
+  case TOPO_CUPTI_DECLINED:
+    k->cupti_declined++;
+    snprintf(k->cover_note, sizeof k->cover_note, "another CUPTI client (%s) held CUPTI",
+             name ? name : "unnamed");
+    break;
+  case TOPO_CUPTI_FAILED:
+    k->cupti_failed++;
+    if (!k->cupti_declined)
+      snprintf(k->cover_note, sizeof k->cover_note, "CUPTI failed: %s", name ? name : "no reason given");
+    break;
+  default:
+    break;
+  }
+}
+
+/* A window that ends inside a step measures part of a step, and the parts of a step differ (the
+ * backward pass overlaps, the optimizer does not): on the 2-rank DDP job a CUPTI window ending
+ * mid-step moved one rank's overlap by 2.3 points. Where the rank has steps, its coverage is the
+ * union of the steps that lie wholly inside it (whole periods are representative at any phase),
+ * unless no step fits (windows shorter than a step stay as they are). */
+static void cover_whole_steps(rp_rank *k) {
+  if (!k->nsteps || !k->ncover) return;
+  size_t kept = 0, j = 0;
+  for (size_t i = 0; i < k->nsteps; i++) {
+    const rp_step *st = &k->steps[i];
+    while (j < k->ncover && k->cover[2 * j + 1] < st->stop) j++;
+    if (j < k->ncover && k->cover[2 * j] <= st->start) kept++;
+  }
+  if (!kept) return;
+  int64_t *v = topo_malloc(kept * 2 * sizeof *v);
+  if (!v) return; /* keep the raw windows */
+  size_t n = 0;
+  j = 0;
+  for (size_t i = 0; i < k->nsteps; i++) {
+    const rp_step *st = &k->steps[i];
+    while (j < k->ncover && k->cover[2 * j + 1] < st->stop) j++;
+    if (j < k->ncover && k->cover[2 * j] <= st->start) {
+      v[2 * n] = st->start;
+      v[2 * n + 1] = st->stop;
+      n++;
+    }
+  }
+  topo_free(k->cover);
+  k->cover = v;
+  k->ncover = k->cap_cover = n;
+  cover_normalize(k);
+}
+
+/* After pass 1: every rank's windows. Kineto covers its GPU range; a topo CUPTI trace without
+ * span records (older writers) covers everything. */
+void an_cover_build(ctx *c) {
+  rp_report *r = c->r;
+  for (int i = 0; i < r->nsrc; i++) {
+    const rp_source *s = &r->src[i];
+    if (s->proc < 0 || s->kind != RP_SRC_KINETO || !(s->gpu_last > s->gpu_first)) continue;
+    cover_add(c, &r->ranks[s->proc], s->gpu_first, s->gpu_last);
+  }
+  for (int i = 0; i < r->nranks; i++) {
+    rp_rank *k = &r->ranks[i];
+    int spans = k->cupti_spans || k->cupti_declined || k->cupti_failed;
+    if (k->trace_kernels && !spans) {
+      k->cover_whole = 1;
+      k->ncover = 0;
+      cover_add(c, k, INT64_MIN / 4, INT64_MAX / 4);
+    }
+    cover_normalize(k);
+    if (!k->cover_whole && !k->kineto) cover_whole_steps(k); /* Kineto: the range the user profiled */
+  }
+}
+
+const char *rp_rank_unknown_reason(const rp_rank *k) {
+  static const char none[] =
+      "no compute timeline: no CUPTI window of the profiler covers this rank (TOPO_PROFILER_CUPTI=on "
+      "records continuously, TOPO_PROFILER_CUPTI_TRIGGER on demand), and no Kineto trace of it was given";
+  if (k->cover_note[0]) return k->cover_note;
+  if (k->t.covered < (k->t.last > k->t.first ? k->t.last - k->t.first : 0)) {
+    if (!k->ncover) return none;
+    return k->nsteps && !k->kineto
+               ? "compute counts only over the whole steps inside the CUPTI windows (outside them it "
+                 "was not recorded; TOPO_PROFILER_CUPTI=on or TOPO_PROFILER_CUPTI_TRIGGER record more)"
+               : "outside the CUPTI windows compute was not recorded (TOPO_PROFILER_CUPTI=on or "
+                 "TOPO_PROFILER_CUPTI_TRIGGER record more)";
+  }
+  return "";
+}

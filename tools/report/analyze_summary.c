@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+// After the passes of the analysis (analyze.h): each rank's steps settled on one source and sorted,
+// the window the timeline plot shows, and the step table (steps grouped by number across ranks).
+// Called by analyze.c between pass 1 and pass 2 (steps, window) and after pass 2 (step table).
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "analyze.h"
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+topo_status an_step_summary(rp_report *r) {
+  size_t total = 0;
+  for (int i = 0; i < r->nranks; i++) total += r->ranks[i].nsteps;
+  if (!total) return TOPO_OK;
+  uint64_t *vals = topo_malloc(total * sizeof *vals);
+  if (!vals) return TOPO_ERR_NOMEM;
+  size_t n = 0;
+  for (int i = 0; i < r->nranks; i++)
+    for (size_t k = 0; k < r->ranks[i].nsteps; k++) vals[n++] = r->ranks[i].steps[k].value;
+  qsort(vals, n, sizeof *vals, cmp_u64);
+  size_t u = 0;
+  for (size_t k = 0; k < n; k++)
+    if (!u || vals[u - 1] != vals[k]) vals[u++] = vals[k];
+  r->stepsum = topo_calloc(u, sizeof *r->stepsum);
+  if (!r->stepsum) {
+    topo_free(vals);
+    return TOPO_ERR_NOMEM;
+  }
+  r->nstepsum = u;
+  for (size_t k = 0; k < u; k++) r->stepsum[k].value = vals[k];
+  for (int i = 0; i < r->nranks; i++)
+    for (size_t k = 0; k < r->ranks[i].nsteps; k++) {
+      const rp_step *st = &r->ranks[i].steps[k];
+      uint64_t *hit = bsearch(&st->value, vals, u, sizeof *vals, cmp_u64);
+      rp_stepsum *sum = &r->stepsum[hit - vals];
+      sum->ranks++;
+      sum->span = rp_add_sat(sum->span, st->stop - st->start);
+      sum->comm = rp_add_sat(sum->comm, st->comm);
+      sum->compute = rp_add_sat(sum->compute, st->compute);
+      sum->overlap = rp_add_sat(sum->overlap, st->overlap);
+      sum->busy = rp_add_sat(sum->busy, st->busy);
+      sum->comm_est = rp_add_sat(sum->comm_est, st->comm_est);
+      sum->comm_err.var += st->est_var;
+      sum->comm_err.bias += st->est_bias;
+      if (st->covered > 0) {
+        sum->cov_ranks++;
+        sum->covered = rp_add_sat(sum->covered, st->covered);
+        sum->cov_comm = rp_add_sat(sum->cov_comm, st->cov_comm);
+        sum->cov_compute = rp_add_sat(sum->cov_compute, st->cov_compute);
+        sum->cov_overlap = rp_add_sat(sum->cov_overlap, st->cov_overlap);
+        sum->cov_busy = rp_add_sat(sum->cov_busy, st->cov_busy);
+      }
+    }
+  topo_free(vals);
+  return TOPO_OK;
+}
+
+/* A rank with both Kineto ProfilerSteps and topo step marks keeps the Kineto ones (they follow
+ * the GPU work each step launched); the same step numbered twice would count twice. */
+static void steps_one_source(rp_rank *k) {
+  int kin = 0, mark = 0;
+  for (size_t i = 0; i < k->nsteps; i++) k->steps[i].from_kineto ? kin++ : mark++;
+  if (!kin || !mark) return;
+  size_t n = 0;
+  for (size_t i = 0; i < k->nsteps; i++)
+    if (k->steps[i].from_kineto) k->steps[n++] = k->steps[i];
+  k->nsteps = n;
+}
+
+static int cmp_step(const void *a, const void *b) {
+  const rp_step *x = a, *y = b;
+  return (x->start > y->start) - (x->start < y->start);
+}
+
+void an_choose_window(rp_report *r) {
+  int best = -1;
+  for (int i = 0; i < r->nranks; i++)
+    if (r->ranks[i].nsteps >= 1 && (best < 0 || r->ranks[i].nsteps > r->ranks[best].nsteps)) best = i;
+  if (best >= 0) {
+    const rp_rank *k = &r->ranks[best];
+    const rp_step *st = &k->steps[k->nsteps / 2];
+    int64_t pad = (st->stop - st->start) / 20;
+    r->window_from = st->start - pad;
+    r->window_to = st->stop + pad;
+    return;
+  }
+  r->window_from = r->t0;
+  r->window_to = r->t_end;
+  uint64_t most = 0;
+  for (int i = 0; i < r->nsrc; i++) {
+    const rp_source *s = &r->src[i];
+    uint64_t n = s->timed_colls + s->nccl_kernels + s->compute_kernels + s->memory_kernels;
+    if (n > most) most = n;
+  }
+  if (most > RP_TIMELINE_CAP && r->t_end > r->t0) {
+    double frac = (double)RP_TIMELINE_CAP / (double)most * 0.9;
+    int64_t w = (int64_t)((double)(r->t_end - r->t0) * frac);
+    int64_t mid = r->t0 + (r->t_end - r->t0) / 2;
+    r->window_from = mid - w / 2;
+    r->window_to = mid + w / 2;
+  }
+}
+
+void an_steps_settle(rp_report *r) {
+  for (int i = 0; i < r->nranks; i++) {
+    rp_rank *k = &r->ranks[i];
+    steps_one_source(k);
+    if (k->nsteps) qsort(k->steps, k->nsteps, sizeof *k->steps, cmp_step);
+  }
+}
