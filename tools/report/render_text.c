@@ -170,8 +170,9 @@ static int cmp_row(const void *a, const void *b) {
   return x->bucket - y->bucket;
 }
 
-void rp_render_text(const rp_report *r, FILE *f) {
-  char a[48], b[48], c[48], d[48];
+/* The opening lines: what was read, which run, the events counted, the window, the span. */
+static void print_header(const rp_report *r, FILE *f) {
+  char a[48];
   int traces = 0, jsons = 0;
   for (int i = 0; i < r->nsrc; i++) r->src[i].kind == RP_SRC_TRACE ? traces++ : jsons++;
   fprintf(f, "topo-report: %d rank%s from", r->nranks, r->nranks == 1 ? "" : "s");
@@ -202,7 +203,10 @@ void rp_render_text(const rp_report *r, FILE *f) {
     fprintf(f, "wall span of GPU activity: %s\n",
             dur(r->overall.last - r->overall.first, a, sizeof a));
   print_sources(r, f);
+}
 
+/* GPU time per rank: the unions of every rank and their sum, then the coverage notes. */
+static void print_rank_table(const rp_report *r, FILE *f) {
   fprintf(f, "\nGPU time per rank (unions over all streams; docs/metrics.md%s)\n",
           r->have_kineto && !r->have_trace ? "; from Kineto GPU events" : "");
   fprintf(f, "  %-16s %12s %32s %12s %12s %12s %7s %8s %12s\n", "", "span", "comm", "compute",
@@ -224,94 +228,108 @@ void rp_render_text(const rp_report *r, FILE *f) {
   for (int i = 0; i < r->nranks; i++) any_k |= r->ranks[i].comm_from_kernels;
   if (any_k) fprintf(f, "  (k): communication from NCCL kernel records, not collective records\n");
   print_coverage(r, f);
+}
 
-  if (r->nrows) {
-    rp_row **rows = malloc(r->nrows * sizeof *rows);
-    if (rows) {
-      memcpy(rows, r->rows, r->nrows * sizeof *rows);
-      qsort(rows, r->nrows, sizeof *rows, cmp_row);
-      fprintf(f, "\nCollectives (GPU time per rank and call; size as nccl-tests counts it; from %s)\n",
-              r->colls_from_kineto ? "Kineto NCCL kernels" : "topo traces");
-      fprintf(f, "  %-14s %5s %10s %9s %9s %9s %10s %12s %11s %11s %9s %9s  %-22s %s\n", "collective",
-              "ranks", "size", "calls", "timed", "est.", "bytes", "timed total", "median", "p99", "algbw",
-              "busbw", "algorithm/protocol", "channels");
-      for (size_t i = 0; i < r->nrows; i++) {
-        const rp_row *w = rows[i];
-        char size[32], choice[48], ch[32];
-        rp_bucket_label(w->bucket, size, sizeof size);
-        int al, pr;
-        double share;
-        rp_row_top_choice(w, &al, &pr, &share);
-        if (al < 0 && pr < 0) /* Kineto kernel names only: the algorithm/protocol is unknown */
-          snprintf(choice, sizeof choice, "? %.0f%%", share * 100);
-        else
-          snprintf(choice, sizeof choice, "%s/%s %.0f%%", rp_algo_name(al), rp_proto_name(pr),
-                   share * 100);
-        if (w->ch_max) snprintf(ch, sizeof ch, w->ch_min == w->ch_max ? "%d" : "%d-%d", w->ch_min, w->ch_max);
-        else snprintf(ch, sizeof ch, "?");
-        char total_bytes[32];
-        rp_fmt_bytes(w->size_sum, total_bytes, sizeof total_bytes);
-        if (w->timed)
-          fprintf(f, "  %-14s %5d %10s %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %10s %12s %11s %11s",
-                  rp_func_name(w->func), w->nranks, size, w->calls, w->timed, w->estimated, total_bytes,
-                  dur(rp_dbl_ns(w->time.sum), a, sizeof a), dur(rp_quant_get(&w->time, 0.5), b, sizeof b),
-                  dur(rp_quant_get(&w->time, 0.99), c, sizeof c));
-        else
-          fprintf(f, "  %-14s %5d %10s %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %10s %12s %11s %11s",
-                  rp_func_name(w->func), w->nranks, size, w->calls, w->timed, w->estimated, total_bytes,
-                  "-", "-", "-");
-        if (w->timed)
-          fprintf(f, " %9s %9s", gbs(rp_row_algbw(w), a, sizeof a), gbs(rp_row_busbw(w), b, sizeof b));
-        else
-          fprintf(f, " %9s %9s", "-", "-");
-        fprintf(f, "  %-22s %s\n", choice, ch);
-      }
-      fprintf(f, "  timed total, median, p99, algbw, busbw (GB/s, nccl-tests factors): GPU-timed calls only; "
-              "est.: untimed calls given an estimate\n");
-      free(rows);
+/* One row of the collective table. */
+static void print_coll_row(FILE *f, const rp_row *w) {
+  char a[48], b[48], c[48], size[32], choice[48], ch[32];
+  rp_bucket_label(w->bucket, size, sizeof size);
+  int al, pr;
+  double share;
+  rp_row_top_choice(w, &al, &pr, &share);
+  if (al < 0 && pr < 0) /* Kineto kernel names only: the algorithm/protocol is unknown */
+    snprintf(choice, sizeof choice, "? %.0f%%", share * 100);
+  else
+    snprintf(choice, sizeof choice, "%s/%s %.0f%%", rp_algo_name(al), rp_proto_name(pr),
+             share * 100);
+  if (w->ch_max) snprintf(ch, sizeof ch, w->ch_min == w->ch_max ? "%d" : "%d-%d", w->ch_min, w->ch_max);
+  else snprintf(ch, sizeof ch, "?");
+  char total_bytes[32];
+  rp_fmt_bytes(w->size_sum, total_bytes, sizeof total_bytes);
+  if (w->timed)
+    fprintf(f, "  %-14s %5d %10s %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %10s %12s %11s %11s",
+            rp_func_name(w->func), w->nranks, size, w->calls, w->timed, w->estimated, total_bytes,
+            dur(rp_dbl_ns(w->time.sum), a, sizeof a), dur(rp_quant_get(&w->time, 0.5), b, sizeof b),
+            dur(rp_quant_get(&w->time, 0.99), c, sizeof c));
+  else
+    fprintf(f, "  %-14s %5d %10s %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %10s %12s %11s %11s",
+            rp_func_name(w->func), w->nranks, size, w->calls, w->timed, w->estimated, total_bytes,
+            "-", "-", "-");
+  if (w->timed)
+    fprintf(f, " %9s %9s", gbs(rp_row_algbw(w), a, sizeof a), gbs(rp_row_busbw(w), b, sizeof b));
+  else
+    fprintf(f, " %9s %9s", "-", "-");
+  fprintf(f, "  %-22s %s\n", choice, ch);
+}
+
+/* The collective table, rows sorted by function, communicator size and size. */
+static void print_collectives(const rp_report *r, FILE *f) {
+  if (!r->nrows) return;
+  rp_row **rows = malloc(r->nrows * sizeof *rows);
+  if (!rows) return;
+  memcpy(rows, r->rows, r->nrows * sizeof *rows);
+  qsort(rows, r->nrows, sizeof *rows, cmp_row);
+  fprintf(f, "\nCollectives (GPU time per rank and call; size as nccl-tests counts it; from %s)\n",
+          r->colls_from_kineto ? "Kineto NCCL kernels" : "topo traces");
+  fprintf(f, "  %-14s %5s %10s %9s %9s %9s %10s %12s %11s %11s %9s %9s  %-22s %s\n", "collective",
+          "ranks", "size", "calls", "timed", "est.", "bytes", "timed total", "median", "p99", "algbw",
+          "busbw", "algorithm/protocol", "channels");
+  for (size_t i = 0; i < r->nrows; i++) print_coll_row(f, rows[i]);
+  fprintf(f, "  timed total, median, p99, algbw, busbw (GB/s, nccl-tests factors): GPU-timed calls only; "
+          "est.: untimed calls given an estimate\n");
+  free(rows);
+}
+
+/* Stragglers: ranks by the delay they caused as the last to start (the first 8). */
+static void print_stragglers(const rp_report *r, FILE *f) {
+  char a[48], b[48];
+  int *order = malloc((size_t)r->nranks * sizeof *order);
+  if (!order) return;
+  for (int i = 0; i < r->nranks; i++) order[i] = i;
+  for (int i = 1; i < r->nranks; i++) /* insertion sort: ranks are few */
+    for (int j = i; j > 0 && r->ranks[order[j]].late_total > r->ranks[order[j - 1]].late_total; j--) {
+      int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
     }
+  fprintf(f, "\nStragglers (the rank that starts a collective last makes the others wait)\n");
+  fprintf(f, "  %-16s %10s %12s %10s %14s %14s %8s\n", "", "last", "of joined", "by gpu",
+          "delay caused", "time waiting", "missed");
+  int shown = 0;
+  for (int i = 0; i < r->nranks && shown < 8; i++, shown++) {
+    const rp_rank *k = &r->ranks[order[i]];
+    char label[64];
+    rank_label(k, label, sizeof label);
+    fprintf(f, "  %-16s %10" PRIu64 " %12" PRIu64 " %10" PRIu64 " %14s %14s %8" PRIu64 "\n", label,
+            k->last_count, k->joined, k->joined_gpu, dur(k->late_total, a, sizeof a),
+            dur(k->wait_total, b, sizeof b), k->missed);
   }
+  free(order);
+}
 
+/* Start skew across ranks per function, the clock alignment behind it, and the stragglers. */
+static void print_skew(const rp_report *r, FILE *f) {
+  char a[48], b[48], c[48];
   int any_skew = 0;
   for (int i = 0; i < RP_MAX_FUNC; i++) any_skew |= r->skew[i].n > 0;
-  if (any_skew) {
-    fprintf(f, "\nStart skew across ranks (same collective joined by comm hash, function and seq;\n"
-               "from GPU kernel starts where every joined rank has them, else from CPU enqueue)\n");
-    fprintf(f, "  %-14s %10s %12s %12s %12s %12s\n", "collective", "by gpu", "by cpu enq.", "median",
-            "p99", "max");
-    for (int i = 0; i < RP_MAX_FUNC; i++) {
-      const rp_quant *q = &r->skew[i];
-      if (!q->n) continue;
-      fprintf(f, "  %-14s %10" PRIu64 " %12" PRIu64 " %12s %12s %12s\n", rp_func_name(i), r->skew_gpu[i],
-              q->n - r->skew_gpu[i], dur(rp_quant_get(q, 0.5), a, sizeof a),
-              dur(rp_quant_get(q, 0.99), b, sizeof b), dur(q->max, c, sizeof c));
-    }
-    print_alignment(r, f);
-    /* Stragglers: ranks by the delay they caused as the last to start. */
-    int *order = malloc((size_t)r->nranks * sizeof *order);
-    if (order) {
-      for (int i = 0; i < r->nranks; i++) order[i] = i;
-      for (int i = 1; i < r->nranks; i++) /* insertion sort: ranks are few */
-        for (int j = i; j > 0 && r->ranks[order[j]].late_total > r->ranks[order[j - 1]].late_total; j--) {
-          int t = order[j];
-          order[j] = order[j - 1];
-          order[j - 1] = t;
-        }
-      fprintf(f, "\nStragglers (the rank that starts a collective last makes the others wait)\n");
-      fprintf(f, "  %-16s %10s %12s %10s %14s %14s %8s\n", "", "last", "of joined", "by gpu",
-              "delay caused", "time waiting", "missed");
-      int shown = 0;
-      for (int i = 0; i < r->nranks && shown < 8; i++, shown++) {
-        const rp_rank *k = &r->ranks[order[i]];
-        char label[64];
-        rank_label(k, label, sizeof label);
-        fprintf(f, "  %-16s %10" PRIu64 " %12" PRIu64 " %10" PRIu64 " %14s %14s %8" PRIu64 "\n", label,
-                k->last_count, k->joined, k->joined_gpu, dur(k->late_total, a, sizeof a),
-                dur(k->wait_total, b, sizeof b), k->missed);
-      }
-      free(order);
-    }
+  if (!any_skew) return;
+  fprintf(f, "\nStart skew across ranks (same collective joined by comm hash, function and seq;\n"
+             "from GPU kernel starts where every joined rank has them, else from CPU enqueue)\n");
+  fprintf(f, "  %-14s %10s %12s %12s %12s %12s\n", "collective", "by gpu", "by cpu enq.", "median",
+          "p99", "max");
+  for (int i = 0; i < RP_MAX_FUNC; i++) {
+    const rp_quant *q = &r->skew[i];
+    if (!q->n) continue;
+    fprintf(f, "  %-14s %10" PRIu64 " %12" PRIu64 " %12s %12s %12s\n", rp_func_name(i), r->skew_gpu[i],
+            q->n - r->skew_gpu[i], dur(rp_quant_get(q, 0.5), a, sizeof a),
+            dur(rp_quant_get(q, 0.99), b, sizeof b), dur(q->max, c, sizeof c));
   }
+  print_alignment(r, f);
+  print_stragglers(r, f);
+}
+
+/* Communicators with ranks missing or collectives some rank lacks; ranks that missed some. */
+static void print_join_gaps(const rp_report *r, FILE *f) {
   for (size_t i = 0; i < r->ncomms; i++) {
     const rp_comm_summary *cs = &r->comms[i];
     if (cs->ranks_seen < cs->nranks)
@@ -329,7 +347,24 @@ void rp_render_text(const rp_report *r, FILE *f) {
       fprintf(f, "  %s has no record of %" PRIu64 " collectives the other ranks ran\n", label,
               r->ranks[i].missed);
     }
+}
 
+/* One row of the step table. */
+static void print_step_row(FILE *f, const rp_stepsum *s) {
+  char a[48], c[48], d[48], e[32], g[32], cm[80], cv[48];
+  int kn = s->cov_ranks > 0;
+  if (kn) snprintf(cv, sizeof cv, "%.0f%%", rp_ratio(s->covered, s->span) * 100);
+  fprintf(f, "  %-8" PRIu64 " %5d %12s %32s %12s %12s %7s %8s %8s\n", s->value, s->ranks,
+          dur(s->span / (s->ranks ? s->ranks : 1), a, sizeof a),
+          dur_est(s->comm, s->comm_est, rp_err_ns(&s->comm_err), cm, sizeof cm),
+          dur_known(kn, s->cov_compute, c, sizeof c), dur_known(kn, s->cov_comm - s->cov_overlap, d, sizeof d),
+          pct(rp_ratio(s->comm, s->span), e, sizeof e),
+          pct_known(kn && s->cov_comm > 0, rp_ratio(s->cov_overlap, s->cov_comm), g, sizeof g),
+          kn ? cv : "n/a");
+}
+
+/* The step table (the last 20 steps), or why there is none. */
+static void print_steps(const rp_report *r, FILE *f) {
   if (r->nstepsum) {
     char origin[256];
     fprintf(f, "\nSteps %s\n  (sums over ranks; comm%% and overlap%% of those sums; compute, exposed and "
@@ -341,28 +376,17 @@ void rp_render_text(const rp_report *r, FILE *f) {
     for (size_t i = 0; i < r->nstepsum; i++) known |= r->stepsum[i].cov_ranks > 0;
     size_t from = r->nstepsum > 20 ? r->nstepsum - 20 : 0;
     if (from) fprintf(f, "  (last 20 of %zu steps; --json has all)\n", r->nstepsum);
-    for (size_t i = from; i < r->nstepsum; i++) {
-      const rp_stepsum *s = &r->stepsum[i];
-      char e[32], g[32], cm[80], cv[48];
-      int kn = s->cov_ranks > 0;
-      if (kn) snprintf(cv, sizeof cv, "%.0f%%", rp_ratio(s->covered, s->span) * 100);
-      fprintf(f, "  %-8" PRIu64 " %5d %12s %32s %12s %12s %7s %8s %8s\n", s->value, s->ranks,
-              dur(s->span / (s->ranks ? s->ranks : 1), a, sizeof a),
-              dur_est(s->comm, s->comm_est, rp_err_ns(&s->comm_err), cm, sizeof cm),
-              dur_known(kn, s->cov_compute, c, sizeof c), dur_known(kn, s->cov_comm - s->cov_overlap, d, sizeof d),
-              pct(rp_ratio(s->comm, s->span), e, sizeof e),
-              pct_known(kn && s->cov_comm > 0, rp_ratio(s->cov_overlap, s->cov_comm), g, sizeof g),
-              kn ? cv : "n/a");
-    }
+    for (size_t i = from; i < r->nstepsum; i++) print_step_row(f, &r->stepsum[i]);
     if (!known)
       fprintf(f, "  n/a: no compute was recorded (give the Kineto traces of these steps, or widen the "
                  "profiler's CUPTI windows: TOPO_PROFILER_CUPTI=on)\n");
   } else if (r->steps_detect == RP_STEPS_NONE) {
     fprintf(f, "\nSteps: %s\n", RP_STEPS_NONE_TEXT);
   }
+}
 
-  rp_render_kernels_text(r, f);
-
+/* Events the profiler dropped, damaged trace files, and collectives without GPU timing. */
+static void print_data_quality(const rp_report *r, FILE *f) {
   uint64_t dropped[TOPO_DROP_KINDS] = {0};
   uint32_t problems = 0;
   for (int i = 0; i < r->nranks; i++) {
@@ -389,4 +413,15 @@ void rp_render_text(const rp_report *r, FILE *f) {
               r->colls - r->timed_colls, r->colls,
               r->est[RP_EST_UNKNOWN] ? ", and those with nothing to estimate from add nothing" : "");
   }
+}
+
+void rp_render_text(const rp_report *r, FILE *f) {
+  print_header(r, f);
+  print_rank_table(r, f);
+  print_collectives(r, f);
+  print_skew(r, f);
+  print_join_gaps(r, f);
+  print_steps(r, f);
+  rp_render_kernels_text(r, f);
+  print_data_quality(r, f);
 }
