@@ -123,129 +123,119 @@ static void dropped_json(FILE *f, const uint64_t *d) {
           d[0], d[1], d[2], d[3], d[4], d[5]);
 }
 
-void rp_render_json(const rp_report *r, FILE *f) {
-  fprintf(f, "{\"tool\":\"topo-report\",\"version\":");
-  rp_json_string(f, TOPO_VERSION);
-  if (r->window)
-    fprintf(f, ",\"window\":{\"from_ns\":%" PRId64 ",\"to_ns\":%" PRId64 "}", r->win_from, r->win_to);
-  fprintf(f, ",\"step_window\":{\"mode\":\"%s\",\"ranks_cut\":%d}",
-          r->step_window == RP_WINDOW_COMPLETE_STEPS ? "complete_steps" : "all", r->ranks_cut);
-  fprintf(f, ",\"runs\":[");
-  for (size_t i = 0; i < r->nruns; i++) {
-    const rp_run_note *n = &r->runs[i];
-    fprintf(f, "%s{\"dir\":", i ? "," : "");
-    rp_json_string(f, n->dir);
-    fprintf(f, ",\"runs_found\":%d,\"run_read\":", n->nruns);
-    if (n->used) fprintf(f, "%d", n->used);
-    else fprintf(f, "null");
-    fprintf(f, ",\"files\":%d,\"first_file_ns\":%" PRId64 "}", n->files, n->first_ns);
-  }
-  fprintf(f, "]");
-  fprintf(f, ",\"collectives_from\":\"%s\"", r->colls_from_kineto ? "kineto" : r->have_trace ? "trace" : "none");
-  fprintf(f, ",\"inputs\":[");
-  for (int i = 0; i < r->nsrc; i++) {
-    const rp_source *s = &r->src[i];
-    fprintf(f, "%s{\"path\":", i ? "," : "");
-    rp_json_string(f, s->path);
-    fprintf(f, ",\"kind\":\"%s\",\"rank\":%d,\"nranks\":%d,\"comm_hash\":\"%016" PRIx64
-               "\",\"records\":%" PRIu64 ",\"collectives\":%" PRIu64 ",\"gpu_timed\":%" PRIu64
-               ",\"nccl_kernels\":%" PRIu64 ",\"compute_kernels\":%" PRIu64
-               ",\"problems\":%u,\"footer\":%s,\"dropped\":",
-            s->kind == RP_SRC_TRACE ? "trace" : "json", s->rank, s->nranks,
-            s->kind == RP_SRC_TRACE ? s->header.comm_hash : 0, s->records, s->colls,
-            s->timed_colls, s->nccl_kernels, s->compute_kernels, s->problems,
-            s->footer ? "true" : "false");
-    dropped_json(f, s->dropped);
-    fputc('}', f);
-  }
-  fprintf(f, "],\n\"ranks\":[");
-  for (int i = 0; i < r->nranks; i++) {
-    const rp_rank *k = &r->ranks[i];
-    rp_derived d;
-    rp_derive_rank(k, &d);
-    fprintf(f, "%s\n{\"rank\":%d,\"host\":", i ? "," : "", k->world_rank);
-    rp_json_string(f, k->host);
-    fprintf(f, ",\"pid\":%u,\"first_ns\":%" PRId64 ",\"last_ns\":%" PRId64 ",", k->pid,
-            k->t.first == INT64_MAX ? 0 : k->t.first, k->t.last == INT64_MIN ? 0 : k->t.last);
-    derived_json(f, &d, rp_rank_unknown_reason(k));
-    est_json(f, k->est, k->lost);
-    fprintf(f, ",\"intervals_from\":\"%s\"", k->kineto ? "kineto" : k->trace_kernels ? "trace_cupti" : "trace_collectives");
-    fprintf(f, ",\"comm_from_kernels\":%s,\"collectives\":%" PRIu64 ",\"gpu_timed\":%" PRIu64
-               ",\"joined\":%" PRIu64 ",\"started_last\":%" PRIu64 ",\"delay_caused_ns\":%" PRId64
-               ",\"wait_ns\":%" PRId64 ",\"missed\":%" PRIu64 ",\"late_intervals\":%" PRIu64
-               ",\"problems\":%u,\"dropped\":",
-            k->comm_from_kernels ? "true" : "false", k->colls, k->timed_colls, k->joined,
-            k->last_count, k->late_total, k->wait_total, k->missed, k->t.late, k->problems);
-    dropped_json(f, k->dropped);
-    alignment_json(f, k);
-    window_json(f, r, k);
-    fprintf(f, ",\"steps\":[");
-    for (size_t s = 0; s < k->nsteps; s++) {
-      const rp_step *st = &k->steps[s];
-      rp_err e = {st->est_var, st->est_bias};
-      int kn = st->covered > 0;
-      fprintf(f, "%s{\"step\":%" PRIu64 ",\"start_ns\":%" PRId64 ",\"span_ns\":%" PRId64
-                 ",\"comm_ns\":%" PRId64 ",\"comm_estimated_ns\":%" PRId64 ",\"comm_error_ns\":%" PRId64
-                 ",\"covered_ns\":%" PRId64,
-              s ? "," : "", st->value, st->start, st->stop - st->start, st->comm, st->comm_est,
-              rp_err_ns(&e), st->covered);
-      ns_or_null(f, "compute_ns", kn, st->cov_compute);
-      ns_or_null(f, "overlap_ns", kn, st->cov_overlap);
-      ns_or_null(f, "exposed_comm_ns", kn, st->cov_comm - st->cov_overlap);
-      ns_or_null(f, "busy_ns", kn, st->cov_busy);
-      fprintf(f, ",\"from\":\"%s\",\"period\":", st->from_kineto ? "kineto" : st->period ? "topo_period" : "topo_mark");
-      if (st->period) fprintf(f, "%d}", st->period);
-      else fprintf(f, "null}");
-    }
-    fprintf(f, "]}");
-  }
+/* One input: its kind, counts, footer and drops. */
+static void source_json(FILE *f, const rp_source *s, int first) {
+  fprintf(f, "%s{\"path\":", first ? "" : ",");
+  rp_json_string(f, s->path);
+  fprintf(f, ",\"kind\":\"%s\",\"rank\":%d,\"nranks\":%d,\"comm_hash\":\"%016" PRIx64
+             "\",\"records\":%" PRIu64 ",\"collectives\":%" PRIu64 ",\"gpu_timed\":%" PRIu64
+             ",\"nccl_kernels\":%" PRIu64 ",\"compute_kernels\":%" PRIu64
+             ",\"problems\":%u,\"footer\":%s,\"dropped\":",
+          s->kind == RP_SRC_TRACE ? "trace" : "json", s->rank, s->nranks,
+          s->kind == RP_SRC_TRACE ? s->header.comm_hash : 0, s->records, s->colls,
+          s->timed_colls, s->nccl_kernels, s->compute_kernels, s->problems,
+          s->footer ? "true" : "false");
+  dropped_json(f, s->dropped);
+  fputc('}', f);
+}
+
+/* One rank's profiler steps. */
+static void rank_step_json(FILE *f, const rp_step *st, int first) {
+  rp_err e = {st->est_var, st->est_bias};
+  int kn = st->covered > 0;
+  fprintf(f, "%s{\"step\":%" PRIu64 ",\"start_ns\":%" PRId64 ",\"span_ns\":%" PRId64
+             ",\"comm_ns\":%" PRId64 ",\"comm_estimated_ns\":%" PRId64 ",\"comm_error_ns\":%" PRId64
+             ",\"covered_ns\":%" PRId64,
+          first ? "" : ",", st->value, st->start, st->stop - st->start, st->comm, st->comm_est,
+          rp_err_ns(&e), st->covered);
+  ns_or_null(f, "compute_ns", kn, st->cov_compute);
+  ns_or_null(f, "overlap_ns", kn, st->cov_overlap);
+  ns_or_null(f, "exposed_comm_ns", kn, st->cov_comm - st->cov_overlap);
+  ns_or_null(f, "busy_ns", kn, st->cov_busy);
+  fprintf(f, ",\"from\":\"%s\",\"period\":", st->from_kineto ? "kineto" : st->period ? "topo_period" : "topo_mark");
+  if (st->period) fprintf(f, "%d}", st->period);
+  else fprintf(f, "null}");
+}
+
+/* One rank: its times, estimates, joins, drops, clock alignment, window and steps. */
+static void rank_json(FILE *f, const rp_report *r, const rp_rank *k, int first) {
+  rp_derived d;
+  rp_derive_rank(k, &d);
+  fprintf(f, "%s\n{\"rank\":%d,\"host\":", first ? "" : ",", k->world_rank);
+  rp_json_string(f, k->host);
+  fprintf(f, ",\"pid\":%u,\"first_ns\":%" PRId64 ",\"last_ns\":%" PRId64 ",", k->pid,
+          k->t.first == INT64_MAX ? 0 : k->t.first, k->t.last == INT64_MIN ? 0 : k->t.last);
+  derived_json(f, &d, rp_rank_unknown_reason(k));
+  est_json(f, k->est, k->lost);
+  fprintf(f, ",\"intervals_from\":\"%s\"", k->kineto ? "kineto" : k->trace_kernels ? "trace_cupti" : "trace_collectives");
+  fprintf(f, ",\"comm_from_kernels\":%s,\"collectives\":%" PRIu64 ",\"gpu_timed\":%" PRIu64
+             ",\"joined\":%" PRIu64 ",\"started_last\":%" PRIu64 ",\"delay_caused_ns\":%" PRId64
+             ",\"wait_ns\":%" PRId64 ",\"missed\":%" PRIu64 ",\"late_intervals\":%" PRIu64
+             ",\"problems\":%u,\"dropped\":",
+          k->comm_from_kernels ? "true" : "false", k->colls, k->timed_colls, k->joined,
+          k->last_count, k->late_total, k->wait_total, k->missed, k->t.late, k->problems);
+  dropped_json(f, k->dropped);
+  alignment_json(f, k);
+  window_json(f, r, k);
+  fprintf(f, ",\"steps\":[");
+  for (size_t s = 0; s < k->nsteps; s++) rank_step_json(f, &k->steps[s], s == 0);
+  fprintf(f, "]}");
+}
+
+/* The sums over all ranks. */
+static void overall_json(FILE *f, const rp_report *r) {
   rp_derived o;
   rp_derive_overall(r, &o);
-  fprintf(f, "],\n\"overall\":{\"ranks\":%d,\"collectives\":%" PRIu64 ",\"gpu_timed\":%" PRIu64
+  fprintf(f, "\"overall\":{\"ranks\":%d,\"collectives\":%" PRIu64 ",\"gpu_timed\":%" PRIu64
              ",\"p2p\":%" PRIu64 ",\"wall_span_ns\":%" PRId64 ",",
           r->nranks, r->colls, r->timed_colls, r->p2p,
           r->overall.last > r->overall.first ? r->overall.last - r->overall.first : 0);
   derived_json(f, &o, NULL);
   fprintf(f, ",\"ranks_with_compute\":%d", o.ranks_known);
   est_json(f, r->est, r->lost);
-  fprintf(f, "},\n\"collectives\":[");
-  for (size_t i = 0; i < r->nrows; i++) {
-    const rp_row *w = r->rows[i];
-    int al, pr;
-    double share;
-    rp_row_top_choice(w, &al, &pr, &share);
-    fprintf(f, "%s\n{\"collective\":\"%s\",\"nranks\":%d,\"size_from\":%" PRIu64
-               ",\"calls\":%" PRIu64 ",\"gpu_timed\":%" PRIu64 ",\"estimated\":%" PRIu64
-               ",\"estimated_fallback\":%" PRIu64 ",\"estimate_unknown\":%" PRIu64
-               ",\"gpu_timing_lost\":%" PRIu64 ",\"estimated_ns\":%" PRId64 ",\"estimated_error_ns\":%" PRId64
-               ",\"bytes\":%" PRIu64,
-            i ? "," : "", rp_func_name(w->func), w->nranks,
-            w->bucket < 0 ? 0 : (uint64_t)1 << w->bucket, w->calls, w->timed, w->estimated,
-            w->est_fallback, w->unknown, w->lost, w->est_sum, rp_err_ns(&w->est_err), w->size_sum);
-    if (w->timed)
-      fprintf(f, ",\"total_ns\":%.0f,\"median_ns\":%" PRId64 ",\"p99_ns\":%" PRId64 ",\"min_ns\":%" PRId64
-                 ",\"max_ns\":%" PRId64 ",\"algbw_gbs\":%.4f,\"busbw_gbs\":%.4f",
-              w->time.sum, rp_quant_get(&w->time, 0.5), rp_quant_get(&w->time, 0.99), w->time.min,
-              w->time.max, rp_row_algbw(w), rp_row_busbw(w));
-    else
-      fprintf(f, ",\"total_ns\":null,\"median_ns\":null,\"p99_ns\":null,\"min_ns\":null,\"max_ns\":null,"
-                 "\"algbw_gbs\":null,\"busbw_gbs\":null");
-    fprintf(f, ",\"quantiles_exact\":%s,\"algorithm\":\"%s\",\"protocol\":\"%s\",\"choice_share\":%.4f,"
-               "\"channels_min\":%d,\"channels_max\":%d,\"choices\":[",
-            rp_quant_is_exact(&w->time) ? "true" : "false", rp_algo_name(al), rp_proto_name(pr), share,
-            w->ch_max ? w->ch_min : 0, w->ch_max);
-    int first = 1;
-    for (int a = 0; a < 8; a++)
-      for (int p = 0; p < 4; p++)
-        if (w->algo_proto[a][p]) {
-          fprintf(f, "%s{\"algorithm\":\"%s\",\"protocol\":\"%s\",\"calls\":%" PRIu64 "}",
-                  first ? "" : ",", rp_algo_name(a == 7 ? -1 : a), rp_proto_name(p == 3 ? -1 : p),
-                  w->algo_proto[a][p]);
-          first = 0;
-        }
-    fprintf(f, "]}");
-  }
-  fprintf(f, "],\n\"skew\":[");
+  fputc('}', f);
+}
+
+/* One row of the collective table with its algorithm/protocol choices. */
+static void row_json(FILE *f, const rp_row *w, int first_row) {
+  int al, pr;
+  double share;
+  rp_row_top_choice(w, &al, &pr, &share);
+  fprintf(f, "%s\n{\"collective\":\"%s\",\"nranks\":%d,\"size_from\":%" PRIu64
+             ",\"calls\":%" PRIu64 ",\"gpu_timed\":%" PRIu64 ",\"estimated\":%" PRIu64
+             ",\"estimated_fallback\":%" PRIu64 ",\"estimate_unknown\":%" PRIu64
+             ",\"gpu_timing_lost\":%" PRIu64 ",\"estimated_ns\":%" PRId64 ",\"estimated_error_ns\":%" PRId64
+             ",\"bytes\":%" PRIu64,
+          first_row ? "" : ",", rp_func_name(w->func), w->nranks,
+          w->bucket < 0 ? 0 : (uint64_t)1 << w->bucket, w->calls, w->timed, w->estimated,
+          w->est_fallback, w->unknown, w->lost, w->est_sum, rp_err_ns(&w->est_err), w->size_sum);
+  if (w->timed)
+    fprintf(f, ",\"total_ns\":%.0f,\"median_ns\":%" PRId64 ",\"p99_ns\":%" PRId64 ",\"min_ns\":%" PRId64
+               ",\"max_ns\":%" PRId64 ",\"algbw_gbs\":%.4f,\"busbw_gbs\":%.4f",
+            w->time.sum, rp_quant_get(&w->time, 0.5), rp_quant_get(&w->time, 0.99), w->time.min,
+            w->time.max, rp_row_algbw(w), rp_row_busbw(w));
+  else
+    fprintf(f, ",\"total_ns\":null,\"median_ns\":null,\"p99_ns\":null,\"min_ns\":null,\"max_ns\":null,"
+               "\"algbw_gbs\":null,\"busbw_gbs\":null");
+  fprintf(f, ",\"quantiles_exact\":%s,\"algorithm\":\"%s\",\"protocol\":\"%s\",\"choice_share\":%.4f,"
+             "\"channels_min\":%d,\"channels_max\":%d,\"choices\":[",
+          rp_quant_is_exact(&w->time) ? "true" : "false", rp_algo_name(al), rp_proto_name(pr), share,
+          w->ch_max ? w->ch_min : 0, w->ch_max);
+  int first = 1;
+  for (int a = 0; a < 8; a++)
+    for (int p = 0; p < 4; p++)
+      if (w->algo_proto[a][p]) {
+        fprintf(f, "%s{\"algorithm\":\"%s\",\"protocol\":\"%s\",\"calls\":%" PRIu64 "}",
+                first ? "" : ",", rp_algo_name(a == 7 ? -1 : a), rp_proto_name(p == 3 ? -1 : p),
+                w->algo_proto[a][p]);
+        first = 0;
+      }
+  fprintf(f, "]}");
+}
+
+/* Start skew per function, then the clock alignment behind it (the "alignment" object). */
+static void skew_json(FILE *f, const rp_report *r) {
+  fprintf(f, "\"skew\":[");
   int first = 1;
   for (int i = 0; i < RP_MAX_FUNC; i++) {
     const rp_quant *q = &r->skew[i];
@@ -264,17 +254,22 @@ void rp_render_json(const rp_report *r, FILE *f) {
   if (!r->align_warn) fprintf(f, "null");
   else if (r->align_err < 0) fprintf(f, "\"the alignment error is unbounded (no upper bound, no anchor)\"");
   else fprintf(f, "\"the alignment error bound exceeds the median GPU start skew\"");
-  fprintf(f, "},\n\"communicators\":[");
-  for (size_t i = 0; i < r->ncomms; i++) {
-    const rp_comm_summary *c = &r->comms[i];
-    fprintf(f, "%s{\"comm_hash\":\"%016" PRIx64 "\",\"nranks\":%d,\"ranks_seen\":%d,\"joined\":%" PRIu64
-               ",\"incomplete\":%" PRIu64 ",\"skew_from_gpu\":%" PRIu64 ",\"skew_from_cpu_enqueue\":%" PRIu64
-               ",\"skew_median_ns\":%" PRId64 ",\"skew_p99_ns\":%" PRId64 "}",
-            i ? "," : "", c->hash, c->nranks, c->ranks_seen, c->joined, c->incomplete, c->skew_gpu,
-            c->skew.n - c->skew_gpu, rp_quant_get(&c->skew, 0.5), rp_quant_get(&c->skew, 0.99));
-  }
+  fputc('}', f);
+}
+
+/* One communicator: its ranks seen, joins and skew. */
+static void comm_json(FILE *f, const rp_comm_summary *c, int first) {
+  fprintf(f, "%s{\"comm_hash\":\"%016" PRIx64 "\",\"nranks\":%d,\"ranks_seen\":%d,\"joined\":%" PRIu64
+             ",\"incomplete\":%" PRIu64 ",\"skew_from_gpu\":%" PRIu64 ",\"skew_from_cpu_enqueue\":%" PRIu64
+             ",\"skew_median_ns\":%" PRId64 ",\"skew_p99_ns\":%" PRId64 "}",
+          first ? "" : ",", c->hash, c->nranks, c->ranks_seen, c->joined, c->incomplete, c->skew_gpu,
+          c->skew.n - c->skew_gpu, rp_quant_get(&c->skew, 0.5), rp_quant_get(&c->skew, 0.99));
+}
+
+/* Where the steps come from, and the step table. */
+static void steps_json(FILE *f, const rp_report *r) {
   char origin[256];
-  fprintf(f, "],\n\"steps_from\":");
+  fprintf(f, "\"steps_from\":");
   if (r->nstepsum) rp_json_string(f, rp_steps_origin(r, origin, sizeof origin));
   else if (r->steps_detect == RP_STEPS_NONE) rp_json_string(f, RP_STEPS_NONE_TEXT);
   else fprintf(f, "null");
@@ -297,6 +292,41 @@ void rp_render_json(const rp_report *r, FILE *f) {
     fputc('}', f);
   }
   fprintf(f, "]");
+}
+
+void rp_render_json(const rp_report *r, FILE *f) {
+  fprintf(f, "{\"tool\":\"topo-report\",\"version\":");
+  rp_json_string(f, TOPO_VERSION);
+  if (r->window)
+    fprintf(f, ",\"window\":{\"from_ns\":%" PRId64 ",\"to_ns\":%" PRId64 "}", r->win_from, r->win_to);
+  fprintf(f, ",\"step_window\":{\"mode\":\"%s\",\"ranks_cut\":%d}",
+          r->step_window == RP_WINDOW_COMPLETE_STEPS ? "complete_steps" : "all", r->ranks_cut);
+  fprintf(f, ",\"runs\":[");
+  for (size_t i = 0; i < r->nruns; i++) {
+    const rp_run_note *n = &r->runs[i];
+    fprintf(f, "%s{\"dir\":", i ? "," : "");
+    rp_json_string(f, n->dir);
+    fprintf(f, ",\"runs_found\":%d,\"run_read\":", n->nruns);
+    if (n->used) fprintf(f, "%d", n->used);
+    else fprintf(f, "null");
+    fprintf(f, ",\"files\":%d,\"first_file_ns\":%" PRId64 "}", n->files, n->first_ns);
+  }
+  fprintf(f, "]");
+  fprintf(f, ",\"collectives_from\":\"%s\"", r->colls_from_kineto ? "kineto" : r->have_trace ? "trace" : "none");
+  fprintf(f, ",\"inputs\":[");
+  for (int i = 0; i < r->nsrc; i++) source_json(f, &r->src[i], i == 0);
+  fprintf(f, "],\n\"ranks\":[");
+  for (int i = 0; i < r->nranks; i++) rank_json(f, r, &r->ranks[i], i == 0);
+  fprintf(f, "],\n");
+  overall_json(f, r);
+  fprintf(f, ",\n\"collectives\":[");
+  for (size_t i = 0; i < r->nrows; i++) row_json(f, r->rows[i], i == 0);
+  fprintf(f, "],\n");
+  skew_json(f, r);
+  fprintf(f, ",\n\"communicators\":[");
+  for (size_t i = 0; i < r->ncomms; i++) comm_json(f, &r->comms[i], i == 0);
+  fprintf(f, "],\n");
+  steps_json(f, r);
   rp_render_kernels_json(r, f);
   fprintf(f, "}\n");
 }
