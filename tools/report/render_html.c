@@ -322,7 +322,8 @@ static int cmp_row(const void *a, const void *b) {
   return x->bucket - y->bucket;
 }
 
-static void tables(FILE *f, const rp_report *r) {
+/* The per-rank table and, under it, why a rank's compute figures are n/a or partial. */
+static void rank_table_html(FILE *f, const rp_report *r) {
   char a[32], b[80], c[32], d[32], e[32], g[32], h[32], o[32];
   fprintf(f, "<h2>Per rank</h2><table><tr><th>rank</th><th>host:pid</th><th>span</th><th>communication</th><th>compute</th>"
              "<th>overlapped</th><th>exposed</th><th>idle</th><th>comm share</th><th>overlap ratio</th><th>collectives</th></tr>\n");
@@ -357,78 +358,104 @@ static void tables(FILE *f, const rp_report *r) {
       fprintf(f, "</p>\n");
     }
   }
-  if (r->nrows) {
-    rp_row **rows = topo_malloc(r->nrows * sizeof *rows);
-    if (rows) {
-      memcpy(rows, r->rows, r->nrows * sizeof *rows);
-      qsort(rows, r->nrows, sizeof *rows, cmp_row);
-      fprintf(f, "<h2>Collectives</h2><table><tr><th>collective</th><th>ranks</th><th>size</th><th>calls</th><th>GPU-timed</th><th>estimated</th><th>bytes</th>"
-                 "<th>timed total</th><th>median</th><th>p99</th><th>algbw GB/s</th><th>busbw GB/s</th><th>algorithm / protocol</th><th>channels</th></tr>\n");
-      for (size_t i = 0; i < r->nrows; i++) {
-        const rp_row *w = rows[i];
-        char size[32];
-        rp_bucket_label(w->bucket, size, sizeof size);
-        int al, pr;
-        double share;
-        rp_row_top_choice(w, &al, &pr, &share);
-        /* no measured call: "-" for every figure of measured calls (never 0) */
-        fmt_known(w->timed > 0, rp_dbl_ns(w->time.sum), a, sizeof a);
-        fmt_known(w->timed > 0, rp_quant_get(&w->time, 0.5), b, sizeof b);
-        fmt_known(w->timed > 0, rp_quant_get(&w->time, 0.99), c, sizeof c);
-        snprintf(d, sizeof d, "-"), snprintf(e, sizeof e, "-");
-        /* bandwidth needs the bytes: a Kineto kernel without its collective's size has none */
-        if (w->timed && w->timed_size_sum)
-          snprintf(d, sizeof d, "%.2f", rp_row_algbw(w)), snprintf(e, sizeof e, "%.2f", rp_row_busbw(w));
-        else snprintf(a, sizeof a, "-"), snprintf(b, sizeof b, "-"), snprintf(c, sizeof c, "-");
-        char tb[32], nr[16];
-        rp_fmt_bytes(w->size_sum, tb, sizeof tb);
-        snprintf(nr, sizeof nr, "%d", w->nranks);
-        if (!w->nranks) snprintf(tb, sizeof tb, "-"), snprintf(size, sizeof size, "-"), snprintf(nr, sizeof nr, "-");
-        fprintf(f, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s / %s (%.0f%%)</td><td>",
-                rp_func_name(w->func), nr, size, w->calls, w->timed, w->estimated, tb, a, b, c, d,
-                e, rp_algo_name(al), rp_proto_name(pr), share * 100);
-        if (w->ch_max) fprintf(f, w->ch_min == w->ch_max ? "%d" : "%d–%d", w->ch_min, w->ch_max);
-        else fputs("?", f);
-        fprintf(f, "</td></tr>\n");
-      }
-      fprintf(f, "</table>\n");
-      topo_free(rows);
-    }
-  }
+}
+
+/* One row of the collective table; "-" for every figure a row has no measurement of. */
+static void coll_row_html(FILE *f, const rp_row *w) {
+  char a[32], b[32], c[32], d[32], e[32];
+  char size[32];
+  rp_bucket_label(w->bucket, size, sizeof size);
+  int al, pr;
+  double share;
+  rp_row_top_choice(w, &al, &pr, &share);
+  /* no measured call: "-" for every figure of measured calls (never 0) */
+  fmt_known(w->timed > 0, rp_dbl_ns(w->time.sum), a, sizeof a);
+  fmt_known(w->timed > 0, rp_quant_get(&w->time, 0.5), b, sizeof b);
+  fmt_known(w->timed > 0, rp_quant_get(&w->time, 0.99), c, sizeof c);
+  snprintf(d, sizeof d, "-"), snprintf(e, sizeof e, "-");
+  /* bandwidth needs the bytes: a Kineto kernel without its collective's size has none */
+  if (w->timed && w->timed_size_sum)
+    snprintf(d, sizeof d, "%.2f", rp_row_algbw(w)), snprintf(e, sizeof e, "%.2f", rp_row_busbw(w));
+  else snprintf(a, sizeof a, "-"), snprintf(b, sizeof b, "-"), snprintf(c, sizeof c, "-");
+  char tb[32], nr[16];
+  rp_fmt_bytes(w->size_sum, tb, sizeof tb);
+  snprintf(nr, sizeof nr, "%d", w->nranks);
+  if (!w->nranks) snprintf(tb, sizeof tb, "-"), snprintf(size, sizeof size, "-"), snprintf(nr, sizeof nr, "-");
+  fprintf(f, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s / %s (%.0f%%)</td><td>",
+          rp_func_name(w->func), nr, size, w->calls, w->timed, w->estimated, tb, a, b, c, d,
+          e, rp_algo_name(al), rp_proto_name(pr), share * 100);
+  if (w->ch_max) fprintf(f, w->ch_min == w->ch_max ? "%d" : "%d–%d", w->ch_min, w->ch_max);
+  else fputs("?", f);
+  fprintf(f, "</td></tr>\n");
+}
+
+/* The collective table, rows sorted by function, communicator size and size. */
+static void collectives_html(FILE *f, const rp_report *r) {
+  if (!r->nrows) return;
+  rp_row **rows = topo_malloc(r->nrows * sizeof *rows);
+  if (!rows) return;
+  memcpy(rows, r->rows, r->nrows * sizeof *rows);
+  qsort(rows, r->nrows, sizeof *rows, cmp_row);
+  fprintf(f, "<h2>Collectives</h2><table><tr><th>collective</th><th>ranks</th><th>size</th><th>calls</th><th>GPU-timed</th><th>estimated</th><th>bytes</th>"
+             "<th>timed total</th><th>median</th><th>p99</th><th>algbw GB/s</th><th>busbw GB/s</th><th>algorithm / protocol</th><th>channels</th></tr>\n");
+  for (size_t i = 0; i < r->nrows; i++) coll_row_html(f, rows[i]);
+  fprintf(f, "</table>\n");
+  topo_free(rows);
+}
+
+/* Stragglers per rank, the clock alignment behind them, and the start skew per function. */
+static void stragglers_html(FILE *f, const rp_report *r) {
+  char a[32], b[32], c[32];
   int any = 0;
   for (int i = 0; i < RP_MAX_FUNC; i++) any |= r->skew[i].n > 0;
-  if (any) {
-    fprintf(f, "<h2>Stragglers</h2><p class=note>Each collective is joined across ranks by (communicator, "
-               "function, sequence number). The rank that starts last makes the others wait; “delay caused” sums, "
-               "over the collectives it started last, the gap to the second-to-last rank.</p>"
-               "<table><tr><th>rank</th><th>started last</th><th>of joined</th><th>judged by GPU starts</th><th>delay caused</th><th>time waiting for others</th><th>missing records</th></tr>\n");
-    for (int i = 0; i < r->nranks; i++) {
-      const rp_rank *k = &r->ranks[i];
-      char name[32];
-      rank_name(k, name, sizeof name);
-      rp_fmt_ns(k->late_total, a, sizeof a);
-      rp_fmt_ns(k->wait_total, b, sizeof b);
-      fprintf(f, "<tr><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td></tr>\n",
-              name, k->last_count, k->joined, k->joined_gpu, a, b, k->missed);
-    }
-    if (r->align_err < 0) fprintf(f, "</table><p class=note>GPU clocks aligned across ranks: error n/a (unbounded: no upper bound, no anchor)");
-    else rp_fmt_ns(r->align_err, a, sizeof a), fprintf(f, "</table><p class=note>GPU clocks aligned across ranks to within %s", a);
-    if (r->align_warn && r->skew_gpu_all.n)
-      fprintf(f, ". <b>Warning:</b> the alignment error is not below the median GPU start skew; "
-                 "skew and stragglers below it are not resolved");
-    fprintf(f, ".</p>\n");
-    fprintf(f, "<table><tr><th>collective</th><th>by GPU starts</th><th>by CPU enqueue</th><th>start skew median</th><th>p99</th><th>max</th></tr>\n");
-    for (int i = 0; i < RP_MAX_FUNC; i++) {
-      const rp_quant *q = &r->skew[i];
-      if (!q->n) continue;
-      rp_fmt_ns(rp_quant_get(q, 0.5), a, sizeof a);
-      rp_fmt_ns(rp_quant_get(q, 0.99), b, sizeof b);
-      rp_fmt_ns(q->max, c, sizeof c);
-      fprintf(f, "<tr><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
-              rp_func_name(i), r->skew_gpu[i], q->n - r->skew_gpu[i], a, b, c);
-    }
-    fprintf(f, "</table>\n");
+  if (!any) return;
+  fprintf(f, "<h2>Stragglers</h2><p class=note>Each collective is joined across ranks by (communicator, "
+             "function, sequence number). The rank that starts last makes the others wait; “delay caused” sums, "
+             "over the collectives it started last, the gap to the second-to-last rank.</p>"
+             "<table><tr><th>rank</th><th>started last</th><th>of joined</th><th>judged by GPU starts</th><th>delay caused</th><th>time waiting for others</th><th>missing records</th></tr>\n");
+  for (int i = 0; i < r->nranks; i++) {
+    const rp_rank *k = &r->ranks[i];
+    char name[32];
+    rank_name(k, name, sizeof name);
+    rp_fmt_ns(k->late_total, a, sizeof a);
+    rp_fmt_ns(k->wait_total, b, sizeof b);
+    fprintf(f, "<tr><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td></tr>\n",
+            name, k->last_count, k->joined, k->joined_gpu, a, b, k->missed);
   }
+  if (r->align_err < 0) fprintf(f, "</table><p class=note>GPU clocks aligned across ranks: error n/a (unbounded: no upper bound, no anchor)");
+  else rp_fmt_ns(r->align_err, a, sizeof a), fprintf(f, "</table><p class=note>GPU clocks aligned across ranks to within %s", a);
+  if (r->align_warn && r->skew_gpu_all.n)
+    fprintf(f, ". <b>Warning:</b> the alignment error is not below the median GPU start skew; "
+               "skew and stragglers below it are not resolved");
+  fprintf(f, ".</p>\n");
+  fprintf(f, "<table><tr><th>collective</th><th>by GPU starts</th><th>by CPU enqueue</th><th>start skew median</th><th>p99</th><th>max</th></tr>\n");
+  for (int i = 0; i < RP_MAX_FUNC; i++) {
+    const rp_quant *q = &r->skew[i];
+    if (!q->n) continue;
+    rp_fmt_ns(rp_quant_get(q, 0.5), a, sizeof a);
+    rp_fmt_ns(rp_quant_get(q, 0.99), b, sizeof b);
+    rp_fmt_ns(q->max, c, sizeof c);
+    fprintf(f, "<tr><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
+            rp_func_name(i), r->skew_gpu[i], q->n - r->skew_gpu[i], a, b, c);
+  }
+  fprintf(f, "</table>\n");
+}
+
+/* One row of the step table. */
+static void step_row_html(FILE *f, const rp_stepsum *s) {
+  char a[32], b[80], c[32], d[32], o[32];
+  rp_fmt_ns(s->span / (s->ranks ? s->ranks : 1), a, sizeof a);
+  int kn = s->cov_ranks > 0;
+  fmt_est(s->comm, s->comm_est, rp_err_ns(&s->comm_err), b, sizeof b);
+  fmt_known(kn, s->cov_compute, c, sizeof c);
+  fmt_known(kn, s->cov_comm - s->cov_overlap, d, sizeof d);
+  pct_known(kn && s->cov_comm > 0, rp_ratio(s->cov_overlap, s->cov_comm), o, sizeof o);
+  fprintf(f, "<tr><td>%" PRIu64 "</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</td><td>%s</td></tr>\n",
+          s->value, s->ranks, a, b, c, d, rp_ratio(s->comm, s->span) * 100, o);
+}
+
+/* The step table, or why there is none. */
+static void steps_html(FILE *f, const rp_report *r) {
   if (r->nstepsum) {
     char origin[256];
     int known = 0;
@@ -437,23 +464,20 @@ static void tables(FILE *f, const rp_report *r) {
     esc(f, rp_steps_origin(r, origin, sizeof origin));
     if (!known) fprintf(f, "; n/a: no compute was recorded (give the Kineto traces of these steps, or widen the profiler's CUPTI windows: TOPO_PROFILER_CUPTI=on)");
     fprintf(f, "</div><table><tr><th>step</th><th>ranks</th><th>mean span</th><th>communication</th><th>compute</th><th>exposed</th><th>comm share</th><th>overlap ratio</th></tr>\n");
-    for (size_t i = 0; i < r->nstepsum; i++) {
-      const rp_stepsum *s = &r->stepsum[i];
-      rp_fmt_ns(s->span / (s->ranks ? s->ranks : 1), a, sizeof a);
-      int kn = s->cov_ranks > 0;
-      fmt_est(s->comm, s->comm_est, rp_err_ns(&s->comm_err), b, sizeof b);
-      fmt_known(kn, s->cov_compute, c, sizeof c);
-      fmt_known(kn, s->cov_comm - s->cov_overlap, d, sizeof d);
-      pct_known(kn && s->cov_comm > 0, rp_ratio(s->cov_overlap, s->cov_comm), o, sizeof o);
-      fprintf(f, "<tr><td>%" PRIu64 "</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</td><td>%s</td></tr>\n",
-              s->value, s->ranks, a, b, c, d, rp_ratio(s->comm, s->span) * 100, o);
-    }
+    for (size_t i = 0; i < r->nstepsum; i++) step_row_html(f, &r->stepsum[i]);
     fprintf(f, "</table>\n");
   } else if (r->steps_detect == RP_STEPS_NONE) {
     fprintf(f, "<h2>Steps</h2><div class=note>");
     esc(f, RP_STEPS_NONE_TEXT);
     fprintf(f, "</div>\n");
   }
+}
+
+static void tables(FILE *f, const rp_report *r) {
+  rank_table_html(f, r);
+  collectives_html(f, r);
+  stragglers_html(f, r);
+  steps_html(f, r);
 }
 
 topo_status rp_render_html(const rp_report *r, const char *path) {
