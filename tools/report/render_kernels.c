@@ -43,20 +43,42 @@ static void rank_of(const rp_rank *k, char *buf, size_t len) {
   else snprintf(buf, len, "?");
 }
 
+/* Calls rows(f, rank) for every rank with kernel analyses (a Kineto trace), in rank order. */
+static void each_rank(const rp_report *r, FILE *f, void (*rows)(FILE *f, const rp_rank *rank)) {
+  for (int i = 0; i < r->nranks; i++)
+    if (r->ranks[i].gpu) rows(f, &r->ranks[i]);
+}
+
 /* ---- text */
+/* The span of one rank split into idle, compute and non-compute. */
+static void text_temporal_row(FILE *f, const rp_rank *rank) {
+  const rp_gpu *g = rank->gpu;
+  char rk[16], a[40], b[40], c[40], d[40];
+  rank_of(rank, rk, sizeof rk);
+  if (!g->gpu_events) return;
+  int64_t span = g->last - g->first;
+  fprintf(f, "  %-6s %12s %22s %22s %22s\n", rk, ns_s(span, a, sizeof a), part(span - g->busy, span, b, sizeof b),
+          part(g->compute, span, c, sizeof c), part(g->busy - g->compute, span, d, sizeof d));
+}
+
+/* The same split for each step of one rank. */
+static void text_temporal_step_rows(FILE *f, const rp_rank *rank) {
+  const rp_gpu *g = rank->gpu;
+  char rk[16], a[40], b[40], c[40], d[40];
+  rank_of(rank, rk, sizeof rk);
+  for (size_t s = 0; s < g->nsteps; s++) {
+    const rp_gstep *st = &g->steps[s];
+    int64_t span = st->stop - st->start;
+    fprintf(f, "  %-6s %6" PRIu64 " %12s %22s %22s %22s\n", rk, st->value, ns_s(span, a, sizeof a),
+            part(span - st->busy, span, b, sizeof b), part(st->compute, span, c, sizeof c),
+            part(st->busy - st->compute, span, d, sizeof d));
+  }
+}
+
 static void text_temporal(const rp_report *r, FILE *f) {
-  char a[40], b[40], c[40], d[40];
   fprintf(f, "\nTemporal breakdown (GPU events; span = first GPU start to last GPU end)\n");
   fprintf(f, "  %-6s %12s %22s %22s %22s\n", "rank", "span", "idle", "compute", "non-compute");
-  for (int i = 0; i < r->nranks; i++) {
-    const rp_gpu *g = r->ranks[i].gpu;
-    if (!g || !g->gpu_events) continue;
-    char rk[16];
-    rank_of(&r->ranks[i], rk, sizeof rk);
-    int64_t span = g->last - g->first;
-    fprintf(f, "  %-6s %12s %22s %22s %22s\n", rk, ns_s(span, a, sizeof a), part(span - g->busy, span, b, sizeof b),
-            part(g->compute, span, c, sizeof c), part(g->busy - g->compute, span, d, sizeof d));
-  }
+  each_rank(r, f, text_temporal_row);
   int steps = 0;
   for (int i = 0; i < r->nranks; i++) steps += r->ranks[i].gpu && r->ranks[i].gpu->nsteps;
   if (!steps) {
@@ -65,19 +87,7 @@ static void text_temporal(const rp_report *r, FILE *f) {
   }
   fprintf(f, "  per step (each step's GPU window):\n");
   fprintf(f, "  %-6s %6s %12s %22s %22s %22s\n", "rank", "step", "span", "idle", "compute", "non-compute");
-  for (int i = 0; i < r->nranks; i++) {
-    const rp_gpu *g = r->ranks[i].gpu;
-    if (!g) continue;
-    char rk[16];
-    rank_of(&r->ranks[i], rk, sizeof rk);
-    for (size_t s = 0; s < g->nsteps; s++) {
-      const rp_gstep *st = &g->steps[s];
-      int64_t span = st->stop - st->start;
-      fprintf(f, "  %-6s %6" PRIu64 " %12s %22s %22s %22s\n", rk, st->value, ns_s(span, a, sizeof a),
-              part(span - st->busy, span, b, sizeof b), part(st->compute, span, c, sizeof c),
-              part(st->busy - st->compute, span, d, sizeof d));
-    }
-  }
+  each_rank(r, f, text_temporal_step_rows);
 }
 
 static void text_types(const rp_report *r, FILE *f) {
@@ -96,41 +106,79 @@ static void text_types(const rp_report *r, FILE *f) {
   }
 }
 
+/* One rank's top kernels per type, the rest summed as 'others'. */
+static void text_kernel_rows(FILE *f, const rp_rank *rank) {
+  const rp_gpu *g = rank->gpu;
+  char rk[16];
+  rank_of(rank, rk, sizeof rk);
+  for (size_t j = 0; j < g->nkern;) {
+    int type = g->kern[j].type;
+    uint64_t on = 0, oc = 0;
+    int64_t osum = 0;
+    for (; j < g->nkern && g->kern[j].type == type; j++) {
+      const rp_kstat *k = &g->kern[j];
+      if (!k->top) {
+        on++, oc += k->n, osum += k->sum;
+        continue;
+      }
+      char nm[41], tot[24], mean[24], mn[24], mx[24], sd[24];
+      rp_kernel_short_name(k->name, nm, sizeof nm);
+      double s = kstd(k);
+      if (s == s) rp_fmt_ns((int64_t)llround(s), sd, sizeof sd);
+      else snprintf(sd, sizeof sd, "n/a");
+      fprintf(f, "  %-5s %-13s %-40s %8" PRIu64 " %11s %10s %10s %10s %10s\n", rk, rp_ktype_name(type), nm,
+              k->n, ns_s(k->sum, tot, sizeof tot), ns_s((int64_t)llround(k->mean), mean, sizeof mean),
+              ns_s(k->min, mn, sizeof mn), ns_s(k->max, mx, sizeof mx), sd);
+    }
+    if (on) {
+      char nm[48], tot[24];
+      snprintf(nm, sizeof nm, "others (%" PRIu64 " kernel%s)", on, on == 1 ? "" : "s");
+      fprintf(f, "  %-5s %-13s %-40s %8" PRIu64 " %11s\n", rk, rp_ktype_name(type), nm, oc,
+              ns_s(osum, tot, sizeof tot));
+    }
+  }
+}
+
 static void text_kernels(const rp_report *r, FILE *f) {
   fprintf(f, "\nTop kernels per rank and type (by total time; the rest summed as 'others')\n");
   fprintf(f, "  %-5s %-13s %-40s %8s %11s %10s %10s %10s %10s\n", "rank", "type", "kernel", "count",
           "total", "mean", "min", "max", "std");
-  for (int i = 0; i < r->nranks; i++) {
-    const rp_gpu *g = r->ranks[i].gpu;
-    if (!g) continue;
-    char rk[16];
-    rank_of(&r->ranks[i], rk, sizeof rk);
-    for (size_t j = 0; j < g->nkern;) {
-      int type = g->kern[j].type;
-      uint64_t on = 0, oc = 0;
-      int64_t osum = 0;
-      for (; j < g->nkern && g->kern[j].type == type; j++) {
-        const rp_kstat *k = &g->kern[j];
-        if (!k->top) {
-          on++, oc += k->n, osum += k->sum;
-          continue;
-        }
-        char nm[41], tot[24], mean[24], mn[24], mx[24], sd[24];
-        rp_kernel_short_name(k->name, nm, sizeof nm);
-        double s = kstd(k);
-        if (s == s) rp_fmt_ns((int64_t)llround(s), sd, sizeof sd);
-        else snprintf(sd, sizeof sd, "n/a");
-        fprintf(f, "  %-5s %-13s %-40s %8" PRIu64 " %11s %10s %10s %10s %10s\n", rk, rp_ktype_name(type), nm,
-                k->n, ns_s(k->sum, tot, sizeof tot), ns_s((int64_t)llround(k->mean), mean, sizeof mean),
-                ns_s(k->min, mn, sizeof mn), ns_s(k->max, mx, sizeof mx), sd);
-      }
-      if (on) {
-        char nm[48], tot[24];
-        snprintf(nm, sizeof nm, "others (%" PRIu64 " kernel%s)", on, on == 1 ? "" : "s");
-        fprintf(f, "  %-5s %-13s %-40s %8" PRIu64 " %11s\n", rk, rp_ktype_name(type), nm, oc,
-                ns_s(osum, tot, sizeof tot));
-      }
+  each_rank(r, f, text_kernel_rows);
+}
+
+/* Launch delay and queue length of one rank's streams. */
+static void text_launch_rows(FILE *f, const rp_rank *rank) {
+  const rp_gpu *g = rank->gpu;
+  char rk[16];
+  rank_of(rank, rk, sizeof rk);
+  for (size_t j = 0; j < g->nstreams; j++) {
+    const rp_gstream *s = &g->streams[j];
+    if (!s->delay.n) {
+      fprintf(f, "  %-5s %7" PRId64 " %8d %10s (no launch call found for its events)\n", rk, s->stream, 0, "n/a");
+      continue;
     }
+    char a[24], b[24], c[24], q[24];
+    snprintf(q, sizeof q, "%.2f", s->q_sum / (double)s->q_n);
+    fprintf(f, "  %-5s %7" PRId64 " %8" PRIu64 " %10s %10s %10s %7" PRIu64 " %9" PRIu64 " %6" PRIu64
+               " %9s %6" PRId64 "\n",
+            rk, s->stream, s->delay.n, ns_s(rp_quant_get(&s->delay, 0.5), a, sizeof a),
+            ns_s(rp_quant_get(&s->delay, 0.95), b, sizeof b), ns_s(s->delay.max, c, sizeof c),
+            s->delay_outliers, s->runtime_outliers, s->short_kernels, q, s->q_max);
+  }
+}
+
+/* Idle time of one rank's streams. */
+static void text_idle_rows(FILE *f, const rp_rank *rank) {
+  const rp_gpu *g = rank->gpu;
+  char rk[16];
+  rank_of(rank, rk, sizeof rk);
+  for (size_t j = 0; j < g->nstreams; j++) {
+    const rp_gstream *s = &g->streams[j];
+    int64_t idle = s->idle[0] + s->idle[1] + s->idle[2];
+    char a[24], b[40], c[40], d[40];
+    fprintf(f, "  %-5s %7" PRId64 " %8" PRIu64 " %11s %20s %20s %20s\n", rk, s->stream, s->events,
+            ns_s(idle, a, sizeof a), part(s->idle[RP_IDLE_HOST], idle, b, sizeof b),
+            part(s->idle[RP_IDLE_KERNEL], idle, c, sizeof c), part(s->idle[RP_IDLE_OTHER], idle, d, sizeof d));
   }
 }
 
@@ -139,42 +187,30 @@ static void text_streams(const rp_report *r, FILE *f) {
              "the previous one ended; kernel wait: gap < 30 us)\n");
   fprintf(f, "  %-5s %7s %8s %11s %20s %20s %20s\n", "rank", "stream", "events", "idle", "host wait",
           "kernel wait", "other");
-  for (int i = 0; i < r->nranks; i++) {
-    const rp_gpu *g = r->ranks[i].gpu;
-    if (!g) continue;
-    char rk[16];
-    rank_of(&r->ranks[i], rk, sizeof rk);
-    for (size_t j = 0; j < g->nstreams; j++) {
-      const rp_gstream *s = &g->streams[j];
-      int64_t idle = s->idle[0] + s->idle[1] + s->idle[2];
-      char a[24], b[40], c[40], d[40];
-      fprintf(f, "  %-5s %7" PRId64 " %8" PRIu64 " %11s %20s %20s %20s\n", rk, s->stream, s->events,
-              ns_s(idle, a, sizeof a), part(s->idle[RP_IDLE_HOST], idle, b, sizeof b),
-              part(s->idle[RP_IDLE_KERNEL], idle, c, sizeof c), part(s->idle[RP_IDLE_OTHER], idle, d, sizeof d));
-    }
-  }
+  each_rank(r, f, text_idle_rows);
   fprintf(f, "\nLaunch delay (GPU start - end of its launch call) and queue length per stream\n");
   fprintf(f, "  %-5s %7s %8s %10s %10s %10s %7s %8s %6s %9s %6s\n", "rank", "stream", "launched", "delay p50",
           "p95", "max", ">100us", "call>50us", "short", "queue avg", "max");
-  for (int i = 0; i < r->nranks; i++) {
-    const rp_gpu *g = r->ranks[i].gpu;
-    if (!g) continue;
-    char rk[16];
-    rank_of(&r->ranks[i], rk, sizeof rk);
-    for (size_t j = 0; j < g->nstreams; j++) {
-      const rp_gstream *s = &g->streams[j];
-      if (!s->delay.n) {
-        fprintf(f, "  %-5s %7" PRId64 " %8d %10s (no launch call found for its events)\n", rk, s->stream, 0, "n/a");
-        continue;
-      }
-      char a[24], b[24], c[24], q[24];
-      snprintf(q, sizeof q, "%.2f", s->q_sum / (double)s->q_n);
-      fprintf(f, "  %-5s %7" PRId64 " %8" PRIu64 " %10s %10s %10s %7" PRIu64 " %9" PRIu64 " %6" PRIu64
-                 " %9s %6" PRId64 "\n",
-              rk, s->stream, s->delay.n, ns_s(rp_quant_get(&s->delay, 0.5), a, sizeof a),
-              ns_s(rp_quant_get(&s->delay, 0.95), b, sizeof b), ns_s(s->delay.max, c, sizeof c),
-              s->delay_outliers, s->runtime_outliers, s->short_kernels, q, s->q_max);
+  each_rank(r, f, text_launch_rows);
+}
+
+/* Memcpy/memset bandwidth of one rank per kind. */
+static void text_memcpy_rows(FILE *f, const rp_rank *rank) {
+  const rp_gpu *g = rank->gpu;
+  char rk[16];
+  rank_of(rank, rk, sizeof rk);
+  for (size_t j = 0; j < g->nmem; j++) {
+    const rp_memkind *m = &g->mem[j];
+    char by[24] = "n/a", t[24], bw[24] = "n/a", p50[24] = "n/a", ca[24] = "n/a", cm[24] = "n/a";
+    if (m->with_bytes) rp_fmt_bytes(m->bytes, by, sizeof by);
+    if (m->dur_with_bytes > 0) snprintf(bw, sizeof bw, "%.3f", (double)m->bytes / (double)m->dur_with_bytes);
+    if (m->op_bw.n) snprintf(p50, sizeof p50, "%.3f", (double)rp_quant_get(&m->op_bw, 0.5) / 1e3);
+    if (m->s_n) {
+      snprintf(ca, sizeof ca, "%.3f", m->s_sum / (double)m->s_n);
+      snprintf(cm, sizeof cm, "%.3f", m->s_max);
     }
+    fprintf(f, "  %-5s %-15s %7" PRIu64 " %12s %11s %10s %12s %14s %14s\n", rk, m->kind, m->n, by,
+            ns_s(m->dur, t, sizeof t), bw, p50, ca, cm);
   }
 }
 
@@ -189,25 +225,17 @@ static void text_memcpy(const rp_report *r, FILE *f) {
              "operations running, HTA's series)\n");
   fprintf(f, "  %-5s %-15s %7s %12s %11s %10s %12s %14s %14s\n", "rank", "kind", "ops", "bytes", "time",
           "GB/s", "op GB/s p50", "concurrent avg", "concurrent max");
-  for (int i = 0; i < r->nranks; i++) {
-    const rp_gpu *g = r->ranks[i].gpu;
-    if (!g) continue;
-    char rk[16];
-    rank_of(&r->ranks[i], rk, sizeof rk);
-    for (size_t j = 0; j < g->nmem; j++) {
-      const rp_memkind *m = &g->mem[j];
-      char by[24] = "n/a", t[24], bw[24] = "n/a", p50[24] = "n/a", ca[24] = "n/a", cm[24] = "n/a";
-      if (m->with_bytes) rp_fmt_bytes(m->bytes, by, sizeof by);
-      if (m->dur_with_bytes > 0) snprintf(bw, sizeof bw, "%.3f", (double)m->bytes / (double)m->dur_with_bytes);
-      if (m->op_bw.n) snprintf(p50, sizeof p50, "%.3f", (double)rp_quant_get(&m->op_bw, 0.5) / 1e3);
-      if (m->s_n) {
-        snprintf(ca, sizeof ca, "%.3f", m->s_sum / (double)m->s_n);
-        snprintf(cm, sizeof cm, "%.3f", m->s_max);
-      }
-      fprintf(f, "  %-5s %-15s %7" PRIu64 " %12s %11s %10s %12s %14s %14s\n", rk, m->kind, m->n, by,
-              ns_s(m->dur, t, sizeof t), bw, p50, ca, cm);
-    }
-  }
+  each_rank(r, f, text_memcpy_rows);
+}
+
+/* Why one rank's figures may be incomplete. */
+static void text_warning_rows(FILE *f, const rp_rank *rank) {
+  const rp_gpu *g = rank->gpu;
+  if (g && g->failed) fprintf(f, "  warning: rank %d: out of memory; these figures are incomplete\n",
+                              rank->world_rank);
+  if (g && g->late)
+    fprintf(f, "  warning: rank %d: %" PRIu64 " GPU events arrived too far out of order and were clipped\n",
+            rank->world_rank, g->late);
 }
 
 void rp_render_kernels_text(const rp_report *r, FILE *f) {
@@ -219,14 +247,7 @@ void rp_render_kernels_text(const rp_report *r, FILE *f) {
   text_kernels(r, f);
   text_streams(r, f);
   text_memcpy(r, f);
-  for (int i = 0; i < r->nranks; i++) {
-    const rp_gpu *g = r->ranks[i].gpu;
-    if (g && g->failed) fprintf(f, "  warning: rank %d: out of memory; these figures are incomplete\n",
-                                r->ranks[i].world_rank);
-    if (g && g->late)
-      fprintf(f, "  warning: rank %d: %" PRIu64 " GPU events arrived too far out of order and were clipped\n",
-              r->ranks[i].world_rank, g->late);
-  }
+  each_rank(r, f, text_warning_rows);
 }
 
 /* ---- JSON */
@@ -382,82 +403,91 @@ static void csv_ratio(FILE *f, int64_t num, int64_t den) {
   else fprintf(f, ",");
 }
 
+/* One rank's memcpy/memset kinds. */
+static void csv_memcpy_rows(FILE *f, const rp_rank *rank) {
+  const rp_gpu *g = rank->gpu;
+  for (size_t j = 0; j < g->nmem; j++) {
+    const rp_memkind *m = &g->mem[j];
+    fprintf(f, "memcpy,%d,%s,%" PRIu64 ",", rank->world_rank, m->kind, m->n);
+    if (m->with_bytes) fprintf(f, "%" PRIu64, m->bytes);
+    fprintf(f, ",%" PRId64 ",", m->dur);
+    if (m->dur_with_bytes > 0) fprintf(f, "%.6g", (double)m->bytes / (double)m->dur_with_bytes);
+    fputc(',', f);
+    if (m->s_n) fprintf(f, "%.6g,%.6g", m->s_sum / (double)m->s_n, m->s_max);
+    else fputc(',', f);
+    fputc('\n', f);
+  }
+}
+
+/* One rank's streams. */
+static void csv_stream_rows(FILE *f, const rp_rank *rank) {
+  const rp_gpu *g = rank->gpu;
+  for (size_t j = 0; j < g->nstreams; j++) {
+    const rp_gstream *s = &g->streams[j];
+    fprintf(f, "stream,%d,%" PRId64 ",%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRIu64,
+            rank->world_rank, s->stream, s->events, s->idle[0], s->idle[1], s->idle[2], s->delay.n);
+    if (s->delay.n)
+      fprintf(f, ",%.1f,%" PRId64 ",%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
+              s->delay.sum / (double)s->delay.n, rp_quant_get(&s->delay, 0.5), s->delay.max, s->delay_outliers,
+              s->runtime_outliers, s->short_kernels);
+    else
+      fprintf(f, ",,,,,,");
+    if (s->q_n) fprintf(f, ",%.6g,%" PRId64 "\n", s->q_sum / (double)s->q_n, s->q_max);
+    else fprintf(f, ",,\n");
+  }
+}
+
+/* One rank's kernel table. */
+static void csv_kernel_rows(FILE *f, const rp_rank *rank) {
+  const rp_gpu *g = rank->gpu;
+  for (size_t j = 0; j < g->nkern; j++) {
+    const rp_kstat *k = &g->kern[j];
+    fprintf(f, "kernel,%d,%s,", rank->world_rank, rp_ktype_name(k->type));
+    csv_name(f, k->name);
+    fprintf(f, ",%d,%" PRIu64 ",%" PRId64 ",%.1f,%" PRId64 ",%" PRId64 ",", k->top, k->n, k->sum, k->mean,
+            k->min, k->max);
+    double s = kstd(k);
+    if (s == s) fprintf(f, "%.1f", s);
+    fputc('\n', f);
+  }
+}
+
+/* One rank's temporal breakdown, whole span and per step. */
+static void csv_temporal_rows(FILE *f, const rp_rank *rank) {
+  const rp_gpu *g = rank->gpu;
+  if (!g->gpu_events) return;
+  int64_t span = g->last - g->first;
+  fprintf(f, "temporal,%d,,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64, rank->world_rank, span,
+          span - g->busy, g->compute, g->busy - g->compute);
+  csv_ratio(f, span - g->busy, span);
+  csv_ratio(f, g->compute, span);
+  csv_ratio(f, g->busy - g->compute, span);
+  fputc('\n', f);
+  for (size_t s = 0; s < g->nsteps; s++) {
+    const rp_gstep *st = &g->steps[s];
+    int64_t sp = st->stop - st->start;
+    fprintf(f, "temporal_step,%d,%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64,
+            rank->world_rank, st->value, sp, sp - st->busy, st->compute, st->busy - st->compute);
+    csv_ratio(f, sp - st->busy, sp);
+    csv_ratio(f, st->compute, sp);
+    csv_ratio(f, st->busy - st->compute, sp);
+    fputc('\n', f);
+  }
+}
+
 void rp_render_kernels_csv(const rp_report *r, FILE *f) {
   if (!any(r)) return;
   fprintf(f, "\ntable,rank,step,span_ns,idle_ns,compute_ns,non_compute_ns,idle_share,compute_share,"
              "non_compute_share\n");
-  for (int i = 0; i < r->nranks; i++) {
-    const rp_gpu *g = r->ranks[i].gpu;
-    if (!g || !g->gpu_events) continue;
-    int64_t span = g->last - g->first;
-    fprintf(f, "temporal,%d,,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64, r->ranks[i].world_rank, span,
-            span - g->busy, g->compute, g->busy - g->compute);
-    csv_ratio(f, span - g->busy, span);
-    csv_ratio(f, g->compute, span);
-    csv_ratio(f, g->busy - g->compute, span);
-    fputc('\n', f);
-    for (size_t s = 0; s < g->nsteps; s++) {
-      const rp_gstep *st = &g->steps[s];
-      int64_t sp = st->stop - st->start;
-      fprintf(f, "temporal_step,%d,%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64,
-              r->ranks[i].world_rank, st->value, sp, sp - st->busy, st->compute, st->busy - st->compute);
-      csv_ratio(f, sp - st->busy, sp);
-      csv_ratio(f, st->compute, sp);
-      csv_ratio(f, st->busy - st->compute, sp);
-      fputc('\n', f);
-    }
-  }
+  each_rank(r, f, csv_temporal_rows);
   fprintf(f, "\ntable,rank,type,kernel,top,count,total_ns,mean_ns,min_ns,max_ns,std_ns\n");
-  for (int i = 0; i < r->nranks; i++) {
-    const rp_gpu *g = r->ranks[i].gpu;
-    if (!g) continue;
-    for (size_t j = 0; j < g->nkern; j++) {
-      const rp_kstat *k = &g->kern[j];
-      fprintf(f, "kernel,%d,%s,", r->ranks[i].world_rank, rp_ktype_name(k->type));
-      csv_name(f, k->name);
-      fprintf(f, ",%d,%" PRIu64 ",%" PRId64 ",%.1f,%" PRId64 ",%" PRId64 ",", k->top, k->n, k->sum, k->mean,
-              k->min, k->max);
-      double s = kstd(k);
-      if (s == s) fprintf(f, "%.1f", s);
-      fputc('\n', f);
-    }
-  }
+  each_rank(r, f, csv_kernel_rows);
   fprintf(f, "\ntable,rank,stream,events,host_wait_ns,kernel_wait_ns,other_idle_ns,launched,"
              "launch_delay_mean_ns,launch_delay_p50_ns,launch_delay_max_ns,delay_outliers,runtime_outliers,"
              "short_kernels,queue_mean,queue_max\n");
-  for (int i = 0; i < r->nranks; i++) {
-    const rp_gpu *g = r->ranks[i].gpu;
-    if (!g) continue;
-    for (size_t j = 0; j < g->nstreams; j++) {
-      const rp_gstream *s = &g->streams[j];
-      fprintf(f, "stream,%d,%" PRId64 ",%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRIu64,
-              r->ranks[i].world_rank, s->stream, s->events, s->idle[0], s->idle[1], s->idle[2], s->delay.n);
-      if (s->delay.n)
-        fprintf(f, ",%.1f,%" PRId64 ",%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
-                s->delay.sum / (double)s->delay.n, rp_quant_get(&s->delay, 0.5), s->delay.max, s->delay_outliers,
-                s->runtime_outliers, s->short_kernels);
-      else
-        fprintf(f, ",,,,,,");
-      if (s->q_n) fprintf(f, ",%.6g,%" PRId64 "\n", s->q_sum / (double)s->q_n, s->q_max);
-      else fprintf(f, ",,\n");
-    }
-  }
+  each_rank(r, f, csv_stream_rows);
   fprintf(f, "\ntable,rank,kind,ops,bytes,time_ns,gbps,concurrent_gbps_mean,concurrent_gbps_max\n");
-  for (int i = 0; i < r->nranks; i++) {
-    const rp_gpu *g = r->ranks[i].gpu;
-    if (!g) continue;
-    for (size_t j = 0; j < g->nmem; j++) {
-      const rp_memkind *m = &g->mem[j];
-      fprintf(f, "memcpy,%d,%s,%" PRIu64 ",", r->ranks[i].world_rank, m->kind, m->n);
-      if (m->with_bytes) fprintf(f, "%" PRIu64, m->bytes);
-      fprintf(f, ",%" PRId64 ",", m->dur);
-      if (m->dur_with_bytes > 0) fprintf(f, "%.6g", (double)m->bytes / (double)m->dur_with_bytes);
-      fputc(',', f);
-      if (m->s_n) fprintf(f, "%.6g,%.6g", m->s_sum / (double)m->s_n, m->s_max);
-      else fputc(',', f);
-      fputc('\n', f);
-    }
-  }
+  each_rank(r, f, csv_memcpy_rows);
 }
 
 /* ---- HTML: the kernel-type chart, the per-step temporal table, top kernels, streams */
@@ -513,6 +543,23 @@ static void html_chart(const rp_report *r, FILE *f) {
   fprintf(f, "</div>\n");
 }
 
+/* One rank's temporal breakdown per step. */
+static void html_step_rows(FILE *f, const rp_rank *rank) {
+  const rp_gpu *g = rank->gpu;
+  for (size_t s = 0; g && s < g->nsteps; s++) {
+    const rp_gstep *st = &g->steps[s];
+    int64_t sp = st->stop - st->start;
+    char t[32];
+    rp_fmt_ns(sp, t, sizeof t);
+    fprintf(f, "<tr><td>rank %d</td><td>%" PRIu64 "</td><td>%s</td>", rank->world_rank, st->value, t);
+    html_pct(f, sp - st->busy, sp);
+    html_pct(f, st->compute, sp);
+    html_pct(f, st->busy - st->compute, sp);
+    if (st->comm > 0) fprintf(f, "<td>%.1f%%</td></tr>\n", 100.0 * (double)st->overlap / (double)st->comm);
+    else fprintf(f, "<td>n/a</td></tr>\n");
+  }
+}
+
 static void html_steps(const rp_report *r, FILE *f) {
   int steps = 0;
   for (int i = 0; i < r->nranks; i++) steps += r->ranks[i].gpu && r->ranks[i].gpu->nsteps;
@@ -526,22 +573,29 @@ static void html_steps(const rp_report *r, FILE *f) {
              "(communication, memory, other not overlapped by computation). Holistic Trace Analysis' "
              "temporal breakdown, per step.</p>\n<table><tr><th>rank</th><th>step</th><th>span</th>"
              "<th>idle</th><th>compute</th><th>non-compute</th><th>communication overlapped</th></tr>\n");
-  for (int i = 0; i < r->nranks; i++) {
-    const rp_gpu *g = r->ranks[i].gpu;
-    for (size_t s = 0; g && s < g->nsteps; s++) {
-      const rp_gstep *st = &g->steps[s];
-      int64_t sp = st->stop - st->start;
-      char t[32];
-      rp_fmt_ns(sp, t, sizeof t);
-      fprintf(f, "<tr><td>rank %d</td><td>%" PRIu64 "</td><td>%s</td>", r->ranks[i].world_rank, st->value, t);
-      html_pct(f, sp - st->busy, sp);
-      html_pct(f, st->compute, sp);
-      html_pct(f, st->busy - st->compute, sp);
-      if (st->comm > 0) fprintf(f, "<td>%.1f%%</td></tr>\n", 100.0 * (double)st->overlap / (double)st->comm);
-      else fprintf(f, "<td>n/a</td></tr>\n");
-    }
-  }
+  each_rank(r, f, html_step_rows);
   fprintf(f, "</table>\n");
+}
+
+/* One rank's top kernels. */
+static void html_kernel_rows(FILE *f, const rp_rank *rank) {
+  const rp_gpu *g = rank->gpu;
+  for (size_t j = 0; g && j < g->nkern; j++) {
+    const rp_kstat *k = &g->kern[j];
+    if (!k->top) continue;
+    char nm[96], a[32], b[32], c[32], d[32];
+    rp_kernel_short_name(k->name, nm, sizeof nm);
+    rp_fmt_ns(k->sum, a, sizeof a);
+    rp_fmt_ns((int64_t)llround(k->mean), b, sizeof b);
+    rp_fmt_ns(k->min, c, sizeof c);
+    rp_fmt_ns(k->max, d, sizeof d);
+    fprintf(f, "<tr><td>rank %d</td><td>%s</td><td style=\"text-align:left\" title=\"", rank->world_rank,
+            rp_ktype_name(k->type));
+    rp_html_esc(f, k->name);
+    fprintf(f, "\">");
+    rp_html_esc(f, nm);
+    fprintf(f, "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", k->n, a, b, c, d);
+  }
 }
 
 static void html_kernels(const rp_report *r, FILE *f) {
@@ -549,26 +603,29 @@ static void html_kernels(const rp_report *r, FILE *f) {
              "within 80%% of the type's time; --top N); hover a name for the full one.</p>\n"
              "<table><tr><th>rank</th><th>type</th><th>kernel</th><th>count</th><th>total</th><th>mean</th>"
              "<th>min</th><th>max</th></tr>\n");
-  for (int i = 0; i < r->nranks; i++) {
-    const rp_gpu *g = r->ranks[i].gpu;
-    for (size_t j = 0; g && j < g->nkern; j++) {
-      const rp_kstat *k = &g->kern[j];
-      if (!k->top) continue;
-      char nm[96], a[32], b[32], c[32], d[32];
-      rp_kernel_short_name(k->name, nm, sizeof nm);
-      rp_fmt_ns(k->sum, a, sizeof a);
-      rp_fmt_ns((int64_t)llround(k->mean), b, sizeof b);
-      rp_fmt_ns(k->min, c, sizeof c);
-      rp_fmt_ns(k->max, d, sizeof d);
-      fprintf(f, "<tr><td>rank %d</td><td>%s</td><td style=\"text-align:left\" title=\"", r->ranks[i].world_rank,
-              rp_ktype_name(k->type));
-      rp_html_esc(f, k->name);
-      fprintf(f, "\">");
-      rp_html_esc(f, nm);
-      fprintf(f, "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", k->n, a, b, c, d);
+  each_rank(r, f, html_kernel_rows);
+  fprintf(f, "</table>\n");
+}
+
+/* One rank's streams. */
+static void html_stream_rows(FILE *f, const rp_rank *rank) {
+  const rp_gpu *g = rank->gpu;
+  for (size_t j = 0; g && j < g->nstreams; j++) {
+    const rp_gstream *s = &g->streams[j];
+    int64_t idle = s->idle[0] + s->idle[1] + s->idle[2];
+    fprintf(f, "<tr><td>rank %d</td><td>%" PRId64 "</td><td>%" PRIu64 "</td>", rank->world_rank, s->stream,
+            s->events);
+    for (int c = 0; c < RP_IDLE_CATS; c++) html_pct(f, s->idle[c], idle);
+    if (s->delay.n) {
+      char a[32], b[32];
+      rp_fmt_ns(rp_quant_get(&s->delay, 0.5), a, sizeof a);
+      rp_fmt_ns(s->delay.max, b, sizeof b);
+      fprintf(f, "<td>%s</td><td>%s</td><td>%" PRIu64 "</td><td>%.2f</td><td>%" PRId64 "</td></tr>\n", a, b,
+              s->delay_outliers, s->q_sum / (double)s->q_n, s->q_max);
+    } else {
+      fprintf(f, "<td>-</td><td>-</td><td>-</td><td>-</td><td>-</td></tr>\n");
     }
   }
-  fprintf(f, "</table>\n");
 }
 
 static void html_streams(const rp_report *r, FILE *f) {
@@ -579,25 +636,7 @@ static void html_streams(const rp_report *r, FILE *f) {
              "and start.</p>\n<table><tr><th>rank</th><th>stream</th><th>events</th><th>host wait</th>"
              "<th>kernel wait</th><th>other idle</th><th>launch delay median</th><th>max</th>"
              "<th>&gt; 100 us</th><th>queue mean</th><th>queue max</th></tr>\n");
-  for (int i = 0; i < r->nranks; i++) {
-    const rp_gpu *g = r->ranks[i].gpu;
-    for (size_t j = 0; g && j < g->nstreams; j++) {
-      const rp_gstream *s = &g->streams[j];
-      int64_t idle = s->idle[0] + s->idle[1] + s->idle[2];
-      fprintf(f, "<tr><td>rank %d</td><td>%" PRId64 "</td><td>%" PRIu64 "</td>", r->ranks[i].world_rank, s->stream,
-              s->events);
-      for (int c = 0; c < RP_IDLE_CATS; c++) html_pct(f, s->idle[c], idle);
-      if (s->delay.n) {
-        char a[32], b[32];
-        rp_fmt_ns(rp_quant_get(&s->delay, 0.5), a, sizeof a);
-        rp_fmt_ns(s->delay.max, b, sizeof b);
-        fprintf(f, "<td>%s</td><td>%s</td><td>%" PRIu64 "</td><td>%.2f</td><td>%" PRId64 "</td></tr>\n", a, b,
-                s->delay_outliers, s->q_sum / (double)s->q_n, s->q_max);
-      } else {
-        fprintf(f, "<td>-</td><td>-</td><td>-</td><td>-</td><td>-</td></tr>\n");
-      }
-    }
-  }
+  each_rank(r, f, html_stream_rows);
   fprintf(f, "</table>\n");
 }
 
