@@ -261,6 +261,81 @@ static void jratio(FILE *f, const char *key, int64_t num, int64_t den) {
   else fprintf(f, ",\"%s\":null", key);
 }
 
+/* One step of a rank's temporal breakdown. */
+static void json_step(FILE *f, const rp_gstep *st, int first) {
+  int64_t sp = st->stop - st->start;
+  fprintf(f, "%s{\"step\":%" PRIu64 ",\"start_ns\":%" PRId64 ",\"span_ns\":%" PRId64 ",\"idle_ns\":%" PRId64
+             ",\"compute_ns\":%" PRId64 ",\"non_compute_ns\":%" PRId64,
+          first ? "" : ",", st->value, st->start, sp, sp - st->busy, st->compute, st->busy - st->compute);
+  jratio(f, "idle_share", sp - st->busy, sp);
+  jratio(f, "compute_share", st->compute, sp);
+  jratio(f, "non_compute_share", st->busy - st->compute, sp);
+  fprintf(f, "}");
+}
+
+/* One row of a rank's kernel table. */
+static void json_kernel(FILE *f, const rp_kstat *kk, int first) {
+  fprintf(f, "%s\n  {\"name\":", first ? "" : ",");
+  rp_json_string(f, kk->name);
+  fprintf(f, ",\"type\":\"%s\",\"top\":%s,\"count\":%" PRIu64 ",\"total_ns\":%" PRId64 ",\"min_ns\":%" PRId64
+             ",\"max_ns\":%" PRId64,
+          rp_ktype_name(kk->type), kk->top ? "true" : "false", kk->n, kk->sum, kk->min, kk->max);
+  jnum(f, "mean_ns", kk->mean);
+  jnum(f, "std_ns", kstd(kk));
+  fprintf(f, "}");
+}
+
+/* One stream: idle time by cause, launch delay, queue length. */
+static void json_stream(FILE *f, const rp_gstream *s, int first) {
+  int64_t idle = s->idle[0] + s->idle[1] + s->idle[2];
+  fprintf(f, "%s\n  {\"stream\":%" PRId64 ",\"events\":%" PRIu64 ",\"idle_ns\":%" PRId64, first ? "" : ",",
+          s->stream, s->events, idle);
+  for (int c = 0; c < RP_IDLE_CATS; c++) {
+    static const char *key[] = {"host_wait", "kernel_wait", "other"};
+    fprintf(f, ",\"%s_ns\":%" PRId64 ",\"%s_gaps\":%" PRIu64, key[c], s->idle[c], key[c], s->gaps[c]);
+    char k2[32];
+    snprintf(k2, sizeof k2, "%s_share", key[c]);
+    jratio(f, k2, s->idle[c], idle);
+  }
+  fprintf(f, ",\"overlapped\":%" PRIu64 ",\"launched\":%" PRIu64, s->overlapped, s->delay.n);
+  if (s->delay.n)
+    fprintf(f, ",\"launch_delay_mean_ns\":%.1f,\"launch_delay_p50_ns\":%" PRId64 ",\"launch_delay_p95_ns\":%" PRId64
+               ",\"launch_delay_max_ns\":%" PRId64 ",\"cpu_call_mean_ns\":%.1f,\"gpu_mean_ns\":%.1f"
+               ",\"delay_outliers\":%" PRIu64 ",\"runtime_outliers\":%" PRIu64 ",\"short_kernels\":%" PRIu64,
+            s->delay.sum / (double)s->delay.n, rp_quant_get(&s->delay, 0.5), rp_quant_get(&s->delay, 0.95),
+            s->delay.max, s->cpu_dur.sum / (double)s->cpu_dur.n, s->gpu_dur.sum / (double)s->gpu_dur.n,
+            s->delay_outliers, s->runtime_outliers, s->short_kernels);
+  else
+    fprintf(f, ",\"launch_delay_mean_ns\":null,\"launch_delay_p50_ns\":null,\"launch_delay_p95_ns\":null"
+               ",\"launch_delay_max_ns\":null");
+  fprintf(f, ",\"queue_points\":%" PRIu64, s->q_n);
+  if (s->q_n) {
+    fprintf(f, ",\"queue_mean\":%.6g,\"queue_min\":%" PRId64 ",\"queue_max\":%" PRId64 ",\"queue_p50\":%" PRId64,
+            s->q_sum / (double)s->q_n, s->q_min, s->q_max, rp_quant_get(&s->queue, 0.5));
+    jnum(f, "queue_std", q_std(s));
+  } else {
+    fprintf(f, ",\"queue_mean\":null,\"queue_min\":null,\"queue_max\":null,\"queue_p50\":null,\"queue_std\":null");
+  }
+  fprintf(f, ",\"out_of_order\":%" PRIu64 "}", s->late);
+}
+
+/* One memcpy/memset kind. */
+static void json_memcpy(FILE *f, const rp_memkind *m, int first) {
+  fprintf(f, "%s\n  {\"kind\":\"%s\",\"ops\":%" PRIu64 ",\"ops_with_bytes\":%" PRIu64 ",\"time_ns\":%" PRId64,
+          first ? "" : ",", m->kind, m->n, m->with_bytes, m->dur);
+  if (m->with_bytes) fprintf(f, ",\"bytes\":%" PRIu64, m->bytes);
+  else fprintf(f, ",\"bytes\":null");
+  jnum(f, "gbps", m->dur_with_bytes > 0 ? (double)m->bytes / (double)m->dur_with_bytes : NAN);
+  jnum(f, "op_gbps_p50", m->op_bw.n ? (double)rp_quant_get(&m->op_bw, 0.5) / 1e3 : NAN);
+  fprintf(f, ",\"concurrent_points\":%" PRIu64, m->s_n);
+  jnum(f, "concurrent_gbps_mean", m->s_n ? m->s_sum / (double)m->s_n : NAN);
+  jnum(f, "concurrent_gbps_min", m->s_n ? m->s_min : NAN);
+  jnum(f, "concurrent_gbps_max", m->s_n ? m->s_max : NAN);
+  fprintf(f, ",\"out_of_order\":%" PRIu64 "}", m->late);
+}
+
+/* One rank's kernel-level analyses: temporal breakdown (whole span and per step), time per
+ * kernel-type combination and per type, kernels, streams, memcpy/memset kinds. */
 static void json_rank(const rp_rank *k, FILE *f) {
   const rp_gpu *g = k->gpu;
   int64_t span = g->last - g->first;
@@ -278,17 +353,7 @@ static void json_rank(const rp_rank *k, FILE *f) {
   jratio(f, "comm_compute_overlap_share", g->overlap, g->comm);
   fprintf(f, "}");
   fprintf(f, ",\n \"steps\":[");
-  for (size_t s = 0; s < g->nsteps; s++) {
-    const rp_gstep *st = &g->steps[s];
-    int64_t sp = st->stop - st->start;
-    fprintf(f, "%s{\"step\":%" PRIu64 ",\"start_ns\":%" PRId64 ",\"span_ns\":%" PRId64 ",\"idle_ns\":%" PRId64
-               ",\"compute_ns\":%" PRId64 ",\"non_compute_ns\":%" PRId64,
-            s ? "," : "", st->value, st->start, sp, sp - st->busy, st->compute, st->busy - st->compute);
-    jratio(f, "idle_share", sp - st->busy, sp);
-    jratio(f, "compute_share", st->compute, sp);
-    jratio(f, "non_compute_share", st->busy - st->compute, sp);
-    fprintf(f, "}");
-  }
+  for (size_t s = 0; s < g->nsteps; s++) json_step(f, &g->steps[s], s == 0);
   fprintf(f, "],\n \"kernel_type_time\":{");
   for (int m = 1; m < 8; m++) fprintf(f, "%s\"%s\":%" PRId64, m > 1 ? "," : "", rp_combo_name(m), g->combo[m]);
   fprintf(f, "},\n \"kernel_types\":{");
@@ -296,66 +361,11 @@ static void json_rank(const rp_rank *k, FILE *f) {
     fprintf(f, "%s\"%s\":{\"count\":%" PRIu64 ",\"total_ns\":%" PRId64 "}", t ? "," : "", rp_ktype_name(t),
             g->type_n[t], g->type_time[t]);
   fprintf(f, "},\n \"kernels\":[");
-  for (size_t j = 0; j < g->nkern; j++) {
-    const rp_kstat *kk = &g->kern[j];
-    fprintf(f, "%s\n  {\"name\":", j ? "," : "");
-    rp_json_string(f, kk->name);
-    fprintf(f, ",\"type\":\"%s\",\"top\":%s,\"count\":%" PRIu64 ",\"total_ns\":%" PRId64 ",\"min_ns\":%" PRId64
-               ",\"max_ns\":%" PRId64,
-            rp_ktype_name(kk->type), kk->top ? "true" : "false", kk->n, kk->sum, kk->min, kk->max);
-    jnum(f, "mean_ns", kk->mean);
-    jnum(f, "std_ns", kstd(kk));
-    fprintf(f, "}");
-  }
+  for (size_t j = 0; j < g->nkern; j++) json_kernel(f, &g->kern[j], j == 0);
   fprintf(f, "],\n \"streams\":[");
-  for (size_t j = 0; j < g->nstreams; j++) {
-    const rp_gstream *s = &g->streams[j];
-    int64_t idle = s->idle[0] + s->idle[1] + s->idle[2];
-    fprintf(f, "%s\n  {\"stream\":%" PRId64 ",\"events\":%" PRIu64 ",\"idle_ns\":%" PRId64, j ? "," : "",
-            s->stream, s->events, idle);
-    for (int c = 0; c < RP_IDLE_CATS; c++) {
-      static const char *key[] = {"host_wait", "kernel_wait", "other"};
-      fprintf(f, ",\"%s_ns\":%" PRId64 ",\"%s_gaps\":%" PRIu64, key[c], s->idle[c], key[c], s->gaps[c]);
-      char k2[32];
-      snprintf(k2, sizeof k2, "%s_share", key[c]);
-      jratio(f, k2, s->idle[c], idle);
-    }
-    fprintf(f, ",\"overlapped\":%" PRIu64 ",\"launched\":%" PRIu64, s->overlapped, s->delay.n);
-    if (s->delay.n)
-      fprintf(f, ",\"launch_delay_mean_ns\":%.1f,\"launch_delay_p50_ns\":%" PRId64 ",\"launch_delay_p95_ns\":%" PRId64
-                 ",\"launch_delay_max_ns\":%" PRId64 ",\"cpu_call_mean_ns\":%.1f,\"gpu_mean_ns\":%.1f"
-                 ",\"delay_outliers\":%" PRIu64 ",\"runtime_outliers\":%" PRIu64 ",\"short_kernels\":%" PRIu64,
-              s->delay.sum / (double)s->delay.n, rp_quant_get(&s->delay, 0.5), rp_quant_get(&s->delay, 0.95),
-              s->delay.max, s->cpu_dur.sum / (double)s->cpu_dur.n, s->gpu_dur.sum / (double)s->gpu_dur.n,
-              s->delay_outliers, s->runtime_outliers, s->short_kernels);
-    else
-      fprintf(f, ",\"launch_delay_mean_ns\":null,\"launch_delay_p50_ns\":null,\"launch_delay_p95_ns\":null"
-                 ",\"launch_delay_max_ns\":null");
-    fprintf(f, ",\"queue_points\":%" PRIu64, s->q_n);
-    if (s->q_n) {
-      fprintf(f, ",\"queue_mean\":%.6g,\"queue_min\":%" PRId64 ",\"queue_max\":%" PRId64 ",\"queue_p50\":%" PRId64,
-              s->q_sum / (double)s->q_n, s->q_min, s->q_max, rp_quant_get(&s->queue, 0.5));
-      jnum(f, "queue_std", q_std(s));
-    } else {
-      fprintf(f, ",\"queue_mean\":null,\"queue_min\":null,\"queue_max\":null,\"queue_p50\":null,\"queue_std\":null");
-    }
-    fprintf(f, ",\"out_of_order\":%" PRIu64 "}", s->late);
-  }
+  for (size_t j = 0; j < g->nstreams; j++) json_stream(f, &g->streams[j], j == 0);
   fprintf(f, "],\n \"memcpy\":[");
-  for (size_t j = 0; j < g->nmem; j++) {
-    const rp_memkind *m = &g->mem[j];
-    fprintf(f, "%s\n  {\"kind\":\"%s\",\"ops\":%" PRIu64 ",\"ops_with_bytes\":%" PRIu64 ",\"time_ns\":%" PRId64,
-            j ? "," : "", m->kind, m->n, m->with_bytes, m->dur);
-    if (m->with_bytes) fprintf(f, ",\"bytes\":%" PRIu64, m->bytes);
-    else fprintf(f, ",\"bytes\":null");
-    jnum(f, "gbps", m->dur_with_bytes > 0 ? (double)m->bytes / (double)m->dur_with_bytes : NAN);
-    jnum(f, "op_gbps_p50", m->op_bw.n ? (double)rp_quant_get(&m->op_bw, 0.5) / 1e3 : NAN);
-    fprintf(f, ",\"concurrent_points\":%" PRIu64, m->s_n);
-    jnum(f, "concurrent_gbps_mean", m->s_n ? m->s_sum / (double)m->s_n : NAN);
-    jnum(f, "concurrent_gbps_min", m->s_n ? m->s_min : NAN);
-    jnum(f, "concurrent_gbps_max", m->s_n ? m->s_max : NAN);
-    fprintf(f, ",\"out_of_order\":%" PRIu64 "}", m->late);
-  }
+  for (size_t j = 0; j < g->nmem; j++) json_memcpy(f, &g->mem[j], j == 0);
   fprintf(f, "]}");
 }
 
