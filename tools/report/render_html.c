@@ -480,12 +480,8 @@ static void tables(FILE *f, const rp_report *r) {
   steps_html(f, r);
 }
 
-topo_status rp_render_html(const rp_report *r, const char *path) {
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    TOPO_WARN("cannot write %s", path);
-    return TOPO_ERR_IO;
-  }
+/* The page's head and its style sheet. */
+static void page_head(FILE *f) {
   fprintf(f, "<!doctype html>\n<html lang=en><head><meta charset=utf-8><title>topo-report</title>\n<style>\n"
              "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0;background:#fafafa;color:#222}\n"
              "main{max-width:1280px;margin:0 auto;padding:24px 32px 64px}\n"
@@ -500,8 +496,10 @@ topo_status rp_render_html(const rp_report *r, const char *path) {
              "table{border-collapse:collapse;background:#fff;margin:8px 0;font-size:13px;font-variant-numeric:tabular-nums}\n"
              "th,td{border:1px solid #e5e5e5;padding:4px 10px;text-align:right}th{background:#f3f3f3;font-weight:600}td:first-child,th:first-child{text-align:left}\n"
              "</style></head><body><main>\n");
-  rp_derived o;
-  rp_derive_overall(r, &o);
+}
+
+/* The title line and the notes on what was read: runs, events counted, window, sources. */
+static void page_meta(FILE *f, const rp_report *r) {
   fprintf(f, "<h1>topo-report</h1><div class=meta>%d rank%s · %" PRIu64 " collectives (%" PRIu64 " GPU-timed) · %d input file%s · topo %s</div>\n",
           r->nranks, r->nranks == 1 ? "" : "s", r->colls, r->timed_colls, r->nsrc, r->nsrc == 1 ? "" : "s", TOPO_VERSION);
   for (size_t i = 0; i < r->nruns; i++) {
@@ -528,6 +526,12 @@ topo_status rp_render_html(const rp_report *r, const char *path) {
     fprintf(f, "<div class=meta>per-rank times and steps from the Kineto GPU events; collectives, "
                "skew and stragglers from %s</div>\n",
             r->colls_from_kineto ? "Kineto NCCL kernels" : "the topo traces");
+}
+
+/* The summary cards: communication share, overlap ratio, exposed, idle, wall span. */
+static void summary_cards(FILE *f, const rp_report *r) {
+  rp_derived o;
+  rp_derive_overall(r, &o);
   char v[48];
   fprintf(f, "<div class=cards>\n");
   snprintf(v, sizeof v, "%.1f%%", o.comm_share * 100);
@@ -563,6 +567,17 @@ topo_status rp_render_html(const rp_report *r, const char *path) {
     card(f, "wall span", v, "first to last GPU activity");
   }
   fprintf(f, "</div>\n");
+}
+
+topo_status rp_render_html(const rp_report *r, const char *path) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    TOPO_WARN("cannot write %s", path);
+    return TOPO_ERR_IO;
+  }
+  page_head(f);
+  page_meta(f, r);
+  summary_cards(f, r);
   timeline(f, r);
   breakdown(f, r);
   rp_render_kernels_html(r, f);
