@@ -112,36 +112,21 @@ static void on_step(void *vc, int src, int64_t start, int64_t stop, uint64_t val
   fprintf(x->f, "}");
 }
 
-topo_status rp_export_chrome(const char *const *paths, int npaths, const rp_options *opt,
-                             const char *out_path) {
-  char **files;
-  int n;
-  topo_status st = rp_paths_expand(paths, npaths, &files, &n);
-  if (st != TOPO_OK) return st;
-  exp_ctx x;
-  memset(&x, 0, sizeof x);
-  x.src = topo_calloc((size_t)(n ? n : 1), sizeof *x.src);
-  x.pid_of = topo_calloc((size_t)(n ? n : 1), sizeof *x.pid_of);
-  FILE *f = fopen(out_path, "w");
-  if (!x.src || !x.pid_of || !f) {
-    if (!f) TOPO_WARN("cannot write %s", out_path);
-    st = f ? TOPO_ERR_NOMEM : TOPO_ERR_IO;
-    goto out;
-  }
-  static char buf[1 << 20];
-  setvbuf(f, buf, _IOFBF, sizeof buf);
-  x.f = f;
-  fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"topo-report\"},\"traceEvents\":[\n");
-  fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"args\":{\"name\":\"topo\"}}");
-  /* Headers first: a process per (host, pid); its label is its rank in its largest comm. */
-  struct { char host[64]; uint32_t pid; int rank, size; } *procs = topo_calloc((size_t)(n ? n : 1), sizeof *procs);
+/* A process of the export: (host, pid), labelled by its rank in its largest communicator. */
+typedef struct exp_proc {
+  char host[64];
+  uint32_t pid;
+  int rank, size;
+} exp_proc;
+
+/* Opens every binary input (JSON ones are Chrome traces already: said, not exported), gives each
+ * the export pid of its process (pid_of) and writes one header per process. */
+static topo_status process_headers(exp_ctx *x, char **files, int n, const rp_options *opt) {
+  exp_proc *procs = topo_calloc((size_t)(n ? n : 1), sizeof *procs);
   int nprocs = 0;
-  if (!procs) {
-    st = TOPO_ERR_NOMEM;
-    goto out;
-  }
+  if (!procs) return TOPO_ERR_NOMEM;
   for (int i = 0; i < n; i++) {
-    rp_source *s = &x.src[i];
+    rp_source *s = &x->src[i];
     s->index = i;
     s->path = files[i];
     s->quiet = opt && opt->quiet;
@@ -165,26 +150,57 @@ topo_status rp_export_chrome(const char *const *paths, int npaths, const rp_opti
       nprocs++;
     }
     if (s->header.nranks > procs[p].size) procs[p].size = s->header.nranks, procs[p].rank = s->header.rank;
-    x.pid_of[i] = p + 1;
+    x->pid_of[i] = p + 1;
   }
   for (int p = 0; p < nprocs; p++) {
     char pname[sizeof procs[p].host + 48];
     snprintf(pname, sizeof pname, "rank %d (%s:%u)", procs[p].rank, procs[p].host, procs[p].pid);
-    fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":", p + 1);
-    rp_json_string(f, pname);
-    fprintf(f, "}}");
-    fprintf(f, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}",
+    fprintf(x->f, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":", p + 1);
+    rp_json_string(x->f, pname);
+    fprintf(x->f, "}}");
+    fprintf(x->f, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}",
             p + 1, procs[p].rank >= 0 ? procs[p].rank : 1000000 + p);
   }
   topo_free(procs);
-  rp_sink sink = {&x, on_coll, on_interval, on_step, NULL, NULL};
+  return TOPO_OK;
+}
+
+/* Every opened input's records, one input at a time. */
+static void export_events(exp_ctx *x, int n) {
+  rp_sink sink = {x, on_coll, on_interval, on_step, NULL, NULL};
   for (int i = 0; i < n; i++) {
-    rp_source *s = &x.src[i];
+    rp_source *s = &x->src[i];
     if (!s->impl) continue;
     while (rp_source_step(s, &sink, 1)) {
     }
     rp_source_close(s);
   }
+}
+
+topo_status rp_export_chrome(const char *const *paths, int npaths, const rp_options *opt,
+                             const char *out_path) {
+  char **files;
+  int n;
+  topo_status st = rp_paths_expand(paths, npaths, &files, &n);
+  if (st != TOPO_OK) return st;
+  exp_ctx x;
+  memset(&x, 0, sizeof x);
+  x.src = topo_calloc((size_t)(n ? n : 1), sizeof *x.src);
+  x.pid_of = topo_calloc((size_t)(n ? n : 1), sizeof *x.pid_of);
+  FILE *f = fopen(out_path, "w");
+  if (!x.src || !x.pid_of || !f) {
+    if (!f) TOPO_WARN("cannot write %s", out_path);
+    st = f ? TOPO_ERR_NOMEM : TOPO_ERR_IO;
+    goto out;
+  }
+  static char buf[1 << 20];
+  setvbuf(f, buf, _IOFBF, sizeof buf);
+  x.f = f;
+  fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"topo-report\"},\"traceEvents\":[\n");
+  fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"args\":{\"name\":\"topo\"}}");
+  /* Headers first: a process per (host, pid); its label is its rank in its largest comm. */
+  if ((st = process_headers(&x, files, n, opt)) != TOPO_OK) goto out;
+  export_events(&x, n);
   fprintf(f, "\n]}\n");
   int unreadable = 0;
   for (int i = 0; i < n; i++) unreadable += x.src[i].unreadable != 0;
