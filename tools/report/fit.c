@@ -208,6 +208,62 @@ static FILE *open_temp(const char *path, char *tmp, size_t len) {
   return f;
 }
 
+/* The profile a section starts from: base_path's section for `want` when it has one (the loader
+ * warns when none matches), else the built-in defaults of gpu (generic when unknown). Returns
+ * TOPO_ERR_IO / TOPO_ERR_NOMEM when the base cannot be read at all; *p is then freed. */
+static topo_status base_profile(const char *base_path, const topo_profile_key *want, const char *gpu,
+                                topo_profile *p) {
+  memset(p, 0, sizeof *p);
+  const char *base_name = NULL;
+  if (base_path) {
+    topo_status b = topo_profile_load(base_path, want, p);
+    if (b == TOPO_ERR_IO || b == TOPO_ERR_NOMEM) {
+      topo_profile_free(p);
+      return b;
+    }
+    if (b == TOPO_OK) base_name = p->source; /* PARSE: no section matched; the loader warned */
+  }
+  if (!base_name) {
+    topo_profile_free(p);
+    topo_profile_builtin(known_gpu(gpu) ? gpu : "generic", p);
+  }
+  return TOPO_OK;
+}
+
+/* The section of communicator size `size`: fitted over its base and written to out, with its
+ * summary lines; counts added to *total. A size with nothing measured writes nothing. */
+static topo_status fit_size(const rp_report *r, int size, const char *gpu, const char *base_path,
+                            FILE *out, FILE *summary, fit_count *total) {
+  topo_profile p;
+  topo_profile_key want = {.nranks = size, .nnodes = nnodes_for(r, size)};
+  if (gpu) snprintf(want.gpu, sizeof want.gpu, "%s", gpu);
+  topo_status st = base_profile(base_path, &want, gpu, &p);
+  if (st != TOPO_OK) return st;
+  char base_src[256];
+  snprintf(base_src, sizeof base_src, "%s", p.source);
+  int base_terms = p.nterms;
+  p.key = want;
+  fit_count c = {0, 0, 0, 0, 0};
+  st = fit_section(r, size, &p, summary, &c);
+  c.kept = base_terms - c.replaced;
+  if (st == TOPO_OK && c.fitted + c.measured + c.points > 0) {
+    snprintf(p.source, sizeof p.source, "topo-report fit");
+    if (topo_profile_write(out, &p) != TOPO_OK) st = TOPO_ERR_IO;
+    fprintf(out, "# base: %s; %d terms kept from it, %d replaced by the traces\n", base_src,
+            c.kept, c.replaced);
+    write_points(out, r, size);
+    if (summary)
+      fprintf(summary, "%d ranks: %d fitted and %d measured-point terms and %d points from the "
+              "traces; kept from %s: %d terms (%d replaced), links, protocols and launch cost\n",
+              size, c.fitted, c.measured, c.points, base_src, c.kept, c.replaced);
+    total->fitted += c.fitted;
+    total->measured += c.measured;
+    total->points += c.points;
+  }
+  topo_profile_free(&p);
+  return st;
+}
+
 topo_status rp_fit(const rp_report *r, const char *gpu, const char *base_path, const char *out_path,
                    FILE *summary) {
   int sizes[64], nsizes = 0;
@@ -231,48 +287,8 @@ topo_status rp_fit(const rp_report *r, const char *gpu, const char *base_path, c
     fprintf(summary, "%-14s %5s %-10s %-7s %-8s %7s %10s %10s %8s  %s\n", "collective", "ranks",
             "algorithm", "proto", "from", "points", "lat (us)", "bw (GB/s)", "rms err",
             "size range");
-  for (int si = 0; si < nsizes && st == TOPO_OK; si++) {
-    topo_profile p;
-    memset(&p, 0, sizeof p);
-    topo_profile_key want = {.nranks = sizes[si], .nnodes = nnodes_for(r, sizes[si])};
-    if (gpu) snprintf(want.gpu, sizeof want.gpu, "%s", gpu);
-    const char *base_name = NULL;
-    if (base_path) {
-      topo_status b = topo_profile_load(base_path, &want, &p);
-      if (b == TOPO_ERR_IO || b == TOPO_ERR_NOMEM) {
-        topo_profile_free(&p);
-        st = b;
-        break;
-      }
-      if (b == TOPO_OK) base_name = p.source; /* PARSE: no section matched; the loader warned */
-    }
-    if (!base_name) {
-      topo_profile_free(&p);
-      topo_profile_builtin(known_gpu(gpu) ? gpu : "generic", &p);
-    }
-    char base_src[256];
-    snprintf(base_src, sizeof base_src, "%s", p.source);
-    int base_terms = p.nterms;
-    p.key = want;
-    fit_count c = {0, 0, 0, 0, 0};
-    st = fit_section(r, sizes[si], &p, summary, &c);
-    c.kept = base_terms - c.replaced;
-    if (st == TOPO_OK && c.fitted + c.measured + c.points > 0) {
-      snprintf(p.source, sizeof p.source, "topo-report fit");
-      if (topo_profile_write(out, &p) != TOPO_OK) st = TOPO_ERR_IO;
-      fprintf(out, "# base: %s; %d terms kept from it, %d replaced by the traces\n", base_src,
-              c.kept, c.replaced);
-      write_points(out, r, sizes[si]);
-      if (summary)
-        fprintf(summary, "%d ranks: %d fitted and %d measured-point terms and %d points from the "
-                "traces; kept from %s: %d terms (%d replaced), links, protocols and launch cost\n",
-                sizes[si], c.fitted, c.measured, c.points, base_src, c.kept, c.replaced);
-      total.fitted += c.fitted;
-      total.measured += c.measured;
-      total.points += c.points;
-    }
-    topo_profile_free(&p);
-  }
+  for (int si = 0; si < nsizes && st == TOPO_OK; si++)
+    st = fit_size(r, sizes[si], gpu, base_path, out, summary, &total);
   if (fflush(out) != 0 || ferror(out) || fsync(fileno(out)) != 0) st = st == TOPO_OK ? TOPO_ERR_IO : st;
   if (fclose(out) != 0 && st == TOPO_OK) st = TOPO_ERR_IO;
   if (st == TOPO_OK && total.fitted + total.measured + total.points == 0) {
