@@ -194,15 +194,13 @@ static int group_runs(cand *c, int n, int dir, int64_t *first_ns, int cap_first)
   return runs;
 }
 
-topo_status rp_inputs_collect(const char *const *paths, int npaths, const rp_options *opt,
-                              rp_report *r, char ***out, int *nout) {
-  *out = NULL;
-  *nout = 0;
-  int quiet = opt && opt->quiet;
-  cand *c = NULL;
-  int n = 0;
+/* Every argument expanded into candidate files (a directory into the files it holds), appended
+ * to *c (*n of them); each remembers the argument it came from when that is a directory. */
+static topo_status expand_args(const char *const *paths, int npaths, cand **cp, int *np) {
+  cand *c = *cp;
+  int n = *np;
   topo_status st = TOPO_OK;
-  for (int i = 0; i < npaths && st == TOPO_OK; i++) { /* expand, one argument at a time */
+  for (int i = 0; i < npaths && st == TOPO_OK; i++) {
     char **files = NULL;
     int nf = 0;
     if ((st = rp_paths_expand(&paths[i], 1, &files, &nf)) != TOPO_OK) break;
@@ -224,90 +222,106 @@ topo_status rp_inputs_collect(const char *const *paths, int npaths, const rp_opt
     }
     topo_free(files);
   }
-  /* classify; skip what is not a trace, with one line each */
+  *cp = c;
+  *np = n;
+  return st;
+}
+
+/* What candidate e is: JSON or binary, its rank and worker name and time (for the runs); JSON
+ * that is no trace is skipped with one line (its path freed). 1 when kept. */
+static int classify(cand *e, int quiet) {
+  e->json = rp_path_is_json(e->path);
+  const char *base = strrchr(e->path, '/') ? strrchr(e->path, '/') + 1 : e->path;
+  if (e->json) {
+    rp_kineto_info info;
+    if (rp_kineto_sniff(e->path, &info) != TOPO_OK) {
+      e->json = -1; /* unreadable: its open fails with its own message later */
+    } else if (info.own_export) {
+      if (!quiet)
+        TOPO_WARN("%s: topo-report's own Chrome export (export --chrome), not a trace; skipped", e->path);
+      topo_free(e->path), e->path = NULL;
+      return 0;
+    } else if (info.sniff_complete && !info.has_events_key) {
+      if (!quiet) TOPO_WARN("%s: JSON without traceEvents: not a trace; skipped", e->path);
+      topo_free(e->path), e->path = NULL;
+      return 0;
+    }
+    e->rank = info.rank;
+    if (e->json < 0) e->json = 1;
+  }
+  struct stat sb;
+  if (!tb_name(base, e->worker, sizeof e->worker, &e->t)) {
+    snprintf(e->worker, sizeof e->worker, "%s", base);
+    e->t = stat(e->path, &sb) == 0 ? (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec : 0;
+  }
+  return 1;
+}
+
+/* The runs of the PyTorch traces of directory argument d (path): the latest, the one asked for
+ * (--run N) or all (--all-runs) kept, the others' paths freed (*kept counts down); a note of
+ * what was read goes to r->runs. */
+static topo_status pick_run(cand *c, int n, int d, const char *path, const rp_options *opt, int quiet,
+                            rp_report *r, int *kept) {
+  int64_t first[64];
+  int runs = group_runs(c, n, d, first, 64);
+  if (runs < 0) return TOPO_ERR_NOMEM;
+  if (runs == 0) return TOPO_OK;
+  int want = opt && opt->all_runs ? 0 : opt && opt->run > 0 ? opt->run : runs;
+  if (want > runs) {
+    TOPO_WARN("%s holds %d run%s of PyTorch traces: --run %d names none", path, runs,
+              runs == 1 ? "" : "s", want);
+    return TOPO_ERR_INVALID;
+  }
+  int files = 0;
+  for (int i = 0; i < n; i++)
+    if (c[i].path && c[i].dir == d && c[i].json) {
+      if (want && c[i].run != want) {
+        topo_free(c[i].path), c[i].path = NULL;
+        (*kept)--;
+      } else {
+        files++;
+      }
+    }
+  rp_run_note *nv = topo_realloc(r->runs, (r->nruns + 1) * sizeof *nv);
+  char *dirname = topo_strdup(path);
+  if (!nv || !dirname) {
+    if (nv) r->runs = nv;
+    topo_free(dirname);
+    return TOPO_ERR_NOMEM;
+  }
+  r->runs = nv;
+  rp_run_note *note = &r->runs[r->nruns++];
+  memset(note, 0, sizeof *note);
+  note->dir = dirname;
+  note->nruns = runs;
+  note->used = want;
+  note->files = files;
+  note->first_ns = want && want <= 64 ? first[want - 1] : runs ? first[0] : 0;
+  if (runs > 1 && !quiet) {
+    char when[48];
+    rp_fmt_utc(note->first_ns, when, sizeof when);
+    if (want)
+      TOPO_WARN("%s holds %d runs of PyTorch traces; reading run %d (%s, %d file%s)%s; --run N "
+                "picks another, --all-runs mixes them", path, runs, want, when, files,
+                files == 1 ? "" : "s", opt && opt->run > 0 ? "" : ", the latest");
+    else
+      TOPO_WARN("%s holds %d runs of PyTorch traces; --all-runs: reading all %d files as one run",
+                path, runs, files);
+  }
+  return TOPO_OK;
+}
+
+topo_status rp_inputs_collect(const char *const *paths, int npaths, const rp_options *opt,
+                              rp_report *r, char ***out, int *nout) {
+  *out = NULL;
+  *nout = 0;
+  int quiet = opt && opt->quiet;
+  cand *c = NULL;
+  int n = 0;
+  topo_status st = expand_args(paths, npaths, &c, &n);
   int kept = 0;
-  for (int i = 0; i < n && st == TOPO_OK; i++) {
-    cand *e = &c[i];
-    e->json = rp_path_is_json(e->path);
-    const char *base = strrchr(e->path, '/') ? strrchr(e->path, '/') + 1 : e->path;
-    if (e->json) {
-      rp_kineto_info info;
-      if (rp_kineto_sniff(e->path, &info) != TOPO_OK) {
-        e->json = -1; /* unreadable: its open fails with its own message later */
-      } else if (info.own_export) {
-        if (!quiet)
-          TOPO_WARN("%s: topo-report's own Chrome export (export --chrome), not a trace; skipped", e->path);
-        topo_free(e->path), e->path = NULL;
-        continue;
-      } else if (info.sniff_complete && !info.has_events_key) {
-        if (!quiet) TOPO_WARN("%s: JSON without traceEvents: not a trace; skipped", e->path);
-        topo_free(e->path), e->path = NULL;
-        continue;
-      }
-      e->rank = info.rank;
-      if (e->json < 0) e->json = 1;
-    }
-    struct stat sb;
-    if (!tb_name(base, e->worker, sizeof e->worker, &e->t)) {
-      snprintf(e->worker, sizeof e->worker, "%s", base);
-      e->t = stat(e->path, &sb) == 0 ? (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec : 0;
-    }
-    kept++;
-  }
-  /* runs per directory: the latest, the one asked for (--run N), or all (--all-runs) */
-  for (int d = 0; d < npaths && st == TOPO_OK; d++) {
-    int64_t first[64];
-    int runs = group_runs(c, n, d, first, 64);
-    if (runs < 0) {
-      st = TOPO_ERR_NOMEM;
-      break;
-    }
-    if (runs == 0) continue;
-    int want = opt && opt->all_runs ? 0 : opt && opt->run > 0 ? opt->run : runs;
-    if (want > runs) {
-      TOPO_WARN("%s holds %d run%s of PyTorch traces: --run %d names none", paths[d], runs,
-                runs == 1 ? "" : "s", want);
-      st = TOPO_ERR_INVALID;
-      break;
-    }
-    int files = 0;
-    for (int i = 0; i < n; i++)
-      if (c[i].path && c[i].dir == d && c[i].json) {
-        if (want && c[i].run != want) {
-          topo_free(c[i].path), c[i].path = NULL;
-          kept--;
-        } else {
-          files++;
-        }
-      }
-    rp_run_note *nv = topo_realloc(r->runs, (r->nruns + 1) * sizeof *nv);
-    char *dirname = topo_strdup(paths[d]);
-    if (!nv || !dirname) {
-      if (nv) r->runs = nv;
-      topo_free(dirname);
-      st = TOPO_ERR_NOMEM;
-      break;
-    }
-    r->runs = nv;
-    rp_run_note *note = &r->runs[r->nruns++];
-    memset(note, 0, sizeof *note);
-    note->dir = dirname;
-    note->nruns = runs;
-    note->used = want;
-    note->files = files;
-    note->first_ns = want && want <= 64 ? first[want - 1] : runs ? first[0] : 0;
-    if (runs > 1 && !quiet) {
-      char when[48];
-      rp_fmt_utc(note->first_ns, when, sizeof when);
-      if (want)
-        TOPO_WARN("%s holds %d runs of PyTorch traces; reading run %d (%s, %d file%s)%s; --run N "
-                  "picks another, --all-runs mixes them", paths[d], runs, want, when, files,
-                  files == 1 ? "" : "s", opt && opt->run > 0 ? "" : ", the latest");
-      else
-        TOPO_WARN("%s holds %d runs of PyTorch traces; --all-runs: reading all %d files as one run",
-                  paths[d], runs, files);
-    }
-  }
+  for (int i = 0; i < n && st == TOPO_OK; i++) kept += classify(&c[i], quiet);
+  for (int d = 0; d < npaths && st == TOPO_OK; d++) st = pick_run(c, n, d, paths[d], opt, quiet, r, &kept);
   if (st == TOPO_OK && kept) {
     char **v = topo_malloc((size_t)kept * sizeof *v);
     if (!v) {
