@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Estimated GPU durations for collectives that have none (not sampled, or their kernel-channel
 // events were lost): a table of the measured durations by (communicator size, function, size
-// bucket, algorithm, protocol, channels), filled in pass 1 of the analysis (analyze.c), frozen by
+// bucket, algorithm, protocol, channels), filled in pass 1 of the analysis (analyze_pass1.c), frozen by
 // rp_est_finish, then asked once per untimed collective in pass 2. Rules and error model:
 // docs/metrics.md, "Estimated durations". Single-threaded; memory grows with distinct keys only.
 #include <math.h>

@@ -4,7 +4,7 @@
  * (docs/metrics.md, "Kernel-level analyses"): the temporal breakdown (idle / compute /
  * non-compute) over the rank and per step, the kernel breakdown by type with the top kernels, the
  * idle-time breakdown per stream (host wait / kernel wait / other), launch delay and queue length
- * per stream, and memcpy/memset bandwidth per kind. analyze.c creates one rp_gpu per rank that has
+ * per stream, and memcpy/memset bandwidth per kind. analyze_pass2.c creates one rp_gpu per rank that has
  * a Kineto input, feeds it that rank's events in pass 2 (rp_kevent, file order) and finishes it;
  * the renderers (render_kernels.c, render_html.c, kdiff.c) read the results.
  *

@@ -283,7 +283,7 @@ void rp_err_add(rp_err *a, const rp_estimate *e);
 void rp_err_sum(rp_err *a, const rp_err *b);
 int64_t rp_err_ns(const rp_err *a);
 
-/* ---- the analysis (analyze.c) */
+/* ---- the analysis (analyze.c and its stages, analyze.h) */
 typedef struct rp_row {           /* one collective type x communicator size x size bucket */
   int func, nranks, bucket;       /* bucket: floor(log2(size)), -1 for size 0 */
   uint64_t calls, timed;
