@@ -349,19 +349,10 @@ static topo_status place(const rp_report *r, comm_tie *t, size_t nt, int *group,
   return TOPO_OK;
 }
 
-topo_status rp_align_solve(rp_align *a, rp_report *r) {
+/* Every rank's offset bounds from its binary traces' (lower, upper); has_gpu: it has GPU times
+ * or an upper bound. group[p] = -1 (no anchor group yet). */
+static void rank_bounds(const rp_align *a, rp_report *r, int *group, uint8_t *has_gpu) {
   int np = r->nranks;
-  r->align_err = 0;
-  if (!a || np <= 0) return TOPO_OK;
-  size_t n = (size_t)np;
-  int *group = topo_malloc(n * sizeof *group), *members = topo_calloc(n, sizeof *members);
-  int64_t *rel = topo_calloc(n, sizeof *rel), *relerr = topo_calloc(n, sizeof *relerr);
-  uint8_t *has_gpu = topo_calloc(n, 1);
-  comm_tie *t = NULL;
-  size_t nt = 0;
-  tie_store store = {0};
-  topo_status st = TOPO_ERR_NOMEM;
-  if (!group || !members || !rel || !relerr || !has_gpu) goto out;
   for (int p = 0; p < np; p++) {
     group[p] = -1;
     r->ranks[p].off_lower = NONE_LO;
@@ -376,18 +367,20 @@ topo_status rp_align_solve(rp_align *a, rp_report *r) {
     if (s->upper < k->off_upper) k->off_upper = s->upper;
     has_gpu[p] |= s->n > 0 || s->upper != NONE_HI;
   }
-  if ((st = build_ties(a, r, &store, &t, &nt)) != TOPO_OK) goto out;
-  int ngroups = 0;
-  if ((st = place(r, t, nt, group, rel, relerr, &ngroups)) != TOPO_OK) goto out;
-  for (int p = 0; p < np; p++)
-    if (group[p] < 0) group[p] = ngroups++;
-  for (int p = 0; p < np; p++) members[group[p]]++;
+}
+
+/* Each rank on its own bounds; the members of an anchored group (group[p], rel[p] the offset
+ * against the group, relerr[p] its error) share one shift instead where that is tighter.
+ * members[g] counts group g's ranks (overwritten). */
+static topo_status solve_groups(rp_report *r, const int *group, int *members, const int64_t *rel,
+                                const int64_t *relerr, const uint8_t *has_gpu, int ngroups) {
+  int np = r->nranks;
+  size_t n = (size_t)np;
   /* the ranks group by group (a counting sort): group g's are in_group[at[g] .. at[g + 1]) */
   int *at = topo_calloc(n + 1, sizeof *at), *in_group = topo_malloc(n * sizeof *in_group);
   if (!at || !in_group) {
     topo_free(at), topo_free(in_group);
-    st = TOPO_ERR_NOMEM;
-    goto out;
+    return TOPO_ERR_NOMEM;
   }
   for (int g = 0; g < ngroups; g++) at[g + 1] = at[g] + members[g];
   for (int g = 0; g < ngroups; g++) members[g] = at[g]; /* now: where its next rank goes */
@@ -425,6 +418,12 @@ topo_status rp_align_solve(rp_align *a, rp_report *r) {
     }
   }
   topo_free(at), topo_free(in_group);
+  return TOPO_OK;
+}
+
+/* Ranks without GPU times are not aligned; the sources of the others get their rank's offset. */
+static void apply_offsets(const rp_align *a, rp_report *r, const uint8_t *has_gpu) {
+  int np = r->nranks;
   for (int p = 0; p < np; p++)
     if (!has_gpu[p]) r->ranks[p].align_method = RP_ALIGN_NONE, r->ranks[p].align_err = 0;
   for (int i = 0; i < r->nsrc && i < a->nsrc; i++) {
@@ -433,6 +432,11 @@ topo_status rp_align_solve(rp_align *a, rp_report *r) {
     s->gpu_to_real = -r->ranks[s->proc].gpu_offset;
     s->gpu_aligned = 1;
   }
+}
+
+/* The bound on the error of two ranks' GPU times against each other; -1 unbounded. */
+static int64_t cross_rank_error(const rp_report *r, const uint8_t *has_gpu) {
+  int np = r->nranks;
   /* two ranks' GPU times are off against each other by at most the sum of their errors */
   int64_t e1 = 0, e2 = 0;
   for (int p = 0; p < np; p++) {
@@ -445,7 +449,32 @@ topo_status rp_align_solve(rp_align *a, rp_report *r) {
     if (e > e1) e2 = e1, e1 = e;
     else if (e > e2) e2 = e;
   }
-  r->align_err = e1 < 0 ? -1 : e1 + e2;
+  return e1 < 0 ? -1 : e1 + e2;
+}
+
+topo_status rp_align_solve(rp_align *a, rp_report *r) {
+  int np = r->nranks;
+  r->align_err = 0;
+  if (!a || np <= 0) return TOPO_OK;
+  size_t n = (size_t)np;
+  int *group = topo_malloc(n * sizeof *group), *members = topo_calloc(n, sizeof *members);
+  int64_t *rel = topo_calloc(n, sizeof *rel), *relerr = topo_calloc(n, sizeof *relerr);
+  uint8_t *has_gpu = topo_calloc(n, 1);
+  comm_tie *t = NULL;
+  size_t nt = 0;
+  tie_store store = {0};
+  topo_status st = TOPO_ERR_NOMEM;
+  if (!group || !members || !rel || !relerr || !has_gpu) goto out;
+  rank_bounds(a, r, group, has_gpu);
+  if ((st = build_ties(a, r, &store, &t, &nt)) != TOPO_OK) goto out;
+  int ngroups = 0;
+  if ((st = place(r, t, nt, group, rel, relerr, &ngroups)) != TOPO_OK) goto out;
+  for (int p = 0; p < np; p++)
+    if (group[p] < 0) group[p] = ngroups++;
+  for (int p = 0; p < np; p++) members[group[p]]++;
+  if ((st = solve_groups(r, group, members, rel, relerr, has_gpu, ngroups)) != TOPO_OK) goto out;
+  apply_offsets(a, r, has_gpu);
+  r->align_err = cross_rank_error(r, has_gpu);
   st = TOPO_OK;
 out:
   tie_store_free(&store);
