@@ -230,54 +230,103 @@ static void breakdown(FILE *f, const rp_report *r) {
           C_COMPUTE, C_OVERLAP, C_COMM, C_MEMORY, C_IDLE);
 }
 
+/* The busbw plot's frame: plot area W x H at (L, T), B below for the x labels; x spans the size
+ * buckets lo..hi, y 0..ymax GB/s. */
+static const double BW_W = 820, BW_H = 340, BW_L = 70, BW_T = 20, BW_B = 50;
+typedef struct bw_plot {
+  int lo, hi;
+  double ymax;
+} bw_plot;
+
+static double bw_x(const bw_plot *g, double bucket) { return BW_L + (bucket - g->lo) / (g->hi - g->lo) * BW_W; }
+static double bw_y(const bw_plot *g, double gbs) { return BW_T + BW_H - gbs / g->ymax * BW_H; }
+
+/* Grid lines and tick labels of both axes, and the axis titles. */
+static void bw_axes(FILE *f, const bw_plot *g, double ystep) {
+  for (double v = 0; v <= g->ymax + 1e-9; v += ystep) {
+    double y = bw_y(g, v);
+    fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/><text x=\"%.0f\" y=\"%.1f\" class=tick text-anchor=end>%g</text>\n",
+            BW_L, BW_L + BW_W, y, y, BW_L - 6, y + 4, v);
+  }
+  for (int b = g->lo; b <= g->hi; b++) {
+    double x = bw_x(g, b);
+    if ((g->hi - g->lo) > 16 && (b - g->lo) % 2) continue;
+    char lab[32];
+    rp_fmt_bytes((uint64_t)1 << b, lab, sizeof lab);
+    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\" class=\"grid\"/><text x=\"%.1f\" y=\"%.0f\" class=tick text-anchor=middle>%s</text>\n",
+            x, x, BW_T, BW_T + BW_H, x, BW_T + BW_H + 16, lab);
+  }
+  fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" class=lab text-anchor=middle>message size (nccl-tests size, bucket lower bound)</text>\n",
+          BW_L + BW_W / 2, BW_T + BW_H + 38);
+  fprintf(f, "<text transform=\"translate(16 %.0f) rotate(-90)\" class=lab text-anchor=middle>busbw (GB/s)</text>\n", BW_T + BW_H / 2);
+}
+
+/* The dashed reference line (a calibrated profile's or the built-in link peak), when there is one. */
+static void bw_reference(FILE *f, const rp_report *r, const bw_plot *g) {
+  if (r->ref_busbw <= 0) return;
+  double y = bw_y(g, r->ref_busbw);
+  fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#c00\" stroke-width=1.5 "
+             "stroke-dasharray=\"6 4\"><title>", BW_L, BW_L + BW_W, y, y);
+  esc(f, r->ref_label);
+  fprintf(f, ": %.1f GB/s</title></line><text x=\"%.0f\" y=\"%.1f\" class=lab text-anchor=end fill=\"#c00\" "
+             "style=\"fill:#c00\">", r->ref_busbw, BW_L + BW_W - 4, y - 5);
+  esc(f, r->ref_label);
+  fprintf(f, ": %.1f GB/s</text>\n", r->ref_busbw);
+}
+
+/* One series: function func at communicator size nranks, its line, its points and its legend
+ * entry (the series-th). */
+static void bw_series(FILE *f, const rp_report *r, const bw_plot *g, int func, int nranks, int series) {
+  const char *color = palette[series % 10];
+  fprintf(f, "<polyline fill=none stroke=\"%s\" stroke-width=2 points=\"", color);
+  for (int b = g->lo; b <= g->hi; b++)
+    for (size_t i = 0; i < r->nrows; i++) {
+      const rp_row *w = r->rows[i];
+      if (w->func != func || w->nranks != nranks || w->bucket != b || !w->timed) continue;
+      fprintf(f, "%.1f,%.1f ", bw_x(g, b), bw_y(g, rp_row_busbw(w)));
+    }
+  fprintf(f, "\"/>\n");
+  for (size_t i = 0; i < r->nrows; i++) {
+    const rp_row *w = r->rows[i];
+    if (w->func != func || w->nranks != nranks || !w->timed || w->bucket < 0) continue;
+    char lab[32];
+    rp_bucket_label(w->bucket, lab, sizeof lab);
+    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=3.5 fill=\"%s\"><title>%s, %d ranks, %s: busbw %.2f GB/s, %" PRIu64 " calls</title></circle>",
+            bw_x(g, w->bucket), bw_y(g, rp_row_busbw(w)), color, rp_func_name(func), w->nranks, lab,
+            rp_row_busbw(w), w->calls);
+  }
+  fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=12 height=12 fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\" class=lab>%s (%d ranks)</text>\n",
+          BW_L + BW_W + 20, BW_T + 10 + series * 20, color, BW_L + BW_W + 38, BW_T + 21 + series * 20,
+          rp_func_name(func), nranks);
+}
+
+/* Bus bandwidth against message size: one series per (function, communicator size) with a
+ * GPU-timed call, and the reference line. */
 static void busbw_plot(FILE *f, const rp_report *r) {
-  int lo = 64, hi = -1;
+  bw_plot g = {64, -1, 0};
   double maxbw = 0;
   for (size_t i = 0; i < r->nrows; i++) {
     const rp_row *w = r->rows[i];
     if (!w->timed || w->bucket < 0 || w->func > 10) continue;
-    if (w->bucket < lo) lo = w->bucket;
-    if (w->bucket > hi) hi = w->bucket;
+    if (w->bucket < g.lo) g.lo = w->bucket;
+    if (w->bucket > g.hi) g.hi = w->bucket;
     if (rp_row_busbw(w) > maxbw) maxbw = rp_row_busbw(w);
   }
-  if (hi < 0 || maxbw <= 0) return;
-  if (hi == lo) hi = lo + 1;
-  const double W = 820, H = 340, L = 70, T = 20, B = 50;
+  if (g.hi < 0 || maxbw <= 0) return;
+  if (g.hi == g.lo) g.hi = g.lo + 1;
   double top = r->ref_busbw > maxbw ? r->ref_busbw : maxbw;
-  double ystep = nice_step(top, 6), ymax = ceil(top / ystep) * ystep;
+  double ystep = nice_step(top, 6);
+  g.ymax = ceil(top / ystep) * ystep;
   fprintf(f, "<h2>Bus bandwidth against message size</h2><p class=note>busbw = algbw × the nccl-tests "
              "factor (AllReduce 2(n−1)/n; AllGather, ReduceScatter (n−1)/n; others 1), from the mean "
              "GPU time of each size bucket; buckets without a GPU-timed call are not drawn (their rows "
              "below show &ldquo;-&rdquo;).%s</p>\n",
           r->ref_busbw > 0 ? " Dashed red: the reference bandwidth." :
           " No reference line: give --profile (a calibrated profile) or --gpu (the built-in link peak).");
-  fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" style=\"max-width:1000px\" role=img>\n", W + L + 200, H + T + B);
-  for (double v = 0; v <= ymax + 1e-9; v += ystep) {
-    double y = T + H - v / ymax * H;
-    fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/><text x=\"%.0f\" y=\"%.1f\" class=tick text-anchor=end>%g</text>\n",
-            L, L + W, y, y, L - 6, y + 4, v);
-  }
-  for (int b = lo; b <= hi; b++) {
-    double x = L + (double)(b - lo) / (hi - lo) * W;
-    if ((hi - lo) > 16 && (b - lo) % 2) continue;
-    char lab[32];
-    rp_fmt_bytes((uint64_t)1 << b, lab, sizeof lab);
-    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\" class=\"grid\"/><text x=\"%.1f\" y=\"%.0f\" class=tick text-anchor=middle>%s</text>\n",
-            x, x, T, T + H, x, T + H + 16, lab);
-  }
-  fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" class=lab text-anchor=middle>message size (nccl-tests size, bucket lower bound)</text>\n",
-          L + W / 2, T + H + 38);
-  fprintf(f, "<text transform=\"translate(16 %.0f) rotate(-90)\" class=lab text-anchor=middle>busbw (GB/s)</text>\n", T + H / 2);
-  if (r->ref_busbw > 0) {
-    double y = T + H - r->ref_busbw / ymax * H;
-    fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#c00\" stroke-width=1.5 "
-               "stroke-dasharray=\"6 4\"><title>", L, L + W, y, y);
-    esc(f, r->ref_label);
-    fprintf(f, ": %.1f GB/s</title></line><text x=\"%.0f\" y=\"%.1f\" class=lab text-anchor=end fill=\"#c00\" "
-               "style=\"fill:#c00\">", r->ref_busbw, L + W - 4, y - 5);
-    esc(f, r->ref_label);
-    fprintf(f, ": %.1f GB/s</text>\n", r->ref_busbw);
-  }
+  fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" style=\"max-width:1000px\" role=img>\n",
+          BW_W + BW_L + 200, BW_H + BW_T + BW_B);
+  bw_axes(f, &g, ystep);
+  bw_reference(f, r, &g);
   int series = 0;
   for (int func = 0; func < RP_MAX_FUNC; func++) {
     int sizes[64], ns = 0;
@@ -288,29 +337,7 @@ static void busbw_plot(FILE *f, const rp_report *r) {
       for (int k = 0; k < ns; k++) seen |= sizes[k] == w->nranks;
       if (!seen && ns < 64) sizes[ns++] = w->nranks;
     }
-    for (int si = 0; si < ns; si++) {
-      const char *color = palette[series % 10];
-      fprintf(f, "<polyline fill=none stroke=\"%s\" stroke-width=2 points=\"", color);
-      for (int b = lo; b <= hi; b++)
-        for (size_t i = 0; i < r->nrows; i++) {
-          const rp_row *w = r->rows[i];
-          if (w->func != func || w->nranks != sizes[si] || w->bucket != b || !w->timed) continue;
-          fprintf(f, "%.1f,%.1f ", L + (double)(b - lo) / (hi - lo) * W, T + H - rp_row_busbw(w) / ymax * H);
-        }
-      fprintf(f, "\"/>\n");
-      for (size_t i = 0; i < r->nrows; i++) {
-        const rp_row *w = r->rows[i];
-        if (w->func != func || w->nranks != sizes[si] || !w->timed || w->bucket < 0) continue;
-        char lab[32];
-        rp_bucket_label(w->bucket, lab, sizeof lab);
-        fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=3.5 fill=\"%s\"><title>%s, %d ranks, %s: busbw %.2f GB/s, %" PRIu64 " calls</title></circle>",
-                L + (double)(w->bucket - lo) / (hi - lo) * W, T + H - rp_row_busbw(w) / ymax * H, color,
-                rp_func_name(func), w->nranks, lab, rp_row_busbw(w), w->calls);
-      }
-      fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=12 height=12 fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\" class=lab>%s (%d ranks)</text>\n",
-              L + W + 20, T + 10 + series * 20, color, L + W + 38, T + 21 + series * 20, rp_func_name(func), sizes[si]);
-      series++;
-    }
+    for (int si = 0; si < ns; si++) bw_series(f, r, &g, func, sizes[si], series++);
   }
   fprintf(f, "</svg>\n");
 }
