@@ -282,81 +282,83 @@ static int rep_match(const st_seq *s, const uint16_t *T, size_t lo, size_t p, si
   return (double)ok >= ST_MATCH * (double)p;
 }
 
-/* Detect on tracker t (its buffer sorted); fills c. `open`: more collectives follow the buffer. */
-static void detect(rp_steps *d, st_comm *c, st_tracker *t, int open) {
-  c->state = ST_NONE;
-  size_t n = t->n;
-  if (n < 4) return;
-  st_ent *e = t->buf;
-  qsort(e, n, sizeof *e, cmp_ent);
-  st_seq s = {n, topo_malloc(n * sizeof(uint16_t)), topo_malloc(n), topo_malloc(n * sizeof(int64_t))};
-  int64_t *sorted = topo_malloc(n * sizeof(int64_t));
-  uint16_t *T = NULL;
-  uint32_t (*vote)[2] = NULL;
-  double *gsum = NULL;
-  uint32_t *gcnt = NULL;
-  if (!s.sym || !s.cp || !s.gap || !sorted) {
-    d->oom = 1;
-    goto out;
-  }
+/* The symbols of the sorted collectives e[0..n): (function, size bucket) and a bit for a gap
+ * before it longer than 8 x the median gap (at least ST_MIN_LONG_GAP); change points. `sorted`:
+ * scratch of n entries. */
+static void symbols(const st_ent *e, size_t n, st_seq *s, int64_t *sorted) {
   for (size_t i = 0; i < n; i++) {
     int64_t prev = i ? (e[i - 1].cpu_stop > e[i - 1].cpu_start ? e[i - 1].cpu_stop : e[i - 1].cpu_start) : e[0].cpu_start;
     int64_t g = e[i].cpu_start - prev;
-    s.gap[i] = g > 0 ? g : 0;
-    sorted[i] = s.gap[i];
+    s->gap[i] = g > 0 ? g : 0;
+    sorted[i] = s->gap[i];
   }
   qsort(sorted + 1, n - 1, sizeof *sorted, cmp_i64);
   int64_t med = sorted[1 + (n - 1) / 2], thr = med > INT64_MAX / 8 ? INT64_MAX : med * 8;
   if (thr < ST_MIN_LONG_GAP) thr = ST_MIN_LONG_GAP;
   for (size_t i = 0; i < n; i++) {
-    s.sym[i] = (uint16_t)((e[i].func & 15) << 8 | (uint16_t)(e[i].bucket + 1) << 1 | (i && s.gap[i] > thr));
-    s.cp[i] = !i || s.sym[i] != s.sym[i - 1];
+    s->sym[i] = (uint16_t)((e[i].func & 15) << 8 | (uint16_t)(e[i].bucket + 1) << 1 | (i && s->gap[i] > thr));
+    s->cp[i] = !i || s->sym[i] != s->sym[i - 1];
   }
-  size_t los[4] = {0, n / 8, n / 4, n / 2}, lo = 0, p = 0;
+}
+
+/* The period, looked for from the start, an eighth, a quarter and half way in: auto takes the
+ * first (longest) range with one, a forced period the best scoring. 0: none; *lo its range. */
+static size_t choose_period(const rp_steps *d, const st_seq *s, size_t n, size_t *lo) {
+  size_t los[4] = {0, n / 8, n / 4, n / 2}, p = 0;
   double best = -1;
+  *lo = 0;
   for (int k = 0; k < 4; k++) {
     if (k && los[k] == los[k - 1]) continue;
     double sc;
-    size_t q = find_period(&s, los[k], d->mode, &sc);
+    size_t q = find_period(s, los[k], d->mode, &sc);
     if (!q) continue;
     if (d->mode <= 0) { /* auto: the first (longest) range with a period */
-      lo = los[k], p = q;
+      *lo = los[k], p = q;
       break;
     }
-    if (sc > best) best = sc, lo = los[k], p = q;
+    if (sc > best) best = sc, *lo = los[k], p = q;
   }
-  if (!p) goto out;
-  /* per-phase majority of (function, size) and mean gap before each phase */
-  T = topo_malloc(p * sizeof *T);
-  vote = topo_calloc(p, sizeof *vote);
-  gsum = topo_calloc(p, sizeof *gsum);
-  gcnt = topo_calloc(p, sizeof *gcnt);
-  if (!T || !vote || !gsum || !gcnt) {
-    d->oom = 1;
-    goto out;
-  }
-  for (size_t x = lo; x < n; x++) {
+  return p;
+}
+
+/* The template of one step: the per-phase majority of (function, size) into T[0..p), and *ph0,
+ * the phase after the longest mean gap (where a step starts). 0 out of memory. */
+static int phase_template(const st_seq *s, size_t lo, size_t p, uint16_t *T, size_t *ph0) {
+  uint32_t (*vote)[2] = topo_calloc(p, sizeof *vote);
+  double *gsum = topo_calloc(p, sizeof *gsum);
+  uint32_t *gcnt = topo_calloc(p, sizeof *gcnt);
+  int ok = vote && gsum && gcnt;
+  for (size_t x = lo; ok && x < s->n; x++) {
     size_t ph = (x - lo) % p;
-    uint16_t b = s.sym[x] >> 1;
+    uint16_t b = s->sym[x] >> 1;
     if (!vote[ph][1]) vote[ph][0] = b, vote[ph][1] = 1;
     else if (vote[ph][0] == b) vote[ph][1]++;
     else vote[ph][1]--;
-    if (x) gsum[ph] += (double)s.gap[x], gcnt[ph]++;
+    if (x) gsum[ph] += (double)s->gap[x], gcnt[ph]++;
   }
-  size_t ph0 = 0;
-  for (size_t ph = 0; ph < p; ph++) {
+  *ph0 = 0;
+  for (size_t ph = 0; ok && ph < p; ph++) {
     T[ph] = (uint16_t)vote[ph][0];
-    double m = gcnt[ph] ? gsum[ph] / gcnt[ph] : 0, m0 = gcnt[ph0] ? gsum[ph0] / gcnt[ph0] : 0;
-    if (m > m0) ph0 = ph;
+    double m = gcnt[ph] ? gsum[ph] / gcnt[ph] : 0, m0 = gcnt[*ph0] ? gsum[*ph0] / gcnt[*ph0] : 0;
+    if (m > m0) *ph0 = ph;
   }
+  topo_free(vote), topo_free(gsum), topo_free(gcnt);
+  return ok;
+}
+
+/* The repetitions of template T (period p, phase 0 at lo + ph0) that match, and c resolved from
+ * them when at least two do and their seq arithmetic holds. */
+static void resolve(st_comm *c, const st_ent *e, const st_seq *s, const uint16_t *T, size_t lo, size_t p,
+                    size_t ph0, int open) {
+  size_t n = s->n;
   size_t p0 = lo + ph0;
-  while (p0 >= p && rep_match(&s, T, lo, p, p0 - p)) p0 -= p;
+  while (p0 >= p && rep_match(s, T, lo, p, p0 - p)) p0 -= p;
   size_t k = 0;
-  while (p0 + (k + 1) * p <= n && rep_match(&s, T, lo, p, p0 + k * p)) k++;
+  while (p0 + (k + 1) * p <= n && rep_match(s, T, lo, p, p0 + k * p)) k++;
   int reached_end = p0 + (k + 1) * p > n;
-  if (k < 2) goto out;
+  if (k < 2) return;
   const st_ent *l0 = &e[p0 + p - 1], *l1 = &e[p0 + 2 * p - 1];
-  if (l0->func != l1->func || l1->seq <= l0->seq) goto out;
+  if (l0->func != l1->func || l1->seq <= l0->seq) return;
   c->f_last = l0->func;
   c->seq_last0 = l0->seq;
   c->cnt_last = l1->seq - l0->seq;
@@ -373,9 +375,30 @@ static void detect(rp_steps *d, st_comm *c, st_tracker *t, int open) {
   c->f_start = e[p0 ? p0 - 1 : 0].func;
   c->seq_start = e[p0 ? p0 - 1 : 0].seq;
   c->state = ST_RESOLVED;
-out:
+}
+
+/* Detect on tracker t (its buffer sorted); fills c. `open`: more collectives follow the buffer. */
+static void detect(rp_steps *d, st_comm *c, st_tracker *t, int open) {
+  c->state = ST_NONE;
+  size_t n = t->n;
+  if (n < 4) return;
+  st_ent *e = t->buf;
+  qsort(e, n, sizeof *e, cmp_ent);
+  st_seq s = {n, topo_malloc(n * sizeof(uint16_t)), topo_malloc(n), topo_malloc(n * sizeof(int64_t))};
+  int64_t *sorted = topo_malloc(n * sizeof(int64_t));
+  uint16_t *T = NULL;
+  size_t lo, p, ph0;
+  if (!s.sym || !s.cp || !s.gap || !sorted) {
+    d->oom = 1;
+  } else {
+    symbols(e, n, &s, sorted);
+    if ((p = choose_period(d, &s, n, &lo)) != 0) {
+      if (!(T = topo_malloc(p * sizeof *T)) || !phase_template(&s, lo, p, T, &ph0)) d->oom = 1;
+      else resolve(c, e, &s, T, lo, p, ph0, open);
+    }
+  }
   topo_free(s.sym), topo_free(s.cp), topo_free(s.gap), topo_free(sorted);
-  topo_free(T), topo_free(vote), topo_free(gsum), topo_free(gcnt);
+  topo_free(T);
 }
 
 /* Decide communicator `ci` with detector tracker `det`; every tracker of it replays its buffer. */
