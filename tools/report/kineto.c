@@ -961,148 +961,180 @@ topo_status rp_kineto_open_replay(const char *path, rp_kspill *sp, rp_kineto **o
   return TOPO_OK;
 }
 
+/* What a step of the reader says about the loop: go on, stop reading, or a unit (an event, a
+ * key's value) that did not parse whole (its js_status says why). */
+enum { K_NEXT, K_STOP, K_PARTIAL };
+
+/* The buffer is used up: read on, or say what the end of the file leaves. */
+static int end_of_buffer(rp_kineto *k) {
+  js_in *in = &k->in;
+  if (js_refill(in)) return K_NEXT;
+  if (in->error) fail(k, "read error");
+  else if (k->st == ST_EVENTS && k->top_array) k->st = ST_DONE; /* viewers accept it unclosed */
+  else if (k->st == ST_START) fail(k, "not a JSON object or array");
+  else
+    fail(k, k->st == ST_EVENTS ? "file ends inside traceEvents" : "file ends inside the top-level object");
+  return K_STOP;
+}
+
+/* The first byte: an object (Kineto's) or an array of events (Chrome's bare form). */
+static int at_start(rp_kineto *k, const char *p, const char *end) {
+  js_in *in = &k->in;
+  if (end - p >= 3 && (unsigned char)p[0] == 0xef && (unsigned char)p[1] == 0xbb &&
+      (unsigned char)p[2] == 0xbf) { /* a UTF-8 byte order mark */
+    in->pos += 3;
+    return K_NEXT;
+  }
+  if (*p == '{') k->st = ST_KEY;
+  else if (*p == '[') k->st = ST_EVENTS, k->top_array = 1, k->has_events_key = 1;
+  else {
+    fail(k, "not a JSON object or array");
+    return K_STOP;
+  }
+  in->pos++;
+  if (k->st == ST_EVENTS && k->sniff) k->st = ST_DONE;
+  return K_NEXT;
+}
+
+/* Inside traceEvents: a separator, the end of the array, or one event delivered (*n counts). */
+static int in_events(rp_kineto *k, rp_source *s, const rp_sink *sink, const char *p, const char *end,
+                     size_t *n, js_status *st) {
+  js_in *in = &k->in;
+  if (*p == ',') {
+    in->pos++;
+    return K_NEXT;
+  }
+  if (*p == ']') {
+    in->pos++;
+    k->st = k->top_array ? ST_DONE : ST_KEY;
+    return K_NEXT;
+  }
+  if (*p != '{') {
+    fail(k, "expected an event object");
+    return K_STOP;
+  }
+  *st = parse_event(&p, end, &k->ev);
+  if (*st != JS_OK) return K_PARTIAL;
+  in->pos = (size_t)(p - in->buf);
+  deliver(k, s, sink, &k->ev);
+  (*n)++;
+  return K_NEXT;
+}
+
+/* The value of top-level key `key` at p: traceEvents opens the events; distributedInfo,
+ * otherData and baseTimeNanoseconds are read; anything else is streamed past. */
+static int key_value(rp_kineto *k, js_str key, const char *p, const char *end, js_status *st) {
+  js_in *in = &k->in;
+  if (JS_EQ(key, "traceEvents")) {
+    if (*p != '[') {
+      fail(k, "traceEvents is not an array");
+      return K_STOP;
+    }
+    in->pos = (size_t)(p + 1 - in->buf);
+    k->has_events_key = 1;
+    k->st = k->sniff ? ST_DONE : ST_EVENTS;
+    return K_NEXT;
+  }
+  if (JS_EQ(key, "distributedInfo")) {
+    *st = parse_distributed(k, &p, end);
+  } else if (JS_EQ(key, "otherData")) {
+    *st = parse_other_data(k, &p, end);
+    if (*st == JS_OK && k->own_export && k->sniff) k->st = ST_DONE;
+  } else if (JS_EQ(key, "baseTimeNanoseconds") && is_num_start(*p)) {
+    js_str v;
+    *st = js_number(&p, end, &v);
+    if (*st == JS_OK && !k->base_fixed) {
+      int64_t b = js_int(v);
+      k->base_ns = b > -((int64_t)1 << 61) && b < ((int64_t)1 << 61) ? b : 0;
+    }
+  } else { /* any other value, of any size, streamed past */
+    in->pos = (size_t)(p - in->buf);
+    *st = js_skip_stream(in);
+    if (*st == JS_OK) return K_NEXT;
+    fail(k, *st == JS_MORE ? "file ends inside a value" : "a malformed value");
+    return K_STOP;
+  }
+  if (*st != JS_OK) return K_PARTIAL;
+  in->pos = (size_t)(p - in->buf);
+  return K_NEXT;
+}
+
+/* In the top-level object: a separator, its end, or a key and its value. */
+static int in_keys(rp_kineto *k, const char *p, const char *end, js_status *st) {
+  js_in *in = &k->in;
+  if (*p == '}') {
+    in->pos++;
+    k->st = ST_DONE;
+    return K_NEXT;
+  }
+  if (*p == ',') {
+    in->pos++;
+    return K_NEXT;
+  }
+  if (*p != '"') {
+    fail(k, "expected a key");
+    return K_STOP;
+  }
+  js_str key;
+  *st = js_string(&p, end, &key);
+  if (*st == JS_OK) {
+    p = js_ws(p, end);
+    *st = p >= end ? JS_MORE : *p == ':' ? JS_OK : JS_BAD;
+    if (*st == JS_OK) p = js_ws(p + 1, end);
+    if (*st == JS_OK && p >= end) *st = JS_MORE;
+  }
+  if (*st != JS_OK) return K_PARTIAL;
+  return key_value(k, key, p, end, st);
+}
+
+/* A unit that did not parse whole: malformed (`what` says which), or running past the buffer:
+ * read on and parse it again, skip an event larger than the buffer may grow, or say what the
+ * end of the file leaves. */
+static int partial(rp_kineto *k, js_status st, const char *what) {
+  js_in *in = &k->in;
+  if (st == JS_BAD) {
+    fail(k, what);
+    return K_STOP;
+  }
+  if (js_refill(in)) return K_NEXT;
+  if (in->error) {
+    fail(k, "read error");
+  } else if (!in->eof && k->st == ST_EVENTS) { /* one event larger than the buffer may grow */
+    js_status sk = js_skip_stream(in);
+    k->huge_skipped++;
+    if (!k->quiet && k->huge_skipped == 1)
+      TOPO_WARN("%s: an event larger than %zu MiB at byte %" PRIu64 " was skipped", k->path,
+                in->max_cap >> 20, where(k));
+    if (sk == JS_OK) return K_NEXT;
+    fail(k, "file ends inside an event");
+  } else if (k->st == ST_EVENTS && k->top_array) {
+    k->st = ST_DONE; /* an unclosed array cut inside its last event: the events before it count */
+  } else if (!in->eof) {
+    k->huge_skipped++;
+    fail(k, "a top-level value larger than the read buffer");
+  } else {
+    fail(k, k->st == ST_EVENTS ? "file ends inside traceEvents" : "file ends inside the top-level object");
+  }
+  return K_STOP;
+}
+
 /* The events, or the top-level keys, of the input: up to max_events events per call. */
 int rp_kineto_step(rp_kineto *k, rp_source *s, const rp_sink *sink, size_t max_events) {
   if (k->replay) return replay_step(k, s, sink, max_events);
   js_in *in = &k->in;
   size_t n = 0;
-  while (k->st != ST_DONE && n < max_events) {
+  int next = K_NEXT;
+  while (k->st != ST_DONE && n < max_events && next == K_NEXT) {
     const char *base = in->buf, *end = base + in->len;
     const char *p = js_ws(base + in->pos, end);
     in->pos = (size_t)(p - base);
-    if (p >= end) {
-      if (js_refill(in)) continue;
-      if (in->error) fail(k, "read error");
-      else if (k->st == ST_EVENTS && k->top_array) k->st = ST_DONE; /* viewers accept it unclosed */
-      else if (k->st == ST_START) fail(k, "not a JSON object or array");
-      else
-        fail(k, k->st == ST_EVENTS ? "file ends inside traceEvents" : "file ends inside the top-level object");
-      break;
-    }
     js_status st = JS_OK;
-    const char *what = NULL;
-    if (k->st == ST_START) {
-      if (end - p >= 3 && (unsigned char)p[0] == 0xef && (unsigned char)p[1] == 0xbb &&
-          (unsigned char)p[2] == 0xbf) { /* a UTF-8 byte order mark */
-        in->pos += 3;
-        continue;
-      }
-      if (*p == '{') k->st = ST_KEY;
-      else if (*p == '[') k->st = ST_EVENTS, k->top_array = 1, k->has_events_key = 1;
-      else {
-        fail(k, "not a JSON object or array");
-        break;
-      }
-      in->pos++;
-      if (k->st == ST_EVENTS && k->sniff) k->st = ST_DONE;
-      continue;
-    }
-    if (k->st == ST_EVENTS) {
-      if (*p == ',') {
-        in->pos++;
-        continue;
-      }
-      if (*p == ']') {
-        in->pos++;
-        k->st = k->top_array ? ST_DONE : ST_KEY;
-        continue;
-      }
-      if (*p != '{') {
-        fail(k, "expected an event object");
-        break;
-      }
-      st = parse_event(&p, end, &k->ev);
-      if (st == JS_OK) {
-        in->pos = (size_t)(p - base);
-        deliver(k, s, sink, &k->ev);
-        n++;
-        continue;
-      }
-      what = "a malformed event";
-    } else { /* ST_KEY */
-      if (*p == '}') {
-        in->pos++;
-        k->st = ST_DONE;
-        continue;
-      }
-      if (*p == ',') {
-        in->pos++;
-        continue;
-      }
-      js_str key;
-      if (*p != '"') {
-        fail(k, "expected a key");
-        break;
-      }
-      st = js_string(&p, end, &key);
-      if (st == JS_OK) {
-        p = js_ws(p, end);
-        st = p >= end ? JS_MORE : *p == ':' ? JS_OK : JS_BAD;
-        if (st == JS_OK) p = js_ws(p + 1, end);
-        if (st == JS_OK && p >= end) st = JS_MORE;
-      }
-      if (st == JS_OK) {
-        if (JS_EQ(key, "traceEvents")) {
-          if (*p != '[') {
-            fail(k, "traceEvents is not an array");
-            break;
-          }
-          in->pos = (size_t)(p + 1 - base);
-          k->has_events_key = 1;
-          k->st = k->sniff ? ST_DONE : ST_EVENTS;
-          continue;
-        }
-        if (JS_EQ(key, "distributedInfo")) {
-          st = parse_distributed(k, &p, end);
-        } else if (JS_EQ(key, "otherData")) {
-          st = parse_other_data(k, &p, end);
-          if (st == JS_OK && k->own_export && k->sniff) k->st = ST_DONE;
-        } else if (JS_EQ(key, "baseTimeNanoseconds") && is_num_start(*p)) {
-          js_str v;
-          st = js_number(&p, end, &v);
-          if (st == JS_OK && !k->base_fixed) {
-            int64_t b = js_int(v);
-            k->base_ns = b > -((int64_t)1 << 61) && b < ((int64_t)1 << 61) ? b : 0;
-          }
-        } else { /* any other value, of any size, streamed past */
-          in->pos = (size_t)(p - base);
-          st = js_skip_stream(in);
-          if (st == JS_OK) continue;
-          fail(k, st == JS_MORE ? "file ends inside a value" : "a malformed value");
-          break;
-        }
-        if (st == JS_OK) {
-          in->pos = (size_t)(p - base);
-          continue;
-        }
-      }
-      what = "a malformed key or value";
-    }
-    if (st == JS_BAD) {
-      fail(k, what);
-      break;
-    }
-    /* JS_MORE: the unit runs past the buffer; read on and parse it again */
-    if (js_refill(in)) continue;
-    if (in->error) {
-      fail(k, "read error");
-    } else if (!in->eof && k->st == ST_EVENTS) { /* one event larger than the buffer may grow */
-      js_status sk = js_skip_stream(in);
-      k->huge_skipped++;
-      if (!k->quiet && k->huge_skipped == 1)
-        TOPO_WARN("%s: an event larger than %zu MiB at byte %" PRIu64 " was skipped", k->path,
-                  in->max_cap >> 20, where(k));
-      if (sk == JS_OK) continue;
-      fail(k, "file ends inside an event");
-    } else if (k->st == ST_EVENTS && k->top_array) {
-      k->st = ST_DONE; /* an unclosed array cut inside its last event: the events before it count */
-    } else if (!in->eof) {
-      k->huge_skipped++;
-      fail(k, "a top-level value larger than the read buffer");
-    } else {
-      fail(k, k->st == ST_EVENTS ? "file ends inside traceEvents" : "file ends inside the top-level object");
-    }
-    break;
+    int events = k->st == ST_EVENTS;
+    if (p >= end) next = end_of_buffer(k);
+    else if (k->st == ST_START) next = at_start(k, p, end);
+    else if (events) next = in_events(k, s, sink, p, end, &n, &st);
+    else next = in_keys(k, p, end, &st);
+    if (next == K_PARTIAL) next = partial(k, st, events ? "a malformed event" : "a malformed key or value");
   }
   if (k->st == ST_DONE) {
     if (!k->sniff) finish(k, s, sink);
