@@ -4,8 +4,8 @@
  * that starts with ':', and one wording for misuse. Exit codes alike in every tool: 0 done, 1
  * nothing usable or a failure a script should see, 2 misuse (TOPO_CLI_*). Subcommands, where a
  * tool has them, come first, in the style of git ("topo-report export --chrome ...").
- * Callers: topo-calibrate's options.c, topo-tune. Thread-safety: getopt_long's state is global:
- * one parse at a time.
+ * Callers: topo-calibrate's options.c, topo-tune, topo-report. Thread-safety: getopt_long's
+ * state is global: one parse at a time.
  */
 #ifndef TOPO_CLI_H
 #define TOPO_CLI_H
