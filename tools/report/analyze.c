@@ -92,8 +92,8 @@ static topo_status open_traces(ctx *c, int *bin, int *nbin) {
 static topo_status name_ranks_and_comms(ctx *c, const int *bin, int nbin) {
   rp_report *r = c->r;
   topo_status st;
-  if ((st = an_group_processes(r, bin, nbin)) != TOPO_OK || (st = an_group_comms(c, bin, nbin)) != TOPO_OK)
-    return st;
+  if ((st = an_group_processes(r, bin, nbin)) != TOPO_OK) return st;
+  if ((st = an_group_comms(c, bin, nbin)) != TOPO_OK) return st;
   for (int b = 0; b < nbin; b++) {
     const rp_source *s = &r->src[bin[b]];
     rp_rank *k = &r->ranks[s->proc];
@@ -135,7 +135,8 @@ static void after_pass1(ctx *c) {
     if (s->proc < 0) continue;
     rp_rank *k = &r->ranks[s->proc];
     if (s->nccl_kernels) k->comm_from_kernels = 1;
-    if (s->kind == RP_SRC_TRACE) k->trace_kernels += s->nccl_kernels + s->compute_kernels + s->memory_kernels;
+    if (s->kind == RP_SRC_TRACE)
+      k->trace_kernels += s->nccl_kernels + s->compute_kernels + s->memory_kernels;
     for (int d = 0; d < TOPO_DROP_KINDS; d++) k->dropped[d] += s->dropped[d];
     k->problems += s->problems;
   }
@@ -165,9 +166,9 @@ static topo_status run_passes(ctx *c, int *bin) {
   rp_report *r = c->r;
   int nbin = 0;
   topo_status st;
-  if ((st = open_traces(c, bin, &nbin)) != TOPO_OK || (st = name_ranks_and_comms(c, bin, nbin)) != TOPO_OK ||
-      (st = pass1_state(c)) != TOPO_OK)
-    return st;
+  if ((st = open_traces(c, bin, &nbin)) != TOPO_OK) return st;
+  if ((st = name_ranks_and_comms(c, bin, nbin)) != TOPO_OK) return st;
+  if ((st = pass1_state(c)) != TOPO_OK) return st;
   /* One GPU-clock offset per rank before any GPU time is used (align.c). */
   if ((st = rp_align_solve(c->align, r)) != TOPO_OK) return st;
   an_pass1(c, bin, nbin);

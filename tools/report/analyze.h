@@ -70,7 +70,7 @@ typedef struct ctx {
   rp_sweep *sweep;       /* pass 2: the rank being swept */
   int sweep_rank;
   rp_estimator *est;     /* measured durations (pass 1), asked in pass 2 */
-  uint32_t *stream_id;   /* pass 2, the rank being swept: end of the last comm interval per stream */
+  uint32_t *stream_id;   /* pass 2, the rank swept: the end of its last comm interval per stream */
   int64_t *stream_end;
   size_t nstreams, cap_streams;
   int64_t last_progress;

@@ -201,11 +201,13 @@ static int apply_option(args *a, int id, const char *v) {
   case OPT_PROFILE: a->profile = v; return 0;
   case OPT_CHROME: a->chrome = v; return 0;
   case OPT_RUN:
-    if (!parse_count(v, 1, 1000000, &n)) return misuse("--run wants a run number (1 = the oldest), not '%s'", v);
+    if (!parse_count(v, 1, 1000000, &n))
+      return misuse("--run wants a run number (1 = the oldest), not '%s'", v);
     a->run = (int)n;
     return 0;
   case OPT_REORDER:
-    if (!parse_count(v, 1, 1L << 26, &n)) return misuse("--reorder-window wants 1..67108864, not '%s'", v);
+    if (!parse_count(v, 1, 1L << 26, &n))
+      return misuse("--reorder-window wants 1..67108864, not '%s'", v);
     a->reorder = (size_t)n;
     return 0;
   case OPT_TOP:
@@ -261,8 +263,8 @@ static int parse(int argc, char **argv, args *a) {
 /* The analysis options the arguments ask for. */
 static rp_options analysis_options(const args *a) {
   rp_options opt = {.reorder_window = a->reorder ? a->reorder : 65536, .progress = a->progress,
-                    .quiet = a->quiet, .steps = a->steps, .step_window = a->step_window, .run = a->run,
-                    .all_runs = a->all_runs};
+                    .quiet = a->quiet, .steps = a->steps, .step_window = a->step_window,
+                    .run = a->run, .all_runs = a->all_runs};
   if (a->have_from || a->have_to) {
     opt.window = 1;
     opt.from = a->have_from ? a->from : INT64_MIN;
@@ -342,7 +344,8 @@ static int cmd_export(const args *a) {
   if (!a->chrome) return misuse("export needs --chrome FILE");
   if (!a->npaths) return misuse("export needs traces");
   rp_options opt = analysis_options(a);
-  return rp_export_chrome(a->paths, a->npaths, &opt, a->chrome) == TOPO_OK ? TOPO_CLI_DONE : TOPO_CLI_FAILED;
+  topo_status st = rp_export_chrome(a->paths, a->npaths, &opt, a->chrome);
+  return st == TOPO_OK ? TOPO_CLI_DONE : TOPO_CLI_FAILED;
 }
 
 /* topo-report diff A B */
@@ -424,7 +427,8 @@ static int write_report(const args *a, const rp_report *r) {
   int rc = close_out(out) ? TOPO_CLI_FAILED : TOPO_CLI_DONE;
   if (a->html) {
     if (rp_render_html(r, a->html) != TOPO_OK) rc = TOPO_CLI_FAILED;
-    else if (!a->quiet && !a->json && !a->csv && out == stdout) fprintf(stdout, "\nwrote %s\n", a->html);
+    else if (!a->quiet && !a->json && !a->csv && out == stdout)
+      fprintf(stdout, "\nwrote %s\n", a->html);
   }
   return rc;
 }
@@ -449,7 +453,8 @@ static int cmd_report(const args *a) {
   if (r.nranks > 0) {
     if (a->top) rp_gpu_mark_top(&r, a->top, 0);
     if (a->html && busbw_reference(&r, a->profile, a->gpu)) rc = TOPO_CLI_FAILED;
-    if (fit) rc = rp_fit(&r, a->gpu, a->base, a->output, stdout) == TOPO_OK ? TOPO_CLI_DONE : TOPO_CLI_FAILED;
+    if (fit)
+      rc = rp_fit(&r, a->gpu, a->base, a->output, stdout) == TOPO_OK ? TOPO_CLI_DONE : TOPO_CLI_FAILED;
     else if (write_report(a, &r)) rc = TOPO_CLI_FAILED;
   }
   rp_report_free(&r);
