@@ -3,6 +3,7 @@
 #include "alloc.h"
 
 #include <stdatomic.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,5 +34,14 @@ char *topo_strdup(const char *s) {
   return copy;
 }
 void topo_free(void *ptr) { free(ptr); }
+void *topo_map(size_t size) {
+  if (should_fail()) return NULL;
+  void *p = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+void topo_unmap(void *ptr, size_t size) {
+  if (ptr) munmap(ptr, size ? size : 1);
+}
 void topo_alloc_fail_after(long n) { atomic_store(&fail_countdown, n); }
 long topo_alloc_count(void) { return atomic_load(&alloc_calls); }

@@ -13,6 +13,10 @@ void *topo_calloc(size_t count, size_t size);
 void *topo_realloc(void *ptr, size_t size);
 char *topo_strdup(const char *s);
 void topo_free(void *ptr); /* accepts NULL */
+/* Zero-filled memory of `size` bytes whose pages become resident only when first touched
+ * (anonymous mmap, no swap reserved): for large tables used from one end. NULL on failure. */
+void *topo_map(size_t size);
+void topo_unmap(void *ptr, size_t size); /* accepts NULL */
 
 /* Test hook: the next `n` allocations succeed, every later one fails until reset with n < 0. */
 void topo_alloc_fail_after(long n);

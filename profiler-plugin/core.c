@@ -74,6 +74,12 @@ static struct {
   int users;                 /* live contexts (inits minus finalizes) */
   int generation_started;    /* writer/pools exist */
   topo_pool pools[2];
+  topo_writer *writer;
+  int64_t wait_ns;           /* TOPO_PROFILER_WAIT_MS */
+  atomic_int forked;         /* this is a child forked after the profiler started: silent */
+  atomic_int exiting;        /* the exit flush ran: init and finalize do nothing more */
+  atomic_int traffic_woken;  /* the writer was told of the first large operation */
+  int held_seen;             /* writer thread: the last reap found collectives on hold */
   _Atomic(int *) mask_ptr;
   int base_mask;             /* without KernelCh */
   int kernelch, channel_records, proxy, nvtx, cupti;
@@ -434,8 +440,15 @@ static int pred_wants(uint32_t entry) {
 
 /* An operation of `func` and `bytes` was issued, with kernel channels if `asked` (the mask NCCL
  * read for it): learn what followed the previous one, then set the mask for the next. */
-static void next_op(int abi_version, int func, uint64_t bytes, int asked) {
-  if (bytes >= TOPO_CUPTI_TRAFFIC_BYTES) topo_cupti_note_traffic();
+static void next_op(const topo_comm *c, int func, uint64_t bytes, int asked) {
+  int abi_version = c->abi_version;
+  if (bytes >= TOPO_CUPTI_TRAFFIC_BYTES) {
+    topo_cupti_note_traffic();
+    /* The CUPTI schedule acts on the first large operation: the writer should look now. */
+    if (!atomic_load_explicit(&g.traffic_woken, memory_order_relaxed) &&
+        !atomic_exchange(&g.traffic_woken, 1))
+      topo_writer_wake(c->writer);
+  }
   if (g.measure_all || !g.kernelch || abi_version < 4) return;
   uint32_t kind = pred_kind(func, bytes);
   uint32_t entry = (kind + 1) | (bytes >= g.measure_min ? PRED_LARGE : 0);
@@ -476,11 +489,14 @@ static void next_op(int abi_version, int func, uint64_t bytes, int asked) {
   set_mask(m);
 }
 
-/* Writer-thread tick: complete collectives whose kernel channels are overdue. */
-static void reap(int64_t now) {
-  /* A scan every 100 ms is plenty for a timeout of seconds (8192 loads: ~10 us). */
-  if (now - g.last_reap < 100000000) return;
+/* Writer-thread tick: complete collectives whose kernel channels are overdue. Returns when it
+ * wants to look again: while collectives are on hold, every REAP_NS; else never (the writer still
+ * wakes at least once a second, which catches holds that appear meanwhile). */
+#define REAP_NS 100000000LL /* plenty for a timeout of seconds; a scan of 8192 objects is ~10 us */
+static int64_t reap(int64_t now) {
+  if (now - g.last_reap < REAP_NS) return g.held_seen ? g.last_reap + REAP_NS : INT64_MAX;
   g.last_reap = now;
+  g.held_seen = 0;
   topo_pool *p = &g.pools[POOL_PARENTS];
   for (uint32_t i = 1; i <= p->n; i++) {
     topo_obj *o = &p->objs[i];
@@ -488,6 +504,21 @@ static void reap(int64_t now) {
     if (!(h & 1)) continue;
     int64_t st = atomic_load_explicit(&o->stop_cpu, memory_order_relaxed);
     if (st && now - st > g.gpu_timeout_ns) release_hold(o, h);
+    else g.held_seen = 1;
+  }
+  return g.held_seen ? now + REAP_NS : INT64_MAX;
+}
+
+/* Complete every collective of `c` (NULL: of any comm) still waiting for kernel channels: they
+ * are written without GPU timing. */
+static void release_holds(const topo_comm *c) {
+  topo_pool *p = &g.pools[POOL_PARENTS];
+  for (uint32_t i = 1; i <= p->n; i++) {
+    topo_obj *o = &p->objs[i];
+    uint64_t h = atomic_load_explicit(&o->hold, memory_order_acquire);
+    /* comm is read after the hold (acquire), so it belongs to the life the hold names */
+    if ((h & 1) && (!c || atomic_load_explicit(&o->comm, memory_order_relaxed) == c))
+      release_hold(o, h);
   }
 }
 
@@ -509,6 +540,7 @@ static int global_start(void) {
   g.measure_min = (uint64_t)topo_env_int(TOPO_ENV_PROFILER_MEASURE_BYTES);
   g.measure_all = g.sample_every <= 1 || g.measure_min == 0;
   g.gpu_timeout_ns = topo_env_int(TOPO_ENV_PROFILER_GPU_TIMEOUT_MS) * 1000000LL;
+  g.wait_ns = topo_env_int(TOPO_ENV_PROFILER_WAIT_MS) * 1000000LL;
   parse_events();
   long pool = topo_env_int(TOPO_ENV_PROFILER_POOL);
   if (pool_create(&g.pools[POOL_PARENTS], (uint32_t)pool) ||
@@ -517,29 +549,31 @@ static int global_start(void) {
     return -1;
   }
   atomic_store(&g.tick, 0);
+  atomic_store(&g.traffic_woken, 0);
   pred_reset();
   g.last_reap = 0;
+  g.held_seen = 0;
   uint32_t ring = 1;
   while (ring < (uint32_t)topo_env_int(TOPO_ENV_PROFILER_RING)) ring <<= 1;
   topo_writer_config wc = {.dir = topo_env_str(TOPO_ENV_PROFILER_DIR), .ring_size = ring,
-                           .idle_flush_ns = topo_env_int(TOPO_ENV_PROFILER_FLUSH_MS) * 1000000LL};
-  if (topo_writer_start(&wc)) {
+                           .idle_flush_ns = topo_env_int(TOPO_ENV_PROFILER_FLUSH_MS) * 1000000LL,
+                           .tick = reap};
+  g.writer = topo_writer_start(&wc);
+  if (!g.writer) {
     pool_destroy(&g.pools[POOL_PARENTS]);
     pool_destroy(&g.pools[POOL_CHILDREN]);
     return -1;
   }
-  topo_writer_set_tick(reap);
   if (g.nvtx) g.nvtx = topo_nvtx_init();
   if (g.cupti) {
     topo_comm *c = topo_calloc(1, sizeof *c);
-    if (c && (c->block = topo_calloc(TOPO_WRITER_BLOCK_RECORDS, sizeof(topo_trace_record)))) {
+    if (c) {
       c->rank = -1;
       snprintf(c->name, sizeof c->name, "cupti");
-      c->fd = -1;
       atomic_store(&c->gpu_offset_best, INT64_MIN);
       c->header.flags = TOPO_TRACE_F_CUPTI;
       if (topo_cupti_load(c)) {
-        topo_writer_open(c);
+        topo_writer_open(g.writer, c);
         c->next = g.comms;
         g.comms = c;
         g.cupti_comm = c;
@@ -549,7 +583,6 @@ static int global_start(void) {
         g.cupti = 0;
       }
     } else {
-      if (c) free_comm(c);
       g.cupti = 0;
     }
   }
@@ -557,15 +590,24 @@ static int global_start(void) {
   return 0;
 }
 
+/* The last finalize. When the writer does not finish in time (a file system that stopped
+ * answering) it is left to finish the files on its own, and its comms stay allocated for it. */
 static void global_stop(void) {
   if (g.cupti_comm) topo_cupti_stop();
   atomic_store(&g.mask_ptr, NULL);
-  topo_writer_stop(g.comms);
-  while (g.comms) {
-    topo_comm *c = g.comms;
-    g.comms = c->next;
-    free_comm(c);
+  if (topo_writer_stop(g.writer, g.wait_ns, 1)) {
+    while (g.comms) {
+      topo_comm *c = g.comms;
+      g.comms = c->next;
+      free_comm(c);
+    }
+  } else {
+    TOPO_WARN("TOPO/Profiler: the trace writer did not finish within TOPO_PROFILER_WAIT_MS=%lld "
+              "(the file system is not answering); it completes the traces on its own, the job "
+              "goes on", (long long)(g.wait_ns / 1000000));
+    g.comms = NULL;
   }
+  g.writer = NULL;
   g.cupti_comm = NULL;
   pool_destroy(&g.pools[POOL_PARENTS]);
   pool_destroy(&g.pools[POOL_CHILDREN]);
@@ -576,6 +618,8 @@ ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t com
                             const char *comm_name, int nnodes, int nranks, int rank,
                             ncclDebugLogger_t logger) {
   if (ctx) *ctx = NULL;
+  /* A child forked after the profiler started stays silent (docs/profiler.md). */
+  if (atomic_load(&g.forked)) return ncclSuccess;
   topo_log_set_component("TOPO/Profiler");
   if (logger) topo_log_set_logger(logger);
   if (!ctx || !mask) return ncclSuccess;
@@ -591,8 +635,10 @@ ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t com
     return ncclSuccess;
   }
   pthread_mutex_lock(&g.lock);
+  if (atomic_load(&g.exiting)) goto fail;
   topo_comm *c = NULL;
   if (g.users == 0) {
+    topo_env_reset_warnings(); /* once per generation, as when NCCL loaded the plugin afresh */
     topo_env_check_unknown();
     if (topo_env_bool(TOPO_ENV_LOG_ENV)) topo_env_log_effective();
     if (global_start()) {
@@ -615,9 +661,8 @@ ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t com
     atomic_store(&g.next_mask, topo_prof_mask_for(abi_version));
   }
   c = topo_calloc(1, sizeof *c);
-  if (!c || !(c->block = topo_calloc(TOPO_WRITER_BLOCK_RECORDS, sizeof(topo_trace_record)))) {
+  if (!c) {
     TOPO_WARN("TOPO/Profiler: out of memory at init; profiling disabled for this communicator");
-    topo_free(c);
     if (g.users == 0) global_stop();
     goto fail;
   }
@@ -626,7 +671,6 @@ ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t com
   c->nranks = nranks;
   c->nnodes = nnodes;
   c->abi_version = abi_version;
-  c->fd = -1;
   atomic_store(&c->gpu_offset_best, INT64_MIN);
   snprintf(c->name, sizeof c->name, "%s", comm_name ? comm_name : "");
   int m = topo_prof_mask_for(abi_version);
@@ -640,7 +684,7 @@ ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t com
   }
   if (g.cupti) c->header.flags |= TOPO_TRACE_F_CUPTI;
   if (g.proxy) c->header.flags |= TOPO_TRACE_F_PROXY;
-  topo_writer_open(c);
+  topo_writer_open(g.writer, c); /* the file is created on the writer thread */
   c->next = g.comms;
   g.comms = c;
   g.users++;
@@ -658,13 +702,13 @@ fail:
 
 ncclResult_t topo_prof_finalize(void *ctx) {
   topo_comm *c = ctx;
-  if (!c) return ncclSuccess;
+  if (!c || atomic_load(&g.forked)) return ncclSuccess;
   pthread_mutex_lock(&g.lock);
   /* Only a live context of this generation counts: a repeated finalize, or one of a context
    * already freed by the last finalize, is ignored without touching it. */
   topo_comm *live = g.comms;
   while (live && live != c) live = live->next;
-  if (!live || c == g.cupti_comm || atomic_load(&c->finalized)) {
+  if (!live || c == g.cupti_comm || atomic_load(&c->finalized) || atomic_load(&g.exiting)) {
     pthread_mutex_unlock(&g.lock);
     return ncclSuccess;
   }
@@ -678,31 +722,54 @@ ncclResult_t topo_prof_finalize(void *ctx) {
   }
   /* Complete this communicator's collectives still waiting for kernel channels, then count
    * whatever NCCL never stopped. */
+  release_holds(c);
   topo_pool *p = &g.pools[POOL_PARENTS];
-  for (uint32_t i = 1; i <= p->n; i++) {
-    topo_obj *o = &p->objs[i];
-    uint64_t h = atomic_load_explicit(&o->hold, memory_order_acquire);
-    /* comm is read after the hold (acquire), so it belongs to the life the hold names */
-    if ((h & 1) && atomic_load_explicit(&o->comm, memory_order_relaxed) == c) release_hold(o, h);
-  }
   for (uint32_t i = 1; i <= p->n; i++) {
     topo_obj *o = &p->objs[i];
     if (atomic_load_explicit(&o->comm, memory_order_relaxed) == c &&
         (uint32_t)atomic_load_explicit(&o->refgen, memory_order_acquire) != 0)
       count_drop(c, TOPO_DROP_OTHER);
   }
-  topo_writer_close(c);
-  if (--g.users == 0) global_stop();
+  pthread_mutex_unlock(&g.lock);
+  /* Outside the mutex: other communicators' init and finalize do not wait behind this one. The
+   * context stays listed (so allocated) until the last finalize, which is not this one before
+   * g.users drops below. */
+  topo_writer_close(c, g.wait_ns);
+  pthread_mutex_lock(&g.lock);
+  if (--g.users == 0 && !atomic_load(&g.exiting)) global_stop();
   pthread_mutex_unlock(&g.lock);
   return ncclSuccess;
 }
 
-/* At exit (or dlclose) with communicators still open: write what we have. */
+/* A child forked while a communicator is open has no writer thread and shares the parent's
+ * descriptors: it never writes, never waits, and asks NCCL for nothing, for its whole life. One
+ * forked while none is open starts afresh, like any process (docs/profiler.md). The mutex may
+ * have been held by a thread the child does not have. */
+static void in_forked_child(void) {
+  if (g.users > 0 || g.generation_started) {
+    atomic_store(&g.forked, 1);
+    atomic_store(&g.mask_ptr, NULL);
+  }
+  pthread_mutex_init(&g.lock, NULL);
+}
+
+__attribute__((constructor)) static void at_load(void) { pthread_atfork(NULL, NULL, in_forked_child); }
+
+/* At exit, with communicators still open and possibly other threads still inside callbacks
+ * (NCCL's proxy thread): write what was recorded, within TOPO_PROFILER_WAIT_MS, and free
+ * nothing. The library is linked -z nodelete, so this runs at exit only, never at dlclose. */
 __attribute__((destructor)) static void at_exit_flush(void) {
-  if (pthread_mutex_trylock(&g.lock) != 0) return;
+  if (atomic_load(&g.forked)) return;
+  int64_t wait_ns = topo_env_int(TOPO_ENV_PROFILER_WAIT_MS) * 1000000LL;
+  int64_t by = topo_clock_realtime_ns() + wait_ns;
+  struct timespec deadline = {(time_t)(by / 1000000000LL), (long)(by % 1000000000LL)};
+  if (pthread_mutex_timedlock(&g.lock, &deadline) != 0) return;
+  atomic_store(&g.exiting, 1);
   if (g.generation_started) {
     if (g.cupti_comm) topo_cupti_stop();
-    topo_writer_stop(g.comms);
+    atomic_store(&g.mask_ptr, NULL);
+    release_holds(NULL);
+    topo_writer_stop(g.writer, wait_ns, 0);
   }
   pthread_mutex_unlock(&g.lock);
 }
@@ -739,7 +806,7 @@ static void *start_api(const topo_prof_descr *d, topo_comm *c) {
      * Coll/P2p gets kernel-channel events. Then set the mask for the next operation. */
     int asked = (read_mask() & ncclProfileKernelCh) != 0;
     if (asked) h |= H_SAMPLED;
-    next_op(c->abi_version, d->func, d->bytes, asked);
+    next_op(c, d->func, d->bytes, asked);
     h |= (uint64_t)(stream_id(d->stream) & 0xffffff) << 8;
   } else if (d->kind == TOPO_EV_GROUP && c->abi_version < 5) {
     /* v1-v4: the operations of this plan read the mask before its Group started, and the
@@ -762,7 +829,7 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c) {
      * choose the mask for the next operation here. */
     int from_group = (ph & H_TAG) && H_KIND(ph) == TOPO_EV_GROUP;
     sampled = from_group ? (ph & H_SAMPLED) != 0 : (read_mask() & ncclProfileKernelCh) != 0;
-    next_op(c->abi_version, d->func, d->bytes, sampled);
+    next_op(c, d->func, d->bytes, sampled);
   } else {
     sampled = (read_mask() & ncclProfileKernelCh) != 0;
   }

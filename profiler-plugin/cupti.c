@@ -605,6 +605,8 @@ void topo_cupti_begin(void) {
   pthread_mutex_unlock(&api_lock);
 }
 
+int64_t topo_cupti_next_due(void) { return atomic_load(&armed) ? atomic_load(&next_due) : INT64_MAX; }
+
 void topo_cupti_poll(int64_t now) {
   if (!atomic_load(&armed) || now < atomic_load(&next_due)) return;
   pthread_mutex_lock(&api_lock);
@@ -643,6 +645,7 @@ int topo_cupti_load(topo_comm *c) {
 }
 void topo_cupti_begin(void) {}
 void topo_cupti_poll(int64_t now) { (void)now; }
+int64_t topo_cupti_next_due(void) { return INT64_MAX; }
 void topo_cupti_stop(void) {}
 #endif
 

@@ -12,12 +12,15 @@
 
 #include "trace_format.h"
 
+typedef struct topo_writer topo_writer;
+
 /* One communicator (or, with hash 0 and rank -1, the process-wide CUPTI stream).
  * Created by init, closed by finalize through the writer, freed at the last finalize. */
 typedef struct topo_comm {
   uint64_t hash;
   int rank, nranks, nnodes, abi_version;
   char name[64];
+  topo_writer *writer;               /* of its generation, set by topo_writer_open */
   atomic_ullong dropped[TOPO_DROP_KINDS];
   atomic_ullong p2p_seq;             /* per-comm p2p counter (NCCL gives p2p no seq) */
   atomic_llong gpu_offset_best;      /* max(pTimer stop - realtime seen), INT64_MIN = none */
@@ -25,47 +28,64 @@ typedef struct topo_comm {
   atomic_int learned_rank;
   atomic_int closed;                 /* set by the writer once the footer is written */
   atomic_int finalized;              /* set at finalize: later events of it are dropped */
+  topo_trace_header header;          /* flags etc. set at init; the rest by the writer */
+  /* Hand-over to the writer (set before the comm is published to it). */
+  uint64_t close_after;              /* ring position at finalize: closed once drained past it */
+  struct topo_comm *arrive_next, *leave_next;
   /* Owned by the writer thread after init. */
+  int adopted, in_active;
   int fd;
   char path[512];
-  topo_trace_record *block;          /* TOPO_WRITER_BLOCK_RECORDS records */
+  topo_trace_record *block;          /* TOPO_WRITER_BLOCK_RECORDS records while it has traffic */
   uint32_t block_count, block_index;
   uint64_t records_written;
   int64_t block_first_ns;            /* monotonic time the current block got its first record */
   int io_warned;
-  topo_trace_header header;
-  struct topo_comm *next;            /* global list, under the core's mutex */
+  struct topo_comm *writer_next;     /* every comm of the writer */
+  struct topo_comm *active_next;     /* comms with a partial block */
+  struct topo_comm *next;            /* the core's list, under the core's mutex */
 } topo_comm;
 
 /* Records per block, the last of which is always a STATS record. */
 #define TOPO_WRITER_BLOCK_RECORDS 1024
 
-/* ---- trace_writer.c ---- */
+/* ---- trace_writer.c ----
+ * One writer (thread and ring) per profiler generation. Nothing here blocks a caller beyond the
+ * time it passes; the hot path never blocks at all. */
 typedef struct topo_writer_config {
   const char *dir;
   uint32_t ring_size;    /* power of two */
   int64_t idle_flush_ns; /* a partial block is written when its first record is this old */
+  /* Periodic work on the writer thread (reaping overdue collectives); returns when it next
+   * wants to run (monotonic ns, INT64_MAX = nothing pending). NULL = none. */
+  int64_t (*tick)(int64_t now_ns);
 } topo_writer_config;
 
 /* The longest TOPO_PROFILER_DIR the writer accepts (bytes, without the NUL); a longer one is
  * refused at init, never truncated. */
 #define TOPO_WRITER_DIR_MAX 255
 
-/* Start the writer thread and its ring (first init). */
-int topo_writer_start(const topo_writer_config *cfg);
-/* Join the thread after it drained the ring, then write the last block and the footer of every
- * comm in `open` (a list through ->next) not yet closed. Last finalize, or exit. Idempotent. */
-void topo_writer_stop(topo_comm *open);
-/* Create the file of `c` (O_CREAT|O_EXCL|O_NOFOLLOW, 0640) and write its header; on failure
- * warn once and leave c->fd = -1 (its records are then counted as TOPO_DROP_IO). Init thread. */
-void topo_writer_open(topo_comm *c);
+/* Start a writer: its ring (address space only; pages become resident as records pass) and its
+ * thread. NULL when either cannot be had. First init, under the core's mutex. */
+topo_writer *topo_writer_start(const topo_writer_config *cfg);
+/* Stop `w`: what was queued before the call is written (or, past wait_ns / 2, counted as
+ * dropped), every comm of it gets its footer, the thread ends. Waits at most wait_ns; returns 1
+ * when the writer finished. With `release`, a finished writer is joined and freed, and one
+ * that did not finish is left to finish on its own (its comms must then stay allocated). Without
+ * it (exit: other threads may still push), nothing is freed. Last finalize or exit. */
+int topo_writer_stop(topo_writer *w, int64_t wait_ns, int release);
+/* Hand `c` to `w`, which creates its file (O_CREAT|O_EXCL|O_NOFOLLOW, 0640) and writes its
+ * header on its own thread; on failure it warns once and counts c's records as TOPO_DROP_IO.
+ * Returns at once. Init thread. */
+void topo_writer_open(topo_writer *w, topo_comm *c);
 /* Hot path, any thread: queue one record of `c`; 0 when the ring is full (caller counts). */
 int topo_writer_push(topo_comm *c, const topo_trace_record *rec);
-/* Finalize thread: queue a close marker for `c` and wait until the writer has written the
- * footer and closed the file. */
-void topo_writer_close(topo_comm *c);
-/* Periodic work the core wants done on the writer thread (reaping overdue collectives). */
-void topo_writer_set_tick(void (*tick)(int64_t now_ns));
+/* Finalize thread: the writer closes `c` (last block, footer) once the records queued before
+ * this call are written. Waits at most wait_ns, not at all while a write has been stuck longer
+ * than that (a file system that stopped answering); returns 1 when `c` is closed. */
+int topo_writer_close(topo_comm *c, int64_t wait_ns);
+/* Any thread, not the hot path's common case: make a sleeping writer look at its work now. */
+void topo_writer_wake(topo_writer *w);
 
 /* ---- nvtx.c ---- */
 /* Create our "topo" domain, categories and registered strings (first init). 0 = no tool. */
@@ -83,8 +103,8 @@ const char *topo_cupti_describe(void);
 /* Before the file of `c` (the process-wide comm) is opened: look for an injected CUPTI client,
  * else dlopen CUPTI and set c's CUPTI clock offset. Touches no CUPTI state. 0 = mode off. */
 int topo_cupti_load(topo_comm *c);
-/* After that file is open: write FAILED when CUPTI could not be loaded, else open the first
- * window (or DECLINE it). First init's thread. */
+/* After that file is handed to the writer: write FAILED when CUPTI could not be loaded, else
+ * open the first window (or DECLINE it). First init's thread. */
 void topo_cupti_begin(void);
 /* Training traffic has begun: an operation of >= TOPO_CUPTI_TRAFFIC_BYTES was issued. In the
  * window mode the first window opens at init; when the first large collective comes after it
@@ -96,6 +116,9 @@ void topo_cupti_note_traffic(void);
 /* Writer tick: the span schedule (windows, trigger file, flushes, probes); returns at once
  * (one atomic load) when nothing is due. */
 void topo_cupti_poll(int64_t now_ns);
+/* When topo_cupti_poll next has something to do (monotonic ns; INT64_MAX = nothing scheduled):
+ * the writer sleeps until then. */
+int64_t topo_cupti_next_due(void);
 /* Close the open span (RECORDED, or YIELDED when another client is there) and detach from the
  * comm (last finalize / exit); later buffer callbacks drop their records. */
 void topo_cupti_stop(void);

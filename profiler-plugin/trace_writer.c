@@ -1,15 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
 // The background trace writer: a bounded lock-free multi-producer ring (Vyukov's sequence-per-
-// cell queue) carries finished records from the hot path to one thread, which packs them into
-// checksummed blocks and writes them to one file per communicator and rank. Whole blocks only,
-// so a killed process leaves a file readable up to its last block; a partial block is written
-// once its oldest record is TOPO_PROFILER_FLUSH_MS old.
+// cell queue) carries finished records from the hot path to one thread per profiler generation,
+// which creates the files, packs records into checksummed blocks and writes them, one file per
+// communicator and rank. Whole blocks only, so a killed process leaves a file readable up to its
+// last block; a partial block is written once its oldest record is TOPO_PROFILER_FLUSH_MS old.
+//
+// Nothing here makes another thread wait without a limit: init hands a communicator over and
+// returns (the file is created on the writer thread), finalize and stop wait at most the time
+// they are given and report whether the writer finished, and a writer left behind (a file system
+// that stopped answering) finishes the files on its own when it can. The thread sleeps on a
+// futex: callbacks wake it only when it sleeps with nothing queued (the first record after a
+// quiet spell) or every quarter ring; otherwise it wakes for its own deadlines (partial blocks,
+// the reaper, the CUPTI schedule) and at least once a second.
+#define _GNU_SOURCE 1 /* pthread_setname_np */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,39 +35,86 @@
 #include "topo_version.h"
 
 typedef struct cell {
-  atomic_ullong seq;
+  atomic_ullong seq;      /* Vyukov's sequence minus the cell's index: zero-filled = empty */
   topo_comm *comm;
-  topo_trace_record rec;  /* type 0 = close marker */
+  topo_trace_record rec;
 } cell;
 
-#define MAX_ACTIVE 1024
+/* How a producer treats the writer (w->sleep, a futex word). */
+enum { AWAKE = 0, BATCHING = 1, IDLE = 2 };
+/* w->fate, a futex word: whoever stops the writer and the writer itself agree on who frees it. */
+enum { RUNNING = 0, FINISHED = 1, ABANDONED = 2 };
 
-static struct {
+#define IDLE_MAX_NS 1000000000LL  /* the longest sleep: reaper and CUPTI schedule get a look */
+#define BATCH_MIN_NS 1000000LL
+#define BATCH_MAX_NS 25000000LL
+
+struct topo_writer {
   cell *cells;
-  uint64_t mask;
+  size_t ring_bytes;
+  uint64_t mask, wake_every;        /* a batching writer is woken every wake_every records */
   atomic_ullong enq;
-  uint64_t deq;
-  pthread_t thread;
+  atomic_int sleep;
+  atomic_uint closes;               /* bumped (and woken) after each file closed */
+  atomic_int fate;
   atomic_int stop;
-  int running;
+  atomic_llong io_since;            /* monotonic start of the write in progress, 0 = none */
+  int64_t stop_by;                  /* set before stop: records unwritten by then are counted */
+  uint64_t stop_at;                 /* ring position at the stop: later records are not waited for */
+  _Atomic(topo_comm *) arriving;    /* initialised comms (->arrive_next) not yet seen */
+  _Atomic(topo_comm *) leaving;     /* finalized comms (->leave_next) not yet seen */
+  pthread_t thread;
+  int64_t (*tick)(int64_t now_ns);
+  int64_t idle_flush_ns, batch_ns;
   char dir[TOPO_WRITER_DIR_MAX + 1];
-  int64_t idle_flush_ns;
-  void (*_Atomic tick)(int64_t);
-  topo_comm *active[MAX_ACTIVE]; /* comms with a partial block (writer thread only) */
-  int nactive;
-} w;
+  /* Writer thread only. */
+  uint64_t deq;
+  topo_comm *all;                   /* every comm adopted (->writer_next) */
+  topo_comm *active;                /* comms with a partial block (->active_next) */
+  topo_comm *closing;               /* finalized, waiting for their records (->leave_next) */
+  int dir_made, dir_warned, io_warned_any;
+};
 
-void topo_writer_set_tick(void (*tick)(int64_t)) { atomic_store(&w.tick, tick); }
+/* ---- futex ---- */
+static void futex_wait(void *word, int expected, int64_t ns) {
+  if (ns <= 0) return;
+  struct timespec ts = {(time_t)(ns / 1000000000LL), (long)(ns % 1000000000LL)};
+  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, ns == INT64_MAX ? NULL : &ts, NULL, 0);
+}
 
-static int write_all(int fd, const struct iovec *iov, int n) {
+static void futex_wake_all(void *word) {
+  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+static void wake(topo_writer *w) {
+  if (atomic_exchange_explicit(&w->sleep, AWAKE, memory_order_seq_cst) != AWAKE)
+    futex_wake_all(&w->sleep);
+}
+
+void topo_writer_wake(topo_writer *w) {
+  if (w) wake(w);
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* 20 us: a producer between claiming a cell and publishing it is given the time to finish. */
+static void pause_briefly(void) {
+  struct timespec ts = {0, 20000};
+  nanosleep(&ts, NULL);
+}
+
+/* ---- files ---- */
+static int write_all(topo_writer *w, int fd, const struct iovec *iov, int n) {
   struct iovec v[3];
   memcpy(v, iov, sizeof(*iov) * (size_t)n);
-  int i = 0;
+  int i = 0, rc = 0;
+  atomic_store_explicit(&w->io_since, topo_clock_monotonic_ns(), memory_order_relaxed);
   while (i < n) {
     ssize_t k = writev(fd, v + i, n - i);
     if (k < 0) {
       if (errno == EINTR) continue;
-      return -1;
+      rc = -1;
+      break;
     }
     while (i < n && (size_t)k >= v[i].iov_len) k -= (ssize_t)v[i++].iov_len;
     if (i < n) {
@@ -62,7 +122,10 @@ static int write_all(int fd, const struct iovec *iov, int n) {
       v[i].iov_len -= (size_t)k;
     }
   }
-  return 0;
+  int e = errno;
+  atomic_store_explicit(&w->io_since, 0, memory_order_relaxed);
+  errno = e;
+  return rc;
 }
 
 static void stats_record(topo_comm *c, topo_trace_record *r) {
@@ -72,206 +135,17 @@ static void stats_record(topo_comm *c, topo_trace_record *r) {
   for (int k = 0; k < TOPO_DROP_KINDS; k++) r->stats.dropped[k] = atomic_load(&c->dropped[k]);
 }
 
-/* One warning per process for failing writes (a full disk fails every file): the first
+/* One warning per generation for failing writes (a full disk fails every file): the first
  * failure is named, every later one is only counted. */
-static atomic_int io_warned_any;
-
-static int first_io_warning(topo_comm *c) {
-  return !c->io_warned++ && !atomic_exchange(&io_warned_any, 1);
+static int first_io_warning(topo_writer *w, topo_comm *c) {
+  if (c->io_warned++ || w->io_warned_any) return 0;
+  w->io_warned_any = 1;
+  return 1;
 }
 
-/* Write the current partial block of `c` (plus its STATS record). Writer thread. */
-static void flush_block(topo_comm *c) {
-  if (c->block_count == 0) return;
-  if (c->fd < 0) {
-    atomic_fetch_add(&c->dropped[TOPO_DROP_IO], c->block_count);
-    c->block_count = 0;
-    return;
-  }
-  uint32_t n = c->block_count;
-  stats_record(c, &c->block[n]);
-  c->block[n].stats.records = c->records_written + n;
-  n++;
-  topo_trace_block b = {TOPO_TRACE_BLOCK_MAGIC, n,
-                        topo_crc32c(0, c->block, (size_t)n * TOPO_TRACE_RECORD_SIZE),
-                        c->block_index};
-  struct iovec iov[2] = {{&b, sizeof b}, {c->block, (size_t)n * TOPO_TRACE_RECORD_SIZE}};
-  if (write_all(c->fd, iov, 2) == 0) {
-    c->block_index++;
-    c->records_written += n;
-  } else {
-    if (first_io_warning(c))
-      TOPO_WARN("TOPO/Profiler: writing %s failed (%s); its records are counted as dropped",
-                c->path, strerror(errno));
-    atomic_fetch_add(&c->dropped[TOPO_DROP_IO], n - 1);
-  }
-  c->block_count = 0;
-}
-
-static void append(topo_comm *c, const topo_trace_record *r, int64_t now) {
-  if (atomic_load_explicit(&c->closed, memory_order_relaxed)) return;
-  if (c->block_count == 0) {
-    c->block_first_ns = now;
-    if (w.nactive < MAX_ACTIVE) w.active[w.nactive++] = c;
-  }
-  c->block[c->block_count++] = *r;
-  if (c->block_count == TOPO_WRITER_BLOCK_RECORDS - 1) flush_block(c);
-}
-
-static void close_comm(topo_comm *c) {
-  if (atomic_load(&c->closed)) return;
-  flush_block(c);
-  if (c->fd >= 0) {
-    topo_trace_footer f;
-    memset(&f, 0, sizeof f);
-    f.magic = TOPO_TRACE_FOOTER_MAGIC;
-    f.blocks = c->block_index;
-    f.records = c->records_written;
-    for (int k = 0; k < TOPO_DROP_KINDS; k++) f.dropped[k] = atomic_load(&c->dropped[k]);
-    struct iovec iov = {&f, sizeof f};
-    if (write_all(c->fd, &iov, 1) != 0 && first_io_warning(c))
-      TOPO_WARN("TOPO/Profiler: writing the footer of %s failed (%s)", c->path, strerror(errno));
-    int64_t off = atomic_load(&c->gpu_offset_best);
-    uint64_t learned = atomic_load(&c->learned_hash);
-    if (off != INT64_MIN || (c->header.comm_hash == 0 && learned)) {
-      if (off != INT64_MIN) c->header.gpu_minus_realtime_ns = off;
-      if (c->header.comm_hash == 0 && learned) {
-        c->header.comm_hash = learned;
-        c->header.rank = atomic_load(&c->learned_rank);
-      }
-      if (pwrite(c->fd, &c->header, sizeof c->header, 0) != (ssize_t)sizeof c->header &&
-          first_io_warning(c))
-        TOPO_WARN("TOPO/Profiler: updating the header of %s failed", c->path);
-    }
-    close(c->fd);
-    c->fd = -1;
-  }
-  /* Closed comms stay listed until the last finalize; their block buffer need not. */
-  topo_free(c->block);
-  c->block = NULL;
-  c->block_count = 0;
-  atomic_store(&c->closed, 1);
-}
-
-static int drain(int64_t now) {
-  int n = 0;
-  for (;;) {
-    cell *cl = &w.cells[w.deq & w.mask];
-    uint64_t seq = atomic_load_explicit(&cl->seq, memory_order_acquire);
-    if (seq != w.deq + 1) break;
-    topo_comm *c = cl->comm;
-    if (cl->rec.type == 0) close_comm(c);
-    else append(c, &cl->rec, now);
-    atomic_store_explicit(&cl->seq, w.deq + w.mask + 1, memory_order_release);
-    w.deq++;
-    n++;
-  }
-  return n;
-}
-
-static void flush_idle(int64_t now, int64_t age) {
-  for (int i = 0; i < w.nactive;) {
-    topo_comm *c = w.active[i];
-    if (c->block_count == 0 || atomic_load(&c->closed)) {
-      w.active[i] = w.active[--w.nactive];
-    } else if (now - c->block_first_ns >= age) {
-      flush_block(c);
-      w.active[i] = w.active[--w.nactive];
-    } else {
-      i++;
-    }
-  }
-}
-
-static void *writer_main(void *arg) {
-  (void)arg;
-  int64_t last_tick = 0;
-  for (;;) {
-    int stopping = atomic_load(&w.stop);
-    int64_t now = topo_clock_monotonic_ns();
-    int n = drain(now);
-    if (now - last_tick >= 5000000) {
-      void (*tick)(int64_t) = atomic_load(&w.tick);
-      if (tick) tick(now);
-      topo_cupti_poll(now);
-      last_tick = now;
-    }
-    flush_idle(now, w.idle_flush_ns);
-    if (stopping && n == 0) break;
-    if (n == 0) {
-      struct timespec ts = {0, 1000000};
-      nanosleep(&ts, NULL);
-    }
-  }
-  drain(topo_clock_monotonic_ns());
-  flush_idle(0, INT64_MIN);
-  return NULL;
-}
-
-int topo_writer_start(const topo_writer_config *cfg) {
-  memset(&w, 0, sizeof w);
-  w.cells = topo_calloc(cfg->ring_size, sizeof(cell));
-  if (!w.cells) return -1;
-  w.mask = cfg->ring_size - 1;
-  for (uint64_t i = 0; i <= w.mask; i++) atomic_init(&w.cells[i].seq, i);
-  snprintf(w.dir, sizeof w.dir, "%s", cfg->dir);
-  w.idle_flush_ns = cfg->idle_flush_ns;
-  if (pthread_create(&w.thread, NULL, writer_main, NULL) != 0) {
-    topo_free(w.cells);
-    w.cells = NULL;
-    return -1;
-  }
-  w.running = 1;
-  return 0;
-}
-
-void topo_writer_stop(topo_comm *open) {
-  if (!w.running) return;
-  atomic_store(&w.stop, 1);
-  pthread_join(w.thread, NULL);
-  w.running = 0;
-  for (topo_comm *c = open; c; c = c->next) close_comm(c);
-  topo_free(w.cells);
-  w.cells = NULL;
-}
-
-int topo_writer_push(topo_comm *c, const topo_trace_record *rec) {
-  if (!w.cells) return 0;
-  uint64_t pos = atomic_load_explicit(&w.enq, memory_order_relaxed);
-  for (;;) {
-    cell *cl = &w.cells[pos & w.mask];
-    uint64_t seq = atomic_load_explicit(&cl->seq, memory_order_acquire);
-    int64_t dif = (int64_t)(seq - pos);
-    if (dif == 0) {
-      if (atomic_compare_exchange_weak_explicit(&w.enq, &pos, pos + 1, memory_order_relaxed,
-                                                memory_order_relaxed)) {
-        cl->comm = c;
-        cl->rec = *rec;
-        atomic_store_explicit(&cl->seq, pos + 1, memory_order_release);
-        return 1;
-      }
-    } else if (dif < 0) {
-      return 0; /* full */
-    } else {
-      pos = atomic_load_explicit(&w.enq, memory_order_relaxed);
-    }
-  }
-}
-
-void topo_writer_close(topo_comm *c) {
-  topo_trace_record marker;
-  memset(&marker, 0, sizeof marker);
-  struct timespec ts = {0, 1000000};
-  if (!w.running) {
-    close_comm(c);
-    return;
-  }
-  while (!topo_writer_push(c, &marker)) nanosleep(&ts, NULL);
-  while (!atomic_load(&c->closed)) nanosleep(&ts, NULL);
-}
-
-void topo_writer_open(topo_comm *c) {
-  static atomic_int dir_warned;
+/* Create the file of `c` (O_CREAT|O_EXCL|O_NOFOLLOW, 0640) and write its header; on failure warn
+ * once per generation and leave c->fd = -1 (its records are then counted as TOPO_DROP_IO). */
+static void open_file(topo_writer *w, topo_comm *c) {
   char host[64] = "unknown";
   gethostname(host, sizeof host - 1);
   host[sizeof host - 1] = 0;
@@ -297,12 +171,13 @@ void topo_writer_open(topo_comm *c) {
   snprintf(h->topo_version, sizeof h->topo_version, "%s", TOPO_VERSION);
 
   c->fd = -1;
-  if (mkdir(w.dir, 0750) != 0 && errno != EEXIST) {
-    if (!atomic_exchange(&dir_warned, 1))
+  if (!w->dir_made && mkdir(w->dir, 0750) != 0 && errno != EEXIST) {
+    if (!w->dir_warned++)
       TOPO_WARN("TOPO/Profiler: cannot create trace directory %s (%s); records are counted as "
-                "dropped, the job is unaffected", w.dir, strerror(errno));
+                "dropped, the job is unaffected", w->dir, strerror(errno));
     return;
   }
+  w->dir_made = 1;
   /* A rankless stream is named by its label; only [A-Za-z0-9_-] of it reaches the path. */
   char label[sizeof c->name];
   size_t n = 0;
@@ -315,25 +190,25 @@ void topo_writer_open(topo_comm *c) {
   label[n] = 0;
   /* The directory itself is opened without following a link at its last level, and the file
    * created inside it: a trace directory replaced by a link sends nothing elsewhere. */
-  int dfd = open(w.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int dfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   struct stat st;
-  if (dfd < 0 && (errno == ELOOP || (lstat(w.dir, &st) == 0 && S_ISLNK(st.st_mode)))) {
-    if (!atomic_exchange(&dir_warned, 1))
+  if (dfd < 0 && (errno == ELOOP || (lstat(w->dir, &st) == 0 && S_ISLNK(st.st_mode)))) {
+    if (!w->dir_warned++)
       TOPO_WARN("TOPO/Profiler: trace directory %s is a symbolic link, not followed; records "
-                "are counted as dropped, the job is unaffected", w.dir);
+                "are counted as dropped, the job is unaffected", w->dir);
     return;
   }
   for (int attempt = 0; attempt < 100 && c->fd < 0; attempt++) {
     char suffix[16] = "";
     if (attempt) snprintf(suffix, sizeof suffix, ".%d", attempt);
     if (c->rank >= 0)
-      snprintf(c->path, sizeof c->path, "%s/topo-%s-%u-%016llx-r%d%s.trace", w.dir, host,
+      snprintf(c->path, sizeof c->path, "%s/topo-%s-%u-%016llx-r%d%s.trace", w->dir, host,
                h->pid, (unsigned long long)c->hash, c->rank, suffix);
     else
-      snprintf(c->path, sizeof c->path, "%s/topo-%s-%u-%s%s.trace", w.dir, host, h->pid,
+      snprintf(c->path, sizeof c->path, "%s/topo-%s-%u-%s%s.trace", w->dir, host, h->pid,
                label, suffix);
     int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-    c->fd = dfd >= 0 ? openat(dfd, c->path + strlen(w.dir) + 1, flags, 0640)
+    c->fd = dfd >= 0 ? openat(dfd, c->path + strlen(w->dir) + 1, flags, 0640)
                      : open(c->path, flags, 0640);
     if (c->fd < 0 && errno != EEXIST) break;
   }
@@ -343,16 +218,389 @@ void topo_writer_open(topo_comm *c) {
     errno = e;
   }
   if (c->fd < 0) {
-    if (!atomic_exchange(&dir_warned, 1))
+    if (!w->dir_warned++)
       TOPO_WARN("TOPO/Profiler: cannot create %s (%s); records are counted as dropped, the job "
                 "is unaffected", c->path, strerror(errno));
     return;
   }
   struct iovec iov = {h, sizeof *h};
-  if (write_all(c->fd, &iov, 1) != 0) {
-    if (first_io_warning(c))
+  if (write_all(w, c->fd, &iov, 1) != 0) {
+    if (first_io_warning(w, c))
       TOPO_WARN("TOPO/Profiler: writing the header of %s failed (%s)", c->path, strerror(errno));
     close(c->fd);
     c->fd = -1;
+  }
+}
+
+/* The writer takes `c` on: listed, file created. Once per comm. */
+static void adopt(topo_writer *w, topo_comm *c) {
+  if (c->adopted) return;
+  c->adopted = 1;
+  c->writer_next = w->all;
+  w->all = c;
+  open_file(w, c);
+}
+
+/* Write the current partial block of `c` (plus its STATS record). */
+static void flush_block(topo_writer *w, topo_comm *c) {
+  if (c->block_count == 0) return;
+  if (c->fd < 0) {
+    atomic_fetch_add(&c->dropped[TOPO_DROP_IO], c->block_count);
+    c->block_count = 0;
+    return;
+  }
+  uint32_t n = c->block_count;
+  stats_record(c, &c->block[n]);
+  c->block[n].stats.records = c->records_written + n;
+  n++;
+  topo_trace_block b = {TOPO_TRACE_BLOCK_MAGIC, n,
+                        topo_crc32c(0, c->block, (size_t)n * TOPO_TRACE_RECORD_SIZE),
+                        c->block_index};
+  struct iovec iov[2] = {{&b, sizeof b}, {c->block, (size_t)n * TOPO_TRACE_RECORD_SIZE}};
+  if (write_all(w, c->fd, iov, 2) == 0) {
+    c->block_index++;
+    c->records_written += n;
+  } else {
+    if (first_io_warning(w, c))
+      TOPO_WARN("TOPO/Profiler: writing %s failed (%s); its records are counted as dropped",
+                c->path, strerror(errno));
+    atomic_fetch_add(&c->dropped[TOPO_DROP_IO], n - 1);
+  }
+  c->block_count = 0;
+}
+
+/* A record that will not be written (the stop's time is up): counted as its producer counts a
+ * record that finds the ring full. */
+static void count_unwritten(topo_comm *c, const topo_trace_record *r) {
+  int kind = r->type == TOPO_REC_COLL || r->type == TOPO_REC_P2P ? TOPO_DROP_RECORD
+             : r->type == TOPO_REC_KERNEL || r->type == TOPO_REC_STRING ||
+                     r->type == TOPO_REC_CUPTI
+                 ? TOPO_DROP_CUPTI
+                 : TOPO_DROP_CHILD;
+  if (!atomic_load_explicit(&c->closed, memory_order_relaxed))
+    atomic_fetch_add_explicit(&c->dropped[kind], 1, memory_order_relaxed);
+}
+
+static void append(topo_writer *w, topo_comm *c, const topo_trace_record *r, int64_t now) {
+  if (atomic_load_explicit(&c->closed, memory_order_relaxed)) return;
+  adopt(w, c);
+  if (!c->block) {
+    /* Allocated on first use and released when the comm goes quiet: memory follows traffic. */
+    c->block = topo_malloc(TOPO_WRITER_BLOCK_RECORDS * sizeof(topo_trace_record));
+    if (!c->block) {
+      if (first_io_warning(w, c))
+        TOPO_WARN("TOPO/Profiler: out of memory for the block of %s; its records are counted "
+                  "as dropped", c->path);
+      atomic_fetch_add(&c->dropped[TOPO_DROP_IO], 1);
+      return;
+    }
+  }
+  if (c->block_count == 0) {
+    c->block_first_ns = now;
+    if (!c->in_active) {
+      c->in_active = 1;
+      c->active_next = w->active;
+      w->active = c;
+    }
+  }
+  c->block[c->block_count++] = *r;
+  if (c->block_count == TOPO_WRITER_BLOCK_RECORDS - 1) flush_block(w, c);
+}
+
+static void close_comm(topo_writer *w, topo_comm *c) {
+  if (atomic_load(&c->closed)) return;
+  adopt(w, c);
+  flush_block(w, c);
+  if (c->fd >= 0) {
+    topo_trace_footer f;
+    memset(&f, 0, sizeof f);
+    f.magic = TOPO_TRACE_FOOTER_MAGIC;
+    f.blocks = c->block_index;
+    f.records = c->records_written;
+    for (int k = 0; k < TOPO_DROP_KINDS; k++) f.dropped[k] = atomic_load(&c->dropped[k]);
+    struct iovec iov = {&f, sizeof f};
+    if (write_all(w, c->fd, &iov, 1) != 0 && first_io_warning(w, c))
+      TOPO_WARN("TOPO/Profiler: writing the footer of %s failed (%s)", c->path, strerror(errno));
+    int64_t off = atomic_load(&c->gpu_offset_best);
+    uint64_t learned = atomic_load(&c->learned_hash);
+    if (off != INT64_MIN || (c->header.comm_hash == 0 && learned)) {
+      if (off != INT64_MIN) c->header.gpu_minus_realtime_ns = off;
+      if (c->header.comm_hash == 0 && learned) {
+        c->header.comm_hash = learned;
+        c->header.rank = atomic_load(&c->learned_rank);
+      }
+      atomic_store_explicit(&w->io_since, topo_clock_monotonic_ns(), memory_order_relaxed);
+      ssize_t k = pwrite(c->fd, &c->header, sizeof c->header, 0);
+      atomic_store_explicit(&w->io_since, 0, memory_order_relaxed);
+      if (k != (ssize_t)sizeof c->header && first_io_warning(w, c))
+        TOPO_WARN("TOPO/Profiler: updating the header of %s failed", c->path);
+    }
+    close(c->fd);
+    c->fd = -1;
+  }
+  topo_free(c->block);
+  c->block = NULL;
+  c->block_count = 0;
+  atomic_store(&c->closed, 1);
+  atomic_fetch_add(&w->closes, 1);
+  futex_wake_all(&w->closes);
+}
+
+/* Move published records into their comms' blocks, up to ring position `limit`; when
+ * `count_only`, count them as dropped instead. Returns how many. */
+static uint64_t drain(topo_writer *w, int64_t now, uint64_t limit, int count_only) {
+  uint64_t n = 0;
+  while (w->deq < limit) {
+    uint64_t i = w->deq & w->mask;
+    cell *cl = &w->cells[i];
+    if (atomic_load_explicit(&cl->seq, memory_order_acquire) + i != w->deq + 1) break;
+    if (count_only) count_unwritten(cl->comm, &cl->rec);
+    else append(w, cl->comm, &cl->rec, now);
+    atomic_store_explicit(&cl->seq, w->deq + w->mask + 1 - i, memory_order_release);
+    w->deq++;
+    n++;
+  }
+  return n;
+}
+
+/* Comms handed over by init, adopted in the order they came. */
+static void take_arrivals(topo_writer *w) {
+  topo_comm *list = atomic_exchange_explicit(&w->arriving, NULL, memory_order_acquire), *rev = NULL;
+  while (list) {
+    topo_comm *next = list->arrive_next;
+    list->arrive_next = rev;
+    rev = list;
+    list = next;
+  }
+  for (; rev; rev = rev->arrive_next) adopt(w, rev);
+}
+
+/* Close the finalized comms whose records have all been drained; returns how many still wait
+ * (a producer between claiming a cell and publishing it). */
+static int close_ready(topo_writer *w) {
+  topo_comm *list = atomic_exchange_explicit(&w->leaving, NULL, memory_order_acquire);
+  while (list) {
+    topo_comm *next = list->leave_next;
+    list->leave_next = w->closing;
+    w->closing = list;
+    list = next;
+  }
+  int waiting = 0;
+  for (topo_comm **p = &w->closing; *p;) {
+    topo_comm *c = *p;
+    if (w->deq >= c->close_after) {
+      *p = c->leave_next;
+      close_comm(w, c);
+    } else {
+      waiting++;
+      p = &c->leave_next;
+    }
+  }
+  return waiting;
+}
+
+/* Write the partial blocks that are old enough; returns when the next one will be. A comm whose
+ * block was written idle gives its buffer back. */
+static int64_t flush_idle(topo_writer *w, int64_t now) {
+  int64_t due = INT64_MAX;
+  for (topo_comm **p = &w->active; *p;) {
+    topo_comm *c = *p;
+    if (c->block_count == 0 || atomic_load(&c->closed)) {
+      *p = c->active_next;
+      c->in_active = 0;
+    } else if (now - c->block_first_ns >= w->idle_flush_ns) {
+      flush_block(w, c);
+      topo_free(c->block);
+      c->block = NULL;
+      *p = c->active_next;
+      c->in_active = 0;
+    } else {
+      due = min64(due, c->block_first_ns + w->idle_flush_ns);
+      p = &c->active_next;
+    }
+  }
+  return due;
+}
+
+/* Sleep until `due` or a wake. After a pass that found records, producers do not wake us (more
+ * are coming: they are picked up within batch_ns, or at the next quarter ring); after an empty
+ * pass, the first record does. */
+static void sleep_until(topo_writer *w, uint64_t drained, int64_t due) {
+  int64_t now = topo_clock_monotonic_ns();
+  int mode = drained ? BATCHING : IDLE;
+  if (drained) due = min64(due, now + w->batch_ns);
+  if (due <= now) return;
+  atomic_store_explicit(&w->sleep, mode, memory_order_seq_cst);
+  int busy = atomic_load_explicit(&w->stop, memory_order_seq_cst) ||
+             atomic_load_explicit(&w->arriving, memory_order_seq_cst) ||
+             atomic_load_explicit(&w->leaving, memory_order_seq_cst);
+  uint64_t queued = atomic_load_explicit(&w->enq, memory_order_seq_cst);
+  if (busy || (mode == IDLE && queued != w->deq)) {
+    atomic_store_explicit(&w->sleep, AWAKE, memory_order_relaxed);
+    if (!busy) pause_briefly(); /* a record claimed, not yet published */
+    return;
+  }
+  futex_wait(&w->sleep, mode, due - now);
+  atomic_store_explicit(&w->sleep, AWAKE, memory_order_relaxed);
+}
+
+/* The stop: what was queued before it is written while time allows (counted as dropped after),
+ * then every comm is closed. */
+static void finish(topo_writer *w) {
+  take_arrivals(w);
+  for (;;) {
+    int64_t now = topo_clock_monotonic_ns();
+    int late = now >= w->stop_by;
+    drain(w, now, w->stop_at, late);
+    if (w->deq >= w->stop_at || late) break;
+    pause_briefly(); /* a producer still publishing */
+  }
+  close_ready(w);
+  for (topo_comm *c = w->all; c; c = c->writer_next) close_comm(w, c);
+}
+
+static void *writer_main(void *arg) {
+  topo_writer *w = arg;
+  pthread_setname_np(pthread_self(), "topo-writer");
+  for (;;) {
+    take_arrivals(w);
+    if (atomic_load_explicit(&w->stop, memory_order_acquire)) break;
+    int64_t now = topo_clock_monotonic_ns();
+    uint64_t n = drain(w, now, UINT64_MAX, 0);
+    int waiting = close_ready(w);
+    int64_t due = flush_idle(w, now);
+    /* The tick and the CUPTI schedule belong to the live generation: a writer asked to stop (a
+     * write may have held it up until long after) leaves them alone. */
+    if (atomic_load_explicit(&w->stop, memory_order_acquire)) continue;
+    if (w->tick) due = min64(due, w->tick(now));
+    topo_cupti_poll(now);
+    due = min64(due, topo_cupti_next_due());
+    due = min64(due, now + (waiting ? 1000000LL : IDLE_MAX_NS));
+    sleep_until(w, n, due);
+  }
+  finish(w);
+  if (atomic_exchange(&w->fate, FINISHED) == ABANDONED) {
+    /* Nobody waits for this writer any more: it frees what is its own. */
+    topo_unmap(w->cells, w->ring_bytes);
+    topo_free(w);
+    return NULL;
+  }
+  futex_wake_all(&w->fate);
+  return NULL;
+}
+
+topo_writer *topo_writer_start(const topo_writer_config *cfg) {
+  topo_writer *w = topo_calloc(1, sizeof *w);
+  if (!w) return NULL;
+  w->ring_bytes = (size_t)cfg->ring_size * sizeof(cell);
+  w->cells = topo_map(w->ring_bytes);
+  if (!w->cells) {
+    topo_free(w);
+    return NULL;
+  }
+  w->mask = cfg->ring_size - 1;
+  w->wake_every = cfg->ring_size >= 4 ? cfg->ring_size / 4 : 1;
+  snprintf(w->dir, sizeof w->dir, "%s", cfg->dir);
+  w->idle_flush_ns = cfg->idle_flush_ns;
+  w->batch_ns = cfg->idle_flush_ns / 4;
+  if (w->batch_ns < BATCH_MIN_NS) w->batch_ns = BATCH_MIN_NS;
+  if (w->batch_ns > BATCH_MAX_NS) w->batch_ns = BATCH_MAX_NS;
+  w->tick = cfg->tick;
+  /* The writer takes no signal of the host's: they go to the host's own threads. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int rc = pthread_create(&w->thread, NULL, writer_main, w);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (rc != 0) {
+    topo_unmap(w->cells, w->ring_bytes);
+    topo_free(w);
+    return NULL;
+  }
+  return w;
+}
+
+int topo_writer_stop(topo_writer *w, int64_t wait_ns, int release) {
+  if (!w) return 1;
+  int64_t now = topo_clock_monotonic_ns();
+  w->stop_by = now + wait_ns / 2;
+  w->stop_at = atomic_load(&w->enq);
+  atomic_store_explicit(&w->stop, 1, memory_order_release);
+  wake(w);
+  int64_t deadline = now + wait_ns;
+  while (atomic_load(&w->fate) == RUNNING && (now = topo_clock_monotonic_ns()) < deadline)
+    futex_wait(&w->fate, RUNNING, deadline - now);
+  if (!release) {
+    if (atomic_load(&w->fate) != FINISHED) return 0;
+    pthread_join(w->thread, NULL); /* it has finished: no wait */
+    return 1;
+  }
+  if (atomic_load(&w->fate) != FINISHED && atomic_exchange(&w->fate, ABANDONED) != FINISHED) {
+    pthread_detach(w->thread);
+    return 0;
+  }
+  pthread_join(w->thread, NULL);
+  topo_unmap(w->cells, w->ring_bytes);
+  topo_free(w);
+  return 1;
+}
+
+int topo_writer_push(topo_comm *c, const topo_trace_record *rec) {
+  topo_writer *w = c->writer;
+  if (!w) return 0;
+  uint64_t pos = atomic_load_explicit(&w->enq, memory_order_relaxed);
+  for (;;) {
+    uint64_t i = pos & w->mask;
+    cell *cl = &w->cells[i];
+    uint64_t seq = atomic_load_explicit(&cl->seq, memory_order_acquire) + i;
+    int64_t dif = (int64_t)(seq - pos);
+    if (dif == 0) {
+      /* seq_cst with the load of w->sleep below, against the writer's store of it and load of
+       * enq: either the writer sees this record or this producer sees the writer asleep. */
+      if (atomic_compare_exchange_weak_explicit(&w->enq, &pos, pos + 1, memory_order_seq_cst,
+                                                memory_order_relaxed)) {
+        cl->comm = c;
+        cl->rec = *rec;
+        atomic_store_explicit(&cl->seq, pos + 1 - i, memory_order_release);
+        int s = atomic_load_explicit(&w->sleep, memory_order_seq_cst);
+        if (s == IDLE || (s == BATCHING && ((pos + 1) & (w->wake_every - 1)) == 0)) wake(w);
+        return 1;
+      }
+    } else if (dif < 0) {
+      if (atomic_load_explicit(&w->sleep, memory_order_relaxed) != AWAKE) wake(w);
+      return 0; /* full */
+    } else {
+      pos = atomic_load_explicit(&w->enq, memory_order_relaxed);
+    }
+  }
+}
+
+void topo_writer_open(topo_writer *w, topo_comm *c) {
+  c->writer = w;
+  c->fd = -1;
+  topo_comm *head = atomic_load_explicit(&w->arriving, memory_order_relaxed);
+  do c->arrive_next = head;
+  while (!atomic_compare_exchange_weak_explicit(&w->arriving, &head, c, memory_order_seq_cst,
+                                                memory_order_relaxed));
+  wake(w);
+}
+
+int topo_writer_close(topo_comm *c, int64_t wait_ns) {
+  topo_writer *w = c->writer;
+  c->close_after = atomic_load_explicit(&w->enq, memory_order_seq_cst);
+  topo_comm *head = atomic_load_explicit(&w->leaving, memory_order_relaxed);
+  do c->leave_next = head;
+  while (!atomic_compare_exchange_weak_explicit(&w->leaving, &head, c, memory_order_seq_cst,
+                                                memory_order_relaxed));
+  wake(w);
+  int64_t deadline = topo_clock_monotonic_ns() + wait_ns;
+  for (;;) {
+    unsigned seen = atomic_load(&w->closes);
+    if (atomic_load(&c->closed)) return 1;
+    int64_t now = topo_clock_monotonic_ns();
+    int64_t io = atomic_load_explicit(&w->io_since, memory_order_relaxed);
+    /* A write that has outlasted a whole wait: the file system is not answering; no wait. */
+    if (now >= deadline || (io && now - io > wait_ns)) return 0;
+    futex_wait(&w->closes, (int)seen, min64(deadline - now, 50000000LL));
   }
 }

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+// Child-process helpers of the reliability tests (see rel_child.h).
+#include "rel_child.h"
+
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "clock.h"
+#include "profiler_driver.h"
+
+int64_t rel_now_ms(void) { return topo_clock_monotonic_ns() / 1000000; }
+
+void rel_sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+rel_result rel_wait(pid_t pid, int64_t started_ns, int timeout_ms) {
+  rel_result r = {0, 0, 0};
+  for (;;) {
+    pid_t got = waitpid(pid, &r.status, WNOHANG);
+    int64_t ms = (topo_clock_monotonic_ns() - started_ns) / 1000000;
+    if (got == pid) {
+      r.elapsed_ms = ms;
+      return r;
+    }
+    if (ms >= timeout_ms) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &r.status, 0);
+      r.timed_out = 1;
+      r.elapsed_ms = ms;
+      return r;
+    }
+    rel_sleep_ms(2);
+  }
+}
+
+rel_result rel_run_child(void (*body)(void *), void *arg, int timeout_ms) {
+  fflush(NULL);
+  int64_t start = topo_clock_monotonic_ns();
+  pid_t pid = fork();
+  if (pid == 0) {
+    body(arg);
+    _exit(0);
+  }
+  if (pid < 0) {
+    rel_result r = {0, 1, 0};
+    return r;
+  }
+  return rel_wait(pid, start, timeout_ms);
+}
+
+const char *rel_describe(const rel_result *r, char *buf, size_t n) {
+  if (r->timed_out)
+    snprintf(buf, n, "killed after %lld ms", (long long)r->elapsed_ms);
+  else if (WIFSIGNALED(r->status))
+    snprintf(buf, n, "signal %d", WTERMSIG(r->status));
+  else
+    snprintf(buf, n, "exit %d", WEXITSTATUS(r->status));
+  return buf;
+}
+
+void rel_allreduce(topo_host_profiler *p, int rank, uint64_t seq) {
+  drv_op op;
+  memset(&op, 0, sizeof op);
+  op.func = "AllReduce";
+  op.dtype = "ncclFloat32";
+  op.algo = "RING";
+  op.proto = "Simple";
+  op.seq = seq;
+  op.count = 4096;
+  op.nch = 2;
+  op.peer = -1;
+  op.rank = rank;
+  drv_set_gpu(&op, 1000 + seq * 100, 5, 50);
+  drv_run(p, &op);
+}
