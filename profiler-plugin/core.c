@@ -63,10 +63,14 @@ typedef struct topo_obj {
   atomic_ullong bytes;            /* ProxyOp */
 } __attribute__((aligned(64))) topo_obj;
 
+/* A pool's objects are mapped zero-filled (topo_map) and handed out in index order the first
+ * time, so only the pages of objects ever in flight at once become resident. */
 typedef struct topo_pool {
-  topo_obj *objs; /* n + 1 entries, 0 unused */
+  topo_obj *objs;      /* n + 1 entries, 0 unused */
+  size_t bytes;
   uint32_t n;
-  atomic_ullong head; /* tag << 32 | index of the first free object (0 = empty) */
+  atomic_uint fresh;   /* the lowest index never handed out (n + 1 once all were) */
+  atomic_ullong head;  /* tag << 32 | index of the first returned object (0 = none) */
 } topo_pool;
 
 static struct {
@@ -80,6 +84,12 @@ static struct {
   atomic_int exiting;        /* the exit flush ran: init and finalize do nothing more */
   atomic_int traffic_woken;  /* the writer was told of the first large operation */
   int held_seen;             /* writer thread: the last reap found collectives on hold */
+  /* CUPTI starts on the writer thread (cupti_start) and stops on the stopping one (cupti_stop):
+   * cupti_lock orders them, cancel keeps a late start from beginning after a stop. */
+  pthread_mutex_t cupti_lock;
+  _Atomic(topo_comm *) cupti_to_start;
+  atomic_int cupti_settled, cupti_cancel;
+  int cupti_started;
   _Atomic(int *) mask_ptr;
   int base_mask;             /* without KernelCh */
   int kernelch, channel_records, proxy, nvtx, cupti;
@@ -93,7 +103,7 @@ static struct {
   pid_t pid;
   topo_comm *comms;
   topo_comm *cupti_comm;
-} g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cupti_lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* NCCL passes the same static name strings again and again: a direct-mapped cache from the
  * pointer to the id, packed in one atomic word (pointer << 8 | trusted << 7 | id). A name inside
@@ -174,32 +184,45 @@ int topo_prof_datatype_size(int dt) {
   return size ? size : 1;
 }
 
-/* ---- pools: Treiber stacks with a tag against ABA ---- */
+/* ---- pools: Treiber stacks with a tag against ABA, over objects handed out fresh first ---- */
 static int pool_create(topo_pool *p, uint32_t n) {
-  p->objs = topo_calloc((size_t)n + 1, sizeof(topo_obj));
+  p->bytes = ((size_t)n + 1) * sizeof(topo_obj);
+  p->objs = topo_map(p->bytes);
   if (!p->objs) return -1;
   p->n = n;
-  for (uint32_t i = 1; i <= n; i++) atomic_init(&p->objs[i].next_free, i < n ? i + 1 : 0);
-  atomic_init(&p->head, 1);
+  atomic_init(&p->fresh, 1);
+  atomic_init(&p->head, 0);
   return 0;
 }
 
 static void pool_destroy(topo_pool *p) {
-  topo_free(p->objs);
+  topo_unmap(p->objs, p->bytes);
   memset(p, 0, sizeof *p);
+}
+
+/* Objects 1..pool_used(p) have been handed out at least once; the rest were never touched. */
+static uint32_t pool_used(topo_pool *p) {
+  uint32_t f = atomic_load_explicit(&p->fresh, memory_order_acquire);
+  return f - 1 < p->n ? f - 1 : p->n;
 }
 
 static uint32_t pool_pop(topo_pool *p) {
   uint64_t head = atomic_load_explicit(&p->head, memory_order_acquire);
   for (;;) {
     uint32_t idx = (uint32_t)head;
-    if (idx == 0) return 0;
+    if (idx == 0) break;
     uint32_t next = atomic_load_explicit(&p->objs[idx].next_free, memory_order_relaxed);
     uint64_t want = ((head >> 32) + 1) << 32 | next;
     if (atomic_compare_exchange_weak_explicit(&p->head, &head, want, memory_order_acq_rel,
                                               memory_order_acquire))
       return idx;
   }
+  uint32_t fresh = atomic_load_explicit(&p->fresh, memory_order_relaxed);
+  while (fresh <= p->n)
+    if (atomic_compare_exchange_weak_explicit(&p->fresh, &fresh, fresh + 1, memory_order_acq_rel,
+                                              memory_order_relaxed))
+      return fresh;
+  return 0;
 }
 
 static void pool_push(topo_pool *p, uint32_t idx) {
@@ -498,7 +521,7 @@ static int64_t reap(int64_t now) {
   g.last_reap = now;
   g.held_seen = 0;
   topo_pool *p = &g.pools[POOL_PARENTS];
-  for (uint32_t i = 1; i <= p->n; i++) {
+  for (uint32_t i = 1, n = pool_used(p); i <= n; i++) {
     topo_obj *o = &p->objs[i];
     uint64_t h = atomic_load_explicit(&o->hold, memory_order_acquire);
     if (!(h & 1)) continue;
@@ -513,7 +536,7 @@ static int64_t reap(int64_t now) {
  * are written without GPU timing. */
 static void release_holds(const topo_comm *c) {
   topo_pool *p = &g.pools[POOL_PARENTS];
-  for (uint32_t i = 1; i <= p->n; i++) {
+  for (uint32_t i = 1, n = pool_used(p); i <= n; i++) {
     topo_obj *o = &p->objs[i];
     uint64_t h = atomic_load_explicit(&o->hold, memory_order_acquire);
     /* comm is read after the hold (acquire), so it belongs to the life the hold names */
@@ -526,6 +549,37 @@ static void release_holds(const topo_comm *c) {
 static void free_comm(topo_comm *c) {
   topo_free(c->block);
   topo_free(c);
+}
+
+/* Writer thread, as it starts: load CUPTI and open the process-wide stream, unless the
+ * generation is already being stopped. */
+static void cupti_start(topo_writer *w) {
+  topo_comm *c = atomic_load(&g.cupti_to_start);
+  if (c && !atomic_load(&g.cupti_cancel) && topo_cupti_load(c)) {
+    pthread_mutex_lock(&g.cupti_lock);
+    if (!atomic_load(&g.cupti_cancel)) {
+      topo_writer_open(w, c);
+      topo_cupti_begin();
+      g.cupti_started = 1;
+    }
+    pthread_mutex_unlock(&g.cupti_lock);
+  }
+  atomic_store(&g.cupti_settled, 1);
+}
+
+/* Last finalize or exit: let a start in progress settle (at most wait_ns), then stop what it
+ * began; a start that has not got that far never begins. */
+static void cupti_stop(int64_t wait_ns) {
+  if (!g.cupti_comm) return;
+  struct timespec ms = {0, 1000000};
+  for (int64_t t0 = topo_clock_monotonic_ns();
+       !atomic_load(&g.cupti_settled) && topo_clock_monotonic_ns() - t0 < wait_ns;)
+    nanosleep(&ms, NULL);
+  atomic_store(&g.cupti_cancel, 1);
+  pthread_mutex_lock(&g.cupti_lock);
+  if (g.cupti_started) topo_cupti_stop();
+  g.cupti_started = 0;
+  pthread_mutex_unlock(&g.cupti_lock);
 }
 
 static int global_start(void) {
@@ -553,18 +607,11 @@ static int global_start(void) {
   pred_reset();
   g.last_reap = 0;
   g.held_seen = 0;
-  uint32_t ring = 1;
-  while (ring < (uint32_t)topo_env_int(TOPO_ENV_PROFILER_RING)) ring <<= 1;
-  topo_writer_config wc = {.dir = topo_env_str(TOPO_ENV_PROFILER_DIR), .ring_size = ring,
-                           .idle_flush_ns = topo_env_int(TOPO_ENV_PROFILER_FLUSH_MS) * 1000000LL,
-                           .tick = reap};
-  g.writer = topo_writer_start(&wc);
-  if (!g.writer) {
-    pool_destroy(&g.pools[POOL_PARENTS]);
-    pool_destroy(&g.pools[POOL_CHILDREN]);
-    return -1;
-  }
-  if (g.nvtx) g.nvtx = topo_nvtx_init();
+  /* The process-wide CUPTI stream: listed now, loaded and opened by the writer as it starts. */
+  g.cupti_comm = NULL;
+  atomic_store(&g.cupti_settled, 0);
+  atomic_store(&g.cupti_cancel, 0);
+  g.cupti_started = 0;
   if (g.cupti) {
     topo_comm *c = topo_calloc(1, sizeof *c);
     if (c) {
@@ -572,20 +619,28 @@ static int global_start(void) {
       snprintf(c->name, sizeof c->name, "cupti");
       atomic_store(&c->gpu_offset_best, INT64_MIN);
       c->header.flags = TOPO_TRACE_F_CUPTI;
-      if (topo_cupti_load(c)) {
-        topo_writer_open(g.writer, c);
-        c->next = g.comms;
-        g.comms = c;
-        g.cupti_comm = c;
-        topo_cupti_begin();
-      } else {
-        free_comm(c);
-        g.cupti = 0;
-      }
+      c->next = g.comms;
+      g.comms = c;
+      g.cupti_comm = c;
     } else {
       g.cupti = 0;
     }
   }
+  atomic_store(&g.cupti_to_start, g.cupti_comm);
+  uint32_t ring = 1;
+  while (ring < (uint32_t)topo_env_int(TOPO_ENV_PROFILER_RING)) ring <<= 1;
+  topo_writer_config wc = {.dir = topo_env_str(TOPO_ENV_PROFILER_DIR), .ring_size = ring,
+                           .idle_flush_ns = topo_env_int(TOPO_ENV_PROFILER_FLUSH_MS) * 1000000LL,
+                           .tick = reap, .on_start = cupti_start};
+  g.writer = topo_writer_start(&wc);
+  if (!g.writer) {
+    if (g.cupti_comm) free_comm(g.cupti_comm);
+    g.comms = g.cupti_comm = NULL;
+    pool_destroy(&g.pools[POOL_PARENTS]);
+    pool_destroy(&g.pools[POOL_CHILDREN]);
+    return -1;
+  }
+  if (g.nvtx) g.nvtx = topo_nvtx_init();
   g.generation_started = 1;
   return 0;
 }
@@ -593,7 +648,7 @@ static int global_start(void) {
 /* The last finalize. When the writer does not finish in time (a file system that stopped
  * answering) it is left to finish the files on its own, and its comms stay allocated for it. */
 static void global_stop(void) {
-  if (g.cupti_comm) topo_cupti_stop();
+  cupti_stop(g.wait_ns);
   atomic_store(&g.mask_ptr, NULL);
   if (topo_writer_stop(g.writer, g.wait_ns, 1)) {
     while (g.comms) {
@@ -724,7 +779,7 @@ ncclResult_t topo_prof_finalize(void *ctx) {
    * whatever NCCL never stopped. */
   release_holds(c);
   topo_pool *p = &g.pools[POOL_PARENTS];
-  for (uint32_t i = 1; i <= p->n; i++) {
+  for (uint32_t i = 1, n = pool_used(p); i <= n; i++) {
     topo_obj *o = &p->objs[i];
     if (atomic_load_explicit(&o->comm, memory_order_relaxed) == c &&
         (uint32_t)atomic_load_explicit(&o->refgen, memory_order_acquire) != 0)
@@ -766,7 +821,7 @@ __attribute__((destructor)) static void at_exit_flush(void) {
   if (pthread_mutex_timedlock(&g.lock, &deadline) != 0) return;
   atomic_store(&g.exiting, 1);
   if (g.generation_started) {
-    if (g.cupti_comm) topo_cupti_stop();
+    cupti_stop(wait_ns);
     atomic_store(&g.mask_ptr, NULL);
     release_holds(NULL);
     topo_writer_stop(g.writer, wait_ns, 0);

@@ -15,7 +15,7 @@
 // (CUDA_INJECTION64_PATH, Nsight Systems' NSYS_* variables) counts as another client for the
 // life of the process and CUPTI is then never loaded.
 //
-// Threads: topo_cupti_configure/load/begin run on the first init's thread, topo_cupti_poll on the
+// Threads: topo_cupti_configure runs on the first init's thread, topo_cupti_load/begin/poll on the
 // writer thread, topo_cupti_stop at the last finalize or exit; all of them under api_lock. CUPTI's
 // threads (or the caller of a flush) run the buffer callbacks, under out_lock. libcupti is
 // dlopen'ed (never linked) and never unloaded.

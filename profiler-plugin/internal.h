@@ -59,6 +59,8 @@ typedef struct topo_writer_config {
   /* Periodic work on the writer thread (reaping overdue collectives); returns when it next
    * wants to run (monotonic ns, INT64_MAX = nothing pending). NULL = none. */
   int64_t (*tick)(int64_t now_ns);
+  /* Run on the writer thread before anything else (starting CUPTI). NULL = none. */
+  void (*on_start)(topo_writer *w);
 } topo_writer_config;
 
 /* The longest TOPO_PROFILER_DIR the writer accepts (bytes, without the NUL); a longer one is
@@ -101,10 +103,11 @@ int topo_cupti_configure(void);
 /* The mode in words, for the init log line. */
 const char *topo_cupti_describe(void);
 /* Before the file of `c` (the process-wide comm) is opened: look for an injected CUPTI client,
- * else dlopen CUPTI and set c's CUPTI clock offset. Touches no CUPTI state. 0 = mode off. */
+ * else dlopen CUPTI and set c's CUPTI clock offset. Touches no CUPTI state. 0 = mode off.
+ * The writer thread as it starts (dlopen of CUPTI costs milliseconds: not on the init thread). */
 int topo_cupti_load(topo_comm *c);
 /* After that file is handed to the writer: write FAILED when CUPTI could not be loaded, else
- * open the first window (or DECLINE it). First init's thread. */
+ * open the first window (or DECLINE it). The writer thread as it starts. */
 void topo_cupti_begin(void);
 /* Training traffic has begun: an operation of >= TOPO_CUPTI_TRAFFIC_BYTES was issued. In the
  * window mode the first window opens at init; when the first large collective comes after it

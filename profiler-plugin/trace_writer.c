@@ -65,6 +65,7 @@ struct topo_writer {
   _Atomic(topo_comm *) leaving;     /* finalized comms (->leave_next) not yet seen */
   pthread_t thread;
   int64_t (*tick)(int64_t now_ns);
+  void (*on_start)(topo_writer *w);
   int64_t idle_flush_ns, batch_ns;
   char dir[TOPO_WRITER_DIR_MAX + 1];
   /* Writer thread only. */
@@ -462,6 +463,7 @@ static void finish(topo_writer *w) {
 static void *writer_main(void *arg) {
   topo_writer *w = arg;
   pthread_setname_np(pthread_self(), "topo-writer");
+  if (w->on_start) w->on_start(w);
   for (;;) {
     take_arrivals(w);
     if (atomic_load_explicit(&w->stop, memory_order_acquire)) break;
@@ -506,6 +508,7 @@ topo_writer *topo_writer_start(const topo_writer_config *cfg) {
   if (w->batch_ns < BATCH_MIN_NS) w->batch_ns = BATCH_MIN_NS;
   if (w->batch_ns > BATCH_MAX_NS) w->batch_ns = BATCH_MAX_NS;
   w->tick = cfg->tick;
+  w->on_start = cfg->on_start;
   /* The writer takes no signal of the host's: they go to the host's own threads. */
   sigset_t all, old;
   sigfillset(&all);

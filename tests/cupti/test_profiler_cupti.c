@@ -91,10 +91,26 @@ static void sleep_ms(int ms) {
     if (!(cond)) fail_msg("timed out after %d ms waiting for %s", (ms), #cond);   \
   } while (0)
 
+/* CUPTI is loaded and started on the profiler's writer thread right after the first init; its
+ * process-wide trace file appears once that is done. */
+static void wait_for_cupti_stream(void) {
+  for (int waited = 0; waited < 5000; waited += 2) {
+    char **paths;
+    size_t n = test_trace_list(dir, &paths);
+    int found = 0;
+    for (size_t i = 0; i < n; i++) found |= strstr(strrchr(paths[i], '/'), "-cupti") != NULL;
+    test_trace_free_list(paths, n);
+    if (found) return;
+    sleep_ms(2);
+  }
+  fail_msg("no CUPTI stream 5 s after init");
+}
+
 static void init(topo_host_profiler *p, uint64_t hash) {
   assert_int_equal(topo_host_profiler_load(p, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28), TOPO_OK);
   assert_int_equal(topo_host_profiler_init(p, hash, NULL, 1, 2, 0, topo_host_log), ncclSuccess);
   assert_non_null(p->ctx);
+  wait_for_cupti_stream();
 }
 
 static void one_collective(topo_host_profiler *p) {
