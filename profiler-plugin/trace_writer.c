@@ -144,8 +144,49 @@ static int first_io_warning(topo_writer *w, topo_comm *c) {
   return 1;
 }
 
-/* Create the file of `c` (O_CREAT|O_EXCL|O_NOFOLLOW, 0640) and write its header; on failure warn
- * once per generation and leave c->fd = -1 (its records are then counted as TOPO_DROP_IO). */
+/* Create `path` (its name starts at path + name_at, inside the directory `dfd` when >= 0) with
+ * its header already written, never through a link and never over an existing file (EEXIST):
+ * an unnamed O_TMPFILE file gets its name only once the header is on disk, so a process killed
+ * at any moment leaves no trace without a whole header; where the file system has no O_TMPFILE
+ * (or /proc is missing) the name is created directly with O_EXCL. Returns the descriptor, or -1
+ * with errno (and *header_failed set when the header could not be written). */
+static int create_with_header(topo_writer *w, int dfd, const char *path, size_t name_at,
+                              const topo_trace_header *h, int *header_failed) {
+  struct iovec iov = {(void *)h, sizeof *h};
+  if (dfd >= 0) {
+    int fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0640);
+    if (fd >= 0) {
+      if (write_all(w, fd, &iov, 1) != 0) {
+        int e = errno;
+        close(fd);
+        *header_failed = 1;
+        errno = e;
+        return -1;
+      }
+      char proc[64];
+      snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+      if (linkat(AT_FDCWD, proc, dfd, path + name_at, AT_SYMLINK_FOLLOW) == 0) return fd;
+      int e = errno;
+      close(fd);
+      errno = e;
+      if (e == EEXIST) return -1;
+    }
+  }
+  int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int fd = dfd >= 0 ? openat(dfd, path + name_at, flags, 0640) : open(path, flags, 0640);
+  if (fd < 0) return -1;
+  if (write_all(w, fd, &iov, 1) != 0) {
+    int e = errno;
+    close(fd);
+    *header_failed = 1;
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
+/* Create the file of `c` (mode 0640) with its header; on failure warn once per generation and
+ * leave c->fd = -1 (its records are then counted as TOPO_DROP_IO). */
 static void open_file(topo_writer *w, topo_comm *c) {
   char host[64] = "unknown";
   gethostname(host, sizeof host - 1);
@@ -199,7 +240,8 @@ static void open_file(topo_writer *w, topo_comm *c) {
                 "are counted as dropped, the job is unaffected", w->dir);
     return;
   }
-  for (int attempt = 0; attempt < 100 && c->fd < 0; attempt++) {
+  int header_failed = 0;
+  for (int attempt = 0; attempt < 100 && c->fd < 0 && !header_failed; attempt++) {
     char suffix[16] = "";
     if (attempt) snprintf(suffix, sizeof suffix, ".%d", attempt);
     if (c->rank >= 0)
@@ -208,9 +250,7 @@ static void open_file(topo_writer *w, topo_comm *c) {
     else
       snprintf(c->path, sizeof c->path, "%s/topo-%s-%u-%s%s.trace", w->dir, host, h->pid,
                label, suffix);
-    int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-    c->fd = dfd >= 0 ? openat(dfd, c->path + strlen(w->dir) + 1, flags, 0640)
-                     : open(c->path, flags, 0640);
+    c->fd = create_with_header(w, dfd, c->path, strlen(w->dir) + 1, h, &header_failed);
     if (c->fd < 0 && errno != EEXIST) break;
   }
   if (dfd >= 0) {
@@ -218,18 +258,12 @@ static void open_file(topo_writer *w, topo_comm *c) {
     close(dfd);
     errno = e;
   }
-  if (c->fd < 0) {
-    if (!w->dir_warned++)
-      TOPO_WARN("TOPO/Profiler: cannot create %s (%s); records are counted as dropped, the job "
-                "is unaffected", c->path, strerror(errno));
-    return;
-  }
-  struct iovec iov = {h, sizeof *h};
-  if (write_all(w, c->fd, &iov, 1) != 0) {
+  if (c->fd < 0 && header_failed) {
     if (first_io_warning(w, c))
       TOPO_WARN("TOPO/Profiler: writing the header of %s failed (%s)", c->path, strerror(errno));
-    close(c->fd);
-    c->fd = -1;
+  } else if (c->fd < 0 && !w->dir_warned++) {
+    TOPO_WARN("TOPO/Profiler: cannot create %s (%s); records are counted as dropped, the job "
+              "is unaffected", c->path, strerror(errno));
   }
 }
 

@@ -10,6 +10,16 @@
 #include "clock.h"
 #include "profiler_driver.h"
 
+static volatile int forked_from_threads;
+
+void rel_forked_child(void) { forked_from_threads = 1; }
+
+#ifdef __SANITIZE_ADDRESS__
+/* LeakSanitizer's hook (sanitizer/lsan_interface.h): non-zero skips the leak check at exit. */
+__attribute__((visibility("default"))) int __lsan_is_turned_off(void);
+int __lsan_is_turned_off(void) { return forked_from_threads; }
+#endif
+
 int64_t rel_now_ms(void) { return topo_clock_monotonic_ns() / 1000000; }
 
 void rel_sleep_ms(int ms) {

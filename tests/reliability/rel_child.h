@@ -34,6 +34,11 @@ rel_result rel_wait(pid_t pid, int64_t started_ns, int timeout_ms);
 /* "exited with 0" in words for a failure message: "exit 0", "signal 11", "killed after 10000 ms". */
 const char *rel_describe(const rel_result *r, char *buf, size_t n);
 
+/* Call first thing in a child forked from a process with threads: under LeakSanitizer, its exit
+ * skips the leak check, which can deadlock on an allocator lock another thread held at the fork
+ * (an LSan limitation; the plugin's silent child allocates nothing). */
+void rel_forked_child(void);
+
 /* One AllReduce (2 kernel channels, GPU times derived from seq) on `p` as rank `rank`. */
 void rel_allreduce(topo_host_profiler *p, int rank, uint64_t seq);
 void rel_sleep_ms(int ms);

@@ -37,6 +37,7 @@ static void job(void *arg) {
   pid_t child = fork();
   REL_CHECK(child >= 0);
   if (child == 0) {
+    rel_forked_child();
     if (what == CHILD_FINALIZES) REL_CHECK(topo_host_profiler_finalize(&p) == ncclSuccess);
     if (what == CHILD_PROFILES) {
       topo_host_profiler q;

@@ -84,11 +84,13 @@ INTERPOSE int openat(int dfd, const char *path, int flags, ...) {
 #define A_OPS 300     /* more than the ring holds */
 
 static const char *trace_dir;
+static int64_t longest_init_ms, longest_finalize_ms;
 
 static void load_init(topo_host_profiler *p, uint64_t hash, int rank) {
   REL_CHECK(topo_host_profiler_load(p, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28) == TOPO_OK);
   int64_t t = rel_now_ms();
   REL_CHECK(topo_host_profiler_init(p, hash, "hung", 1, 4, rank, NULL) == ncclSuccess);
+  if (rel_now_ms() - t > longest_init_ms) longest_init_ms = rel_now_ms() - t;
   if (rel_now_ms() - t > SLACK_MS) {
     fprintf(stderr, "child: init took %lld ms\n", (long long)(rel_now_ms() - t));
     _exit(1);
@@ -99,6 +101,7 @@ static void load_init(topo_host_profiler *p, uint64_t hash, int rank) {
 static void finalize_in_time(topo_host_profiler *p) {
   int64_t t = rel_now_ms();
   REL_CHECK(topo_host_profiler_finalize(p) == ncclSuccess);
+  if (rel_now_ms() - t > longest_finalize_ms) longest_finalize_ms = rel_now_ms() - t;
   if (rel_now_ms() - t > WAIT_MS + SLACK_MS) {
     fprintf(stderr, "child: finalize took %lld ms\n", (long long)(rel_now_ms() - t));
     _exit(1);
@@ -137,6 +140,9 @@ static void hung_job(void *arg) {
   for (uint64_t i = 0; i < 5; i++) rel_allreduce(&c, 2, i);
   finalize_in_time(&b);
   finalize_in_time(&c); /* the last one: the writer is left to finish on its own */
+  fprintf(stderr, "while the file system hung: longest init %lld ms, longest finalize %lld ms "
+          "(TOPO_PROFILER_WAIT_MS=%d)\n", (long long)longest_init_ms,
+          (long long)longest_finalize_ms, WAIT_MS);
   atomic_store(&hang, 0);
   for (int ms = 0; !footers_written(3) && ms < 10000; ms += 5) rel_sleep_ms(5);
   REL_CHECK(footers_written(3));
@@ -220,6 +226,8 @@ static void test_exit_returns_while_the_file_system_hangs(void **s) {
   char how[64];
   if (r.timed_out || !WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0)
     fail_msg("the job ended with %s", rel_describe(&r, how, sizeof how));
+  print_message("exit with the file system hung: the process ended %lld ms after it started\n",
+                (long long)r.elapsed_ms);
   assert_true(r.elapsed_ms < 100 + 50 + WAIT_MS + 2 * SLACK_MS);
   char **paths;
   size_t n = test_trace_list(dir, &paths);
