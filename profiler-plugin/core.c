@@ -70,6 +70,8 @@ typedef struct topo_pool {
   size_t bytes;
   uint32_t n;
   atomic_uint fresh;   /* the lowest index never handed out (n + 1 once all were) */
+  uint32_t resident;   /* writer thread: objects up to this index have their pages faulted in */
+  atomic_uint resident_pub; /* the same, for callbacks: past it a fresh object wakes the writer */
   atomic_ullong head;  /* tag << 32 | index of the first returned object (0 = none) */
 } topo_pool;
 
@@ -190,6 +192,8 @@ static int pool_create(topo_pool *p, uint32_t n) {
   p->objs = topo_map(p->bytes);
   if (!p->objs) return -1;
   p->n = n;
+  p->resident = 0;
+  atomic_init(&p->resident_pub, 0);
   atomic_init(&p->fresh, 1);
   atomic_init(&p->head, 0);
   return 0;
@@ -206,7 +210,7 @@ static uint32_t pool_used(topo_pool *p) {
   return f - 1 < p->n ? f - 1 : p->n;
 }
 
-static uint32_t pool_pop(topo_pool *p) {
+static uint32_t pool_pop(topo_pool *p, topo_writer *writer) {
   uint64_t head = atomic_load_explicit(&p->head, memory_order_acquire);
   for (;;) {
     uint32_t idx = (uint32_t)head;
@@ -220,8 +224,12 @@ static uint32_t pool_pop(topo_pool *p) {
   uint32_t fresh = atomic_load_explicit(&p->fresh, memory_order_relaxed);
   while (fresh <= p->n)
     if (atomic_compare_exchange_weak_explicit(&p->fresh, &fresh, fresh + 1, memory_order_acq_rel,
-                                              memory_order_relaxed))
+                                              memory_order_relaxed)) {
+      /* Growing towards pages not yet faulted in: the writer should fault them in now. */
+      if (fresh + 32 > atomic_load_explicit(&p->resident_pub, memory_order_relaxed))
+        topo_writer_wake(writer);
       return fresh;
+    }
   return 0;
 }
 
@@ -236,11 +244,11 @@ static void pool_push(topo_pool *p, uint32_t idx) {
   }
 }
 
-/* Take a free object; returns its index (0: pool empty) and its current generation. The
+/* Take a free object for `c`; returns its index (0: pool empty) and its current generation. The
  * caller initialises it and then publishes it with obj_publish. */
-static uint32_t obj_alloc(int pool, uint32_t *gen) {
+static uint32_t obj_alloc(int pool, const topo_comm *c, uint32_t *gen) {
   topo_pool *p = &g.pools[pool];
-  uint32_t idx = pool_pop(p);
+  uint32_t idx = pool_pop(p, c->writer);
   if (!idx) return 0;
   topo_obj *o = &p->objs[idx];
   *gen = (uint32_t)(atomic_load_explicit(&o->refgen, memory_order_relaxed) >> 32);
@@ -512,11 +520,26 @@ static void next_op(const topo_comm *c, int func, uint64_t bytes, int asked) {
   set_mask(m);
 }
 
+/* Writer thread: fault in the pages of the objects a pool will hand out next (as many again as
+ * are in use, 64 to 1024 of them), so that a growing number of operations in flight takes no
+ * page fault inside a callback. An atomic add of 0 does not change what a callback may be
+ * storing to the same word at the same moment. */
+static void fault_pool_ahead(topo_pool *p) {
+  uint32_t used = pool_used(p);
+  uint32_t ahead = used < 64 ? 64 : used > 1024 ? 1024 : used;
+  uint32_t want = used + ahead > p->n ? p->n : used + ahead;
+  for (; p->resident < want; p->resident++)
+    atomic_fetch_add_explicit(&p->objs[p->resident + 1].refgen, 0, memory_order_relaxed);
+  atomic_store_explicit(&p->resident_pub, p->resident, memory_order_relaxed);
+}
+
 /* Writer-thread tick: complete collectives whose kernel channels are overdue. Returns when it
  * wants to look again: while collectives are on hold, every REAP_NS; else never (the writer still
  * wakes at least once a second, which catches holds that appear meanwhile). */
 #define REAP_NS 100000000LL /* plenty for a timeout of seconds; a scan of 8192 objects is ~10 us */
 static int64_t reap(int64_t now) {
+  fault_pool_ahead(&g.pools[POOL_PARENTS]);
+  fault_pool_ahead(&g.pools[POOL_CHILDREN]);
   if (now - g.last_reap < REAP_NS) return g.held_seen ? g.last_reap + REAP_NS : INT64_MAX;
   g.last_reap = now;
   g.held_seen = 0;
@@ -895,7 +918,7 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c) {
     atomic_store_explicit(&c->learned_rank, d->rank, memory_order_relaxed);
     atomic_store_explicit(&c->learned_hash, d->comm_hash, memory_order_relaxed);
   }
-  uint32_t idx = obj_alloc(POOL_PARENTS, &gen);
+  uint32_t idx = obj_alloc(POOL_PARENTS, c, &gen);
   if (!idx) {
     count_drop(c, TOPO_DROP_COLL);
     return NULL;
@@ -970,7 +993,7 @@ static void *start_child(const topo_prof_descr *d, topo_comm *c) {
     uint32_t pidx = (uint32_t)(parent - g.pools[POOL_PARENTS].objs);
     return (void *)(uintptr_t)KCH_HANDLE(d->channel, pidx, pgen);
   }
-  uint32_t idx = obj_alloc(POOL_CHILDREN, &gen);
+  uint32_t idx = obj_alloc(POOL_CHILDREN, c, &gen);
   if (!idx) {
     obj_release(parent);
     count_drop(c, TOPO_DROP_CHILD);

@@ -70,6 +70,7 @@ struct topo_writer {
   char dir[TOPO_WRITER_DIR_MAX + 1];
   /* Writer thread only. */
   uint64_t deq;
+  uint64_t resident;                /* cells below this index have their pages faulted in */
   topo_comm *all;                   /* every comm adopted (->writer_next) */
   topo_comm *active;                /* comms with a partial block (->active_next) */
   topo_comm *closing;               /* finalized, waiting for their records (->leave_next) */
@@ -93,7 +94,7 @@ static void wake(topo_writer *w) {
 }
 
 void topo_writer_wake(topo_writer *w) {
-  if (w) wake(w);
+  if (w && atomic_load_explicit(&w->sleep, memory_order_relaxed) != AWAKE) wake(w);
 }
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -398,6 +399,24 @@ static uint64_t drain(topo_writer *w, int64_t now, uint64_t limit, int count_onl
   return n;
 }
 
+/* Fault the ring's pages in ahead of the producers (as far ahead as they have come, at most a
+ * quarter ring, at least 64 KiB), so that their first lap through the ring takes no page fault
+ * inside a callback while resident memory still follows use. An atomic add of 0 dirties a page
+ * without changing a value a producer may be storing at the same moment. */
+static void fault_ring_ahead(topo_writer *w) {
+  uint64_t size = w->mask + 1;
+  if (w->resident >= size) return;
+  uint64_t enq = atomic_load_explicit(&w->enq, memory_order_relaxed);
+  if (enq == 0) return; /* no traffic yet */
+  uint64_t ahead = enq < w->wake_every ? enq : w->wake_every;
+  uint64_t want = enq + ahead + (65536 / sizeof(cell));
+  if (want > size) want = size;
+  uint64_t step = (uint64_t)sysconf(_SC_PAGESIZE) / sizeof(cell);
+  if (step == 0) step = 1;
+  for (; w->resident < want; w->resident += step)
+    atomic_fetch_add_explicit(&w->cells[w->resident].seq, 0, memory_order_relaxed);
+}
+
 /* Comms handed over by init, adopted in the order they came. */
 static void take_arrivals(topo_writer *w) {
   topo_comm *list = atomic_exchange_explicit(&w->arriving, NULL, memory_order_acquire), *rev = NULL;
@@ -503,6 +522,7 @@ static void *writer_main(void *arg) {
     if (atomic_load_explicit(&w->stop, memory_order_acquire)) break;
     int64_t now = topo_clock_monotonic_ns();
     uint64_t n = drain(w, now, UINT64_MAX, 0);
+    fault_ring_ahead(w);
     int waiting = close_ready(w);
     int64_t due = flush_idle(w, now);
     /* The tick and the CUPTI schedule belong to the live generation: a writer asked to stop (a
