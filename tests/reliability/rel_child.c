@@ -2,6 +2,11 @@
 // Child-process helpers of the reliability tests (see rel_child.h).
 #include "rel_child.h"
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
 #include <signal.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -71,6 +76,22 @@ const char *rel_describe(const rel_result *r, char *buf, size_t n) {
   else
     snprintf(buf, n, "exit %d", WEXITSTATUS(r->status));
   return buf;
+}
+
+void rel_assert_exited_cleanly(const rel_result *r) {
+  char how[64];
+  if (r->timed_out || !WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0)
+    fail_msg("the job ended with %s", rel_describe(r, how, sizeof how));
+}
+
+long rel_rss_kb(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long size = 0, resident = 0;
+  if (f) {
+    if (fscanf(f, "%ld %ld", &size, &resident) != 2) resident = 0;
+    fclose(f);
+  }
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
 void rel_allreduce(topo_host_profiler *p, int rank, uint64_t seq) {

@@ -2,7 +2,8 @@
 /*
  * Helpers of the reliability tests that run a profiler job in a forked child: run it with a time
  * limit (a hang is a failed test, not a stuck CI), check inside the child (a failed check exits
- * it with 1), and issue NCCL-shaped collectives through the plugin host.
+ * it with 1) and its end in the test, measure its memory, and issue NCCL-shaped collectives
+ * through the plugin host.
  */
 #ifndef TOPO_TEST_REL_CHILD_H
 #define TOPO_TEST_REL_CHILD_H
@@ -33,6 +34,10 @@ rel_result rel_run_child(void (*body)(void *), void *arg, int timeout_ms);
 rel_result rel_wait(pid_t pid, int64_t started_ns, int timeout_ms);
 /* "exited with 0" in words for a failure message: "exit 0", "signal 11", "killed after 10000 ms". */
 const char *rel_describe(const rel_result *r, char *buf, size_t n);
+/* Fail the current cmocka test unless the child exited with status 0 in time. */
+void rel_assert_exited_cleanly(const rel_result *r);
+/* Resident memory of the calling process, kB (/proc/self/statm). */
+long rel_rss_kb(void);
 
 /* Call first thing in a child forked from a process with threads: under LeakSanitizer, its exit
  * skips the leak check, which can deadlock on an allocator lock another thread held at the fork

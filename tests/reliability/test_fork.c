@@ -65,9 +65,7 @@ static void run(enum child_does what) {
   setenv("TOPO_PROFILER_EVENTS", "coll,kernel", 1);
   setenv("TOPO_PROFILER_CUPTI", "off", 1);
   rel_result r = rel_run_child(job, (void *)(intptr_t)what, 20000);
-  char how[64];
-  if (r.timed_out || !WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0)
-    fail_msg("the job ended with %s", rel_describe(&r, how, sizeof how));
+  rel_assert_exited_cleanly(&r);
   char **paths;
   size_t n = test_trace_list(dir, &paths);
   assert_int_equal(n, 1); /* the parent's; none of the child's */

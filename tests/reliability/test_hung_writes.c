@@ -173,9 +173,7 @@ static void test_init_and_finalize_return_while_the_file_system_hangs(void **s) 
   char dir[] = "/tmp/topo-hung-XXXXXX";
   set_env(dir);
   rel_result r = rel_run_child(hung_job, NULL, 30000);
-  char how[64];
-  if (r.timed_out || !WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0)
-    fail_msg("the job ended with %s", rel_describe(&r, how, sizeof how));
+  rel_assert_exited_cleanly(&r);
   char **paths;
   size_t n = test_trace_list(dir, &paths);
   assert_int_equal(n, 4);
@@ -223,9 +221,7 @@ static void test_exit_returns_while_the_file_system_hangs(void **s) {
   char dir[] = "/tmp/topo-hung-exit-XXXXXX";
   set_env(dir);
   rel_result r = rel_run_child(exit_job, NULL, 15000);
-  char how[64];
-  if (r.timed_out || !WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0)
-    fail_msg("the job ended with %s", rel_describe(&r, how, sizeof how));
+  rel_assert_exited_cleanly(&r);
   print_message("exit with the file system hung: the process ended %lld ms after it started\n",
                 (long long)r.elapsed_ms);
   assert_true(r.elapsed_ms < 100 + 50 + WAIT_MS + 2 * SLACK_MS);

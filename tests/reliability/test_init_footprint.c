@@ -19,28 +19,18 @@
 #include "rel_child.h"
 #include "trace_read.h"
 
-static long rss_kb(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
-  long size = 0, resident = 0;
-  if (f) {
-    if (fscanf(f, "%ld %ld", &size, &resident) != 2) resident = 0;
-    fclose(f);
-  }
-  return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 static void job(void *arg) {
   (void)arg;
   topo_host_profiler p;
   REL_CHECK(topo_host_profiler_load(&p, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28) == TOPO_OK);
-  long before = rss_kb();
+  long before = rel_rss_kb();
   REL_CHECK(topo_host_profiler_init(&p, 0xf007, "footprint", 1, 2, 0, NULL) == ncclSuccess);
   REL_CHECK(p.ctx != NULL);
-  long grown = rss_kb() - before;
+  long grown = rel_rss_kb() - before;
   fprintf(stderr, "first init: +%ld kB resident\n", grown);
   REL_CHECK(grown <= 1024);
   for (uint64_t i = 0; i < 20000; i++) rel_allreduce(&p, 0, i);
-  fprintf(stderr, "after 20000 collectives: +%ld kB resident\n", rss_kb() - before);
+  fprintf(stderr, "after 20000 collectives: +%ld kB resident\n", rel_rss_kb() - before);
   REL_CHECK(topo_host_profiler_finalize(&p) == ncclSuccess);
 }
 
@@ -51,9 +41,7 @@ static void test_first_init_stays_under_a_megabyte_until_traffic(void **s) {
   setenv("TOPO_PROFILER_DIR", dir, 1);
   setenv("TOPO_PROFILER_CUPTI", "off", 1); /* CUPTI's own library is not the profiler's memory */
   rel_result r = rel_run_child(job, NULL, 30000);
-  char how[64];
-  if (r.timed_out || !WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0)
-    fail_msg("the job ended with %s", rel_describe(&r, how, sizeof how));
+  rel_assert_exited_cleanly(&r);
   char **paths;
   size_t n = test_trace_list(dir, &paths);
   assert_int_equal(n, 1);

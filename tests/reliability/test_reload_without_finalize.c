@@ -22,16 +22,6 @@
 #define COMMS 2
 #define OPS 500
 
-static long rss_kb(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
-  long size = 0, resident = 0;
-  if (f) {
-    if (fscanf(f, "%ld %ld", &size, &resident) != 2) resident = 0;
-    fclose(f);
-  }
-  return resident * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 static void job(void *arg) {
   (void)arg;
   long after_two = 0;
@@ -47,9 +37,9 @@ static void job(void *arg) {
       for (int c = 0; c < COMMS; c++) rel_allreduce(&p[c], c, i);
     for (int c = 0; c < COMMS; c++) topo_host_profiler_unload(&p[c]); /* no finalize */
     rel_sleep_ms(20); /* written: the quiet communicators give their block buffers back */
-    if (cycle == 1) after_two = rss_kb();
+    if (cycle == 1) after_two = rel_rss_kb();
   }
-  long growth = rss_kb() - after_two;
+  long growth = rel_rss_kb() - after_two;
   fprintf(stderr, "RSS grew by %ld kB over %d loads without finalize\n", growth, CYCLES - 2);
   REL_CHECK(growth < 2048);
   exit(0);
@@ -65,9 +55,7 @@ static void test_reload_without_finalize_keeps_memory_flat_and_traces_whole(void
   setenv("TOPO_PROFILER_FLUSH_MS", "5", 1);
   setenv("TOPO_PROFILER_RING", "4096", 1); /* its pages all resident after the first cycles */
   rel_result r = rel_run_child(job, NULL, 60000);
-  char how[64];
-  if (r.timed_out || !WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0)
-    fail_msg("the job ended with %s", rel_describe(&r, how, sizeof how));
+  rel_assert_exited_cleanly(&r);
   char **paths;
   size_t n = test_trace_list(dir, &paths);
   assert_int_equal(n, CYCLES * COMMS);
