@@ -696,7 +696,7 @@ ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t com
                             const char *comm_name, int nnodes, int nranks, int rank,
                             ncclDebugLogger_t logger) {
   if (ctx) *ctx = NULL;
-  /* A child forked after the profiler started stays silent (docs/profiler.md). */
+  /* A child forked while a communicator was open stays silent (docs/profiler.md). */
   if (atomic_load(&g.forked)) return ncclSuccess;
   topo_log_set_component("TOPO/Profiler");
   if (logger) topo_log_set_logger(logger);
@@ -713,8 +713,8 @@ ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t com
     return ncclSuccess;
   }
   pthread_mutex_lock(&g.lock);
-  if (atomic_load(&g.exiting)) goto fail;
   topo_comm *c = NULL;
+  if (atomic_load(&g.exiting)) goto fail; /* the exit flush ran: nothing more is written */
   if (g.users == 0) {
     topo_env_reset_warnings(); /* once per generation, as when NCCL loaded the plugin afresh */
     topo_env_check_unknown();
@@ -810,8 +810,8 @@ ncclResult_t topo_prof_finalize(void *ctx) {
   }
   pthread_mutex_unlock(&g.lock);
   /* Outside the mutex: other communicators' init and finalize do not wait behind this one. The
-   * context stays listed (so allocated) until the last finalize, which is not this one before
-   * g.users drops below. */
+   * context stays allocated: only the last finalize frees contexts, and this one still counts in
+   * g.users. */
   topo_writer_close(c, g.wait_ns);
   pthread_mutex_lock(&g.lock);
   if (--g.users == 0 && !atomic_load(&g.exiting)) global_stop();

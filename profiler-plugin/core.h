@@ -5,7 +5,9 @@
  * event pools, the per-communicator contexts, the sampling of kernel-channel events through the
  * activation mask, NVTX ranges and the hand-off of finished records to the trace writer.
  *
- * Threads: init/finalize on communicator init/destroy threads (serialised by a mutex inside);
+ * Threads: init/finalize on communicator init/destroy threads (serialised by a mutex inside,
+ * which finalize does not hold while it waits for the trace writer, at most
+ * TOPO_PROFILER_WAIT_MS);
  * start/stop/state on any thread, concurrently, lock-free, no allocation, no I/O.
  * Failure: nothing here ever fails NCCL; a full pool returns a NULL handle and counts a drop.
  */

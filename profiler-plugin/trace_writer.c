@@ -106,11 +106,23 @@ static void pause_briefly(void) {
 }
 
 /* ---- files ---- */
+/* Mark a file-system call in progress (topo_writer_close does not wait on a writer stuck in one
+ * longer than its wait); nested marks keep the outermost start. */
+static int io_begin(topo_writer *w) {
+  if (atomic_load_explicit(&w->io_since, memory_order_relaxed)) return 0;
+  atomic_store_explicit(&w->io_since, topo_clock_monotonic_ns(), memory_order_relaxed);
+  return 1;
+}
+
+static void io_end(topo_writer *w, int began) {
+  if (began) atomic_store_explicit(&w->io_since, 0, memory_order_relaxed);
+}
+
 static int write_all(topo_writer *w, int fd, const struct iovec *iov, int n) {
   struct iovec v[3];
   memcpy(v, iov, sizeof(*iov) * (size_t)n);
   int i = 0, rc = 0;
-  atomic_store_explicit(&w->io_since, topo_clock_monotonic_ns(), memory_order_relaxed);
+  int began = io_begin(w);
   while (i < n) {
     ssize_t k = writev(fd, v + i, n - i);
     if (k < 0) {
@@ -125,7 +137,7 @@ static int write_all(topo_writer *w, int fd, const struct iovec *iov, int n) {
     }
   }
   int e = errno;
-  atomic_store_explicit(&w->io_since, 0, memory_order_relaxed);
+  io_end(w, began);
   errno = e;
   return rc;
 }
@@ -274,7 +286,9 @@ static void adopt(topo_writer *w, topo_comm *c) {
   c->adopted = 1;
   c->writer_next = w->all;
   w->all = c;
+  int began = io_begin(w);
   open_file(w, c);
+  io_end(w, began);
 }
 
 /* Write the current partial block of `c` (plus its STATS record). */
@@ -365,9 +379,9 @@ static void close_comm(topo_writer *w, topo_comm *c) {
         c->header.comm_hash = learned;
         c->header.rank = atomic_load(&c->learned_rank);
       }
-      atomic_store_explicit(&w->io_since, topo_clock_monotonic_ns(), memory_order_relaxed);
+      int began = io_begin(w);
       ssize_t k = pwrite(c->fd, &c->header, sizeof c->header, 0);
-      atomic_store_explicit(&w->io_since, 0, memory_order_relaxed);
+      io_end(w, began);
       if (k != (ssize_t)sizeof c->header && first_io_warning(w, c))
         TOPO_WARN("TOPO/Profiler: updating the header of %s failed", c->path);
     }
