@@ -188,6 +188,22 @@ static void test_chrome_array_format_and_old_kernel_names(void **state) {
   assert_int_equal(func, 3);
   assert_int_equal(algo, 4);
   assert_int_equal(proto, 2);
+  assert_true(rp_nccl_kernel_parse("ncclDevKernel_AllReduce_Sum_f32_NVLS_TREE_SIMPLE(ncclDevKernelArgsStorage<4096ul>)",
+                                   &func, &algo, &proto));
+  assert_int_equal(func, 4);
+  assert_int_equal(algo, 5); /* NVLS_TREE, not NVLS */
+  assert_int_equal(proto, 2);
+  assert_true(rp_nccl_kernel_parse("ncclDevKernel_AllReduce_Sum_bf16_COLLNET_DIRECT_LL", &func, &algo, &proto));
+  assert_int_equal(algo, 2);
+  assert_int_equal(proto, 0);
+  assert_true(rp_nccl_kernel_parse("ncclKernel_Reduce_TREE_LL_Sum_float", &func, &algo, &proto));
+  assert_int_equal(func, 1); /* Reduce, not ReduceScatter */
+  assert_int_equal(algo, 0);
+  assert_int_equal(proto, 0);
+  assert_true(rp_nccl_kernel_parse("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", &func, &algo, &proto));
+  assert_int_equal(func, 5);
+  assert_int_equal(algo, -1);
+  assert_int_equal(proto, -1);
   assert_false(rp_nccl_kernel_parse("void at::native::vectorized_elementwise_kernel", &func, &algo, &proto));
 }
 

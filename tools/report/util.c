@@ -165,37 +165,45 @@ const char *rp_proto_name(int proto) {
                                                   : "?";
 }
 
+/* An algorithm NCCL spells in two words of a kernel name (COLLNET_DIRECT, NVLS_TREE); -1 if the
+ * two words are not one. */
+static int algo_of_two(const char *a, const char *b) {
+  char two[64];
+  if ((size_t)snprintf(two, sizeof two, "%s_%s", a, b) >= sizeof two) return -1;
+  return topo_nccl_algo_from_name(two);
+}
+
 /* Names NCCL gives its kernels: ncclDevKernel_AllReduce_Sum_f32_RING_LL(...) (2.19+),
- * ncclKernel_AllReduce_RING_LL_Sum_float(...) (older), ncclDevKernel_SendRecv, nccl*. */
+ * ncclKernel_AllReduce_RING_LL_Sum_float(...) (older), ncclDevKernel_SendRecv, nccl*. The name
+ * up to its parameter list is read as '_'-separated words, each looked up in NCCL's vocabulary
+ * (common/nccl_vocab.h): a collective, an algorithm (one word, or two: COLLNET_DIRECT,
+ * NVLS_TREE), a protocol; the first of each kind counts. */
 int rp_nccl_kernel_parse(const char *name, int *func, int *algo, int *proto) {
   *func = *algo = *proto = -1;
   if (strncmp(name, "nccl", 4) != 0 && !strstr(name, "ncclKernel") && !strstr(name, "ncclDevKernel"))
     return 0;
-  static const struct { const char *s; int f; } funcs[] = {
-      {"AllReduce", 4}, {"ReduceScatter", 3}, {"AllGather", 2}, {"Broadcast", 0},
-      {"SendRecv", 5},  {"Reduce", 1}};
-  const char *end = strchr(name, '(');
-  size_t len = end ? (size_t)(end - name) : strlen(name);
   char base[256];
+  size_t len = strcspn(name, "(");
   if (len >= sizeof base) len = sizeof base - 1;
   memcpy(base, name, len);
   base[len] = 0;
-  for (size_t i = 0; i < sizeof funcs / sizeof *funcs; i++)
-    if (strstr(base, funcs[i].s)) {
-      *func = funcs[i].f;
-      break;
+  char *word[32];
+  int n = 0;
+  for (char *save = NULL, *w = strtok_r(base, "_", &save); w && n < 32; w = strtok_r(NULL, "_", &save))
+    word[n++] = w;
+  for (int i = 0; i < n; i++) {
+    int v;
+    if (*func < 0 && (v = topo_nccl_func_from_name(word[i])) >= 0) {
+      *func = v;
+    } else if (*algo < 0 && i + 1 < n && (v = algo_of_two(word[i], word[i + 1])) >= 0) {
+      *algo = v;
+      i++;
+    } else if (*algo < 0 && (v = topo_nccl_algo_from_name(word[i])) >= 0) {
+      *algo = v;
+    } else if (*proto < 0 && (v = topo_nccl_proto_from_name(word[i])) >= 0) {
+      *proto = v;
     }
-  static const struct { const char *s; int a; } algos[] = {
-      {"_NVLS_TREE", 5}, {"_NVLSTREE", 5}, {"_NVLS", 4}, {"_COLLNET_DIRECT", 2},
-      {"_COLLNET_CHAIN", 3}, {"_RING", 1}, {"_TREE", 0}, {"_PAT", 6}};
-  for (size_t i = 0; i < sizeof algos / sizeof *algos; i++)
-    if (strstr(base, algos[i].s)) {
-      *algo = algos[i].a;
-      break;
-    }
-  if (strstr(base, "_LL128")) *proto = 1;
-  else if (strstr(base, "_LL")) *proto = 0;
-  else if (strstr(base, "_SIMPLE")) *proto = 2;
+  }
   return 1;
 }
 
