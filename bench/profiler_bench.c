@@ -12,8 +12,8 @@
 #include "host_profiler.h"
 
 enum { CB_COLL_START, CB_COLL_STOP, CB_KCH_START, CB_KCH_STATE, CB_KCH_STOP, CB_N };
-static const char *cb_names[CB_N] = {"Coll start", "Coll stop", "KernelCh start",
-                                     "KernelCh state", "KernelCh stop"};
+static const char *cb_names[CB_N] = {"Coll start", "Coll stop", "KernelCh start", "KernelCh state",
+                                     "KernelCh stop"};
 
 static int cmp64(const void *a, const void *b) {
   int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -151,8 +151,10 @@ static void amortized(const char *so, const char *label, int iters) {
   topo_host_profiler_unload(&p);
   qsort(ts, (size_t)n, sizeof(int64_t), cmp64);
   qsort(tp, (size_t)n, sizeof(int64_t), cmp64);
-  printf("  %-18s Coll start %5.1f ns, Coll stop %5.1f ns (median of batches of 32 in flight, "
-         "kernel channels expected)\n", label, ts[n / 2] / 32.0, tp[n / 2] / 32.0);
+  printf(
+      "  %-18s Coll start %5.1f ns, Coll stop %5.1f ns (median of batches of 32 in flight, "
+      "kernel channels expected)\n",
+      label, ts[n / 2] / 32.0, tp[n / 2] / 32.0);
   free(ts);
   free(tp);
 }
@@ -166,8 +168,10 @@ int main(int argc, char **argv) {
   setenv("TOPO_PROFILER_POOL", "65536", 1);
   unsetenv("NVTX_INJECTION64_PATH");
   int64_t overhead = clock_overhead();
-  printf("profiler_bench: %d collectives x 8 kernel channels, clock read overhead %lld ns "
-         "(subtracted), NVTX compiled in, no tool attached\n", iters, (long long)overhead);
+  printf(
+      "profiler_bench: %d collectives x 8 kernel channels, clock read overhead %lld ns "
+      "(subtracted), NVTX compiled in, no tool attached\n",
+      iters, (long long)overhead);
   per_callback(TOPO_BENCH_NULL_SO, "null plugin", iters, 8, overhead);
   per_callback(TOPO_BENCH_PROFILER_SO, "libtopo-profiler", iters, 8, overhead);
   uint64_t bytes = dir_bytes(dir);
@@ -208,9 +212,10 @@ int main(int argc, char **argv) {
   topo_host_profiler_unload(&p);
   uint64_t written = dir_bytes(dir);
   remove_dir(dir);
-  printf("  writer: %d collective records in %.1f ms (%.2f M records/s end to end, producer "
-         "alone %.2f M/s), %.1f bytes per collective on disk\n",
-         n, (double)(t2 - t0) / 1e6, n / ((double)(t2 - t0) / 1e9) / 1e6,
-         n / ((double)(t1 - t0) / 1e9) / 1e6, (double)written / n);
+  printf(
+      "  writer: %d collective records in %.1f ms (%.2f M records/s end to end, producer "
+      "alone %.2f M/s), %.1f bytes per collective on disk\n",
+      n, (double)(t2 - t0) / 1e6, n / ((double)(t2 - t0) / 1e9) / 1e6,
+      n / ((double)(t1 - t0) / 1e9) / 1e6, (double)written / n);
   return 0;
 }

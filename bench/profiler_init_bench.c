@@ -133,19 +133,24 @@ int main(int argc, char **argv) {
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
 
   printf("profiler init, median of %d fresh processes each (%s)\n", n, so);
-  printf("first init and its resident growth; then %d collectives (8 channels, every one "
-         "sampled by the default rule or not) on two communicators\n\n", traffic);
-  printf("| %-34s | %8s | %8s | %8s | %8s | %7s | %9s |\n", "configuration", "init us",
-         "vs base", "2nd us", "final us", "RSS kB", "traffic kB");
+  printf(
+      "first init and its resident growth; then %d collectives (8 channels, every one "
+      "sampled by the default rule or not) on two communicators\n\n",
+      traffic);
+  printf("| %-34s | %8s | %8s | %8s | %8s | %7s | %9s |\n", "configuration", "init us", "vs base",
+         "2nd us", "final us", "RSS kB", "traffic kB");
   printf("|%s|%s|%s|%s|%s|%s|%s|\n", "------------------------------------", "----------",
          "----------", "----------", "----------", "---------", "-----------");
   row("TOPO_PROFILER_ENABLE=0 (baseline)", base, base);
   row("topo, TOPO_PROFILER_CUPTI=off", topo, base);
   row("topo, default (CUPTI window)", with_cupti, base);
-  printf("\nRSS kB and traffic kB: resident growth over the baseline's (after the first init; "
-         "after the traffic). Target: first init <= 1000 us and <= 1024 kB over the baseline.\n");
-  printf("first init over baseline: %.0f us (CUPTI off), %.0f us (default); resident %.0f kB, "
-         "%.0f kB\n", topo.init_us - base.init_us, with_cupti.init_us - base.init_us,
-         topo.rss_init_kb - base.rss_init_kb, with_cupti.rss_init_kb - base.rss_init_kb);
+  printf(
+      "\nRSS kB and traffic kB: resident growth over the baseline's (after the first init; "
+      "after the traffic). Target: first init <= 1000 us and <= 1024 kB over the baseline.\n");
+  printf(
+      "first init over baseline: %.0f us (CUPTI off), %.0f us (default); resident %.0f kB, "
+      "%.0f kB\n",
+      topo.init_us - base.init_us, with_cupti.init_us - base.init_us,
+      topo.rss_init_kb - base.rss_init_kb, with_cupti.rss_init_kb - base.rss_init_kb);
   return 0;
 }

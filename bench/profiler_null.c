@@ -24,5 +24,5 @@ static ncclResult_t state(void *h, ncclProfilerEventState_v5_t s,
 }
 static ncclResult_t fin(void *ctx) { return ncclSuccess; }
 
-__attribute__((visibility("default"))) const ncclProfiler_v5_t ncclProfiler_v5 = {
-    "null", init, start, stop, state, fin};
+__attribute__((visibility("default")))
+const ncclProfiler_v5_t ncclProfiler_v5 = {"null", init, start, stop, state, fin};

@@ -59,12 +59,13 @@ int main(int argc, char **argv) {
       int64_t dur = 8000 + (int64_t)(bytes / 150);
       int64_t skew = (int64_t)((i * 7919 + r * 104729) % 3000);
       for (int k = 0; k < kernels; k++) {
-        topo_trace_record kr = tf_kernel(TOPO_KERNEL_COMPUTE, 0, gpu - dur / 2 + k * 10, gpu + dur / 3, 7 + k);
+        topo_trace_record kr =
+            tf_kernel(TOPO_KERNEL_COMPUTE, 0, gpu - dur / 2 + k * 10, gpu + dur / 3, 7 + k);
         tf_add(&tr, &kr);
       }
       topo_trace_record c = tf_coll(4, (uint64_t)i, bytes, gpu - 20000 - h.realtime_ns + h.mono_ns,
-                                    gpu - 19000 - h.realtime_ns + h.mono_ns, gpu + skew,
-                                    gpu + dur, 1, bytes < 65536 ? 0 : 2, 16, 1);
+                                    gpu - 19000 - h.realtime_ns + h.mono_ns, gpu + skew, gpu + dur,
+                                    1, bytes < 65536 ? 0 : 2, 16, 1);
       tf_add(&tr, &c);
       gpu += dur + 2000;
     }
@@ -73,7 +74,8 @@ int main(int argc, char **argv) {
     total += tr.nrecords;
   }
   double gen = now_s() - t;
-  printf("generated %d ranks x %ld collectives (+%d kernels each) = %" PRIu64 " records, %.1f MB, in %.2f s\n",
+  printf("generated %d ranks x %ld collectives (+%d kernels each) = %" PRIu64
+         " records, %.1f MB, in %.2f s\n",
          nranks, ncoll, kernels, total, (double)total * 64 / 1e6, gen);
 
   /* 1. The reader alone: every record of every file, one thread. */
@@ -110,7 +112,8 @@ int main(int argc, char **argv) {
   }
   rp_derived d;
   rp_derive_overall(&rep, &d);
-  printf("analyse:  %d ranks, %" PRIu64 " collectives in %.3f s (both passes) = %.2f M records/s; "
+  printf("analyse:  %d ranks, %" PRIu64
+         " collectives in %.3f s (both passes) = %.2f M records/s; "
          "comm share %.1f%%, AllReduce rows %zu, joined %" PRIu64 "\n",
          rep.nranks, rep.colls, an_s, (double)total / an_s / 1e6, d.comm_share * 100, rep.nrows,
          rep.ncomms ? rep.comms[0].joined : 0);

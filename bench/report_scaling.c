@@ -22,9 +22,9 @@
 #include "report.h"
 #include "trace_fixture.h"
 
-#define SCALE 32
+#define SCALE       32
 #define CHECK_RATIO 128.0
-#define RUNS 3
+#define RUNS        3
 
 typedef struct scase {
   const char *name;
@@ -49,11 +49,13 @@ static void build_kineto_steps(const char *dir, size_t n) {
   fputs("{\"traceEvents\":[\n", f);
   for (size_t i = 0; i < n; i++)
     fprintf(f,
-            "%s{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%zu\",\"pid\":1,\"tid\":1,"
+            "%s{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%zu\",\"pid\":1,"
+            "\"tid\":1,"
             "\"ts\":%zu,\"dur\":900},\n"
             "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"ProfilerStep#%zu\",\"pid\":0,"
             "\"tid\":7,\"ts\":%zu,\"dur\":5},\n"
-            "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":%zu,\"dur\":100,"
+            "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":%zu,"
+            "\"dur\":100,"
             "\"args\":{\"stream\":7}}",
             i ? ",\n" : "", i, i * 1000, i, i * 1000 + 10, i * 1000 + 20);
   fputs("\n]}\n", f);
@@ -64,11 +66,12 @@ static void build_kineto_groups(const char *dir, size_t n) {
   FILE *f = open_in(dir, "groups.json");
   fputs("{\"traceEvents\":[\n", f);
   for (size_t i = 0; i < n; i++)
-    fprintf(f,
-            "%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\","
-            "\"pid\":0,\"tid\":7,\"ts\":%zu,\"dur\":50,\"args\":{\"stream\":7,\"Group size\":%zu,"
-            "\"In msg nelems\":1024,\"Out msg nelems\":1024,\"dtype\":\"Float\"}}",
-            i ? ",\n" : "", i * 100, i + 2);
+    fprintf(
+        f,
+        "%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\","
+        "\"pid\":0,\"tid\":7,\"ts\":%zu,\"dur\":50,\"args\":{\"stream\":7,\"Group size\":%zu,"
+        "\"In msg nelems\":1024,\"Out msg nelems\":1024,\"dtype\":\"Float\"}}",
+        i ? ",\n" : "", i * 100, i + 2);
   fputs("\n]}\n", f);
   fclose(f);
 }
@@ -115,7 +118,8 @@ static void build_many_ranks(const char *dir, size_t n) {
     tf_begin(&t, &h, f);
     for (int i = 0; i < 4; i++) {
       int64_t at = 1000000 + 100000 * i;
-      topo_trace_record c = tf_coll(4, (uint64_t)i, 1 << 20, at, at + 50, at + 100, at + 5000, 1, 2, 4, 1);
+      topo_trace_record c =
+          tf_coll(4, (uint64_t)i, 1 << 20, at, at + 50, at + 100, at + 5000, 1, 2, 4, 1);
       tf_add(&t, &c);
     }
     tf_footer(&t, NULL);
@@ -152,7 +156,8 @@ static int analyse(const char *dir, double *cpu, long *rss_kb) {
     double t = cpu_now();
     topo_status st = rp_analyze(paths, 1, &opt, &r);
     t = cpu_now() - t;
-    _exit(write(fd[1], &t, sizeof t) == sizeof t && (st == TOPO_OK || st == TOPO_ERR_INVALID) ? 0 : 1);
+    _exit(write(fd[1], &t, sizeof t) == sizeof t && (st == TOPO_OK || st == TOPO_ERR_INVALID) ? 0
+                                                                                              : 1);
   }
   close(fd[1]);
   ssize_t got = read(fd[0], cpu, sizeof *cpu);

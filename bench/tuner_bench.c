@@ -16,11 +16,15 @@
 
 #include "host_tuner.h"
 
-static const float lat2[5][2][3] = {{{0, 0, 0}, {7.2f, 15.9f, 11.8f}}, {{0, 0, 0}, {7.2f, 15.9f, 11.8f}},
-                                    {{0, 0, 0}, {7.2f, 15.9f, 11.8f}}, {{0, 0, 0}, {7.2f, 15.9f, 11.8f}},
+static const float lat2[5][2][3] = {{{0, 0, 0}, {7.2f, 15.9f, 11.8f}},
+                                    {{0, 0, 0}, {7.2f, 15.9f, 11.8f}},
+                                    {{0, 0, 0}, {7.2f, 15.9f, 11.8f}},
+                                    {{0, 0, 0}, {7.2f, 15.9f, 11.8f}},
                                     {{8.0f, 16.5f, 16.4f}, {7.8f, 17.8f, 15.2f}}};
-static const float bw2[5][2][3] = {{{0, 0, 0}, {141, 331.2f, 360}}, {{0, 0, 0}, {141, 331.2f, 360}},
-                                   {{0, 0, 0}, {282, 662.4f, 720}}, {{0, 0, 0}, {282, 662.4f, 720}},
+static const float bw2[5][2][3] = {{{0, 0, 0}, {141, 331.2f, 360}},
+                                   {{0, 0, 0}, {141, 331.2f, 360}},
+                                   {{0, 0, 0}, {282, 662.4f, 720}},
+                                   {{0, 0, 0}, {282, 662.4f, 720}},
                                    {{61.1f, 180.6f, 232.2f}, {141, 331.2f, 360}}};
 
 static double now_ns(void) {
@@ -110,8 +114,8 @@ static void bench_init(const char *path) {
   topo_host_tuner_unload(&t);
   printf("init, new shape (table built)  median %7.1f us  p99 %7.1f us\n", pct(fresh, N, 0.5) / 1e3,
          pct(fresh, N, 0.99) / 1e3);
-  printf("init, shape seen before        median %7.1f us  p99 %7.1f us\n", pct(cached, N, 0.5) / 1e3,
-         pct(cached, N, 0.99) / 1e3);
+  printf("init, shape seen before        median %7.1f us  p99 %7.1f us\n",
+         pct(cached, N, 0.5) / 1e3, pct(cached, N, 0.99) / 1e3);
 }
 
 int main(int argc, char **argv) {
@@ -131,7 +135,8 @@ int main(int argc, char **argv) {
     for (int a = 0; a < 7; a++)
       for (int p = 0; p < 3; p++) {
         float bw = a < 2 ? bw2[q[i].coll][a][p] : 0;
-        q[i].table[a * 3 + p] = bw > 0 ? lat2[q[i].coll][a][p] + (float)q[i].bytes / (1000 * bw) : -1;
+        q[i].table[a * 3 + p] =
+            bw > 0 ? lat2[q[i].coll][a][p] + (float)q[i].bytes / (1000 * bw) : -1;
       }
   }
   double m0, p0, m1, p1;
@@ -150,9 +155,10 @@ int main(int argc, char **argv) {
     FILE *f = fopen(rpath, "w");
     if (!f) return 1;
     for (int i = 0; i < nrules[k]; i++)
-      fprintf(f, "%s,%llu,%llu,ring,simple,-1,-1,-1\n",
-              (const char *[]){"broadcast", "reduce", "allgather", "reducescatter", "allreduce"}[i % 5],
-              8ull << (i * 7 % 27), (8ull << (i * 7 % 27)) + (2ull << (i * 7 % 27)));
+      fprintf(
+          f, "%s,%llu,%llu,ring,simple,-1,-1,-1\n",
+          (const char *[]){"broadcast", "reduce", "allgather", "reducescatter", "allreduce"}[i % 5],
+          8ull << (i * 7 % 27), (8ull << (i * 7 % 27)) + (2ull << (i * 7 % 27)));
     fclose(f);
     setenv("TOPO_TUNER_RULES", rpath, 1);
     char label[64];

@@ -13,7 +13,8 @@
 extern char **environ;
 
 static const topo_env_info table[TOPO_ENV_COUNT] = {
-#define TOPO_ENV(id, type, def, min, max, doc) {"TOPO_" #id, TOPO_ENV_TYPE_##type, def, min, max, doc},
+#define TOPO_ENV(id, type, def, min, max, doc) \
+  {"TOPO_" #id, TOPO_ENV_TYPE_##type, def, min, max, doc},
 #include "env/common.def"
 #include "env/tuner.def"
 #include "env/profiler.def"

@@ -9,7 +9,11 @@
 #ifndef TOPO_ENV_H
 #define TOPO_ENV_H
 
-typedef enum topo_env_type { TOPO_ENV_TYPE_STR, TOPO_ENV_TYPE_INT, TOPO_ENV_TYPE_BOOL } topo_env_type;
+typedef enum topo_env_type {
+  TOPO_ENV_TYPE_STR,
+  TOPO_ENV_TYPE_INT,
+  TOPO_ENV_TYPE_BOOL
+} topo_env_type;
 
 typedef enum topo_env_id {
 #define TOPO_ENV(id, type, def, min, max, doc) TOPO_ENV_##id,
@@ -22,10 +26,10 @@ typedef enum topo_env_id {
 } topo_env_id;
 
 typedef struct topo_env_info {
-  const char *name;   /* "TOPO_TUNER_PROFILE" */
+  const char *name; /* "TOPO_TUNER_PROFILE" */
   topo_env_type type;
-  const char *def;    /* default, as text */
-  long min, max;      /* INT bounds */
+  const char *def; /* default, as text */
+  long min, max;   /* INT bounds */
   const char *doc;
 } topo_env_info;
 

@@ -22,7 +22,7 @@ void topo_log_set_component(const char *component);
 void topo_log(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
               const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-#define TOPO_WARN(...) topo_log(NCCL_LOG_WARN, NCCL_ALL, __FILE__, __LINE__, __VA_ARGS__)
+#define TOPO_WARN(...)        topo_log(NCCL_LOG_WARN, NCCL_ALL, __FILE__, __LINE__, __VA_ARGS__)
 #define TOPO_INFO(flags, ...) topo_log(NCCL_LOG_INFO, (flags), __FILE__, __LINE__, __VA_ARGS__)
 #ifdef TOPO_ENABLE_TRACE
 #define TOPO_TRACE(flags, ...) topo_log(NCCL_LOG_TRACE, (flags), __FILE__, __LINE__, __VA_ARGS__)

@@ -7,11 +7,11 @@
 #include <ctype.h>
 #include <stddef.h>
 
-#define NCCL_MAX_NTHREADS 640 /* NCCL_MAX_NTHREADS */
+#define NCCL_MAX_NTHREADS        640 /* NCCL_MAX_NTHREADS */
 #define NCCL_SIMPLE_MAX_NTHREADS 512
-#define NCCL_LL_MAX_NTHREADS 512
-#define NCCL_LL128_MAX_NTHREADS 640
-#define NCCL_WARP 32
+#define NCCL_LL_MAX_NTHREADS     512
+#define NCCL_LL128_MAX_NTHREADS  640
+#define NCCL_WARP                32
 
 const char *const topo_nccl_func_names[TOPO_NCCL_SPELLINGS][TOPO_NCCL_NUM_FUNCS] = {
     [TOPO_NCCL_FILE] = {"broadcast", "reduce", "allgather", "reducescatter", "allreduce",
@@ -38,8 +38,9 @@ const char *const topo_nccl_proto_names[TOPO_NCCL_SPELLINGS][NCCL_NUM_PROTOCOLS]
 };
 
 const char *const topo_nccl_datatype_names[TOPO_NCCL_NUM_DATATYPES] = {
-    "ncclInt8",    "ncclUint8",   "ncclInt32",   "ncclUint32",     "ncclInt64",     "ncclUint64",
-    "ncclFloat16", "ncclFloat32", "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
+    "ncclInt8",    "ncclUint8",    "ncclInt32",      "ncclUint32",
+    "ncclInt64",   "ncclUint64",   "ncclFloat16",    "ncclFloat32",
+    "ncclFloat64", "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
 
 static const int datatype_sizes[TOPO_NCCL_NUM_DATATYPES] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
 

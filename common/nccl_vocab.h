@@ -28,7 +28,7 @@ typedef enum topo_nccl_spelling {
   TOPO_NCCL_SPELLINGS
 } topo_nccl_spelling;
 
-#define TOPO_NCCL_NUM_FUNCS 11     /* ncclFunc_t values named here: Broadcast .. Gather (2.28) */
+#define TOPO_NCCL_NUM_FUNCS     11 /* ncclFunc_t values named here: Broadcast .. Gather (2.28) */
 #define TOPO_NCCL_NUM_DATATYPES 12 /* ncclDataType_t: ncclInt8 0 .. ncclFloat8e5m2 11 */
 
 /* The tables, indexed [spelling][index] (datatypes: NCCL's one spelling, "ncclFloat32"). For
@@ -74,11 +74,11 @@ long topo_nccl_thread_threshold(int algo, int proto, int nranks);
 
 /* What NCCL's channel choice for one call depends on. */
 typedef struct topo_nccl_channel_inputs {
-  int nchannels;      /* comm->nChannels, collective channels (<= 0 taken as 1) */
-  int nvls_channels;  /* comm->nvlsChannels */
+  int nchannels;     /* comm->nChannels, collective channels (<= 0 taken as 1) */
+  int nvls_channels; /* comm->nvlsChannels */
   int nnodes;
-  int max_threads;    /* topo_nccl_max_threads (or the table NCCL logged) for the chosen pair */
-  long threshold;     /* topo_nccl_thread_threshold for the chosen pair */
+  int max_threads; /* topo_nccl_max_threads (or the table NCCL logged) for the chosen pair */
+  long threshold;  /* topo_nccl_thread_threshold for the chosen pair */
 } topo_nccl_channel_inputs;
 
 /* The channels and threads per channel NCCL 2.28 runs one call of `nbytes` on after choosing

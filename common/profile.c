@@ -34,21 +34,23 @@ typedef struct builtin_profile {
 
 /* H200 and H100 share the NVLink 4 / NVSwitch fabric (only their memory differs): one set of
  * numbers, measured on 2 x H200 (graph-sweep.txt; docs/profile-format.md). */
-#define TOPO_HOPPER_NVLINK4(name)                                                        \
-  {.gpu = name,                                                                          \
-   .link = {{.bw_gbs = 370.0, .lat_us = 0.6}, {.bw_gbs = 50.0, .lat_us = 1.0},           \
-            {.bw_gbs = 45.0, .lat_us = 5.0}},                                            \
-   .proto = {{.bw_eff = 0.333, .lat_us = 0.0, .ch_bw_gbs = 5.2},                         \
-             {.bw_eff = 0.825, .lat_us = 4.0, .ch_bw_gbs = 16.0},                        \
-             {.bw_eff = 0.888, .lat_us = 5.7, .ch_bw_gbs = 20.9}},                       \
-   .launch_us = 5.7,                                                                     \
-   .max_channels = 24,                                                                   \
-   .nvls = -1}
+#define TOPO_HOPPER_NVLINK4(name)                                   \
+  {                                                                 \
+    .gpu = name,                                                    \
+    .link = {{.bw_gbs = 370.0, .lat_us = 0.6},                      \
+             {.bw_gbs = 50.0, .lat_us = 1.0},                       \
+             {.bw_gbs = 45.0, .lat_us = 5.0}},                      \
+    .proto = {{.bw_eff = 0.333, .lat_us = 0.0, .ch_bw_gbs = 5.2},   \
+              {.bw_eff = 0.825, .lat_us = 4.0, .ch_bw_gbs = 16.0},  \
+              {.bw_eff = 0.888, .lat_us = 5.7, .ch_bw_gbs = 20.9}}, \
+    .launch_us = 5.7, .max_channels = 24, .nvls = -1                \
+  }
 static const builtin_profile builtins[] = {
     TOPO_HOPPER_NVLINK4("H200"),
     TOPO_HOPPER_NVLINK4("H100"),
     {.gpu = "A100",
-     .link = {{.bw_gbs = 240.0, .lat_us = 0.6}, {.bw_gbs = 24.0, .lat_us = 1.0},
+     .link = {{.bw_gbs = 240.0, .lat_us = 0.6},
+              {.bw_gbs = 24.0, .lat_us = 1.0},
               {.bw_gbs = 23.0, .lat_us = 5.0}},
      .proto = {{.bw_eff = 0.365, .lat_us = 0.0, .ch_bw_gbs = 5.0},
                {.bw_eff = 0.92, .lat_us = 4.0, .ch_bw_gbs = 20.0},
@@ -64,7 +66,8 @@ static const builtin_profile builtins[] = {
  * count unknown, NVLS unknown. Not listed by topo_profile_builtin_name (it is no GPU model). */
 static const builtin_profile generic_builtin = {
     .gpu = "generic",
-    .link = {{.bw_gbs = 240.0, .lat_us = 0.6}, {.bw_gbs = 24.0, .lat_us = 1.0},
+    .link = {{.bw_gbs = 240.0, .lat_us = 0.6},
+             {.bw_gbs = 24.0, .lat_us = 1.0},
              {.bw_gbs = 23.0, .lat_us = 5.0}},
     .proto = {{.bw_eff = 0.365, .lat_us = 0.0, .ch_bw_gbs = 5.0},
               {.bw_eff = 0.92, .lat_us = 4.0, .ch_bw_gbs = 20.0},
@@ -132,7 +135,8 @@ static int key_cmp(int a_coll, int a_algo, int a_proto, int a_nch, uint64_t a_by
 
 static int term_cmp(const topo_profile_term *a, int coll, int algo, int proto, int nch,
                     uint64_t bytes) {
-  return key_cmp(a->coll, a->algo, a->proto, a->nchannels, a->min_bytes, coll, algo, proto, nch, bytes);
+  return key_cmp(a->coll, a->algo, a->proto, a->nchannels, a->min_bytes, coll, algo, proto, nch,
+                 bytes);
 }
 
 /* Insert `elem` at index i of a sorted array of n elements of `size` bytes, growing it (doubling,
@@ -193,7 +197,9 @@ const topo_profile_term *topo_profile_find_term(const topo_profile *p, int coll,
                                                 int proto, int nchannels) {
   if (!p || !p->terms || p->nterms <= 0) return NULL;
   int i = term_lower_bound(p, coll, algo, proto, nchannels, 0);
-  return i < p->nterms && topo_profile_term_of_key(&p->terms[i], coll, algo, proto, nchannels) ? &p->terms[i] : NULL;
+  return i < p->nterms && topo_profile_term_of_key(&p->terms[i], coll, algo, proto, nchannels)
+             ? &p->terms[i]
+             : NULL;
 }
 
 const topo_profile_term *topo_profile_find_term_at(const topo_profile *p, int coll, int algo,
@@ -206,23 +212,28 @@ const topo_profile_term *topo_profile_find_term_at(const topo_profile *p, int co
     return &p->terms[i];
   if (i == 0) return NULL;
   const topo_profile_term *t = &p->terms[i - 1];
-  return topo_profile_term_of_key(t, coll, algo, proto, nchannels) && t->min_bytes <= bytes && bytes <= t->max_bytes
-             ? t : NULL;
+  return topo_profile_term_of_key(t, coll, algo, proto, nchannels) && t->min_bytes <= bytes &&
+                 bytes <= t->max_bytes
+             ? t
+             : NULL;
 }
 
 topo_status topo_profile_set_term(topo_profile *p, const topo_profile_term *t) {
   if (!p || !t || !topo_profile_term_valid(t)) return TOPO_ERR_INVALID;
   int i = term_lower_bound(p, t->coll, t->algo, t->proto, t->nchannels, t->min_bytes);
-  if (i < p->nterms && topo_profile_term_of_key(&p->terms[i], t->coll, t->algo, t->proto, t->nchannels) &&
+  if (i < p->nterms &&
+      topo_profile_term_of_key(&p->terms[i], t->coll, t->algo, t->proto, t->nchannels) &&
       p->terms[i].min_bytes == t->min_bytes && p->terms[i].max_bytes == t->max_bytes) {
     p->terms[i] = *t;
     return TOPO_OK;
   }
   /* Disjoint ranges per key: the neighbours on either side must not reach into [min, max]. */
-  if (i < p->nterms && topo_profile_term_of_key(&p->terms[i], t->coll, t->algo, t->proto, t->nchannels) &&
+  if (i < p->nterms &&
+      topo_profile_term_of_key(&p->terms[i], t->coll, t->algo, t->proto, t->nchannels) &&
       p->terms[i].min_bytes <= t->max_bytes)
     return TOPO_ERR_INVALID;
-  if (i > 0 && topo_profile_term_of_key(&p->terms[i - 1], t->coll, t->algo, t->proto, t->nchannels) &&
+  if (i > 0 &&
+      topo_profile_term_of_key(&p->terms[i - 1], t->coll, t->algo, t->proto, t->nchannels) &&
       p->terms[i - 1].max_bytes >= t->min_bytes)
     return TOPO_ERR_INVALID;
   if (p->nterms >= TOPO_PROFILE_MAX_TERMS) return TOPO_ERR_INVALID;
@@ -315,4 +326,3 @@ int topo_profile_key_score(const topo_profile_key *have, const topo_profile_key 
   }
   return score;
 }
-

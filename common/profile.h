@@ -26,49 +26,54 @@
 /* Version 2 adds `point` lines (measured medians); a section without them is written as version 1. */
 #define TOPO_PROFILE_VERSION 2
 
-enum topo_link_class { TOPO_LINK_NVLINK = 0, TOPO_LINK_PCI = 1, TOPO_LINK_NET = 2, TOPO_LINK_COUNT };
+enum topo_link_class {
+  TOPO_LINK_NVLINK = 0,
+  TOPO_LINK_PCI = 1,
+  TOPO_LINK_NET = 2,
+  TOPO_LINK_COUNT
+};
 
 typedef struct topo_profile_key {
-  char gpu[32];      /* "H200", "H100", "A100", ... ; "" = any */
-  int nranks;        /* 0 = any */
-  int nnodes;        /* 0 = any */
-  int nccl_version;  /* NCCL_VERSION_CODE, 0 = any */
+  char gpu[32];     /* "H200", "H100", "A100", ... ; "" = any */
+  int nranks;       /* 0 = any */
+  int nnodes;       /* 0 = any */
+  int nccl_version; /* NCCL_VERSION_CODE, 0 = any */
 } topo_profile_key;
 
 typedef struct topo_profile_link {
-  double bw_gbs;     /* per-GPU, per-direction bandwidth collectives reach on this class, GB/s */
-  double lat_us;     /* latency of one step (hop) over this class, us */
+  double bw_gbs; /* per-GPU, per-direction bandwidth collectives reach on this class, GB/s */
+  double lat_us; /* latency of one step (hop) over this class, us */
 } topo_profile_link;
 
 typedef struct topo_profile_proto {
-  double bw_eff;     /* fraction of the link bandwidth this protocol reaches (Simple ~0.95) */
-  double lat_us;     /* extra latency per step of this protocol, us */
-  double ch_bw_gbs;  /* bandwidth cap of one channel with this protocol, GB/s (0 = none) */
+  double bw_eff;    /* fraction of the link bandwidth this protocol reaches (Simple ~0.95) */
+  double lat_us;    /* extra latency per step of this protocol, us */
+  double ch_bw_gbs; /* bandwidth cap of one channel with this protocol, GB/s (0 = none) */
 } topo_profile_proto;
 
 /* Fitted: time_us = lat_us + nBytes / (bw_gbs * 1e3), nBytes as the tuner sees it (AllGather /
  * ReduceScatter: the full gathered buffer). Valid for min_bytes..max_bytes (measured range). */
 typedef struct topo_profile_term {
-  int coll;          /* ncclFunc_t 0..4 */
-  int algo;          /* NCCL_ALGO_* */
-  int proto;         /* NCCL_PROTO_* */
-  int nchannels;     /* 0 = NCCL's own channel count */
+  int coll;      /* ncclFunc_t 0..4 */
+  int algo;      /* NCCL_ALGO_* */
+  int proto;     /* NCCL_PROTO_* */
+  int nchannels; /* 0 = NCCL's own channel count */
   double lat_us;
   double bw_gbs;
   uint64_t min_bytes, max_bytes;
-  double rel_err;    /* rms relative error of the fit over its points */
-  int npoints;       /* measurements behind it */
+  double rel_err; /* rms relative error of the fit over its points */
+  int npoints;    /* measurements behind it */
 } topo_profile_term;
 
 /* One measured size of one setting: the median of its repeats and the noise there (half the spread
  * of its repeats, or an A/A figure), us. The tuner's decisions are made on these alone. */
 typedef struct topo_profile_point {
   int coll, algo, proto;
-  int nchannels;       /* 0 = NCCL's own channel count */
-  uint64_t bytes;      /* as the tuner sees it (see topo_profile_term) */
-  double median_us;    /* > 0 */
-  double noise_us;     /* >= 0 */
-  int is_default;      /* 1: NCCL's default ran this setting at this size, 0: it did not,
+  int nchannels;    /* 0 = NCCL's own channel count */
+  uint64_t bytes;   /* as the tuner sees it (see topo_profile_term) */
+  double median_us; /* > 0 */
+  double noise_us;  /* >= 0 */
+  int is_default;   /* 1: NCCL's default ran this setting at this size, 0: it did not,
                           -1: not known (written without default=) */
 } topo_profile_point;
 
@@ -76,12 +81,12 @@ typedef struct topo_profile {
   topo_profile_key key;
   topo_profile_link link[TOPO_LINK_COUNT];
   topo_profile_proto proto[NCCL_NUM_PROTOCOLS];
-  double launch_us;      /* fixed cost of one collective launch on the GPU, us */
-  int max_channels;      /* channels NCCL runs for collectives on this machine (0 = unknown) */
-  int nvls;              /* NVLS available: 1 yes, 0 no, -1 unknown */
+  double launch_us; /* fixed cost of one collective launch on the GPU, us */
+  int max_channels; /* channels NCCL runs for collectives on this machine (0 = unknown) */
+  int nvls;         /* NVLS available: 1 yes, 0 no, -1 unknown */
   int nterms, cap_terms;
   topo_profile_term *terms;
-  char source[256];      /* "builtin:H200" or "path:section" - for logs */
+  char source[256]; /* "builtin:H200" or "path:section" - for logs */
   int npoints, cap_points;
   topo_profile_point *points; /* sorted by (coll, algo, proto, nchannels, bytes) */
 } topo_profile;

@@ -172,4 +172,3 @@ int topo_profile_fit_piecewise(const uint64_t *bytes, const double *time_us, int
   topo_free(y);
   return nout;
 }
-

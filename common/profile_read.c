@@ -20,10 +20,10 @@
 #include "profile.h"
 #include "profile_internal.h"
 
-#define PROFILE_MAX_FILE (16u << 20) /* a profile larger than this is not a profile */
-#define PROFILE_MAX_LINE 1024
-#define PROFILE_MAX_TOKENS 16
-#define PROFILE_MAX_WARNINGS 32      /* bad lines warned per file; the rest only counted */
+#define PROFILE_MAX_FILE     (16u << 20) /* a profile larger than this is not a profile */
+#define PROFILE_MAX_LINE     1024
+#define PROFILE_MAX_TOKENS   16
+#define PROFILE_MAX_WARNINGS 32 /* bad lines warned per file; the rest only counted */
 
 typedef struct parser {
   const char *name;
@@ -140,7 +140,8 @@ static int parse_pairs(parser *ps, const char *what, char **tok, int first, int 
     }
     if (!parse_double(v, spec[k].lo, spec[k].hi, &vals[k])) {
       return bad(ps, "%s: bad value for %s: '%s' (want %g..%g)", what, spec[k].key, v, spec[k].lo,
-                 spec[k].hi), 0;
+                 spec[k].hi),
+             0;
     }
     seen[k] = 1;
   }
@@ -153,7 +154,8 @@ static const kv_spec proto_spec[] = {
 
 static int parse_link(parser *ps, char **tok, int ntok, topo_profile *p) {
   int cls = ntok > 1 ? topo_nccl_name_index(tok[1], topo_profile_link_names, TOPO_LINK_COUNT) : -1;
-  if (cls < 0) return bad(ps, "link: unknown link class '%s' (nvlink, pci, net)", ntok > 1 ? tok[1] : ""), 0;
+  if (cls < 0)
+    return bad(ps, "link: unknown link class '%s' (nvlink, pci, net)", ntok > 1 ? tok[1] : ""), 0;
   double v[2] = {p->link[cls].bw_gbs, p->link[cls].lat_us};
   int seen[2] = {0, 0};
   if (!parse_pairs(ps, "link", tok, 2, ntok, link_spec, 2, v, seen)) return 0;
@@ -165,7 +167,8 @@ static int parse_link(parser *ps, char **tok, int ntok, topo_profile *p) {
 
 static int parse_proto(parser *ps, char **tok, int ntok, topo_profile *p) {
   int pr = ntok > 1 ? topo_nccl_proto_from_name(tok[1]) : -1;
-  if (pr < 0) return bad(ps, "proto: unknown protocol '%s' (ll, ll128, simple)", ntok > 1 ? tok[1] : ""), 0;
+  if (pr < 0)
+    return bad(ps, "proto: unknown protocol '%s' (ll, ll128, simple)", ntok > 1 ? tok[1] : ""), 0;
   double v[3] = {p->proto[pr].bw_eff, p->proto[pr].lat_us, p->proto[pr].ch_bw_gbs};
   int seen[3] = {0, 0, 0};
   if (!parse_pairs(ps, "proto", tok, 2, ntok, proto_spec, 3, v, seen)) return 0;
@@ -180,7 +183,8 @@ static int parse_proto(parser *ps, char **tok, int ntok, topo_profile *p) {
 /* `term <coll> <algo> <proto> [channels=N] lat_us=X bw_gbs=Y [min_bytes= max_bytes= rel_err=
  * npoints=]` */
 static topo_status parse_term(parser *ps, char **tok, int ntok, topo_profile_term *out) {
-  if (ntok < 4) return bad(ps, "term: want <collective> <algorithm> <protocol> key=value..."), TOPO_ERR_PARSE;
+  if (ntok < 4)
+    return bad(ps, "term: want <collective> <algorithm> <protocol> key=value..."), TOPO_ERR_PARSE;
   topo_profile_term t;
   memset(&t, 0, sizeof t);
   t.max_bytes = UINT64_MAX;
@@ -197,29 +201,36 @@ static topo_status parse_term(parser *ps, char **tok, int ntok, topo_profile_ter
     long n;
     if (!v) return bad(ps, "term: expected key=value, got '%s'", k), TOPO_ERR_PARSE;
     if (strcmp(k, "channels") == 0) {
-      if (!parse_long(v, 0, 64, &n)) return bad(ps, "term: bad channels '%s' (0..64)", v), TOPO_ERR_PARSE;
+      if (!parse_long(v, 0, 64, &n))
+        return bad(ps, "term: bad channels '%s' (0..64)", v), TOPO_ERR_PARSE;
       t.nchannels = (int)n;
     } else if (strcmp(k, "lat_us") == 0) {
-      if (!parse_double(v, 0, 1e9, &t.lat_us)) return bad(ps, "term: bad lat_us '%s' (>= 0)", v), TOPO_ERR_PARSE;
+      if (!parse_double(v, 0, 1e9, &t.lat_us))
+        return bad(ps, "term: bad lat_us '%s' (>= 0)", v), TOPO_ERR_PARSE;
       have_lat = 1;
     } else if (strcmp(k, "bw_gbs") == 0) {
       if (!parse_double(v, 1e-9, 1e9, &t.bw_gbs) || !(t.bw_gbs > 0))
         return bad(ps, "term: bad bw_gbs '%s' (must be > 0)", v), TOPO_ERR_PARSE;
       have_bw = 1;
     } else if (strcmp(k, "min_bytes") == 0) {
-      if (!parse_u64(v, &t.min_bytes)) return bad(ps, "term: bad min_bytes '%s'", v), TOPO_ERR_PARSE;
+      if (!parse_u64(v, &t.min_bytes))
+        return bad(ps, "term: bad min_bytes '%s'", v), TOPO_ERR_PARSE;
     } else if (strcmp(k, "max_bytes") == 0) {
-      if (!parse_u64(v, &t.max_bytes)) return bad(ps, "term: bad max_bytes '%s'", v), TOPO_ERR_PARSE;
+      if (!parse_u64(v, &t.max_bytes))
+        return bad(ps, "term: bad max_bytes '%s'", v), TOPO_ERR_PARSE;
     } else if (strcmp(k, "rel_err") == 0) {
-      if (!parse_double(v, 0, 1e9, &t.rel_err)) return bad(ps, "term: bad rel_err '%s'", v), TOPO_ERR_PARSE;
+      if (!parse_double(v, 0, 1e9, &t.rel_err))
+        return bad(ps, "term: bad rel_err '%s'", v), TOPO_ERR_PARSE;
     } else if (strcmp(k, "npoints") == 0) {
-      if (!parse_long(v, 0, 1000000000, &n)) return bad(ps, "term: bad npoints '%s'", v), TOPO_ERR_PARSE;
+      if (!parse_long(v, 0, 1000000000, &n))
+        return bad(ps, "term: bad npoints '%s'", v), TOPO_ERR_PARSE;
       t.npoints = (int)n;
     } else {
       return bad(ps, "term: unknown key '%s'", k), TOPO_ERR_PARSE;
     }
   }
-  if (!have_lat || !have_bw) return bad(ps, "term: lat_us= and bw_gbs= are required"), TOPO_ERR_PARSE;
+  if (!have_lat || !have_bw)
+    return bad(ps, "term: lat_us= and bw_gbs= are required"), TOPO_ERR_PARSE;
   if (t.min_bytes > t.max_bytes) return bad(ps, "term: min_bytes > max_bytes"), TOPO_ERR_PARSE;
   *out = t;
   return TOPO_OK;
@@ -227,7 +238,8 @@ static topo_status parse_term(parser *ps, char **tok, int ntok, topo_profile_ter
 
 /* `point <coll> <algo> <proto> [channels=N] bytes=B median_us=X noise_us=Y [default=0|1]` */
 static topo_status parse_point(parser *ps, char **tok, int ntok, topo_profile *p) {
-  if (ntok < 4) return bad(ps, "point: want <collective> <algorithm> <protocol> key=value..."), TOPO_ERR_PARSE;
+  if (ntok < 4)
+    return bad(ps, "point: want <collective> <algorithm> <protocol> key=value..."), TOPO_ERR_PARSE;
   topo_profile_point t;
   memset(&t, 0, sizeof t);
   if ((t.coll = topo_nccl_coll_from_name(tok[1])) < 0)
@@ -244,7 +256,8 @@ static topo_status parse_point(parser *ps, char **tok, int ntok, topo_profile *p
     long n;
     if (!v) return bad(ps, "point: expected key=value, got '%s'", k), TOPO_ERR_PARSE;
     if (strcmp(k, "channels") == 0) {
-      if (!parse_long(v, 0, 64, &n)) return bad(ps, "point: bad channels '%s' (0..64)", v), TOPO_ERR_PARSE;
+      if (!parse_long(v, 0, 64, &n))
+        return bad(ps, "point: bad channels '%s' (0..64)", v), TOPO_ERR_PARSE;
       t.nchannels = (int)n;
     } else if (strcmp(k, "bytes") == 0) {
       if (!parse_u64(v, &t.bytes)) return bad(ps, "point: bad bytes '%s'", v), TOPO_ERR_PARSE;
@@ -254,21 +267,27 @@ static topo_status parse_point(parser *ps, char **tok, int ntok, topo_profile *p
         return bad(ps, "point: bad median_us '%s' (must be > 0)", v), TOPO_ERR_PARSE;
       have |= 2;
     } else if (strcmp(k, "noise_us") == 0) {
-      if (!parse_double(v, 0, 1e9, &t.noise_us)) return bad(ps, "point: bad noise_us '%s' (>= 0)", v), TOPO_ERR_PARSE;
+      if (!parse_double(v, 0, 1e9, &t.noise_us))
+        return bad(ps, "point: bad noise_us '%s' (>= 0)", v), TOPO_ERR_PARSE;
       have |= 4;
     } else if (strcmp(k, "default") == 0) {
-      if (!parse_long(v, 0, 1, &n)) return bad(ps, "point: bad default '%s' (0 or 1)", v), TOPO_ERR_PARSE;
+      if (!parse_long(v, 0, 1, &n))
+        return bad(ps, "point: bad default '%s' (0 or 1)", v), TOPO_ERR_PARSE;
       t.is_default = (int)n;
     } else {
       return bad(ps, "point: unknown key '%s'", k), TOPO_ERR_PARSE;
     }
   }
-  if (have != 7) return bad(ps, "point: bytes=, median_us= and noise_us= are required"), TOPO_ERR_PARSE;
+  if (have != 7)
+    return bad(ps, "point: bytes=, median_us= and noise_us= are required"), TOPO_ERR_PARSE;
   int n = 0;
-  const topo_profile_point *same = topo_profile_find_points(p, t.coll, t.algo, t.proto, t.nchannels, &n);
+  const topo_profile_point *same =
+      topo_profile_find_points(p, t.coll, t.algo, t.proto, t.nchannels, &n);
   for (int i = 0; i < n; i++)
     if (same[i].bytes == t.bytes)
-      return bad(ps, "point: duplicate (collective, algorithm, protocol, channels, bytes) in this section"),
+      return bad(ps,
+                 "point: duplicate (collective, algorithm, protocol, channels, bytes) in this "
+                 "section"),
              TOPO_ERR_PARSE;
   topo_status st = topo_profile_add_point(p, &t);
   if (st == TOPO_ERR_INVALID) return bad(ps, "point: too many points in one section"), st;
@@ -287,16 +306,19 @@ static int parse_nvls(const char *v, int *out) {
 typedef struct reader {
   parser ps;
   topo_profile_key want;
-  int in_section;      /* 1: lines apply to cur; 0 before any section; -1 skipping a bad one */
+  int in_section; /* 1: lines apply to cur; 0 before any section; -1 skipping a bad one */
   int version_seen;
   topo_profile cur;
   int cur_score;
   topo_profile best;
-  int best_score;      /* -1: none yet */
+  int best_score; /* -1: none yet */
   topo_status nomem;
   /* The section's term lines as read, checked and sorted once when the section ends: one sort
    * instead of an insertion per line keeps any order of lines linear-logarithmic. */
-  struct staged_term { topo_profile_term t; int line; } *stage;
+  struct staged_term {
+    topo_profile_term t;
+    int line;
+  } * stage;
   int nstage, cap_stage;
 } reader;
 
@@ -330,11 +352,13 @@ static void flush_terms(reader *r) {
     if (prev && topo_profile_term_of_key(prev, t->coll, t->algo, t->proto, t->nchannels) &&
         prev->max_bytes >= t->min_bytes) {
       if (prev->min_bytes == t->min_bytes && prev->max_bytes == t->max_bytes)
-        bad(&r->ps, "term: duplicate (collective, algorithm, protocol, channels, range) in "
-                    "this section");
+        bad(&r->ps,
+            "term: duplicate (collective, algorithm, protocol, channels, range) in "
+            "this section");
       else
-        bad(&r->ps, "term: byte range overlaps another term of this (collective, algorithm, "
-                    "protocol, channels) in this section");
+        bad(&r->ps,
+            "term: byte range overlaps another term of this (collective, algorithm, "
+            "protocol, channels) in this section");
       continue;
     }
     if (!topo_profile_term_valid(t)) {
@@ -373,7 +397,8 @@ static int tokenize(parser *ps, char *line, char **tok) {
       return -1;
     }
     tok[ntok++] = s;
-    while (*s && *s != ' ' && *s != '\t' && *s != '\r' && *s != '\v' && *s != '\f' && *s != '#') s++;
+    while (*s && *s != ' ' && *s != '\t' && *s != '\r' && *s != '\v' && *s != '\f' && *s != '#')
+      s++;
     if (*s == '#') {
       *s = '\0';
       break;
@@ -393,8 +418,10 @@ static void handle_version(reader *r, char **tok, int ntok) {
     return;
   }
   if (v > TOPO_PROFILE_VERSION) {
-    TOPO_WARN("%s:%d: profile version %ld is newer than this reader's %d; keys it does not know "
-              "will be skipped", ps->name, ps->line, v, TOPO_PROFILE_VERSION);
+    TOPO_WARN(
+        "%s:%d: profile version %ld is newer than this reader's %d; keys it does not know "
+        "will be skipped",
+        ps->name, ps->line, v, TOPO_PROFILE_VERSION);
   }
 }
 
@@ -449,7 +476,8 @@ static void handle_entry(reader *r, char **tok, int ntok) {
     if (ntok != 2 || !parse_double(tok[1], 0, 1e6, &d)) bad(ps, "launch_us: want one number >= 0");
     else p->launch_us = d;
   } else if (strcmp(k, "max_channels") == 0) {
-    if (ntok != 2 || !parse_long(tok[1], 0, 64, &n)) bad(ps, "max_channels: want one integer 0..64");
+    if (ntok != 2 || !parse_long(tok[1], 0, 64, &n))
+      bad(ps, "max_channels: want one integer 0..64");
     else p->max_channels = (int)n;
   } else if (strcmp(k, "nvls") == 0) {
     int v;
@@ -557,4 +585,3 @@ topo_status topo_profile_load(const char *path, const topo_profile_key *want, to
   topo_free(buf);
   return st;
 }
-

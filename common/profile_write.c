@@ -37,9 +37,9 @@ topo_status topo_profile_write(FILE *f, const topo_profile *p) {
   snprintf(nr, sizeof nr, "%d", p->key.nranks);
   snprintf(nn, sizeof nn, "%d", p->key.nnodes);
   snprintf(nv, sizeof nv, "%d", p->key.nccl_version);
-  fprintf(f, "section gpu=%s nranks=%s nnodes=%s nccl=%s\n", topo_profile_gpu_is_any(p->key.gpu) ? "*" : p->key.gpu,
-          p->key.nranks > 0 ? nr : "*", p->key.nnodes > 0 ? nn : "*",
-          p->key.nccl_version > 0 ? nv : "*");
+  fprintf(f, "section gpu=%s nranks=%s nnodes=%s nccl=%s\n",
+          topo_profile_gpu_is_any(p->key.gpu) ? "*" : p->key.gpu, p->key.nranks > 0 ? nr : "*",
+          p->key.nnodes > 0 ? nn : "*", p->key.nccl_version > 0 ? nv : "*");
   fmt_double(a, sizeof a, p->launch_us);
   fprintf(f, "launch_us %s\n", a);
   fprintf(f, "max_channels %d\n", p->max_channels);
@@ -66,9 +66,8 @@ topo_status topo_profile_write(FILE *f, const topo_profile *p) {
             "rel_err=%s npoints=%d\n",
             topo_nccl_func_name(t->coll, TOPO_NCCL_FILE),
             topo_nccl_algo_name(t->algo, TOPO_NCCL_FILE),
-            topo_nccl_proto_name(t->proto, TOPO_NCCL_FILE),
-            t->nchannels, a, b, (unsigned long long)t->min_bytes,
-            (unsigned long long)t->max_bytes, c, t->npoints);
+            topo_nccl_proto_name(t->proto, TOPO_NCCL_FILE), t->nchannels, a, b,
+            (unsigned long long)t->min_bytes, (unsigned long long)t->max_bytes, c, t->npoints);
   }
   for (int i = 0; i < p->npoints; i++) {
     const topo_profile_point *t = &p->points[i];
@@ -77,9 +76,11 @@ topo_status topo_profile_write(FILE *f, const topo_profile *p) {
     fprintf(f, "point %s %s %s channels=%d bytes=%llu median_us=%s noise_us=%s%s\n",
             topo_nccl_func_name(t->coll, TOPO_NCCL_FILE),
             topo_nccl_algo_name(t->algo, TOPO_NCCL_FILE),
-            topo_nccl_proto_name(t->proto, TOPO_NCCL_FILE),
-            t->nchannels, (unsigned long long)t->bytes, a, b,
-            t->is_default < 0 ? "" : t->is_default ? " default=1" : " default=0");
+            topo_nccl_proto_name(t->proto, TOPO_NCCL_FILE), t->nchannels,
+            (unsigned long long)t->bytes, a, b,
+            t->is_default < 0 ? ""
+            : t->is_default   ? " default=1"
+                              : " default=0");
   }
   return ferror(f) ? TOPO_ERR_IO : TOPO_OK;
 }

@@ -25,37 +25,38 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TOPO_TRACE_MAGIC "TOPOTRC\0"        /* 8 bytes, file start */
-#define TOPO_TRACE_VERSION 1
-#define TOPO_TRACE_BLOCK_MAGIC 0x4b4c4254u  /* "TBLK" */
-#define TOPO_TRACE_FOOTER_MAGIC 0x444e4554u /* "TEND" */
-#define TOPO_TRACE_RECORD_SIZE 64
-#define TOPO_TRACE_MAX_BLOCK_RECORDS 4096   /* readers reject larger blocks */
-#define TOPO_TRACE_OFFSET_UNKNOWN INT64_MIN
+#define TOPO_TRACE_MAGIC             "TOPOTRC\0" /* 8 bytes, file start */
+#define TOPO_TRACE_VERSION           1
+#define TOPO_TRACE_BLOCK_MAGIC       0x4b4c4254u /* "TBLK" */
+#define TOPO_TRACE_FOOTER_MAGIC      0x444e4554u /* "TEND" */
+#define TOPO_TRACE_RECORD_SIZE       64
+#define TOPO_TRACE_MAX_BLOCK_RECORDS 4096 /* readers reject larger blocks */
+#define TOPO_TRACE_OFFSET_UNKNOWN    INT64_MIN
 
 /* header.flags */
-#define TOPO_TRACE_F_KERNELCH 0x1   /* kernel-channel (GPU timer) events were requested */
-#define TOPO_TRACE_F_CUPTI 0x2      /* CUPTI kernel records may appear */
-#define TOPO_TRACE_F_PROXY 0x4      /* proxy records may appear */
-#define TOPO_TRACE_F_SAMPLED 0x8    /* kernel channels only for some collectives: all of
+#define TOPO_TRACE_F_KERNELCH 0x1 /* kernel-channel (GPU timer) events were requested */
+#define TOPO_TRACE_F_CUPTI    0x2 /* CUPTI kernel records may appear */
+#define TOPO_TRACE_F_PROXY    0x4 /* proxy records may appear */
+#define TOPO_TRACE_F_SAMPLED \
+  0x8 /* kernel channels only for some collectives: all of
                                        >= measure_min_bytes, 1 in sample_every below */
 
 typedef struct topo_trace_header {
-  char magic[8];              /* TOPO_TRACE_MAGIC */
-  uint16_t version;           /* TOPO_TRACE_VERSION */
-  uint16_t header_size;       /* sizeof(topo_trace_header) */
-  uint16_t record_size;       /* TOPO_TRACE_RECORD_SIZE */
-  uint16_t flags;             /* TOPO_TRACE_F_* */
-  uint64_t comm_hash;         /* NCCL's commHash (0: process-wide file, e.g. CUPTI only) */
+  char magic[8];        /* TOPO_TRACE_MAGIC */
+  uint16_t version;     /* TOPO_TRACE_VERSION */
+  uint16_t header_size; /* sizeof(topo_trace_header) */
+  uint16_t record_size; /* TOPO_TRACE_RECORD_SIZE */
+  uint16_t flags;       /* TOPO_TRACE_F_* */
+  uint64_t comm_hash;   /* NCCL's commHash (0: process-wide file, e.g. CUPTI only) */
   int32_t rank, nranks, nnodes;
   uint32_t pid;
-  int64_t mono_ns;            /* CLOCK_MONOTONIC ... */
-  int64_t realtime_ns;        /* ... and CLOCK_REALTIME at the same instant */
+  int64_t mono_ns;                 /* CLOCK_MONOTONIC ... */
+  int64_t realtime_ns;             /* ... and CLOCK_REALTIME at the same instant */
   int64_t gpu_minus_realtime_ns;   /* globaltimer - realtime, or TOPO_TRACE_OFFSET_UNKNOWN */
   int64_t cupti_minus_realtime_ns; /* CUPTI timestamp - realtime, or TOPO_TRACE_OFFSET_UNKNOWN */
-  uint32_t abi_version;       /* profiler ABI version NCCL loaded (1..6) */
-  uint32_t event_mask;        /* activation mask we asked for */
-  uint32_t sample_every;      /* KernelCh sampling period (1 = every collective) */
+  uint32_t abi_version;            /* profiler ABI version NCCL loaded (1..6) */
+  uint32_t event_mask;             /* activation mask we asked for */
+  uint32_t sample_every;           /* KernelCh sampling period (1 = every collective) */
   uint32_t reserved0;
   char host[64];              /* NUL-terminated */
   char comm_name[64];         /* NUL-terminated, "" when NCCL gave none */
@@ -66,27 +67,27 @@ typedef struct topo_trace_header {
 } topo_trace_header;
 
 typedef struct topo_trace_block {
-  uint32_t magic;  /* TOPO_TRACE_BLOCK_MAGIC */
-  uint32_t count;  /* records that follow, 1..TOPO_TRACE_MAX_BLOCK_RECORDS */
-  uint32_t crc;    /* CRC-32C of the count*64 record bytes */
-  uint32_t index;  /* 0, 1, 2, ... */
+  uint32_t magic; /* TOPO_TRACE_BLOCK_MAGIC */
+  uint32_t count; /* records that follow, 1..TOPO_TRACE_MAX_BLOCK_RECORDS */
+  uint32_t crc;   /* CRC-32C of the count*64 record bytes */
+  uint32_t index; /* 0, 1, 2, ... */
 } topo_trace_block;
 
 /* Drop counters (header footer and STATS records), by what was lost. */
 enum topo_drop_kind {
-  TOPO_DROP_COLL,     /* a Coll/P2p event found its pool full */
-  TOPO_DROP_CHILD,    /* a KernelCh/Proxy event found its pool full or its parent gone */
-  TOPO_DROP_RECORD,   /* a finished record found the writer's queue full */
-  TOPO_DROP_IO,       /* a block could not be written */
-  TOPO_DROP_CUPTI,    /* CUPTI reported dropped activity records */
+  TOPO_DROP_COLL,   /* a Coll/P2p event found its pool full */
+  TOPO_DROP_CHILD,  /* a KernelCh/Proxy event found its pool full or its parent gone */
+  TOPO_DROP_RECORD, /* a finished record found the writer's queue full */
+  TOPO_DROP_IO,     /* a block could not be written */
+  TOPO_DROP_CUPTI,  /* CUPTI reported dropped activity records */
   TOPO_DROP_OTHER,
   TOPO_DROP_KINDS
 };
 
 typedef struct topo_trace_footer {
-  uint32_t magic;    /* TOPO_TRACE_FOOTER_MAGIC */
-  uint32_t blocks;   /* blocks written */
-  uint64_t records;  /* records written */
+  uint32_t magic;   /* TOPO_TRACE_FOOTER_MAGIC */
+  uint32_t blocks;  /* blocks written */
+  uint64_t records; /* records written */
   uint64_t dropped[TOPO_DROP_KINDS];
 } topo_trace_footer;
 
@@ -103,48 +104,53 @@ enum topo_rec_type {
 };
 
 /* topo_rec_coll.flags */
-#define TOPO_COLL_F_GRAPH 0x1      /* captured in a CUDA graph */
-#define TOPO_COLL_F_GPU_TIMED 0x2  /* gpu_start/stop_ns are valid */
-#define TOPO_COLL_F_PARTIAL 0x4    /* some channels' GPU timing was lost */
-#define TOPO_COLL_F_GPU_ASKED 0x8  /* kernel-channel events were requested for this collective
+#define TOPO_COLL_F_GRAPH     0x1 /* captured in a CUDA graph */
+#define TOPO_COLL_F_GPU_TIMED 0x2 /* gpu_start/stop_ns are valid */
+#define TOPO_COLL_F_PARTIAL   0x4 /* some channels' GPU timing was lost */
+#define TOPO_COLL_F_GPU_ASKED \
+  0x8 /* kernel-channel events were requested for this collective
                                       (absent flag + no GPU time: not sampled, to be estimated) */
 
 #define TOPO_UNKNOWN_U8 0xff
 
 typedef struct topo_rec_coll {
-  uint8_t type;        /* TOPO_REC_COLL or TOPO_REC_P2P */
-  uint8_t func;        /* ncclFunc_t value (Send 6, Recv 7; 2.28+: AlltoAll 8, Scatter 9, Gather 10) */
-  uint8_t algo;        /* NCCL_ALGO_*, TOPO_UNKNOWN_U8 when NCCL did not say */
-  uint8_t proto;       /* NCCL_PROTO_*, or TOPO_UNKNOWN_U8 */
-  uint8_t nchannels;   /* channels NCCL used */
-  uint8_t datatype;    /* ncclDataType_t value (ncclInt8 0 ... ncclFloat8e5m2 11), or 0xff */
-  uint8_t flags;       /* TOPO_COLL_F_* */
+  uint8_t type;  /* TOPO_REC_COLL or TOPO_REC_P2P */
+  uint8_t func;  /* ncclFunc_t value (Send 6, Recv 7; 2.28+: AlltoAll 8, Scatter 9, Gather 10) */
+  uint8_t algo;  /* NCCL_ALGO_*, TOPO_UNKNOWN_U8 when NCCL did not say */
+  uint8_t proto; /* NCCL_PROTO_*, or TOPO_UNKNOWN_U8 */
+  uint8_t nchannels; /* channels NCCL used */
+  uint8_t datatype;  /* ncclDataType_t value (ncclInt8 0 ... ncclFloat8e5m2 11), or 0xff */
+  uint8_t flags;     /* TOPO_COLL_F_* */
   uint8_t nwarps;
-  uint64_t seq;        /* NCCL's seqNumber for collectives, a per-comm counter for p2p */
-  uint64_t bytes;      /* count x element size as the Coll/P2p event reports it */
-  int64_t cpu_start_ns;  /* Coll/P2p event start (enqueue), CLOCK_MONOTONIC */
-  int64_t cpu_stop_ns;   /* Coll/P2p event stop */
-  int64_t gpu_start_ns;  /* earliest kernel-channel start (GPU clock), 0 when not timed */
-  int64_t gpu_stop_ns;   /* latest kernel-channel stop */
-  int32_t peer;        /* root for rooted collectives, peer for p2p, -1 otherwise */
-  uint32_t stream_id;  /* small per-process id of the CUDA stream (0 = unknown) */
+  uint64_t seq;         /* NCCL's seqNumber for collectives, a per-comm counter for p2p */
+  uint64_t bytes;       /* count x element size as the Coll/P2p event reports it */
+  int64_t cpu_start_ns; /* Coll/P2p event start (enqueue), CLOCK_MONOTONIC */
+  int64_t cpu_stop_ns;  /* Coll/P2p event stop */
+  int64_t gpu_start_ns; /* earliest kernel-channel start (GPU clock), 0 when not timed */
+  int64_t gpu_stop_ns;  /* latest kernel-channel stop */
+  int32_t peer;         /* root for rooted collectives, peer for p2p, -1 otherwise */
+  uint32_t stream_id;   /* small per-process id of the CUDA stream (0 = unknown) */
 } topo_rec_coll;
 
 /* topo_rec_kernel.kind */
-enum topo_kernel_kind { TOPO_KERNEL_COMPUTE = 0, TOPO_KERNEL_NCCL = 1, TOPO_KERNEL_MEMCPY = 2,
-                        TOPO_KERNEL_MEMSET = 3 };
+enum topo_kernel_kind {
+  TOPO_KERNEL_COMPUTE = 0,
+  TOPO_KERNEL_NCCL = 1,
+  TOPO_KERNEL_MEMCPY = 2,
+  TOPO_KERNEL_MEMSET = 3
+};
 
 typedef struct topo_rec_kernel {
-  uint8_t type;        /* TOPO_REC_KERNEL */
-  uint8_t kind;        /* topo_kernel_kind */
-  uint16_t device;     /* CUDA device ordinal */
-  uint32_t name_id;    /* topo_rec_string id of the kernel name, 0 = none */
-  int64_t gpu_start_ns;  /* CUPTI clock */
+  uint8_t type;         /* TOPO_REC_KERNEL */
+  uint8_t kind;         /* topo_kernel_kind */
+  uint16_t device;      /* CUDA device ordinal */
+  uint32_t name_id;     /* topo_rec_string id of the kernel name, 0 = none */
+  int64_t gpu_start_ns; /* CUPTI clock */
   int64_t gpu_stop_ns;
-  uint64_t correlation;  /* CUPTI correlation id */
-  uint32_t stream_id;    /* CUPTI stream id */
+  uint64_t correlation; /* CUPTI correlation id */
+  uint32_t stream_id;   /* CUPTI stream id */
   uint32_t context_id;
-  uint64_t bytes;        /* memcpy/memset bytes, 0 for kernels */
+  uint64_t bytes; /* memcpy/memset bytes, 0 for kernels */
   uint8_t reserved[16];
 } topo_rec_kernel;
 
@@ -152,50 +158,50 @@ typedef struct topo_rec_kernel {
  * has TOPO_STRING_F_LAST set. */
 #define TOPO_STRING_F_LAST 0x1
 typedef struct topo_rec_string {
-  uint8_t type;        /* TOPO_REC_STRING */
+  uint8_t type; /* TOPO_REC_STRING */
   uint8_t flags;
-  uint8_t len;         /* bytes of text used in this record (<= 48) */
+  uint8_t len; /* bytes of text used in this record (<= 48) */
   uint8_t reserved0;
-  uint32_t id;         /* > 0 */
+  uint32_t id; /* > 0 */
   uint64_t reserved1;
-  char text[48];       /* not NUL-terminated */
+  char text[48]; /* not NUL-terminated */
 } topo_rec_string;
 
 typedef struct topo_rec_channel {
-  uint8_t type;        /* TOPO_REC_CHANNEL */
+  uint8_t type; /* TOPO_REC_CHANNEL */
   uint8_t channel;
   uint8_t func;
   uint8_t reserved0[5];
-  uint64_t seq;        /* the collective's seq (joins with topo_rec_coll) */
+  uint64_t seq; /* the collective's seq (joins with topo_rec_coll) */
   int64_t gpu_start_ns;
   int64_t gpu_stop_ns;
-  int64_t cpu_start_ns;  /* poll times on the proxy thread */
+  int64_t cpu_start_ns; /* poll times on the proxy thread */
   int64_t cpu_stop_ns;
   uint8_t reserved1[16];
 } topo_rec_channel;
 
 typedef struct topo_rec_proxy {
-  uint8_t type;        /* TOPO_REC_PROXY */
+  uint8_t type; /* TOPO_REC_PROXY */
   uint8_t channel;
   uint8_t is_send;
   uint8_t func;
   int32_t peer;
-  uint64_t seq;        /* the parent collective's seq */
+  uint64_t seq; /* the parent collective's seq */
   int32_t nsteps;
   int32_t chunk_size;
-  uint64_t bytes;      /* sum of transSize over the steps */
+  uint64_t bytes; /* sum of transSize over the steps */
   int64_t cpu_start_ns;
   int64_t cpu_stop_ns;
   uint8_t reserved[16];
 } topo_rec_proxy;
 
 typedef struct topo_rec_mark {
-  uint8_t type;        /* TOPO_REC_MARK */
+  uint8_t type; /* TOPO_REC_MARK */
   uint8_t reserved0[3];
-  uint32_t name_id;    /* topo_rec_string id */
+  uint32_t name_id; /* topo_rec_string id */
   int64_t cpu_start_ns;
   int64_t cpu_stop_ns;
-  uint64_t value;      /* e.g. the step number */
+  uint64_t value; /* e.g. the step number */
   uint8_t reserved1[32];
 } topo_rec_mark;
 
@@ -210,21 +216,21 @@ enum topo_cupti_state {
 };
 
 typedef struct topo_rec_cupti {
-  uint8_t type;        /* TOPO_REC_CUPTI */
-  uint8_t state;       /* topo_cupti_state */
+  uint8_t type;  /* TOPO_REC_CUPTI */
+  uint8_t state; /* topo_cupti_state */
   uint8_t reserved0[2];
-  uint32_t name_id;    /* topo_rec_string id of the other client / the error text, 0 = none */
-  int64_t cpu_start_ns;  /* CLOCK_MONOTONIC */
-  int64_t cpu_stop_ns;   /* == cpu_start_ns for DECLINED / FAILED */
-  uint64_t records;      /* activity records delivered in the span */
-  uint64_t dropped;      /* activity records CUPTI reported dropped in the span */
+  uint32_t name_id;     /* topo_rec_string id of the other client / the error text, 0 = none */
+  int64_t cpu_start_ns; /* CLOCK_MONOTONIC */
+  int64_t cpu_stop_ns;  /* == cpu_start_ns for DECLINED / FAILED */
+  uint64_t records;     /* activity records delivered in the span */
+  uint64_t dropped;     /* activity records CUPTI reported dropped in the span */
   uint8_t reserved1[24];
 } topo_rec_cupti;
 
 typedef struct topo_rec_stats {
-  uint8_t type;        /* TOPO_REC_STATS */
+  uint8_t type; /* TOPO_REC_STATS */
   uint8_t reserved0[7];
-  uint64_t records;    /* records written before this one */
+  uint64_t records; /* records written before this one */
   uint64_t dropped[TOPO_DROP_KINDS];
 } topo_rec_stats;
 

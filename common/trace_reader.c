@@ -23,38 +23,39 @@
 #include "log.h"
 
 #define WINDOW_BYTES (1u << 20)
-#define BLOCK_BYTES_MAX (sizeof(topo_trace_block) + (size_t)TOPO_TRACE_MAX_BLOCK_RECORDS * TOPO_TRACE_RECORD_SIZE)
-#define PREFIX_STEP 16u        /* input bytes between two prefix checksums */
-#define PREFIX_SLOTS 32768u    /* prefix checksums kept (128 KiB): 512 KiB of input */
-#define PREFIX_GAP (1u << 18)  /* a range starting further past the ring starts a new one */
+#define BLOCK_BYTES_MAX \
+  (sizeof(topo_trace_block) + (size_t)TOPO_TRACE_MAX_BLOCK_RECORDS * TOPO_TRACE_RECORD_SIZE)
+#define PREFIX_STEP  16u        /* input bytes between two prefix checksums */
+#define PREFIX_SLOTS 32768u     /* prefix checksums kept (128 KiB): 512 KiB of input */
+#define PREFIX_GAP   (1u << 18) /* a range starting further past the ring starts a new one */
 
 _Static_assert(WINDOW_BYTES >= BLOCK_BYTES_MAX + 64, "a whole block fits in the window");
-_Static_assert((uint64_t)PREFIX_STEP * PREFIX_SLOTS >= BLOCK_BYTES_MAX + 2 * PREFIX_STEP,
+_Static_assert((uint64_t)PREFIX_STEP *PREFIX_SLOTS >= BLOCK_BYTES_MAX + 2 * PREFIX_STEP,
                "the ring reaches back from a block's end to its start");
 
 typedef struct string_entry {
-  uint32_t id;       /* 0 = free slot */
+  uint32_t id; /* 0 = free slot */
   uint32_t len;
   int complete;
-  char *text;        /* len + 1 bytes, NUL-terminated */
+  char *text; /* len + 1 bytes, NUL-terminated */
 } string_entry;
 
 struct topo_trace_reader {
   char name[512];
-  char *path;                /* file sources: reopened by path after a suspend */
-  dev_t dev;                 /* the file's identity, checked when it is reopened */
+  char *path; /* file sources: reopened by path after a suspend */
+  dev_t dev;  /* the file's identity, checked when it is reopened */
   ino_t ino;
-  int suspended;             /* no descriptor and no buffers until the next read */
-  int fd;                    /* -1 for a memory source and while suspended */
+  int suspended; /* no descriptor and no buffers until the next read */
+  int fd;        /* -1 for a memory source and while suspended */
   const uint8_t *mem;
   uint64_t size;
-  uint8_t *win;              /* file window: bytes [win_off, win_off + win_len) */
+  uint8_t *win; /* file window: bytes [win_off, win_off + win_len) */
   uint64_t win_off;
   size_t win_len;
   uint64_t pos;
   int quiet, done;
   topo_trace_header header;
-  topo_trace_record *block;  /* aligned copy for blocks not 8-byte aligned in the input */
+  topo_trace_record *block; /* aligned copy for blocks not 8-byte aligned in the input */
   const topo_trace_record *cur;
   size_t cur_n, cur_i;
   uint32_t next_index;
@@ -370,8 +371,8 @@ static enum block_step read_block_header(topo_trace_reader *r, topo_trace_block 
   if (avail < sizeof(topo_trace_block)) {
     r->info.truncated = 1;
     r->info.skipped_bytes += avail;
-    problem(r, TOPO_ERR_PARSE, r->pos, "file ends inside a block header (%zu of %zu bytes)",
-            avail, sizeof(topo_trace_block));
+    problem(r, TOPO_ERR_PARSE, r->pos, "file ends inside a block header (%zu of %zu bytes)", avail,
+            sizeof(topo_trace_block));
     r->done = 1;
     return BLOCK_DONE;
   }

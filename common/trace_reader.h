@@ -29,30 +29,30 @@
 #include "status.h"
 #include "trace_format.h"
 
-#define TOPO_TRACE_READER_MAX_WARN 8
+#define TOPO_TRACE_READER_MAX_WARN         8
 #define TOPO_TRACE_READER_MAX_STRING_BYTES (16u << 20)
-#define TOPO_TRACE_READER_MAX_STRING_LEN 4096
+#define TOPO_TRACE_READER_MAX_STRING_LEN   4096
 
 typedef struct topo_trace_reader topo_trace_reader;
 
 /* What the reader saw, for reports and tests. Counts are final once next() returned 0. */
 typedef struct topo_trace_reader_info {
-  uint64_t file_bytes;        /* size of the input */
-  uint64_t blocks;            /* blocks whose checksum held (delivered) */
-  uint64_t records;           /* records delivered */
-  uint64_t bad_blocks;        /* blocks skipped (checksum, bad header) */
-  uint64_t skipped_bytes;     /* bytes not delivered: corrupt regions and truncated tails */
-  uint32_t problems;          /* problems found (warnings given or suppressed) */
-  int header_ok;              /* 1 when the header was valid: records can be delivered */
-  int footer;                 /* 1 when a valid footer ended the file */
-  int truncated;              /* 1 when the file ended inside a block, header or footer */
-  uint64_t footer_records;    /* records the writer says it wrote (footer, else last STATS) */
+  uint64_t file_bytes;     /* size of the input */
+  uint64_t blocks;         /* blocks whose checksum held (delivered) */
+  uint64_t records;        /* records delivered */
+  uint64_t bad_blocks;     /* blocks skipped (checksum, bad header) */
+  uint64_t skipped_bytes;  /* bytes not delivered: corrupt regions and truncated tails */
+  uint32_t problems;       /* problems found (warnings given or suppressed) */
+  int header_ok;           /* 1 when the header was valid: records can be delivered */
+  int footer;              /* 1 when a valid footer ended the file */
+  int truncated;           /* 1 when the file ended inside a block, header or footer */
+  uint64_t footer_records; /* records the writer says it wrote (footer, else last STATS) */
   uint64_t dropped[TOPO_DROP_KINDS]; /* from the footer, else the last STATS record */
-  uint64_t checked_bytes;     /* bytes run through the checksum (about file_bytes) */
-  int io_error;               /* errno of a failed read or reopen: the rest was not read (0 none) */
-  uint64_t first_problem_offset;     /* byte offset of the first problem (valid if problems) */
-  topo_status first_problem;         /* TOPO_OK, TOPO_ERR_PARSE, TOPO_ERR_UNSUPPORTED, TOPO_ERR_IO */
-  char first_message[256];           /* the first problem's message (without the file name) */
+  uint64_t checked_bytes;            /* bytes run through the checksum (about file_bytes) */
+  int io_error; /* errno of a failed read or reopen: the rest was not read (0 none) */
+  uint64_t first_problem_offset; /* byte offset of the first problem (valid if problems) */
+  topo_status first_problem;     /* TOPO_OK, TOPO_ERR_PARSE, TOPO_ERR_UNSUPPORTED, TOPO_ERR_IO */
+  char first_message[256];       /* the first problem's message (without the file name) */
 } topo_trace_reader_info;
 
 /* Open a trace file. TOPO_ERR_IO when it cannot be opened or is no regular file (warned unless

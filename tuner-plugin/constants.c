@@ -41,8 +41,9 @@ int topo_tuner_write_constants(const struct topo_model *m, const char *gpu,
   if (gpu && (!strcasecmp(gpu, "H100") || !strcasecmp(gpu, "H200"))) row = NCCL_HOPPER_COMPCAP_IDX;
   if (gpu && !strcasecmp(gpu, "A100")) row = NCCL_AMPERE_COMPCAP_IDX;
   if (row < 0) return n;
-  int scale = m->nnodes <= 1 ? NCCL_TUNING_SCALE_1NODE
-            : m->nnodes == 2 ? NCCL_TUNING_SCALE_2NODES : NCCL_TUNING_SCALE_4NODES;
+  int scale = m->nnodes <= 1   ? NCCL_TUNING_SCALE_1NODE
+              : m->nnodes == 2 ? NCCL_TUNING_SCALE_2NODES
+                               : NCCL_TUNING_SCALE_4NODES;
   double ll = p->proto[NCCL_PROTO_LL].ch_bw_gbs, ll128 = p->proto[NCCL_PROTO_LL128].ch_bw_gbs;
   double simple = p->proto[NCCL_PROTO_SIMPLE].ch_bw_gbs;
   if (m->channels > 0) n += put(&c->llMaxBws[row][scale], ll * m->channels, 1000);

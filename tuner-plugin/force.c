@@ -35,18 +35,20 @@ topo_status topo_force_parse(const char *text, topo_force *out) {
   return TOPO_OK;
 }
 
-int topo_force_apply(const topo_force *f, float *cost, int num_algo, int num_proto, int *nchannels) {
+int topo_force_apply(const topo_force *f, float *cost, int num_algo, int num_proto,
+                     int *nchannels) {
   if (!f || !f->active || f->algo >= num_algo || f->proto >= num_proto) return 0;
   float *v = &cost[f->algo * num_proto + f->proto];
   if (!(*v >= 0.0f)) return 0;
   *v = 0.0f;
-  int clamped_by_nccl = f->algo == NCCL_ALGO_RING || f->algo == NCCL_ALGO_TREE || f->algo == NCCL_ALGO_PAT;
+  int clamped_by_nccl =
+      f->algo == NCCL_ALGO_RING || f->algo == NCCL_ALGO_TREE || f->algo == NCCL_ALGO_PAT;
   *nchannels = clamped_by_nccl ? f->nchannels : 0;
   return 1;
 }
 
 uint32_t topo_force_v2_allowed(int coll, int collnet_support, int nvls_support, int nnodes) {
-#define BIT(a, p) (1u << ((a) * NCCL_NUM_PROTOCOLS + (p)))
+#define BIT(a, p) (1u << ((a)*NCCL_NUM_PROTOCOLS + (p)))
   const uint32_t ring = BIT(NCCL_ALGO_RING, NCCL_PROTO_LL) | BIT(NCCL_ALGO_RING, NCCL_PROTO_LL128) |
                         BIT(NCCL_ALGO_RING, NCCL_PROTO_SIMPLE);
   const uint32_t tree = BIT(NCCL_ALGO_TREE, NCCL_PROTO_LL) | BIT(NCCL_ALGO_TREE, NCCL_PROTO_LL128) |
@@ -59,12 +61,14 @@ uint32_t topo_force_v2_allowed(int coll, int collnet_support, int nvls_support, 
   case ncclFuncReduceScatter:
     m = ring;
     if (collnet_support) m |= BIT(NCCL_ALGO_COLLNET_DIRECT, NCCL_PROTO_SIMPLE);
-    if (nvls_support && (nnodes <= 1 || collnet_support)) m |= BIT(NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE);
+    if (nvls_support && (nnodes <= 1 || collnet_support))
+      m |= BIT(NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE);
     break;
   case ncclFuncAllReduce:
     m = ring | tree;
     if (collnet_support)
-      m |= BIT(NCCL_ALGO_COLLNET_DIRECT, NCCL_PROTO_SIMPLE) | BIT(NCCL_ALGO_COLLNET_CHAIN, NCCL_PROTO_SIMPLE);
+      m |= BIT(NCCL_ALGO_COLLNET_DIRECT, NCCL_PROTO_SIMPLE) |
+           BIT(NCCL_ALGO_COLLNET_CHAIN, NCCL_PROTO_SIMPLE);
     if (nvls_support) m |= BIT(NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE);
     if (nvls_support && nnodes > 1) m |= BIT(NCCL_ALGO_NVLS_TREE, NCCL_PROTO_SIMPLE);
     break;

@@ -99,7 +99,9 @@ static double chan_bw(const topo_model *m, int coll, int proto, int nch, double 
   const topo_profile_proto *pp = &m->prof->proto[proto];
   double ch = pp->ch_bw_gbs > 0 ? pp->ch_bw_gbs : 0;
   double link = link_bw * (pp->bw_eff > 0 ? pp->bw_eff : 1.0);
-  double bw = ch <= 0 ? link : proto == NCCL_PROTO_LL ? fmin(nch * ch, link) : smooth_min(nch * ch, link);
+  double bw = ch <= 0                  ? link
+              : proto == NCCL_PROTO_LL ? fmin(nch * ch, link)
+                                       : smooth_min(nch * ch, link);
   return bw * coll_eff[coll][proto];
 }
 
@@ -148,15 +150,16 @@ static int link_model(const topo_model *m, int coll, int algo, int proto, int nc
   case NCCL_ALGO_RING: {
     double steps = coll == ncclFuncAllReduce ? 2 * (n - 1) : n - 1;
     double inter = !multi ? 0 : coll == ncclFuncAllReduce ? 2 * (N - 1) : N - 1;
-    double wire = coll == ncclFuncAllReduce ? 2 * (n - 1) / n * S
-                : coll == ncclFuncAllGather || coll == ncclFuncReduceScatter ? (n - 1) / n * S
-                : S;
+    double wire = coll == ncclFuncAllReduce                                    ? 2 * (n - 1) / n * S
+                  : coll == ncclFuncAllGather || coll == ncclFuncReduceScatter ? (n - 1) / n * S
+                                                                               : S;
     /* Rings leave a node through every GPU's NIC (one ring per NIC): the network side carries
      * a GPU's wire over r NICs' worth of bandwidth. */
     double link = multi ? (r > 1 ? fmin(in->bw_gbs, net->bw_gbs * r) : net->bw_gbs) : in->bw_gbs;
-    *lat_us = launch + (steps - inter) * hop_in + inter * net->lat_us +
-              proto_steps_lat(plat, steps);
-    *xfer_us = overlap(proto, (steps - inter) * hop_in, wire / (chan_bw(m, coll, proto, nch, link) * 1e3)) +
+    *lat_us =
+        launch + (steps - inter) * hop_in + inter * net->lat_us + proto_steps_lat(plat, steps);
+    *xfer_us = overlap(proto, (steps - inter) * hop_in,
+                       wire / (chan_bw(m, coll, proto, nch, link) * 1e3)) +
                fill_us(m, coll, proto, nch, wire);
     return 0;
   }
@@ -165,7 +168,8 @@ static int link_model(const topo_model *m, int coll, int algo, int proto, int nc
     double hops_in = 2 * (r - 1), hops_net = multi ? 2 * ilog2_ceil(m->nnodes) : 0;
     double wire_in = r <= 1 ? 0 : r == 2 ? S : 2 * S, wire_net = multi ? S : 0;
     double t_in = wire_in > 0 ? wire_in / (chan_bw(m, coll, proto, nch, in->bw_gbs) * 1e3) : 0;
-    double t_net = wire_net > 0 ? wire_net / (chan_bw(m, coll, proto, nch, net->bw_gbs * r) * 1e3) : 0;
+    double t_net =
+        wire_net > 0 ? wire_net / (chan_bw(m, coll, proto, nch, net->bw_gbs * r) * 1e3) : 0;
     *lat_us = launch + tree_extra_lat_us + hops_in * hop_in + hops_net * net->lat_us +
               proto_steps_lat(plat, hops_in + hops_net);
     *xfer_us = overlap(proto, hops_in * hop_in, fmax(t_in, t_net) / tree_proto_eff[proto]) +
@@ -181,15 +185,18 @@ static int link_model(const topo_model *m, int coll, int algo, int proto, int nc
     if (algo == NCCL_ALGO_NVLS_TREE && !multi) return -1;
     double phases = coll == ncclFuncAllReduce ? 2 : 1;
     double wire_in = coll == ncclFuncAllReduce ? S : (n - 1) / n * S;
-    double nvls_bw = in->bw_gbs * (pp->bw_eff > 0 ? pp->bw_eff : 1.0) * nvls_eff * coll_eff[coll][proto];
+    double nvls_bw =
+        in->bw_gbs * (pp->bw_eff > 0 ? pp->bw_eff : 1.0) * nvls_eff * coll_eff[coll][proto];
     double t_in = wire_in / (nvls_bw * 1e3);
     double lat = launch + phases * r * in->lat_us / 2 + proto_steps_lat(plat, phases);
     double t_net = 0;
     if (multi) {
       double hops = algo == NCCL_ALGO_NVLS_TREE ? 2 * ilog2_ceil(m->nnodes)
-                  : coll == ncclFuncAllReduce ? 2 * (N - 1) : N - 1;
+                    : coll == ncclFuncAllReduce ? 2 * (N - 1)
+                                                : N - 1;
       double wire_net = algo == NCCL_ALGO_NVLS_TREE ? S
-                      : coll == ncclFuncAllReduce ? 2 * (N - 1) / N * S : (N - 1) / N * S;
+                        : coll == ncclFuncAllReduce ? 2 * (N - 1) / N * S
+                                                    : (N - 1) / N * S;
       lat += hops * (net->lat_us + plat);
       t_net = wire_net / (chan_bw(m, coll, proto, nvls_channels, net->bw_gbs * r) * 1e3);
     }
@@ -251,7 +258,8 @@ int topo_model_parts(const topo_model *m, int coll, int algo, int proto, int nch
    * model's ratio (topo-tune's what-if; the decision table reduces channels only on terms
    * measured at that count). */
   uint64_t at = bytes < 1.8e19 ? (uint64_t)bytes : UINT64_MAX;
-  const topo_profile_term *t = topo_profile_find_term_at(m->prof, coll, algo, proto, nch > 0 ? nch : 0, at);
+  const topo_profile_term *t =
+      topo_profile_find_term_at(m->prof, coll, algo, proto, nch > 0 ? nch : 0, at);
   int scaled = 0;
   if (!t && nch > 0 && nch != own) {
     t = topo_profile_find_term_at(m->prof, coll, algo, proto, 0, at);

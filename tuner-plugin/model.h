@@ -15,9 +15,9 @@
 typedef struct topo_model {
   const topo_profile *prof; /* borrowed; must outlive the model */
   int nranks, nnodes;
-  int ranks_per_domain;     /* ranks sharing one NVLink domain (v5+ nvlDomainInfo, else nranks/nnodes) */
-  int channels;             /* channels NCCL runs for ring/tree (profile max_channels, else 0) */
-  int model_channels;       /* channels assumed when `channels` is unknown */
+  int ranks_per_domain; /* ranks sharing one NVLink domain (v5+ nvlDomainInfo, else nranks/nnodes) */
+  int channels;         /* channels NCCL runs for ring/tree (profile max_channels, else 0) */
+  int model_channels;   /* channels assumed when `channels` is unknown */
 } topo_model;
 
 /* Fill `m` for a communicator. ranks_per_domain <= 0 means nranks / nnodes. */

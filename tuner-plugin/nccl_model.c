@@ -11,25 +11,43 @@
 
 #include "nccl_vocab.h"
 
-#define MODEL_PCI_BW 12.0             /* GB/s, PCIe Gen3 x16 as NCCL's topology assumes */
-#define MODEL_WORK_BATCH_COLLS 10     /* collectives per device work batch: 1024 B / 96 B */
-#define MODEL_MAX_NVLS_ARITY 32
+#define MODEL_PCI_BW           12.0 /* GB/s, PCIe Gen3 x16 as NCCL's topology assumes */
+#define MODEL_WORK_BATCH_COLLS 10   /* collectives per device work batch: 1024 B / 96 B */
+#define MODEL_MAX_NVLS_ARITY   32
 #define MODEL_MAX_DIRECT_ARITY 7
-#define MODEL_MAX_CHANNELS 64
+#define MODEL_MAX_CHANNELS     64
 
 /* Reference 3.4: NCCL 2.28.9's defaults (LL, LL128, Simple per algorithm; rows by compute
  * capability Volta, Ampere, Hopper, Blackwell; columns 1 node, 2 nodes, 4+ nodes). */
 void topo_nccl_constants_default(ncclTunerConstants_v5_t *c) {
   memset(c, 0, sizeof *c);
   static const double base[NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS] = {
-      {6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {8.0, 8.0, 8.0}};
+      {6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}, {0, 0, 0},      {0, 0, 0},
+      {0, 0, 0},        {0, 0, 0},        {8.0, 8.0, 8.0}};
   static const double hw[NCCL_NUM_HW_LINKS][NCCL_NUM_ALGORITHMS][NCCL_NUM_PROTOCOLS] = {
-      /* NVLink */ {{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, 25},
-                    {0, 0, 25}, {0, 0, 4.0}},
-      /* PCI */ {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, 0}, {0, 0, 0},
-                 {0, 0, 4.0}},
-      /* NET */ {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}, {0, 0, 31}, {0, 0, 30}, {0, 0, 18},
-                 {0, 0, 20.9}, {0, 0, 14}}};
+      /* NVLink */ {{0.6, 1.25, 4.0},
+                    {0.6, 1.9, 3.4},
+                    {0, 0, 3.7},
+                    {0, 0, 2.8},
+                    {0, 0, 25},
+                    {0, 0, 25},
+                    {0, 0, 4.0}},
+      /* PCI */
+      {{1.0, 1.9, 4.0},
+       {1.0, 2.5, 5.7},
+       {0, 0, 3.7},
+       {0, 0, 2.8},
+       {0, 0, 0},
+       {0, 0, 0},
+       {0, 0, 4.0}},
+      /* NET */
+      {{5.0, 8.5, 14},
+       {2.7, 4.0, 14.0},
+       {0, 0, 31},
+       {0, 0, 30},
+       {0, 0, 18},
+       {0, 0, 20.9},
+       {0, 0, 14}}};
   static const double ll_max[4][3] = {
       {39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}};
   static const double ring_ll128[4][3] = {
@@ -59,7 +77,8 @@ topo_status topo_nccl_system_default(const char *gpu, int nranks, int nnodes, in
   topo_status st = TOPO_OK;
   int hopper = 1;
   if (gpu && strcasecmp(gpu, "A100") == 0) hopper = 0;
-  else if (gpu && strcasecmp(gpu, "H100") != 0 && strcasecmp(gpu, "H200") != 0) st = TOPO_ERR_INVALID;
+  else if (gpu && strcasecmp(gpu, "H100") != 0 && strcasecmp(gpu, "H200") != 0)
+    st = TOPO_ERR_INVALID;
   if (nranks < 1 || nnodes < 1 || nnodes > nranks || nranks % nnodes != 0) {
     st = TOPO_ERR_INVALID;
     if (nranks < 1) nranks = 1;
@@ -72,7 +91,8 @@ topo_status topo_nccl_system_default(const char *gpu, int nranks, int nnodes, in
   out->nnodes = nnodes;
   out->ll128 = -1;
 
-  topo_nccl_graph ring = {.type_intra = TOPO_NCCL_PATH_NVL, .type_inter = TOPO_NCCL_PATH_PIX,
+  topo_nccl_graph ring = {.type_intra = TOPO_NCCL_PATH_NVL,
+                          .type_inter = TOPO_NCCL_PATH_PIX,
                           .pattern = TOPO_NCCL_PATTERN_RING};
   if (ppn == 1) ring.type_intra = TOPO_NCCL_PATH_LOC;
   if (nnodes == 1) {
@@ -133,7 +153,7 @@ static int pat_enabled(const topo_nccl_system *s) {
 static int ll128_enabled(const topo_nccl_system *s, const topo_nccl_graph *g) {
   if (s->ll128 >= 0) return s->ll128;
   int on = s->compcap_min >= 90 ? g->type_inter <= TOPO_NCCL_PATH_PXN
-                                 : g->type_inter <= TOPO_NCCL_PATH_PXB;
+                                : g->type_inter <= TOPO_NCCL_PATH_PXB;
   on &= g->type_intra <= TOPO_NCCL_PATH_NVB;
   on &= s->compcap_min == s->compcap_max;
   on &= s->compcap_min >= 70;
@@ -196,7 +216,7 @@ topo_status topo_nccl_model_build(const topo_nccl_system *sys,
   float net_overhead = nnodes > 1 ? (s->cpu_amd ? 2.0f : 1.0f) : 0.0f;
 
   for (int coll = 0; coll < NCCL_NUM_FUNCTIONS; coll++) {
-    int nsteps = coll == ncclFuncAllReduce ? 2 * (nranks - 1)
+    int nsteps = coll == ncclFuncAllReduce                                    ? 2 * (nranks - 1)
                  : coll == ncclFuncAllGather || coll == ncclFuncReduceScatter ? nranks - 1
                                                                               : nranks;
     for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++) {
@@ -221,7 +241,8 @@ topo_status topo_nccl_model_build(const topo_nccl_system *sys,
         if (a == NCCL_ALGO_TREE && p == NCCL_PROTO_LL128)
           bus = (float)fmin(bus * (nnodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
                             g[a].nchannels * tree_ll128_max);
-        if (a == NCCL_ALGO_TREE && g[NCCL_ALGO_TREE].pattern == TOPO_NCCL_PATTERN_TREE) bus *= 0.85f;
+        if (a == NCCL_ALGO_TREE && g[NCCL_ALGO_TREE].pattern == TOPO_NCCL_PATTERN_TREE)
+          bus *= 0.85f;
         if (a == NCCL_ALGO_PAT) bus *= 0.75f;
         if (collnet && p != NCCL_PROTO_SIMPLE) bus = 0;
         if (a == NCCL_ALGO_COLLNET_DIRECT && p == NCCL_PROTO_SIMPLE) {
@@ -237,16 +258,19 @@ topo_status topo_nccl_model_build(const topo_nccl_system *sys,
         if ((a == NCCL_ALGO_NVLS || a == NCCL_ALGO_COLLNET_DIRECT) && p == NCCL_PROTO_SIMPLE &&
             (coll == ncclFuncAllGather || coll == ncclFuncReduceScatter) && nnodes > 1)
           bus = 0; /* needs collnet with one head per local rank: not modelled, as collnet is off */
-        if (!(a != NCCL_ALGO_RING && (coll == ncclFuncAllGather || coll == ncclFuncReduceScatter))) {
+        if (!(a != NCCL_ALGO_RING &&
+              (coll == ncclFuncAllGather || coll == ncclFuncReduceScatter))) {
           float ratio = (a == NCCL_ALGO_RING || a == NCCL_ALGO_NVLS || a == NCCL_ALGO_NVLS_TREE)
-                            ? (float)(1.0 * nranks / nsteps) : 0.5f;
+                            ? (float)(1.0 * nranks / nsteps)
+                            : 0.5f;
           bus *= ratio;
         }
         out->bw_gbs[coll][a][p] = bus;
 
         float lat = (float)constants->baseLatencies[a][p];
         float intra_lat = (float)constants->hwLatencies[intra_hw[a]][a][p];
-        float inter_lat = (float)constants->hwLatencies[NCCL_HW_NET][ippn == 1 ? NCCL_ALGO_TREE : a][p];
+        float inter_lat =
+            (float)constants->hwLatencies[NCCL_HW_NET][ippn == 1 ? NCCL_ALGO_TREE : a][p];
         inter_lat += (float)g[a].latency_inter;
         if (p == NCCL_PROTO_SIMPLE) inter_lat += (float)g[a].latency_inter;
         if (a == NCCL_ALGO_RING) {
@@ -257,7 +281,9 @@ topo_status topo_nccl_model_build(const topo_nccl_system *sys,
           } else {
             float over = p == NCCL_PROTO_SIMPLE ? 3 * net_overhead : net_overhead;
             if (over > intra_lat) intra_lat = over;
-            int ninter = nnodes == 1 ? 0 : coll == ncclFuncAllReduce ? 2 * (nnodes - 1) : nnodes - 1;
+            int ninter = nnodes == 1                 ? 0
+                         : coll == ncclFuncAllReduce ? 2 * (nnodes - 1)
+                                                     : nnodes - 1;
             lat += (nsteps - ninter) * intra_lat + ninter * inter_lat;
           }
         } else if (a == NCCL_ALGO_TREE) {
@@ -302,12 +328,12 @@ topo_status topo_nccl_model_build(const topo_nccl_system *sys,
 
 /* NCCL 2.28.9's tree correction factors, powers of two from 64 B to 256 MiB (LL, LL128, Simple). */
 static const float tree_correction[NCCL_NUM_PROTOCOLS][23] = {
-    {1.0f, 1.0f, 1.0f, 1.0f, .9f, .8f, .7f, .7f, .7f, .7f, .6f, .5f, .4f, .4f, .5f, .6f, .7f, .8f,
-     .9f, 1.0f, 1.0f, 1.0f, 1.0f},
-    {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, .9f, .8f, .8f, .8f, .7f, .6f, .6f, .6f, .6f, .6f, .6f, .8f, .9f,
-     .9f, .9f, .9f, 1.0f, 1.0f},
-    {.9f, .9f, .9f, .9f, .9f, .9f, .9f, .8f, .7f, .6f, .6f, .5f, .5f, .5f, .5f, .6f, .7f, .8f, .7f,
-     .7f, .8f, .9f, .9f}};
+    {1.0f, 1.0f, 1.0f, 1.0f, .9f, .8f, .7f, .7f,  .7f,  .7f,  .6f, .5f,
+     .4f,  .4f,  .5f,  .6f,  .7f, .8f, .9f, 1.0f, 1.0f, 1.0f, 1.0f},
+    {1.0f, 1.0f, 1.0f, 1.0f, 1.0f, .9f, .8f, .8f, .8f, .7f,  .6f, .6f,
+     .6f,  .6f,  .6f,  .6f,  .8f,  .9f, .9f, .9f, .9f, 1.0f, 1.0f},
+    {.9f, .9f, .9f, .9f, .9f, .9f, .9f, .8f, .7f, .6f, .6f, .5f,
+     .5f, .5f, .5f, .6f, .7f, .8f, .7f, .7f, .8f, .9f, .9f}};
 
 /* Entries NCCL never computes for this communicator (updateCollCostTable's skips). */
 static int offered(const topo_nccl_model *m, int coll, int a) {
@@ -330,7 +356,8 @@ float topo_nccl_model_time(const topo_nccl_model *m, int coll, uint64_t nbytes, 
   if (!m || coll < 0 || coll >= NCCL_NUM_FUNCTIONS || algo < 0 || algo >= NCCL_NUM_ALGORITHMS ||
       proto < 0 || proto >= NCCL_NUM_PROTOCOLS)
     return -1.0f;
-  if (m->sys.nranks <= 1) return algo == NCCL_ALGO_RING && proto == NCCL_PROTO_SIMPLE ? 0.0f : -1.0f;
+  if (m->sys.nranks <= 1)
+    return algo == NCCL_ALGO_RING && proto == NCCL_PROTO_SIMPLE ? 0.0f : -1.0f;
   if (!offered(m, coll, algo)) return -1.0f;
   float bw = m->bw_gbs[coll][algo][proto];
   float lat = m->lat_us[coll][algo][proto];

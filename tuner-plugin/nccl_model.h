@@ -23,39 +23,51 @@
 
 /* NCCL's path types (src/graph/topo.h): what a graph's typeIntra / typeInter say. */
 enum topo_nccl_path {
-  TOPO_NCCL_PATH_LOC = 0, TOPO_NCCL_PATH_NVL = 1, TOPO_NCCL_PATH_NVB = 2, TOPO_NCCL_PATH_C2C = 3,
-  TOPO_NCCL_PATH_PIX = 4, TOPO_NCCL_PATH_PXB = 5, TOPO_NCCL_PATH_PXN = 6, TOPO_NCCL_PATH_PHB = 7,
-  TOPO_NCCL_PATH_SYS = 8, TOPO_NCCL_PATH_NET = 9,
+  TOPO_NCCL_PATH_LOC = 0,
+  TOPO_NCCL_PATH_NVL = 1,
+  TOPO_NCCL_PATH_NVB = 2,
+  TOPO_NCCL_PATH_C2C = 3,
+  TOPO_NCCL_PATH_PIX = 4,
+  TOPO_NCCL_PATH_PXB = 5,
+  TOPO_NCCL_PATH_PXN = 6,
+  TOPO_NCCL_PATH_PHB = 7,
+  TOPO_NCCL_PATH_SYS = 8,
+  TOPO_NCCL_PATH_NET = 9,
 };
 
 /* NCCL's tree graph patterns (NCCL_TOPO_PATTERN_*). */
 enum topo_nccl_pattern {
-  TOPO_NCCL_PATTERN_BALANCED_TREE = 1, TOPO_NCCL_PATTERN_SPLIT_TREE = 2, TOPO_NCCL_PATTERN_TREE = 3,
-  TOPO_NCCL_PATTERN_RING = 4, TOPO_NCCL_PATTERN_NVLS = 5, TOPO_NCCL_PATTERN_COLLNET_DIRECT = 6,
+  TOPO_NCCL_PATTERN_BALANCED_TREE = 1,
+  TOPO_NCCL_PATTERN_SPLIT_TREE = 2,
+  TOPO_NCCL_PATTERN_TREE = 3,
+  TOPO_NCCL_PATTERN_RING = 4,
+  TOPO_NCCL_PATTERN_NVLS = 5,
+  TOPO_NCCL_PATTERN_COLLNET_DIRECT = 6,
 };
 
 /* One topology graph as NCCL's search leaves it (printed with NCCL_DEBUG_SUBSYS=GRAPH). */
 typedef struct topo_nccl_graph {
-  int nchannels;       /* graph channels (0 = this algorithm has no graph) */
-  double bw_intra;     /* GB/s per channel inside a node */
-  double bw_inter;     /* GB/s per channel between nodes */
-  int type_intra;      /* topo_nccl_path */
-  int type_inter;      /* topo_nccl_path */
+  int nchannels;        /* graph channels (0 = this algorithm has no graph) */
+  double bw_intra;      /* GB/s per channel inside a node */
+  double bw_inter;      /* GB/s per channel between nodes */
+  int type_intra;       /* topo_nccl_path */
+  int type_inter;       /* topo_nccl_path */
   double latency_inter; /* us, extra network latency of this graph (0 normally) */
-  int pattern;         /* topo_nccl_pattern */
+  int pattern;          /* topo_nccl_pattern */
 } topo_nccl_graph;
 
 /* What NCCL knows about the communicator when it builds its model. */
 typedef struct topo_nccl_system {
-  int compcap_min, compcap_max; /* compute capability x10 (90 = Hopper) of the slowest/fastest GPU */
-  int nranks, nnodes;           /* nranks / nnodes = ranks per node (NCCL's ppn) */
-  int nchannels;                /* comm->nChannels: collective channels ("N coll channels") */
-  int nvls_channels;            /* comm->nvlsChannels (0 when NVLS is unavailable) */
-  int nvls_support;             /* NVLS usable (NVSwitch with multicast, NCCL_NVLS_ENABLE) */
-  int collnet_support;          /* CollNet usable (network plugin with collectives); 0 normally */
-  int cpu_amd;                  /* CPU vendor: 1 AMD/other (multi-node llMax row 1, 2 us net
+  int compcap_min,
+      compcap_max;     /* compute capability x10 (90 = Hopper) of the slowest/fastest GPU */
+  int nranks, nnodes;  /* nranks / nnodes = ranks per node (NCCL's ppn) */
+  int nchannels;       /* comm->nChannels: collective channels ("N coll channels") */
+  int nvls_channels;   /* comm->nvlsChannels (0 when NVLS is unavailable) */
+  int nvls_support;    /* NVLS usable (NVSwitch with multicast, NCCL_NVLS_ENABLE) */
+  int collnet_support; /* CollNet usable (network plugin with collectives); 0 normally */
+  int cpu_amd;         /* CPU vendor: 1 AMD/other (multi-node llMax row 1, 2 us net
                                    overhead), 0 Intel */
-  int ll128;                    /* -1 NCCL's default rule, 0 off, 1 on (NCCL_PROTO) */
+  int ll128;           /* -1 NCCL's default rule, 0 off, 1 on (NCCL_PROTO) */
   topo_nccl_graph graph[NCCL_NUM_ALGORITHMS]; /* by algorithm: NVLS_TREE shares NVLS's graph,
                                                  PAT shares TREE's */
 } topo_nccl_system;
@@ -71,10 +83,10 @@ typedef struct topo_nccl_model {
 
 /* What NCCL would run for one call. */
 typedef struct topo_nccl_choice {
-  int algo, proto;   /* NCCL_ALGO_* / NCCL_PROTO_*; -1 when nothing is usable */
-  int nchannels;     /* channels NCCL runs (section 3.5) */
-  int nthreads;      /* threads per channel */
-  float time_us;     /* its model's predicted time */
+  int algo, proto; /* NCCL_ALGO_* / NCCL_PROTO_*; -1 when nothing is usable */
+  int nchannels;   /* channels NCCL runs (section 3.5) */
+  int nthreads;    /* threads per channel */
+  float time_us;   /* its model's predicted time */
 } topo_nccl_choice;
 
 /* NCCL 2.28.9's default tuning constants (ncclTopoInitTunerConstants, reference 3.4). */

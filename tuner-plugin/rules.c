@@ -17,9 +17,9 @@
 #include "log.h"
 #include "profile.h"
 
-#define RULES_MAX_FILE (16u << 20)
-#define RULES_MAX_FIELDS 10
-#define RULES_MAX_WARNINGS 32/* per file; the rest are counted in one summary line */
+#define RULES_MAX_FILE     (16u << 20)
+#define RULES_MAX_FIELDS   10
+#define RULES_MAX_WARNINGS 32 /* per file; the rest are counted in one summary line */
 
 struct topo_rules {
   int n;
@@ -89,9 +89,11 @@ static int parse_line(char *line, const char *name, int lineno, int quiet, topo_
   }
   if (nf < 8 || nf > 10) {
     if (!quiet)
-      TOPO_WARN("%s:%d: want 8, 9 or 10 comma-separated fields (collective,min_bytes,max_bytes,"
-                "algorithm,protocol,channels,nNodes,nRanks[,numPipeOps[,regBuff]]), got %s%d; "
-                "line skipped", name, lineno, nf > 10 ? "more than " : "", nf > 10 ? 10 : nf);
+      TOPO_WARN(
+          "%s:%d: want 8, 9 or 10 comma-separated fields (collective,min_bytes,max_bytes,"
+          "algorithm,protocol,channels,nNodes,nRanks[,numPipeOps[,regBuff]]), got %s%d; "
+          "line skipped",
+          name, lineno, nf > 10 ? "more than " : "", nf > 10 ? 10 : nf);
     return -1;
   }
   memset(r, 0, sizeof *r);
@@ -178,7 +180,8 @@ topo_status topo_rules_parse(const char *text, size_t len, const char *name, top
     lineno++;
     size_t n = end - pos;
     if (memchr(text + pos, '\0', n)) {
-      if (bad < RULES_MAX_WARNINGS) TOPO_WARN("%s:%d: NUL byte in line; line skipped", name, lineno);
+      if (bad < RULES_MAX_WARNINGS)
+        TOPO_WARN("%s:%d: NUL byte in line; line skipped", name, lineno);
       bad++;
     } else {
       memcpy(line, text + pos, n);
@@ -220,18 +223,18 @@ const topo_rule *topo_rules_at(const topo_rules *rules, int i) {
 
 /* One candidate of a segment: a rule that may be the first match there. */
 typedef struct rx_cand {
-  uint32_t rule;   /* index in the set */
-  int32_t pipe;    /* numPipeOps constraint, -1 = any */
+  uint32_t rule; /* index in the set */
+  int32_t pipe;  /* numPipeOps constraint, -1 = any */
   int8_t algo, proto, reg;
 } rx_cand;
 
 #define RX_OCTAVES 65 /* octave of n: 0 for 0, else 64 - clz(n) (1..64) */
 
 typedef struct rx_coll {
-  uint32_t nseg;                  /* 0: no rule for this collective */
-  uint64_t *lo;                   /* lower bound of each segment (lo[0] = 0), ascending */
-  uint32_t *first;                /* candidates of segment j: cand[first[j] .. first[j+1]) */
-  uint32_t oct[RX_OCTAVES + 1];   /* segment holding the octave's lower edge; [65] = last */
+  uint32_t nseg;                /* 0: no rule for this collective */
+  uint64_t *lo;                 /* lower bound of each segment (lo[0] = 0), ascending */
+  uint32_t *first;              /* candidates of segment j: cand[first[j] .. first[j+1]) */
+  uint32_t oct[RX_OCTAVES + 1]; /* segment holding the octave's lower edge; [65] = last */
 } rx_coll;
 
 struct topo_rules_index {
@@ -262,8 +265,8 @@ static uint32_t seg_search(const uint64_t *seg_lo, uint32_t lo, uint32_t hi, uin
 
 /* Whether earlier candidate e makes rule r unreachable: same entry, constraints no narrower. */
 static int dominates(const rx_cand *e, const topo_rule *r) {
-  return e->algo == r->algo && e->proto == r->proto && (e->pipe == -1 || e->pipe == r->num_pipe_ops) &&
-         (e->reg == -1 || e->reg == r->reg_buff);
+  return e->algo == r->algo && e->proto == r->proto &&
+         (e->pipe == -1 || e->pipe == r->num_pipe_ops) && (e->reg == -1 || e->reg == r->reg_buff);
 }
 
 void topo_rules_index_free(topo_rules_index *ix) {
@@ -369,10 +372,12 @@ const topo_rule *topo_rules_index_find(const topo_rules_index *ix, int coll, uin
   for (uint32_t k = c->first[j]; k < c->first[j + 1]; k++) {
     const rx_cand *e = &ix->cand[k];
     if (probe) probe->candidates++;
-    if ((e->pipe != -1 && e->pipe != num_pipe_ops) || (e->reg != -1 && e->reg != reg_buff)) continue;
+    if ((e->pipe != -1 && e->pipe != num_pipe_ops) || (e->reg != -1 && e->reg != reg_buff))
+      continue;
     int ok = (allow >> (e->algo * NCCL_NUM_PROTOCOLS + e->proto)) & 1;
     if (ok && table)
-      ok = e->algo < num_algo && e->proto < num_proto && table[e->algo * num_proto + e->proto] >= 0.0f;
+      ok = e->algo < num_algo && e->proto < num_proto &&
+           table[e->algo * num_proto + e->proto] >= 0.0f;
     if (ok) return &ix->rules->rule[e->rule];
     if (ignored && !*ignored && !atomic_load_explicit(&ix->reported[e->rule], memory_order_relaxed))
       *ignored = &ix->rules->rule[e->rule];

@@ -125,11 +125,12 @@ static void fill_entry(const topo_model *m, topo_table *t, int coll, int algo, i
     double lo = edge_bytes(b), hi = edge_bytes(b + 1);
     double t_lo = lat_e[b] + x_e[b], t_hi = lat_e[b + 1] + x_e[b + 1];
     double slope = (t_hi - t_lo) / (hi - lo);
-    c->e[algo][proto] = (topo_table_entry){(float)lat_e[b], (float)x_e[b],
-                                           (float)(slope > 0 ? slope : 0),
-                                           (float)fmax(fit_err(&err, lo), fit_err(&err, hi))};
-    c->nch[algo][proto] = reg ? t->cells[coll][b][0].nch[algo][proto]
-                              : (uint8_t)pick_channels(m, algo, proto, lo, hi, counts, ncounts, &ref, cur);
+    c->e[algo][proto] =
+        (topo_table_entry){(float)lat_e[b], (float)x_e[b], (float)(slope > 0 ? slope : 0),
+                           (float)fmax(fit_err(&err, lo), fit_err(&err, hi))};
+    c->nch[algo][proto] =
+        reg ? t->cells[coll][b][0].nch[algo][proto]
+            : (uint8_t)pick_channels(m, algo, proto, lo, hi, counts, ncounts, &ref, cur);
   }
 }
 
@@ -137,7 +138,8 @@ static void fill_entry(const topo_model *m, topo_table *t, int coll, int algo, i
 
 /* Median and noise of a setting at `bytes`, interpolated linearly between the measured sizes
  * bracketing it; 0 outside the measured range (nothing is invented there). */
-static int measured_at(const topo_profile_point *pt, int n, double bytes, double *med, double *noise) {
+static int measured_at(const topo_profile_point *pt, int n, double bytes, double *med,
+                       double *noise) {
   if (n <= 0 || bytes < (double)pt[0].bytes || bytes > (double)pt[n - 1].bytes) return 0;
   int i = 0;
   while (i + 1 < n && (double)pt[i + 1].bytes < bytes) i++;
@@ -165,13 +167,17 @@ static int cmp_u64(const void *a, const void *b) {
 /* Switch ranges of bucket b of `coll` for NCCL's pick `k` among the candidates `c[0..nc)`. */
 static void decide_bucket(const topo_model *m, topo_table *t, int coll, int b,
                           const setting_points *k, const setting_points *c, int nc) {
-  uint64_t lo = (uint64_t)edge_bytes(b), hi = b + 1 < TOPO_TABLE_BUCKETS ? (uint64_t)edge_bytes(b + 1) - 1 : UINT64_MAX;
+  uint64_t lo = (uint64_t)edge_bytes(b),
+           hi = b + 1 < TOPO_TABLE_BUCKETS ? (uint64_t)edge_bytes(b + 1) - 1 : UINT64_MAX;
   if (hi < lo) hi = lo;
   /* Nothing measured for the pick in this bucket's reach: no decision. */
-  if (k->n <= 0 || (double)hi < (double)k->pt[0].bytes || (double)lo > (double)k->pt[k->n - 1].bytes) return;
+  if (k->n <= 0 || (double)hi < (double)k->pt[0].bytes ||
+      (double)lo > (double)k->pt[k->n - 1].bytes)
+    return;
   uint64_t s[TOPO_TABLE_SWITCH_SAMPLES + 64];
   int ns = 0;
-  double top = (double)hi > (double)k->pt[k->n - 1].bytes ? (double)k->pt[k->n - 1].bytes : (double)hi;
+  double top =
+      (double)hi > (double)k->pt[k->n - 1].bytes ? (double)k->pt[k->n - 1].bytes : (double)hi;
   double bot = (double)lo < (double)k->pt[0].bytes ? (double)k->pt[0].bytes : (double)lo;
   for (int i = 0; i < TOPO_TABLE_SWITCH_SAMPLES; i++)
     s[ns++] = (uint64_t)(bot + (top - bot) * i / (TOPO_TABLE_SWITCH_SAMPLES - 1));
@@ -228,9 +234,11 @@ static void build_switches(topo_table *t, const topo_model *m) {
     for (int i = 0; i < p->npoints;) {
       const topo_profile_point *q = &p->points[i];
       int n = 0;
-      const topo_profile_point *pt = topo_profile_find_points(p, q->coll, q->algo, q->proto, q->nchannels, &n);
+      const topo_profile_point *pt =
+          topo_profile_find_points(p, q->coll, q->algo, q->proto, q->nchannels, &n);
       if (n <= 0) break;
-      int clampable = q->algo == NCCL_ALGO_RING || q->algo == NCCL_ALGO_TREE || q->algo == NCCL_ALGO_PAT;
+      int clampable =
+          q->algo == NCCL_ALGO_RING || q->algo == NCCL_ALGO_TREE || q->algo == NCCL_ALGO_PAT;
       if (q->coll == coll && (q->nchannels == 0 || clampable) && nc < (int)(sizeof c / sizeof *c))
         c[nc++] = (setting_points){q->algo, q->proto, q->nchannels, n, pt};
       i += n;

@@ -27,7 +27,7 @@
  * switch's count instead): a count below NCCL's only on terms measured at that count (and at
  * NCCL's own) that cover the bucket, each fitted within TOPO_TABLE_CHANNEL_MAX_FIT_ERR (rms),
  * predicting no more than this factor above NCCL's own count. */
-#define TOPO_TABLE_CHANNEL_TOLERANCE 1.0
+#define TOPO_TABLE_CHANNEL_TOLERANCE   1.0
 #define TOPO_TABLE_CHANNEL_MAX_FIT_ERR 0.03
 /* NCCL's own pick stays unless the profile's measured medians (topo_profile_point, interpolated
  * linearly in bytes between the measured sizes bracketing nBytes) show another setting faster
@@ -60,10 +60,11 @@ typedef struct topo_table_switch {
 typedef struct topo_table {
   int nranks;
   int nswitch; /* switch ranges in the table (0: NCCL's picks everywhere) */
-  topo_table_switch sw[NCCL_NUM_FUNCTIONS][TOPO_TABLE_BUCKETS][NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS];
+  topo_table_switch sw[NCCL_NUM_FUNCTIONS][TOPO_TABLE_BUCKETS]
+                      [NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS];
   float edge[TOPO_TABLE_BUCKETS]; /* lower edge of each bucket, bytes */
   topo_table_cell cells[NCCL_NUM_FUNCTIONS][TOPO_TABLE_BUCKETS][2]; /* [coll][bucket][regBuff] */
-  topo_rules_index *rules; /* NULL: no rules; owned */
+  topo_rules_index *rules;                                          /* NULL: no rules; owned */
 } topo_table;
 
 /* Evaluate the model into a new table. TOPO_ERR_NOMEM on allocation failure (*out untouched). */

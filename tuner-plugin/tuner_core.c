@@ -33,7 +33,7 @@ typedef struct setup_key {
   char force[128];
   char gpu[32];
   int nranks, nnodes, ranks_per_domain;
-  int nccl_version;       /* NCCL_VERSION_CODE NCCL runs; 0 = unknown (then abi_version bounds it) */
+  int nccl_version; /* NCCL_VERSION_CODE NCCL runs; 0 = unknown (then abi_version bounds it) */
   int abi_version;
 } setup_key;
 
@@ -41,12 +41,12 @@ typedef struct setup_key {
  * same key. */
 typedef struct setup {
   setup_key key;
-  int refs;               /* guarded by cache_lock */
-  struct setup *next;     /* guarded by cache_lock */
+  int refs;           /* guarded by cache_lock */
+  struct setup *next; /* guarded by cache_lock */
   topo_profile profile;
   topo_model model;
-  topo_table *table;      /* with the rules folded in */
-  topo_rules *rules;      /* NULL: none */
+  topo_table *table; /* with the rules folded in */
+  topo_rules *rules; /* NULL: none */
   topo_force force;
   atomic_int force_warned; /* the forced choice was refused once: warned */
 } setup;
@@ -112,7 +112,8 @@ const char *topo_tuner_gpu_model(char *buf, size_t len) {
 /* NCCL versions a tuner ABI version is offered by (ncclTunerPlugin_vN): the fallback when the
  * process has no ncclGetVersion to ask. */
 static void abi_versions(int abi, int *lo, int *hi) {
-  static const int range[][2] = {{21900, 22199}, {22200, 22299}, {22300, 22699}, {22700, 22999}, {23000, 99999}};
+  static const int range[][2] = {
+      {21900, 22199}, {22200, 22299}, {22300, 22699}, {22700, 22999}, {23000, 99999}};
   int i = abi - 2;
   if (i < 0 || i > 4) {
     *lo = 0, *hi = 99999;
@@ -148,8 +149,8 @@ static topo_status build_setup(const setup_key *key, setup **out) {
   if (!s) return TOPO_ERR_NOMEM;
   s->key = *key;
 
-  topo_profile_key want = {.nranks = key->nranks, .nnodes = key->nnodes,
-                           .nccl_version = key->nccl_version};
+  topo_profile_key want = {
+      .nranks = key->nranks, .nnodes = key->nnodes, .nccl_version = key->nccl_version};
   snprintf(want.gpu, sizeof want.gpu, "%s", key->gpu);
   if (key->profile[0]) {
     st = topo_profile_load(key->profile, &want, &s->profile);
@@ -157,15 +158,17 @@ static topo_status build_setup(const setup_key *key, setup **out) {
     int lo, hi, v = s->profile.key.nccl_version;
     abi_versions(key->abi_version, &lo, &hi);
     if (st == TOPO_OK && !key->nccl_version && v > 0 && (v < lo || v > hi)) {
-      TOPO_INFO(NCCL_INIT | NCCL_TUNING, "profile %s is for NCCL %d, outside what tuner ABI v%d "
-                "runs under (%d..%d): not applied, NCCL's picks kept", s->profile.source, v,
-                key->abi_version, lo, hi);
+      TOPO_INFO(NCCL_INIT | NCCL_TUNING,
+                "profile %s is for NCCL %d, outside what tuner ABI v%d "
+                "runs under (%d..%d): not applied, NCCL's picks kept",
+                s->profile.source, v, key->abi_version, lo, hi);
       topo_profile_free(&s->profile);
       topo_profile_builtin(key->gpu, &s->profile);
     } else if (st == TOPO_ERR_PARSE) {
-      TOPO_INFO(NCCL_INIT | NCCL_TUNING, "profile %s has no section for this communicator (NCCL %d"
-                ", %s, %d ranks, %d nodes): not applied, NCCL's picks kept", key->profile,
-                key->nccl_version, key->gpu, key->nranks, key->nnodes);
+      TOPO_INFO(NCCL_INIT | NCCL_TUNING,
+                "profile %s has no section for this communicator (NCCL %d"
+                ", %s, %d ranks, %d nodes): not applied, NCCL's picks kept",
+                key->profile, key->nccl_version, key->gpu, key->nranks, key->nnodes);
     }
     st = TOPO_OK; /* IO / PARSE: the loader warned and left the built-in defaults */
   } else if (topo_profile_builtin(key->gpu, &s->profile) != TOPO_OK) {
@@ -180,7 +183,8 @@ static topo_status build_setup(const setup_key *key, setup **out) {
   }
 
   if (topo_force_parse(key->force, &s->force) != TOPO_OK)
-    TOPO_WARN_ONCE("TOPO_TUNER_FORCE='%s' is not algorithm,protocol[,channels]; ignored", key->force);
+    TOPO_WARN_ONCE("TOPO_TUNER_FORCE='%s' is not algorithm,protocol[,channels]; ignored",
+                   key->force);
 
   topo_model_init(&s->model, &s->profile, key->nranks, key->nnodes, key->ranks_per_domain);
   TOPO_CHECK_GOTO(topo_table_build(&s->model, &s->table), st, fail);
@@ -214,10 +218,9 @@ static int key_equal(const setup_key *a, const setup_key *b) {
   return strcmp(a->profile, b->profile) == 0 && a->profile_mtime == b->profile_mtime &&
          a->profile_size == b->profile_size && strcmp(a->rules, b->rules) == 0 &&
          a->rules_mtime == b->rules_mtime && a->rules_size == b->rules_size &&
-         strcmp(a->force, b->force) == 0 && strcmp(a->gpu, b->gpu) == 0 &&
-         a->nranks == b->nranks && a->nnodes == b->nnodes &&
-         a->ranks_per_domain == b->ranks_per_domain && a->nccl_version == b->nccl_version &&
-         a->abi_version == b->abi_version;
+         strcmp(a->force, b->force) == 0 && strcmp(a->gpu, b->gpu) == 0 && a->nranks == b->nranks &&
+         a->nnodes == b->nnodes && a->ranks_per_domain == b->ranks_per_domain &&
+         a->nccl_version == b->nccl_version && a->abi_version == b->abi_version;
 }
 
 topo_status topo_tuner_init(const topo_tuner_args *args, topo_tuner_ctx **out) {
@@ -274,8 +277,10 @@ topo_status topo_tuner_init(const topo_tuner_args *args, topo_tuner_ctx **out) {
             s->rules ? topo_rules_count(s->rules) : 0, s->force.active ? key.force : "off",
             built ? "built" : "shared", written);
   if (built && s->profile.npoints == 0)
-    TOPO_INFO(NCCL_INIT | NCCL_TUNING, "profile %s has no measured points (format < 2 or none "
-              "measured): NCCL's picks kept", s->profile.source);
+    TOPO_INFO(NCCL_INIT | NCCL_TUNING,
+              "profile %s has no measured points (format < 2 or none "
+              "measured): NCCL's picks kept",
+              s->profile.source);
   else if (built)
     TOPO_INFO(NCCL_INIT | NCCL_TUNING, "profile %s: %d measured points, %d switch ranges",
               s->profile.source, s->profile.npoints, s->table->nswitch);
@@ -310,20 +315,22 @@ static void force_refused(setup *s, int coll) {
   if (atomic_load_explicit(flag, memory_order_relaxed) ||
       atomic_exchange_explicit(flag, 1, memory_order_relaxed))
     return;
-  TOPO_WARN("TOPO_TUNER_FORCE=%s: NCCL does not allow %s/%s for %s here; NCCL's own choice stands "
-            "wherever it does not (warned once)",
-            s->key.force, topo_nccl_algo_name(s->force.algo, TOPO_NCCL_FILE),
-            topo_nccl_proto_name(s->force.proto, TOPO_NCCL_FILE),
-            topo_nccl_func_name(coll, TOPO_NCCL_FILE));
+  TOPO_WARN(
+      "TOPO_TUNER_FORCE=%s: NCCL does not allow %s/%s for %s here; NCCL's own choice stands "
+      "wherever it does not (warned once)",
+      s->key.force, topo_nccl_algo_name(s->force.algo, TOPO_NCCL_FILE),
+      topo_nccl_proto_name(s->force.proto, TOPO_NCCL_FILE),
+      topo_nccl_func_name(coll, TOPO_NCCL_FILE));
 }
 
 /* One warning per rule the first time it matches a call whose entry NCCL does not allow. */
 static void rule_refused(const setup *s, const topo_rule *r) {
   if (!r || !topo_rules_index_report_once(s->table->rules, r)) return;
-  TOPO_WARN("%s:%d: rule %s %s/%s matches but NCCL does not allow that algorithm/protocol here; "
-            "passed over there (warned once)",
-            s->key.rules, r->line, topo_nccl_func_name(r->coll, TOPO_NCCL_FILE),
-            topo_nccl_algo_name(r->algo, TOPO_NCCL_FILE), topo_nccl_proto_name(r->proto, TOPO_NCCL_FILE));
+  TOPO_WARN(
+      "%s:%d: rule %s %s/%s matches but NCCL does not allow that algorithm/protocol here; "
+      "passed over there (warned once)",
+      s->key.rules, r->line, topo_nccl_func_name(r->coll, TOPO_NCCL_FILE),
+      topo_nccl_algo_name(r->algo, TOPO_NCCL_FILE), topo_nccl_proto_name(r->proto, TOPO_NCCL_FILE));
 }
 
 void topo_tuner_get(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int num_pipe_ops,
@@ -338,9 +345,9 @@ void topo_tuner_get(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int num_
   }
 
   if (s->table->rules) {
-    const topo_rule *ignored, *r = topo_table_rule(s->table, coll, nbytes, num_pipe_ops, reg_buff,
-                                                   cost, num_algo, num_proto, TOPO_RULES_ALLOW_ALL,
-                                                   &ignored);
+    const topo_rule *ignored,
+        *r = topo_table_rule(s->table, coll, nbytes, num_pipe_ops, reg_buff, cost, num_algo,
+                             num_proto, TOPO_RULES_ALLOW_ALL, &ignored);
     rule_refused(s, ignored);
     if (r) {
       /* The pinned entry wins (0.0 is below every allowed entry); NCCL's other costs stay. */
@@ -350,8 +357,8 @@ void topo_tuner_get(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int num_
     }
   }
   int a = -1, p = -1;
-  nch = topo_table_apply(s->table, coll, nbytes, num_pipe_ops, reg_buff, cost, num_algo,
-                         num_proto, &a, &p);
+  nch = topo_table_apply(s->table, coll, nbytes, num_pipe_ops, reg_buff, cost, num_algo, num_proto,
+                         &a, &p);
   if (nch >= 0) *nchannels = nccl_clamps_channels(a) ? nch : 0;
 }
 
@@ -372,9 +379,9 @@ void topo_tuner_get_pair(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int
     return;
   }
   if (s->table->rules) {
-    const topo_rule *ignored, *r = topo_table_rule(s->table, coll, nbytes, num_pipe_ops, 0, NULL,
-                                                   NCCL_NUM_ALGORITHMS, NCCL_NUM_PROTOCOLS, allow,
-                                                   &ignored);
+    const topo_rule *ignored,
+        *r = topo_table_rule(s->table, coll, nbytes, num_pipe_ops, 0, NULL, NCCL_NUM_ALGORITHMS,
+                             NCCL_NUM_PROTOCOLS, allow, &ignored);
     rule_refused(s, ignored);
     if (r) {
       *algo = r->algo;
@@ -400,7 +407,7 @@ void topo_tuner_get_pair(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int
   if (nchannels && best >= 0) *nchannels = 0;
 }
 
-void topo_tuner_chunk_size(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int algo,
-                           int proto, int nchannels, size_t *chunk_size) {
+void topo_tuner_chunk_size(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int algo, int proto,
+                           int nchannels, size_t *chunk_size) {
   (void)ctx, (void)coll, (void)nbytes, (void)algo, (void)proto, (void)nchannels, (void)chunk_size;
 }

@@ -24,11 +24,11 @@
 typedef struct topo_tuner_ctx topo_tuner_ctx;
 
 typedef struct topo_tuner_args {
-  int abi_version;            /* 2..6: which adapter called */
-  uint64_t comm_id;           /* v5+: commHash (logs only) */
+  int abi_version;  /* 2..6: which adapter called */
+  uint64_t comm_id; /* v5+: commHash (logs only) */
   size_t nranks, nnodes;
-  int ranks_per_domain;       /* v5+: max ranks per NVLink domain; 0 = nranks / nnodes */
-  ncclDebugLogger_t logger;   /* may be NULL */
+  int ranks_per_domain;               /* v5+: max ranks per NVLink domain; 0 = nranks / nnodes */
+  ncclDebugLogger_t logger;           /* may be NULL */
   ncclTunerConstants_v5_t *constants; /* v5+: NCCL's constants to calibrate; NULL otherwise */
 } topo_tuner_args;
 
@@ -46,12 +46,11 @@ void topo_tuner_get(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int num_
  * runs a returned pair unchecked, so force, rules and the model only return what
  * topo_force_v2_allowed says it supports for that collective and these collNet/NVLS flags. */
 void topo_tuner_get_pair(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int collnet_support,
-                         int nvls_support, int num_pipe_ops, int *algo, int *proto,
-                         int *nchannels);
+                         int nvls_support, int num_pipe_ops, int *algo, int *proto, int *nchannels);
 
 /* v6 getChunkSize: keeps NCCL's chunk size (no measured reason to change it). */
-void topo_tuner_chunk_size(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int algo,
-                           int proto, int nchannels, size_t *chunk_size);
+void topo_tuner_chunk_size(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int algo, int proto,
+                           int nchannels, size_t *chunk_size);
 
 void topo_tuner_finalize(topo_tuner_ctx *ctx); /* NULL-safe */
 

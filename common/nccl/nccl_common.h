@@ -59,20 +59,20 @@ typedef void (*ncclDebugLogger_t)(ncclDebugLogLevel level, unsigned long flags, 
 
 #define NCCL_ALGO_PROTO_IGNORE -1.0f
 
-#define NCCL_HW_NVLINK 0
-#define NCCL_HW_PCI 1
-#define NCCL_HW_NET 2
+#define NCCL_HW_NVLINK    0
+#define NCCL_HW_PCI       1
+#define NCCL_HW_NET       2
 #define NCCL_NUM_HW_LINKS 3
 
-#define NCCL_VOLTA_COMPCAP_IDX 0
-#define NCCL_AMPERE_COMPCAP_IDX 1
-#define NCCL_HOPPER_COMPCAP_IDX 2
+#define NCCL_VOLTA_COMPCAP_IDX     0
+#define NCCL_AMPERE_COMPCAP_IDX    1
+#define NCCL_HOPPER_COMPCAP_IDX    2
 #define NCCL_BLACKWELL_COMPCAP_IDX 3
-#define NCCL_NUM_COMPCAPS 4
+#define NCCL_NUM_COMPCAPS          4
 
-#define NCCL_TUNING_SCALE_1NODE 0
+#define NCCL_TUNING_SCALE_1NODE  0
 #define NCCL_TUNING_SCALE_2NODES 1
 #define NCCL_TUNING_SCALE_4NODES 2
-#define NCCL_NUM_TUNING_SCALES 3
+#define NCCL_NUM_TUNING_SCALES   3
 
 #endif

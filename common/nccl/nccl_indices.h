@@ -26,20 +26,20 @@ typedef enum {
 } ncclFunc_t;
 #define NCCL_NUM_FUNCTIONS 5 /* tuned functions */
 
-#define NCCL_ALGO_UNDEF -1
-#define NCCL_ALGO_TREE 0
-#define NCCL_ALGO_RING 1
+#define NCCL_ALGO_UNDEF          -1
+#define NCCL_ALGO_TREE           0
+#define NCCL_ALGO_RING           1
 #define NCCL_ALGO_COLLNET_DIRECT 2
-#define NCCL_ALGO_COLLNET_CHAIN 3
-#define NCCL_ALGO_NVLS 4
-#define NCCL_ALGO_NVLS_TREE 5
-#define NCCL_ALGO_PAT 6
-#define NCCL_NUM_ALGORITHMS 7 /* 6 on NCCL 2.22 (no PAT): always index with the numAlgo passed */
+#define NCCL_ALGO_COLLNET_CHAIN  3
+#define NCCL_ALGO_NVLS           4
+#define NCCL_ALGO_NVLS_TREE      5
+#define NCCL_ALGO_PAT            6
+#define NCCL_NUM_ALGORITHMS      7 /* 6 on NCCL 2.22 (no PAT): always index with the numAlgo passed */
 
-#define NCCL_PROTO_UNDEF -1
-#define NCCL_PROTO_LL 0
-#define NCCL_PROTO_LL128 1
-#define NCCL_PROTO_SIMPLE 2
+#define NCCL_PROTO_UNDEF   -1
+#define NCCL_PROTO_LL      0
+#define NCCL_PROTO_LL128   1
+#define NCCL_PROTO_SIMPLE  2
 #define NCCL_NUM_PROTOCOLS 3
 
 #endif

@@ -20,19 +20,19 @@ enum {
   ncclProfileProxyOp = (1 << 3),
   ncclProfileProxyStep = (1 << 4),
   ncclProfileProxyCtrl = (1 << 5),
-  ncclProfileKernelCh = (1 << 6),     /* v3+ */
-  ncclProfileNetPlugin = (1 << 7),    /* v3+ */
-  ncclProfileGroupApi = (1 << 8),     /* v5+ */
-  ncclProfileCollApi = (1 << 9),      /* v5+ */
-  ncclProfileP2pApi = (1 << 10),      /* v5+ */
+  ncclProfileKernelCh = (1 << 6),      /* v3+ */
+  ncclProfileNetPlugin = (1 << 7),     /* v3+ */
+  ncclProfileGroupApi = (1 << 8),      /* v5+ */
+  ncclProfileCollApi = (1 << 9),       /* v5+ */
+  ncclProfileP2pApi = (1 << 10),       /* v5+ */
   ncclProfileKernelLaunch = (1 << 11), /* v5+ */
-  ncclProfileCeColl = (1 << 12),      /* v6 */
-  ncclProfileCeSync = (1 << 13),      /* v6 */
-  ncclProfileCeBatch = (1 << 14),     /* v6 */
+  ncclProfileCeColl = (1 << 12),       /* v6 */
+  ncclProfileCeSync = (1 << 13),       /* v6 */
+  ncclProfileCeBatch = (1 << 14),      /* v6 */
 };
 
 typedef enum {
-  ncclProfilerProxyOpSendPosted = 0,        /* deprecated since v4 */
+  ncclProfilerProxyOpSendPosted = 0, /* deprecated since v4 */
   ncclProfilerProxyOpSendRemFifoWait = 1,
   ncclProfilerProxyOpSendTransmitted = 2,
   ncclProfilerProxyOpSendDone = 3,
@@ -51,13 +51,13 @@ typedef enum {
   ncclProfilerProxyCtrlWakeup = 16,
   ncclProfilerProxyCtrlAppend = 17,
   ncclProfilerProxyCtrlAppendEnd = 18,
-  ncclProfilerProxyOpInProgress_v4 = 19,    /* v4+ */
+  ncclProfilerProxyOpInProgress_v4 = 19, /* v4+ */
   ncclProfilerProxyStepSendPeerWait_v4 = 20,
   ncclProfilerNetPluginUpdate = 21,
   ncclProfilerKernelChStop = 22,
-  ncclProfilerGroupStartApiStop = 23,       /* v5+; state args are NULL */
+  ncclProfilerGroupStartApiStop = 23, /* v5+; state args are NULL */
   ncclProfilerGroupEndApiStart = 24,
-  ncclProfilerCeCollStart = 25,             /* v6; never recorded by NCCL 2.29-2.30 */
+  ncclProfilerCeCollStart = 25, /* v6; never recorded by NCCL 2.29-2.30 */
   ncclProfilerCeCollComplete = 26,
   ncclProfilerCeSyncStart = 27,
   ncclProfilerCeSyncComplete = 28,
@@ -74,7 +74,7 @@ typedef ncclProfilerEventState_t ncclProfilerEventState_v6_t;
 
 /* Members of the descriptor unions that did not change across versions. */
 typedef struct {
-  pid_t pid;          /* process that started the op (PXN: may be another process) */
+  pid_t pid; /* process that started the op (PXN: may be another process) */
   uint8_t channelId;
   int peer;
   int nSteps;
@@ -87,7 +87,7 @@ typedef struct {
 } ncclProfilerProxyStepDescr_t;
 
 typedef struct {
-  int64_t id;  /* bits 0-15 event struct version, 16-31 type (IB 1<<16, socket 2<<16) */
+  int64_t id; /* bits 0-15 event struct version, 16-31 type (IB 1<<16, socket 2<<16) */
   void *data;
 } ncclProfilerNetPluginDescr_t;
 
@@ -99,15 +99,15 @@ _Static_assert(sizeof(ncclProfilerNetPluginDescr_t) == 16, "netPlugin descr");
 
 /* The head of every descriptor on LP64: type (1 or 8 bytes), parentObj at 8, rank at 16, the
  * union at 24. */
-#define TOPO_PROFILER_DESCR_ASSERTS(T)                                                   \
-  _Static_assert(offsetof(T, parentObj) == 8, #T ": parentObj at 8");                     \
-  _Static_assert(offsetof(T, rank) == 16, #T ": rank at 16");                             \
-  _Static_assert(offsetof(T, coll) == 24 && offsetof(T, p2p) == 24 &&                     \
-                     offsetof(T, proxyOp) == 24 && offsetof(T, proxyStep) == 24,          \
+#define TOPO_PROFILER_DESCR_ASSERTS(T)                                           \
+  _Static_assert(offsetof(T, parentObj) == 8, #T ": parentObj at 8");            \
+  _Static_assert(offsetof(T, rank) == 16, #T ": rank at 16");                    \
+  _Static_assert(offsetof(T, coll) == 24 && offsetof(T, p2p) == 24 &&            \
+                     offsetof(T, proxyOp) == 24 && offsetof(T, proxyStep) == 24, \
                  #T ": union at 24")
 
 /* The plugin struct has the same six members in every version. */
-#define TOPO_PROFILER_STRUCT_ASSERTS(T)                                                  \
-  _Static_assert(sizeof(T) == 6 * sizeof(void *), #T ": name + 5 functions");             \
+#define TOPO_PROFILER_STRUCT_ASSERTS(T)                                       \
+  _Static_assert(sizeof(T) == 6 * sizeof(void *), #T ": name + 5 functions"); \
   _Static_assert(offsetof(T, finalize) == 5 * sizeof(void *), #T ": finalize last")
 #endif

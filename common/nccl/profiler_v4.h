@@ -28,12 +28,12 @@ typedef struct {
   const char *datatype;
   size_t count;
   int peer;
-  uint8_t nChannels;  /* undefined when NCCL 2.28+ drives a v4 plugin through its shim */
+  uint8_t nChannels; /* undefined when NCCL 2.28+ drives a v4 plugin through its shim */
 } ncclProfilerP2pDescr_v4_t;
 
 typedef struct {
   uint8_t channelId;
-  uint64_t pTimer;  /* GPU globaltimer ns at the channel's start */
+  uint64_t pTimer; /* GPU globaltimer ns at the channel's start */
 } ncclProfilerKernelChDescr_v4_t;
 
 typedef struct {
@@ -61,7 +61,7 @@ typedef union {
     void *data;
   } netPlugin;
   struct {
-    uint64_t pTimer;  /* GPU globaltimer ns at the channel's stop (state KernelChStop) */
+    uint64_t pTimer; /* GPU globaltimer ns at the channel's stop (state KernelChStop) */
   } kernelCh;
 } ncclProfilerEventStateArgs_v4_t;
 

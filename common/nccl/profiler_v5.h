@@ -10,12 +10,12 @@
 
 typedef struct {
   bool graphCaptured;
-  int groupDepth;  /* 1 = NCCL's implicit group, > 1 inside the user's ncclGroupStart */
+  int groupDepth; /* 1 = NCCL's implicit group, > 1 inside the user's ncclGroupStart */
 } ncclProfilerGroupApiDescr_v5_t;
 
 typedef struct {
   const char *func;
-  size_t count;          /* the user's count and datatype */
+  size_t count; /* the user's count and datatype */
   const char *datatype;
   int root;
   void *stream;
@@ -46,7 +46,7 @@ typedef struct {
   uint8_t nWarps;
   const char *algo;
   const char *proto;
-  void *parentGroup;  /* the legacy Group handle */
+  void *parentGroup; /* the legacy Group handle */
 } ncclProfilerCollDescr_v5_t;
 
 typedef struct {
@@ -61,7 +61,7 @@ typedef struct {
 
 typedef struct {
   uint8_t channelId;
-  uint64_t pTimer;  /* GPU globaltimer ns at the channel's start */
+  uint64_t pTimer; /* GPU globaltimer ns at the channel's start */
 } ncclProfilerKernelChDescr_v5_t;
 
 typedef struct {
@@ -93,15 +93,14 @@ typedef union {
     void *data;
   } netPlugin;
   struct {
-    uint64_t pTimer;  /* GPU globaltimer ns at the channel's stop (state KernelChStop) */
+    uint64_t pTimer; /* GPU globaltimer ns at the channel's stop (state KernelChStop) */
   } kernelCh;
 } ncclProfilerEventStateArgs_v5_t;
 
 typedef struct {
   const char *name;
-  ncclResult_t (*init)(void **context, uint64_t commId, int *eActivationMask,
-                       const char *commName, int nNodes, int nranks, int rank,
-                       ncclDebugLogger_t logfn);
+  ncclResult_t (*init)(void **context, uint64_t commId, int *eActivationMask, const char *commName,
+                       int nNodes, int nranks, int rank, ncclDebugLogger_t logfn);
   ncclResult_t (*startEvent)(void *context, void **eHandle, ncclProfilerEventDescr_v5_t *eDescr);
   ncclResult_t (*stopEvent)(void *eHandle);
   ncclResult_t (*recordEventState)(void *eHandle, ncclProfilerEventState_v5_t eState,

@@ -15,7 +15,7 @@ typedef struct {
   size_t count;
   int root;
   const char *datatype;
-  const char *syncStrategy;  /* "MC" multicast or "UC" */
+  const char *syncStrategy; /* "MC" multicast or "UC" */
   bool intraBatchSync;
   uint32_t batchSize;
   uint32_t numBatches;
@@ -59,9 +59,8 @@ typedef ncclProfilerEventStateArgs_v5_t ncclProfilerEventStateArgs_v6_t;
 
 typedef struct {
   const char *name;
-  ncclResult_t (*init)(void **context, uint64_t commId, int *eActivationMask,
-                       const char *commName, int nNodes, int nranks, int rank,
-                       ncclDebugLogger_t logfn);
+  ncclResult_t (*init)(void **context, uint64_t commId, int *eActivationMask, const char *commName,
+                       int nNodes, int nranks, int rank, ncclDebugLogger_t logfn);
   ncclResult_t (*startEvent)(void *context, void **eHandle, ncclProfilerEventDescr_v6_t *eDescr);
   ncclResult_t (*stopEvent)(void *eHandle);
   ncclResult_t (*recordEventState)(void *eHandle, ncclProfilerEventState_v6_t eState,

@@ -8,7 +8,7 @@
 #include "nccl_common.h"
 
 typedef struct {
-  int nNvlDomains;          /* NCCL's topology nodes (NVLink domains) */
+  int nNvlDomains; /* NCCL's topology nodes (NVLink domains) */
   int minRanksPerNvlDomain;
   int maxRanksPerNvlDomain;
 } ncclNvlDomainInfo_v5_t;
@@ -36,7 +36,8 @@ typedef struct {
 
 _Static_assert(sizeof(ncclNvlDomainInfo_v5_t) == 12, "nvl domain info: 3 ints");
 _Static_assert(sizeof(ncclTunerConstants_v5_t) == 144 * sizeof(double), "constants: 144 doubles");
-_Static_assert(offsetof(ncclTunerConstants_v5_t, hwLatencies) == 21 * sizeof(double), "hwLatencies");
+_Static_assert(offsetof(ncclTunerConstants_v5_t, hwLatencies) == 21 * sizeof(double),
+               "hwLatencies");
 _Static_assert(offsetof(ncclTunerConstants_v5_t, llMaxBws) == 84 * sizeof(double), "llMaxBws");
 _Static_assert(offsetof(ncclTunerConstants_v5_t, perChMaxNVLSTreeBws) == 132 * sizeof(double),
                "perChMaxNVLSTreeBws");

@@ -32,7 +32,8 @@ typedef struct {
 _Static_assert(sizeof(ncclTuner_v6_t) == 5 * sizeof(void *), "tuner v6: name + 4 functions");
 _Static_assert(offsetof(ncclTuner_v6_t, name) == 0, "tuner v6: name first");
 _Static_assert(offsetof(ncclTuner_v6_t, init) == 1 * sizeof(void *), "tuner v6: init");
-_Static_assert(offsetof(ncclTuner_v6_t, getCollInfo) == 2 * sizeof(void *), "tuner v6: getCollInfo");
+_Static_assert(offsetof(ncclTuner_v6_t, getCollInfo) == 2 * sizeof(void *),
+               "tuner v6: getCollInfo");
 _Static_assert(offsetof(ncclTuner_v6_t, finalize) == 3 * sizeof(void *), "tuner v6: finalize");
 _Static_assert(offsetof(ncclTuner_v6_t, getChunkSize) == 4 * sizeof(void *), "getChunkSize last");
 _Static_assert(sizeof(ncclTunerConstants_v6_t) == 144 * sizeof(double), "v6 constants = v5's");

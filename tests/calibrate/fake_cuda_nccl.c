@@ -28,9 +28,7 @@
 
 #include "nccl_vocab.h"
 
-
 #define NDEV 2
-
 
 /* ---- CUDA -------------------------------------------------------------------------------- */
 
@@ -84,7 +82,9 @@ cudaError_t cudaGetDevice(int *device) {
   return cudaSuccess;
 }
 
-const char *cudaGetErrorString(cudaError_t error) { return error == cudaSuccess ? "no error" : "fake CUDA error"; }
+const char *cudaGetErrorString(cudaError_t error) {
+  return error == cudaSuccess ? "no error" : "fake CUDA error";
+}
 
 cudaError_t cudaGetLastError(void) {
   cudaError_t e = last_error;
@@ -134,13 +134,15 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind
   return cudaSuccess;
 }
 
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s) {
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+                            cudaStream_t s) {
   memmove(dst, src, n);
   advance(s, 2.0 + (double)n / 1500e3); /* device copy ~1.5 TB/s */
   return cudaSuccess;
 }
 
-cudaError_t cudaMemcpyPeerAsync(void *dst, int dd, const void *src, int sd, size_t n, cudaStream_t s) {
+cudaError_t cudaMemcpyPeerAsync(void *dst, int dd, const void *src, int sd, size_t n,
+                                cudaStream_t s) {
   memmove(dst, src, n);
   advance(s, 2.0 + (double)n / 380e3); /* NVLink copy engine ~380 GB/s */
   return cudaSuccess;
@@ -259,7 +261,8 @@ static void debug_init(void) {
     if (debug_file) setvbuf(debug_file, NULL, _IOLBF, 0);
   }
   const char *host = getenv("NCCL_HOSTID");
-  if (host && debug_file) fprintf(debug_file, "fake:1:1 [0] NCCL INFO NCCL_HOSTID set by environment to %s\n", host);
+  if (host && debug_file)
+    fprintf(debug_file, "fake:1:1 [0] NCCL INFO NCCL_HOSTID set by environment to %s\n", host);
 }
 
 static void info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -286,7 +289,9 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
   return ncclSuccess;
 }
 
-const char *ncclGetErrorString(ncclResult_t r) { return r == ncclSuccess ? "no error" : "fake NCCL error"; }
+const char *ncclGetErrorString(ncclResult_t r) {
+  return r == ncclSuccess ? "no error" : "fake NCCL error";
+}
 const char *ncclGetLastError(ncclComm_t comm) { return "fake last error"; }
 
 ncclResult_t ncclGroupStart(void) { return ncclSuccess; }
@@ -304,8 +309,9 @@ static double model_us(int coll, double bytes, int algo, int proto, int nch, int
   static const double lat[3] = {6.0, 9.0, 12.0}, bw[3] = {120.0, 300.0, 360.0};
   double b = bw[proto] * (nch < 16 ? nch / 16.0 : 1.0);
   double traffic = coll == ncclFuncAllReduce ? 2.0 * (nranks - 1) / nranks
-                 : coll == ncclFuncAllGather || coll == ncclFuncReduceScatter ? (double)(nranks - 1) / nranks
-                 : 1.0;
+                   : coll == ncclFuncAllGather || coll == ncclFuncReduceScatter
+                       ? (double)(nranks - 1) / nranks
+                       : 1.0;
   return lat[proto] + (algo == NCCL_ALGO_TREE ? 1.0 : 0.0) + bytes * traffic / (b * 1e3);
 }
 
@@ -315,20 +321,23 @@ static void print_table(const struct ncclComm *c) {
   for (int block = 0; block < 3; block++) {
     char line[1024];
     int off = snprintf(line, sizeof line, "  Algorithm   |");
-    for (int a = block * 3; a < block * 3 + 3 && a < 7; a++) off += snprintf(line + off, sizeof line - off, " %14s   %14s   %14s |", "", algos[a], "");
+    for (int a = block * 3; a < block * 3 + 3 && a < 7; a++)
+      off += snprintf(line + off, sizeof line - off, " %14s   %14s   %14s |", "", algos[a], "");
     info("%s", line);
     info("  Protocol    |             LL |          LL128 |         Simple |");
     for (int f = 0; f < 5; f++) {
       off = snprintf(line, sizeof line, "%13s |", funcs[f]);
       for (int a = block * 3; a < block * 3 + 3 && a < 7; a++)
         for (int p = 0; p < 3; p++)
-          off += snprintf(line + off, sizeof line - off, "%8.1f/%6.1f |", 7.0, allowed(f, a, p, c) ? 100.0 : 0.0);
+          off += snprintf(line + off, sizeof line - off, "%8.1f/%6.1f |", 7.0,
+                          allowed(f, a, p, c) ? 100.0 : 0.0);
       info("%s", line);
     }
   }
 }
 
-ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank, ncclConfig_t *config) {
+ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
+                                    ncclConfig_t *config) {
   debug_init();
   struct ncclComm *c = calloc(1, sizeof *c);
   c->rank = rank;
@@ -337,7 +346,8 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId i
   const char *jit = getenv("FAKE_NCCL_JITTER");
   int serial = strncmp(id.internal, "fake-", 5) == 0 ? atoi(id.internal + 5) : 0;
   c->scale = 1.0 + (jit ? atof(jit) : 0.0) * (double)(serial % 3 - 1);
-  if (config && config->maxCTAs > 0 && config->maxCTAs != NCCL_CONFIG_UNDEF_INT) c->channels = config->maxCTAs;
+  if (config && config->maxCTAs > 0 && config->maxCTAs != NCCL_CONFIG_UNDEF_INT)
+    c->channels = config->maxCTAs;
   c->force_algo = c->force_proto = -1;
   const char *ea = getenv("NCCL_ALGO"), *ep = getenv("NCCL_PROTO");
   c->env_algo = ea ? topo_nccl_algo_from_name(ea) : -1;
@@ -370,7 +380,10 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId i
   }
   if (rank == 0) {
     print_table(c);
-    info("%d coll channels, %d collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per peer", c->channels, c->channels);
+    info(
+        "%d coll channels, %d collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels "
+        "per peer",
+        c->channels, c->channels);
   }
   *comm = c;
   return ncclSuccess;
@@ -386,7 +399,8 @@ ncclResult_t ncclCommDestroy(ncclComm_t c) { return release(c); }
 ncclResult_t ncclCommAbort(ncclComm_t c) { return release(c); }
 
 static ncclResult_t coll(int func, size_t count, size_t elem, ncclComm_t c, cudaStream_t s) {
-  double bytes = (double)count * elem * (func == ncclFuncAllGather || func == ncclFuncReduceScatter ? c->nranks : 1);
+  double bytes = (double)count * elem *
+                 (func == ncclFuncAllGather || func == ncclFuncReduceScatter ? c->nranks : 1);
   int algo = -1, proto = -1, nch = c->channels;
   const char *refuse = getenv("FAKE_NCCL_REFUSE_LL128");
   if (c->force_algo >= 0 && allowed(func, c->force_algo, c->force_proto, c) &&
@@ -406,16 +420,20 @@ static ncclResult_t coll(int func, size_t count, size_t elem, ncclComm_t c, cuda
   advance(s, c->scale * model_us(func, bytes, algo, proto, nch, c->nranks));
   if (c->rank == 0) {
     int used = bytes < 65536 ? 1 : nch;
-    info("%s: %zu Bytes -> Algo %s proto %s channel{Lo..Hi}={0..%d}", topo_nccl_func_name(func, TOPO_NCCL_EVENT), count * elem,
-         topo_nccl_algo_name(algo, TOPO_NCCL_EVENT), topo_nccl_proto_name(proto, TOPO_NCCL_EVENT), used - 1);
+    info("%s: %zu Bytes -> Algo %s proto %s channel{Lo..Hi}={0..%d}",
+         topo_nccl_func_name(func, TOPO_NCCL_EVENT), count * elem,
+         topo_nccl_algo_name(algo, TOPO_NCCL_EVENT), topo_nccl_proto_name(proto, TOPO_NCCL_EVENT),
+         used - 1);
   }
   return ncclSuccess;
 }
 
 static size_t elem_size(ncclDataType_t t) { return (size_t)topo_nccl_datatype_size((int)t); }
 
-ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op, ncclComm_t c, cudaStream_t st) {
-  if (shared && c->nranks > 1 && t == ncclDouble && op == ncclMin && count * 8 <= sizeof shared->slot[0]) {
+ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op,
+                           ncclComm_t c, cudaStream_t st) {
+  if (shared && c->nranks > 1 && t == ncclDouble && op == ncclMin &&
+      count * 8 <= sizeof shared->slot[0]) {
     memcpy(shared->slot[c->rank], s, count * 8);
     pthread_barrier_wait(&shared->barrier);
     double *out = r;
@@ -431,13 +449,16 @@ ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t 
   }
   return coll(ncclFuncAllReduce, count, elem_size(t), c, st);
 }
-ncclResult_t ncclAllGather(const void *s, void *r, size_t count, ncclDataType_t t, ncclComm_t c, cudaStream_t st) {
+ncclResult_t ncclAllGather(const void *s, void *r, size_t count, ncclDataType_t t, ncclComm_t c,
+                           cudaStream_t st) {
   return coll(ncclFuncAllGather, count, elem_size(t), c, st);
 }
-ncclResult_t ncclReduceScatter(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op, ncclComm_t c, cudaStream_t st) {
+ncclResult_t ncclReduceScatter(const void *s, void *r, size_t count, ncclDataType_t t,
+                               ncclRedOp_t op, ncclComm_t c, cudaStream_t st) {
   return coll(ncclFuncReduceScatter, count, elem_size(t), c, st);
 }
-ncclResult_t ncclBroadcast(const void *s, void *r, size_t count, ncclDataType_t t, int root, ncclComm_t c, cudaStream_t st) {
+ncclResult_t ncclBroadcast(const void *s, void *r, size_t count, ncclDataType_t t, int root,
+                           ncclComm_t c, cudaStream_t st) {
   size_t bytes = count * elem_size(t);
   if (shared && c->nranks > 1 && bytes <= sizeof shared->slot[0]) {
     if (c->rank == root) memcpy(shared->slot[root], s, bytes);
@@ -447,6 +468,7 @@ ncclResult_t ncclBroadcast(const void *s, void *r, size_t count, ncclDataType_t 
   }
   return coll(ncclFuncBroadcast, count, elem_size(t), c, st);
 }
-ncclResult_t ncclReduce(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op, int root, ncclComm_t c, cudaStream_t st) {
+ncclResult_t ncclReduce(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op,
+                        int root, ncclComm_t c, cudaStream_t st) {
   return coll(ncclFuncReduce, count, elem_size(t), c, st);
 }

@@ -14,7 +14,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#define FAKE_MAX_DEV 8
+#define FAKE_MAX_DEV     8
 #define FAKE_MAX_PENDING 64
 
 static int env_int(const char *name, int dflt) {
@@ -48,7 +48,9 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
   return cudaSuccess;
 }
 
-const char *cudaGetErrorString(cudaError_t error) { return error == cudaSuccess ? "no error" : "fake CUDA error"; }
+const char *cudaGetErrorString(cudaError_t error) {
+  return error == cudaSuccess ? "no error" : "fake CUDA error";
+}
 
 cudaError_t cudaSetDevice(int device) {
   if (device < 0 || device >= env_int("FAKE_PC_NDEV", 2)) return cudaErrorInvalidDevice;
@@ -65,7 +67,9 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned int flags) {
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t s) { return s ? cudaSuccess : cudaErrorInvalidResourceHandle; }
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  return s ? cudaSuccess : cudaErrorInvalidResourceHandle;
+}
 
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
   free(s);
@@ -93,7 +97,8 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind
   return cudaSuccess;
 }
 
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s) {
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
+                            cudaStream_t s) {
   if (!s) return cudaErrorInvalidResourceHandle;
   return cudaMemcpy(dst, src, n, kind);
 }
@@ -118,13 +123,16 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   fake_event *fe = (fake_event *)e;
   fake_stream *fs = (fake_stream *)s;
-  if (!fe || !fs || fs->dev != cur_dev) return cudaErrorInvalidResourceHandle; /* as CUDA: same device */
+  if (!fe || !fs || fs->dev != cur_dev)
+    return cudaErrorInvalidResourceHandle; /* as CUDA: same device */
   fe->t_us = fs->clock_us;
   fe->recorded = 1;
   return cudaSuccess;
 }
 
-cudaError_t cudaEventSynchronize(cudaEvent_t e) { return e ? cudaSuccess : cudaErrorInvalidResourceHandle; }
+cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  return e ? cudaSuccess : cudaErrorInvalidResourceHandle;
+}
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b) {
   fake_event *x = (fake_event *)a, *y = (fake_event *)b;
@@ -156,7 +164,9 @@ ncclResult_t ncclGetVersion(int *version) {
   return ncclSuccess;
 }
 
-const char *ncclGetErrorString(ncclResult_t r) { return r == ncclSuccess ? "no error" : "fake NCCL error"; }
+const char *ncclGetErrorString(ncclResult_t r) {
+  return r == ncclSuccess ? "no error" : "fake NCCL error";
+}
 const char *ncclGetLastError(ncclComm_t comm) {
   (void)comm;
   return "fake last error";
@@ -230,9 +240,10 @@ ncclResult_t ncclGroupEnd(void) {
   return --group_depth == 0 ? flush() : ncclSuccess;
 }
 
-ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op, ncclComm_t c,
-                           cudaStream_t st) {
-  if (t != ncclFloat || op != ncclSum || !c || !st || nops >= FAKE_MAX_PENDING) return ncclInvalidArgument;
+ncclResult_t ncclAllReduce(const void *s, void *r, size_t count, ncclDataType_t t, ncclRedOp_t op,
+                           ncclComm_t c, cudaStream_t st) {
+  if (t != ncclFloat || op != ncclSum || !c || !st || nops >= FAKE_MAX_PENDING)
+    return ncclInvalidArgument;
   ops[nops++] = (pending){s, r, count, c, (fake_stream *)st};
   return group_depth == 0 ? flush() : ncclSuccess;
 }

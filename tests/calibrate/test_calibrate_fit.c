@@ -17,7 +17,8 @@
 #include "profile.h"
 
 /* time = lat + bytes / (bw * 1e3) at every size 1 KB .. 1 GB (x4). */
-static void add_curve(topo_cal_results *r, int setting, int coll, double lat, double bw, int status_at_1mb) {
+static void add_curve(topo_cal_results *r, int setting, int coll, double lat, double bw,
+                      int status_at_1mb) {
   for (uint64_t b = 1024; b <= (1ull << 30); b *= 4) {
     topo_cal_point p;
     memset(&p, 0, sizeof p);
@@ -74,7 +75,8 @@ static void test_terms_recover_latency_and_bandwidth(void **state) {
   topo_profile p;
   int n = topo_cal_fit_profile(&r, &p);
   assert_int_equal(n, 5); /* four AllReduce settings + one AllGather; no term for "default" */
-  const topo_profile_term *t = topo_profile_find_term(&p, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0);
+  const topo_profile_term *t =
+      topo_profile_find_term(&p, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0);
   assert_non_null(t);
   assert_true(fabs(t->lat_us - 12.0) < 1e-6 * 12);
   assert_true(fabs(t->bw_gbs - 360.0) < 1e-6 * 360);
@@ -120,7 +122,8 @@ static void test_link_and_protocol_parameters_come_from_measurements(void **stat
   /* launch: ring/LL latency (7 us) less 2 hops of 1 us */
   assert_true(fabs(p.launch_us - 5.0) < 1e-6);
   /* Simple's extra latency per step over LL: (12 - 7) / 2 */
-  assert_true(fabs(p.proto[NCCL_PROTO_SIMPLE].lat_us - (2.5 + p.proto[NCCL_PROTO_LL].lat_us)) < 1e-6);
+  assert_true(fabs(p.proto[NCCL_PROTO_SIMPLE].lat_us - (2.5 + p.proto[NCCL_PROTO_LL].lat_us)) <
+              1e-6);
   topo_profile_free(&p);
   topo_cal_results_free(&r);
 }
@@ -144,7 +147,8 @@ static void test_written_profile_reads_back(void **state) {
   topo_profile p;
   assert_int_equal(topo_profile_load(path, &want, &p), TOPO_OK);
   assert_int_equal(p.nterms, 5);
-  const topo_profile_term *t = topo_profile_find_term(&p, ncclFuncAllGather, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0);
+  const topo_profile_term *t =
+      topo_profile_find_term(&p, ncclFuncAllGather, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0);
   assert_non_null(t);
   assert_true(fabs(t->bw_gbs - 700.0) < 1e-3);
   topo_profile_free(&p);
@@ -206,7 +210,8 @@ static void test_sweep_with_regimes_is_fitted_piecewise(void **state) {
   int nterms = topo_cal_fit_profile(&r, &prof);
   if (nterms < 2 || nterms > 6) fail_msg("%d pieces", nterms);
   assert_int_equal(prof.nterms, nterms);
-  const topo_profile_term *first = topo_profile_find_term(&prof, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL, 0);
+  const topo_profile_term *first =
+      topo_profile_find_term(&prof, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL, 0);
   assert_non_null(first);
   assert_int_equal(first->min_bytes, 8);
   uint64_t next = 8;
@@ -222,14 +227,15 @@ static void test_sweep_with_regimes_is_fitted_piecewise(void **state) {
     assert_non_null(t);
     double pred = t->lat_us + (double)sizes[i] / (t->bw_gbs * 1e3);
     if (fabs(pred - us[i]) / us[i] > 0.03)
-      fail_msg("%llu B: %.3f us predicted, %.3f measured", (unsigned long long)sizes[i], pred, us[i]);
+      fail_msg("%llu B: %.3f us predicted, %.3f measured", (unsigned long long)sizes[i], pred,
+               us[i]);
   }
   topo_profile_free(&prof);
   topo_cal_results_free(&r);
 }
 
-static void add_rep(topo_cal_results *r, int setting, uint64_t bytes, double us, int algo, int proto, int ch,
-                    int round, int pair) {
+static void add_rep(topo_cal_results *r, int setting, uint64_t bytes, double us, int algo,
+                    int proto, int ch, int round, int pair) {
   topo_cal_point p;
   memset(&p, 0, sizeof p);
   p.setting = setting;
@@ -243,9 +249,11 @@ static void add_rep(topo_cal_results *r, int setting, uint64_t bytes, double us,
   assert_true(topo_cal_results_add_point(r, &p) >= 0);
 }
 
-static const topo_profile_point *point_at(const topo_profile *p, int algo, int proto, int ch, uint64_t bytes) {
+static const topo_profile_point *point_at(const topo_profile *p, int algo, int proto, int ch,
+                                          uint64_t bytes) {
   int n = 0;
-  const topo_profile_point *pt = topo_profile_find_points(p, ncclFuncAllReduce, algo, proto, ch, &n);
+  const topo_profile_point *pt =
+      topo_profile_find_points(p, ncclFuncAllReduce, algo, proto, ch, &n);
   for (int i = 0; i < n; i++)
     if (pt[i].bytes == bytes) return &pt[i];
   return NULL;

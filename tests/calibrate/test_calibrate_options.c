@@ -61,8 +61,10 @@ static void test_options_parse_long_short_and_equals_forms(void **state) {
   (void)state;
   topo_cal_options o;
   char err[256];
-  assert_int_equal(parse(&o, err, sizeof err, 12, "-c", "allreduce,all_gather", "--min-bytes=1K", "-e", "64M", "--channels",
-                         "nccl,8,8,16", "-n30", "--bench", "-o", "x.profile"), 0);
+  assert_int_equal(
+      parse(&o, err, sizeof err, 12, "-c", "allreduce,all_gather", "--min-bytes=1K", "-e", "64M",
+            "--channels", "nccl,8,8,16", "-n30", "--bench", "-o", "x.profile"),
+      0);
   assert_int_equal(o.colls, (1u << ncclFuncAllReduce) | (1u << ncclFuncAllGather));
   assert_int_equal(o.min_bytes, 1024);
   assert_int_equal(o.max_bytes, 64ull << 20);

@@ -144,7 +144,8 @@ static void test_small_sizes_use_graphs_and_enough_calls(void **state) {
   assert_false(topo_cal_use_graph(TOPO_CAL_TIMING_AUTO, 4 << 20, (4 << 20) + 4));
   assert_true(topo_cal_use_graph(TOPO_CAL_TIMING_GRAPH, 0, 1ull << 30));
   assert_false(topo_cal_use_graph(TOPO_CAL_TIMING_EAGER, 1ull << 40, 8));
-  int k8 = topo_cal_graph_calls(8), k1m = topo_cal_graph_calls(1 << 20), k1g = topo_cal_graph_calls(1ull << 30);
+  int k8 = topo_cal_graph_calls(8), k1m = topo_cal_graph_calls(1 << 20),
+      k1g = topo_cal_graph_calls(1ull << 30);
   assert_true(k8 >= 20 && k8 <= 100);
   assert_true(k1m < k8);
   assert_int_equal(k1g, 2);
@@ -159,7 +160,8 @@ static void test_round_order_rotates(void **state) {
     for (int i = 0; i < 5; i++) seen[order[i]][i]++;
   }
   for (int i = 0; i < 5; i++)
-    for (int j = 0; j < 5; j++) assert_int_equal(seen[i][j], 1); /* every item, every position once */
+    for (int j = 0; j < 5; j++)
+      assert_int_equal(seen[i][j], 1); /* every item, every position once */
 }
 
 int main(void) {

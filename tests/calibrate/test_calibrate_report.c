@@ -26,7 +26,8 @@ static void point(topo_cal_results *r, int s, int coll, uint64_t bytes, double u
   p.calls = p.graph ? 34 : 1;
   p.status = status;
   p.ran_algo = 1, p.ran_proto = 2, p.ran_channels = 24;
-  if (r->settings[s].kind == TOPO_CAL_FORCED) p.ran_algo = r->settings[s].algo, p.ran_proto = r->settings[s].proto;
+  if (r->settings[s].kind == TOPO_CAL_FORCED)
+    p.ran_algo = r->settings[s].algo, p.ran_proto = r->settings[s].proto;
   assert_true(topo_cal_results_add_point(r, &p) >= 0);
 }
 
@@ -45,10 +46,10 @@ static void bench_results(topo_cal_results *r) {
   point(r, a, ncclFuncAllReduce, 1 << 20, 100.0, TOPO_CAL_OK);
   point(r, b, ncclFuncAllReduce, 1 << 20, 50.0, TOPO_CAL_OK);
   point(r, b, ncclFuncAllReduce, 1 << 24, 1.0, TOPO_CAL_REJECTED); /* no oracle there */
-  point(r, t, ncclFuncAllReduce, 1024, 10.0, TOPO_CAL_OK);  /* 1.0 */
-  point(r, t, ncclFuncAllReduce, 1 << 20, 51.0, TOPO_CAL_OK); /* 1.02 */
-  point(r, d, ncclFuncAllReduce, 1024, 12.0, TOPO_CAL_OK);  /* 1.2 */
-  point(r, d, ncclFuncAllReduce, 1 << 20, 50.0, TOPO_CAL_OK); /* 1.0 */
+  point(r, t, ncclFuncAllReduce, 1024, 10.0, TOPO_CAL_OK);         /* 1.0 */
+  point(r, t, ncclFuncAllReduce, 1 << 20, 51.0, TOPO_CAL_OK);      /* 1.02 */
+  point(r, d, ncclFuncAllReduce, 1024, 12.0, TOPO_CAL_OK);         /* 1.2 */
+  point(r, d, ncclFuncAllReduce, 1 << 20, 50.0, TOPO_CAL_OK);      /* 1.0 */
 }
 
 static void test_sizes_print_in_binary_units(void **state) {
@@ -148,8 +149,11 @@ static void test_csv_has_one_line_per_point(void **state) {
   /* points, then a blank line, the measured header and one line per effective setting and size
    * (ring/ll and ring/simple at 1 KB and 1 MB; the rejected 16 MB point measured nothing) */
   assert_int_equal(lines, 1 + r.npoints + 2 + 4);
-  assert_non_null(strstr(buf, "measured,H200,2,1,22809,allreduce,ring,simple,24,1048576,50.0000,1,,0,0,ring,simple,24,50.0000"));
-  assert_non_null(strstr(buf, "H200,2,1,22809,ring/ll,forced,ring,ll,0,allreduce,1024,256,10.0000"));
+  assert_non_null(strstr(buf,
+                         "measured,H200,2,1,22809,allreduce,ring,simple,24,1048576,50.0000,1,,0,0,"
+                         "ring,simple,24,50.0000"));
+  assert_non_null(
+      strstr(buf, "H200,2,1,22809,ring/ll,forced,ring,ll,0,allreduce,1024,256,10.0000"));
   assert_non_null(strstr(buf, ",REJECTED,"));
   free(buf);
   topo_cal_results_free(&r);
@@ -190,7 +194,8 @@ static void test_advice_and_medians(void **state) {
   assert_true(fabs(m[best].median_us - 11.0) < 1e-9); /* median of 10, 11, 30; not the minimum */
   assert_int_equal(m[best].n, 3);
   int np = 0;
-  assert_true(fabs(topo_cal_results_noise(&r, ncclFuncAllReduce, 8 << 20, &np) - 0.005 / 1.005) < 1e-9);
+  assert_true(fabs(topo_cal_results_noise(&r, ncclFuncAllReduce, 8 << 20, &np) - 0.005 / 1.005) <
+              1e-9);
   assert_int_equal(np, 3);
   char *buf = NULL;
   size_t len = 0;

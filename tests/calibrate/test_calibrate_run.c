@@ -22,12 +22,12 @@
 #include "profile.h"
 
 static int failures;
-#define CHECK(cond)                                                                 \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);      \
-      failures++;                                                                   \
-    }                                                                               \
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      failures++;                                                              \
+    }                                                                          \
   } while (0)
 
 typedef struct scenario {
@@ -119,11 +119,14 @@ static int count_kind(const topo_cal_results *r, int kind) {
   return n;
 }
 
-static const topo_cal_point *find(const topo_cal_results *r, int kind, int algo, int proto, int nch, int coll, uint64_t bytes) {
+static const topo_cal_point *find(const topo_cal_results *r, int kind, int algo, int proto, int nch,
+                                  int coll, uint64_t bytes) {
   for (int i = 0; i < r->npoints; i++) {
     const topo_cal_point *p = &r->points[i];
     const topo_cal_setting *s = &r->settings[p->setting];
-    if (s->kind == kind && (kind != TOPO_CAL_FORCED || (s->algo == algo && s->proto == proto && s->nchannels == nch)) &&
+    if (s->kind == kind &&
+        (kind != TOPO_CAL_FORCED ||
+         (s->algo == algo && s->proto == proto && s->nchannels == nch)) &&
         p->coll == coll && p->bytes == bytes)
       return p;
   }
@@ -136,7 +139,8 @@ static int scenario_tuner_bench(void) {
   scenario s;
   setup(&s, 1);
   s.o.bench = 1;
-  setenv("NCCL_ALGO", "Tree", 1); /* a user's restriction: unset with a warning, or ring could not be forced */
+  setenv("NCCL_ALGO", "Tree",
+         1); /* a user's restriction: unset with a warning, or ring could not be forced */
   run(&s);
   topo_cal_results *r = &s.r;
   CHECK(s.rc == 0);
@@ -178,7 +182,8 @@ static int scenario_tuner_bench(void) {
   }
   CHECK(forced_ok > 50);
   /* AllReduce ring/simple, NCCL's channels, 512 KB (graph-timed): 12 + 2^19 / 360e3 us */
-  const topo_cal_point *p = find(r, TOPO_CAL_FORCED, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0, ncclFuncAllReduce, 1 << 19);
+  const topo_cal_point *p =
+      find(r, TOPO_CAL_FORCED, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0, ncclFuncAllReduce, 1 << 19);
   CHECK(p != NULL);
   if (p) {
     CHECK(p->graph == 1);
@@ -199,16 +204,19 @@ static int scenario_tuner_bench(void) {
   /* floors and p2p */
   CHECK(r->floor_graph_us > 1.4 && r->floor_graph_us < 1.6);
   /* 1 MB copies at 2 us + 380 GB/s */
-  CHECK(r->p2p_ce_bw && fabs(r->p2p_ce_bw[1] - 1048576.0 / ((2.0 + 1048576.0 / 380e3) * 1e3)) < 0.1);
+  CHECK(r->p2p_ce_bw &&
+        fabs(r->p2p_ce_bw[1] - 1048576.0 / ((2.0 + 1048576.0 / 380e3) * 1e3)) < 0.1);
   CHECK(r->p2p_ce_lat && fabs(r->p2p_ce_lat[2] - 2.0) < 1e-3);
   /* outputs */
   topo_profile_key want = {"H200", 2, 1, 22809};
   topo_profile prof;
   CHECK(topo_profile_load(s.profile, &want, &prof) == TOPO_OK);
-  const topo_profile_term *t = topo_profile_find_term(&prof, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0);
+  const topo_profile_term *t =
+      topo_profile_find_term(&prof, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0);
   CHECK(t != NULL);
   if (t) CHECK(fabs(t->lat_us - 12.0) < 0.05 && fabs(t->bw_gbs - 360.0) < 1.0);
-  CHECK(topo_profile_find_term(&prof, ncclFuncAllGather, NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE, 0) == NULL);
+  CHECK(topo_profile_find_term(&prof, ncclFuncAllGather, NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE, 0) ==
+        NULL);
   /* the fake is deterministic: where the repeats and the A/A pair agree exactly there is no
    * noise figure, so no point (a noise of 0 is never written): AllReduce ring/simple at 4 MB */
   int npt = 0, at4 = 0;
@@ -242,8 +250,8 @@ static int scenario_force_not_honoured(void) {
   for (int i = 0; i < r->npoints; i++) {
     const topo_cal_point *p = &r->points[i];
     const topo_cal_setting *st = &r->settings[p->setting];
-    if (st->kind != TOPO_CAL_FORCED || st->proto != NCCL_PROTO_LL128 || p->coll != ncclFuncAllReduce ||
-        st->algo != NCCL_ALGO_RING)
+    if (st->kind != TOPO_CAL_FORCED || st->proto != NCCL_PROTO_LL128 ||
+        p->coll != ncclFuncAllReduce || st->algo != NCCL_ALGO_RING)
       continue;
     if (p->ran_proto != NCCL_PROTO_LL128) {
       CHECK(p->status == TOPO_CAL_MISMATCH);
@@ -257,7 +265,8 @@ static int scenario_force_not_honoured(void) {
   topo_profile_key want = {"H200", 2, 1, 0};
   topo_profile prof;
   CHECK(topo_profile_load(s.profile, &want, &prof) == TOPO_OK);
-  const topo_profile_term *t = topo_profile_find_term(&prof, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL128, 0);
+  const topo_profile_term *t =
+      topo_profile_find_term(&prof, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL128, 0);
   /* the fit takes one value per size: the median of its rounds */
   if (ok >= 2 * s.o.rounds) CHECK(t != NULL && t->npoints * s.o.rounds == ok);
   else CHECK(t == NULL);
@@ -295,15 +304,19 @@ static int scenario_points(void) {
     /* no default on a channel-limited point, and one default per (collective, size) at most */
     if (q->nchannels) CHECK(!q->is_default);
     for (int j = i + 1; j < prof.npoints; j++)
-      if (q->is_default && prof.points[j].is_default) CHECK(prof.points[j].coll != q->coll || prof.points[j].bytes != q->bytes);
+      if (q->is_default && prof.points[j].is_default)
+        CHECK(prof.points[j].coll != q->coll || prof.points[j].bytes != q->bytes);
   }
   /* where the default ran: its setting's point says default=1 */
   int checked = 0;
   for (int i = 0; i < r->npoints; i++) {
     const topo_cal_point *p = &r->points[i];
-    if (r->settings[p->setting].kind != TOPO_CAL_DEFAULT || p->status != TOPO_CAL_OK || p->ran_algo < 0) continue;
+    if (r->settings[p->setting].kind != TOPO_CAL_DEFAULT || p->status != TOPO_CAL_OK ||
+        p->ran_algo < 0)
+      continue;
     int n = 0, hit = 0;
-    const topo_profile_point *pt = topo_profile_find_points(&prof, p->coll, p->ran_algo, p->ran_proto, 0, &n);
+    const topo_profile_point *pt =
+        topo_profile_find_points(&prof, p->coll, p->ran_algo, p->ran_proto, 0, &n);
     for (int k = 0; k < n; k++)
       if (pt[k].bytes == p->bytes) hit = pt[k].is_default ? 1 : -1;
     CHECK(hit == 1);
@@ -312,8 +325,8 @@ static int scenario_points(void) {
   CHECK(checked > 10);
   /* 4 MB with 8 of NCCL's 24 channels: a point of its own */
   int n8 = 0;
-  const topo_profile_point *pt = topo_profile_find_points(&prof, ncclFuncAllReduce, NCCL_ALGO_RING,
-                                                          NCCL_PROTO_SIMPLE, 8, &n8);
+  const topo_profile_point *pt =
+      topo_profile_find_points(&prof, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 8, &n8);
   CHECK(pt != NULL && n8 > 0 && pt[n8 - 1].bytes == 4u << 20);
   topo_profile_free(&prof);
   topo_cal_results_free(r);
@@ -336,8 +349,10 @@ static int scenario_env_forcing(void) {
   for (int i = 0; i < r->npoints; i++) {
     const topo_cal_point *p = &r->points[i];
     const topo_cal_setting *st = &r->settings[p->setting];
-    if (st->kind == TOPO_CAL_FORCED && (p->ran_algo != st->algo || p->ran_proto != st->proto)) bad++;
-    if (st->kind == TOPO_CAL_FORCED && st->algo == NCCL_ALGO_TREE) CHECK(p->coll == ncclFuncAllReduce);
+    if (st->kind == TOPO_CAL_FORCED && (p->ran_algo != st->algo || p->ran_proto != st->proto))
+      bad++;
+    if (st->kind == TOPO_CAL_FORCED && st->algo == NCCL_ALGO_TREE)
+      CHECK(p->coll == ncclFuncAllReduce);
     CHECK(p->status != TOPO_CAL_FAILED);
   }
   CHECK(bad == 0);
@@ -391,7 +406,8 @@ static int scenario_two_nodes(void) {
   topo_profile prof;
   CHECK(topo_profile_load(s.profile, &want, &prof) == TOPO_OK);
   CHECK(prof.key.nnodes == 2);
-  CHECK(topo_profile_find_term(&prof, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0) != NULL);
+  CHECK(topo_profile_find_term(&prof, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0) !=
+        NULL);
   topo_profile_free(&prof);
   /* process 0's NCCL log saw its node id */
   DIR *d = opendir(s.dir);

@@ -50,20 +50,26 @@ static void test_floor_rejects_too_fast_and_keeps_plausible(void **state) {
   (void)state;
   char why[256];
   /* 8 B in 0.5 us: below the 1 us floor */
-  assert_int_equal(topo_cal_check_floor(ncclFuncAllReduce, 2, 8, 0.5, 1.0, 450, why, sizeof why), 1);
+  assert_int_equal(topo_cal_check_floor(ncclFuncAllReduce, 2, 8, 0.5, 1.0, 450, why, sizeof why),
+                   1);
   assert_non_null(strstr(why, "floor"));
   /* 1 GB AllReduce on 2 ranks in 0.9 ms: 1193 GB/s x 1/2 = 597 GB/s through a link > 1.2 x 450 */
-  assert_int_equal(topo_cal_check_floor(ncclFuncAllReduce, 2, 1ull << 30, 900.0, 1.0, 450, why, sizeof why), 1);
+  assert_int_equal(
+      topo_cal_check_floor(ncclFuncAllReduce, 2, 1ull << 30, 900.0, 1.0, 450, why, sizeof why), 1);
   assert_non_null(strstr(why, "line rate"));
   /* the measured 2 x H200 figure (470.9 us for 128 MB) is fine */
-  assert_int_equal(topo_cal_check_floor(ncclFuncAllReduce, 2, 134217728, 470.89, 1.0, 450, why, sizeof why), 0);
+  assert_int_equal(
+      topo_cal_check_floor(ncclFuncAllReduce, 2, 134217728, 470.89, 1.0, 450, why, sizeof why), 0);
   assert_string_equal(why, "");
   /* AllGather on 2 ranks may show algbw up to 2x the line rate: 128 MB in 290 us is plausible */
-  assert_int_equal(topo_cal_check_floor(ncclFuncAllGather, 2, 134217728, 290.0, 1.0, 450, why, sizeof why), 0);
+  assert_int_equal(
+      topo_cal_check_floor(ncclFuncAllGather, 2, 134217728, 290.0, 1.0, 450, why, sizeof why), 0);
   /* Broadcast moves the full size through the root's links */
-  assert_int_equal(topo_cal_check_floor(ncclFuncBroadcast, 2, 134217728, 200.0, 1.0, 450, why, sizeof why), 1);
+  assert_int_equal(
+      topo_cal_check_floor(ncclFuncBroadcast, 2, 134217728, 200.0, 1.0, 450, why, sizeof why), 1);
   /* no line rate known: only the floor */
-  assert_int_equal(topo_cal_check_floor(ncclFuncBroadcast, 2, 134217728, 200.0, 1.0, 0, why, sizeof why), 0);
+  assert_int_equal(
+      topo_cal_check_floor(ncclFuncBroadcast, 2, 134217728, 200.0, 1.0, 0, why, sizeof why), 0);
   assert_int_equal(topo_cal_check_floor(ncclFuncBroadcast, 2, 8, NAN, 1.0, 0, why, sizeof why), 1);
 }
 

@@ -19,7 +19,9 @@
 #include "status.h"
 
 /* An unknown TOPO_* name, spelt in two pieces so that no checker mistakes it for a real one. */
-#define MISSPELT_VAR "TOPO_" "TUNER_PROFIEL"
+#define MISSPELT_VAR \
+  "TOPO_"            \
+  "TUNER_PROFIEL"
 
 static int setup(void **state) {
   (void)state;
@@ -146,7 +148,8 @@ static void test_crc32c_combine_matches_one_pass(void **state) {
   }
   for (size_t lo = 0; lo < sizeof buf; lo += 101)
     for (size_t hi = lo; hi <= sizeof buf; hi += 263) {
-      uint32_t range = topo_crc32c_combine(topo_crc32c(0, buf, lo), 0, hi - lo) ^ topo_crc32c(0, buf, hi);
+      uint32_t range =
+          topo_crc32c_combine(topo_crc32c(0, buf, lo), 0, hi - lo) ^ topo_crc32c(0, buf, hi);
       assert_int_equal(range, topo_crc32c(0, buf + lo, hi - lo));
     }
   assert_int_equal(topo_crc32c_combine(0x12345678u, 0x9abcdef0u, 0), 0x12345678u ^ 0x9abcdef0u);

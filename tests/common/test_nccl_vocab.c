@@ -18,7 +18,8 @@ static void test_every_spelling_reads_back_as_its_index(void **state) {
     for (int a = 0; a < NCCL_NUM_ALGORITHMS; a++)
       assert_int_equal(topo_nccl_algo_from_name(topo_nccl_algo_name(a, (topo_nccl_spelling)s)), a);
     for (int p = 0; p < NCCL_NUM_PROTOCOLS; p++)
-      assert_int_equal(topo_nccl_proto_from_name(topo_nccl_proto_name(p, (topo_nccl_spelling)s)), p);
+      assert_int_equal(topo_nccl_proto_from_name(topo_nccl_proto_name(p, (topo_nccl_spelling)s)),
+                       p);
   }
   for (int d = 0; d < TOPO_NCCL_NUM_DATATYPES; d++)
     assert_int_equal(topo_nccl_datatype_from_name(topo_nccl_datatype_names[d]), d);
@@ -31,7 +32,8 @@ static void test_spellings_are_nccls(void **state) {
   assert_string_equal(topo_nccl_algo_name(NCCL_ALGO_NVLS_TREE, TOPO_NCCL_FILE), "nvls_tree");
   assert_string_equal(topo_nccl_algo_name(NCCL_ALGO_NVLS_TREE, TOPO_NCCL_EVENT), "NVLS_TREE");
   assert_string_equal(topo_nccl_algo_name(NCCL_ALGO_NVLS_TREE, TOPO_NCCL_TABLE), "NVLSTree");
-  assert_string_equal(topo_nccl_algo_name(NCCL_ALGO_COLLNET_DIRECT, TOPO_NCCL_TABLE), "CollNetDirect");
+  assert_string_equal(topo_nccl_algo_name(NCCL_ALGO_COLLNET_DIRECT, TOPO_NCCL_TABLE),
+                      "CollNetDirect");
   assert_string_equal(topo_nccl_proto_name(NCCL_PROTO_SIMPLE, TOPO_NCCL_EVENT), "SIMPLE");
   assert_string_equal(topo_nccl_proto_name(NCCL_PROTO_SIMPLE, TOPO_NCCL_TABLE), "Simple");
   assert_string_equal(topo_nccl_datatype_names[9], "ncclBfloat16");
@@ -65,7 +67,8 @@ static void test_coll_from_name_is_the_tuned_collectives(void **state) {
 static void test_datatype_sizes(void **state) {
   (void)state;
   static const int want[TOPO_NCCL_NUM_DATATYPES] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
-  for (int d = 0; d < TOPO_NCCL_NUM_DATATYPES; d++) assert_int_equal(topo_nccl_datatype_size(d), want[d]);
+  for (int d = 0; d < TOPO_NCCL_NUM_DATATYPES; d++)
+    assert_int_equal(topo_nccl_datatype_size(d), want[d]);
   assert_int_equal(topo_nccl_datatype_size(-1), 0);
   assert_int_equal(topo_nccl_datatype_size(TOPO_NCCL_NUM_DATATYPES), 0);
 }
@@ -83,8 +86,8 @@ static void test_nccl_tests_conventions(void **state) {
   assert_int_equal(topo_nccl_tests_bytes(ncclFuncAllReduce, 1024, 8), 1024);
 }
 
-static void run(int algo, int proto, uint64_t bytes, int nchannels, int nvls, int nnodes, int nranks,
-                int *nc, int *nt) {
+static void run(int algo, int proto, uint64_t bytes, int nchannels, int nvls, int nnodes,
+                int nranks, int *nc, int *nt) {
   topo_nccl_channel_inputs in = {.nchannels = nchannels,
                                  .nvls_channels = nvls,
                                  .nnodes = nnodes,

@@ -12,7 +12,6 @@
 #include "env.h"
 #include "plugin_host.h"
 
-
 static void test_every_variable_is_in_the_readme_table(void **state) {
   (void)state;
   char *readme = topo_host_read_text(TOPO_README);

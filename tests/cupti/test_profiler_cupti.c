@@ -79,16 +79,16 @@ static void sleep_ms(int ms) {
 }
 
 /* Poll the fake's counters until `cond` holds (fails the test after `ms`). */
-#define WAIT_UNTIL(cond, ms)                                                      \
-  do {                                                                            \
-    int waited_ = 0;                                                              \
-    fake_cupti_calls k = calls();                                                 \
-    while (!(cond) && waited_ < (ms)) {                                           \
-      sleep_ms(2);                                                                \
-      waited_ += 2;                                                               \
-      k = calls();                                                                \
-    }                                                                             \
-    if (!(cond)) fail_msg("timed out after %d ms waiting for %s", (ms), #cond);   \
+#define WAIT_UNTIL(cond, ms)                                                    \
+  do {                                                                          \
+    int waited_ = 0;                                                            \
+    fake_cupti_calls k = calls();                                               \
+    while (!(cond) && waited_ < (ms)) {                                         \
+      sleep_ms(2);                                                              \
+      waited_ += 2;                                                             \
+      k = calls();                                                              \
+    }                                                                           \
+    if (!(cond)) fail_msg("timed out after %d ms waiting for %s", (ms), #cond); \
   } while (0)
 
 /* CUPTI is loaded and started on the profiler's writer thread right after the first init; its
@@ -207,11 +207,13 @@ static void test_bad_mode_warns_once_and_records_windows(void **s) {
 static void test_kernels_and_copies_reach_a_process_wide_trace(void **s) {
   (void)s;
   fake_cupti_copy_fn copy = (fake_cupti_copy_fn)dlsym(fake, "fake_cupti_copy");
-  fake_cupti_add_dropped_fn add_dropped = (fake_cupti_add_dropped_fn)dlsym(fake, "fake_cupti_add_dropped");
+  fake_cupti_add_dropped_fn add_dropped =
+      (fake_cupti_add_dropped_fn)dlsym(fake, "fake_cupti_add_dropped");
   topo_host_profiler p;
   int64_t before = topo_clock_monotonic_ns();
   init(&p, 0x99);
-  const char *gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1";
+  const char *gemm =
+      "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1";
   const char *nccl = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL";
   assert_true(kernel(gemm, 1000, 5000, 7, 0, 11));
   assert_true(kernel(nccl, 4000, 9000, 13, 0, 12));
@@ -238,7 +240,8 @@ static void test_kernels_and_copies_reach_a_process_wide_trace(void **s) {
   assert_int_equal(c.header.rank, -1);
   assert_true(c.header.flags & TOPO_TRACE_F_CUPTI);
   int64_t off = c.header.cupti_minus_realtime_ns;
-  assert_true(off > FAKE_CUPTI_CLOCK_OFFSET_NS - 50000000 && off < FAKE_CUPTI_CLOCK_OFFSET_NS + 50000000);
+  assert_true(off > FAKE_CUPTI_CLOCK_OFFSET_NS - 50000000 &&
+              off < FAKE_CUPTI_CLOCK_OFFSET_NS + 50000000);
   const topo_trace_record **kr;
   size_t nk = test_trace_select(&c, TOPO_REC_KERNEL, &kr);
   assert_int_equal(nk, 5);
@@ -331,7 +334,8 @@ static void test_injected_tool_is_declined_without_touching_cupti(void **s) {
   assert_int_equal(sp[0]->state, TOPO_CUPTI_DECLINED);
   char who[256];
   string_of(&c, sp[0]->name_id, who, sizeof who);
-  assert_string_equal(who, "CUDA_INJECTION64_PATH=/opt/nsight-systems/target/libToolsInjection64.so");
+  assert_string_equal(who,
+                      "CUDA_INJECTION64_PATH=/opt/nsight-systems/target/libToolsInjection64.so");
   test_trace_free(&c);
   test_trace_free(&comm);
 }
@@ -344,7 +348,7 @@ static void test_client_arriving_mid_span_is_yielded_to_and_left_whole(void **s)
   int64_t t0 = topo_clock_monotonic_ns();
   init(&p, 0x9d);
   assert_true(kernel("before", 100, 200, 7, 0, 1));
-  assert_true(other_attach(1)); /* Kineto starts: its callbacks replace topo's */
+  assert_true(other_attach(1));                    /* Kineto starts: its callbacks replace topo's */
   assert_true(kernel("early", 250, 260, 7, 0, 4)); /* the other client's, before topo notices */
   fake_cupti_calls at = calls();
   assert_int_equal(at.owner, FAKE_CUPTI_OWNER_OTHER);
@@ -352,7 +356,7 @@ static void test_client_arriving_mid_span_is_yielded_to_and_left_whole(void **s)
   WAIT_UNTIL(k.subscribe_refused >= 1, 2000); /* topo's next probe noticed */
   int64_t noticed = topo_clock_monotonic_ns();
   assert_true(kernel("during", 300, 400, 7, 0, 2)); /* the other client's */
-  WAIT_UNTIL(k.subscribe_refused >= 2, 2500);     /* the next period: still there, declined */
+  WAIT_UNTIL(k.subscribe_refused >= 2, 2500);       /* the next period: still there, declined */
   fake_cupti_calls mid = calls();
   assert_int_equal(mid.register_callbacks, at.register_callbacks);
   assert_int_equal(mid.enable, at.enable);
@@ -362,7 +366,7 @@ static void test_client_arriving_mid_span_is_yielded_to_and_left_whole(void **s)
   assert_int_equal(mid.forced_flush_other, 0); /* its queued work keeps its timestamps */
   assert_int_equal(mid.other_lost, 0);         /* none of its records went into a buffer of ours */
   other_detach(); /* Kineto's trace ends: it disables its kinds and unsubscribes */
-  assert_true(other_records() >= 2); /* "early" and "during" */
+  assert_true(other_records() >= 2);                              /* "early" and "during" */
   WAIT_UNTIL(k.register_callbacks > at.register_callbacks, 2500); /* topo is back */
   assert_true(kernel("after", 500, 600, 7, 0, 3));
   finalize(&p);
@@ -424,10 +428,12 @@ static void test_windows_repeat_with_their_length(void **s) {
     records += sp[i]->records;
     if (i >= 3) continue; /* a fourth may be cut short by finalize */
     int64_t len = sp[i]->cpu_stop_ns - sp[i]->cpu_start_ns;
-    if (len < 50000000LL || len > 250000000LL) fail_msg("window %zu lasted %lld ns", i, (long long)len);
+    if (len < 50000000LL || len > 250000000LL)
+      fail_msg("window %zu lasted %lld ns", i, (long long)len);
     if (i > 0) {
       int64_t gap = sp[i]->cpu_start_ns - sp[i - 1]->cpu_start_ns;
-      if (gap < 950000000LL || gap > 1250000000LL) fail_msg("windows %lld ns apart", (long long)gap);
+      if (gap < 950000000LL || gap > 1250000000LL)
+        fail_msg("windows %lld ns apart", (long long)gap);
     }
   }
   assert_true(injected >= 3);
@@ -460,7 +466,7 @@ static void test_window_starts_over_at_the_first_large_collective(void **s) {
   topo_host_profiler p;
   init(&p, 0xa1);
   WAIT_UNTIL(k.disable >= 3, 2000); /* the init window closed */
-  one_collective(&p);                 /* small: no new window */
+  one_collective(&p);               /* small: no new window */
   sleep_ms(100);
   assert_int_equal(calls().kernel_enabled, 0);
   int64_t issued = topo_clock_monotonic_ns();
@@ -468,7 +474,7 @@ static void test_window_starts_over_at_the_first_large_collective(void **s) {
   WAIT_UNTIL(k.kernel_enabled, 1000);
   assert_true(kernel("training", 1, 2, 7, 0, 1));
   WAIT_UNTIL(k.disable >= 6, 2000); /* its window closed */
-  large_collective(&p);               /* only the first one starts the schedule over */
+  large_collective(&p);             /* only the first one starts the schedule over */
   sleep_ms(100);
   assert_int_equal(calls().kernel_enabled, 0);
   finalize(&p);

@@ -14,7 +14,6 @@
 #include "env.h"
 #include "plugin_host.h"
 
-
 static void test_every_variable_has_a_row_with_its_default(void **state) {
   (void)state;
   char *doc = topo_host_read_text(TOPO_DOCS_ENV);
@@ -41,8 +40,11 @@ static void test_no_row_names_an_unknown_variable(void **state) {
     assert_non_null(end);
     int known = 0;
     for (int i = 0; i < TOPO_ENV_COUNT; i++)
-      known |= strlen(t[i].name) == (size_t)(end - name) && !strncmp(t[i].name, name, (size_t)(end - name));
-    if (!known) fail_msg("docs/environment.md documents %.*s, which the env table lacks", (int)(end - name), name);
+      known |= strlen(t[i].name) == (size_t)(end - name) &&
+               !strncmp(t[i].name, name, (size_t)(end - name));
+    if (!known)
+      fail_msg("docs/environment.md documents %.*s, which the env table lacks", (int)(end - name),
+               name);
     rows++;
   }
   assert_int_equal(rows, TOPO_ENV_COUNT);

@@ -97,8 +97,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     check(got == (accepted ? want : e->def[0] == '1'), "bool is neither the value nor the default",
           e->name, value);
   }
-  check(warnings == !accepted, accepted ? "an accepted value warned" : "a rejected value did not warn",
-        e->name, value);
+  check(warnings == !accepted,
+        accepted ? "an accepted value warned" : "a rejected value did not warn", e->name, value);
   /* Read again: the warning is given once per process, never twice. */
   if (e->type == TOPO_ENV_TYPE_INT) (void)topo_env_int(id);
   if (e->type == TOPO_ENV_TYPE_BOOL) (void)topo_env_bool(id);

@@ -42,6 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   size_t chunk = size ? 1 + data[0] % 61 : 1;
   uint64_t too_large = 0;
   uint64_t n2 = rp_kineto_parse_chunks((const char *)data, size, chunk, 4096, &b, &too_large);
-  if (!too_large && (n1 != n2 || whole.n != chunked.n || whole.sum != chunked.sum)) __builtin_trap();
+  if (!too_large && (n1 != n2 || whole.n != chunked.n || whole.sum != chunked.sum))
+    __builtin_trap();
   return 0;
 }

@@ -14,7 +14,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void same_or_abort(const topo_profile *a, const topo_profile *b) {
-  int same = !memcmp(&a->key, &b->key, sizeof a->key) && !memcmp(a->link, b->link, sizeof a->link) &&
+  int same = !memcmp(&a->key, &b->key, sizeof a->key) &&
+             !memcmp(a->link, b->link, sizeof a->link) &&
              !memcmp(a->proto, b->proto, sizeof a->proto) &&
              !memcmp(&a->launch_us, &b->launch_us, sizeof a->launch_us) &&
              a->max_channels == b->max_channels && a->nvls == b->nvls && a->nterms == b->nterms;

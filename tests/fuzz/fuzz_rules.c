@@ -40,8 +40,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   for (int c = 0; c < NCCL_NUM_FUNCTIONS; c++) {
     for (int s = 0; s < 6; s++) {
-      const topo_rule *m =
-          topo_rules_index_find(ix, c, sizes[s], 1, 0, table, 7, 3, TOPO_RULES_ALLOW_ALL, NULL, NULL);
+      const topo_rule *m = topo_rules_index_find(ix, c, sizes[s], 1, 0, table, 7, 3,
+                                                 TOPO_RULES_ALLOW_ALL, NULL, NULL);
       if (!m) continue;
       check(m->coll == c && sizes[s] >= m->min_bytes && sizes[s] <= m->max_bytes,
             "match disagrees with the query");

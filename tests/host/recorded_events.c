@@ -35,12 +35,18 @@ static uint64_t type_bit(const char *name) {
   static const struct {
     const char *name;
     uint64_t bit;
-  } t[] = {{"Group", ncclProfileGroup},       {"Coll", ncclProfileColl},
-           {"P2p", ncclProfileP2p},           {"ProxyOp", ncclProfileProxyOp},
-           {"ProxyStep", ncclProfileProxyStep}, {"ProxyCtrl", ncclProfileProxyCtrl},
-           {"KernelCh", ncclProfileKernelCh}, {"NetPlugin", ncclProfileNetPlugin},
-           {"GroupApi", ncclProfileGroupApi}, {"CollApi", ncclProfileCollApi},
-           {"P2pApi", ncclProfileP2pApi},     {"KernelLaunch", ncclProfileKernelLaunch}};
+  } t[] = {{"Group", ncclProfileGroup},
+           {"Coll", ncclProfileColl},
+           {"P2p", ncclProfileP2p},
+           {"ProxyOp", ncclProfileProxyOp},
+           {"ProxyStep", ncclProfileProxyStep},
+           {"ProxyCtrl", ncclProfileProxyCtrl},
+           {"KernelCh", ncclProfileKernelCh},
+           {"NetPlugin", ncclProfileNetPlugin},
+           {"GroupApi", ncclProfileGroupApi},
+           {"CollApi", ncclProfileCollApi},
+           {"P2pApi", ncclProfileP2pApi},
+           {"KernelLaunch", ncclProfileKernelLaunch}};
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
     if (!strcmp(name, t[i].name)) return t[i].bit;
   return 0;

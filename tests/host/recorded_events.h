@@ -12,13 +12,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum topo_rec_event_kind { TOPO_REV_INIT = 1, TOPO_REV_FIN, TOPO_REV_START, TOPO_REV_STATE,
-                           TOPO_REV_STOP };
+enum topo_rec_event_kind {
+  TOPO_REV_INIT = 1,
+  TOPO_REV_FIN,
+  TOPO_REV_START,
+  TOPO_REV_STATE,
+  TOPO_REV_STOP
+};
 
 typedef struct topo_rec_event {
   int64_t ns;
   long tid;
-  int kind;            /* topo_rec_event_kind */
+  int kind; /* topo_rec_event_kind */
   /* PROF_INIT */
   uint64_t comm;
   char name[64];
@@ -26,7 +31,7 @@ typedef struct topo_rec_event {
   /* START / STATE / STOP */
   uint64_t id, parent;
   int rank;
-  uint64_t type;       /* ncclProfile* bit of the START's event type name, 0 when unknown */
+  uint64_t type; /* ncclProfile* bit of the START's event type name, 0 when unknown */
   char type_name[16];
   uint64_t seq;
   char func[24], dtype[24], algo[24], proto[16], stream[24];
@@ -35,7 +40,7 @@ typedef struct topo_rec_event {
   int pid, ch, nsteps, chunk, is_send, step;
   uint64_t ptimer;
   int graph, depth;
-  int state;           /* STATE */
+  int state; /* STATE */
   size_t trans_size;
   int has_trans_size, has_ptimer;
 } topo_rec_event;

@@ -53,7 +53,9 @@ static const char *message(const nvtxEventAttributes_t *a, char *buf, size_t n) 
 
 static void payload(const nvtxEventAttributes_t *a, char *buf, size_t n) {
   switch (a ? a->payloadType : 0) {
-  case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64: snprintf(buf, n, "u64:%" PRIu64, a->payload.ullValue); break;
+  case NVTX_PAYLOAD_TYPE_UNSIGNED_INT64:
+    snprintf(buf, n, "u64:%" PRIu64, a->payload.ullValue);
+    break;
   case NVTX_PAYLOAD_TYPE_DOUBLE: snprintf(buf, n, "f64:%.3f", a->payload.dValue); break;
   default: snprintf(buf, n, "none");
   }
@@ -84,8 +86,8 @@ static nvtxRangeId_t NVTX_API range_start(nvtxDomainHandle_t d, const nvtxEventA
   nvtxRangeId_t id = atomic_fetch_add(&nranges, 1) + 1;
   char m[256], p[64];
   payload(a, p, sizeof p);
-  emit("START dom=%" PRIuPTR " id=%" PRIu64 " cat=%u color=%08x payload=%s msg=%s",
-       (uintptr_t)d, id, a ? a->category : 0, a ? a->color : 0, p, message(a, m, sizeof m));
+  emit("START dom=%" PRIuPTR " id=%" PRIu64 " cat=%u color=%08x payload=%s msg=%s", (uintptr_t)d,
+       id, a ? a->category : 0, a ? a->color : 0, p, message(a, m, sizeof m));
   return id;
 }
 

@@ -92,11 +92,13 @@ static void test_one_range_per_collective_from_enqueue_to_gpu_completion(void **
     snprintf(want, sizeof want, "END dom=1 id=%d\n", id);
     assert_non_null(strstr(text, want));
   }
-  assert_non_null(strstr(text, "cat=5 color=ffe15759 payload=u64:1048576 msg=AllReduce 1048576 B "
-                               "RING/SIMPLE ch 2 seq 5\n"));
+  assert_non_null(strstr(text,
+                         "cat=5 color=ffe15759 payload=u64:1048576 msg=AllReduce 1048576 B "
+                         "RING/SIMPLE ch 2 seq 5\n"));
   assert_non_null(strstr(text, "msg=AllReduce 1048576 B RING/SIMPLE ch 2 seq 6\n"));
-  assert_non_null(strstr(text, "cat=7 color=ffedc948 payload=u64:4096 msg=Send 4096 B peer 1 ch 1 "
-                               "seq 0\n"));
+  assert_non_null(strstr(text,
+                         "cat=7 color=ffedc948 payload=u64:4096 msg=Send 4096 B peer 1 ch 1 "
+                         "seq 0\n"));
   /* GPU durations as marks for the two timed operations: 20.150 us and 3.000 us */
   assert_int_equal(count_lines(text, "MARK "), 2);
   assert_non_null(strstr(text, "MARK dom=1 cat=5 payload=f64:20.150 msg=reg:AllReduce\n"));

@@ -59,7 +59,9 @@ static void test_demo_writes_a_trace_per_rank_with_a_compute_timeline(void **s) 
         assert_int_equal(timed, (c[j]->coll.flags & TOPO_COLL_F_GPU_ASKED) != 0);
         if (c[j]->coll.bytes >= t.header.measure_min_bytes) big++, big_timed += timed;
         if (c[j]->coll.func == 4) grad += c[j]->coll.bytes;
-        if (timed) wait_us[t.header.rank] += (double)(c[j]->coll.gpu_stop_ns - c[j]->coll.gpu_start_ns) / 1e3;
+        if (timed)
+          wait_us[t.header.rank] +=
+              (double)(c[j]->coll.gpu_stop_ns - c[j]->coll.gpu_start_ns) / 1e3;
       }
       assert_true(big >= 2 * 20);
       assert_true(big_timed + 4 >= big);

@@ -25,8 +25,13 @@
 
 static char dir[256];
 
-static const int nccl_for_version[7] = {0, TOPO_NCCL_2_23, TOPO_NCCL_2_24, TOPO_NCCL_2_26,
-                                        TOPO_NCCL_2_27, TOPO_NCCL_2_28, TOPO_NCCL_2_29};
+static const int nccl_for_version[7] = {0,
+                                        TOPO_NCCL_2_23,
+                                        TOPO_NCCL_2_24,
+                                        TOPO_NCCL_2_26,
+                                        TOPO_NCCL_2_27,
+                                        TOPO_NCCL_2_28,
+                                        TOPO_NCCL_2_29};
 
 static int setup(void **state) {
   (void)state;
@@ -100,9 +105,9 @@ static void check_version(int v) {
   setenv("TOPO_PROFILER_SAMPLE", "1", 1);
   topo_host_profiler p;
   load(&p, v);
-  assert_int_equal(topo_host_profiler_init(&p, 0x897231067d798d47ull, "train", 1, 2, 1,
-                                           topo_host_log),
-                   ncclSuccess);
+  assert_int_equal(
+      topo_host_profiler_init(&p, 0x897231067d798d47ull, "train", 1, 2, 1, topo_host_log),
+      ncclSuccess);
   assert_non_null(p.ctx);
   int want = ncclProfileColl | ncclProfileP2p | (v >= 4 ? ncclProfileKernelCh : 0);
   assert_int_equal(topo_host_profiler_mask, want);
@@ -220,12 +225,30 @@ static void check_version(int v) {
   test_trace_free(&t);
 }
 
-static void test_v1_records_collectives_and_p2p(void **s) { (void)s; check_version(1); }
-static void test_v2_records_collectives_and_p2p(void **s) { (void)s; check_version(2); }
-static void test_v3_records_collectives_and_p2p(void **s) { (void)s; check_version(3); }
-static void test_v4_records_gpu_timing_from_kernel_channels(void **s) { (void)s; check_version(4); }
-static void test_v5_records_stream_and_graph_capture(void **s) { (void)s; check_version(5); }
-static void test_v6_records_stream_and_graph_capture(void **s) { (void)s; check_version(6); }
+static void test_v1_records_collectives_and_p2p(void **s) {
+  (void)s;
+  check_version(1);
+}
+static void test_v2_records_collectives_and_p2p(void **s) {
+  (void)s;
+  check_version(2);
+}
+static void test_v3_records_collectives_and_p2p(void **s) {
+  (void)s;
+  check_version(3);
+}
+static void test_v4_records_gpu_timing_from_kernel_channels(void **s) {
+  (void)s;
+  check_version(4);
+}
+static void test_v5_records_stream_and_graph_capture(void **s) {
+  (void)s;
+  check_version(5);
+}
+static void test_v6_records_stream_and_graph_capture(void **s) {
+  (void)s;
+  check_version(6);
+}
 
 static void test_exports_exactly_the_six_profiler_symbols(void **s) {
   (void)s;
@@ -588,22 +611,30 @@ static void test_trace_file_is_created_private_to_the_group(void **s) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_exports_exactly_the_six_profiler_symbols, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_exports_exactly_the_six_profiler_symbols, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_v1_records_collectives_and_p2p, setup, teardown),
       cmocka_unit_test_setup_teardown(test_v2_records_collectives_and_p2p, setup, teardown),
       cmocka_unit_test_setup_teardown(test_v3_records_collectives_and_p2p, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_v4_records_gpu_timing_from_kernel_channels, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_v4_records_gpu_timing_from_kernel_channels, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_v5_records_stream_and_graph_capture, setup, teardown),
       cmocka_unit_test_setup_teardown(test_v6_records_stream_and_graph_capture, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_sampling_asks_kernel_channels_for_one_in_n, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_sampling_asks_kernel_channels_for_one_in_n, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_every_init_writes_the_same_mask, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_null_context_unknown_events_and_late_states_are_harmless, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_null_context_unknown_events_and_late_states_are_harmless,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(test_disabled_profiler_asks_for_nothing, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_unwritable_directory_warns_once_and_counts, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_reload_after_last_finalize_starts_afresh, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_unwritable_directory_warns_once_and_counts, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_reload_after_last_finalize_starts_afresh, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_killed_process_leaves_readable_blocks, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_exit_without_finalize_flushes_and_writes_the_footer, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_trace_file_is_created_private_to_the_group, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_exit_without_finalize_flushes_and_writes_the_footer,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_trace_file_is_created_private_to_the_group, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -35,8 +35,8 @@ typedef struct expect_coll {
 
 typedef struct replay {
   void *handle[MAX_ID];
-  int coll_of[MAX_ID];   /* START id -> index into colls, or -1 */
-  int proxy_of[MAX_ID];  /* ProxyOp / ProxyStep id -> proxy index */
+  int coll_of[MAX_ID];  /* START id -> index into colls, or -1 */
+  int proxy_of[MAX_ID]; /* ProxyOp / ProxyStep id -> proxy index */
   expect_coll colls[1024];
   int ncolls;
   struct {
@@ -56,8 +56,8 @@ static int dtype_size(const char *d) {
   return 1;
 }
 static int func_id(const char *f) {
-  const char *t[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce", "SendRecv",
-                     "Send", "Recv"};
+  const char *t[] = {"Broadcast", "Reduce",   "AllGather", "ReduceScatter",
+                     "AllReduce", "SendRecv", "Send",      "Recv"};
   for (int i = 0; i < 8; i++)
     if (!strcmp(f, t[i])) return i;
   return -1;
@@ -83,9 +83,9 @@ static void replay_file(const char *path, replay *r, const char *events) {
     if (!topo_rec_parse_event(line, &ev)) continue;
     lines++;
     if (ev.kind == TOPO_REV_INIT) {
-      assert_int_equal(topo_host_profiler_init(&p, ev.comm, NULL, ev.nnodes, ev.nranks, ev.rank,
-                                               topo_host_log),
-                       ncclSuccess);
+      assert_int_equal(
+          topo_host_profiler_init(&p, ev.comm, NULL, ev.nnodes, ev.nranks, ev.rank, topo_host_log),
+          ncclSuccess);
       assert_non_null(p.ctx);
       inited = 1;
       continue;
@@ -140,8 +140,8 @@ static void replay_file(const char *path, replay *r, const char *events) {
     e.ptimer = ev.ptimer;
     e.graph_captured = ev.graph;
     e.group_depth = ev.depth;
-    e.stream = strcmp(ev.stream, "(nil)") && ev.stream[0] ? (void *)strtoull(ev.stream, NULL, 16)
-                                                          : NULL;
+    e.stream =
+        strcmp(ev.stream, "(nil)") && ev.stream[0] ? (void *)strtoull(ev.stream, NULL, 16) : NULL;
     topo_host_profiler_start(&p, &r->handle[ev.id], &e);
     if (ev.type == ncclProfileColl || ev.type == ncclProfileP2p) {
       assert_non_null(r->handle[ev.id]);
@@ -217,7 +217,7 @@ static void check(const char *sub, const char *rank_file, const char *events, in
     assert_int_equal(got->bytes, c->count * (size_t)dtype_size(c->dtype));
     assert_int_equal(got->nchannels, c->nch);
     if (!c->is_p2p) {
-      const char *algos[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS",
+      const char *algos[] = {"TREE",      "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS",
                              "NVLS_TREE", "PAT"};
       const char *protos[] = {"LL", "LL128", "SIMPLE"};
       assert_string_equal(algos[got->algo % 7], c->algo);

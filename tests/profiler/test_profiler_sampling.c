@@ -19,7 +19,7 @@
 #include "trace_read.h"
 
 #define MAX_OPS 1024
-#define MIB16 16777216u
+#define MIB16   16777216u
 
 static char dir[256];
 
@@ -45,8 +45,13 @@ static int teardown(void **state) {
   return 0;
 }
 
-static const int nccl_for_version[7] = {0, TOPO_NCCL_2_23, TOPO_NCCL_2_24, TOPO_NCCL_2_26,
-                                        TOPO_NCCL_2_27, TOPO_NCCL_2_28, TOPO_NCCL_2_29};
+static const int nccl_for_version[7] = {0,
+                                        TOPO_NCCL_2_23,
+                                        TOPO_NCCL_2_24,
+                                        TOPO_NCCL_2_26,
+                                        TOPO_NCCL_2_27,
+                                        TOPO_NCCL_2_28,
+                                        TOPO_NCCL_2_29};
 
 static void load(topo_host_profiler *p, int version) {
   assert_int_equal(topo_host_profiler_load(p, TOPO_TEST_PROFILER_SO, nccl_for_version[version]),
@@ -146,8 +151,8 @@ static void read_checked(uint64_t hash, const issued *is, test_trace *t,
 }
 
 /* ---- a DDP-like step: 1 x 4 B AllReduce, 12 x 25 MB AllReduce, 1 x 16 B AllGather ---- */
-#define STEPS 20
-#define STEP_OPS 14
+#define STEPS     20
+#define STEP_OPS  14
 #define BIG_COUNT 6553600u /* float32: 26214400 bytes */
 
 static void ddp_step(topo_host_profiler *p, issued *is, int step) {
@@ -168,8 +173,7 @@ static void check_ddp(int version) {
   load(&a, version);
   load(&b, version);
   assert_int_equal(topo_host_profiler_init(&a, 0xdd9, "ddp", 1, 2, 0, topo_host_log), ncclSuccess);
-  assert_int_equal(topo_host_profiler_init(&b, 0xb0b, "idle", 1, 2, 0, topo_host_log),
-                   ncclSuccess);
+  assert_int_equal(topo_host_profiler_init(&b, 0xb0b, "idle", 1, 2, 0, topo_host_log), ncclSuccess);
   unsigned long long hits1 = 0, ops1 = 0, hits = 0, ops = 0;
   for (int step = 0; step < STEPS; step++) {
     ddp_step(&a, &is, step);
@@ -185,8 +189,8 @@ static void check_ddp(int version) {
   assert_int_equal(ops1, STEP_OPS);
   assert_int_equal(ops, STEPS * STEP_OPS);
   double after_first = (double)(hits - hits1) / (double)(ops - ops1);
-  fprintf(stderr, "v%d: predictor right for %llu of %llu after the first step (%.1f %%)\n",
-          version, hits - hits1, ops - ops1, 100.0 * after_first);
+  fprintf(stderr, "v%d: predictor right for %llu of %llu after the first step (%.1f %%)\n", version,
+          hits - hits1, ops - ops1, 100.0 * after_first);
   assert_true(after_first > 0.95);
 
   static const topo_rec_coll *rec_of[MAX_OPS];
@@ -217,9 +221,18 @@ static void check_ddp(int version) {
   test_trace_free(&t);
 }
 
-static void test_v5_ddp_steps_time_every_large_collective(void **s) { (void)s; check_ddp(5); }
-static void test_v6_ddp_steps_time_every_large_collective(void **s) { (void)s; check_ddp(6); }
-static void test_v4_ddp_steps_time_every_large_collective(void **s) { (void)s; check_ddp(4); }
+static void test_v5_ddp_steps_time_every_large_collective(void **s) {
+  (void)s;
+  check_ddp(5);
+}
+static void test_v6_ddp_steps_time_every_large_collective(void **s) {
+  (void)s;
+  check_ddp(6);
+}
+static void test_v4_ddp_steps_time_every_large_collective(void **s) {
+  (void)s;
+  check_ddp(4);
+}
 
 /* ---- small operations: the first two of each kind, then exactly 1 in 32 ---- */
 static void test_small_operations_are_sampled_one_in_n_after_their_first(void **s) {
@@ -341,9 +354,10 @@ static void test_real_ddp_sequence_times_every_large_allreduce(void **s) {
   static const char *const funcs[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
                                       "AllReduce"};
   test_trace rec;
-  assert_int_equal(test_trace_read(TOPO_TEST_DATA_DIR
-                                   "/ddp-2xh200/topo-vm-2652-ada8ed4f539d2d3c-r0.trace", &rec),
-                   0);
+  assert_int_equal(
+      test_trace_read(TOPO_TEST_DATA_DIR "/ddp-2xh200/topo-vm-2652-ada8ed4f539d2d3c-r0.trace",
+                      &rec),
+      0);
   const topo_trace_record **colls;
   size_t nc = test_trace_select(&rec, TOPO_REC_COLL, &colls);
   assert_true(nc > 0 && nc <= MAX_OPS);
@@ -386,9 +400,10 @@ static void test_real_ddp_sequence_times_every_large_allreduce(void **s) {
       steady++;
     }
   }
-  fprintf(stderr, "real DDP sequence: %d collectives, %d of >= 16 MiB: GPU-timed %d (recorded "
-          "under 1 in 32: %d); predictor right for %llu of %llu\n", is.n, big, big_timed,
-          recorded_big_timed, hits, ops);
+  fprintf(stderr,
+          "real DDP sequence: %d collectives, %d of >= 16 MiB: GPU-timed %d (recorded "
+          "under 1 in 32: %d); predictor right for %llu of %llu\n",
+          is.n, big, big_timed, recorded_big_timed, hits, ops);
   assert_int_equal(steady, 166);
   assert_true(big_timed > recorded_big_timed);
   assert_true((double)hits / (double)ops > 0.9);
@@ -400,13 +415,20 @@ static void test_real_ddp_sequence_times_every_large_allreduce(void **s) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_v5_ddp_steps_time_every_large_collective, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_v6_ddp_steps_time_every_large_collective, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_v4_ddp_steps_time_every_large_collective, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_small_operations_are_sampled_one_in_n_after_their_first, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_measure_bytes_zero_times_every_operation, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_bad_measure_bytes_warns_once_and_uses_the_default, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_real_ddp_sequence_times_every_large_allreduce, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_v5_ddp_steps_time_every_large_collective, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_v6_ddp_steps_time_every_large_collective, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_v4_ddp_steps_time_every_large_collective, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_small_operations_are_sampled_one_in_n_after_their_first,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_measure_bytes_zero_times_every_operation, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_bad_measure_bytes_warns_once_and_uses_the_default, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_real_ddp_sequence_times_every_large_allreduce, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

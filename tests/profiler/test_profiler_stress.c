@@ -21,7 +21,7 @@
 #include "trace_read.h"
 
 #define COMMS 4
-#define OPS 3000
+#define OPS   3000
 #define QUEUE 256
 
 typedef struct comm_run {

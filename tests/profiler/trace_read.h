@@ -17,7 +17,7 @@ typedef struct test_trace {
   size_t blocks;
   int has_footer;
   topo_trace_footer footer;
-  int bad_block;              /* 1 when reading stopped at a damaged/truncated block */
+  int bad_block; /* 1 when reading stopped at a damaged/truncated block */
 } test_trace;
 
 /* 0 on success (a readable header); the caller frees with test_trace_free. */

@@ -18,7 +18,7 @@
 #include "kernels.h"
 #include "report.h"
 
-#define US 1000 /* ns */
+#define US      1000 /* ns */
 #define FIXTURE TOPO_REPORT_DATA "/hta-kernels.pt.trace.json"
 
 static rp_report rep;
@@ -27,7 +27,8 @@ static int setup(void **state) {
   (void)state;
   const char *paths[] = {FIXTURE};
   rp_options opt = {.reorder_window = 65536, .quiet = 1};
-  if (rp_analyze(paths, 1, &opt, &rep) != TOPO_OK || rep.nranks != 1 || !rep.ranks[0].gpu) return -1;
+  if (rp_analyze(paths, 1, &opt, &rep) != TOPO_OK || rep.nranks != 1 || !rep.ranks[0].gpu)
+    return -1;
   return 0;
 }
 
@@ -138,7 +139,8 @@ static void test_kernel_type_table_equals_hta(void **state) {
  * (Pageable) sum 150 std 35.36; with num_kernels=1: gemm stays, elementwise goes to "others". */
 static void test_kernel_table_and_top_rule_equal_hta(void **state) {
   (void)state;
-  const rp_kstat *nccl = kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
+  const rp_kstat *nccl =
+      kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
   assert_int_equal(nccl->type, RP_K_COMM);
   assert_int_equal(nccl->n, 2);
   assert_int_equal(nccl->sum, 500 * US);
@@ -242,15 +244,22 @@ static void test_json_says_null_where_undefined(void **state) {
   (void)state;
   char *j = render(rp_render_json, &rep);
   assert_non_null(strstr(j, "\"kernel_analyses\":{"));
-  assert_non_null(strstr(j, "\"name\":\"elementwise_kernel\",\"type\":\"computation\",\"top\":true,\"count\":1,"
-                            "\"total_ns\":40000,\"min_ns\":40000,\"max_ns\":40000,\"mean_ns\":40000,\"std_ns\":null}"));
-  assert_non_null(strstr(j, "{\"stream\":21,\"events\":1,\"idle_ns\":0,\"host_wait_ns\":0,\"host_wait_gaps\":0,"
-                            "\"host_wait_share\":null"));
-  assert_non_null(strstr(j, "\"kernel_type\":\"COMMUNICATION overlapping MEMORY\",\"ns\":80000,\"share\":0.087912}"));
+  assert_non_null(strstr(
+      j,
+      "\"name\":\"elementwise_kernel\",\"type\":\"computation\",\"top\":true,\"count\":1,"
+      "\"total_ns\":40000,\"min_ns\":40000,\"max_ns\":40000,\"mean_ns\":40000,\"std_ns\":null}"));
+  assert_non_null(
+      strstr(j,
+             "{\"stream\":21,\"events\":1,\"idle_ns\":0,\"host_wait_ns\":0,\"host_wait_gaps\":0,"
+             "\"host_wait_share\":null"));
+  assert_non_null(strstr(
+      j, "\"kernel_type\":\"COMMUNICATION overlapping MEMORY\",\"ns\":80000,\"share\":0.087912}"));
   free(j);
   char *c = render(rp_render_csv, &rep);
-  assert_non_null(strstr(c, "\ntemporal,0,,1530000,590000,340000,600000,0.385621,0.222222,0.392157\n"));
-  assert_non_null(strstr(c, "\nkernel,0,computation,\"elementwise_kernel\",1,1,40000,40000.0,40000,40000,\n"));
+  assert_non_null(
+      strstr(c, "\ntemporal,0,,1530000,590000,340000,600000,0.385621,0.222222,0.392157\n"));
+  assert_non_null(
+      strstr(c, "\nkernel,0,computation,\"elementwise_kernel\",1,1,40000,40000.0,40000,40000,\n"));
   free(c);
 }
 
@@ -273,7 +282,8 @@ static void test_kernel_diff_lists_every_name(void **state) {
   f = open_memstream(&buf, &len);
   rp_render_kernel_diff(&rep, &other, f);
   fclose(f);
-  assert_non_null(strstr(buf, "        3         0    300.00 us         0 ns -  300.00 us -")); /* gemm gone */
+  assert_non_null(
+      strstr(buf, "        3         0    300.00 us         0 ns -  300.00 us -")); /* gemm gone */
   free(buf);
   rp_report_free(&other);
 }
@@ -287,9 +297,16 @@ static void test_out_of_order_and_many_events(void **state) {
   const int n = 100000;
   for (int i = 0; i < n; i++) { /* pairs swapped: 1, 0, 3, 2, ... */
     int k = i ^ 1;
-    rp_kevent launch = {"cudaLaunchKernel", "cuda_runtime", (int64_t)k * 10 * US, 1 * US, -1, k, -1, -1};
-    rp_kevent kern = {k % 2 ? "odd_kernel" : "even_kernel", "kernel", (int64_t)k * 10 * US + 2 * US, 5 * US, 7, k,
-                      -1, -1};
+    rp_kevent launch = {
+        "cudaLaunchKernel", "cuda_runtime", (int64_t)k * 10 * US, 1 * US, -1, k, -1, -1};
+    rp_kevent kern = {k % 2 ? "odd_kernel" : "even_kernel",
+                      "kernel",
+                      (int64_t)k * 10 * US + 2 * US,
+                      5 * US,
+                      7,
+                      k,
+                      -1,
+                      -1};
     rp_gpu_event(g, &launch);
     rp_gpu_event(g, &kern);
   }
@@ -303,7 +320,8 @@ static void test_out_of_order_and_many_events(void **state) {
   assert_int_equal(s->late, 0);
   assert_int_equal(s->idle[RP_IDLE_OTHER], 0);
   assert_int_equal(s->idle[RP_IDLE_KERNEL], 0);
-  assert_int_equal(s->idle[RP_IDLE_HOST], (int64_t)(n - 1) * 5 * US); /* each launch after the previous end */
+  assert_int_equal(s->idle[RP_IDLE_HOST],
+                   (int64_t)(n - 1) * 5 * US); /* each launch after the previous end */
   assert_int_equal(s->delay.n, n);
   assert_int_equal(s->delay.max, 1 * US);
   assert_int_equal(s->q_max, 1);
@@ -319,7 +337,8 @@ static void test_launch_call_written_after_its_kernel(void **state) {
   assert_non_null(g);
   for (int k = 0; k < 1000; k++) {
     rp_kevent kern = {"gemm_kernel", "kernel", (int64_t)k * 10 * US + 2 * US, 5 * US, 7, k, -1, -1};
-    rp_kevent launch = {"cudaLaunchKernel", "cuda_runtime", (int64_t)k * 10 * US, 1 * US, -1, k, -1, -1};
+    rp_kevent launch = {
+        "cudaLaunchKernel", "cuda_runtime", (int64_t)k * 10 * US, 1 * US, -1, k, -1, -1};
     rp_gpu_event(g, &kern);
     rp_gpu_event(g, &launch);
   }

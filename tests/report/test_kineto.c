@@ -20,23 +20,31 @@ static const char kineto[] =
     "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H200\"}],\n"
     " \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 3, \"world_size\": 4},\n"
     " \"traceEvents\": [\n"
-    "  {\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#7\", \"pid\": 11, \"tid\": 11,"
+    "  {\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#7\", \"pid\": 11, "
+    "\"tid\": 11,"
     "   \"ts\": 1000.000, \"dur\": 10.000},\n"
-    "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 11, \"tid\": 11, \"ts\": 1000.1, \"dur\": 0.3,"
+    "  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 11, \"tid\": 11, "
+    "\"ts\": 1000.1, \"dur\": 0.3,"
     "   \"args\": {\"External id\": 5, \"nested\": {\"a\": [1, 2, {\"b\": \"]}\"}]}}},\n"
-    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"sm90_xmma_gemm \\\"bf16\\\" \\u00e9\", \"pid\": 0, \"tid\": 7,"
-    "   \"ts\": 1000.500, \"dur\": 2.000, \"args\": {\"device\": 0, \"stream\": 7, \"correlation\": 9}},\n"
-    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)\","
+    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"sm90_xmma_gemm \\\"bf16\\\" \\u00e9\", "
+    "\"pid\": 0, \"tid\": 7,"
+    "   \"ts\": 1000.500, \"dur\": 2.000, \"args\": {\"device\": 0, \"stream\": 7, "
+    "\"correlation\": 9}},\n"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
+    "\"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)\","
     "   \"pid\": 0, \"tid\": 13, \"ts\": 1001.500, \"dur\": 3.0004, \"args\": {\"stream\": 13,"
     "   \"Collective name\": \"allreduce\", \"In msg nelems\": 262144, \"Out msg nelems\": 262144,"
     "   \"Group size\": 4, \"dtype\": \"Float\"}},\n"
-    "  {\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy HtoD (Pageable -> Device)\", \"pid\": 0, \"tid\": 7,"
+    "  {\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy HtoD (Pageable -> Device)\", "
+    "\"pid\": 0, \"tid\": 7,"
     "   \"ts\": 1005.000, \"dur\": 0.5, \"args\": {\"stream\": 7}},\n"
-    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"elementwise_kernel\", \"pid\": 0, \"tid\": 7,"
+    "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"elementwise_kernel\", \"pid\": 0, \"tid\": "
+    "7,"
     "   \"ts\": 1004.000, \"dur\": 0.2500, \"args\": {\"stream\": 7}},\n"
     "  {\"ph\": \"M\", \"name\": \"process_name\", \"pid\": 0, \"args\": {\"name\": \"GPU 0\"}}\n"
     " ],\n"
-    " \"traceName\": \"rank3.pt.trace.json\", \"displayTimeUnit\": \"ms\", \"baseTimeNanoseconds\": 1000000000}\n";
+    " \"traceName\": \"rank3.pt.trace.json\", \"displayTimeUnit\": \"ms\", "
+    "\"baseTimeNanoseconds\": 1000000000}\n";
 
 static char dir[64];
 
@@ -65,8 +73,8 @@ static void test_kineto_trace_alone_gives_exact_overlap(void **state) {
   const int64_t base = 1000000000;
   assert_int_equal(k->t.first, base + 1000500);
   assert_int_equal(k->t.last, base + 1005500);
-  assert_int_equal(k->t.compute, 2250);   /* [1000500,1002500) + [1004000,1004250) */
-  assert_int_equal(k->t.comm, 3000);      /* 3.0004 us rounds to 3000 ns */
+  assert_int_equal(k->t.compute, 2250); /* [1000500,1002500) + [1004000,1004250) */
+  assert_int_equal(k->t.comm, 3000);    /* 3.0004 us rounds to 3000 ns */
   assert_int_equal(k->t.overlap, 1250);
   assert_int_equal(k->t.memory, 500);
   assert_int_equal(k->t.busy, 4500);
@@ -78,7 +86,7 @@ static void test_kineto_trace_alone_gives_exact_overlap(void **state) {
   assert_int_equal(r.nrows, 1);
   assert_int_equal(r.rows[0]->func, 4);
   assert_int_equal(r.rows[0]->nranks, 4);
-  assert_int_equal(r.rows[0]->bucket, 20); /* 262144 floats = 1 MiB */
+  assert_int_equal(r.rows[0]->bucket, 20);          /* 262144 floats = 1 MiB */
   assert_int_equal(r.rows[0]->algo_proto[7][3], 1); /* the name's RING_LL is not what ran */
   assert_int_equal(rp_quant_get(&r.rows[0]->time, 0.5), 3000);
   /* the input's kernels, counted once although the file is read twice */
@@ -103,7 +111,8 @@ static void test_kineto_and_topo_trace_of_one_rank_merge(void **state) {
   tf_header_init(&h, 0x42, 3, 4);
   tf_trace t;
   tf_begin(&t, &h, NULL);
-  topo_trace_record c = tf_coll(4, 0, 1 << 20, 1001000000, 1001000100, 1001001400, 1001004600, 1, 0, 2, 13);
+  topo_trace_record c =
+      tf_coll(4, 0, 1 << 20, 1001000000, 1001000100, 1001001400, 1001004600, 1, 0, 2, 13);
   tf_add(&t, &c);
   tf_string(&t, 1, "step");
   topo_trace_record mark = tf_mark(1, 1001000000, 1001008000, 7); /* Kineto's ProfilerStep#7 too */
@@ -121,10 +130,10 @@ static void test_kineto_and_topo_trace_of_one_rank_merge(void **state) {
   assert_int_equal(r.ranks[0].world_rank, 3);
   assert_int_equal(r.ranks[0].nsources, 2);
   assert_int_equal(r.ranks[0].comm_from_kernels, 1);
-  assert_int_equal(r.ranks[0].t.comm, 3000);      /* the kernel, not the record's [1400,4600) */
+  assert_int_equal(r.ranks[0].t.comm, 3000); /* the kernel, not the record's [1400,4600) */
   assert_int_equal(r.ranks[0].t.compute, 2250);
-  assert_int_equal(r.colls, 1);                   /* not counted twice */
-  assert_int_equal(r.ranks[0].nsteps, 1);         /* step 7 once: the Kineto one */
+  assert_int_equal(r.colls, 1);           /* not counted twice */
+  assert_int_equal(r.ranks[0].nsteps, 1); /* step 7 once: the Kineto one */
   assert_int_equal(r.ranks[0].steps[0].start, 1001000000);
   assert_int_equal(r.ranks[0].steps[0].stop, 1001010000);
   assert_int_equal(r.nrows, 1);
@@ -136,8 +145,9 @@ static void test_kineto_and_topo_trace_of_one_rank_merge(void **state) {
   assert_non_null(mf);
   rp_render_text(&r, mf);
   fclose(mf);
-  assert_non_null(strstr(text, "sources: GPU time per rank and steps from Kineto GPU events (1 rank); "
-                               "collectives, skew and stragglers from topo traces"));
+  assert_non_null(strstr(text,
+                         "sources: GPU time per rank and steps from Kineto GPU events (1 rank); "
+                         "collectives, skew and stragglers from topo traces"));
   assert_null(strstr(text, "they cover different times")); /* the trace's [1400,4600) is inside */
   assert_non_null(strstr(text, "size as nccl-tests counts it; from topo traces)"));
   free(text);
@@ -172,39 +182,47 @@ static void test_every_prefix_of_a_trace_parses_safely(void **state) {
 
 static void test_chrome_array_format_and_old_kernel_names(void **state) {
   (void)state;
-  static const char arr[] =
-      "[{\"ph\":\"X\",\"cat\":\"Kernel\",\"name\":\"ncclKernel_AllGather_RING_LL128_Sum_int8_t\",\"ts\":5,\"dur\":2,\"tid\":3},"
-      "{\"ph\":\"X\",\"cat\":\"Kernel\",\"name\":\"volta_sgemm\",\"ts\":6,\"dur\":2,\"tid\":4}";  /* unterminated */
+  static const char arr
+      [] = "[{\"ph\":\"X\",\"cat\":\"Kernel\",\"name\":\"ncclKernel_AllGather_RING_LL128_Sum_int8_"
+           "t\",\"ts\":5,\"dur\":2,\"tid\":3},"
+           "{\"ph\":\"X\",\"cat\":\"Kernel\",\"name\":\"volta_sgemm\",\"ts\":6,\"dur\":2,\"tid\":"
+           "4}"; /* unterminated */
   intervals = 0;
   rp_sink sink = {NULL, NULL, count_interval, NULL, NULL, NULL};
   assert_int_equal(rp_kineto_parse_memory(arr, sizeof arr - 1, &sink), 2);
   assert_int_equal(intervals, 2);
   int func, algo, proto;
-  assert_true(rp_nccl_kernel_parse("ncclKernel_AllGather_RING_LL128_Sum_int8_t", &func, &algo, &proto));
+  assert_true(
+      rp_nccl_kernel_parse("ncclKernel_AllGather_RING_LL128_Sum_int8_t", &func, &algo, &proto));
   assert_int_equal(func, 2);
   assert_int_equal(algo, 1);
   assert_int_equal(proto, 1);
-  assert_true(rp_nccl_kernel_parse("ncclDevKernel_ReduceScatter_Sum_bf16_NVLS_SIMPLE", &func, &algo, &proto));
+  assert_true(rp_nccl_kernel_parse("ncclDevKernel_ReduceScatter_Sum_bf16_NVLS_SIMPLE", &func, &algo,
+                                   &proto));
   assert_int_equal(func, 3);
   assert_int_equal(algo, 4);
   assert_int_equal(proto, 2);
-  assert_true(rp_nccl_kernel_parse("ncclDevKernel_AllReduce_Sum_f32_NVLS_TREE_SIMPLE(ncclDevKernelArgsStorage<4096ul>)",
-                                   &func, &algo, &proto));
+  assert_true(rp_nccl_kernel_parse(
+      "ncclDevKernel_AllReduce_Sum_f32_NVLS_TREE_SIMPLE(ncclDevKernelArgsStorage<4096ul>)", &func,
+      &algo, &proto));
   assert_int_equal(func, 4);
   assert_int_equal(algo, 5); /* NVLS_TREE, not NVLS */
   assert_int_equal(proto, 2);
-  assert_true(rp_nccl_kernel_parse("ncclDevKernel_AllReduce_Sum_bf16_COLLNET_DIRECT_LL", &func, &algo, &proto));
+  assert_true(rp_nccl_kernel_parse("ncclDevKernel_AllReduce_Sum_bf16_COLLNET_DIRECT_LL", &func,
+                                   &algo, &proto));
   assert_int_equal(algo, 2);
   assert_int_equal(proto, 0);
   assert_true(rp_nccl_kernel_parse("ncclKernel_Reduce_TREE_LL_Sum_float", &func, &algo, &proto));
   assert_int_equal(func, 1); /* Reduce, not ReduceScatter */
   assert_int_equal(algo, 0);
   assert_int_equal(proto, 0);
-  assert_true(rp_nccl_kernel_parse("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", &func, &algo, &proto));
+  assert_true(rp_nccl_kernel_parse("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
+                                   &func, &algo, &proto));
   assert_int_equal(func, 5);
   assert_int_equal(algo, -1);
   assert_int_equal(proto, -1);
-  assert_false(rp_nccl_kernel_parse("void at::native::vectorized_elementwise_kernel", &func, &algo, &proto));
+  assert_false(
+      rp_nccl_kernel_parse("void at::native::vectorized_elementwise_kernel", &func, &algo, &proto));
 }
 
 static int64_t last_start;
@@ -216,7 +234,8 @@ static void keep_start(void *ctx, int src, const rp_interval *iv) {
 static void test_absolute_microseconds_keep_every_digit(void **state) {
   (void)state;
   /* Kineto without baseTimeNanoseconds writes epoch µs: 16 integer digits, 3 decimals. */
-  static const char ev[] = "[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1700000000123456.789,\"dur\":1.5}]";
+  static const char ev[] =
+      "[{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":1700000000123456.789,\"dur\":1.5}]";
   rp_sink sink = {NULL, NULL, keep_start, NULL, NULL, NULL};
   assert_int_equal(rp_kineto_parse_memory(ev, sizeof ev - 1, &sink), 1);
   assert_int_equal(last_start, 1700000000123456789LL);
@@ -233,8 +252,10 @@ static void on_step(void *ctx, int src, int64_t a, int64_t b, uint64_t v) {
 static void test_gpu_projected_steps_win_over_cpu_steps(void **state) {
   (void)state;
   static const char ev[] =
-      "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"ts\":10,\"dur\":5},"
-      "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"ProfilerStep#1\",\"ts\":12,\"dur\":6}]}";
+      "{\"traceEvents\":[{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\","
+      "\"ts\":10,\"dur\":5},"
+      "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"ProfilerStep#1\",\"ts\":12,\"dur\":"
+      "6}]}";
   rp_sink sink = {NULL, NULL, NULL, on_step, NULL, NULL};
   nsteps = 0;
   rp_kineto_parse_memory(ev, sizeof ev - 1, &sink);
@@ -245,7 +266,8 @@ static void test_gpu_projected_steps_win_over_cpu_steps(void **state) {
 static int64_t steps_seen[8][3];
 static void on_step_keep(void *ctx, int src, int64_t a, int64_t b, uint64_t v) {
   (void)ctx, (void)src;
-  if (nsteps < 8) steps_seen[nsteps][0] = a, steps_seen[nsteps][1] = b, steps_seen[nsteps][2] = (int64_t)v;
+  if (nsteps < 8)
+    steps_seen[nsteps][0] = a, steps_seen[nsteps][1] = b, steps_seen[nsteps][2] = (int64_t)v;
   nsteps++;
 }
 
@@ -256,18 +278,30 @@ static void test_steps_follow_the_kernels_their_cpu_range_launched(void **state)
   (void)state;
   static const char ev[] =
       "{\"traceEvents\":["
-      "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"ts\":100,\"dur\":50},"
-      "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"ProfilerStep#1\",\"ts\":120,\"dur\":1},"
-      "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"ts\":110,\"dur\":2,\"args\":{\"correlation\":5}},"
-      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"ts\":130,\"dur\":40,\"args\":{\"stream\":7,\"correlation\":5}},"
-      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\",\"ts\":135,\"dur\":60,\"args\":{\"correlation\":7}},"
-      "{\"ph\":\"X\",\"cat\":\"cuda_driver\",\"name\":\"cuLaunchKernelEx\",\"ts\":149,\"dur\":2,\"args\":{\"correlation\":7}},"
-      "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"ts\":200,\"dur\":2,\"args\":{\"correlation\":6}},"
-      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"late\",\"ts\":171,\"dur\":100,\"args\":{\"correlation\":6}},"
-      "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#2\",\"ts\":300,\"dur\":10},"
-      "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"ProfilerStep#2\",\"ts\":302,\"dur\":8},"
-      "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#3\",\"ts\":400,\"dur\":10},"
-      "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"ProfilerStep#3\",\"ts\":401,\"dur\":1}]}";
+      "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"ts\":100,\"dur\":50}"
+      ","
+      "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"ProfilerStep#1\",\"ts\":120,"
+      "\"dur\":1},"
+      "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"ts\":110,\"dur\":2,"
+      "\"args\":{\"correlation\":5}},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"ts\":130,\"dur\":40,\"args\":{"
+      "\"stream\":7,\"correlation\":5}},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\","
+      "\"ts\":135,\"dur\":60,\"args\":{\"correlation\":7}},"
+      "{\"ph\":\"X\",\"cat\":\"cuda_driver\",\"name\":\"cuLaunchKernelEx\",\"ts\":149,\"dur\":2,"
+      "\"args\":{\"correlation\":7}},"
+      "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"ts\":200,\"dur\":2,"
+      "\"args\":{\"correlation\":6}},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"late\",\"ts\":171,\"dur\":100,\"args\":{"
+      "\"correlation\":6}},"
+      "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#2\",\"ts\":300,\"dur\":10}"
+      ","
+      "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"ProfilerStep#2\",\"ts\":302,"
+      "\"dur\":8},"
+      "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#3\",\"ts\":400,\"dur\":10}"
+      ","
+      "{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":\"ProfilerStep#3\",\"ts\":401,"
+      "\"dur\":1}]}";
   rp_sink sink = {NULL, NULL, NULL, on_step_keep, NULL, NULL};
   nsteps = 0;
   rp_kineto_parse_memory(ev, sizeof ev - 1, &sink);
@@ -294,18 +328,23 @@ static void test_steps_after_their_calls_match_every_kernel(void **state) {
   char *t = malloc(cap);
   n += (size_t)snprintf(t + n, cap - n, "{\"traceEvents\":[");
   const int calls = 20000;
-  for (int i = 0; i < calls; i++) { /* call i at 1000 + i * 0.15 us: steps [1000,2000), [2000,3000), [3000,4000) */
+  for (int i = 0; i < calls;
+       i++) { /* call i at 1000 + i * 0.15 us: steps [1000,2000), [2000,3000), [3000,4000) */
     double ts = 1000.0 + i * 0.15;
     n += (size_t)snprintf(t + n, cap - n,
-                          "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\",\"ts\":%.3f,\"dur\":1,"
+                          "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaLaunchKernel\","
+                          "\"ts\":%.3f,\"dur\":1,"
                           "\"args\":{\"correlation\":%d}},"
                           "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"ts\":%.3f,\"dur\":3,"
                           "\"args\":{\"stream\":7,\"correlation\":%d}},",
                           ts, i + 1, ts + 5, i + 1);
   }
   for (int s = 0; s < 3; s++)
-    n += (size_t)snprintf(t + n, cap - n, "%s{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\","
-                          "\"ts\":%d,\"dur\":999.999}", s ? "," : "", s, 1000 + 1000 * s);
+    n +=
+        (size_t)snprintf(t + n, cap - n,
+                         "%s{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%d\","
+                         "\"ts\":%d,\"dur\":999.999}",
+                         s ? "," : "", s, 1000 + 1000 * s);
   n += (size_t)snprintf(t + n, cap - n, "]}");
   assert_true(n < cap);
   /* first kernel start, last kernel end of the calls inside each step (computed independently) */
@@ -421,12 +460,18 @@ static void test_complete_steps_cut_the_topo_traces_of_the_rank_too(void **state
   static const char t[] =
       "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 1}, \"baseTimeNanoseconds\": 1000000000,"
       " \"traceEvents\": [\n"
-      "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"ts\": 1000, \"dur\": 10},\n"
-      "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#2\", \"ts\": 1010, \"dur\": 10},\n"
-      "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#3\", \"ts\": 1020, \"dur\": 10},\n"
-      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"ts\": 1001, \"dur\": 4, \"args\": {\"stream\": 7}},\n"
-      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"ts\": 1011, \"dur\": 4, \"args\": {\"stream\": 7}},\n"
-      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"ts\": 1021, \"dur\": 4, \"args\": {\"stream\": 7}}]}";
+      "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"ts\": 1000, "
+      "\"dur\": 10},\n"
+      "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#2\", \"ts\": 1010, "
+      "\"dur\": 10},\n"
+      "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#3\", \"ts\": 1020, "
+      "\"dur\": 10},\n"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"ts\": 1001, \"dur\": 4, "
+      "\"args\": {\"stream\": 7}},\n"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"ts\": 1011, \"dur\": 4, "
+      "\"args\": {\"stream\": 7}},\n"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"ts\": 1021, \"dur\": 4, "
+      "\"args\": {\"stream\": 7}}]}";
   snprintf(dir, sizeof dir, "/tmp/topo-kineto-XXXXXX");
   assert_non_null(mkdtemp(dir));
   write_file("rank0.pt.trace.json", t, sizeof t - 1);
@@ -436,7 +481,8 @@ static void test_complete_steps_cut_the_topo_traces_of_the_rank_too(void **state
   tf_begin(&tr, &h, NULL);
   for (int i = 0; i < 3; i++) { /* one AllReduce per step, 5-7 us into it */
     int64_t s0 = 1001000000 + (int64_t)i * 10000;
-    topo_trace_record c = tf_coll(4, (uint64_t)i, 1 << 20, s0 + 4000, s0 + 4100, s0 + 5000, s0 + 7000, 1, 0, 2, 13);
+    topo_trace_record c =
+        tf_coll(4, (uint64_t)i, 1 << 20, s0 + 4000, s0 + 4100, s0 + 5000, s0 + 7000, 1, 0, 2, 13);
     tf_add(&tr, &c);
   }
   tf_footer(&tr, NULL);
@@ -493,7 +539,8 @@ static void test_one_profiler_step_keeps_all_events(void **state) {
  * the JSON again. */
 static char *json_report(const char *path, int reread, int step_window) {
   const char *paths[] = {path};
-  rp_options opt = {.reorder_window = 65536, .quiet = 1, .reread_json = reread, .step_window = step_window};
+  rp_options opt = {
+      .reorder_window = 65536, .quiet = 1, .reread_json = reread, .step_window = step_window};
   rp_report r;
   assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
   char *text = NULL;
@@ -548,13 +595,18 @@ static void test_sendrecv_kernels_count_as_p2p(void **state) {
   (void)state;
   static const char t[] =
       "{\"distributedInfo\": {\"rank\": 1, \"world_size\": 2}, \"traceEvents\": [\n"
-      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)\","
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
+      "\"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)\","
       " \"pid\": 0, \"tid\": 20, \"ts\": 100.0, \"dur\": 50.0, \"args\": {\"stream\": 20,"
-      " \"Collective name\": \"send\", \"In msg nelems\": 1048576, \"dtype\": \"Float\", \"Group size\": 2}},\n"
-      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)\","
+      " \"Collective name\": \"send\", \"In msg nelems\": 1048576, \"dtype\": \"Float\", \"Group "
+      "size\": 2}},\n"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
+      "\"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)\","
       " \"pid\": 0, \"tid\": 20, \"ts\": 200.0, \"dur\": 40.0, \"args\": {\"stream\": 20,"
-      " \"Collective name\": \"recv\", \"In msg nelems\": 1048576, \"dtype\": \"Float\", \"Group size\": 2}},\n"
-      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)\","
+      " \"Collective name\": \"recv\", \"In msg nelems\": 1048576, \"dtype\": \"Float\", \"Group "
+      "size\": 2}},\n"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
+      "\"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)\","
       " \"pid\": 0, \"tid\": 20, \"ts\": 300.0, \"dur\": 10.0, \"args\": {\"stream\": 20}}\n"
       "]}";
   snprintf(dir, sizeof dir, "/tmp/topo-kineto-XXXXXX");
@@ -569,7 +621,8 @@ static void test_sendrecv_kernels_count_as_p2p(void **state) {
   assert_int_equal(r.ranks[0].t.comm, 100000);
   int send = 0, recv = 0, both = 0;
   for (size_t i = 0; i < r.nrows; i++) {
-    if (r.rows[i]->func == 6) send += (int)r.rows[i]->calls, assert_int_equal(r.rows[i]->bucket, 22);
+    if (r.rows[i]->func == 6)
+      send += (int)r.rows[i]->calls, assert_int_equal(r.rows[i]->bucket, 22);
     if (r.rows[i]->func == 7) recv += (int)r.rows[i]->calls;
     if (r.rows[i]->func == 5) both += (int)r.rows[i]->calls;
   }
@@ -644,11 +697,14 @@ static void test_an_event_larger_than_the_buffer_is_skipped_alone(void **state) 
   (void)state;
   size_t big = 5000;
   char *t = malloc(big + 512);
-  size_t n = (size_t)sprintf(t, "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"");
+  size_t n =
+      (size_t)sprintf(t, "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"");
   memset(t + n, 'k', big);
   n += big;
-  n += (size_t)sprintf(t + n, "\", \"ts\": 1, \"dur\": 2}, {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"small\","
-                             " \"ts\": 5, \"dur\": 1}]}");
+  n += (size_t)sprintf(
+      t + n,
+      "\", \"ts\": 1, \"dur\": 2}, {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"small\","
+      " \"ts\": 5, \"dur\": 1}]}");
   tally got = {0, 0};
   rp_sink sink = {&got, NULL, tally_interval, NULL, NULL, NULL};
   uint64_t too_large = 0;

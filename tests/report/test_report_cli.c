@@ -83,7 +83,8 @@ static void write_run(const char *sub, int slow) {
         int64_t dur = 10000 + (int64_t)(bytes / 100) + (slow ? 1000 : 0);
         topo_trace_record kr = tf_kernel(TOPO_KERNEL_COMPUTE, 0, now, now + dur / 2, 7);
         tf_add(&t, &kr);
-        topo_trace_record c = tf_coll(4, seq++, bytes, now - 100, now - 50, now, now + dur, 1, 2, 8, 1);
+        topo_trace_record c =
+            tf_coll(4, seq++, bytes, now - 100, now - 50, now, now + dur, 1, 2, 8, 1);
         tf_add(&t, &c);
         now += dur + 500;
       }
@@ -218,7 +219,8 @@ static void test_text_json_csv_and_html(void **state) {
   snprintf(args, sizeof args, "--json %s/a", dir);
   assert_int_equal(run(args, &out), 0);
   assert_non_null(strstr(out, "\"ranks\":["));
-  assert_non_null(strstr(out, "\"collective\":\"AllReduce\",\"nranks\":2,\"size_from\":1048576,\"calls\":8"));
+  assert_non_null(
+      strstr(out, "\"collective\":\"AllReduce\",\"nranks\":2,\"size_from\":1048576,\"calls\":8"));
   free(out);
   snprintf(args, sizeof args, "--csv %s/a", dir);
   assert_int_equal(run(args, &out), 0);
@@ -243,8 +245,10 @@ static void test_window_option(void **state) {
   snprintf(args, sizeof args, "--json --window 1000000,1050000 %s/a", dir);
   assert_int_equal(run(args, &out), 0);
   assert_non_null(strstr(out, "\"window\":{\"from_ns\":1000000,\"to_ns\":1050000}"));
-  assert_non_null(strstr(out, "\"collective\":\"AllReduce\",\"nranks\":2,\"size_from\":1048576,\"calls\":2"));
-  assert_non_null(strstr(out, "\"collective\":\"AllReduce\",\"nranks\":2,\"size_from\":4194304,\"calls\":2"));
+  assert_non_null(
+      strstr(out, "\"collective\":\"AllReduce\",\"nranks\":2,\"size_from\":1048576,\"calls\":2"));
+  assert_non_null(
+      strstr(out, "\"collective\":\"AllReduce\",\"nranks\":2,\"size_from\":4194304,\"calls\":2"));
   assert_null(strstr(out, "\"size_from\":16777216"));
   free(out);
   snprintf(args, sizeof args, "--from 1000000 --to 1050000 %s/a", dir);
@@ -269,7 +273,8 @@ static void test_dump_export_diff(void **state) {
   for (char *p = out; *p; p++) lines += *p == '\n';
   assert_int_equal(lines, 1 + 29 + 1); /* header; string + 4 x (3 kernels, 3 colls, 1 mark); end */
   assert_non_null(strstr(out, "\"sample_every\":1,\"measure_min_bytes\":0,\"host\":\"host0\""));
-  assert_non_null(strstr(out, "\"type\":\"coll\",\"func\":\"AllReduce\",\"seq\":0,\"bytes\":1048576"));
+  assert_non_null(
+      strstr(out, "\"type\":\"coll\",\"func\":\"AllReduce\",\"seq\":0,\"bytes\":1048576"));
   assert_non_null(strstr(out, "{\"end\":{\"records\":29,"));
   free(out);
   snprintf(args, sizeof args, "export --chrome %s/c.json %s/a", dir, dir);
@@ -339,17 +344,18 @@ static void test_fit_one_size_ddp_traffic(void **state) {
   const topo_profile_term *t = topo_profile_find_term(&p, 4, 1, 2, 0); /* AllReduce Ring/Simple */
   assert_non_null(t);
   assert_true(t->min_bytes >= (32u << 20) && t->max_bytes < (64u << 20));
-  assert_true(t->npoints >= 2);           /* GPU-timed calls behind the median */
+  assert_true(t->npoints >= 2); /* GPU-timed calls behind the median */
   double us = t->lat_us + (double)t->min_bytes / (t->bw_gbs * 1e3);
-  assert_true(us > 20 && us < 5000);      /* a 32 MiB AllReduce on NVLink: tens to hundreds of us */
-  assert_true(t->rel_err > 0);            /* real traffic has spread */
+  assert_true(us > 20 && us < 5000); /* a 32 MiB AllReduce on NVLink: tens to hundreds of us */
+  assert_true(t->rel_err > 0);       /* real traffic has spread */
   /* The tuner's evidence: one point, the median of the calls' GPU times with half their
    * interquartile range as the noise (the term's rel_err is that spread over the median). */
   int npt = 0;
   const topo_profile_point *pt = topo_profile_find_points(&p, 4, 1, 2, 0, &npt);
   assert_int_equal(npt, 1);
   assert_true(pt[0].bytes >= t->min_bytes && pt[0].bytes <= t->max_bytes);
-  assert_true(fabs(pt[0].median_us - (double)pt[0].bytes / (t->bw_gbs * 1e3)) < 1e-3 * pt[0].median_us);
+  assert_true(fabs(pt[0].median_us - (double)pt[0].bytes / (t->bw_gbs * 1e3)) <
+              1e-3 * pt[0].median_us);
   assert_true(pt[0].noise_us > 0);
   assert_true(fabs(pt[0].noise_us - t->rel_err * pt[0].median_us) < 1e-3 * pt[0].noise_us);
   assert_int_equal(pt[0].is_default, -1);
@@ -368,13 +374,15 @@ static void test_fit_refines_a_base_profile(void **state) {
   snprintf(path, sizeof path, "%s/base.profile", dir);
   FILE *f = fopen(path, "w");
   assert_non_null(f);
-  fputs("topo-profile 1\nsection gpu=H200 nranks=2 nnodes=*\nlink net bw_gbs=12.5 lat_us=7\n"
-        "term allreduce ring ll lat_us=3 bw_gbs=50 min_bytes=8 max_bytes=65536\n"
-        "term allreduce ring simple lat_us=99 bw_gbs=1 min_bytes=2097152 max_bytes=8388608\n",
-        f);
+  fputs(
+      "topo-profile 1\nsection gpu=H200 nranks=2 nnodes=*\nlink net bw_gbs=12.5 lat_us=7\n"
+      "term allreduce ring ll lat_us=3 bw_gbs=50 min_bytes=8 max_bytes=65536\n"
+      "term allreduce ring simple lat_us=99 bw_gbs=1 min_bytes=2097152 max_bytes=8388608\n",
+      f);
   assert_int_equal(fclose(f), 0);
   char args[512], *out;
-  snprintf(args, sizeof args, "fit --gpu H200 --base %s -o %s/refined.profile %s/a", path, dir, dir);
+  snprintf(args, sizeof args, "fit --gpu H200 --base %s -o %s/refined.profile %s/a", path, dir,
+           dir);
   assert_int_equal(run(args, &out), 0);
   assert_non_null(strstr(out, ": 1 terms (1 replaced)"));
   free(out);
@@ -478,7 +486,8 @@ static void test_unreadable_input_fails_with_one_line(void **state) {
   char cmd[1024];
   snprintf(cmd, sizeof cmd, "cp %s %s && chmod 000 %s && chmod 755 %s", src, bad, bad, dir);
   assert_int_equal(system(cmd), 0);
-  int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644), fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644),
+      fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   assert_true(fo >= 0 && fe >= 0);
   pid_t pid = fork();
   assert_true(pid >= 0);

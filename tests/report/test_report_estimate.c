@@ -18,7 +18,7 @@
 #include "report.h"
 #include "trace_fixture.h"
 
-#define T 1000000LL /* time origin of the fixtures: every clock offset is 0 */
+#define T   1000000LL /* time origin of the fixtures: every clock offset is 0 */
 #define MiB (1u << 20)
 
 static char dir[64];
@@ -37,8 +37,8 @@ static void remove_dir(void) {
 /* AllReduce (func 4), Ring/LL (1/0), `ch` channels; g1 == 0: not GPU-timed. */
 static void coll(tf_trace *t, uint64_t seq, uint64_t bytes, int64_t cpu, int64_t g0, int64_t g1,
                  int ch, uint32_t stream, int asked) {
-  topo_trace_record r = tf_coll(4, seq, bytes, T + cpu, T + cpu + 5, g1 ? T + g0 : 0, g1 ? T + g1 : 0,
-                                1, 0, ch, stream);
+  topo_trace_record r = tf_coll(4, seq, bytes, T + cpu, T + cpu + 5, g1 ? T + g0 : 0,
+                                g1 ? T + g1 : 0, 1, 0, ch, stream);
   if (asked) r.coll.flags |= TOPO_COLL_F_GPU_ASKED;
   tf_add(t, &r);
 }
@@ -348,10 +348,12 @@ static void test_unknown_prints_na_null_and_empty_never_zero(void **state) {
   write_estimates();
   rp_report r;
   analyze(&r);
-  char *json = render(&r, rp_render_json), *csv = render(&r, rp_render_csv), *text = render(&r, rp_render_text);
+  char *json = render(&r, rp_render_json), *csv = render(&r, rp_render_csv),
+       *text = render(&r, rp_render_text);
   assert_non_null(strstr(json, "\"overlap_ns\":null"));
   assert_non_null(strstr(json, "\"idle_share\":null"));
-  assert_non_null(strstr(json, "\"compute_unknown_reason\":\"no compute timeline: no CUPTI window"));
+  assert_non_null(
+      strstr(json, "\"compute_unknown_reason\":\"no compute timeline: no CUPTI window"));
   assert_non_null(strstr(json, "\"comm_ns\":1000,\"comm_estimated_ns\":600,\"comm_error_ns\":507"));
   assert_non_null(strstr(json, "\"busbw_gbs\":null")); /* the 2 MiB row: nothing measured */
   assert_null(strstr(json, "\"overlap_ns\":0,"));

@@ -35,8 +35,8 @@ static void write_trace(const char *path, int rank, const uint64_t *seqs, int n)
   tf_trace t;
   tf_begin(&t, &h, NULL);
   for (int i = 0; i < n; i++) {
-    topo_trace_record r = tf_coll(4, seqs[i], 1024, 100 * (i + 1), 100 * (i + 1) + 10, 0, 0, 1, 0,
-                                  4, 1);
+    topo_trace_record r =
+        tf_coll(4, seqs[i], 1024, 100 * (i + 1), 100 * (i + 1) + 10, 0, 0, 1, 0, 4, 1);
     tf_add(&t, &r);
   }
   tf_footer(&t, NULL);
@@ -95,8 +95,11 @@ static void test_seqs_near_the_top_of_the_range_join(void **state) {
 static int valid_utf8(const unsigned char *s, size_t n) {
   for (size_t i = 0; i < n;) {
     unsigned char c = s[i];
-    size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 && c >= 0xc2 ? 2 : (c & 0xf0) == 0xe0 ? 3
-               : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    size_t len = c < 0x80                          ? 1
+                 : (c & 0xe0) == 0xc0 && c >= 0xc2 ? 2
+                 : (c & 0xf0) == 0xe0              ? 3
+                 : c >= 0xf0 && c <= 0xf4          ? 4
+                                                   : 0;
     if (!len || i + len > n) return 0;
     for (size_t k = 1; k < len; k++)
       if ((s[i + k] & 0xc0) != 0x80) return 0;
@@ -117,7 +120,9 @@ static void test_json_strings_are_valid_utf8(void **state) {
   rp_json_string(f, in);
   fclose(f);
   assert_true(valid_utf8((const unsigned char *)buf, len));
-  assert_string_equal(buf, "\"tr\\ufffd|h\\ufffdst|\\ufffd|\\ufffd\\ufffd\\ufffd|ok \xc3\xa9 \xe2\x82\xac \\\"q\\\"\"");
+  assert_string_equal(
+      buf,
+      "\"tr\\ufffd|h\\ufffdst|\\ufffd|\\ufffd\\ufffd\\ufffd|ok \xc3\xa9 \xe2\x82\xac \\\"q\\\"\"");
   free(buf);
 }
 
@@ -176,7 +181,8 @@ static void test_many_inputs_under_a_small_descriptor_limit_are_all_read(void **
   assert_int_equal(st, TOPO_OK);
   assert_int_equal(r.nranks, RANKS);
   for (int i = 0; i < r.nsrc; i++)
-    if (r.src[i].unreadable) fail_msg("%s not read: %s", r.src[i].path, strerror(r.src[i].unreadable));
+    if (r.src[i].unreadable)
+      fail_msg("%s not read: %s", r.src[i].path, strerror(r.src[i].unreadable));
   assert_int_equal(r.ncomms, 1);
   assert_int_equal(r.comms[0].ranks_seen, RANKS);
   assert_int_equal(r.comms[0].joined, 4);
@@ -201,7 +207,8 @@ static void test_memory_follows_the_traces_not_the_claimed_communicator_size(voi
     for (int seq = 0; seq < 8; seq++)
       for (int func = 0; func < 5; func++) {
         int64_t at = 100000 * seq + 1000 * func;
-        topo_trace_record r = tf_coll(func, (uint64_t)seq, 1 << 20, at, at + 10, at + 20, at + 500, 1, 2, 4, 1);
+        topo_trace_record r =
+            tf_coll(func, (uint64_t)seq, 1 << 20, at, at + 10, at + 20, at + 500, 1, 2, 4, 1);
         tf_add(&t, &r);
       }
     save_numbered(&t, dir, i);
@@ -225,7 +232,8 @@ static void test_memory_follows_the_traces_not_the_claimed_communicator_size(voi
   remove_dir(dir);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     fail_msg("analysis failed: status 0x%x (peak RSS %ld KB)", status, ru.ru_maxrss);
-  if (ru.ru_maxrss > 256 * 1024) fail_msg("peak RSS %ld KB for %d traces of 4 KB", ru.ru_maxrss, TRACES);
+  if (ru.ru_maxrss > 256 * 1024)
+    fail_msg("peak RSS %ld KB for %d traces of 4 KB", ru.ru_maxrss, TRACES);
 }
 
 int main(void) {

@@ -77,12 +77,13 @@ static int teardown(void **state) {
 /* Compute kernels only: how much of the communication overlaps is undefined, not 0 %. */
 static void test_overlap_without_communication_is_undefined(void **state) {
   (void)state;
-  write_text("nocomm/r0.json",
-             "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 1}, \"traceEvents\": [\n"
-             "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 10,"
-             " \"dur\": 5, \"args\": {\"stream\": 7}},\n"
-             "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gelu\", \"pid\": 0, \"tid\": 7, \"ts\": 20,"
-             " \"dur\": 5, \"args\": {\"stream\": 7}}]}");
+  write_text(
+      "nocomm/r0.json",
+      "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 1}, \"traceEvents\": [\n"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": 10,"
+      " \"dur\": 5, \"args\": {\"stream\": 7}},\n"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gelu\", \"pid\": 0, \"tid\": 7, \"ts\": 20,"
+      " \"dur\": 5, \"args\": {\"stream\": 7}}]}");
   char args[256], *out;
   snprintf(args, sizeof args, "--json %s/nocomm", dir);
   assert_int_equal(run(args, &out, NULL), 0);
@@ -111,20 +112,22 @@ static void test_overlap_without_communication_is_undefined(void **state) {
  * is usable; beside a usable trace it is skipped and the report goes on. */
 static void test_traces_without_cuda_gpu_events_say_so(void **state) {
   (void)state;
-  write_text("mtia/r0.json",
-             "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 1}, \"traceEvents\": [\n"
-             "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"pid\": 1,"
-             " \"tid\": 1, \"ts\": 5, \"dur\": 100},\n"
-             "{\"ph\": \"X\", \"cat\": \"mtia_runtime\", \"name\": \"launch\", \"pid\": 1, \"tid\": 1,"
-             " \"ts\": 10, \"dur\": 5, \"args\": {\"correlation\": 3}},\n"
-             "{\"ph\": \"X\", \"cat\": \"mtia_ccp_events\", \"name\": \"matmul\", \"pid\": 2, \"tid\": 4,"
-             " \"ts\": 12, \"dur\": 50, \"args\": {\"correlation\": 3}}]}");
-  write_text("cpu/r0.json",
-             "{\"traceEvents\": [\n"
-             "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"pid\": 1,"
-             " \"tid\": 1, \"ts\": 5, \"dur\": 100},\n"
-             "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1,"
-             " \"ts\": 10, \"dur\": 5, \"args\": {\"Input Dims\": [[2, 2], [2, 2]]}}]}");
+  write_text(
+      "mtia/r0.json",
+      "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 1}, \"traceEvents\": [\n"
+      "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"pid\": 1,"
+      " \"tid\": 1, \"ts\": 5, \"dur\": 100},\n"
+      "{\"ph\": \"X\", \"cat\": \"mtia_runtime\", \"name\": \"launch\", \"pid\": 1, \"tid\": 1,"
+      " \"ts\": 10, \"dur\": 5, \"args\": {\"correlation\": 3}},\n"
+      "{\"ph\": \"X\", \"cat\": \"mtia_ccp_events\", \"name\": \"matmul\", \"pid\": 2, \"tid\": 4,"
+      " \"ts\": 12, \"dur\": 50, \"args\": {\"correlation\": 3}}]}");
+  write_text(
+      "cpu/r0.json",
+      "{\"traceEvents\": [\n"
+      "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"pid\": 1,"
+      " \"tid\": 1, \"ts\": 5, \"dur\": 100},\n"
+      "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1,"
+      " \"ts\": 10, \"dur\": 5, \"args\": {\"Input Dims\": [[2, 2], [2, 2]]}}]}");
   char args[512], *out, *err;
   snprintf(args, sizeof args, "%s/mtia", dir);
   assert_int_equal(run(args, &out, &err), 1);
@@ -139,7 +142,8 @@ static void test_traces_without_cuda_gpu_events_say_so(void **state) {
   assert_string_equal(out, "");
   assert_non_null(strstr(err, "among its 2 complete events (2 CPU-side)"));
   free(out), free(err);
-  snprintf(args, sizeof args, "--json %s/cpu %s/ddp-kineto-rank0-excerpt.pt.trace.json", dir, TOPO_REPORT_DATA);
+  snprintf(args, sizeof args, "--json %s/cpu %s/ddp-kineto-rank0-excerpt.pt.trace.json", dir,
+           TOPO_REPORT_DATA);
   assert_int_equal(run(args, &out, &err), 0);
   assert_non_null(strstr(err, "no CUDA GPU events"));
   assert_non_null(strstr(out, "\"ranks\":[\n{\"rank\":0,"));
@@ -151,11 +155,13 @@ static void test_traces_without_cuda_gpu_events_say_so(void **state) {
  * name ends in .gz. */
 static void write_rank_trace(const char *name, int rank, double ts_us, double dur_us) {
   char text[1024], path[256];
-  snprintf(text, sizeof text,
-           "{\"distributedInfo\": {\"rank\": %d, \"world_size\": 2}, \"traceEvents\": [\n"
-           "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": %.3f,"
-           " \"dur\": %.3f, \"args\": {\"stream\": 7}}], \"baseTimeNanoseconds\": 1790857026000000000}",
-           rank, ts_us, dur_us);
+  snprintf(
+      text, sizeof text,
+      "{\"distributedInfo\": {\"rank\": %d, \"world_size\": 2}, \"traceEvents\": [\n"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7, \"ts\": "
+      "%.3f,"
+      " \"dur\": %.3f, \"args\": {\"stream\": 7}}], \"baseTimeNanoseconds\": 1790857026000000000}",
+      rank, ts_us, dur_us);
   size_t n = strlen(name);
   if (n > 3 && !strcmp(name + n - 3, ".gz")) {
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -186,8 +192,10 @@ static void test_tensorboard_directory_runs_are_not_mixed(void **state) {
   char args[512], *out, *err;
   snprintf(args, sizeof args, "--json %s/tb", dir);
   assert_int_equal(run(args, &out, &err), 0);
-  assert_non_null(strstr(err, "/tb holds 3 runs of PyTorch traces; reading run 3 (2026-10-01 12:33:46 UTC, "
-                              "2 files), the latest; --run N picks another, --all-runs mixes them"));
+  assert_non_null(
+      strstr(err,
+             "/tb holds 3 runs of PyTorch traces; reading run 3 (2026-10-01 12:33:46 UTC, "
+             "2 files), the latest; --run N picks another, --all-runs mixes them"));
   assert_int_equal(count_lines(err, "\n"), 1);
   assert_non_null(strstr(out, "\"runs_found\":3,\"run_read\":3,\"files\":2"));
   assert_non_null(strstr(out, "\"span_ns\":50000,")); /* rank 0 of the third run */
@@ -196,7 +204,8 @@ static void test_tensorboard_directory_runs_are_not_mixed(void **state) {
   snprintf(args, sizeof args, "--run 2 %s/tb", dir);
   assert_int_equal(run(args, &out, &err), 0);
   assert_non_null(strstr(out, "run: "));
-  assert_non_null(strstr(out, "/tb holds 3 runs of PyTorch traces; this is run 2 (2026-10-01 12:17:11 UTC, 2 files)"));
+  assert_non_null(strstr(
+      out, "/tb holds 3 runs of PyTorch traces; this is run 2 (2026-10-01 12:17:11 UTC, 2 files)"));
   assert_non_null(strstr(out, "2 ranks from 2 JSON files"));
   free(out), free(err);
   snprintf(args, sizeof args, "--json --all-runs %s/tb", dir);
@@ -216,14 +225,17 @@ static void test_tensorboard_directory_runs_are_not_mixed(void **state) {
 static void test_own_export_and_other_json_are_skipped(void **state) {
   (void)state;
   char args[512], *out, *err;
-  snprintf(args, sizeof args, "mkdir -p %s/mixed && cp %s/*.trace %s/mixed/", dir, TOPO_DDP_TRACES, dir);
+  snprintf(args, sizeof args, "mkdir -p %s/mixed && cp %s/*.trace %s/mixed/", dir, TOPO_DDP_TRACES,
+           dir);
   assert_int_equal(system(args), 0);
   snprintf(args, sizeof args, "export --chrome %s/mixed/run.json %s/mixed", dir, dir);
   assert_int_equal(run(args, NULL, NULL), 0);
   write_text("mixed/config.json", "{\"lr\": 0.001, \"layers\": [1, 2, {\"x\": \"]\"}]}");
   snprintf(args, sizeof args, "%s/mixed", dir);
   assert_int_equal(run(args, &out, &err), 0);
-  assert_non_null(strstr(err, "mixed/run.json: topo-report's own Chrome export (export --chrome), not a trace; skipped"));
+  assert_non_null(strstr(
+      err,
+      "mixed/run.json: topo-report's own Chrome export (export --chrome), not a trace; skipped"));
   assert_non_null(strstr(err, "mixed/config.json: JSON without traceEvents: not a trace; skipped"));
   assert_int_equal(count_lines(err, "\n"), 2);
   assert_non_null(strstr(out, "topo-report: 2 ranks from 2 trace files;"));
@@ -237,23 +249,29 @@ static void test_step_window_is_stated(void **state) {
   const char *trace = TOPO_REPORT_DATA "/ddp-kineto-rank0-excerpt.pt.trace.json";
   snprintf(args, sizeof args, "%s", trace);
   assert_int_equal(run(args, &out, NULL), 0);
-  assert_non_null(strstr(out, "\nevents: all (the default; --steps complete keeps the complete profiler steps only)\n"));
+  assert_non_null(strstr(
+      out,
+      "\nevents: all (the default; --steps complete keeps the complete profiler steps only)\n"));
   assert_non_null(strstr(out, "40 collectives"));
   free(out);
   snprintf(args, sizeof args, "--steps complete %s", trace);
   assert_int_equal(run(args, &out, NULL), 0);
-  assert_non_null(strstr(out, "\nevents: the complete profiler steps only (--steps complete): 1 rank from "
-                              "ProfilerStep#0 to the end of #3 (#4, the last, left out)\n"));
+  assert_non_null(
+      strstr(out,
+             "\nevents: the complete profiler steps only (--steps complete): 1 rank from "
+             "ProfilerStep#0 to the end of #3 (#4, the last, left out)\n"));
   assert_non_null(strstr(out, "32 collectives"));
-  assert_non_null(strstr(out, "86.375 ms")); /* the span */
-  assert_null(strstr(out, "\n  4            1"));  /* no step 4 row */
+  assert_non_null(strstr(out, "86.375 ms"));      /* the span */
+  assert_null(strstr(out, "\n  4            1")); /* no step 4 row */
   free(out);
   snprintf(args, sizeof args, "--json --steps complete --steps auto %s", trace);
   assert_int_equal(run(args, &out, NULL), 0);
   assert_non_null(strstr(out, "\"step_window\":{\"mode\":\"complete_steps\",\"ranks_cut\":1}"));
-  assert_non_null(strstr(out, "\"window\":{\"mode\":\"complete_steps\",\"from_ns\":1796066392075790648,"
-                              "\"to_ns\":1796066392162166102,\"first_step\":0,\"last_step\":3,\"dropped_step\":4,"
-                              "\"profiler_steps\":5}"));
+  assert_non_null(
+      strstr(out,
+             "\"window\":{\"mode\":\"complete_steps\",\"from_ns\":1796066392075790648,"
+             "\"to_ns\":1796066392162166102,\"first_step\":0,\"last_step\":3,\"dropped_step\":4,"
+             "\"profiler_steps\":5}"));
   free(out);
   snprintf(args, sizeof args, "--json %s", trace);
   assert_int_equal(run(args, &out, NULL), 0);
@@ -265,7 +283,8 @@ static void test_step_window_is_stated(void **state) {
   free(out);
   snprintf(args, sizeof args, "%s/steps.html", dir);
   char *html = topo_host_read_text(args);
-  assert_non_null(strstr(html, "<div class=meta>events: the complete profiler steps only (--steps complete)"));
+  assert_non_null(
+      strstr(html, "<div class=meta>events: the complete profiler steps only (--steps complete)"));
   free(html);
   snprintf(args, sizeof args, "--steps most %s", trace);
   assert_int_equal(run(args, NULL, NULL), 2);

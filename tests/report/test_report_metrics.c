@@ -24,8 +24,12 @@ static char dir[64];
 static int64_t raw_mono(const topo_trace_header *h, int64_t rel) {
   return B + rel - (h->realtime_ns - h->mono_ns);
 }
-static int64_t raw_gpu(const topo_trace_header *h, int64_t rel) { return B + rel + h->gpu_minus_realtime_ns; }
-static int64_t raw_cupti(const topo_trace_header *h, int64_t rel) { return B + rel + h->cupti_minus_realtime_ns; }
+static int64_t raw_gpu(const topo_trace_header *h, int64_t rel) {
+  return B + rel + h->gpu_minus_realtime_ns;
+}
+static int64_t raw_cupti(const topo_trace_header *h, int64_t rel) {
+  return B + rel + h->cupti_minus_realtime_ns;
+}
 
 static void coll(tf_trace *t, const topo_trace_header *h, int func, uint64_t seq, uint64_t bytes,
                  int64_t cpu, int64_t g0, int64_t g1, uint32_t stream) {
@@ -34,7 +38,8 @@ static void coll(tf_trace *t, const topo_trace_header *h, int func, uint64_t seq
   tf_add(t, &r);
 }
 
-static void kernel(tf_trace *t, const topo_trace_header *h, int kind, int64_t s, int64_t e, uint32_t stream) {
+static void kernel(tf_trace *t, const topo_trace_header *h, int kind, int64_t s, int64_t e,
+                   uint32_t stream) {
   topo_trace_record r = tf_kernel(kind, 0, raw_cupti(h, s), raw_cupti(h, e), stream);
   tf_add(t, &r);
 }
@@ -66,7 +71,8 @@ static void write_fixture(void) {
   kernel(&t, &h0, TOPO_KERNEL_MEMCPY, 2600, 2700, 9);
   coll(&t, &h0, 4, 1, 1 << 20, 2950, 3000, 3500, 1);
   coll(&t, &h0, 2, 0, 4096, 3300, 3400, 3600, 2); /* seq counts per function */
-  topo_trace_record p2p = tf_coll(6, 0, 64, raw_mono(&h0, 3700), raw_mono(&h0, 3710), 0, 0, 1, 2, 1, 3);
+  topo_trace_record p2p =
+      tf_coll(6, 0, 64, raw_mono(&h0, 3700), raw_mono(&h0, 3710), 0, 0, 1, 2, 1, 3);
   tf_add(&t, &p2p);
   topo_trace_record m1 = tf_mark(1, raw_mono(&h0, 0), raw_mono(&h0, 2000), 1);
   topo_trace_record m2 = tf_mark(1, raw_mono(&h0, 2000), raw_mono(&h0, 4000), 2);
@@ -132,12 +138,12 @@ static void test_unions_overlap_exposed_idle_are_exact(void **state) {
   assert_int_equal(k0->t.first, B + 0);
   assert_int_equal(k0->t.last, B + 3600);
   assert_int_equal(d.span, 3600);
-  assert_int_equal(d.compute, 2000);  /* [0,1000) u [200,400) u [1500,2500) */
-  assert_int_equal(d.comm, 1500);     /* [800,1700) u [3000,3500) u [3400,3600) */
-  assert_int_equal(d.overlap, 400);   /* [800,1000) + [1500,1700) */
+  assert_int_equal(d.compute, 2000); /* [0,1000) u [200,400) u [1500,2500) */
+  assert_int_equal(d.comm, 1500);    /* [800,1700) u [3000,3500) u [3400,3600) */
+  assert_int_equal(d.overlap, 400);  /* [800,1000) + [1500,1700) */
   assert_int_equal(d.exposed, 1100);
   assert_int_equal(d.memory, 100);
-  assert_int_equal(d.busy, 3200);     /* [0,2500) + [2600,2700) + [3000,3600) */
+  assert_int_equal(d.busy, 3200); /* [0,2500) + [2600,2700) + [3000,3600) */
   assert_int_equal(d.idle, 400);
   assert_true(d.overlap_ratio > 0.26666 && d.overlap_ratio < 0.26667);
   assert_int_equal(k0->t.late, 0);
@@ -153,12 +159,12 @@ static void test_unions_overlap_exposed_idle_are_exact(void **state) {
   rp_derive_rank(k1, &d);
   assert_int_equal(k1->t.first, B + 850); /* rank 1's offsets differ: aligned all the same */
   assert_int_equal(d.span, 3250);
-  assert_int_equal(d.comm, 1600);     /* [850,1700) u [2900,3400) u [3450,3600) u [4000,4100) */
+  assert_int_equal(d.comm, 1600); /* [850,1700) u [2900,3400) u [3450,3600) u [4000,4100) */
   assert_int_equal(d.comm_est, 500);
   assert_int_equal(d.comm_error, 447);
   assert_int_equal(k1->est[RP_EST_KEY], 1);
   assert_int_equal(d.known, 0);
-  assert_int_equal(d.compute, 0);     /* not measured: the renderers print n/a / null */
+  assert_int_equal(d.compute, 0); /* not measured: the renderers print n/a / null */
   assert_int_equal(d.covered, 0);
   assert_non_null(strstr(rp_rank_unknown_reason(k1), "no compute timeline: no CUPTI window"));
 
@@ -211,9 +217,9 @@ static void test_collective_table_counts_times_and_sizes(void **state) {
   assert_int_equal(ar->calls, 5);
   assert_int_equal(ar->timed, 4);
   assert_int_equal((int64_t)ar->time.sum, 900 + 500 + 850 + 100);
-  assert_int_equal(rp_quant_get(&ar->time, 0.5), 500);  /* nearest rank of {100,500,850,900} */
+  assert_int_equal(rp_quant_get(&ar->time, 0.5), 500); /* nearest rank of {100,500,850,900} */
   assert_int_equal(rp_quant_get(&ar->time, 0.99), 900);
-  assert_int_equal(ar->algo_proto[1][0], 5);           /* Ring / LL */
+  assert_int_equal(ar->algo_proto[1][0], 5); /* Ring / LL */
   assert_int_equal(ar->ch_min, 4);
   /* AllGather: 4096 B per rank x 2 ranks = 8192 B as nccl-tests counts it */
   const rp_row *ag = row_of(&r, 2);
@@ -234,14 +240,14 @@ static void test_join_gives_skew_stragglers_and_missing_rank(void **state) {
   rp_report r;
   analyze_dir(&r);
   assert_int_equal(r.ncomms, 1);
-  assert_int_equal(r.comms[0].joined, 4);               /* AllReduce 0, 1, 3 and AllGather 0 (own seqs) */
-  assert_int_equal(r.comms[0].incomplete, 1);          /* AllReduce 3: rank 0 was gone */
-  assert_int_equal(r.skew[4].n, 2);                      /* AllReduce seq 0 (GPU) and 1 (CPU) */
+  assert_int_equal(r.comms[0].joined, 4);     /* AllReduce 0, 1, 3 and AllGather 0 (own seqs) */
+  assert_int_equal(r.comms[0].incomplete, 1); /* AllReduce 3: rank 0 was gone */
+  assert_int_equal(r.skew[4].n, 2);           /* AllReduce seq 0 (GPU) and 1 (CPU) */
   assert_int_equal(r.skew[4].max, 50);
   assert_int_equal(r.skew[2].n, 1);
   assert_int_equal(r.skew[2].max, 50);
   const rp_rank *k0 = rank_of(&r, 0), *k1 = rank_of(&r, 1);
-  assert_int_equal(k0->last_count, 1);                   /* seq 1 by CPU enqueue */
+  assert_int_equal(k0->last_count, 1); /* seq 1 by CPU enqueue */
   assert_int_equal(k0->late_total, 50);
   assert_int_equal(k0->wait_total, 100);
   assert_int_equal(k0->missed, 1);
@@ -262,8 +268,8 @@ static void test_nccl_kernel_records_replace_collective_timing(void **state) {
   h.realtime_ns = B;
   tf_trace t;
   tf_begin(&t, &h, NULL);
-  coll(&t, &h, 4, 0, 1024, 0, 100, 900, 1);                /* record says [100,900) */
-  kernel(&t, &h, TOPO_KERNEL_NCCL, 150, 850, 1);          /* CUPTI says [150,850) */
+  coll(&t, &h, 4, 0, 1024, 0, 100, 900, 1);      /* record says [100,900) */
+  kernel(&t, &h, TOPO_KERNEL_NCCL, 150, 850, 1); /* CUPTI says [150,850) */
   kernel(&t, &h, TOPO_KERNEL_COMPUTE, 0, 200, 4);
   tf_footer(&t, NULL);
   char path[128];
@@ -312,7 +318,7 @@ static void test_reorder_window_of_one_clips_and_counts_late_intervals(void **st
   rp_options opt = {.reorder_window = 1, .quiet = 1};
   assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
   const rp_rank *k0 = rank_of(&r, 0);
-  assert_int_equal(k0->t.late, 1);    /* K2 [200,400) came after the sweep reached 800 */
+  assert_int_equal(k0->t.late, 1);       /* K2 [200,400) came after the sweep reached 800 */
   assert_int_equal(k0->t.compute, 2000); /* ... but was inside K1, so nothing is lost */
   rp_report_free(&r);
   remove_fixture();
@@ -324,7 +330,8 @@ static void test_window_clips_every_figure(void **state) {
   (void)state;
   write_fixture();
   const char *paths[] = {dir};
-  rp_options opt = {.reorder_window = 65536, .quiet = 1, .window = 1, .from = B + 900, .to = B + 3450};
+  rp_options opt = {
+      .reorder_window = 65536, .quiet = 1, .window = 1, .from = B + 900, .to = B + 3450};
   rp_report r;
   assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
   assert_int_equal(r.window, 1);
@@ -333,11 +340,11 @@ static void test_window_clips_every_figure(void **state) {
   rp_derive(&k0->t, &d);
   assert_int_equal(k0->t.first, B + 900);
   assert_int_equal(k0->t.last, B + 3450);
-  assert_int_equal(d.compute, 1100);  /* [900,1000) u [1500,2500); K2 [200,400) is outside */
-  assert_int_equal(d.comm, 1250);     /* [900,1700) u [3000,3450) u [3400,3450) */
-  assert_int_equal(d.overlap, 300);   /* [900,1000) + [1500,1700) */
+  assert_int_equal(d.compute, 1100); /* [900,1000) u [1500,2500); K2 [200,400) is outside */
+  assert_int_equal(d.comm, 1250);    /* [900,1700) u [3000,3450) u [3400,3450) */
+  assert_int_equal(d.overlap, 300);  /* [900,1000) + [1500,1700) */
   assert_int_equal(d.memory, 100);
-  assert_int_equal(d.busy, 2150);     /* [900,2500) + [2600,2700) + [3000,3450) */
+  assert_int_equal(d.busy, 2150); /* [900,2500) + [2600,2700) + [3000,3450) */
   assert_int_equal(d.idle, 400);
   assert_int_equal(k0->nsteps, 2);
   assert_int_equal(k0->steps[0].start, B + 900);
@@ -359,10 +366,10 @@ static void test_window_clips_every_figure(void **state) {
   assert_int_equal(row_of(&r, 2)->calls, 1);
   /* joins: AR seq1 (earliest 2900) and AG seq0 (3400); seq0 starts at 800 and seq3 at 4000 */
   assert_int_equal(r.skew[4].n, 1);
-  assert_int_equal(r.skew[4].max, 50);   /* CPU starts 2950 vs 2900: rank 1 has no GPU time */
+  assert_int_equal(r.skew[4].max, 50); /* CPU starts 2950 vs 2900: rank 1 has no GPU time */
   assert_int_equal(r.skew[2].n, 1);
-  assert_int_equal(r.skew[2].max, 50);   /* GPU 3400 vs 3450 */
-  assert_int_equal(k0->missed, 0);       /* seq3 is outside: not missed inside the window */
+  assert_int_equal(r.skew[2].max, 50); /* GPU 3400 vs 3450 */
+  assert_int_equal(k0->missed, 0);     /* seq3 is outside: not missed inside the window */
   assert_int_equal(k0->joined, 2);
   rp_report_free(&r);
   remove_fixture();

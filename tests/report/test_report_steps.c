@@ -18,10 +18,10 @@
 #include "report.h"
 #include "trace_fixture.h"
 
-#define B 1000000000000LL /* aligned time origin (realtime ns; the fixture's mono = realtime) */
-#define US 1000LL
-#define MS 1000000LL
-#define ENQ 10            /* CPU enqueue duration of every collective, ns */
+#define B   1000000000000LL /* aligned time origin (realtime ns; the fixture's mono = realtime) */
+#define US  1000LL
+#define MS  1000000LL
+#define ENQ 10 /* CPU enqueue duration of every collective, ns */
 
 enum { F_BCAST = 1, F_AG = 2, F_RS = 3, F_AR = 4 };
 
@@ -31,7 +31,7 @@ typedef struct job {
   tf_trace t;
   topo_trace_header h;
   uint64_t seq[16];
-  int64_t skew;           /* this rank's CPU times are shifted by it */
+  int64_t skew; /* this rank's CPU times are shifted by it */
 } job;
 
 static void job_begin(job *j, int rank, int nranks) {
@@ -223,9 +223,11 @@ static void test_kineto_steps_win(void **state) {
   mkdir_tmp();
   write_ddp(2, 10, 0);
   static const char kineto[] =
-      "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, \"world_size\": 2},\n"
+      "{\"schemaVersion\": 1, \"distributedInfo\": {\"backend\": \"nccl\", \"rank\": 0, "
+      "\"world_size\": 2},\n"
       " \"traceEvents\": [\n"
-      "  {\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#3\", \"pid\": 11, \"tid\": 11,"
+      "  {\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#3\", \"pid\": 11, "
+      "\"tid\": 11,"
       "   \"ts\": 60000.000, \"dur\": 20000.000},\n"
       "  {\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"gemm\", \"pid\": 0, \"tid\": 7,"
       "   \"ts\": 60001.000, \"dur\": 2.000, \"args\": {\"stream\": 7}}\n"
@@ -287,7 +289,8 @@ static void test_period_past_the_buffer(void **state) {
   rp_steps_free(d);
   assert_int_equal(r.step_period, 14);
   assert_int_equal(rank.nsteps, 30);
-  for (size_t s = 0; s < 30; s++) assert_int_equal(rank.steps[s].stop, B + S * (int64_t)s + 6300 * US + ENQ);
+  for (size_t s = 0; s < 30; s++)
+    assert_int_equal(rank.steps[s].stop, B + S * (int64_t)s + 6300 * US + ENQ);
   assert_int_equal(rank.steps[29].stop - rank.steps[29].start, S);
   free(rank.steps);
 }
@@ -334,12 +337,9 @@ static void test_real_ddp_traces(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_ddp_steps),
-      cmocka_unit_test(test_incomplete_last_step),
-      cmocka_unit_test(test_fsdp_steps),
-      cmocka_unit_test(test_no_period),
-      cmocka_unit_test(test_kineto_steps_win),
-      cmocka_unit_test(test_period_past_the_buffer),
+      cmocka_unit_test(test_ddp_steps),        cmocka_unit_test(test_incomplete_last_step),
+      cmocka_unit_test(test_fsdp_steps),       cmocka_unit_test(test_no_period),
+      cmocka_unit_test(test_kineto_steps_win), cmocka_unit_test(test_period_past_the_buffer),
       cmocka_unit_test(test_real_ddp_traces),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -36,9 +36,9 @@ static void test_quantiles_exact_then_histogram(void **state) {
 
 static void test_sizes_and_factors_follow_nccl_tests(void **state) {
   (void)state;
-  assert_int_equal(rp_coll_size(2, 1024, 8), 8192);  /* AllGather: per-rank part x nranks */
-  assert_int_equal(rp_coll_size(3, 1024, 8), 8192);  /* ReduceScatter */
-  assert_int_equal(rp_coll_size(4, 1024, 8), 1024);  /* AllReduce */
+  assert_int_equal(rp_coll_size(2, 1024, 8), 8192); /* AllGather: per-rank part x nranks */
+  assert_int_equal(rp_coll_size(3, 1024, 8), 8192); /* ReduceScatter */
+  assert_int_equal(rp_coll_size(4, 1024, 8), 1024); /* AllReduce */
   assert_true(rp_busbw_factor(4, 2) == 1.0);
   assert_true(rp_busbw_factor(2, 4) == 0.75);
   assert_true(rp_busbw_factor(0, 8) == 1.0);
@@ -52,18 +52,20 @@ static void test_sizes_and_factors_follow_nccl_tests(void **state) {
 
 static void test_sweep_touching_duplicate_and_step_cuts(void **state) {
   (void)state;
-  rp_step steps[2] = {{.start = 0, .stop = 150, .value = 1}, {.start = 150, .stop = 1000, .value = 2}};
+  rp_step steps[2] = {{.start = 0, .stop = 150, .value = 1},
+                      {.start = 150, .stop = 1000, .value = 2}};
   rp_sweep *s = rp_sweep_new(8, steps, 2);
   assert_non_null(s);
   rp_interval iv[] = {
       {0, 100, 1, RP_COMPUTE, 0xff, RP_FROM_KERNEL, 0},
       {100, 200, 1, RP_COMPUTE, 0xff, RP_FROM_KERNEL, 0}, /* touches: one union [0,200) */
       {50, 300, 2, RP_COMM, 4, RP_FROM_COLL, 0},
-      {50, 300, 3, RP_COMM, 4, RP_FROM_COLL, 0},          /* same interval on another stream */
-      {400, 400, 3, RP_COMM, 4, RP_FROM_COLL, 0},         /* empty: ignored */
+      {50, 300, 3, RP_COMM, 4, RP_FROM_COLL, 0},  /* same interval on another stream */
+      {400, 400, 3, RP_COMM, 4, RP_FROM_COLL, 0}, /* empty: ignored */
       {500, 600, 3, RP_MEMORY, 0xff, RP_FROM_KERNEL, 0},
   };
-  for (size_t i = 0; i < sizeof iv / sizeof *iv; i++) assert_int_equal(rp_sweep_add(s, &iv[i]), TOPO_OK);
+  for (size_t i = 0; i < sizeof iv / sizeof *iv; i++)
+    assert_int_equal(rp_sweep_add(s, &iv[i]), TOPO_OK);
   rp_times t;
   rp_sweep_finish(s, &t);
   assert_int_equal(t.compute, 200);
@@ -73,11 +75,11 @@ static void test_sweep_touching_duplicate_and_step_cuts(void **state) {
   assert_int_equal(t.busy, 400);
   assert_int_equal(t.first, 0);
   assert_int_equal(t.last, 600);
-  assert_int_equal(steps[0].comm, 100);    /* [50,150) */
+  assert_int_equal(steps[0].comm, 100); /* [50,150) */
   assert_int_equal(steps[0].overlap, 100);
-  assert_int_equal(steps[1].comm, 150);    /* [150,300) */
-  assert_int_equal(steps[1].compute, 50);  /* [150,200) */
-  assert_int_equal(steps[1].busy, 250);    /* [150,300) + [500,600) */
+  assert_int_equal(steps[1].comm, 150);   /* [150,300) */
+  assert_int_equal(steps[1].compute, 50); /* [150,200) */
+  assert_int_equal(steps[1].busy, 250);   /* [150,300) + [500,600) */
   rp_sweep_free(s);
 
   s = rp_sweep_new(4, NULL, 0);

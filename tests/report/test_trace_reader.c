@@ -262,8 +262,8 @@ static void test_repeated_block_headers_cost_linear_checksum_work(void **state) 
   const topo_trace_reader_info *info = topo_trace_reader_info_get(r);
   assert_int_equal(info->skipped_bytes, junk);
   if (info->checked_bytes > 3 * (uint64_t)len)
-    fail_msg("%llu bytes checksummed for a %zu-byte file",
-             (unsigned long long)info->checked_bytes, len);
+    fail_msg("%llu bytes checksummed for a %zu-byte file", (unsigned long long)info->checked_bytes,
+             len);
   topo_trace_reader_close(r);
   free(d);
   tf_free(&t);

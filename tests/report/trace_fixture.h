@@ -14,9 +14,9 @@
 #include "trace_format.h"
 
 typedef struct tf_trace {
-  uint8_t *data;          /* whole file when writing to memory */
+  uint8_t *data; /* whole file when writing to memory */
   size_t len, cap;
-  FILE *file;             /* when set, blocks go here instead */
+  FILE *file; /* when set, blocks go here instead */
   topo_trace_record pending[TOPO_TRACE_MAX_BLOCK_RECORDS];
   uint32_t npending;
   uint32_t block_records; /* records per block (default TOPO_TRACE_MAX_BLOCK_RECORDS) */
@@ -30,11 +30,11 @@ void tf_header_init(topo_trace_header *h, uint64_t comm_hash, int rank, int nran
 
 void tf_begin(tf_trace *t, const topo_trace_header *h, FILE *file /* NULL: memory */);
 void tf_add(tf_trace *t, const topo_trace_record *rec);
-void tf_flush(tf_trace *t);                            /* write the pending block, if any */
+void tf_flush(tf_trace *t); /* write the pending block, if any */
 void tf_string(tf_trace *t, uint32_t id, const char *text);
 void tf_stats(tf_trace *t, const uint64_t dropped[TOPO_DROP_KINDS]);
 void tf_footer(tf_trace *t, const uint64_t dropped[TOPO_DROP_KINDS]); /* flushes first */
-int tf_save(const tf_trace *t, const char *path);      /* memory mode: 0 on success */
+int tf_save(const tf_trace *t, const char *path); /* memory mode: 0 on success */
 void tf_free(tf_trace *t);
 
 /* A collective: gpu times 0 = not GPU-timed. func: ncclFunc_t. */

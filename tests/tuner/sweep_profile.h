@@ -34,7 +34,8 @@ static int sweep_config(const char *c, int *algo, int *proto, int *ch) {
   char a[16] = "", p[16] = "";
   *ch = 0;
   if (sscanf(c, "%15[A-Za-z]-%15[A-Za-z0-9]-ch%d", a, p, ch) < 2) return 0;
-  if ((*algo = topo_nccl_algo_from_name(a)) < 0 || (*proto = topo_nccl_proto_from_name(p)) < 0) return 0;
+  if ((*algo = topo_nccl_algo_from_name(a)) < 0 || (*proto = topo_nccl_proto_from_name(p)) < 0)
+    return 0;
   return 1;
 }
 
@@ -58,7 +59,8 @@ static int sweep_read(const char *path, sweep_row *rows, int max) {
   char line[256];
   while (n < max && fgets(line, sizeof line, f)) {
     sweep_row *r = &rows[n];
-    if (sscanf(line, "%31s %31s %llu %lf %lf %lf", r->config, r->op, &r->bytes, &r->med, &r->lo, &r->hi) == 6)
+    if (sscanf(line, "%31s %31s %llu %lf %lf %lf", r->config, r->op, &r->bytes, &r->med, &r->lo,
+               &r->hi) == 6)
       n++;
   }
   fclose(f);
@@ -80,8 +82,8 @@ static int sweep_to_profile(const sweep_row *rows, int n, int nccl, int (*use)(u
     if (coll < 0 || !sweep_config(rows[i].config, &algo, &proto, &ch)) continue;
     if (use && !use(rows[i].bytes)) continue;
     if (ch && ch >= sweep_nccl_channels(algo, proto, rows[i].bytes)) continue;
-    topo_profile_point pt = {coll, algo, proto, ch, rows[i].bytes, rows[i].med,
-                             (rows[i].hi - rows[i].lo) / 2, 0};
+    topo_profile_point pt = {
+        coll, algo, proto, ch, rows[i].bytes, rows[i].med, (rows[i].hi - rows[i].lo) / 2, 0};
     for (int j = 0; j < n && !ch; j++) /* NCCL's default ran the nearest forced setting */
       if (!strcmp(rows[j].config, "default") && !strcmp(rows[j].op, rows[i].op) &&
           rows[j].bytes == rows[i].bytes) {

@@ -45,8 +45,11 @@ static void two_nodes(topo_nccl_model *m) {
   s.nnodes = 2;
   s.nchannels = 2;
   s.ll128 = -1;
-  topo_nccl_graph ring = {.nchannels = 1, .bw_intra = 1.2, .bw_inter = 1.2,
-                          .type_intra = TOPO_NCCL_PATH_LOC, .type_inter = TOPO_NCCL_PATH_NET,
+  topo_nccl_graph ring = {.nchannels = 1,
+                          .bw_intra = 1.2,
+                          .bw_inter = 1.2,
+                          .type_intra = TOPO_NCCL_PATH_LOC,
+                          .type_inter = TOPO_NCCL_PATH_NET,
                           .pattern = TOPO_NCCL_PATTERN_RING};
   topo_nccl_graph tree = ring;
   tree.bw_intra = 2.4;
@@ -72,13 +75,15 @@ static int replay_tables(const char *dir, const char *file, const topo_nccl_mode
       int a = i / NCCL_NUM_PROTOCOLS, p = i % NCCL_NUM_PROTOCOLS;
       if ((g.table[i] < 0) != (ours[i] < 0))
         fail_msg("%s coll=%s bytes=%zu pipe=%d %s/%s: NCCL %.2f, model %.4f", file,
-                 topo_nccl_func_name(g.coll, TOPO_NCCL_FILE), g.bytes, g.pipe, topo_nccl_algo_name(a, TOPO_NCCL_FILE), topo_nccl_proto_name(p, TOPO_NCCL_FILE),
+                 topo_nccl_func_name(g.coll, TOPO_NCCL_FILE), g.bytes, g.pipe,
+                 topo_nccl_algo_name(a, TOPO_NCCL_FILE), topo_nccl_proto_name(p, TOPO_NCCL_FILE),
                  g.table[i], ours[i]);
       if (g.table[i] < 0) continue;
       double tol = 0.01 * g.table[i] + 0.005;
       if (ours[i] < g.table[i] - tol || ours[i] > g.table[i] + tol)
         fail_msg("%s coll=%s bytes=%zu pipe=%d %s/%s: NCCL %.2f us, model %.4f us", file,
-                 topo_nccl_func_name(g.coll, TOPO_NCCL_FILE), g.bytes, g.pipe, topo_nccl_algo_name(a, TOPO_NCCL_FILE), topo_nccl_proto_name(p, TOPO_NCCL_FILE),
+                 topo_nccl_func_name(g.coll, TOPO_NCCL_FILE), g.bytes, g.pipe,
+                 topo_nccl_algo_name(a, TOPO_NCCL_FILE), topo_nccl_proto_name(p, TOPO_NCCL_FILE),
                  g.table[i], ours[i]);
     }
     calls++;
@@ -135,7 +140,8 @@ static void test_two_node_tables_match_every_recorded_call(void **state) {
 /* NCCL's printed table (rank 0, INFO/TUNING): "  Algorithm | <names>" then per function
  * "<name> | lat/ bw | ..." for three algorithms per block. Returns the number of pairs compared. */
 static int compare_debug_table(const char *dir, const topo_nccl_model *m, int *nchannels,
-                               char *thresholds, size_t tsize, int threads[NCCL_NUM_ALGORITHMS][3]) {
+                               char *thresholds, size_t tsize,
+                               int threads[NCCL_NUM_ALGORITHMS][3]) {
   FILE *f = open_data(dir, "nccl-debug-log.txt");
   char line[4096];
   int algos[3] = {-1, -1, -1}, nalgo = 0, compared = 0;
@@ -162,7 +168,8 @@ static int compare_debug_table(const char *dir, const topo_nccl_model *m, int *n
     if (strcmp(name, "Algorithm") == 0) {
       nalgo = 0;
       char *save, *copy = strdup(bar + 1);
-      for (char *t = strtok_r(copy, " |\n", &save); t && nalgo < 3; t = strtok_r(NULL, " |\n", &save))
+      for (char *t = strtok_r(copy, " |\n", &save); t && nalgo < 3;
+           t = strtok_r(NULL, " |\n", &save))
         algos[nalgo++] = topo_nccl_algo_from_name(t);
       free(copy);
       continue;
@@ -188,9 +195,11 @@ static int compare_debug_table(const char *dir, const topo_nccl_model *m, int *n
       int a = algos[i / 3], pr = i % 3;
       assert_true(a >= 0);
       double our_lat = m->lat_us[coll][a][pr], our_bw = m->bw_gbs[coll][a][pr];
-      if (our_lat < lat - 0.051 || our_lat > lat + 0.051 || our_bw < bw - 0.051 || our_bw > bw + 0.051)
-        fail_msg("%s %s %s/%s: NCCL %.1f/%.1f, model %.3f/%.3f", dir, name, topo_nccl_algo_name(a, TOPO_NCCL_FILE),
-                 topo_nccl_proto_name(pr, TOPO_NCCL_FILE), lat, bw, our_lat, our_bw);
+      if (our_lat < lat - 0.051 || our_lat > lat + 0.051 || our_bw < bw - 0.051 ||
+          our_bw > bw + 0.051)
+        fail_msg("%s %s %s/%s: NCCL %.1f/%.1f, model %.3f/%.3f", dir, name,
+                 topo_nccl_algo_name(a, TOPO_NCCL_FILE), topo_nccl_proto_name(pr, TOPO_NCCL_FILE),
+                 lat, bw, our_lat, our_bw);
       compared++;
     }
   }
@@ -250,8 +259,8 @@ static void test_pick_is_what_nccl_ran_on_2xh200(void **state) {
   static double med[MAXROWS];
   int rows = 0;
   FILE *f = open_data("nccl-2.28.9-2xh200", "graph-sweep.txt");
-  while (rows < MAXROWS && fscanf(f, "%31s %31s %llu %lf %*f %*f", cfg[rows], op[rows], &bytes[rows],
-                                  &med[rows]) == 4)
+  while (rows < MAXROWS && fscanf(f, "%31s %31s %llu %lf %*f %*f", cfg[rows], op[rows],
+                                  &bytes[rows], &med[rows]) == 4)
     rows++;
   fclose(f);
   assert_true(rows > 600);
@@ -319,8 +328,8 @@ static void test_pipelined_ops_multiply_latency(void **state) {
   float tree11 = topo_nccl_model_time(&m, ncclFuncAllReduce, 8, 11, NCCL_ALGO_TREE, NCCL_PROTO_LL);
   assert_float_equal(ring4 - 8.0f / (1000.0f * m.bw_gbs[4][1][0]),
                      4 * (ring1 - 8.0f / (1000.0f * m.bw_gbs[4][1][0])), 1e-3);
-  assert_float_equal(tree10, tree1, 1e-6);         /* one work batch holds 10 collectives */
-  assert_float_equal(tree11 - tree1, 8.0f, 1e-3);  /* the second batch adds one latency (8.0) */
+  assert_float_equal(tree10, tree1, 1e-6);        /* one work batch holds 10 collectives */
+  assert_float_equal(tree11 - tree1, 8.0f, 1e-3); /* the second batch adds one latency (8.0) */
 }
 
 static void test_defaults_for_8_gpus_reproduce_reference_latencies(void **state) {

@@ -119,10 +119,16 @@ static void test_round_trip_is_exact(void **state) {
   p.nvls = 1;
   p.max_channels = 32;
   for (int i = 0; i < 40; i++) {
-    topo_profile_term t = {.coll = i % 5, .algo = i % 7, .proto = i % 3, .nchannels = i % 17,
-                           .lat_us = 5.7 + i / 7.0, .bw_gbs = 300.0 / (i + 1),
-                           .min_bytes = (uint64_t)i << 10, .max_bytes = UINT64_MAX - (uint64_t)i,
-                           .rel_err = 0.0123 * i, .npoints = i};
+    topo_profile_term t = {.coll = i % 5,
+                           .algo = i % 7,
+                           .proto = i % 3,
+                           .nchannels = i % 17,
+                           .lat_us = 5.7 + i / 7.0,
+                           .bw_gbs = 300.0 / (i + 1),
+                           .min_bytes = (uint64_t)i << 10,
+                           .max_bytes = UINT64_MAX - (uint64_t)i,
+                           .rel_err = 0.0123 * i,
+                           .npoints = i};
     assert_int_equal(topo_profile_set_term(&p, &t), TOPO_OK);
   }
   assert_int_equal(p.nterms, 40);
@@ -154,8 +160,12 @@ static void test_round_trip_through_a_file_with_wildcards(void **state) {
   a.key = key("", 0, 0, 0); /* any */
   topo_profile_builtin("H200", &b);
   b.key = key("H200", 2, 1, 0);
-  topo_profile_term t = {.coll = ncclFuncAllReduce, .algo = NCCL_ALGO_RING,
-                         .proto = NCCL_PROTO_SIMPLE, .lat_us = 17, .bw_gbs = 328.6, .max_bytes = 1};
+  topo_profile_term t = {.coll = ncclFuncAllReduce,
+                         .algo = NCCL_ALGO_RING,
+                         .proto = NCCL_PROTO_SIMPLE,
+                         .lat_us = 17,
+                         .bw_gbs = 328.6,
+                         .max_bytes = 1};
   assert_int_equal(topo_profile_set_term(&b, &t), TOPO_OK);
   assert_int_equal(topo_profile_write(f, &a), TOPO_OK);
   assert_int_equal(topo_profile_write(f, &b), TOPO_OK);
@@ -203,15 +213,15 @@ static double pick(const topo_profile_key *want) {
 static void test_best_matching_section_wins(void **state) {
   (void)state;
   topo_profile_key k = key("H200", 8, 1, 22809);
-  assert_float_equal(pick(&k), 5, 0);   /* every field exact */
+  assert_float_equal(pick(&k), 5, 0); /* every field exact */
   k = key("H200", 8, 1, 22803);
-  assert_float_equal(pick(&k), 3, 0);   /* another NCCL: its section does not match */
+  assert_float_equal(pick(&k), 3, 0); /* another NCCL: its section does not match */
   k = key("h200", 4, 1, 0);
-  assert_float_equal(pick(&k), 2, 0);   /* gpu only (case-insensitive) */
+  assert_float_equal(pick(&k), 2, 0); /* gpu only (case-insensitive) */
   k = key("H200", 16, 2, 0);
-  assert_float_equal(pick(&k), 4, 0);   /* gpu + nnodes (12) beats nranks + nnodes (6) */
+  assert_float_equal(pick(&k), 4, 0); /* gpu + nnodes (12) beats nranks + nnodes (6) */
   k = key("B200", 16, 2, 0);
-  assert_float_equal(pick(&k), 7, 0);   /* no gpu section: nranks + nnodes */
+  assert_float_equal(pick(&k), 7, 0); /* no gpu section: nranks + nnodes */
   k = key("A100", 8, 1, 0);
   assert_float_equal(pick(&k), 6, 0);
   k = key("B200", 8, 1, 0);
@@ -271,9 +281,10 @@ static void test_each_malformed_line_warns_with_file_and_line_and_is_skipped(voi
       {"a b c d e f g h i j k l m n o p q", "more than 16 fields"},
   };
   const int n = (int)(sizeof cases / sizeof cases[0]);
-  char text[8192] = "topo-profile 1\n"
-                    "section gpu=H200 nranks=2 nnodes=1\n"
-                    "term allreduce tree ll lat_us=8 bw_gbs=61.1\n";
+  char text[8192] =
+      "topo-profile 1\n"
+      "section gpu=H200 nranks=2 nnodes=1\n"
+      "term allreduce tree ll lat_us=8 bw_gbs=61.1\n";
   for (int i = 0; i < n; i++) {
     strcat(text, cases[i].line);
     strcat(text, "\n");
@@ -305,8 +316,9 @@ static void test_each_malformed_line_warns_with_file_and_line_and_is_skipped(voi
   assert_non_null(t);
   assert_float_equal(t->bw_gbs, 197, 0);
   assert_true(t->max_bytes == UINT64_MAX);
-  assert_float_equal(topo_profile_find_term(&p, ncclFuncAllReduce, NCCL_ALGO_TREE, NCCL_PROTO_LL, 0)
-                         ->lat_us, 8, 0);
+  assert_float_equal(
+      topo_profile_find_term(&p, ncclFuncAllReduce, NCCL_ALGO_TREE, NCCL_PROTO_LL, 0)->lat_us, 8,
+      0);
   topo_profile_free(&p);
 }
 
@@ -322,7 +334,8 @@ static void test_version_line_and_bad_section_lines(void **state) {
   topo_profile_free(&p);
   /* A newer version: warned, what is understood is used. */
   topo_host_log_reset();
-  assert_int_equal(parse("topo-profile 3\nsection gpu=H200\nlaunch_us 4\n", NULL, &p, &bad), TOPO_OK);
+  assert_int_equal(parse("topo-profile 3\nsection gpu=H200\nlaunch_us 4\n", NULL, &p, &bad),
+                   TOPO_OK);
   assert_float_equal(p.launch_us, 4, 0);
   assert_true(topo_host_log_contains("t.prof:1: profile version 3 is newer"));
   topo_profile_free(&p);
@@ -378,8 +391,9 @@ static void test_unreadable_file_gives_builtin_defaults(void **state) {
 
 static void test_out_of_memory_gives_builtin_defaults(void **state) {
   (void)state;
-  static const char text[] = "topo-profile 1\nsection gpu=H200\n"
-                             "term allreduce ring simple lat_us=1 bw_gbs=2\n";
+  static const char text[] =
+      "topo-profile 1\nsection gpu=H200\n"
+      "term allreduce ring simple lat_us=1 bw_gbs=2\n";
   topo_profile p;
   topo_alloc_fail_after(0);
   topo_status st = parse(text, NULL, &p, NULL);
@@ -479,8 +493,8 @@ static void test_set_term_replaces_and_validates(void **state) {
   (void)state;
   topo_profile p;
   topo_profile_builtin("H200", &p);
-  topo_profile_term t = {.coll = 4, .algo = 1, .proto = 2, .lat_us = 1, .bw_gbs = 2,
-                         .max_bytes = 10};
+  topo_profile_term t = {
+      .coll = 4, .algo = 1, .proto = 2, .lat_us = 1, .bw_gbs = 2, .max_bytes = 10};
   assert_int_equal(topo_profile_set_term(&p, &t), TOPO_OK);
   t.bw_gbs = 3;
   assert_int_equal(topo_profile_set_term(&p, &t), TOPO_OK);
@@ -526,8 +540,15 @@ static void test_several_terms_per_key_with_disjoint_ranges(void **state) {
   (void)state;
   topo_profile p;
   topo_profile_builtin("H200", &p);
-  topo_profile_term hi = {.coll = 0, .algo = 1, .proto = 0, .lat_us = 7, .bw_gbs = 100,
-                          .min_bytes = 1001, .max_bytes = 1u << 30, .rel_err = 0.01, .npoints = 9};
+  topo_profile_term hi = {.coll = 0,
+                          .algo = 1,
+                          .proto = 0,
+                          .lat_us = 7,
+                          .bw_gbs = 100,
+                          .min_bytes = 1001,
+                          .max_bytes = 1u << 30,
+                          .rel_err = 0.01,
+                          .npoints = 9};
   topo_profile_term lo = hi;
   lo.lat_us = 5, lo.bw_gbs = 50, lo.min_bytes = 8, lo.max_bytes = 1000;
   topo_profile_term other = hi; /* another channel count: its own ranges */
@@ -593,7 +614,9 @@ static void test_overlapping_pieces_in_a_file_warn(void **state) {
   assert_int_equal(p.nterms, 2);
   assert_true(topo_host_log_contains("o.prof:5: term: byte range overlaps"));
   assert_true(topo_host_log_contains("o.prof:6: term: duplicate"));
-  assert_float_equal(topo_profile_find_term_at(&p, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL, 0, 9)->lat_us, 5, 0);
+  assert_float_equal(
+      topo_profile_find_term_at(&p, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL, 0, 9)->lat_us,
+      5, 0);
   topo_profile_free(&p);
 }
 
@@ -628,8 +651,8 @@ static void test_piecewise_fit_covers_the_sweep_within_the_error(void **state) {
     while (k < n && b[i] > t[k].max_bytes) k++;
     assert_true(k < n);
     double pred = t[k].lat_us + (double)b[i] / (t[k].bw_gbs * 1e3);
-    if (fabs(pred - us[i]) / us[i] > 0.03) fail_msg("%llu B: %.3f predicted, %.3f measured",
-                                                    (unsigned long long)b[i], pred, us[i]);
+    if (fabs(pred - us[i]) / us[i] > 0.03)
+      fail_msg("%llu B: %.3f predicted, %.3f measured", (unsigned long long)b[i], pred, us[i]);
   }
   /* A boundary sits at the geometric midpoint between the two sizes around it. */
   uint64_t m = t[0].max_bytes;
@@ -651,10 +674,11 @@ static void test_piecewise_fit_covers_the_sweep_within_the_error(void **state) {
  * without default=; default=0 and default=1 stay as given. */
 static void test_point_default_absent_is_unknown(void **state) {
   (void)state;
-  const char *text = "topo-profile 2\nsection nranks=2\n"
-                     "point allreduce ring simple bytes=1024 median_us=10 noise_us=0.5\n"
-                     "point allreduce ring simple bytes=2048 median_us=11 noise_us=0.5 default=1\n"
-                     "point allreduce ring ll bytes=1024 median_us=9 noise_us=0.5 default=0\n";
+  const char *text =
+      "topo-profile 2\nsection nranks=2\n"
+      "point allreduce ring simple bytes=1024 median_us=10 noise_us=0.5\n"
+      "point allreduce ring simple bytes=2048 median_us=11 noise_us=0.5 default=1\n"
+      "point allreduce ring ll bytes=1024 median_us=9 noise_us=0.5 default=0\n";
   topo_profile_key want = key("", 2, 0, 0);
   topo_profile p;
   int nbad = -1;
@@ -662,7 +686,8 @@ static void test_point_default_absent_is_unknown(void **state) {
   assert_int_equal(nbad, 0);
   assert_int_equal(p.npoints, 3);
   int n = 0;
-  const topo_profile_point *pt = topo_profile_find_points(&p, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0, &n);
+  const topo_profile_point *pt =
+      topo_profile_find_points(&p, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0, &n);
   assert_int_equal(n, 2);
   assert_int_equal(pt[0].is_default, -1);
   assert_int_equal(pt[1].is_default, 1);
@@ -684,7 +709,8 @@ int main(void) {
       cmocka_unit_test_setup(test_round_trip_through_a_file_with_wildcards, setup),
       cmocka_unit_test_setup(test_best_matching_section_wins, setup),
       cmocka_unit_test_setup(test_no_matching_section_gives_builtin_defaults, setup),
-      cmocka_unit_test_setup(test_each_malformed_line_warns_with_file_and_line_and_is_skipped, setup),
+      cmocka_unit_test_setup(test_each_malformed_line_warns_with_file_and_line_and_is_skipped,
+                             setup),
       cmocka_unit_test_setup(test_version_line_and_bad_section_lines, setup),
       cmocka_unit_test_setup(test_unreadable_file_gives_builtin_defaults, setup),
       cmocka_unit_test_setup(test_out_of_memory_gives_builtin_defaults, setup),

@@ -24,9 +24,9 @@
 
 /* The example tuner's per-call scan, kept here (not in the product) as the reference the index
  * must agree with: the first rule in file order matching the query whose entry is allowed. */
-static const topo_rule *ref_scan(const topo_rules *rules, int coll, uint64_t nbytes, int num_pipe_ops,
-                                 int reg_buff, int nnodes, int nranks, const float *table,
-                                 int num_algo, int num_proto, uint32_t allow) {
+static const topo_rule *ref_scan(const topo_rules *rules, int coll, uint64_t nbytes,
+                                 int num_pipe_ops, int reg_buff, int nnodes, int nranks,
+                                 const float *table, int num_algo, int num_proto, uint32_t allow) {
   for (int i = 0; i < topo_rules_count(rules); i++) {
     const topo_rule *r = topo_rules_at(rules, i);
     if (r->coll != coll || nbytes < r->min_bytes || nbytes > r->max_bytes) continue;
@@ -79,13 +79,14 @@ static void allowed_table(float *t) {
 static void test_valid_lines_of_8_9_and_10_fields(void **state) {
   (void)state;
   int bad;
-  topo_rules *r = parse("# comment\n"
-                        "\n"
-                        "allreduce,0,65536,tree,ll,4,1,8\n"
-                        "  allgather , 1024 , -1 , ring , ll128 , -1 , -1 , 16 , 2  \n"
-                        "reducescatter,1,2,pat,simple,64,2,-1,-1,1\r\n"
-                        "BROADCAST,0,0,Ring,Simple,0,-1,-1\n",
-                        &bad);
+  topo_rules *r = parse(
+      "# comment\n"
+      "\n"
+      "allreduce,0,65536,tree,ll,4,1,8\n"
+      "  allgather , 1024 , -1 , ring , ll128 , -1 , -1 , 16 , 2  \n"
+      "reducescatter,1,2,pat,simple,64,2,-1,-1,1\r\n"
+      "BROADCAST,0,0,Ring,Simple,0,-1,-1\n",
+      &bad);
   assert_int_equal(bad, 0);
   assert_int_equal(topo_rules_count(r), 4);
   const topo_rule *a = topo_rules_at(r, 0);
@@ -180,10 +181,11 @@ static void test_size_bounds_are_inclusive(void **state) {
 
 static void test_wildcards_and_topology_fields(void **state) {
   (void)state;
-  topo_rules *r = parse("allreduce,0,-1,tree,simple,-1,2,16\n"
-                        "allreduce,0,-1,ring,ll128,8,-1,8\n"
-                        "allreduce,0,-1,ring,simple,-1,-1,-1\n",
-                        NULL);
+  topo_rules *r = parse(
+      "allreduce,0,-1,tree,simple,-1,2,16\n"
+      "allreduce,0,-1,ring,ll128,8,-1,8\n"
+      "allreduce,0,-1,ring,simple,-1,-1,-1\n",
+      NULL);
   float t[NA * NP];
   allowed_table(t);
   const topo_rule *m = match(r, ncclFuncAllReduce, 1 << 30, 1, 0, 2, 16, t, NA, NP);
@@ -200,10 +202,11 @@ static void test_wildcards_and_topology_fields(void **state) {
 
 static void test_num_pipe_ops_and_reg_buff_match_when_given(void **state) {
   (void)state;
-  topo_rules *r = parse("allreduce,0,-1,tree,ll,-1,-1,-1,4\n"
-                        "allreduce,0,-1,nvls,simple,-1,-1,-1,-1,1\n"
-                        "allreduce,0,-1,ring,ll,-1,-1,-1,-1,0\n",
-                        NULL);
+  topo_rules *r = parse(
+      "allreduce,0,-1,tree,ll,-1,-1,-1,4\n"
+      "allreduce,0,-1,nvls,simple,-1,-1,-1,-1,1\n"
+      "allreduce,0,-1,ring,ll,-1,-1,-1,-1,0\n",
+      NULL);
   float t[NA * NP];
   allowed_table(t);
   assert_int_equal(match(r, ncclFuncAllReduce, 8, 4, 0, 1, 8, t, NA, NP)->line, 1);
@@ -215,11 +218,12 @@ static void test_num_pipe_ops_and_reg_buff_match_when_given(void **state) {
 
 static void test_ignored_entries_are_passed_over(void **state) {
   (void)state;
-  topo_rules *r = parse("allreduce,0,-1,nvls,simple,-1,-1,-1\n"
-                        "allreduce,0,-1,pat,simple,-1,-1,-1\n"
-                        "allreduce,0,-1,tree,ll,2,-1,-1\n"
-                        "allreduce,0,-1,ring,simple,4,-1,-1\n",
-                        NULL);
+  topo_rules *r = parse(
+      "allreduce,0,-1,nvls,simple,-1,-1,-1\n"
+      "allreduce,0,-1,pat,simple,-1,-1,-1\n"
+      "allreduce,0,-1,tree,ll,2,-1,-1\n"
+      "allreduce,0,-1,ring,simple,4,-1,-1\n",
+      NULL);
   float t[NA * NP];
   allowed_table(t);
   t[NCCL_ALGO_NVLS * NP + NCCL_PROTO_SIMPLE] = NCCL_ALGO_PROTO_IGNORE;
@@ -248,8 +252,12 @@ static void test_file_of_500_lines_loads_and_matches(void **state) {
   FILE *f = fdopen(fd, "w");
   fprintf(f, "# 500 rules, one per 1 KiB bucket\n");
   for (int i = 0; i < 500; i++)
-    fprintf(f, "allreduce,%d,%d,%s,%s,%d,-1,-1\n", i * 1024, i * 1024 + 1023, i % 2 ? "ring" : "tree",
-            i % 3 == 0 ? "ll" : i % 3 == 1 ? "ll128" : "simple", 1 + i % 32);
+    fprintf(f, "allreduce,%d,%d,%s,%s,%d,-1,-1\n", i * 1024, i * 1024 + 1023,
+            i % 2 ? "ring" : "tree",
+            i % 3 == 0   ? "ll"
+            : i % 3 == 1 ? "ll128"
+                         : "simple",
+            1 + i % 32);
   fclose(f);
   topo_rules *r = NULL;
   assert_int_equal(topo_rules_load(path, &r), TOPO_OK);
@@ -296,8 +304,9 @@ static void test_unreadable_file_warns_and_gives_no_rules(void **state) {
 
 static void test_any_bytes_are_safe(void **state) {
   (void)state;
-  static const char junk[] = "allreduce,0,1,ring,ll,-1,-1,-1\0garbage\n\xff\xfe,,,,,,,,\n,\n"
-                             "allreduce,0,1,ring,ll,-1,-1,-1";
+  static const char junk[] =
+      "allreduce,0,1,ring,ll,-1,-1,-1\0garbage\n\xff\xfe,,,,,,,,\n,\n"
+      "allreduce,0,1,ring,ll,-1,-1,-1";
   int bad;
   topo_rules *r = NULL;
   assert_int_equal(topo_rules_parse(junk, sizeof junk - 1, NULL, &r, &bad), TOPO_OK);
@@ -321,8 +330,8 @@ static void test_any_bytes_are_safe(void **state) {
 
 static void test_match_never_allocates(void **state) {
   (void)state;
-  topo_rules *r = parse("allgather,0,4096,ring,ll,-1,-1,-1\nallreduce,0,-1,ring,simple,8,-1,-1\n",
-                        NULL);
+  topo_rules *r =
+      parse("allgather,0,4096,ring,ll,-1,-1,-1\nallreduce,0,-1,ring,simple,8,-1,-1\n", NULL);
   float t[NA * NP];
   allowed_table(t);
   topo_rules_index *ix = NULL;
@@ -343,7 +352,8 @@ static void test_match_never_allocates(void **state) {
  * numPipeOps / regBuff / nNodes / nRanks constraints. */
 static char *random_rules(uint64_t *seed, int n) {
   static const char *coll[] = {"broadcast", "reduce", "allgather", "reducescatter", "allreduce"};
-  static const char *algo[] = {"tree", "ring", "collnet_direct", "collnet_chain", "nvls", "nvls_tree", "pat"};
+  static const char *algo[] = {"tree",      "ring", "collnet_direct", "collnet_chain", "nvls",
+                               "nvls_tree", "pat"};
   static const char *proto[] = {"ll", "ll128", "simple"};
   size_t cap = (size_t)n * 96 + 64, len = 0;
   char *text = malloc(cap);
@@ -360,9 +370,10 @@ static char *random_rules(uint64_t *seed, int n) {
     int reg = (y >> 6) % 5 == 0 ? (int)((y >> 9) % 2) : -1;
     int nodes = (y >> 12) % 7 == 0 ? (int)(1 + (y >> 15) % 2) : -1;
     int ranks = (y >> 18) % 7 == 0 ? (int)(2 << (y >> 21) % 2) : -1;
-    len += (size_t)snprintf(text + len, cap - len, "%s,%llu,%s,%s,%s,%d,%d,%d,%d,%d\n",
-                            coll[x % 5], (unsigned long long)lo, hibuf, algo[(x >> 40) % 7],
-                            proto[(x >> 44) % 3], (int)((x >> 48) % 5) - 1, nodes, ranks, pipe, reg);
+    len +=
+        (size_t)snprintf(text + len, cap - len, "%s,%llu,%s,%s,%s,%d,%d,%d,%d,%d\n", coll[x % 5],
+                         (unsigned long long)lo, hibuf, algo[(x >> 40) % 7], proto[(x >> 44) % 3],
+                         (int)((x >> 48) % 5) - 1, nodes, ranks, pipe, reg);
   }
   return text;
 }
@@ -403,18 +414,21 @@ static void test_index_agrees_with_the_scan_on_random_files(void **state) {
           uint64_t m = test_rand(&seed);
           for (int i = 0; i < NA * NP; i++) t[i] = (m >> i) % 4 == 0 ? -1.0f : (float)(i + 1);
           int na = (m >> 40) % 3 == 0 ? 6 : NA;
-          uint32_t allow = (m >> 42) % 2 ? TOPO_RULES_ALLOW_ALL : (uint32_t)(m >> 21) & TOPO_RULES_ALLOW_ALL;
+          uint32_t allow =
+              (m >> 42) % 2 ? TOPO_RULES_ALLOW_ALL : (uint32_t)(m >> 21) & TOPO_RULES_ALLOW_ALL;
           const float *table = (m >> 43) % 3 == 0 ? NULL : t;
           const topo_rule *ignored = NULL;
-          const topo_rule *got = topo_rules_index_find(ix, coll, nb, pipe, reg, table, na, NP, allow,
-                                                       &ignored, NULL);
-          const topo_rule *want = ref_scan(r, coll, nb, pipe, reg, nnodes, nranks, table, na, NP, allow);
+          const topo_rule *got =
+              topo_rules_index_find(ix, coll, nb, pipe, reg, table, na, NP, allow, &ignored, NULL);
+          const topo_rule *want =
+              ref_scan(r, coll, nb, pipe, reg, nnodes, nranks, table, na, NP, allow);
           if (got != want)
             fail_msg("%d rules: coll %d bytes %llu pipe %d reg %d: index line %d, scan line %d",
                      sizes[f], coll, (unsigned long long)nb, pipe, reg, got ? got->line : -1,
                      want ? want->line : -1);
           if (ignored) { /* a real match whose entry was not allowed, ahead of the answer */
-            assert_true(ignored->coll == coll && nb >= ignored->min_bytes && nb <= ignored->max_bytes);
+            assert_true(ignored->coll == coll && nb >= ignored->min_bytes &&
+                        nb <= ignored->max_bytes);
             assert_true(!got || ignored->line < got->line);
           }
           total++;
@@ -447,7 +461,10 @@ static void test_lookup_work_is_bounded_independent_of_rule_count(void **state) 
       len += (size_t)snprintf(text + len, cap - len, "allreduce,%llu,%llu,%s,%s,-1,-1,-1\n",
                               (unsigned long long)(1ull << (i % 21)),
                               (unsigned long long)((1ull << (20 + i % 21)) + i % 3),
-                              i % 2 ? "ring" : "tree", i % 3 == 0 ? "ll" : i % 3 == 1 ? "ll128" : "simple");
+                              i % 2 ? "ring" : "tree",
+                              i % 3 == 0   ? "ll"
+                              : i % 3 == 1 ? "ll128"
+                                           : "simple");
     topo_rules *r = parse(text, NULL);
     free(text);
     topo_rules_index *ix = NULL;
@@ -459,23 +476,25 @@ static void test_lookup_work_is_bounded_independent_of_rule_count(void **state) 
       topo_rules_probe probe = {0, 0};
       const topo_rule *m = topo_rules_index_find(ix, ncclFuncAllReduce, b, 1, 0, t, NA, NP,
                                                  TOPO_RULES_ALLOW_ALL, NULL, &probe);
-      assert_ptr_equal(m, ref_scan(r, ncclFuncAllReduce, b, 1, 0, 1, 2, t, NA, NP, TOPO_RULES_ALLOW_ALL));
+      assert_ptr_equal(
+          m, ref_scan(r, ncclFuncAllReduce, b, 1, 0, 1, 2, t, NA, NP, TOPO_RULES_ALLOW_ALL));
       if (probe.search_steps > worst[f][0]) worst[f][0] = probe.search_steps;
       if (probe.candidates > worst[f][1]) worst[f][1] = probe.candidates;
     }
     topo_rules_index_free(ix);
     topo_rules_free(r);
   }
-  assert_true(worst[1][1] <= NA * NP);   /* 1000 rules: at most one candidate per entry */
-  assert_true(worst[1][1] >= 2);         /* the ignored Tree/LL was walked past */
-  assert_true(worst[1][0] <= 3);         /* <= 5 boundaries inside any octave */
+  assert_true(worst[1][1] <= NA * NP); /* 1000 rules: at most one candidate per entry */
+  assert_true(worst[1][1] >= 2);       /* the ignored Tree/LL was walked past */
+  assert_true(worst[1][0] <= 3);       /* <= 5 boundaries inside any octave */
   assert_true(worst[1][1] <= worst[0][1] + NA * NP);
 }
 
 /* Each rule is reported once per index, whatever the number of threads or calls. */
 static void test_report_once_per_rule(void **state) {
   (void)state;
-  topo_rules *r = parse("allreduce,0,-1,nvls,simple,-1,-1,-1\nallreduce,0,-1,ring,ll,-1,-1,-1\n", NULL);
+  topo_rules *r =
+      parse("allreduce,0,-1,nvls,simple,-1,-1,-1\nallreduce,0,-1,ring,ll,-1,-1,-1\n", NULL);
   topo_rules_index *ix = NULL;
   assert_int_equal(topo_rules_index_build(r, 1, 2, &ix), TOPO_OK);
   float t[NA * NP];
@@ -512,7 +531,8 @@ static void test_allocation_failure_gives_no_rules_and_a_warning(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_valid_lines_of_8_9_and_10_fields, setup),
-      cmocka_unit_test_setup(test_each_malformed_line_warns_with_file_and_line_and_is_skipped, setup),
+      cmocka_unit_test_setup(test_each_malformed_line_warns_with_file_and_line_and_is_skipped,
+                             setup),
       cmocka_unit_test_setup(test_size_bounds_are_inclusive, setup),
       cmocka_unit_test_setup(test_wildcards_and_topology_fields, setup),
       cmocka_unit_test_setup(test_num_pipe_ops_and_reg_buff_match_when_given, setup),

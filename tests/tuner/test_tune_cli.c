@@ -72,8 +72,8 @@ static const char *const ev_names[] = {"measured", "interpolated", "model-only"}
 static int expect_evidence(const topo_profile *p, int coll, const char *algo, const char *proto,
                            int nch, uint64_t bytes) {
   int n = 0, below = 0, above = 0;
-  const topo_profile_point *pt = topo_profile_find_points(p, coll, topo_nccl_algo_from_name(algo),
-                                                          topo_nccl_proto_from_name(proto), nch, &n);
+  const topo_profile_point *pt = topo_profile_find_points(
+      p, coll, topo_nccl_algo_from_name(algo), topo_nccl_proto_from_name(proto), nch, &n);
   for (int i = 0; i < n; i++) {
     double d = (double)pt[i].bytes - (double)bytes;
     if (fabs(d) <= 0.05 * (double)bytes) return 0;
@@ -149,11 +149,12 @@ static void test_gain_and_evidence_from_the_same_profile(void **state) {
   /* Points at 2, 8 and ~32 MiB (a trace's mean bucket size, a little off the power of two) for
    * the three Ring protocols, and 1 MiB for LL; the terms span 2-32 MiB but measure nothing at
    * 4 or 16 MiB, where the points only bracket the size. */
-  fputs("topo-profile 2\nsection gpu=H200 nranks=8 nnodes=1\n"
-        "term allreduce ring ll lat_us=0 bw_gbs=60 min_bytes=1048576 max_bytes=1048576 npoints=9\n"
-        "term allreduce ring ll128 lat_us=8 bw_gbs=70 min_bytes=2097152 max_bytes=33554432\n"
-        "term allreduce ring simple lat_us=12 bw_gbs=90 min_bytes=2097152 max_bytes=33554432\n",
-        f);
+  fputs(
+      "topo-profile 2\nsection gpu=H200 nranks=8 nnodes=1\n"
+      "term allreduce ring ll lat_us=0 bw_gbs=60 min_bytes=1048576 max_bytes=1048576 npoints=9\n"
+      "term allreduce ring ll128 lat_us=8 bw_gbs=70 min_bytes=2097152 max_bytes=33554432\n"
+      "term allreduce ring simple lat_us=12 bw_gbs=90 min_bytes=2097152 max_bytes=33554432\n",
+      f);
   static const char *const protos[3] = {"ll", "ll128", "simple"};
   static const double lat[3] = {0, 8, 12}, bw[3] = {60, 70, 90};
   const uint64_t sizes[4] = {1048576, 2097152, 8388608, 33570816};
@@ -168,7 +169,9 @@ static void test_gain_and_evidence_from_the_same_profile(void **state) {
   topo_profile_key want = {"H200", 8, 1, 0};
   assert_int_equal(topo_profile_load(path, &want, &p), TOPO_OK);
   char args[256], *out;
-  snprintf(args, sizeof args, "--profile %s --gpu H200 --nranks 8 --coll allreduce --min 256K --max 128M --json", path);
+  snprintf(args, sizeof args,
+           "--profile %s --gpu H200 --nranks 8 --coll allreduce --min 256K --max 128M --json",
+           path);
   assert_int_equal(run(args, &out), 0);
   int seen[3] = {0, 0, 0}, rows = 0;
   for (const char *r = strstr(out, "{\"bytes\":"); r;) {
@@ -193,7 +196,8 @@ static void test_gain_and_evidence_from_the_same_profile(void **state) {
       double want_us = t->lat_us + (double)bytes / (t->bw_gbs * 1e3);
       assert_true(nt > 0.99 * want_us && nt < 1.01 * want_us + 0.5);
     }
-    int et = expect_evidence(&p, 4, ta, tp, tch, bytes), en = expect_evidence(&p, 4, na, np, 0, bytes);
+    int et = expect_evidence(&p, 4, ta, tp, tch, bytes),
+        en = expect_evidence(&p, 4, na, np, 0, bytes);
     str(topo, nccl, "evidence", ev, sizeof ev);
     assert_string_equal(ev, ev_names[et]);
     str(nccl, end, "evidence", ev, sizeof ev);
@@ -213,7 +217,8 @@ static void test_gain_and_evidence_from_the_same_profile(void **state) {
   assert_true(seen[0] > 0 && seen[1] > 0 && seen[2] > 0);
   free(out);
   /* Text: a model-only gain is in parentheses, an interpolated one is not. */
-  snprintf(args, sizeof args, "--profile %s --gpu H200 --nranks 8 --coll allreduce --min 256K --max 128M", path);
+  snprintf(args, sizeof args,
+           "--profile %s --gpu H200 --nranks 8 --coll allreduce --min 256K --max 128M", path);
   assert_int_equal(run(args, &out), 0);
   assert_non_null(strstr(out, "x) model-only"));
   assert_non_null(strstr(out, "x interpolated"));
@@ -227,11 +232,13 @@ static void test_gain_and_evidence_from_the_same_profile(void **state) {
 static void test_nominal_network_marked(void **state) {
   (void)state;
   char *out;
-  assert_int_equal(run("--gpu H200 --nranks 16 --nnodes 2 --coll allreduce --min 1M --max 4M --json", &out), 0);
+  assert_int_equal(
+      run("--gpu H200 --nranks 16 --nnodes 2 --coll allreduce --min 1M --max 4M --json", &out), 0);
   assert_non_null(strstr(out, "\"net_nominal\":true,\"collectives\""));
   assert_null(strstr(out, "\"net_nominal\":false"));
   free(out);
-  assert_int_equal(run("--gpu H200 --nranks 16 --nnodes 2 --coll allreduce --min 1M --max 4M", &out), 0);
+  assert_int_equal(
+      run("--gpu H200 --nranks 16 --nnodes 2 --coll allreduce --min 1M --max 4M", &out), 0);
   assert_non_null(strstr(out, "the network link is nominal"));
   assert_non_null(strstr(out, "model-only *"));
   free(out);
@@ -239,9 +246,11 @@ static void test_nominal_network_marked(void **state) {
   snprintf(path, sizeof path, "%s/net.profile", dir);
   FILE *f = fopen(path, "w");
   assert_non_null(f);
-  fputs("topo-profile 1\nsection gpu=H200 nranks=16 nnodes=2\nlink net bw_gbs=41.5 lat_us=6.5\n", f);
+  fputs("topo-profile 1\nsection gpu=H200 nranks=16 nnodes=2\nlink net bw_gbs=41.5 lat_us=6.5\n",
+        f);
   assert_int_equal(fclose(f), 0);
-  snprintf(args, sizeof args, "--profile %s --nranks 16 --nnodes 2 --coll allreduce --min 1M --max 4M --json", path);
+  snprintf(args, sizeof args,
+           "--profile %s --nranks 16 --nnodes 2 --coll allreduce --min 1M --max 4M --json", path);
   assert_int_equal(run(args, &out), 0);
   assert_null(strstr(out, "\"net_nominal\":true"));
   free(out);

@@ -31,8 +31,12 @@ static int setup(void **state) {
 }
 
 static topo_tuner_args args_for(size_t nranks, size_t nnodes, ncclTunerConstants_v5_t *c) {
-  topo_tuner_args a = {.abi_version = 5, .comm_id = 1, .nranks = nranks, .nnodes = nnodes,
-                       .logger = topo_host_log, .constants = c};
+  topo_tuner_args a = {.abi_version = 5,
+                       .comm_id = 1,
+                       .nranks = nranks,
+                       .nnodes = nnodes,
+                       .logger = topo_host_log,
+                       .constants = c};
   return a;
 }
 
@@ -146,8 +150,8 @@ static void test_table_matches_the_model(void **state) {
               }
               double tol = mid % 2 ? 0.15 : 1e-5;
               if (fabs(got - want) > tol * want)
-                fail_msg("n=%d coll %d algo %d proto %d %zu B: table %g, model %g", n, coll, a,
-                         pr, bytes, got, want);
+                fail_msg("n=%d coll %d algo %d proto %d %zu B: table %g, model %g", n, coll, a, pr,
+                         bytes, got, want);
             }
     topo_table_free(t);
   }
@@ -189,8 +193,10 @@ static void test_model_is_physically_sensible(void **state) {
   /* LL runs at about half the bandwidth of Simple or less; LL128 in between. */
   double big = 1 << 30;
   double tll = topo_model_time(&m, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL, 0, big, 1, 0);
-  double t128 = topo_model_time(&m, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL128, 0, big, 1, 0);
-  double tsim = topo_model_time(&m, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0, big, 1, 0);
+  double t128 =
+      topo_model_time(&m, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL128, 0, big, 1, 0);
+  double tsim =
+      topo_model_time(&m, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0, big, 1, 0);
   assert_true(tll > 1.8 * tsim);
   assert_true(t128 > tsim && t128 < tll);
   /* More channels: bandwidth grows up to the link, latency does not change. */
@@ -199,8 +205,10 @@ static void test_model_is_physically_sensible(void **state) {
     double l, x;
     topo_model_parts(&m, ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, ch, big, 0, &l, &x);
     /* Launch, 14 NVLink hops, Simple's protocol latency lat_us x (14 steps + 2) / 2. */
-    assert_float_equal(l, p.launch_us + 14 * p.link[TOPO_LINK_NVLINK].lat_us +
-                              p.proto[NCCL_PROTO_SIMPLE].lat_us * 8, 1e-9);
+    assert_float_equal(
+        l,
+        p.launch_us + 14 * p.link[TOPO_LINK_NVLINK].lat_us + p.proto[NCCL_PROTO_SIMPLE].lat_us * 8,
+        1e-9);
     assert_true(x < prev);
     prev = x;
   }

@@ -75,7 +75,8 @@ static double aa_noise(unsigned long long bytes) {
 /* The profile of medians (noise: A/A from medians), version 2.28.9. */
 static void median_profile(topo_profile *p, int nccl) {
   assert_true(sweep_to_profile(rows, nrows, nccl, NULL, p) > 300);
-  for (int i = 0; i < p->npoints; i++) p->points[i].noise_us = p->points[i].median_us * aa_noise(p->points[i].bytes);
+  for (int i = 0; i < p->npoints; i++)
+    p->points[i].noise_us = p->points[i].median_us * aa_noise(p->points[i].bytes);
 }
 
 static int setup(void **state) {
@@ -87,12 +88,14 @@ static int setup(void **state) {
 
 static const sweep_row *find_row(const char *config, const char *op, unsigned long long bytes) {
   for (int i = 0; i < nrows; i++)
-    if (!strcmp(rows[i].config, config) && !strcmp(rows[i].op, op) && rows[i].bytes == bytes) return &rows[i];
+    if (!strcmp(rows[i].config, config) && !strcmp(rows[i].op, op) && rows[i].bytes == bytes)
+      return &rows[i];
   return NULL;
 }
 
 /* torch-sweep.json: the median of (config, op, bytes), -1 when absent. */
-static double torch_us(const char *json, const char *config, const char *op, unsigned long long bytes) {
+static double torch_us(const char *json, const char *config, const char *op,
+                       unsigned long long bytes) {
   char key[64];
   snprintf(key, sizeof key, "\"%s\": [", config);
   const char *s = strstr(json, key);
@@ -118,7 +121,9 @@ static const char *config_name(int algo, int proto, int nch, char *buf, size_t l
   return buf;
 }
 
-typedef struct decision { int algo, proto, nch; } decision;
+typedef struct decision {
+  int algo, proto, nch;
+} decision;
 
 static decision decide(const topo_table *t, int coll, uint64_t bytes, const float *nccl_table) {
   float cost[21];
@@ -167,12 +172,17 @@ static void test_replayed_tables_take_the_measured_wins_and_no_losses(void **sta
       if (d.algo == na && d.proto == np && d.nch == 0) continue;
       switches++;
       char name[32];
-      const sweep_row *got = find_row(config_name(d.algo, d.proto, d.nch, name, sizeof name), ops[o], b);
+      const sweep_row *got =
+          find_row(config_name(d.algo, d.proto, d.nch, name, sizeof name), ops[o], b);
       if (!got) fail_msg("%s %llu B: switched to %s, which was not measured", ops[o], b, name);
-      int win = got->hi < def->lo, loss = got->lo > def->hi;
-      print_message("%-15s %10llu NCCL %d/%d -> %-16s %8.2f us (replays %.2f..%.2f) vs default %8.2f "
-                    "(%.2f..%.2f): %s\n", ops[o], b, na, np, name, got->med, got->lo, got->hi,
-                    def->med, def->lo, def->hi, win ? "win" : loss ? "LOSS" : "within the replays");
+      int win = got->hi<def->lo, loss = got->lo> def->hi;
+      print_message(
+          "%-15s %10llu NCCL %d/%d -> %-16s %8.2f us (replays %.2f..%.2f) vs default %8.2f "
+          "(%.2f..%.2f): %s\n",
+          ops[o], b, na, np, name, got->med, got->lo, got->hi, def->med, def->lo, def->hi,
+          win    ? "win"
+          : loss ? "LOSS"
+                 : "within the replays");
       wins += win;
       losses += loss;
       if (b >= (32u << 20)) { /* the independent job */
@@ -187,7 +197,11 @@ static void test_replayed_tables_take_the_measured_wins_and_no_losses(void **sta
   assert_true(switches > 0);
 
   /* The wins the measurements show, by name. */
-  static const struct { int coll; uint64_t bytes; int algo, proto; } want[] = {
+  static const struct {
+    int coll;
+    uint64_t bytes;
+    int algo, proto;
+  } want[] = {
       {ncclFuncAllReduce, 2u << 20, NCCL_ALGO_RING, NCCL_PROTO_LL},
       {ncclFuncAllGather, 8u << 20, NCCL_ALGO_RING, NCCL_PROTO_LL128},
       {ncclFuncAllReduce, 128u << 20, NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE},
@@ -238,8 +252,10 @@ static void two_settings(topo_profile *p, double ll_us, double noise) {
   topo_profile_builtin("H200", p);
   p->key.nranks = 2;
   for (uint64_t b = 1u << 20; b <= (4u << 20); b *= 2) {
-    topo_profile_point ll = {ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL, 0, b, ll_us, noise, 0};
-    topo_profile_point si = {ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0, b, 30, noise, 1};
+    topo_profile_point ll = {
+        ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_LL, 0, b, ll_us, noise, 0};
+    topo_profile_point si = {
+        ncclFuncAllReduce, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 0, b, 30, noise, 1};
     assert_int_equal(topo_profile_add_point(p, &ll), TOPO_OK);
     assert_int_equal(topo_profile_add_point(p, &si), TOPO_OK);
   }
@@ -265,9 +281,10 @@ static void test_no_switch_outside_the_measured_range(void **state) {
   (void)state;
   topo_profile p;
   two_settings(&p, 20, 1);
-  const int ll = NCCL_ALGO_RING * 3 + NCCL_PROTO_LL, simple = NCCL_ALGO_RING * 3 + NCCL_PROTO_SIMPLE;
+  const int ll = NCCL_ALGO_RING * 3 + NCCL_PROTO_LL,
+            simple = NCCL_ALGO_RING * 3 + NCCL_PROTO_SIMPLE;
   assert_int_equal(pick(&p, 1u << 20), ll);
-  assert_int_equal(pick(&p, 3u << 20), ll);      /* interpolated between 2 and 4 MB */
+  assert_int_equal(pick(&p, 3u << 20), ll); /* interpolated between 2 and 4 MB */
   assert_int_equal(pick(&p, 4u << 20), ll);
   assert_int_equal(pick(&p, (1u << 20) - 1), simple); /* below what was measured */
   assert_int_equal(pick(&p, (4u << 20) + 1), simple); /* above */
@@ -303,7 +320,8 @@ static void test_no_switch_outside_the_measured_range(void **state) {
 
 static void test_no_switch_when_the_gain_is_within_twice_the_noise(void **state) {
   (void)state;
-  const int ll = NCCL_ALGO_RING * 3 + NCCL_PROTO_LL, simple = NCCL_ALGO_RING * 3 + NCCL_PROTO_SIMPLE;
+  const int ll = NCCL_ALGO_RING * 3 + NCCL_PROTO_LL,
+            simple = NCCL_ALGO_RING * 3 + NCCL_PROTO_SIMPLE;
   topo_profile p;
   two_settings(&p, 25, 2.6); /* gain 5 us, 2 x noise 5.2 */
   assert_int_equal(pick(&p, 2u << 20), simple);
@@ -321,14 +339,22 @@ static void test_terms_feed_the_model_in_their_range(void **state) {
   (void)state;
   topo_profile p;
   topo_profile_builtin("H200", &p);
-  topo_profile_term term = {.coll = ncclFuncAllReduce, .algo = NCCL_ALGO_TREE, .proto = NCCL_PROTO_LL128,
-                            .lat_us = 1.0, .bw_gbs = 2000.0, .min_bytes = 1 << 20, .max_bytes = 1 << 24,
-                            .rel_err = 0.01, .npoints = 5};
+  topo_profile_term term = {.coll = ncclFuncAllReduce,
+                            .algo = NCCL_ALGO_TREE,
+                            .proto = NCCL_PROTO_LL128,
+                            .lat_us = 1.0,
+                            .bw_gbs = 2000.0,
+                            .min_bytes = 1 << 20,
+                            .max_bytes = 1 << 24,
+                            .rel_err = 0.01,
+                            .npoints = 5};
   assert_int_equal(topo_profile_set_term(&p, &term), TOPO_OK);
   topo_model m;
   topo_model_init(&m, &p, 2, 1, 0);
-  double in = topo_model_time(&m, ncclFuncAllReduce, NCCL_ALGO_TREE, NCCL_PROTO_LL128, 0, 4 << 20, 1, 0);
-  double out = topo_model_time(&m, ncclFuncAllReduce, NCCL_ALGO_TREE, NCCL_PROTO_LL128, 0, 64 << 20, 1, 0);
+  double in =
+      topo_model_time(&m, ncclFuncAllReduce, NCCL_ALGO_TREE, NCCL_PROTO_LL128, 0, 4 << 20, 1, 0);
+  double out =
+      topo_model_time(&m, ncclFuncAllReduce, NCCL_ALGO_TREE, NCCL_PROTO_LL128, 0, 64 << 20, 1, 0);
   assert_float_equal(in, 1.0 + (4 << 20) / 2e6, 0.01 * in);
   assert_true(out > (64 << 20) / 2e6 * 2); /* the link model, far slower than the term */
   topo_profile_free(&p);
@@ -339,7 +365,8 @@ static void test_profile_without_points_keeps_nccl_picks(void **state) {
   (void)state;
   char path[512];
   topo_profile p;
-  snprintf(path, sizeof path, "%s/../fuzz/corpus/profile/h200-2gpu-fitted.prof", topo_rec_data_dir());
+  snprintf(path, sizeof path, "%s/../fuzz/corpus/profile/h200-2gpu-fitted.prof",
+           topo_rec_data_dir());
   topo_profile_key want = {.gpu = "H200", .nranks = 2, .nnodes = 1, .nccl_version = 22809};
   assert_int_equal(topo_profile_load(path, &want, &p), TOPO_OK);
   assert_true(p.nterms > 0);
@@ -364,7 +391,9 @@ static void test_points_round_trip(void **state) {
   assert_int_equal(topo_profile_write(f, &p), TOPO_OK);
   fclose(f);
   assert_non_null(strstr(buf, "topo-profile 2\n"));
-  assert_non_null(strstr(buf, "point allreduce ring ll channels=0 bytes=2097152 median_us=20.125 noise_us=0.3 default=0\n"));
+  assert_non_null(strstr(buf,
+                         "point allreduce ring ll channels=0 bytes=2097152 median_us=20.125 "
+                         "noise_us=0.3 default=0\n"));
   topo_profile_key want = {.nranks = 2};
   assert_int_equal(topo_profile_parse(buf, len, "t", &want, &q, NULL), TOPO_OK);
   assert_int_equal(q.npoints, p.npoints);

@@ -31,9 +31,9 @@
 #include "tuner_test_util.h"
 
 #define SWEEP_NCCL_VERSION 22803 /* the run's NCCL: the profile's section key names it */
-#define COMM_CHANNELS 24      /* "NCCL channels 24" in the calibrate summary */
-#define MAX_ROWS 8192
-#define VS_DEFAULT_MAX 1.01
+#define COMM_CHANNELS      24    /* "NCCL channels 24" in the calibrate summary */
+#define MAX_ROWS           8192
+#define VS_DEFAULT_MAX     1.01
 
 enum { K_FORCED, K_DEFAULT, K_TUNER };
 
@@ -124,12 +124,13 @@ typedef struct summary {
 static const int colls[3] = {ncclFuncAllReduce, ncclFuncAllGather, ncclFuncReduceScatter};
 
 static void print_summary(const char *label, const summary *s) {
-  print_message("%s: %d points, %d measured; tuner/oracle geometric mean %.4f, tuner/oracle"
-                "(<= %d channels) %.4f, tuner/default %.4f, worst tuner/default %.3f; %d reduced "
-                "channel counts, %d unmeasured, %d above %.2f x default\n",
-                label, s->points, s->n_def, exp(s->log_orc / s->n_def),
-                COMM_CHANNELS, exp(s->log_orc24 / s->n_def), exp(s->log_def / s->n_def),
-                s->worst_def, s->reduced, s->unmeasured, s->violations, VS_DEFAULT_MAX);
+  print_message(
+      "%s: %d points, %d measured; tuner/oracle geometric mean %.4f, tuner/oracle"
+      "(<= %d channels) %.4f, tuner/default %.4f, worst tuner/default %.3f; %d reduced "
+      "channel counts, %d unmeasured, %d above %.2f x default\n",
+      label, s->points, s->n_def, exp(s->log_orc / s->n_def), COMM_CHANNELS,
+      exp(s->log_orc24 / s->n_def), exp(s->log_def / s->n_def), s->worst_def, s->reduced,
+      s->unmeasured, s->violations, VS_DEFAULT_MAX);
 }
 
 /* Ask libtopo-tuner.so loaded with `profile_path` for every bench size and judge its picks. */
@@ -163,11 +164,12 @@ static void evaluate(const char *label, const char *profile_path, summary *s) {
       double m = measured(coll, d->bytes, a, p, nch);
       double o = oracle(coll, d->bytes, -1), o24 = oracle(coll, d->bytes, COMM_CHANNELS);
       char pick[32];
-      snprintf(pick, sizeof pick, "%s/%s/%d", topo_nccl_algo_name(a, TOPO_NCCL_FILE), topo_nccl_proto_name(p, TOPO_NCCL_FILE), nch);
+      snprintf(pick, sizeof pick, "%s/%s/%d", topo_nccl_algo_name(a, TOPO_NCCL_FILE),
+               topo_nccl_proto_name(p, TOPO_NCCL_FILE), nch);
       if (m < 0) {
-        print_message("%-14s %10llu  %-18s %9s %9.2f %9.2f %9.2f %8s%s\n", topo_nccl_func_name(coll, TOPO_NCCL_FILE),
-                      (unsigned long long)d->bytes, pick, "-", d->us, o, o24, "-",
-                      nch > 0 ? "  UNMEASURED reduced channels" : "");
+        print_message("%-14s %10llu  %-18s %9s %9.2f %9.2f %9.2f %8s%s\n",
+                      topo_nccl_func_name(coll, TOPO_NCCL_FILE), (unsigned long long)d->bytes, pick,
+                      "-", d->us, o, o24, "-", nch > 0 ? "  UNMEASURED reduced channels" : "");
         if (nch > 0) s->unmeasured++;
         continue;
       }
@@ -178,9 +180,9 @@ static void evaluate(const char *label, const char *profile_path, summary *s) {
       s->log_def += log(r);
       if (r > s->worst_def) s->worst_def = r;
       if (r > VS_DEFAULT_MAX) s->violations++;
-      print_message("%-14s %10llu  %-18s %9.2f %9.2f %9.2f %9.2f %8.3f%s\n", topo_nccl_func_name(coll, TOPO_NCCL_FILE),
-                    (unsigned long long)d->bytes, pick, m, d->us, o, o24, r,
-                    r > VS_DEFAULT_MAX ? "  SLOWER than default" : "");
+      print_message("%-14s %10llu  %-18s %9.2f %9.2f %9.2f %9.2f %8.3f%s\n",
+                    topo_nccl_func_name(coll, TOPO_NCCL_FILE), (unsigned long long)d->bytes, pick,
+                    m, d->us, o, o24, r, r > VS_DEFAULT_MAX ? "  SLOWER than default" : "");
     }
   }
   topo_host_tuner_finalize(&t);
@@ -194,7 +196,8 @@ static void evaluate(const char *label, const char *profile_path, summary *s) {
 static void test_single_line_profile_decisions_never_slower_than_default(void **state) {
   (void)state;
   summary s;
-  evaluate("single-line profile", TOPO_TUNER_TEST_DATA "/h200x2-nccl2.28.3-single-line.profile", &s);
+  evaluate("single-line profile", TOPO_TUNER_TEST_DATA "/h200x2-nccl2.28.3-single-line.profile",
+           &s);
   assert_int_equal(s.points, 84);
   assert_int_equal(s.unmeasured, 0);
   assert_int_equal(s.violations, 0);
@@ -207,7 +210,9 @@ static void write_piecewise_profile(char *path, size_t len, int *nterms) {
   load_rows();
   topo_profile p;
   topo_profile_key want = {"H200", 2, 1, SWEEP_NCCL_VERSION};
-  assert_int_equal(topo_profile_load(TOPO_TUNER_TEST_DATA "/h200x2-nccl2.28.3-single-line.profile", &want, &p), TOPO_OK);
+  assert_int_equal(
+      topo_profile_load(TOPO_TUNER_TEST_DATA "/h200x2-nccl2.28.3-single-line.profile", &want, &p),
+      TOPO_OK);
   topo_profile_free(&p);
   static uint64_t b[64];
   static double us[64];
@@ -298,7 +303,8 @@ static int decide(const char *profile, size_t bytes, int nccl_proto, int *proto)
   table[NCCL_ALGO_RING * 3 + NCCL_PROTO_LL] = nccl_proto == NCCL_PROTO_LL ? 10.0f : 20.0f;
   table[NCCL_ALGO_RING * 3 + NCCL_PROTO_SIMPLE] = nccl_proto == NCCL_PROTO_SIMPLE ? 10.0f : 20.0f;
   int nch = -1, a = -1;
-  assert_int_equal(topo_host_tuner_get(&t, ncclFuncAllReduce, bytes, 1, table, 0, &nch), ncclSuccess);
+  assert_int_equal(topo_host_tuner_get(&t, ncclFuncAllReduce, bytes, 1, table, 0, &nch),
+                   ncclSuccess);
   assert_true(topo_host_select(table, 7, 3, &a, proto));
   assert_int_equal(a, NCCL_ALGO_RING);
   topo_host_tuner_finalize(&t);
@@ -311,11 +317,15 @@ static void ring_ll_points(char *buf, size_t len, double own_us, double ch4_us, 
                            unsigned long long ch4_lo) {
   size_t n = 0;
   for (unsigned long long b = 512u << 10; b <= (2u << 20); b *= 2) {
-    n += (size_t)snprintf(buf + n, len - n, "point allreduce ring ll channels=0 bytes=%llu median_us=%g noise_us=%g\n",
-                          b, own_us, noise);
+    n +=
+        (size_t)snprintf(buf + n, len - n,
+                         "point allreduce ring ll channels=0 bytes=%llu median_us=%g noise_us=%g\n",
+                         b, own_us, noise);
     if (ch4_us > 0 && b >= ch4_lo)
-      n += (size_t)snprintf(buf + n, len - n, "point allreduce ring ll channels=4 bytes=%llu median_us=%g noise_us=%g\n",
-                            b, ch4_us, noise);
+      n += (size_t)snprintf(
+          buf + n, len - n,
+          "point allreduce ring ll channels=4 bytes=%llu median_us=%g noise_us=%g\n", b, ch4_us,
+          noise);
   }
 }
 
@@ -354,7 +364,8 @@ static void test_builtin_profile_never_reduces_channels(void **state) {
   topo_host_tuner t;
   assert_int_equal(topo_host_tuner_load(&t, TOPO_TEST_TUNER_SO, TOPO_NCCL_2_28), TOPO_OK);
   for (int nranks = 2; nranks <= 16; nranks *= 2) {
-    assert_int_equal(topo_host_tuner_init(&t, 1, (size_t)nranks, 1, topo_host_log, NULL, NULL), ncclSuccess);
+    assert_int_equal(topo_host_tuner_init(&t, 1, (size_t)nranks, 1, topo_host_log, NULL, NULL),
+                     ncclSuccess);
     for (int coll = 0; coll < 5; coll++)
       for (size_t b = 8; b <= (1ull << 32); b = b * 3 / 2) {
         float table[21];
@@ -377,8 +388,8 @@ static void test_nccl_pick_kept_unless_the_measured_gain_is_beyond_the_noise(voi
     int want;
   } cases[] = {
       {10.2, 0.05, NCCL_PROTO_SIMPLE}, /* Simple (NCCL's) 2 % slower than LL, within 2 x 0.15 */
-      {12, 0.5, NCCL_PROTO_LL},       /* 20 % slower, beyond 2 x 0.5 */
-      {12, 1.1, NCCL_PROTO_SIMPLE},   /* 20 % slower but within 2 x 1.1 */
+      {12, 0.5, NCCL_PROTO_LL},        /* 20 % slower, beyond 2 x 0.5 */
+      {12, 1.1, NCCL_PROTO_SIMPLE},    /* 20 % slower but within 2 x 1.1 */
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char pts[1024], path[64];
@@ -387,7 +398,8 @@ static void test_nccl_pick_kept_unless_the_measured_gain_is_beyond_the_noise(voi
       n += (size_t)snprintf(pts + n, sizeof pts - n,
                             "point allreduce ring ll bytes=%llu median_us=10 noise_us=%g\n"
                             "point allreduce ring simple bytes=%llu median_us=%g noise_us=%g\n",
-                            b, i == 0 ? 0.15 : cases[i].noise, b, cases[i].simple_us, cases[i].noise);
+                            b, i == 0 ? 0.15 : cases[i].noise, b, cases[i].simple_us,
+                            cases[i].noise);
     write_profile(path, sizeof path, pts);
     int proto = -1;
     decide(path, 1 << 20, NCCL_PROTO_SIMPLE, &proto);
@@ -397,8 +409,10 @@ static void test_nccl_pick_kept_unless_the_measured_gain_is_beyond_the_noise(voi
   /* A model term 10x faster, nothing measured: NCCL's pick. */
   char path[64];
   write_profile(path, sizeof path,
-                "term allreduce ring ll lat_us=1 bw_gbs=1000 min_bytes=8 max_bytes=1073741824 rel_err=0.001 npoints=20\n"
-                "term allreduce ring simple lat_us=10 bw_gbs=100 min_bytes=8 max_bytes=1073741824 rel_err=0.001 npoints=20\n");
+                "term allreduce ring ll lat_us=1 bw_gbs=1000 min_bytes=8 max_bytes=1073741824 "
+                "rel_err=0.001 npoints=20\n"
+                "term allreduce ring simple lat_us=10 bw_gbs=100 min_bytes=8 max_bytes=1073741824 "
+                "rel_err=0.001 npoints=20\n");
   int proto = -1;
   decide(path, 1 << 20, NCCL_PROTO_SIMPLE, &proto);
   unlink(path);

@@ -64,8 +64,10 @@ static void fifo_returns_at_once(const char *var) {
   if (pid == 0) _exit(init_once("not a regular file"));
   int status = 0, done = 0;
   while (now_s() - t0 < 1.0)
-    if (waitpid(pid, &status, WNOHANG) == pid) { done = 1; break; }
-    else usleep(2000);
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      done = 1;
+      break;
+    } else usleep(2000);
   if (!done) {
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
@@ -140,7 +142,8 @@ static void test_descending_terms_load_linearly(void **state) {
   for (int i = N - 1; i >= 0; i--)
     len += (size_t)snprintf(text + len, cap - len,
                             "term allreduce ring simple channels=4 lat_us=5 bw_gbs=100 "
-                            "min_bytes=%d max_bytes=%d\n", i * 16, i * 16 + 15);
+                            "min_bytes=%d max_bytes=%d\n",
+                            i * 16, i * 16 + 15);
   topo_profile_key want = {.gpu = "H200", .nranks = 2, .nnodes = 1};
   topo_profile p;
   int nbad = -1;

@@ -16,7 +16,9 @@
 #include "tuner_test_util.h"
 
 /* An unknown TOPO_* name, spelt in two pieces so that no checker mistakes it for a real one. */
-#define UNKNOWN_VAR "TOPO_" "TUNER_NO_SUCH_KNOB"
+#define UNKNOWN_VAR \
+  "TOPO_"           \
+  "TUNER_NO_SUCH_KNOB"
 
 static const char *so = TOPO_TEST_TUNER_SO;
 
@@ -48,9 +50,13 @@ static void close_tuner(topo_host_tuner *t) {
 
 static void test_each_nccl_version_gets_its_highest_abi(void **state) {
   (void)state;
-  static const struct { int nccl, abi; } cases[] = {{TOPO_NCCL_2_21, 2}, {TOPO_NCCL_2_22, 3},
-                                                    {TOPO_NCCL_2_24, 4}, {TOPO_NCCL_2_28, 5},
-                                                    {TOPO_NCCL_2_30, 6}};
+  static const struct {
+    int nccl, abi;
+  } cases[] = {{TOPO_NCCL_2_21, 2},
+               {TOPO_NCCL_2_22, 3},
+               {TOPO_NCCL_2_24, 4},
+               {TOPO_NCCL_2_28, 5},
+               {TOPO_NCCL_2_30, 6}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     topo_host_tuner t;
     open_tuner(&t, cases[i].nccl, 2, 1);
@@ -88,7 +94,8 @@ static void test_ignored_entries_stay_ignored(void **state) {
       size_t bytes = test_rand_size(&seed, 33);
       for (int i = 0; i < t.num_algo * 3; i++) {
         uint64_t r = test_rand(&seed) % 8;
-        table[i] = r < 3 ? negatives[test_rand(&seed) % 4] : (float)(test_rand(&seed) % 100000) / 10.0f;
+        table[i] =
+            r < 3 ? negatives[test_rand(&seed) % 4] : (float)(test_rand(&seed) % 100000) / 10.0f;
       }
       memcpy(before, table, sizeof table);
       int nch = 0;
@@ -187,8 +194,9 @@ static void test_null_context_leaves_table_alone(void **state) {
   nccl2_fill(ncclFuncAllReduce, 4096, 7, table);
   memcpy(before, table, sizeof table);
   int nch = 3;
-  assert_int_equal(v6->getCollInfo(NULL, ncclFuncAllReduce, 4096, 1, (float **)table, 7, 3, 0, &nch),
-                   ncclSuccess);
+  assert_int_equal(
+      v6->getCollInfo(NULL, ncclFuncAllReduce, 4096, 1, (float **)table, 7, 3, 0, &nch),
+      ncclSuccess);
   assert_memory_equal(table, before, sizeof table);
   assert_int_equal(nch, 3);
   size_t chunk = 131072;
@@ -233,8 +241,9 @@ static void test_v6_chunk_size_is_left_to_nccl(void **state) {
   const ncclTuner_v6_t *v6 = t.lib.sym;
   for (int p = 0; p < 3; p++) {
     size_t chunk = 524288;
-    assert_int_equal(v6->getChunkSize(t.ctx, ncclFuncAllReduce, 1 << 20, NCCL_ALGO_RING, p, 1, &chunk),
-                     ncclSuccess);
+    assert_int_equal(
+        v6->getChunkSize(t.ctx, ncclFuncAllReduce, 1 << 20, NCCL_ALGO_RING, p, 1, &chunk),
+        ncclSuccess);
     assert_int_equal(chunk, 524288);
   }
   close_tuner(&t);
@@ -257,13 +266,17 @@ static void test_v6_chunk_size_stays_nccl_with_a_calibrated_profile(void **state
       for (int a = 0; a < 7; a++)
         for (int p = 0; p < 3; p++)
           for (size_t bytes = 8; bytes <= ((size_t)1 << 30); bytes *= 32) {
-            size_t nccl = (size_t)(p == NCCL_PROTO_SIMPLE ? 524288 : p == NCCL_PROTO_LL ? 32768 : 120 * 1024);
+            size_t nccl = (size_t)(p == NCCL_PROTO_SIMPLE ? 524288
+                                   : p == NCCL_PROTO_LL   ? 32768
+                                                          : 120 * 1024);
             size_t chunk = nccl;
             int nch = 1 + (int)(bytes % 31);
-            assert_int_equal(v6->getChunkSize(t.ctx, (ncclFunc_t)coll, bytes, a, p, nch, &chunk), ncclSuccess);
+            assert_int_equal(v6->getChunkSize(t.ctx, (ncclFunc_t)coll, bytes, a, p, nch, &chunk),
+                             ncclSuccess);
             assert_int_equal(chunk, nccl);
           }
-    assert_int_equal(v6->getChunkSize(t.ctx, ncclFuncAllReduce, 4096, NCCL_ALGO_RING, NCCL_PROTO_SIMPLE, 1, NULL),
+    assert_int_equal(v6->getChunkSize(t.ctx, ncclFuncAllReduce, 4096, NCCL_ALGO_RING,
+                                      NCCL_PROTO_SIMPLE, 1, NULL),
                      ncclSuccess);
     close_tuner(&t);
     unsetenv("TOPO_TUNER_FORCE");
@@ -280,7 +293,8 @@ static void test_v2_returns_a_pair_nccl_can_use(void **state) {
       float table[18];
       nccl2_fill(coll, (size_t)1 << sz, 6, table);
       int nch = 0, a = -1, p = -1;
-      assert_int_equal(topo_host_tuner_get(&t, coll, (size_t)1 << sz, 1, table, 0, &nch), ncclSuccess);
+      assert_int_equal(topo_host_tuner_get(&t, coll, (size_t)1 << sz, 1, table, 0, &nch),
+                       ncclSuccess);
       assert_true(topo_host_select(table, 6, 3, &a, &p));
       assert_float_equal(table[a * 3 + p], 0.0f, 0.0f); /* the shim turned our pair into 0.0 */
       assert_int_equal(nch, 0);
@@ -332,10 +346,11 @@ static char *write_temp(const char *text) {
 
 static void test_rules_pin_choices_ahead_of_the_model(void **state) {
   (void)state;
-  char *path = write_temp("# pin Tree/Simple for mid AllReduce, 2 channels\n"
-                          "allreduce,1024,65536,tree,simple,2,-1,-1\n"
-                          "allreduce,0,-1,ring,bogus,-1,-1,-1\n"
-                          "allgather,0,100,ring,ll128,-1,1,2,-1,-1\n");
+  char *path = write_temp(
+      "# pin Tree/Simple for mid AllReduce, 2 channels\n"
+      "allreduce,1024,65536,tree,simple,2,-1,-1\n"
+      "allreduce,0,-1,ring,bogus,-1,-1,-1\n"
+      "allgather,0,100,ring,ll128,-1,1,2,-1,-1\n");
   setenv("TOPO_TUNER_RULES", path, 1);
   topo_host_tuner t;
   open_tuner(&t, TOPO_NCCL_2_28, 2, 1);
@@ -372,9 +387,10 @@ static void v2_pick(topo_host_tuner *t, int coll, size_t nbytes, int collnet, in
   *a = NCCL_ALGO_UNDEF;
   *p = NCCL_PROTO_UNDEF;
   int nch = 0;
-  assert_int_equal(((const ncclTuner_v2_t *)t->lib.sym)
-                       ->getCollInfo(t->ctx, (ncclFunc_t)coll, nbytes, collnet, nvls, 1, a, p, &nch),
-                   ncclSuccess);
+  assert_int_equal(
+      ((const ncclTuner_v2_t *)t->lib.sym)
+          ->getCollInfo(t->ctx, (ncclFunc_t)coll, nbytes, collnet, nvls, 1, a, p, &nch),
+      ncclSuccess);
 }
 
 static void test_v2_force_only_where_supported(void **state) {
@@ -409,12 +425,13 @@ static void test_v2_force_only_where_supported(void **state) {
 
 static void test_v2_rules_only_where_supported(void **state) {
   (void)state;
-  char *path = write_temp("allreduce,0,-1,collnet_direct,simple,-1,-1,-1\n"
-                          "broadcast,0,-1,tree,ll,-1,-1,-1\n"
-                          "allgather,0,-1,nvls,simple,-1,-1,-1\n"
-                          "allgather,0,-1,ring,ll128,-1,-1,-1\n"
-                          "allreduce,0,-1,nvls_tree,simple,-1,-1,-1\n"
-                          "allreduce,0,-1,ring,ll,-1,-1,-1\n");
+  char *path = write_temp(
+      "allreduce,0,-1,collnet_direct,simple,-1,-1,-1\n"
+      "broadcast,0,-1,tree,ll,-1,-1,-1\n"
+      "allgather,0,-1,nvls,simple,-1,-1,-1\n"
+      "allgather,0,-1,ring,ll128,-1,-1,-1\n"
+      "allreduce,0,-1,nvls_tree,simple,-1,-1,-1\n"
+      "allreduce,0,-1,ring,ll,-1,-1,-1\n");
   setenv("TOPO_TUNER_RULES", path, 1);
   topo_host_tuner t;
   open_tuner(&t, TOPO_NCCL_2_21, 2, 1);
@@ -467,9 +484,10 @@ static void test_v2_model_only_where_supported(void **state) {
  * so once per rule / force. */
 static void test_v3_ignored_entries_with_rules_and_force(void **state) {
   (void)state;
-  char *path = write_temp("allreduce,0,-1,pat,simple,-1,-1,-1\n"
-                          "allreduce,0,-1,tree,ll128,3,-1,-1\n"
-                          "allreduce,0,-1,ring,ll,-1,-1,-1\n");
+  char *path = write_temp(
+      "allreduce,0,-1,pat,simple,-1,-1,-1\n"
+      "allreduce,0,-1,tree,ll128,3,-1,-1\n"
+      "allreduce,0,-1,ring,ll,-1,-1,-1\n");
   setenv("TOPO_TUNER_RULES", path, 1);
   static const int versions[] = {TOPO_NCCL_2_22, TOPO_NCCL_2_24, TOPO_NCCL_2_28, TOPO_NCCL_2_30};
   for (int v = 0; v < 4; v++) {
@@ -590,10 +608,16 @@ static void test_fitted_terms_take_precedence_in_their_range(void **state) {
   (void)state;
   topo_profile prof;
   topo_profile_builtin("H200", &prof);
-  topo_profile_term term = {.coll = ncclFuncAllReduce, .algo = NCCL_ALGO_TREE,
-                            .proto = NCCL_PROTO_LL128, .nchannels = 0, .lat_us = 1.0,
-                            .bw_gbs = 2000.0, .min_bytes = 1 << 20, .max_bytes = 1 << 24,
-                            .rel_err = 0.01, .npoints = 5};
+  topo_profile_term term = {.coll = ncclFuncAllReduce,
+                            .algo = NCCL_ALGO_TREE,
+                            .proto = NCCL_PROTO_LL128,
+                            .nchannels = 0,
+                            .lat_us = 1.0,
+                            .bw_gbs = 2000.0,
+                            .min_bytes = 1 << 20,
+                            .max_bytes = 1 << 24,
+                            .rel_err = 0.01,
+                            .npoints = 5};
   assert_int_equal(topo_profile_set_term(&prof, &term), TOPO_OK);
   char path[] = "/tmp/topo-tuner-terms-XXXXXX";
   FILE *f = fdopen(mkstemp(path), "w");
@@ -665,14 +689,16 @@ static void test_v5_constants_calibrated_within_bounds(void **state) {
   for (size_t i = 0; i < sizeof c / sizeof(double); i++) {
     if (cv[i] == dv[i]) continue;
     changed++;
-    assert_true(cv[i] > 0 && cv[i] >= dv[i] / 4 - 1e-12 && (dv[i] == 0 || cv[i] <= dv[i] * 4 + 1e-12));
+    assert_true(cv[i] > 0 && cv[i] >= dv[i] / 4 - 1e-12 &&
+                (dv[i] == 0 || cv[i] <= dv[i] * 4 + 1e-12));
   }
   assert_true(changed > 0);
   /* Other rows (Volta, Ampere, Blackwell) are never touched. */
   for (int row = 0; row < 4; row++) {
     if (row == NCCL_HOPPER_COMPCAP_IDX) continue;
     assert_memory_equal(c.llMaxBws[row], d.llMaxBws[row], sizeof c.llMaxBws[row]);
-    assert_memory_equal(c.perChMaxTreeBws[row], d.perChMaxTreeBws[row], sizeof c.perChMaxTreeBws[row]);
+    assert_memory_equal(c.perChMaxTreeBws[row], d.perChMaxTreeBws[row],
+                        sizeof c.perChMaxTreeBws[row]);
   }
   close_tuner(&t);
   topo_profile_free(&prof);

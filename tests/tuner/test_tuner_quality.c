@@ -29,13 +29,13 @@
 #include "sweep_profile.h"
 #include "tuner_test_util.h"
 
-#define MAX_ROWS 1024
-#define MAX_KEYS 32
+#define MAX_ROWS  1024
+#define MAX_KEYS  32
 #define MAX_SIZES 32
 
 /* Targets: geometric-mean regret, worst regret, worst loss against NCCL's default. */
-#define GEOMEAN_MAX 1.02
-#define WORST_MAX 1.10
+#define GEOMEAN_MAX    1.02
+#define WORST_MAX      1.10
 #define VS_DEFAULT_MAX 1.05
 
 static sweep_row rows[MAX_ROWS];
@@ -185,12 +185,13 @@ static void test_tuner_choices_between_measured_sizes_are_near_the_best(void **s
   double geomean = exp(tot.log_regret / tot.npoints);
   print_message("NCCL's default on the same grid: regret geometric mean %.4f, worst %.3f\n",
                 exp(tot.log_regret_default / tot.npoints), tot.worst_default);
-  print_message("points %d, each judged with its size left out of the profile: regret geometric "
-                "mean %.4f (target <= %.2f), worst %.3f (<= %.2f); worst against NCCL's default "
-                "%.3f (<= %.2f); geometric mean against every measured configuration, raised "
-                "channels included, %.4f\n",
-                tot.npoints, geomean, GEOMEAN_MAX, tot.worst, WORST_MAX, tot.worst_vs_default,
-                VS_DEFAULT_MAX, exp(tot.log_regret_any / tot.npoints));
+  print_message(
+      "points %d, each judged with its size left out of the profile: regret geometric "
+      "mean %.4f (target <= %.2f), worst %.3f (<= %.2f); worst against NCCL's default "
+      "%.3f (<= %.2f); geometric mean against every measured configuration, raised "
+      "channels included, %.4f\n",
+      tot.npoints, geomean, GEOMEAN_MAX, tot.worst, WORST_MAX, tot.worst_vs_default, VS_DEFAULT_MAX,
+      exp(tot.log_regret_any / tot.npoints));
   assert_int_equal(tot.npoints, 42);
   assert_true(geomean <= GEOMEAN_MAX);
   assert_true(tot.worst <= WORST_MAX);

@@ -88,11 +88,11 @@ static void check_dir(const char *dir, int min_calls) {
     assert_int_equal(r0[i].coll, r1[i].coll);
     assert_int_equal(r0[i].bytes, r1[i].bytes);
     if (r0[i].algo != r1[i].algo || r0[i].proto != r1[i].proto || r0[i].nch != r1[i].nch)
-      fail_msg("call %d: rank 0 %d/%d/%d, rank 1 %d/%d/%d", i, r0[i].algo, r0[i].proto,
-               r0[i].nch, r1[i].algo, r1[i].proto, r1[i].nch);
+      fail_msg("call %d: rank 0 %d/%d/%d, rank 1 %d/%d/%d", i, r0[i].algo, r0[i].proto, r0[i].nch,
+               r1[i].algo, r1[i].proto, r1[i].nch);
     if (i < 64 || r0[i].bytes != r0[i - 1].bytes)
-      print_message("%s coll %d %10zu B -> algo %d proto %d nch %d\n", dir, r0[i].coll,
-                    r0[i].bytes, r0[i].algo, r0[i].proto, r0[i].nch);
+      print_message("%s coll %d %10zu B -> algo %d proto %d nch %d\n", dir, r0[i].coll, r0[i].bytes,
+                    r0[i].algo, r0[i].proto, r0[i].nch);
   }
 }
 

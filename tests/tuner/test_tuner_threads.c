@@ -18,7 +18,7 @@
 
 #define QUERIES 120000
 #define THREADS 8
-#define CYCLES 60
+#define CYCLES  60
 
 static int setup(void **state) {
   (void)state;
@@ -60,10 +60,12 @@ static void test_two_ranks_answer_identically(void **state) {
     assert_int_equal(topo_host_tuner_load(&r0, TOPO_TEST_TUNER_SO, TOPO_NCCL_2_28), TOPO_OK);
     assert_int_equal(topo_host_tuner_load(&r1, copy, TOPO_NCCL_2_28), TOPO_OK);
     assert_ptr_not_equal(r0.lib.sym, r1.lib.sym);
-    assert_int_equal(topo_host_tuner_init(&r0, 7, shapes[s].nranks, shapes[s].nnodes,
-                                          topo_host_log, NULL, NULL), ncclSuccess);
-    assert_int_equal(topo_host_tuner_init(&r1, 7, shapes[s].nranks, shapes[s].nnodes,
-                                          topo_host_log, NULL, NULL), ncclSuccess);
+    assert_int_equal(
+        topo_host_tuner_init(&r0, 7, shapes[s].nranks, shapes[s].nnodes, topo_host_log, NULL, NULL),
+        ncclSuccess);
+    assert_int_equal(
+        topo_host_tuner_init(&r1, 7, shapes[s].nranks, shapes[s].nnodes, topo_host_log, NULL, NULL),
+        ncclSuccess);
     uint64_t seed = 1000 + s;
     for (int q = 0; q < QUERIES / 4; q++) {
       int coll = (int)(test_rand(&seed) % 5);
@@ -117,7 +119,8 @@ static void *worker(void *arg) {
     int shape = (id + c) % 4;
     topo_host_tuner t = shared; /* same library, own context */
     if (topo_host_tuner_init(&t, (uint64_t)(id * 1000 + c), shape_ranks[shape], 1, topo_host_log,
-                             NULL, NULL) != ncclSuccess || !t.ctx) {
+                             NULL, NULL) != ncclSuccess ||
+        !t.ctx) {
       pthread_mutex_lock(&fail_lock);
       thread_failures++;
       pthread_mutex_unlock(&fail_lock);

@@ -15,14 +15,16 @@
 
 /* NCCL 2.28.9's latency (us) / bandwidth (GB/s) on 2 x H200, one node, NVLS off (nccl-debug-log):
  * [coll][algo][proto], 0 bandwidth = disabled. */
-static const float nccl2_lat[5][7][3] = {
-    {{0, 0, 0}, {7.2f, 15.9f, 11.8f}}, {{0, 0, 0}, {7.2f, 15.9f, 11.8f}},
-    {{0, 0, 0}, {7.2f, 15.9f, 11.8f}}, {{0, 0, 0}, {7.2f, 15.9f, 11.8f}},
-    {{8.0f, 16.5f, 16.4f}, {7.8f, 17.8f, 15.2f}}};
-static const float nccl2_bw[5][7][3] = {
-    {{0, 0, 0}, {141.0f, 331.2f, 360.0f}}, {{0, 0, 0}, {141.0f, 331.2f, 360.0f}},
-    {{0, 0, 0}, {282.0f, 662.4f, 720.0f}}, {{0, 0, 0}, {282.0f, 662.4f, 720.0f}},
-    {{61.1f, 180.6f, 232.2f}, {141.0f, 331.2f, 360.0f}}};
+static const float nccl2_lat[5][7][3] = {{{0, 0, 0}, {7.2f, 15.9f, 11.8f}},
+                                         {{0, 0, 0}, {7.2f, 15.9f, 11.8f}},
+                                         {{0, 0, 0}, {7.2f, 15.9f, 11.8f}},
+                                         {{0, 0, 0}, {7.2f, 15.9f, 11.8f}},
+                                         {{8.0f, 16.5f, 16.4f}, {7.8f, 17.8f, 15.2f}}};
+static const float nccl2_bw[5][7][3] = {{{0, 0, 0}, {141.0f, 331.2f, 360.0f}},
+                                        {{0, 0, 0}, {141.0f, 331.2f, 360.0f}},
+                                        {{0, 0, 0}, {282.0f, 662.4f, 720.0f}},
+                                        {{0, 0, 0}, {282.0f, 662.4f, 720.0f}},
+                                        {{61.1f, 180.6f, 232.2f}, {141.0f, 331.2f, 360.0f}}};
 
 /* Fill float[num_algo][3] as NCCL does on that machine: time where enabled, -1 elsewhere. */
 static inline void nccl2_fill(int coll, size_t nbytes, int num_algo, float *table) {

@@ -22,11 +22,11 @@
 
 #include "nccl_vocab.h"
 
-#define TOPO_CAL_MAX_SIZES 128
+#define TOPO_CAL_MAX_SIZES            128
 #define TOPO_CAL_MAX_CHANNEL_SETTINGS 16
-#define TOPO_CAL_MAX_ITERS 1000
-#define TOPO_CAL_MAX_ROUNDS 100
-#define TOPO_CAL_ELEM_BYTES 4 /* float, as nccl-tests */
+#define TOPO_CAL_MAX_ITERS            1000
+#define TOPO_CAL_MAX_ROUNDS           100
+#define TOPO_CAL_ELEM_BYTES           4 /* float, as nccl-tests */
 
 /* How a forced choice reaches NCCL. */
 enum topo_cal_force_via { TOPO_CAL_VIA_AUTO = 0, TOPO_CAL_VIA_TUNER, TOPO_CAL_VIA_ENV };
@@ -38,35 +38,36 @@ enum topo_cal_timing { TOPO_CAL_TIMING_AUTO = 0, TOPO_CAL_TIMING_GRAPH, TOPO_CAL
  */
 typedef struct topo_cal_options {
   int help, version;
-  int ngpus;                    /* 0 = every visible GPU */
-  unsigned colls;               /* bit per collective */
-  unsigned algos;               /* bit per algorithm; 0 = every one NCCL allows */
-  unsigned protos;              /* bit per protocol; 0 = every one NCCL allows */
+  int ngpus;                                   /* 0 = every visible GPU */
+  unsigned colls;                              /* bit per collective */
+  unsigned algos;                              /* bit per algorithm; 0 = every one NCCL allows */
+  unsigned protos;                             /* bit per protocol; 0 = every one NCCL allows */
   int channels[TOPO_CAL_MAX_CHANNEL_SETTINGS]; /* forced channel counts, 0 = NCCL's own */
   int nchannels;
   uint64_t min_bytes, max_bytes;
-  double step;                  /* size factor between points, > 1 */
+  double step; /* size factor between points, > 1 */
   int iters, warmup;
-  int rounds;                   /* repeats of every setting, interleaved (default 3) */
+  int rounds; /* repeats of every setting, interleaved (default 3) */
   int quick;
-  int timing;                   /* topo_cal_timing */
-  uint64_t graph_max_bytes;     /* auto timing: CUDA graphs up to this size */
+  int timing;               /* topo_cal_timing */
+  uint64_t graph_max_bytes; /* auto timing: CUDA graphs up to this size */
   uint64_t p2p_bytes;
-  int p2p, sweep, run_default;  /* parts to run (1 = yes) */
+  int p2p, sweep, run_default; /* parts to run (1 = yes) */
   int bench;
-  int nodes;                    /* > 1: one process per GPU, NCCL_HOSTID per node (socket transport) */
-  int procs;                    /* 1: one process per GPU even on one node */
-  int force_via;                /* topo_cal_force_via */
-  int verify;                   /* read NCCL's INFO log to confirm what ran */
-  double prune;                 /* skip a setting's larger sizes once it is this much slower (0 = off) */
-  double line_rate_gbs;         /* 0 = from the GPU model */
-  double floor_us;              /* fastest credible collective */
-  const char *output;           /* profile to write */
-  const char *csv;              /* raw measurements */
-  const char *tuner;            /* libtopo-tuner.so */
-  const char *profile;          /* --bench: profile the tuner runs on */
-  const char *workdir;          /* NCCL log and temporary profile */
-  double time_budget_s;         /* > 0: skip forced settings once the run nears this (default/tuner still run) */
+  int nodes;            /* > 1: one process per GPU, NCCL_HOSTID per node (socket transport) */
+  int procs;            /* 1: one process per GPU even on one node */
+  int force_via;        /* topo_cal_force_via */
+  int verify;           /* read NCCL's INFO log to confirm what ran */
+  double prune;         /* skip a setting's larger sizes once it is this much slower (0 = off) */
+  double line_rate_gbs; /* 0 = from the GPU model */
+  double floor_us;      /* fastest credible collective */
+  const char *output;   /* profile to write */
+  const char *csv;      /* raw measurements */
+  const char *tuner;    /* libtopo-tuner.so */
+  const char *profile;  /* --bench: profile the tuner runs on */
+  const char *workdir;  /* NCCL log and temporary profile */
+  double
+      time_budget_s; /* > 0: skip forced settings once the run nears this (default/tuner still run) */
   int verbose;
 } topo_cal_options;
 
@@ -83,13 +84,17 @@ int topo_cal_parse_size(const char *text, uint64_t *out);
 /* ---------------------------------------------------------------------------------------------
  * Planning (plan.c)
  */
-typedef enum topo_cal_kind { TOPO_CAL_FORCED = 0, TOPO_CAL_DEFAULT = 1, TOPO_CAL_TUNER = 2 } topo_cal_kind;
+typedef enum topo_cal_kind {
+  TOPO_CAL_FORCED = 0,
+  TOPO_CAL_DEFAULT = 1,
+  TOPO_CAL_TUNER = 2
+} topo_cal_kind;
 
 typedef struct topo_cal_setting {
-  int kind;          /* topo_cal_kind */
-  int algo, proto;   /* TOPO_CAL_FORCED only */
-  int nchannels;     /* TOPO_CAL_FORCED: 0 = NCCL's own count */
-  int beyond_reach;  /* 1: more channels than NCCL's communicator has - measured in one built with
+  int kind;         /* topo_cal_kind */
+  int algo, proto;  /* TOPO_CAL_FORCED only */
+  int nchannels;    /* TOPO_CAL_FORCED: 0 = NCCL's own count */
+  int beyond_reach; /* 1: more channels than NCCL's communicator has - measured in one built with
                         minCTAs = maxCTAs, a shape no tuner can choose (advice only, not fitted) */
 } topo_cal_setting;
 
@@ -106,7 +111,8 @@ void topo_cal_rules_allowed(int nranks, int nnodes, topo_cal_allowed *out);
 
 /* Sizes from min to max (both included when reachable), multiplying by step, each rounded down
  * to a multiple of 4 bytes (at least 4), duplicates dropped. Returns the count (<= cap). */
-int topo_cal_plan_sizes(uint64_t min_bytes, uint64_t max_bytes, double step, uint64_t *out, int cap);
+int topo_cal_plan_sizes(uint64_t min_bytes, uint64_t max_bytes, double step, uint64_t *out,
+                        int cap);
 
 /* The bytes a collective really moves for a planned size with nranks ranks and 4-byte elements:
  * AllGather/ReduceScatter round down to a multiple of 4*nranks (at least that), the others to
@@ -185,55 +191,55 @@ enum topo_cal_point_status {
 };
 
 typedef struct topo_cal_point {
-  int setting;              /* index into results.settings */
+  int setting; /* index into results.settings */
   int coll;
-  uint64_t bytes;           /* as the tuner sees it */
-  size_t count;             /* elements per rank buffer */
-  topo_cal_stats stats;     /* us per call */
-  int graph;                /* 1: CUDA-graph timed */
-  int calls;                /* calls per sample */
-  int status;               /* topo_cal_point_status */
+  uint64_t bytes;                        /* as the tuner sees it */
+  size_t count;                          /* elements per rank buffer */
+  topo_cal_stats stats;                  /* us per call */
+  int graph;                             /* 1: CUDA-graph timed */
+  int calls;                             /* calls per sample */
+  int status;                            /* topo_cal_point_status */
   int ran_algo, ran_proto, ran_channels; /* from NCCL's log, -1 unknown */
-  int round;                /* the round it was measured in (0-based) */
-  int pair;                 /* TOPO_CAL_DEFAULT: which of the two A/A communicators (0, 1) */
+  int round;                             /* the round it was measured in (0-based) */
+  int pair; /* TOPO_CAL_DEFAULT: which of the two A/A communicators (0, 1) */
 } topo_cal_point;
 
 typedef struct topo_cal_device {
   char name[96];
   int sms;
   double mem_gib;
-  int multicast;            /* NVLS-capable: 1, 0, -1 unknown */
+  int multicast; /* NVLS-capable: 1, 0, -1 unknown */
 } topo_cal_device;
 
 typedef struct topo_cal_results {
   /* machine */
   char gpu_model[32];
-  int ndev;                 /* devices measured in this process (p2p, floors) */
+  int ndev; /* devices measured in this process (p2p, floors) */
   topo_cal_device dev[64];
   int nranks, nnodes, nprocs;
-  int nccl_version;         /* runtime ncclGetVersion */
-  char nccl_path[256];      /* library that answered */
-  int nccl_channels;        /* "N coll channels" from NCCL's log, 0 unknown */
-  int force_via;            /* what was used: TOPO_CAL_VIA_TUNER or _ENV */
-  int tuner_loaded;         /* NCCL logged "TUNER/Plugin: Using ..." (1), not (0), unknown (-1) */
+  int nccl_version;    /* runtime ncclGetVersion */
+  char nccl_path[256]; /* library that answered */
+  int nccl_channels;   /* "N coll channels" from NCCL's log, 0 unknown */
+  int force_via;       /* what was used: TOPO_CAL_VIA_TUNER or _ENV */
+  int tuner_loaded;    /* NCCL logged "TUNER/Plugin: Using ..." (1), not (0), unknown (-1) */
   char tuner_name[64];
   double line_rate_gbs;
   topo_cal_allowed allowed;
-  int allowed_from_nccl;    /* 1: from NCCL's table, 0: from the built-in rules */
+  int allowed_from_nccl; /* 1: from NCCL's table, 0: from the built-in rules */
   /* p2p [src*ndev + dst], 0 = not measured */
   double *p2p_ce_bw, *p2p_ce_lat, *p2p_sm_bw, *p2p_sm_lat;
-  double local_ce_bw, local_sm_bw;      /* device-local copy, GB/s (read + write counted once) */
-  double floor_graph_us;    /* GPU time of one minimal op back to back in a graph */
-  double floor_eager_us;    /* the same enqueued eagerly (host launch rate) */
-  double floor_sync_us;     /* launch + completion round trip seen by the host */
+  double local_ce_bw, local_sm_bw; /* device-local copy, GB/s (read + write counted once) */
+  double floor_graph_us;           /* GPU time of one minimal op back to back in a graph */
+  double floor_eager_us;           /* the same enqueued eagerly (host launch rate) */
+  double floor_sync_us;            /* launch + completion round trip seen by the host */
   /* sweep */
   topo_cal_setting *settings;
   int nsettings, cap_settings;
   topo_cal_point *points;
   int npoints, cap_points;
-  int partial;              /* 1: stopped early (signal or time budget); what ran is complete */
-  int skipped_settings;     /* forced settings not run because of the time budget */
-  int rounds;               /* rounds every setting ran in (interleaved, rotated order) */
+  int partial;          /* 1: stopped early (signal or time budget); what ran is complete */
+  int skipped_settings; /* forced settings not run because of the time budget */
+  int rounds;           /* rounds every setting ran in (interleaved, rotated order) */
 } topo_cal_results;
 
 void topo_cal_results_init(topo_cal_results *r);
@@ -256,22 +262,23 @@ typedef struct topo_cal_measured {
   int coll, algo, proto, channels; /* channels -1: unknown */
   uint64_t bytes;
   double median_us;
-  int n;                    /* repeats pooled */
-  int beyond_reach;         /* every repeat came from a beyond-reach setting */
-  int setting;              /* first contributing setting (its label names the row) */
-  int own_channels;         /* 1: a contributing setting ran NCCL's own channel count */
-  double spread_us;         /* half the range (max - min) of the pooled repeats; < 0 when n < 2 */
+  int n;            /* repeats pooled */
+  int beyond_reach; /* every repeat came from a beyond-reach setting */
+  int setting;      /* first contributing setting (its label names the row) */
+  int own_channels; /* 1: a contributing setting ran NCCL's own channel count */
+  double spread_us; /* half the range (max - min) of the pooled repeats; < 0 when n < 2 */
 } topo_cal_measured;
 
 /* Fill out[] (<= cap) with every effective setting's result; returns the count. */
 int topo_cal_results_measured(const topo_cal_results *r, topo_cal_measured *out, int cap);
 /* Fastest entry of m[0..n) for (coll, bytes); in_reach_only skips beyond-reach ones. -1 none. */
-int topo_cal_measured_best(const topo_cal_measured *m, int n, int coll, uint64_t bytes, int in_reach_only);
+int topo_cal_measured_best(const topo_cal_measured *m, int n, int coll, uint64_t bytes,
+                           int in_reach_only);
 /* Median over the rounds of one setting's accepted points at (coll, bytes); *n repeats (0: none,
  * return 0). A default's two A/A communicators pool. Returns the index of one point (for what
  * ran), -1 when none. */
-int topo_cal_results_setting_median(const topo_cal_results *r, int setting, int coll, uint64_t bytes,
-                                    double *median_us, int *n);
+int topo_cal_results_setting_median(const topo_cal_results *r, int setting, int coll,
+                                    uint64_t bytes, double *median_us, int *n);
 /* A/A noise at (coll, bytes): the default's two communicators run in every round; noise = the
  * median over rounds of |a/b - 1| (0.02 = 2 %). *npairs rounds with both; < 0 when none. */
 double topo_cal_results_noise(const topo_cal_results *r, int coll, uint64_t bytes, int *npairs);
@@ -284,26 +291,26 @@ double topo_cal_results_noise(const topo_cal_results *r, int coll, uint64_t byte
  */
 typedef struct topo_cal_choice {
   int coll;
-  uint64_t bytes;           /* count x element size as NCCL prints it (per-rank for AG/RS) */
+  uint64_t bytes; /* count x element size as NCCL prints it (per-rank for AG/RS) */
   int algo, proto, nchannels;
 } topo_cal_choice;
 
 typedef struct topo_cal_nccl_log {
   FILE *f;
-  long offset;              /* start of the first line not read yet */
+  long offset; /* start of the first line not read yet */
   /* what was learned so far */
-  int table_algos[3];       /* algorithms of the current table block, -1 = none */
+  int table_algos[3]; /* algorithms of the current table block, -1 = none */
   int table_nalgos;
-  int table_seen;           /* rows parsed since the last reset */
+  int table_seen; /* rows parsed since the last reset */
   topo_cal_allowed allowed;
-  int coll_channels;        /* 0 = not seen */
-  int tuner_loaded;         /* -1 unknown, 1 "TUNER/Plugin: Using" seen */
+  int coll_channels; /* 0 = not seen */
+  int tuner_loaded;  /* -1 unknown, 1 "TUNER/Plugin: Using" seen */
   char tuner_name[64];
   int tuner_version;
   topo_cal_choice last[NCCL_NUM_FUNCTIONS]; /* latest choice per collective */
   int have_last[NCCL_NUM_FUNCTIONS];
-  int nchoices;             /* choice lines seen since the last reset */
-  char last_warn[256];      /* latest "NCCL WARN" text */
+  int nchoices;        /* choice lines seen since the last reset */
+  char last_warn[256]; /* latest "NCCL WARN" text */
 } topo_cal_nccl_log;
 
 /* Parse one choice line (with or without the "host:pid:tid [d] NCCL INFO " prefix). 1 if it
@@ -354,7 +361,7 @@ int topo_cal_report_advice(FILE *f, const topo_cal_results *r);
 void topo_cal_report_csv(FILE *f, const topo_cal_results *r);
 
 typedef struct topo_cal_bench_summary {
-  int n;                    /* sizes compared */
+  int n;                         /* sizes compared */
   double geo_tuner, geo_default; /* geometric means of tuner/oracle and default/oracle */
   double worst_tuner, worst_default;
   uint64_t worst_tuner_bytes, worst_default_bytes;
@@ -370,7 +377,8 @@ int topo_cal_report_bench(FILE *f, const topo_cal_results *r, topo_cal_bench_sum
  */
 void topo_cal_log_setup(const char *program, int verbose, int quiet);
 void topo_cal_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void topo_cal_error(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* "prog: error: " */
+void topo_cal_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2))); /* "prog: error: " */
 void topo_cal_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void topo_cal_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void topo_cal_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -379,11 +387,11 @@ void topo_cal_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * The run (runner.h / launch.c)
  */
 typedef struct topo_cal_proc {
-  int nprocs, proc;         /* processes and this one's index (0 owns rank 0) */
-  int nodes;                /* "nodes" (distinct NCCL_HOSTID) */
-  int local_first, nlocal;  /* ranks this process drives: [local_first, +nlocal) */
-  int nranks;               /* total */
-  int device_base;          /* device of local rank 0 */
+  int nprocs, proc;        /* processes and this one's index (0 owns rank 0) */
+  int nodes;               /* "nodes" (distinct NCCL_HOSTID) */
+  int local_first, nlocal; /* ranks this process drives: [local_first, +nlocal) */
+  int nranks;              /* total */
+  int device_base;         /* device of local rank 0 */
   /* out-of-band exchange of the first NCCL unique id (128 bytes) from process 0 */
   int (*share_id)(void *ctx, void *id, size_t len);
   void *share_ctx;

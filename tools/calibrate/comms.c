@@ -32,15 +32,16 @@ int topo_cal_reduce_min(run_ctx *c, double *v, int n) {
   if (!k->control || len > TOPO_CAL_STAGE_BYTES) return -1;
   CUDA_TRY(cudaSetDevice(k->dev));
   CUDA_TRY(cudaMemcpy(k->stage, v, len, cudaMemcpyHostToDevice));
-  NCCL_TRY(ncclAllReduce(k->stage, k->stage, (size_t)n, ncclDouble, ncclMin, k->control, k->stream));
+  NCCL_TRY(
+      ncclAllReduce(k->stage, k->stage, (size_t)n, ncclDouble, ncclMin, k->control, k->stream));
   CUDA_TRY(cudaStreamSynchronize(k->stream));
   CUDA_TRY(cudaMemcpy(v, k->stage, len, cudaMemcpyDeviceToHost));
   return 0;
 }
 
 /* Create one communicator per local rank; nch > 0 pins NCCL's channel count to nch. */
-int topo_cal_comm_create(run_ctx *c, ncclComm_t *out_per_rank, size_t stride, int nch, const char *name,
-                       const ncclUniqueId *given_id) {
+int topo_cal_comm_create(run_ctx *c, ncclComm_t *out_per_rank, size_t stride, int nch,
+                         const char *name, const ncclUniqueId *given_id) {
   ncclUniqueId id;
   if (given_id) {
     id = *given_id;
@@ -110,12 +111,14 @@ static int share_machine(run_ctx *c) {
   topo_cal_results *r = c->r;
   shared_machine m;
   memset(&m, 0, sizeof m);
-  m.floor_graph = r->floor_graph_us, m.floor_eager = r->floor_eager_us, m.floor_sync = r->floor_sync_us;
+  m.floor_graph = r->floor_graph_us, m.floor_eager = r->floor_eager_us,
+  m.floor_sync = r->floor_sync_us;
   m.local_ce = r->local_ce_bw, m.local_sm = r->local_sm_bw, m.line_rate = r->line_rate_gbs;
   m.multicast = r->dev[0].multicast;
   snprintf(m.model, sizeof m.model, "%s", r->gpu_model);
   if (topo_cal_share_bytes(c, &m, sizeof m)) return -1;
-  r->floor_graph_us = m.floor_graph, r->floor_eager_us = m.floor_eager, r->floor_sync_us = m.floor_sync;
+  r->floor_graph_us = m.floor_graph, r->floor_eager_us = m.floor_eager,
+  r->floor_sync_us = m.floor_sync;
   r->local_ce_bw = m.local_ce, r->local_sm_bw = m.local_sm, r->line_rate_gbs = m.line_rate;
   r->dev[0].multicast = m.multicast;
   snprintf(r->gpu_model, sizeof r->gpu_model, "%s", m.model);

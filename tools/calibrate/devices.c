@@ -36,13 +36,15 @@ int topo_cal_devices_init(run_ctx *c) {
   int ndev = 0;
   cudaError_t e = cudaGetDeviceCount(&ndev);
   if (e != cudaSuccess || ndev <= 0) {
-    topo_cal_error("no usable CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "none visible");
+    topo_cal_error("no usable CUDA device: %s",
+                   e != cudaSuccess ? cudaGetErrorString(e) : "none visible");
     return -2;
   }
   const topo_cal_proc *pp = c->pp;
   if (pp->nprocs > 1) {
     if (pp->device_base >= ndev) {
-      topo_cal_error("rank %d wants GPU %d but only %d are visible", pp->local_first, pp->device_base, ndev);
+      topo_cal_error("rank %d wants GPU %d but only %d are visible", pp->local_first,
+                     pp->device_base, ndev);
       return -2;
     }
     c->nlocal = 1;
@@ -73,7 +75,8 @@ int topo_cal_devices_init(run_ctx *c) {
     d->multicast = multicast_supported(c->rk[i].dev);
   }
   topo_cal_gpu_model(c->r->dev[0].name, c->r->gpu_model, sizeof c->r->gpu_model);
-  c->r->line_rate_gbs = c->o->line_rate_gbs > 0 ? c->o->line_rate_gbs : topo_cal_line_rate_for_model(c->r->gpu_model);
+  c->r->line_rate_gbs =
+      c->o->line_rate_gbs > 0 ? c->o->line_rate_gbs : topo_cal_line_rate_for_model(c->r->gpu_model);
   return 0;
 }
 
@@ -143,8 +146,10 @@ static int minimal_op(rank_ctx *k) {
 static int measure_local_copies(run_ctx *c) {
   rank_ctx *k = &c->rk[0];
   const int iters = c->o->iters;
-  size_t bytes = (size_t)(c->o->p2p_bytes < c->buf_bytes ? c->o->p2p_bytes : c->buf_bytes) & ~(size_t)15;
-  for (int w = 0; w < 2; w++) CUDA_TRY(cudaMemcpyAsync(k->recv, k->send, bytes, cudaMemcpyDeviceToDevice, k->stream));
+  size_t bytes =
+      (size_t)(c->o->p2p_bytes < c->buf_bytes ? c->o->p2p_bytes : c->buf_bytes) & ~(size_t)15;
+  for (int w = 0; w < 2; w++)
+    CUDA_TRY(cudaMemcpyAsync(k->recv, k->send, bytes, cudaMemcpyDeviceToDevice, k->stream));
   for (int i = 0; i < iters; i++) {
     CUDA_TRY(cudaEventRecord(k->ev0[i], k->stream));
     CUDA_TRY(cudaMemcpyAsync(k->recv, k->send, bytes, cudaMemcpyDeviceToDevice, k->stream));
@@ -231,9 +236,11 @@ int topo_cal_measure_floors(run_ctx *c) {
   const int K = 100;
   CUDA_TRY(cudaSetDevice(c->rk[0].dev));
   if (measure_local_copies(c) || measure_graph_floor(c, K) || measure_host_floors(c, K)) return -1;
-  topo_cal_progress("GPU 0: copy %.0f GB/s (copy engine)%s, minimal op %.2f us in a graph, %.2f us eager, %.2f us launch+sync",
-                    c->r->local_ce_bw, topo_cal_kernels_available() ? "" : ", no SM kernels built",
-                    c->r->floor_graph_us, c->r->floor_eager_us, c->r->floor_sync_us);
+  topo_cal_progress(
+      "GPU 0: copy %.0f GB/s (copy engine)%s, minimal op %.2f us in a graph, %.2f us eager, %.2f "
+      "us launch+sync",
+      c->r->local_ce_bw, topo_cal_kernels_available() ? "" : ", no SM kernels built",
+      c->r->floor_graph_us, c->r->floor_eager_us, c->r->floor_sync_us);
   return 0;
 }
 
@@ -268,7 +275,8 @@ int topo_cal_probe_devices(char *err, size_t errlen) {
   waitpid(pid, &status, 0);
   if (got != (ssize_t)sizeof msg || msg[0] < 0) {
     snprintf(err, errlen, "no usable CUDA device: %s",
-             got == (ssize_t)sizeof msg ? cudaGetErrorString((cudaError_t)msg[1]) : "the probe process died");
+             got == (ssize_t)sizeof msg ? cudaGetErrorString((cudaError_t)msg[1])
+                                        : "the probe process died");
     return -1;
   }
   if (msg[0] == 0) {

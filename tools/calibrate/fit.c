@@ -52,7 +52,9 @@ static double peak_busbw(const topo_cal_results *r, int algo, int proto, int nch
   for (int i = 0; i < r->npoints; i++) {
     const topo_cal_point *p = &r->points[i];
     const topo_cal_setting *s = &r->settings[p->setting];
-    if (p->status != TOPO_CAL_OK || s->kind != TOPO_CAL_FORCED || s->beyond_reach || p->bytes < large) continue;
+    if (p->status != TOPO_CAL_OK || s->kind != TOPO_CAL_FORCED || s->beyond_reach ||
+        p->bytes < large)
+      continue;
     if ((algo >= 0 && s->algo != algo) || (proto >= 0 && s->proto != proto) ||
         (nch >= 0 && s->nchannels != nch))
       continue;
@@ -110,14 +112,20 @@ static int add_points(const topo_cal_results *r, topo_profile *out) {
     double noise = topo_cal_results_noise(r, mi->coll, mi->bytes, &npairs);
     double noise_us = noise > 0 ? noise * mi->median_us : mi->spread_us > 0 ? mi->spread_us : -1.0;
     if (!(noise_us > 0) || !isfinite(noise_us)) continue;
-    topo_profile_point pt = {.coll = mi->coll, .algo = mi->algo, .proto = mi->proto, .nchannels = ch,
-                             .bytes = mi->bytes, .median_us = mi->median_us, .noise_us = noise_us};
+    topo_profile_point pt = {.coll = mi->coll,
+                             .algo = mi->algo,
+                             .proto = mi->proto,
+                             .nchannels = ch,
+                             .bytes = mi->bytes,
+                             .median_us = mi->median_us,
+                             .noise_us = noise_us};
     if (sdef >= 0 && ch == 0) {
       double dmed = 0;
       int nd = 0, di = topo_cal_results_setting_median(r, sdef, mi->coll, mi->bytes, &dmed, &nd);
       const topo_cal_point *dp = di >= 0 ? &r->points[di] : NULL;
-      pt.is_default = dp && dp->ran_algo == mi->algo && dp->ran_proto == mi->proto &&
-                      (dp->ran_channels <= 0 || mi->channels <= 0 || dp->ran_channels == mi->channels);
+      pt.is_default =
+          dp && dp->ran_algo == mi->algo && dp->ran_proto == mi->proto &&
+          (dp->ran_channels <= 0 || mi->channels <= 0 || dp->ran_channels == mi->channels);
     }
     topo_status st = topo_profile_add_point(out, &pt);
     if (st == TOPO_ERR_NOMEM) {
@@ -328,7 +336,8 @@ int topo_cal_write_profile(const topo_cal_results *r, const char *path, FILE *re
               p.key.nnodes, r->nnodes > 1 ? " (socket transport via NCCL_HOSTID)" : "");
       topo_status st = topo_profile_write(f, &p);
       if (fclose(f) != 0 || st != TOPO_OK) {
-        topo_cal_warn("cannot write the profile to %s: %s", path, topo_status_str(st != TOPO_OK ? st : TOPO_ERR_IO));
+        topo_cal_warn("cannot write the profile to %s: %s", path,
+                      topo_status_str(st != TOPO_OK ? st : TOPO_ERR_IO));
         rc = -1;
       }
     }

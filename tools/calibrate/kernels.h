@@ -23,8 +23,9 @@ int topo_cal_kernel_copy(void *dst, const void *src, size_t bytes, int blocks, v
  * my_flag; the other side echoes. Both flags start at 0 (the caller clears them). The initiator
  * writes the elapsed %globaltimer ns into *result_ns (device memory), or -1 when a wait took
  * longer than timeout_ns (the peer never answered); the echo side writes nothing. */
-int topo_cal_kernel_pingpong(volatile int *my_flag, volatile int *peer_flag, int iters, int initiator,
-                             unsigned long long timeout_ns, long long *result_ns, void *stream);
+int topo_cal_kernel_pingpong(volatile int *my_flag, volatile int *peer_flag, int iters,
+                             int initiator, unsigned long long timeout_ns, long long *result_ns,
+                             void *stream);
 
 #ifdef __cplusplus
 }

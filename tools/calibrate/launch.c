@@ -113,7 +113,7 @@ static void handle_stop_signals(void (*handler)(int)) {
 /* Worker r of n in the forked child: rank r on GPU r, NCCL_HOSTID of its "node", the first
  * unique id over fds from worker 0. Never returns. */
 __attribute__((noreturn)) static void run_worker(const topo_cal_options *o, int r, int n, int nodes,
-                                                int *fds) {
+                                                 int *fds) {
   /* Keep the write ends (worker 0) or its own read end. */
   for (int q = 1; q < n; q++) {
     if (r == 0) close(fds[2 * q]);
@@ -130,8 +130,15 @@ __attribute__((noreturn)) static void run_worker(const topo_cal_options *o, int 
     setenv("NCCL_HOSTID", host, 1);
   }
   fork_share share = {r, n, fds};
-  topo_cal_proc proc = {.nprocs = n, .proc = r, .nodes = nodes, .local_first = r, .nlocal = 1,
-                        .nranks = n, .device_base = r, .share_id = share_id, .share_ctx = &share};
+  topo_cal_proc proc = {.nprocs = n,
+                        .proc = r,
+                        .nodes = nodes,
+                        .local_first = r,
+                        .nlocal = 1,
+                        .nranks = n,
+                        .device_base = r,
+                        .share_id = share_id,
+                        .share_ctx = &share};
   topo_cal_log_setup(NULL, o->verbose, r != 0);
   topo_cal_results res;
   topo_cal_results_init(&res);
@@ -160,10 +167,12 @@ static int wait_workers(pid_t *pids, int n) {
     left--;
     int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
     if (!WIFEXITED(status))
-      fprintf(stderr, "topo-calibrate: error: rank %d died (signal %d)\n", idx, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+      fprintf(stderr, "topo-calibrate: error: rank %d died (signal %d)\n", idx,
+              WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     if (rc > worst) worst = rc;
     if (rc != 0 && left > 0) {
-      fprintf(stderr, "topo-calibrate: error: rank %d failed (exit %d); stopping the other ranks\n", idx, rc);
+      fprintf(stderr, "topo-calibrate: error: rank %d failed (exit %d); stopping the other ranks\n",
+              idx, rc);
       stop_all(pids, n);
       left = 0;
     }
@@ -174,7 +183,8 @@ static int wait_workers(pid_t *pids, int n) {
 int topo_cal_launch_fork(const topo_cal_options *o, int ngpus) {
   int n = ngpus, nodes = o->nodes > 0 ? o->nodes : 1;
   if (nodes > n) {
-    fprintf(stderr, "topo-calibrate: error: --nodes %d needs at least %d GPUs, %d visible\n", nodes, nodes, n);
+    fprintf(stderr, "topo-calibrate: error: --nodes %d needs at least %d GPUs, %d visible\n", nodes,
+            nodes, n);
     return 2;
   }
   int *fds = topo_calloc((size_t)2 * n, sizeof(int));

@@ -33,8 +33,15 @@ int topo_cal_launch_mpi(const topo_cal_options *o, int *argc, char ***argv) {
   /* Hosts: distinct NCCL_HOSTID values when set, else shared-memory domains. */
   int leader = local == 0, nodes = 0;
   MPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  topo_cal_proc proc = {.nprocs = size, .proc = rank, .nodes = nodes, .local_first = rank, .nlocal = 1,
-                        .nranks = size, .device_base = local, .share_id = mpi_share_id, .share_ctx = NULL};
+  topo_cal_proc proc = {.nprocs = size,
+                        .proc = rank,
+                        .nodes = nodes,
+                        .local_first = rank,
+                        .nlocal = 1,
+                        .nranks = size,
+                        .device_base = local,
+                        .share_id = mpi_share_id,
+                        .share_ctx = NULL};
   topo_cal_log_setup(NULL, o->verbose, rank != 0);
   topo_cal_results res;
   topo_cal_results_init(&res);

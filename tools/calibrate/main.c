@@ -40,7 +40,8 @@ static void install_signals(void) {
 
 #ifdef TOPO_CALIBRATE_MPI
 static int under_mpi(void) {
-  static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MV2_COMM_WORLD_SIZE"};
+  static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK",
+                                     "MV2_COMM_WORLD_SIZE"};
   for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
     if (getenv(vars[i])) return 1;
   return 0;
@@ -61,7 +62,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (o.version) {
-    printf("%s %s (built against NCCL %d.%d.%d headers)\n", prog, TOPO_VERSION, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+    printf("%s %s (built against NCCL %d.%d.%d headers)\n", prog, TOPO_VERSION, NCCL_MAJOR,
+           NCCL_MINOR, NCCL_PATCH);
     return 0;
   }
   topo_cal_log_setup(prog, o.verbose, 0);
@@ -84,8 +86,15 @@ int main(int argc, char **argv) {
     }
     return topo_cal_launch_fork(&o, n);
   }
-  topo_cal_proc proc = {.nprocs = 1, .proc = 0, .nodes = 1, .local_first = 0, .nlocal = o.ngpus,
-                        .nranks = 0, .device_base = 0, .share_id = NULL, .share_ctx = NULL};
+  topo_cal_proc proc = {.nprocs = 1,
+                        .proc = 0,
+                        .nodes = 1,
+                        .local_first = 0,
+                        .nlocal = o.ngpus,
+                        .nranks = 0,
+                        .device_base = 0,
+                        .share_id = NULL,
+                        .share_ctx = NULL};
   topo_cal_results res;
   topo_cal_results_init(&res);
   int rc = topo_cal_run(&o, &proc, &res);

@@ -28,10 +28,12 @@ static int enable_peer(int i, int j) {
 static int p2p_pair(run_ctx *c, int i, int j, int peer) {
   rank_ctx *a = &c->rk[i], *b = &c->rk[j];
   int n = c->nlocal, iters = c->o->iters;
-  size_t bytes = (size_t)(c->o->p2p_bytes < c->buf_bytes ? c->o->p2p_bytes : c->buf_bytes) & ~(size_t)15;
+  size_t bytes =
+      (size_t)(c->o->p2p_bytes < c->buf_bytes ? c->o->p2p_bytes : c->buf_bytes) & ~(size_t)15;
   CUDA_TRY(cudaSetDevice(a->dev));
   /* Copy engine bandwidth, source's stream. */
-  for (int w = 0; w < 2; w++) CUDA_TRY(cudaMemcpyPeerAsync(b->recv, b->dev, a->send, a->dev, bytes, a->stream));
+  for (int w = 0; w < 2; w++)
+    CUDA_TRY(cudaMemcpyPeerAsync(b->recv, b->dev, a->send, a->dev, bytes, a->stream));
   for (int it = 0; it < iters; it++) {
     CUDA_TRY(cudaEventRecord(a->ev0[it], a->stream));
     CUDA_TRY(cudaMemcpyPeerAsync(b->recv, b->dev, a->send, a->dev, bytes, a->stream));
@@ -65,7 +67,8 @@ static int p2p_pair(run_ctx *c, int i, int j, int peer) {
     c->r->p2p_ce_lat[i * n + j] = topo_cal_median(c->samples, iters);
   } else {
     (void)cudaGetLastError();
-    topo_cal_debug("p2p %d->%d: copy latency not measured (graph capture of peer copies failed)", i, j);
+    topo_cal_debug("p2p %d->%d: copy latency not measured (graph capture of peer copies failed)", i,
+                   j);
   }
   if (ge) cudaGraphExecDestroy(ge);
   if (g) cudaGraphDestroy(g);
@@ -97,9 +100,11 @@ static int p2p_pingpong(run_ctx *c, int i, int j) {
   CUDA_TRY(cudaMemset(b->flag, 0, 256));
   CUDA_TRY(cudaDeviceSynchronize());
   /* Echo first, then the initiator; each polls its own memory and writes the peer's. */
-  if (topo_cal_kernel_pingpong(b->flag, a->flag, trips, 0, 2000000000ull, b->pp_result, b->stream)) return -1;
+  if (topo_cal_kernel_pingpong(b->flag, a->flag, trips, 0, 2000000000ull, b->pp_result, b->stream))
+    return -1;
   CUDA_TRY(cudaSetDevice(a->dev));
-  if (topo_cal_kernel_pingpong(a->flag, b->flag, trips, 1, 2000000000ull, a->pp_result, a->stream)) return -1;
+  if (topo_cal_kernel_pingpong(a->flag, b->flag, trips, 1, 2000000000ull, a->pp_result, a->stream))
+    return -1;
   CUDA_TRY(cudaStreamSynchronize(a->stream));
   CUDA_TRY(cudaSetDevice(b->dev));
   CUDA_TRY(cudaStreamSynchronize(b->stream));
@@ -107,7 +112,8 @@ static int p2p_pingpong(run_ctx *c, int i, int j) {
   CUDA_TRY(cudaSetDevice(a->dev));
   CUDA_TRY(cudaMemcpy(&ns, a->pp_result, sizeof ns, cudaMemcpyDeviceToHost));
   if (ns <= 0) {
-    topo_cal_warn("p2p ping-pong %d<->%d timed out (no answer from the peer); latency not measured", i, j);
+    topo_cal_warn("p2p ping-pong %d<->%d timed out (no answer from the peer); latency not measured",
+                  i, j);
     return 0;
   }
   double rt = (double)ns / 1e3 / trips;
@@ -148,7 +154,9 @@ int topo_cal_measure_p2p(run_ctx *c) {
     topo_cal_progress("p2p: %d GPUs, copy-engine bandwidth %.0f..%.0f GB/s%s", n, lo, hi,
                       topo_cal_kernels_available() ? ", SM copies and ping-pong measured" : "");
     if (lo > 0 && lo < 0.8 * hi)
-      topo_cal_warn("p2p: the slowest pair reaches %.0f%% of the fastest - a degraded or asymmetric link?", 100 * lo / hi);
+      topo_cal_warn(
+          "p2p: the slowest pair reaches %.0f%% of the fastest - a degraded or asymmetric link?",
+          100 * lo / hi);
   }
   return rc;
 }

@@ -29,7 +29,8 @@ void topo_cal_rules_allowed(int nranks, int nnodes, topo_cal_allowed *out) {
   }
 }
 
-int topo_cal_plan_sizes(uint64_t min_bytes, uint64_t max_bytes, double step, uint64_t *out, int cap) {
+int topo_cal_plan_sizes(uint64_t min_bytes, uint64_t max_bytes, double step, uint64_t *out,
+                        int cap) {
   if (!out || cap <= 0 || min_bytes > max_bytes || !(step > 1.0)) return 0;
   int n = 0;
   double s = (double)(min_bytes ? min_bytes : 1);
@@ -59,13 +60,19 @@ uint64_t topo_cal_coll_bytes(int coll, uint64_t planned, int nranks, size_t *cou
   return b;
 }
 
-static int algo_selected(const topo_cal_options *o, int a) { return !o->algos || ((o->algos >> a) & 1u); }
-static int proto_selected(const topo_cal_options *o, int p) { return !o->protos || ((o->protos >> p) & 1u); }
+static int algo_selected(const topo_cal_options *o, int a) {
+  return !o->algos || ((o->algos >> a) & 1u);
+}
+static int proto_selected(const topo_cal_options *o, int p) {
+  return !o->protos || ((o->protos >> p) & 1u);
+}
 
 int topo_cal_setting_applies(const topo_cal_setting *s, int coll, const topo_cal_allowed *allowed) {
   if (coll < 0 || coll >= NCCL_NUM_FUNCTIONS) return 0;
   if (s->kind != TOPO_CAL_FORCED) return 1;
-  if (s->algo < 0 || s->algo >= NCCL_NUM_ALGORITHMS || s->proto < 0 || s->proto >= NCCL_NUM_PROTOCOLS) return 0;
+  if (s->algo < 0 || s->algo >= NCCL_NUM_ALGORITHMS || s->proto < 0 ||
+      s->proto >= NCCL_NUM_PROTOCOLS)
+    return 0;
   if (!allowed->ok[coll][s->algo][s->proto]) return 0;
   /* Channel counts are honoured for ring, tree and PAT only (NCCL clamps the others). */
   if (s->nchannels > 0 && s->algo != NCCL_ALGO_RING && s->algo != NCCL_ALGO_TREE &&
@@ -78,10 +85,14 @@ int topo_cal_plan_settings(const topo_cal_options *o, const topo_cal_allowed *al
                            topo_cal_setting *out, int cap) {
   /* Order: good large-message settings first so that pruning has a reference early. */
   static const int order[][2] = {
-      {NCCL_ALGO_RING, NCCL_PROTO_SIMPLE}, {NCCL_ALGO_RING, NCCL_PROTO_LL128},
-      {NCCL_ALGO_RING, NCCL_PROTO_LL},     {NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE},
-      {NCCL_ALGO_TREE, NCCL_PROTO_LL128},  {NCCL_ALGO_TREE, NCCL_PROTO_LL},
-      {NCCL_ALGO_PAT, NCCL_PROTO_SIMPLE},  {NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE},
+      {NCCL_ALGO_RING, NCCL_PROTO_SIMPLE},
+      {NCCL_ALGO_RING, NCCL_PROTO_LL128},
+      {NCCL_ALGO_RING, NCCL_PROTO_LL},
+      {NCCL_ALGO_TREE, NCCL_PROTO_SIMPLE},
+      {NCCL_ALGO_TREE, NCCL_PROTO_LL128},
+      {NCCL_ALGO_TREE, NCCL_PROTO_LL},
+      {NCCL_ALGO_PAT, NCCL_PROTO_SIMPLE},
+      {NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE},
       {NCCL_ALGO_NVLS_TREE, NCCL_PROTO_SIMPLE},
       {NCCL_ALGO_COLLNET_DIRECT, NCCL_PROTO_SIMPLE},
       {NCCL_ALGO_COLLNET_CHAIN, NCCL_PROTO_SIMPLE},
@@ -106,14 +117,20 @@ void topo_cal_setting_label(const topo_cal_setting *s, char *buf, size_t len) {
   if (s->kind == TOPO_CAL_DEFAULT) snprintf(buf, len, "default");
   else if (s->kind == TOPO_CAL_TUNER) snprintf(buf, len, "tuner");
   else if (s->nchannels > 0)
-    snprintf(buf, len, "%s/%s/ch%d", topo_nccl_algo_name(s->algo, TOPO_NCCL_FILE), topo_nccl_proto_name(s->proto, TOPO_NCCL_FILE), s->nchannels);
-  else snprintf(buf, len, "%s/%s", topo_nccl_algo_name(s->algo, TOPO_NCCL_FILE), topo_nccl_proto_name(s->proto, TOPO_NCCL_FILE));
+    snprintf(buf, len, "%s/%s/ch%d", topo_nccl_algo_name(s->algo, TOPO_NCCL_FILE),
+             topo_nccl_proto_name(s->proto, TOPO_NCCL_FILE), s->nchannels);
+  else
+    snprintf(buf, len, "%s/%s", topo_nccl_algo_name(s->algo, TOPO_NCCL_FILE),
+             topo_nccl_proto_name(s->proto, TOPO_NCCL_FILE));
 }
 
 void topo_cal_setting_force_value(const topo_cal_setting *s, char *buf, size_t len) {
   if (s->nchannels > 0)
-    snprintf(buf, len, "%s,%s,%d", topo_nccl_algo_name(s->algo, TOPO_NCCL_FILE), topo_nccl_proto_name(s->proto, TOPO_NCCL_FILE), s->nchannels);
-  else snprintf(buf, len, "%s,%s", topo_nccl_algo_name(s->algo, TOPO_NCCL_FILE), topo_nccl_proto_name(s->proto, TOPO_NCCL_FILE));
+    snprintf(buf, len, "%s,%s,%d", topo_nccl_algo_name(s->algo, TOPO_NCCL_FILE),
+             topo_nccl_proto_name(s->proto, TOPO_NCCL_FILE), s->nchannels);
+  else
+    snprintf(buf, len, "%s,%s", topo_nccl_algo_name(s->algo, TOPO_NCCL_FILE),
+             topo_nccl_proto_name(s->proto, TOPO_NCCL_FILE));
 }
 
 int topo_cal_use_graph(int timing, uint64_t graph_max_bytes, uint64_t bytes) {

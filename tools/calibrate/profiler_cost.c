@@ -34,28 +34,28 @@
 #include "cli.h"
 #include "topo_version.h"
 
-#define MAX_GPUS 64
-#define MAX_SIZES 32
-#define MAX_REPS 1000
-#define MAX_CALLS 1000000
+#define MAX_GPUS    64
+#define MAX_SIZES   32
+#define MAX_REPS    1000
+#define MAX_CALLS   1000000
 #define MAX_CONFIGS 16
-#define OP_NAME "eager_all_reduce"
+#define OP_NAME     "eager_all_reduce"
 
 static const char *prog = "topo-profiler-cost";
 
 typedef struct options {
   const char *config;
-  int ngpus;                  /* 0 = every visible GPU */
+  int ngpus; /* 0 = every visible GPU */
   uint64_t sizes[MAX_SIZES];
   int nsizes;
   int calls_small, calls_large;
-  uint64_t large_from;        /* sizes >= this get calls_large */
+  uint64_t large_from; /* sizes >= this get calls_large */
   int reps;
-  int warmup;                 /* calls before each size; 0 = max(20, calls / 10) */
+  int warmup; /* calls before each size; 0 = max(20, calls / 10) */
   int summarize;
   const char *baseline, *check;
   double target_small_pct, target_large_pct;
-  uint64_t target_from;       /* sizes >= this are held to target_large_pct */
+  uint64_t target_from; /* sizes >= this are held to target_large_pct */
 } options;
 
 /* ---------------------------------------------------------------------------------------------
@@ -69,7 +69,8 @@ static void usage(FILE *f) {
           "Measurement:\n"
           "  --config NAME        label of the output lines (default: run)\n"
           "  -g, --ngpus N        GPUs 0..N-1 (default: every visible GPU)\n"
-          "  -s, --sizes LIST     comma-separated sizes in bytes, K/M/G suffixes (default 8,128K,1M,16M,128M)\n"
+          "  -s, --sizes LIST     comma-separated sizes in bytes, K/M/G suffixes (default "
+          "8,128K,1M,16M,128M)\n"
           "  --calls-small N      calls per batch below --large-from (default 2000)\n"
           "  --calls-large N      calls per batch from --large-from on (default 200)\n"
           "  --large-from BYTES   (default 1M)\n"
@@ -110,28 +111,49 @@ static int parse_sizes(const char *list, options *o) {
   o->nsizes = 0;
   for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
     uint64_t b;
-    if (o->nsizes >= MAX_SIZES || topo_cal_parse_size(tok, &b) || b == 0 || b > (1ull << 40)) return -1;
+    if (o->nsizes >= MAX_SIZES || topo_cal_parse_size(tok, &b) || b == 0 || b > (1ull << 40))
+      return -1;
     b &= ~(uint64_t)3;
     o->sizes[o->nsizes++] = b < 4 ? 4 : b;
   }
   return o->nsizes > 0 ? 0 : -1;
 }
 
-enum { O_CONFIG = 256, O_CALLS_SMALL, O_CALLS_LARGE, O_LARGE_FROM, O_QUICK, O_SUMMARIZE, O_BASELINE,
-       O_CHECK, O_TSMALL, O_TLARGE, O_TFROM, O_VERSION };
+enum {
+  O_CONFIG = 256,
+  O_CALLS_SMALL,
+  O_CALLS_LARGE,
+  O_LARGE_FROM,
+  O_QUICK,
+  O_SUMMARIZE,
+  O_BASELINE,
+  O_CHECK,
+  O_TSMALL,
+  O_TLARGE,
+  O_TFROM,
+  O_VERSION
+};
 
 /* Returns 0, 1 (help/version printed: exit 0), or 2 after a one-line error. *first_file is the
  * index of the first non-option argument. */
-static const struct option long_opts[] = {
-    {"config", required_argument, 0, O_CONFIG},       {"ngpus", required_argument, 0, 'g'},
-    {"sizes", required_argument, 0, 's'},             {"calls-small", required_argument, 0, O_CALLS_SMALL},
-    {"calls-large", required_argument, 0, O_CALLS_LARGE}, {"large-from", required_argument, 0, O_LARGE_FROM},
-    {"reps", required_argument, 0, 'r'},              {"warmup", required_argument, 0, 'w'},
-    {"quick", no_argument, 0, O_QUICK},               {"summarize", no_argument, 0, O_SUMMARIZE},
-    {"baseline", required_argument, 0, O_BASELINE},   {"check", required_argument, 0, O_CHECK},
-    {"target-small", required_argument, 0, O_TSMALL}, {"target-large", required_argument, 0, O_TLARGE},
-    {"target-from", required_argument, 0, O_TFROM},   {"help", no_argument, 0, 'h'},
-    {"version", no_argument, 0, O_VERSION},           {0, 0, 0, 0}};
+static const struct option long_opts[] = {{"config", required_argument, 0, O_CONFIG},
+                                          {"ngpus", required_argument, 0, 'g'},
+                                          {"sizes", required_argument, 0, 's'},
+                                          {"calls-small", required_argument, 0, O_CALLS_SMALL},
+                                          {"calls-large", required_argument, 0, O_CALLS_LARGE},
+                                          {"large-from", required_argument, 0, O_LARGE_FROM},
+                                          {"reps", required_argument, 0, 'r'},
+                                          {"warmup", required_argument, 0, 'w'},
+                                          {"quick", no_argument, 0, O_QUICK},
+                                          {"summarize", no_argument, 0, O_SUMMARIZE},
+                                          {"baseline", required_argument, 0, O_BASELINE},
+                                          {"check", required_argument, 0, O_CHECK},
+                                          {"target-small", required_argument, 0, O_TSMALL},
+                                          {"target-large", required_argument, 0, O_TLARGE},
+                                          {"target-from", required_argument, 0, O_TFROM},
+                                          {"help", no_argument, 0, 'h'},
+                                          {"version", no_argument, 0, O_VERSION},
+                                          {0, 0, 0, 0}};
 
 static void options_default(options *o) {
   memset(o, 0, sizeof *o);
@@ -151,9 +173,7 @@ static void options_default(options *o) {
 /* One option with its value `a`. Returns 0, 1 when the value is bad. */
 static int apply_option(options *o, int c, const char *a, int *quick) {
   switch (c) {
-  case O_CONFIG:
-    o->config = a;
-    return !*a || strchr(a, ' ') != NULL;
+  case O_CONFIG: o->config = a; return !*a || strchr(a, ' ') != NULL;
   case 'g': return parse_int(a, 1, MAX_GPUS, &o->ngpus) != 0;
   case 's': return parse_sizes(a, o) != 0;
   case O_CALLS_SMALL: return parse_int(a, 1, MAX_CALLS, &o->calls_small) != 0;
@@ -188,7 +208,8 @@ static int parse_options(options *o, int argc, char **argv, int *first_file) {
       return 1;
     }
     if (c == O_VERSION) {
-      printf("%s %s (built against NCCL %d.%d.%d headers)\n", prog, TOPO_VERSION, NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
+      printf("%s %s (built against NCCL %d.%d.%d headers)\n", prog, TOPO_VERSION, NCCL_MAJOR,
+             NCCL_MINOR, NCCL_PATCH);
       return 1;
     }
     if (c == ':' || c == '?') {
@@ -238,24 +259,24 @@ typedef struct bench {
   cudaEvent_t ev0, ev1; /* on GPU 0 */
 } bench;
 
-#define CUDA_TRY(call)                                                                   \
-  do {                                                                                   \
-    cudaError_t e_ = (call);                                                             \
-    if (e_ != cudaSuccess) {                                                             \
-      fprintf(stderr, "%s: error: %s: %s\n", prog, #call, cudaGetErrorString(e_));       \
-      return -1;                                                                         \
-    }                                                                                    \
+#define CUDA_TRY(call)                                                             \
+  do {                                                                             \
+    cudaError_t e_ = (call);                                                       \
+    if (e_ != cudaSuccess) {                                                       \
+      fprintf(stderr, "%s: error: %s: %s\n", prog, #call, cudaGetErrorString(e_)); \
+      return -1;                                                                   \
+    }                                                                              \
   } while (0)
 
-#define NCCL_TRY(call)                                                                   \
-  do {                                                                                   \
-    ncclResult_t n_ = (call);                                                            \
-    if (n_ != ncclSuccess) {                                                             \
-      const char *l_ = ncclGetLastError(NULL);                                           \
-      fprintf(stderr, "%s: error: %s: %s%s%s\n", prog, #call, ncclGetErrorString(n_),    \
-              l_ && *l_ ? " - " : "", l_ ? l_ : "");                                     \
-      return -1;                                                                         \
-    }                                                                                    \
+#define NCCL_TRY(call)                                                                \
+  do {                                                                                \
+    ncclResult_t n_ = (call);                                                         \
+    if (n_ != ncclSuccess) {                                                          \
+      const char *l_ = ncclGetLastError(NULL);                                        \
+      fprintf(stderr, "%s: error: %s: %s%s%s\n", prog, #call, ncclGetErrorString(n_), \
+              l_ &&*l_ ? " - " : "", l_ ? l_ : "");                                   \
+      return -1;                                                                      \
+    }                                                                                 \
   } while (0)
 
 /* One AllReduce of `count` floats on every GPU, as one NCCL group when there are several. */
@@ -267,8 +288,8 @@ static int issue(bench *b, size_t count) {
     if (r != ncclSuccess) {
       const char *l = ncclGetLastError(NULL);
       if (b->n > 1) (void)ncclGroupEnd();
-      fprintf(stderr, "%s: error: ncclAllReduce of %zu floats on GPU %d: %s%s%s\n", prog, count, g->dev,
-              ncclGetErrorString(r), l && *l ? " - " : "", l ? l : "");
+      fprintf(stderr, "%s: error: ncclAllReduce of %zu floats on GPU %d: %s%s%s\n", prog, count,
+              g->dev, ncclGetErrorString(r), l && *l ? " - " : "", l ? l : "");
       return -1;
     }
   }
@@ -290,8 +311,8 @@ static int async_errors(bench *b) {
     ncclResult_t st = ncclSuccess;
     NCCL_TRY(ncclCommGetAsyncError(b->g[i].comm, &st));
     if (st != ncclSuccess && st != ncclInProgress) {
-      fprintf(stderr, "%s: error: NCCL reports an asynchronous error on GPU %d: %s\n", prog, b->g[i].dev,
-              ncclGetErrorString(st));
+      fprintf(stderr, "%s: error: NCCL reports an asynchronous error on GPU %d: %s\n", prog,
+              b->g[i].dev, ncclGetErrorString(st));
       return -1;
     }
   }
@@ -363,8 +384,8 @@ static void describe_nccl(void) {
   if (dladdr(fn, &info) && info.dli_fname) path = info.dli_fname;
   int major = v >= 10000 ? v / 10000 : v / 1000, minor = v >= 10000 ? v / 100 % 100 : v / 100 % 10;
   const char *plugin = getenv("NCCL_PROFILER_PLUGIN");
-  fprintf(stderr, "%s: NCCL version %d.%d.%d (code %d) from %s; NCCL_PROFILER_PLUGIN=%s\n", prog, major, minor,
-          v % 100, v, path, plugin && *plugin ? plugin : "(unset)");
+  fprintf(stderr, "%s: NCCL version %d.%d.%d (code %d) from %s; NCCL_PROFILER_PLUGIN=%s\n", prog,
+          major, minor, v % 100, v, path, plugin && *plugin ? plugin : "(unset)");
 }
 
 /* After a failure the communicators are aborted (a destroy could wait for a peer that failed). */
@@ -378,8 +399,8 @@ static void teardown(bench *b, int abort_comms) {
     if (b->g[i].comm) {
       ncclResult_t r = abort_comms ? ncclCommAbort(b->g[i].comm) : ncclCommDestroy(b->g[i].comm);
       if (r != ncclSuccess)
-        fprintf(stderr, "%s: warning: %s: %s\n", prog, abort_comms ? "ncclCommAbort" : "ncclCommDestroy",
-                ncclGetErrorString(r));
+        fprintf(stderr, "%s: warning: %s: %s\n", prog,
+                abort_comms ? "ncclCommAbort" : "ncclCommDestroy", ncclGetErrorString(r));
       b->g[i].comm = NULL;
     }
   if (b->n > 0) {
@@ -410,7 +431,8 @@ static int setup(bench *b) {
     CUDA_TRY(cudaMalloc(&g->recv, (size_t)max_bytes));
     CUDA_TRY(cudaMemset(g->send, 0, (size_t)max_bytes));
     CUDA_TRY(cudaMemset(g->recv, 0, (size_t)max_bytes));
-    CUDA_TRY(cudaDeviceSynchronize()); /* the memsets ran on the legacy stream, NCCL uses g->stream */
+    CUDA_TRY(
+        cudaDeviceSynchronize()); /* the memsets ran on the legacy stream, NCCL uses g->stream */
   }
   CUDA_TRY(cudaSetDevice(b->g[0].dev));
   CUDA_TRY(cudaEventCreate(&b->ev0));
@@ -426,7 +448,8 @@ static int measure(const options *o) {
   int ndev = 0;
   cudaError_t e = cudaGetDeviceCount(&ndev);
   if (e != cudaSuccess || ndev < 1) {
-    fprintf(stderr, "%s: error: no usable GPU (%s)\n", prog, e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
+    fprintf(stderr, "%s: error: no usable GPU (%s)\n", prog,
+            e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
     return 2;
   }
   if (o->ngpus > ndev) {
@@ -437,8 +460,8 @@ static int measure(const options *o) {
   struct cudaDeviceProp prop;
   memset(&prop, 0, sizeof prop);
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) strcpy(prop.name, "?");
-  fprintf(stderr, "%s: config %s: %d x %s, %d size(s), %d batch(es) each\n", prog, o->config, n, prop.name,
-          o->nsizes, o->reps);
+  fprintf(stderr, "%s: config %s: %d x %s, %d size(s), %d batch(es) each\n", prog, o->config, n,
+          prop.name, o->nsizes, o->reps);
   if (n == 1) fprintf(stderr, "%s: warning: one GPU: the AllReduce is a local copy\n", prog);
 
   bench *b = topo_calloc(1, sizeof *b);
@@ -460,7 +483,8 @@ static int measure(const options *o) {
       rc = 1;
       break;
     }
-    printf("%s %s %" PRIu64 " %.2f %.2f %.2f\n", o->config, OP_NAME, o->sizes[s], st.median, st.min, st.max);
+    printf("%s %s %" PRIu64 " %.2f %.2f %.2f\n", o->config, OP_NAME, o->sizes[s], st.median, st.min,
+           st.max);
     fflush(stdout);
   }
   if (!rc && check_result(b)) rc = 1;
@@ -520,7 +544,8 @@ static int read_file(table *t, const char *path) {
     row r;
     double mn, mx;
     memset(&r, 0, sizeof r);
-    if (sscanf(p, "%63s %63s %" SCNu64 " %lf %lf %lf", r.config, r.op, &r.bytes, &r.median, &mn, &mx) != 6 ||
+    if (sscanf(p, "%63s %63s %" SCNu64 " %lf %lf %lf", r.config, r.op, &r.bytes, &r.median, &mn,
+               &mx) != 6 ||
         !isfinite(r.median) || r.median <= 0) {
       t->skipped++;
       continue;
@@ -536,11 +561,13 @@ static int read_file(table *t, const char *path) {
 }
 
 /* Per-round medians of (config, op, bytes) -> their median (stats of the rounds in *st). */
-static int rounds_of(const table *t, const char *config, const char *op, uint64_t bytes, topo_cal_stats *st) {
+static int rounds_of(const table *t, const char *config, const char *op, uint64_t bytes,
+                     topo_cal_stats *st) {
   double v[256];
   int n = 0;
   for (int i = 0; i < t->n && n < 256; i++)
-    if (t->rows[i].bytes == bytes && !strcmp(t->rows[i].config, config) && !strcmp(t->rows[i].op, op))
+    if (t->rows[i].bytes == bytes && !strcmp(t->rows[i].config, config) &&
+        !strcmp(t->rows[i].op, op))
       v[n++] = t->rows[i].median;
   if (n == 0 || topo_cal_stats_compute(v, n, st)) return 0;
   return n;
@@ -563,8 +590,9 @@ static int summarize_op(const table *t, const char *op, const options *o) {
   }
   qsort(sizes, (size_t)ns, sizeof sizes[0], cmp_u64);
 
-  printf("# %s: us per call, median of the per-round medians (rounds in brackets); overhead vs %s\n", op,
-         o->baseline);
+  printf(
+      "# %s: us per call, median of the per-round medians (rounds in brackets); overhead vs %s\n",
+      op, o->baseline);
   printf("%-9s", "size");
   for (int c = 0; c < t->nconfigs; c++) printf(" %22s", t->configs[c]);
   printf("   %s rounds min..max\n", o->baseline);
@@ -579,8 +607,11 @@ static int summarize_op(const table *t, const char *op, const options *o) {
       int n = rounds_of(t, t->configs[c], op, sizes[s], &st);
       char cell[64];
       if (!n) snprintf(cell, sizeof cell, "-");
-      else if (!nb || !strcmp(t->configs[c], o->baseline)) snprintf(cell, sizeof cell, "%.2f [%d]", st.median, n);
-      else snprintf(cell, sizeof cell, "%.2f %+.1f%% [%d]", st.median, 100.0 * (st.median / base.median - 1.0), n);
+      else if (!nb || !strcmp(t->configs[c], o->baseline))
+        snprintf(cell, sizeof cell, "%.2f [%d]", st.median, n);
+      else
+        snprintf(cell, sizeof cell, "%.2f %+.1f%% [%d]", st.median,
+                 100.0 * (st.median / base.median - 1.0), n);
       printf(" %22s", cell);
     }
     if (nb) printf("   %.2f..%.2f", base.min, base.max);
@@ -596,7 +627,8 @@ static int summarize_op(const table *t, const char *op, const options *o) {
     topo_cal_stats base, st;
     char sz[32];
     topo_cal_format_bytes(sizes[s], sz, sizeof sz);
-    if (!rounds_of(t, o->baseline, op, sizes[s], &base) || !rounds_of(t, o->check, op, sizes[s], &st)) {
+    if (!rounds_of(t, o->baseline, op, sizes[s], &base) ||
+        !rounds_of(t, o->check, op, sizes[s], &st)) {
       printf("target %s %s: no data\n", o->check, sz);
       continue;
     }
@@ -605,15 +637,16 @@ static int summarize_op(const table *t, const char *op, const options *o) {
     int ok = pct <= limit;
     checked++;
     missed += !ok;
-    printf("target %s %s: %+.1f%% (limit %.0f%%) %s   [%s rounds spread %.1f%%]\n", o->check, sz, pct, limit,
-           ok ? "PASS" : "FAIL", o->baseline, 100.0 * (base.max / base.min - 1.0));
+    printf("target %s %s: %+.1f%% (limit %.0f%%) %s   [%s rounds spread %.1f%%]\n", o->check, sz,
+           pct, limit, ok ? "PASS" : "FAIL", o->baseline, 100.0 * (base.max / base.min - 1.0));
   }
   if (!checked) {
-    printf("verdict %s: NO DATA (needs lines of both %s and %s)\n", o->check, o->check, o->baseline);
+    printf("verdict %s: NO DATA (needs lines of both %s and %s)\n", o->check, o->check,
+           o->baseline);
     return 2;
   }
-  printf("verdict %s: %s (%d of %d sizes within target)\n", o->check, missed ? "FAIL" : "PASS", checked - missed,
-         checked);
+  printf("verdict %s: %s (%d of %d sizes within target)\n", o->check, missed ? "FAIL" : "PASS",
+         checked - missed, checked);
   return missed ? 1 : 0;
 }
 
@@ -627,7 +660,8 @@ static int summarize(const options *o, int nfiles, char **files) {
     fprintf(stderr, "%s: error: no result lines in the input\n", prog);
     rc = 2;
   }
-  if (!rc && t.skipped) fprintf(stderr, "%s: warning: %d malformed line(s) skipped\n", prog, t.skipped);
+  if (!rc && t.skipped)
+    fprintf(stderr, "%s: warning: %d malformed line(s) skipped\n", prog, t.skipped);
   /* One table per op, in order of first appearance. */
   for (int i = 0; i < t.n && rc != 2; i++) {
     int first = 1;

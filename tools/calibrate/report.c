@@ -36,35 +36,47 @@ static const char *status_word(int st) {
 
 static void ran_text(const topo_cal_point *p, char *buf, size_t len) {
   if (p->ran_algo < 0 || p->ran_proto < 0) snprintf(buf, len, "-");
-  else snprintf(buf, len, "%s/%s/%d", topo_nccl_algo_name(p->ran_algo, TOPO_NCCL_FILE), topo_nccl_proto_name(p->ran_proto, TOPO_NCCL_FILE), p->ran_channels);
+  else
+    snprintf(buf, len, "%s/%s/%d", topo_nccl_algo_name(p->ran_algo, TOPO_NCCL_FILE),
+             topo_nccl_proto_name(p->ran_proto, TOPO_NCCL_FILE), p->ran_channels);
 }
 
 static const char *transport(const topo_cal_results *r) {
-  return r->nnodes > 1 ? "socket transport (NCCL_HOSTID split; network code paths at socket speed)" : "one node";
+  return r->nnodes > 1 ? "socket transport (NCCL_HOSTID split; network code paths at socket speed)"
+                       : "one node";
 }
 
 static void report_machine(FILE *f, const topo_cal_results *r) {
   fprintf(f, "# topo-calibrate: %s, %d rank%s, %d node%s (%s), %d process%s\n",
           r->gpu_model[0] ? r->gpu_model : "unknown GPU", r->nranks, r->nranks == 1 ? "" : "s",
-          r->nnodes, r->nnodes == 1 ? "" : "s", transport(r), r->nprocs, r->nprocs == 1 ? "" : "es");
+          r->nnodes, r->nnodes == 1 ? "" : "s", transport(r), r->nprocs,
+          r->nprocs == 1 ? "" : "es");
   if (r->nccl_version)
     fprintf(f, "# NCCL %d.%d.%d (%s)\n", r->nccl_version / 10000, r->nccl_version / 100 % 100,
             r->nccl_version % 100, r->nccl_path[0] ? r->nccl_path : "path unknown");
   for (int d = 0; d < r->ndev && d < 64; d++)
-    fprintf(f, "# GPU %d: %s, %d SMs, %.0f GiB, NVLS (multicast) %s\n", d, r->dev[d].name, r->dev[d].sms,
-            r->dev[d].mem_gib,
-            r->dev[d].multicast > 0 ? "available (left off)" : r->dev[d].multicast == 0 ? "not available" : "unknown");
+    fprintf(f, "# GPU %d: %s, %d SMs, %.0f GiB, NVLS (multicast) %s\n", d, r->dev[d].name,
+            r->dev[d].sms, r->dev[d].mem_gib,
+            r->dev[d].multicast > 0    ? "available (left off)"
+            : r->dev[d].multicast == 0 ? "not available"
+                                       : "unknown");
   if (r->nsettings) {
     fprintf(f, "# forced through %s; NCCL's table %s; NCCL channels %d; tuner plugin %s%s%s\n",
-            r->force_via == TOPO_CAL_VIA_TUNER ? "libtopo-tuner (TOPO_TUNER_FORCE)" : "NCCL_ALGO/NCCL_PROTO",
-            r->allowed_from_nccl ? "read from its log" : "not read (built-in rules)", r->nccl_channels,
-            r->tuner_loaded > 0 ? "loaded: " : r->tuner_loaded == 0 ? "not loaded" : "unknown",
+            r->force_via == TOPO_CAL_VIA_TUNER ? "libtopo-tuner (TOPO_TUNER_FORCE)"
+                                               : "NCCL_ALGO/NCCL_PROTO",
+            r->allowed_from_nccl ? "read from its log" : "not read (built-in rules)",
+            r->nccl_channels,
+            r->tuner_loaded > 0    ? "loaded: "
+            : r->tuner_loaded == 0 ? "not loaded"
+                                   : "unknown",
             r->tuner_loaded > 0 ? r->tuner_name : "", "");
   }
-  if (r->line_rate_gbs > 0) fprintf(f, "# plausibility: link line rate %.0f GB/s per direction\n", r->line_rate_gbs);
+  if (r->line_rate_gbs > 0)
+    fprintf(f, "# plausibility: link line rate %.0f GB/s per direction\n", r->line_rate_gbs);
   if (r->partial)
     fprintf(f, "# PARTIAL: stopped early (signal or --time-budget)%s%d forced setting%s skipped\n",
-            r->skipped_settings ? "; " : "", r->skipped_settings, r->skipped_settings == 1 ? "" : "s");
+            r->skipped_settings ? "; " : "", r->skipped_settings,
+            r->skipped_settings == 1 ? "" : "s");
 }
 
 static void report_p2p(FILE *f, const topo_cal_results *r) {
@@ -99,14 +111,18 @@ static void report_p2p(FILE *f, const topo_cal_results *r) {
 }
 
 static void report_floors(FILE *f, const topo_cal_results *r) {
-  if (r->floor_graph_us <= 0 && r->floor_eager_us <= 0 && r->floor_sync_us <= 0 && r->local_ce_bw <= 0)
+  if (r->floor_graph_us <= 0 && r->floor_eager_us <= 0 && r->floor_sync_us <= 0 &&
+      r->local_ce_bw <= 0)
     return;
   fprintf(f, "\n# GPU 0 alone\n");
   if (r->local_ce_bw > 0) fprintf(f, "#   device copy, copy engine   %8.1f GB/s\n", r->local_ce_bw);
   if (r->local_sm_bw > 0) fprintf(f, "#   device copy, SM kernel     %8.1f GB/s\n", r->local_sm_bw);
-  if (r->floor_graph_us > 0) fprintf(f, "#   minimal op in a CUDA graph %8.2f us (GPU time per op)\n", r->floor_graph_us);
-  if (r->floor_eager_us > 0) fprintf(f, "#   minimal op, eager stream   %8.2f us (host launch rate)\n", r->floor_eager_us);
-  if (r->floor_sync_us > 0) fprintf(f, "#   launch + completion        %8.2f us (host round trip)\n", r->floor_sync_us);
+  if (r->floor_graph_us > 0)
+    fprintf(f, "#   minimal op in a CUDA graph %8.2f us (GPU time per op)\n", r->floor_graph_us);
+  if (r->floor_eager_us > 0)
+    fprintf(f, "#   minimal op, eager stream   %8.2f us (host launch rate)\n", r->floor_eager_us);
+  if (r->floor_sync_us > 0)
+    fprintf(f, "#   launch + completion        %8.2f us (host round trip)\n", r->floor_sync_us);
 }
 
 static void report_setting(FILE *f, const topo_cal_results *r, int s, int coll) {
@@ -116,10 +132,10 @@ static void report_setting(FILE *f, const topo_cal_results *r, int s, int coll) 
   if (!any) return;
   char label[64];
   topo_cal_setting_label(&r->settings[s], label, sizeof label);
-  fprintf(f, "\n# %s  %s  (%d ranks, %s)\n", topo_nccl_func_name(coll, TOPO_NCCL_FILE), label, r->nranks,
-          r->nnodes > 1 ? "socket transport" : "one node");
-  fprintf(f, "#%13s %12s %6s %11s %11s %11s %7s %6s  %-22s %s\n", "size(B)", "count", "type", "time(us)",
-          "algbw(GB/s)", "busbw(GB/s)", "iqr%", "timing", "ran", "");
+  fprintf(f, "\n# %s  %s  (%d ranks, %s)\n", topo_nccl_func_name(coll, TOPO_NCCL_FILE), label,
+          r->nranks, r->nnodes > 1 ? "socket transport" : "one node");
+  fprintf(f, "#%13s %12s %6s %11s %11s %11s %7s %6s  %-22s %s\n", "size(B)", "count", "type",
+          "time(us)", "algbw(GB/s)", "busbw(GB/s)", "iqr%", "timing", "ran", "");
   for (int i = 0; i < r->npoints; i++) {
     const topo_cal_point *p = &r->points[i];
     if (p->setting != s || p->coll != coll) continue;
@@ -127,13 +143,15 @@ static void report_setting(FILE *f, const topo_cal_results *r, int s, int coll) 
     ran_text(p, ran, sizeof ran);
     double alg = topo_cal_algbw(p->bytes, p->stats.median);
     if (p->status == TOPO_CAL_FAILED) {
-      fprintf(f, " %13llu %12zu %6s %11s %11s %11s %7s %6s  %-22s %s\n", (unsigned long long)p->bytes, p->count,
-              "float", "-", "-", "-", "-", "-", ran, status_word(p->status));
+      fprintf(f, " %13llu %12zu %6s %11s %11s %11s %7s %6s  %-22s %s\n",
+              (unsigned long long)p->bytes, p->count, "float", "-", "-", "-", "-", "-", ran,
+              status_word(p->status));
       continue;
     }
-    fprintf(f, " %13llu %12zu %6s %11.2f %11.2f %11.2f %7.1f %6s  %-22s %s\n", (unsigned long long)p->bytes,
-            p->count, "float", p->stats.median, alg, alg * topo_nccl_busbw_factor(coll, r->nranks),
-            100 * topo_cal_stats_spread(&p->stats), p->graph ? "graph" : "eager", ran, status_word(p->status));
+    fprintf(f, " %13llu %12zu %6s %11.2f %11.2f %11.2f %7.1f %6s  %-22s %s\n",
+            (unsigned long long)p->bytes, p->count, "float", p->stats.median, alg,
+            alg * topo_nccl_busbw_factor(coll, r->nranks), 100 * topo_cal_stats_spread(&p->stats),
+            p->graph ? "graph" : "eager", ran, status_word(p->status));
   }
 }
 
@@ -154,13 +172,17 @@ static void report_best(FILE *f, const topo_cal_results *r, int coll) {
     int b = topo_cal_measured_best(m, nm, coll, m[i].bytes, 1);
     if (b < 0) continue;
     if (!any) {
-      fprintf(f, "\n# %s: fastest effective setting per size (median of its repeats)\n#%13s %11s %11s %4s  %s\n",
-              topo_nccl_func_name(coll, TOPO_NCCL_FILE), "size(B)", "time(us)", "busbw(GB/s)", "n", "ran");
+      fprintf(f,
+              "\n# %s: fastest effective setting per size (median of its repeats)\n#%13s %11s %11s "
+              "%4s  %s\n",
+              topo_nccl_func_name(coll, TOPO_NCCL_FILE), "size(B)", "time(us)", "busbw(GB/s)", "n",
+              "ran");
       any = 1;
     }
     double alg = topo_cal_algbw(m[b].bytes, m[b].median_us);
-    fprintf(f, " %13llu %11.2f %11.2f %4d  %s/%s/%d\n", (unsigned long long)m[b].bytes, m[b].median_us,
-            alg * topo_nccl_busbw_factor(coll, r->nranks), m[b].n, topo_nccl_algo_name(m[b].algo, TOPO_NCCL_FILE),
+    fprintf(f, " %13llu %11.2f %11.2f %4d  %s/%s/%d\n", (unsigned long long)m[b].bytes,
+            m[b].median_us, alg * topo_nccl_busbw_factor(coll, r->nranks), m[b].n,
+            topo_nccl_algo_name(m[b].algo, TOPO_NCCL_FILE),
             topo_nccl_proto_name(m[b].proto, TOPO_NCCL_FILE), m[b].channels);
   }
   topo_free(m);
@@ -171,8 +193,10 @@ void topo_cal_report_summary(FILE *f, const topo_cal_results *r) {
   report_p2p(f, r);
   report_floors(f, r);
   if (r->nranks < 2) {
-    fprintf(f, "\n# One GPU: measured device copy bandwidth and the launch floor. The p2p matrix, link\n"
-               "# parameters and every collective sweep need at least 2 GPUs.\n");
+    fprintf(
+        f,
+        "\n# One GPU: measured device copy bandwidth and the launch floor. The p2p matrix, link\n"
+        "# parameters and every collective sweep need at least 2 GPUs.\n");
     return;
   }
   for (int s = 0; s < r->nsettings; s++)
@@ -181,49 +205,69 @@ void topo_cal_report_summary(FILE *f, const topo_cal_results *r) {
   int bad[4] = {0, 0, 0, 0};
   for (int i = 0; i < r->npoints; i++)
     if (r->points[i].status >= 0 && r->points[i].status < 4) bad[r->points[i].status]++;
-  fprintf(f, "\n# %d points: %d accepted, %d rejected as faster than the hardware allows, %d not run as forced, %d failed\n",
+  fprintf(f,
+          "\n# %d points: %d accepted, %d rejected as faster than the hardware allows, %d not run "
+          "as forced, %d failed\n",
           r->npoints, bad[0], bad[1], bad[2], bad[3]);
 }
 
 void topo_cal_report_profile(FILE *f, const topo_profile *p) {
   static const char *const link_name[TOPO_LINK_COUNT] = {"nvlink", "pci", "net"};
-  fprintf(f, "\n# profile: gpu=%s nranks=%d nnodes=%d nccl=%d launch_us=%.2f max_channels=%d nvls=%s\n",
-          p->key.gpu, p->key.nranks, p->key.nnodes, p->key.nccl_version, p->launch_us, p->max_channels,
-          p->nvls > 0 ? "yes" : p->nvls == 0 ? "no" : "unknown");
+  fprintf(
+      f, "\n# profile: gpu=%s nranks=%d nnodes=%d nccl=%d launch_us=%.2f max_channels=%d nvls=%s\n",
+      p->key.gpu, p->key.nranks, p->key.nnodes, p->key.nccl_version, p->launch_us, p->max_channels,
+      p->nvls > 0    ? "yes"
+      : p->nvls == 0 ? "no"
+                     : "unknown");
   for (int i = 0; i < TOPO_LINK_COUNT; i++)
-    fprintf(f, "#   link %-6s bw %8.1f GB/s  lat %6.2f us\n", link_name[i], p->link[i].bw_gbs, p->link[i].lat_us);
+    fprintf(f, "#   link %-6s bw %8.1f GB/s  lat %6.2f us\n", link_name[i], p->link[i].bw_gbs,
+            p->link[i].lat_us);
   for (int i = 0; i < NCCL_NUM_PROTOCOLS; i++)
-    fprintf(f, "#   proto %-6s bw_eff %5.3f  lat %6.2f us  per-channel %6.1f GB/s\n", topo_nccl_proto_name(i, TOPO_NCCL_FILE),
-            p->proto[i].bw_eff, p->proto[i].lat_us, p->proto[i].ch_bw_gbs);
+    fprintf(f, "#   proto %-6s bw_eff %5.3f  lat %6.2f us  per-channel %6.1f GB/s\n",
+            topo_nccl_proto_name(i, TOPO_NCCL_FILE), p->proto[i].bw_eff, p->proto[i].lat_us,
+            p->proto[i].ch_bw_gbs);
   if (p->nterms)
-    fprintf(f, "#   %-14s %-10s %-7s %4s %9s %10s %10s %10s %7s\n", "collective", "algorithm", "proto", "ch",
-            "lat(us)", "bw(GB/s)", "from(B)", "to(B)", "rms%");
+    fprintf(f, "#   %-14s %-10s %-7s %4s %9s %10s %10s %10s %7s\n", "collective", "algorithm",
+            "proto", "ch", "lat(us)", "bw(GB/s)", "from(B)", "to(B)", "rms%");
   for (int i = 0; i < p->nterms; i++) {
     const topo_profile_term *t = &p->terms[i];
-    fprintf(f, "#   %-14s %-10s %-7s %4d %9.2f %10.1f %10llu %10llu %7.1f\n", topo_nccl_func_name(t->coll, TOPO_NCCL_FILE),
-            topo_nccl_algo_name(t->algo, TOPO_NCCL_FILE), topo_nccl_proto_name(t->proto, TOPO_NCCL_FILE), t->nchannels, t->lat_us, t->bw_gbs,
+    fprintf(f, "#   %-14s %-10s %-7s %4d %9.2f %10.1f %10llu %10llu %7.1f\n",
+            topo_nccl_func_name(t->coll, TOPO_NCCL_FILE),
+            topo_nccl_algo_name(t->algo, TOPO_NCCL_FILE),
+            topo_nccl_proto_name(t->proto, TOPO_NCCL_FILE), t->nchannels, t->lat_us, t->bw_gbs,
             (unsigned long long)t->min_bytes, (unsigned long long)t->max_bytes, 100 * t->rel_err);
   }
 }
 
 void topo_cal_report_csv(FILE *f, const topo_cal_results *r) {
-  fprintf(f, "gpu,nranks,nnodes,nccl,setting,kind,algo,proto,channels,coll,bytes,count,median_us,p25_us,"
-             "p75_us,min_us,max_us,samples,calls,timing,algbw_gbs,busbw_gbs,status,ran_algo,ran_proto,ran_channels,round,pair,"
-             "beyond_reach\n");
+  fprintf(
+      f,
+      "gpu,nranks,nnodes,nccl,setting,kind,algo,proto,channels,coll,bytes,count,median_us,p25_us,"
+      "p75_us,min_us,max_us,samples,calls,timing,algbw_gbs,busbw_gbs,status,ran_algo,ran_proto,ran_"
+      "channels,round,pair,"
+      "beyond_reach\n");
   for (int i = 0; i < r->npoints; i++) {
     const topo_cal_point *p = &r->points[i];
     const topo_cal_setting *s = &r->settings[p->setting];
     char label[64];
     topo_cal_setting_label(s, label, sizeof label);
     double alg = p->status == TOPO_CAL_FAILED ? 0 : topo_cal_algbw(p->bytes, p->stats.median);
-    fprintf(f, "%s,%d,%d,%d,%s,%s,%s,%s,%d,%s,%llu,%zu,%.4f,%.4f,%.4f,%.4f,%.4f,%d,%d,%s,%.3f,%.3f,%s,%s,%s,%d,%d,%d,%d\n",
+    fprintf(f,
+            "%s,%d,%d,%d,%s,%s,%s,%s,%d,%s,%llu,%zu,%.4f,%.4f,%.4f,%.4f,%.4f,%d,%d,%s,%.3f,%.3f,%s,"
+            "%s,%s,%d,%d,%d,%d\n",
             r->gpu_model, r->nranks, r->nnodes, r->nccl_version, label,
-            s->kind == TOPO_CAL_FORCED ? "forced" : s->kind == TOPO_CAL_DEFAULT ? "default" : "tuner",
-            s->kind == TOPO_CAL_FORCED ? topo_nccl_algo_name(s->algo, TOPO_NCCL_FILE) : "", s->kind == TOPO_CAL_FORCED ? topo_nccl_proto_name(s->proto, TOPO_NCCL_FILE) : "",
-            s->nchannels, topo_nccl_func_name(p->coll, TOPO_NCCL_FILE), (unsigned long long)p->bytes, p->count, p->stats.median,
-            p->stats.p25, p->stats.p75, p->stats.min, p->stats.max, p->stats.n, p->calls, p->graph ? "graph" : "eager",
-            alg, alg * topo_nccl_busbw_factor(p->coll, r->nranks), p->status == TOPO_CAL_OK ? "ok" : status_word(p->status),
-            p->ran_algo >= 0 ? topo_nccl_algo_name(p->ran_algo, TOPO_NCCL_FILE) : "", p->ran_proto >= 0 ? topo_nccl_proto_name(p->ran_proto, TOPO_NCCL_FILE) : "",
+            s->kind == TOPO_CAL_FORCED    ? "forced"
+            : s->kind == TOPO_CAL_DEFAULT ? "default"
+                                          : "tuner",
+            s->kind == TOPO_CAL_FORCED ? topo_nccl_algo_name(s->algo, TOPO_NCCL_FILE) : "",
+            s->kind == TOPO_CAL_FORCED ? topo_nccl_proto_name(s->proto, TOPO_NCCL_FILE) : "",
+            s->nchannels, topo_nccl_func_name(p->coll, TOPO_NCCL_FILE),
+            (unsigned long long)p->bytes, p->count, p->stats.median, p->stats.p25, p->stats.p75,
+            p->stats.min, p->stats.max, p->stats.n, p->calls, p->graph ? "graph" : "eager", alg,
+            alg * topo_nccl_busbw_factor(p->coll, r->nranks),
+            p->status == TOPO_CAL_OK ? "ok" : status_word(p->status),
+            p->ran_algo >= 0 ? topo_nccl_algo_name(p->ran_algo, TOPO_NCCL_FILE) : "",
+            p->ran_proto >= 0 ? topo_nccl_proto_name(p->ran_proto, TOPO_NCCL_FILE) : "",
             p->ran_channels, p->round, s->kind == TOPO_CAL_DEFAULT ? p->pair : 0, s->beyond_reach);
   }
   /* Measured points: one per effective setting and size (the fit's and the tuner's evidence),
@@ -233,23 +277,29 @@ void topo_cal_report_csv(FILE *f, const topo_cal_results *r) {
   if (!m) return;
   int nm = topo_cal_results_measured(r, m, cap);
   int sdef = topo_cal_results_find_kind(r, TOPO_CAL_DEFAULT);
-  fprintf(f, "\nmeasured,gpu,nranks,nnodes,nccl,coll,algo,proto,channels,bytes,median_us,n,noise,noise_pairs,"
-             "beyond_reach,default_algo,default_proto,default_channels,default_median_us\n");
+  fprintf(f,
+          "\nmeasured,gpu,nranks,nnodes,nccl,coll,algo,proto,channels,bytes,median_us,n,noise,"
+          "noise_pairs,"
+          "beyond_reach,default_algo,default_proto,default_channels,default_median_us\n");
   for (int i = 0; i < nm; i++) {
     int np = 0, nd = 0;
     double noise = topo_cal_results_noise(r, m[i].coll, m[i].bytes, &np), dmed = 0;
-    int di = sdef >= 0 ? topo_cal_results_setting_median(r, sdef, m[i].coll, m[i].bytes, &dmed, &nd) : -1;
+    int di = sdef >= 0 ? topo_cal_results_setting_median(r, sdef, m[i].coll, m[i].bytes, &dmed, &nd)
+                       : -1;
     const topo_cal_point *dp = di >= 0 ? &r->points[di] : NULL;
     char nz[24] = "", ch[16] = "", dch[16] = "", dm[24] = "";
     if (noise >= 0) snprintf(nz, sizeof nz, "%.5f", noise);
     if (m[i].channels > 0) snprintf(ch, sizeof ch, "%d", m[i].channels);
     if (dp && dp->ran_channels > 0) snprintf(dch, sizeof dch, "%d", dp->ran_channels);
     if (dp) snprintf(dm, sizeof dm, "%.4f", dmed);
-    fprintf(f, "measured,%s,%d,%d,%d,%s,%s,%s,%s,%llu,%.4f,%d,%s,%d,%d,%s,%s,%s,%s\n", r->gpu_model, r->nranks,
-            r->nnodes, r->nccl_version, topo_nccl_func_name(m[i].coll, TOPO_NCCL_FILE), topo_nccl_algo_name(m[i].algo, TOPO_NCCL_FILE),
-            topo_nccl_proto_name(m[i].proto, TOPO_NCCL_FILE), ch, (unsigned long long)m[i].bytes, m[i].median_us, m[i].n, nz, np,
-            m[i].beyond_reach, dp && dp->ran_algo >= 0 ? topo_nccl_algo_name(dp->ran_algo, TOPO_NCCL_FILE) : "",
-            dp && dp->ran_proto >= 0 ? topo_nccl_proto_name(dp->ran_proto, TOPO_NCCL_FILE) : "", dch, dm);
+    fprintf(f, "measured,%s,%d,%d,%d,%s,%s,%s,%s,%llu,%.4f,%d,%s,%d,%d,%s,%s,%s,%s\n", r->gpu_model,
+            r->nranks, r->nnodes, r->nccl_version, topo_nccl_func_name(m[i].coll, TOPO_NCCL_FILE),
+            topo_nccl_algo_name(m[i].algo, TOPO_NCCL_FILE),
+            topo_nccl_proto_name(m[i].proto, TOPO_NCCL_FILE), ch, (unsigned long long)m[i].bytes,
+            m[i].median_us, m[i].n, nz, np, m[i].beyond_reach,
+            dp && dp->ran_algo >= 0 ? topo_nccl_algo_name(dp->ran_algo, TOPO_NCCL_FILE) : "",
+            dp && dp->ran_proto >= 0 ? topo_nccl_proto_name(dp->ran_proto, TOPO_NCCL_FILE) : "",
+            dch, dm);
   }
   topo_free(m);
 }
@@ -307,13 +357,17 @@ int topo_cal_report_advice(FILE *f, const topo_cal_results *r) {
       topo_cal_format_bytes(hi, hb, sizeof hb);
       if (r->nccl_channels > 0)
         snprintf(cost, sizeof cost, "%d more SMs per GPU", st->nchannels - r->nccl_channels);
-      else
-        snprintf(cost, sizeof cost, "SMs: n/a (NCCL's channel count not seen)");
-      if (!lines) fprintf(f, "\n# advice beyond a tuner's reach (measured; gain over the best a tuner can choose)\n");
-      fprintf(f, "# %s: %d channels via NCCL_MIN_NCHANNELS=%d (or ncclConfig_t minCTAs=%d): %.0f-%.0f %% at %s-%s"
-                 " (%d sizes), %s\n",
-              topo_nccl_func_name(c, TOPO_NCCL_FILE), st->nchannels, st->nchannels, st->nchannels, 100 * gmin, 100 * gmax, lb, hb, hits,
-              cost);
+      else snprintf(cost, sizeof cost, "SMs: n/a (NCCL's channel count not seen)");
+      if (!lines)
+        fprintf(f,
+                "\n# advice beyond a tuner's reach (measured; gain over the best a tuner can "
+                "choose)\n");
+      fprintf(f,
+              "# %s: %d channels via NCCL_MIN_NCHANNELS=%d (or ncclConfig_t minCTAs=%d): %.0f-%.0f "
+              "%% at %s-%s"
+              " (%d sizes), %s\n",
+              topo_nccl_func_name(c, TOPO_NCCL_FILE), st->nchannels, st->nchannels, st->nchannels,
+              100 * gmin, 100 * gmax, lb, hb, hits, cost);
       lines++;
     }
   }
@@ -359,8 +413,8 @@ static void bench_row(FILE *f, const topo_cal_results *r, int c, const topo_cal_
   if (noise >= 0) snprintf(nz, sizeof nz, "%.1f%%", 100 * noise);
   if (di >= 0) snprintf(tdv, sizeof tdv, "%.2f", td), snprintf(rd, sizeof rd, "%.3f", td / to);
   if (ti >= 0) snprintf(ttv, sizeof ttv, "%.2f", tt), snprintf(rt, sizeof rt, "%.3f", tt / to);
-  fprintf(f, " %13llu %10s %-20s %10s %-20s %10.2f %-16s %8s %8s %7s\n", (unsigned long long)m->bytes, tdv, dr, ttv,
-          tr, to, ol, rt, rd, nz);
+  fprintf(f, " %13llu %10s %-20s %10s %-20s %10.2f %-16s %8s %8s %7s\n",
+          (unsigned long long)m->bytes, tdv, dr, ttv, tr, to, ol, rt, rd, nz);
   topo_cal_bench_summary *s = &acc->s;
   if (ti >= 0) {
     double q = tt / to;
@@ -386,21 +440,26 @@ static void bench_totals(FILE *f, int c, bench_acc *acc) {
   topo_cal_format_bytes(s->worst_tuner_bytes, wt, sizeof wt);
   topo_cal_format_bytes(s->worst_default_bytes, wd, sizeof wd);
   if (acc->nt)
-    fprintf(f, "# %s tuner/oracle: geometric mean %.3f, worst %.3f at %s; worst tuner/default %.3f\n",
-            topo_nccl_func_name(c, TOPO_NCCL_FILE), s->geo_tuner, s->worst_tuner, wt, s->worst_tuner_vs_default);
+    fprintf(f,
+            "# %s tuner/oracle: geometric mean %.3f, worst %.3f at %s; worst tuner/default %.3f\n",
+            topo_nccl_func_name(c, TOPO_NCCL_FILE), s->geo_tuner, s->worst_tuner, wt,
+            s->worst_tuner_vs_default);
   if (acc->nd)
-    fprintf(f, "# %s default/oracle: geometric mean %.3f, worst %.3f at %s\n", topo_nccl_func_name(c, TOPO_NCCL_FILE),
-            s->geo_default, s->worst_default, wd);
+    fprintf(f, "# %s default/oracle: geometric mean %.3f, worst %.3f at %s\n",
+            topo_nccl_func_name(c, TOPO_NCCL_FILE), s->geo_default, s->worst_default, wd);
 }
 
 int topo_cal_report_bench(FILE *f, const topo_cal_results *r, topo_cal_bench_summary *sum) {
   int sdef = topo_cal_results_find_kind(r, TOPO_CAL_DEFAULT);
   int stun = topo_cal_results_find_kind(r, TOPO_CAL_TUNER);
   int rows = 0;
-  fprintf(f, "\n# --bench: NCCL's default, libtopo-tuner and the oracle (fastest effective setting a tuner can\n"
-             "# choose), each the median of its rounds; noise = A/A (median |a/b-1| of the default's two\n"
-             "# communicators over the rounds), %d ranks, %s\n",
-          r->nranks, transport(r));
+  fprintf(
+      f,
+      "\n# --bench: NCCL's default, libtopo-tuner and the oracle (fastest effective setting a "
+      "tuner can\n"
+      "# choose), each the median of its rounds; noise = A/A (median |a/b-1| of the default's two\n"
+      "# communicators over the rounds), %d ranks, %s\n",
+      r->nranks, transport(r));
   int cap = r->npoints > 0 ? r->npoints : 1;
   topo_cal_measured *meas = topo_malloc((size_t)cap * sizeof *meas);
   int nmeas = meas ? topo_cal_results_measured(r, meas, cap) : 0;
@@ -421,8 +480,9 @@ int topo_cal_report_bench(FILE *f, const topo_cal_results *r, topo_cal_bench_sum
       int ti = stun >= 0 ? topo_cal_results_setting_median(r, stun, c, m->bytes, &tt, &nt_rep) : -1;
       if (di < 0 && ti < 0) continue;
       if (!header) {
-        fprintf(f, "\n# %s\n#%13s %10s %-20s %10s %-20s %10s %-16s %8s %8s %7s\n", topo_nccl_func_name(c, TOPO_NCCL_FILE),
-                "size(B)", "default", "(ran)", "tuner", "(ran)", "oracle", "(ran)", "tun/orc", "def/orc", "noise");
+        fprintf(f, "\n# %s\n#%13s %10s %-20s %10s %-20s %10s %-16s %8s %8s %7s\n",
+                topo_nccl_func_name(c, TOPO_NCCL_FILE), "size(B)", "default", "(ran)", "tuner",
+                "(ran)", "oracle", "(ran)", "tun/orc", "def/orc", "noise");
         header = 1;
       }
       bench_row(f, r, c, m, di, td, ti, tt, &acc);

@@ -84,7 +84,8 @@ int topo_cal_results_best_forced(const topo_cal_results *r, int coll, uint64_t b
 
 #define POOL_CAP 512 /* repeats pooled per result: rounds x settings that ran the same thing */
 
-static int effective(const topo_cal_results *r, const topo_cal_point *p, int *algo, int *proto, int *ch) {
+static int effective(const topo_cal_results *r, const topo_cal_point *p, int *algo, int *proto,
+                     int *ch) {
   const topo_cal_setting *s = &r->settings[p->setting];
   if (s->kind != TOPO_CAL_FORCED || p->status != TOPO_CAL_OK) return 0;
   *algo = p->ran_algo >= 0 ? p->ran_algo : s->algo;
@@ -108,8 +109,8 @@ int topo_cal_results_measured(const topo_cal_results *r, topo_cal_measured *out,
     if (!effective(r, pi, &a, &p, &ch)) continue;
     int seen = 0;
     for (int k = 0; k < n && !seen; k++)
-      seen = out[k].coll == pi->coll && out[k].bytes == pi->bytes && out[k].algo == a && out[k].proto == p &&
-             out[k].channels == ch;
+      seen = out[k].coll == pi->coll && out[k].bytes == pi->bytes && out[k].algo == a &&
+             out[k].proto == p && out[k].channels == ch;
     if (seen) continue;
     topo_cal_measured *m = &out[n];
     memset(m, 0, sizeof *m);
@@ -119,7 +120,8 @@ int topo_cal_results_measured(const topo_cal_results *r, topo_cal_measured *out,
     for (int j = i; j < r->npoints && m->n < POOL_CAP; j++) {
       const topo_cal_point *q = &r->points[j];
       int a2, p2, ch2;
-      if (q->coll != pi->coll || q->bytes != pi->bytes || !effective(r, q, &a2, &p2, &ch2)) continue;
+      if (q->coll != pi->coll || q->bytes != pi->bytes || !effective(r, q, &a2, &p2, &ch2))
+        continue;
       if (a2 != a || p2 != p || ch2 != ch) continue;
       pool[m->n++] = q->stats.median;
       if (!r->settings[q->setting].beyond_reach) m->beyond_reach = 0;
@@ -137,7 +139,8 @@ int topo_cal_results_measured(const topo_cal_results *r, topo_cal_measured *out,
   return n;
 }
 
-int topo_cal_measured_best(const topo_cal_measured *m, int n, int coll, uint64_t bytes, int in_reach_only) {
+int topo_cal_measured_best(const topo_cal_measured *m, int n, int coll, uint64_t bytes,
+                           int in_reach_only) {
   int best = -1;
   for (int i = 0; i < n; i++) {
     if (m[i].coll != coll || m[i].bytes != bytes || (in_reach_only && m[i].beyond_reach)) continue;
@@ -146,15 +149,18 @@ int topo_cal_measured_best(const topo_cal_measured *m, int n, int coll, uint64_t
   return best;
 }
 
-int topo_cal_results_setting_median(const topo_cal_results *r, int setting, int coll, uint64_t bytes,
-                                    double *median_us, int *n) {
+int topo_cal_results_setting_median(const topo_cal_results *r, int setting, int coll,
+                                    uint64_t bytes, double *median_us, int *n) {
   double v[POOL_CAP / 4];
-  int k = 0, first = -1, kind = setting >= 0 && setting < r->nsettings ? r->settings[setting].kind : -1;
+  int k = 0, first = -1,
+      kind = setting >= 0 && setting < r->nsettings ? r->settings[setting].kind : -1;
   for (int i = 0; i < r->npoints && k < (int)(sizeof v / sizeof v[0]); i++) {
     const topo_cal_point *p = &r->points[i];
     if (p->coll != coll || p->bytes != bytes || p->status != TOPO_CAL_OK) continue;
     /* The default's A/A communicators are two settings of the same kind: they pool. */
-    if (p->setting != setting && !(kind == TOPO_CAL_DEFAULT && r->settings[p->setting].kind == TOPO_CAL_DEFAULT)) continue;
+    if (p->setting != setting &&
+        !(kind == TOPO_CAL_DEFAULT && r->settings[p->setting].kind == TOPO_CAL_DEFAULT))
+      continue;
     if (first < 0) first = i;
     v[k++] = p->stats.median;
   }
@@ -169,7 +175,9 @@ double topo_cal_results_noise(const topo_cal_results *r, int coll, uint64_t byte
   for (int i = 0; i < r->npoints; i++) {
     const topo_cal_point *p = &r->points[i];
     if (p->coll != coll || p->bytes != bytes || p->status != TOPO_CAL_OK) continue;
-    if (r->settings[p->setting].kind != TOPO_CAL_DEFAULT || p->round < 0 || p->round >= TOPO_CAL_MAX_ROUNDS) continue;
+    if (r->settings[p->setting].kind != TOPO_CAL_DEFAULT || p->round < 0 ||
+        p->round >= TOPO_CAL_MAX_ROUNDS)
+      continue;
     if (p->pair == 0) a[p->round] = p->stats.median, ha[p->round] = 1;
     else b[p->round] = p->stats.median, hb[p->round] = 1;
   }

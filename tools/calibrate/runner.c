@@ -134,16 +134,18 @@ int topo_cal_run(const topo_cal_options *o, const topo_cal_proc *proc, topo_cal_
   if (!rc && c->leader) {
     char n[96];
     snprintf(n, sizeof n, "%s", r->dev[0].name);
-    topo_cal_progress("%d rank%s on %s (%s), %d node%s%s, NCCL %d", r->nranks, r->nranks == 1 ? "" : "s", r->gpu_model, n,
-                      r->nnodes, r->nnodes == 1 ? "" : "s", r->nnodes > 1 ? " (NCCL_HOSTID: socket transport)" : "",
-                      r->nccl_version);
+    topo_cal_progress("%d rank%s on %s (%s), %d node%s%s, NCCL %d", r->nranks,
+                      r->nranks == 1 ? "" : "s", r->gpu_model, n, r->nnodes,
+                      r->nnodes == 1 ? "" : "s",
+                      r->nnodes > 1 ? " (NCCL_HOSTID: socket transport)" : "", r->nccl_version);
   }
   if (!rc) rc = topo_cal_measure_floors(c);
   if (!rc && o->p2p && proc->nprocs == 1 && c->nlocal > 1) rc = topo_cal_measure_p2p(c);
   if (!rc) line_rate_from_p2p(r);
   if (!rc && r->nranks < 2 && c->leader)
-    topo_cal_progress("one GPU: measured device copy bandwidth and the launch floor; the p2p matrix and every "
-                      "collective sweep need at least 2 GPUs (-g 2 or more)");
+    topo_cal_progress(
+        "one GPU: measured device copy bandwidth and the launch floor; the p2p matrix and every "
+        "collective sweep need at least 2 GPUs (-g 2 or more)");
   if (!rc && r->nranks >= 2 && o->sweep) rc = topo_cal_sweep(c);
   if (c->stop || topo_cal_stop_requested()) {
     r->partial = 1;

@@ -25,7 +25,7 @@
 
 #include "calibrate.h"
 
-#define TOPO_CAL_MAX_LOCAL 64
+#define TOPO_CAL_MAX_LOCAL   64
 #define TOPO_CAL_STAGE_BYTES 65536
 
 typedef struct rank_ctx {
@@ -48,24 +48,24 @@ typedef struct run_ctx {
   rank_ctx rk[TOPO_CAL_MAX_LOCAL];
   size_t buf_bytes;
   int nevents;
-  double *samples;   /* nevents + 2 */
+  double *samples; /* nevents + 2 */
   topo_cal_nccl_log log;
-  int log_on;        /* this process reads NCCL's log (process 0 with --verify) */
+  int log_on; /* this process reads NCCL's log (process 0 with --verify) */
   char log_path[768];
   char workdir[512];
   char tuner_path[PATH_MAX]; /* realpath() writes up to PATH_MAX bytes */
   int use_tuner_force;
-  int tuner_ok;      /* tuner library exists (and, when verifiable, loaded) */
-  int leader;        /* this process prints */
+  int tuner_ok; /* tuner library exists (and, when verifiable, loaded) */
+  int leader;   /* this process prints */
   int failed;
   uint64_t sizes[TOPO_CAL_MAX_SIZES];
   int nsizes;
-  int unit, nunits;  /* progress: (setting, collective) pairs */
-  int stop;          /* every process agreed to stop (signal), set by topo_cal_measure_point */
-  double t_start;    /* run start, us */
-  double unit_us;    /* time spent on (setting, collective) pairs so far, for the budget */
+  int unit, nunits; /* progress: (setting, collective) pairs */
+  int stop;         /* every process agreed to stop (signal), set by topo_cal_measure_point */
+  double t_start;   /* run start, us */
+  double unit_us;   /* time spent on (setting, collective) pairs so far, for the budget */
   int units_done;
-  int round, pair;   /* round of the current setting run; A/A communicator of the default */
+  int round, pair; /* round of the current setting run; A/A communicator of the default */
 } run_ctx;
 
 /* Facts process 0 learns from NCCL's log and shares with the others. */
@@ -76,27 +76,27 @@ typedef struct shared_facts {
   int tuner_loaded;
 } shared_facts;
 
-#define CUDA_TRY(call)                                                                        \
-  do {                                                                                        \
-    cudaError_t e_ = (call);                                                                  \
-    if (e_ != cudaSuccess) {                                                                  \
-      topo_cal_warn("%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_));     \
-      return -1;                                                                              \
-    }                                                                                         \
+#define CUDA_TRY(call)                                                                   \
+  do {                                                                                   \
+    cudaError_t e_ = (call);                                                             \
+    if (e_ != cudaSuccess) {                                                             \
+      topo_cal_warn("%s:%d: %s: %s", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+      return -1;                                                                         \
+    }                                                                                    \
   } while (0)
 
-#define NCCL_TRY(call)                                                   \
-  do {                                                                   \
-    ncclResult_t n_ = (call);                                            \
-    if (n_ != ncclSuccess) return topo_cal_nccl_fail(#call, n_);         \
+#define NCCL_TRY(call)                                           \
+  do {                                                           \
+    ncclResult_t n_ = (call);                                    \
+    if (n_ != ncclSuccess) return topo_cal_nccl_fail(#call, n_); \
   } while (0)
 
 /* The per-rank communicator slots: the current setting's, the control one. */
-#define COMMS(c) (&(c)->rk[0].comm), sizeof(rank_ctx)
+#define COMMS(c)    (&(c)->rk[0].comm), sizeof(rank_ctx)
 #define CONTROLS(c) (&(c)->rk[0].control), sizeof(rank_ctx)
 
 /* runner.c: small plumbing. */
-void topo_cal_copy_str(char *dst, size_t len, const char *src); /* bounded, always terminated */
+void topo_cal_copy_str(char *dst, size_t len, const char *src);    /* bounded, always terminated */
 double topo_cal_now_us(void);                                      /* CLOCK_MONOTONIC */
 int topo_cal_nccl_fail(const char *what, ncclResult_t res);        /* warns, returns -1 */
 int topo_cal_sync_all(run_ctx *c);                                 /* every local stream */

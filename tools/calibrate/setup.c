@@ -61,7 +61,8 @@ void topo_cal_find_tuner(run_ctx *c) {
   }
   for (int i = 0; i < nc; i++)
     if (file_exists(cand[i])) {
-      if (!realpath(cand[i], c->tuner_path)) snprintf(c->tuner_path, sizeof c->tuner_path, "%s", cand[i]);
+      if (!realpath(cand[i], c->tuner_path))
+        snprintf(c->tuner_path, sizeof c->tuner_path, "%s", cand[i]);
       return;
     }
 }
@@ -83,16 +84,23 @@ void topo_cal_check_user_env(run_ctx *c) {
   for (size_t i = 0; i < sizeof restrict_vars / sizeof restrict_vars[0]; i++) {
     const char *v = getenv(restrict_vars[i]);
     if (v) {
-      if (c->leader) topo_cal_warn("%s=%s in the environment: unset for the calibration (each setting forces its own)", restrict_vars[i], v);
+      if (c->leader)
+        topo_cal_warn(
+            "%s=%s in the environment: unset for the calibration (each setting forces its own)",
+            restrict_vars[i], v);
       unsetenv(restrict_vars[i]);
     }
   }
-  static const char *const channel_vars[] = {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_NRINGS",
-                                             "NCCL_MAX_NRINGS", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS"};
+  static const char *const channel_vars[] = {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
+                                             "NCCL_MIN_NRINGS",    "NCCL_MAX_NRINGS",
+                                             "NCCL_MIN_CTAS",      "NCCL_MAX_CTAS"};
   for (size_t i = 0; i < sizeof channel_vars / sizeof channel_vars[0]; i++) {
     const char *v = getenv(channel_vars[i]);
     if (v && c->leader)
-      topo_cal_warn("%s=%s is set: NCCL applies it to every communicator, so forced channel counts may not hold", channel_vars[i], v);
+      topo_cal_warn(
+          "%s=%s is set: NCCL applies it to every communicator, so forced channel counts may not "
+          "hold",
+          channel_vars[i], v);
   }
 }
 
@@ -104,10 +112,12 @@ void topo_cal_setup_log(run_ctx *c) {
   topo_cal_nccl_log_init(&c->log);
   if (!c->o->verify || c->pp->proc != 0) return;
   if (getenv("NCCL_DEBUG_FILE")) {
-    topo_cal_warn("NCCL_DEBUG_FILE is set: not reading NCCL's log, so what NCCL ran is not verified");
+    topo_cal_warn(
+        "NCCL_DEBUG_FILE is set: not reading NCCL's log, so what NCCL ran is not verified");
     return;
   }
-  snprintf(c->log_path, sizeof c->log_path, "%s/topo-calibrate-nccl.%d.log", c->workdir, (int)getpid());
+  snprintf(c->log_path, sizeof c->log_path, "%s/topo-calibrate-nccl.%d.log", c->workdir,
+           (int)getpid());
   setenv("NCCL_DEBUG_FILE", c->log_path, 1);
   setenv("NCCL_DEBUG", "INFO", 1);
   setenv("NCCL_DEBUG_SUBSYS", "INIT,TUNING,ENV", 1);

@@ -77,14 +77,18 @@ int topo_cal_check_floor(int coll, int nranks, uint64_t bytes, double time_us, d
     return 1;
   }
   if (time_us < floor_us) {
-    if (why) snprintf(why, whylen, "%.2f us is below the %.2f us floor of any collective", time_us, floor_us);
+    if (why)
+      snprintf(why, whylen, "%.2f us is below the %.2f us floor of any collective", time_us,
+               floor_us);
     return 1;
   }
   if (line_rate_gbs > 0) {
     double through = topo_cal_algbw(bytes, time_us) * topo_cal_link_traffic_factor(coll, nranks);
     if (through > 1.2 * line_rate_gbs) {
       if (why)
-        snprintf(why, whylen, "%.2f us implies %.0f GB/s through one GPU's links, above 1.2 x the %.0f GB/s line rate",
+        snprintf(why, whylen,
+                 "%.2f us implies %.0f GB/s through one GPU's links, above 1.2 x the %.0f GB/s "
+                 "line rate",
                  time_us, through, line_rate_gbs);
       return 1;
     }
@@ -104,8 +108,8 @@ double topo_cal_line_rate_for_model(const char *model) {
   } rates[] = {
       /* NVLink per direction: 18 x NVLink4 (25 GB/s) on H100/H200; 8 on H800; 12 x NVLink3 A100;
        * 18 x NVLink5 (50 GB/s) on Blackwell. */
-      {"H100", 450}, {"H200", 450}, {"GH200", 450}, {"H800", 200}, {"H20", 450},
-      {"A100", 300}, {"A800", 200}, {"B100", 900}, {"B200", 900}, {"GB200", 900},
+      {"H100", 450}, {"H200", 450},  {"GH200", 450}, {"H800", 200}, {"H20", 450},
+      {"A100", 300}, {"A800", 200},  {"B100", 900},  {"B200", 900}, {"GB200", 900},
       {"B300", 900}, {"GB300", 900}, {"V100", 150},
   };
   if (!model) return 0;

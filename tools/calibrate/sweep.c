@@ -65,7 +65,8 @@ static int sweep_sizes(run_ctx *c, const topo_cal_setting *s, int si, int coll, 
     if (mp > 0) {
       if (c->leader)
         topo_cal_warn("%s %s %llu B failed: this setting stops here, the sweep goes on",
-                      topo_nccl_func_name(coll, TOPO_NCCL_FILE), label, (unsigned long long)p.bytes);
+                      topo_nccl_func_name(coll, TOPO_NCCL_FILE), label,
+                      (unsigned long long)p.bytes);
       topo_cal_results_add_point(c->r, &p);
       c->failed = 1;
       return 1;
@@ -76,14 +77,16 @@ static int sweep_sizes(run_ctx *c, const topo_cal_setting *s, int si, int coll, 
     cr->last = p;
     cr->npts++;
     if (c->o->verbose && c->leader)
-      topo_cal_progress("  %s %s %llu B: %.2f us (iqr %.1f%%)%s", topo_nccl_func_name(coll, TOPO_NCCL_FILE), label,
-                        (unsigned long long)p.bytes, p.stats.median, 100 * topo_cal_stats_spread(&p.stats),
-                        p.status == TOPO_CAL_MISMATCH ? " not run as forced" : p.status == TOPO_CAL_REJECTED ? " rejected" : "");
+      topo_cal_progress(
+          "  %s %s %llu B: %.2f us (iqr %.1f%%)%s", topo_nccl_func_name(coll, TOPO_NCCL_FILE),
+          label, (unsigned long long)p.bytes, p.stats.median, 100 * topo_cal_stats_spread(&p.stats),
+          p.status == TOPO_CAL_MISMATCH   ? " not run as forced"
+          : p.status == TOPO_CAL_REJECTED ? " rejected"
+                                          : "");
     if (s->kind == TOPO_CAL_FORCED && best >= 0 && p.status == TOPO_CAL_OK &&
         topo_cal_slower_than(p.stats.median, c->r->points[best].stats.median, c->o->prune))
       slow++;
-    else
-      slow = 0;
+    else slow = 0;
     if (slow >= 2 && z + 1 < c->nsizes) {
       cr->pruned_at = z + 1;
       return 0;
@@ -96,14 +99,17 @@ static int sweep_sizes(run_ctx *c, const topo_cal_setting *s, int si, int coll, 
 /* "[3/40] allreduce ring/simple 27 sizes: 8 B 7.10 us .. 1 GB 2790.3 us (busbw ...), 4.2 s". */
 static void report_collective(const run_ctx *c, int coll, const char *label, const coll_run *cr,
                               double seconds) {
-  double busbw = topo_cal_algbw(cr->last.bytes, cr->last.stats.median) * topo_nccl_busbw_factor(coll, c->r->nranks);
+  double busbw = topo_cal_algbw(cr->last.bytes, cr->last.stats.median) *
+                 topo_nccl_busbw_factor(coll, c->r->nranks);
   char fb[24], lb[24], pr[96] = "";
   topo_cal_format_bytes(cr->first.bytes, fb, sizeof fb);
   topo_cal_format_bytes(cr->last.bytes, lb, sizeof lb);
-  if (cr->pruned_at >= 0) snprintf(pr, sizeof pr, "; larger sizes skipped (> %.0fx the best so far)", c->o->prune);
-  topo_cal_progress("[%d/%d] %-13s %-18s %2d sizes: %s %.2f us .. %s %.1f us (busbw %.1f GB/s), %.1f s%s", c->unit,
-                    c->nunits, topo_nccl_func_name(coll, TOPO_NCCL_FILE), label, cr->npts, fb, cr->first.stats.median,
-                    lb, cr->last.stats.median, busbw, seconds, pr);
+  if (cr->pruned_at >= 0)
+    snprintf(pr, sizeof pr, "; larger sizes skipped (> %.0fx the best so far)", c->o->prune);
+  topo_cal_progress(
+      "[%d/%d] %-13s %-18s %2d sizes: %s %.2f us .. %s %.1f us (busbw %.1f GB/s), %.1f s%s",
+      c->unit, c->nunits, topo_nccl_func_name(coll, TOPO_NCCL_FILE), label, cr->npts, fb,
+      cr->first.stats.median, lb, cr->last.stats.median, busbw, seconds, pr);
 }
 
 /* One setting: a fresh communicator, every collective it applies to, every size. Returns 0 (a
@@ -135,7 +141,9 @@ static int run_setting(run_ctx *c, const topo_cal_setting *s, int via_env) {
   shared_facts facts;
   if (topo_cal_learn_facts(c, &facts)) rc = -1;
   if (!rc && s->kind == TOPO_CAL_TUNER && facts.tuner_loaded == 0 && c->leader)
-    topo_cal_warn("tuner run: NCCL did not log loading the tuner plugin; the 'tuner' column may be NCCL's own choice");
+    topo_cal_warn(
+        "tuner run: NCCL did not log loading the tuner plugin; the 'tuner' column may be NCCL's "
+        "own choice");
   int si = topo_cal_results_add_setting(c->r, s);
   if (si < 0) rc = -1;
   static const int order[NCCL_NUM_FUNCTIONS] = {ncclFuncAllReduce, ncclFuncAllGather,
@@ -144,7 +152,8 @@ static int run_setting(run_ctx *c, const topo_cal_setting *s, int via_env) {
   int broken = 0;
   for (int oi = 0; oi < NCCL_NUM_FUNCTIONS && !rc && !broken && !c->stop; oi++) {
     int coll = order[oi];
-    if (!((c->o->colls >> coll) & 1u) || !topo_cal_setting_applies(s, coll, &c->r->allowed)) continue;
+    if (!((c->o->colls >> coll) & 1u) || !topo_cal_setting_applies(s, coll, &c->r->allowed))
+      continue;
     c->unit++;
     double tc = topo_cal_now_us();
     coll_run cr;
@@ -153,7 +162,8 @@ static int run_setting(run_ctx *c, const topo_cal_setting *s, int via_env) {
     broken = sz > 0;
     c->unit_us += topo_cal_now_us() - tc;
     c->units_done++;
-    if (c->leader && cr.npts) report_collective(c, coll, label, &cr, (topo_cal_now_us() - tc) / 1e6);
+    if (c->leader && cr.npts)
+      report_collective(c, coll, label, &cr, (topo_cal_now_us() - tc) / 1e6);
   }
   topo_cal_comm_destroy(c, COMMS(c), rc != 0 || broken);
   clear_force();
@@ -167,17 +177,21 @@ static int over_budget(run_ctx *c, const topo_cal_setting *s) {
   const topo_cal_options *o = c->o;
   if (!(o->time_budget_s > 0)) return 0;
   int units = 0;
-  for (int k = 0; k < NCCL_NUM_FUNCTIONS; k++) units += ((o->colls >> k) & 1u) && topo_cal_setting_applies(s, k, &c->r->allowed);
-  int later = __builtin_popcount(o->colls) * ((o->bench ? 1 : 0) + (o->run_default || o->bench ? 1 : 0));
+  for (int k = 0; k < NCCL_NUM_FUNCTIONS; k++)
+    units += ((o->colls >> k) & 1u) && topo_cal_setting_applies(s, k, &c->r->allowed);
+  int later =
+      __builtin_popcount(o->colls) * ((o->bench ? 1 : 0) + (o->run_default || o->bench ? 1 : 0));
   double per = c->units_done ? c->unit_us / c->units_done : 2e6; /* us per (setting, collective) */
   double init = 3e6;                                             /* a communicator's init, us */
-  int skip = topo_cal_now_us() - c->t_start + (units + later) * per + 3 * init > o->time_budget_s * 1e6;
+  int skip =
+      topo_cal_now_us() - c->t_start + (units + later) * per + 3 * init > o->time_budget_s * 1e6;
   if (topo_cal_share_bytes(c, &skip, sizeof skip)) return 1;
   if (skip) {
     c->r->skipped_settings++;
     c->r->partial = 1;
     if (c->r->skipped_settings == 1 && c->leader)
-      topo_cal_warn("--time-budget %.0f s: skipping the remaining forced settings", o->time_budget_s);
+      topo_cal_warn("--time-budget %.0f s: skipping the remaining forced settings",
+                    o->time_budget_s);
   }
   return skip;
 }
@@ -214,21 +228,26 @@ static int choose_forcing(run_ctx *c, int *tuner_file) {
   topo_cal_find_tuner(c);
   *tuner_file = c->tuner_path[0] != '\0';
   if (o->force_via == TOPO_CAL_VIA_TUNER && !*tuner_file) {
-    topo_cal_warn("--force-via tuner: libtopo-tuner.so not found%s%s (build it, or pass --tuner PATH)",
-                  o->tuner ? " at " : "", o->tuner ? o->tuner : "");
+    topo_cal_warn(
+        "--force-via tuner: libtopo-tuner.so not found%s%s (build it, or pass --tuner PATH)",
+        o->tuner ? " at " : "", o->tuner ? o->tuner : "");
     return -1;
   }
   c->use_tuner_force = *tuner_file && o->force_via != TOPO_CAL_VIA_ENV;
   if (o->bench && !*tuner_file && c->leader)
-    topo_cal_warn("--bench: libtopo-tuner.so not found (pass --tuner PATH): comparing NCCL's default with the oracle only");
+    topo_cal_warn(
+        "--bench: libtopo-tuner.so not found (pass --tuner PATH): comparing NCCL's default with "
+        "the oracle only");
   if (c->leader) {
     if (*tuner_file) topo_cal_progress("tuner plugin: %s", c->tuner_path);
-    topo_cal_progress("forcing choices through %s", c->use_tuner_force ? "TOPO_TUNER_FORCE (libtopo-tuner)" : "NCCL_ALGO / NCCL_PROTO");
+    topo_cal_progress("forcing choices through %s", c->use_tuner_force
+                                                        ? "TOPO_TUNER_FORCE (libtopo-tuner)"
+                                                        : "NCCL_ALGO / NCCL_PROTO");
   }
   const char *nvls = getenv("NCCL_NVLS_ENABLE");
   if (c->leader && (!nvls || strcmp(nvls, "0") != 0))
-    topo_cal_info("note: NCCL_NVLS_ENABLE is %s%s; NVLS is measured only where NCCL enables it", nvls ? "set to " : "not set",
-                  nvls ? nvls : "");
+    topo_cal_info("note: NCCL_NVLS_ENABLE is %s%s; NVLS is measured only where NCCL enables it",
+                  nvls ? "set to " : "not set", nvls ? nvls : "");
   return 0;
 }
 
@@ -266,7 +285,9 @@ static int run_bench_tuner(run_ctx *c) {
   }
   if (!prof) {
     if (c->leader)
-      topo_cal_warn("--bench with forcing through NCCL_ALGO needs --profile for the tuner run: tuner column skipped");
+      topo_cal_warn(
+          "--bench with forcing through NCCL_ALGO needs --profile for the tuner run: tuner column "
+          "skipped");
     return 0;
   }
   topo_cal_set_env("TOPO_TUNER_PROFILE", prof);
@@ -297,7 +318,9 @@ static int run_phase_a(run_ctx *c, ncclUniqueId *id, topo_cal_setting *plan, int
       topo_cal_comm_destroy(c, CONTROLS(c), 0);
       return -1;
     }
-    if (c->leader) topo_cal_warn("NCCL did not load the tuner plugin: forcing through NCCL_ALGO/NCCL_PROTO instead");
+    if (c->leader)
+      topo_cal_warn(
+          "NCCL did not load the tuner plugin: forcing through NCCL_ALGO/NCCL_PROTO instead");
     c->use_tuner_force = 0;
   }
   r->force_via = c->use_tuner_force ? TOPO_CAL_VIA_TUNER : TOPO_CAL_VIA_ENV;
@@ -339,7 +362,8 @@ static int run_phase_b(run_ctx *c, const ncclUniqueId *id, topo_cal_setting *pla
 
 int topo_cal_sweep(run_ctx *c) {
   const topo_cal_options *o = c->o;
-  c->nsizes = topo_cal_plan_sizes(o->min_bytes, o->max_bytes, o->step, c->sizes, TOPO_CAL_MAX_SIZES);
+  c->nsizes =
+      topo_cal_plan_sizes(o->min_bytes, o->max_bytes, o->step, c->sizes, TOPO_CAL_MAX_SIZES);
   int tuner_file;
   if (choose_forcing(c, &tuner_file)) return -1;
   int phase_a = tuner_file && (c->use_tuner_force || o->bench);
@@ -358,4 +382,3 @@ int topo_cal_sweep(run_ctx *c) {
   if (c->use_tuner_force && !o->run_default && !o->bench) return 0; /* no phase B needed */
   return run_phase_b(c, &id, plan, 256, nplan, !phase_a);
 }
-

@@ -19,11 +19,21 @@ static int issue(run_ctx *c, int coll, size_t count) {
     rank_ctx *k = &c->rk[i];
     ncclResult_t res = ncclSuccess;
     switch (coll) {
-    case ncclFuncAllReduce: res = ncclAllReduce(k->send, k->recv, count, ncclFloat, ncclSum, k->comm, k->stream); break;
-    case ncclFuncAllGather: res = ncclAllGather(k->send, k->recv, count, ncclFloat, k->comm, k->stream); break;
-    case ncclFuncReduceScatter: res = ncclReduceScatter(k->send, k->recv, count, ncclFloat, ncclSum, k->comm, k->stream); break;
-    case ncclFuncBroadcast: res = ncclBroadcast(k->send, k->recv, count, ncclFloat, 0, k->comm, k->stream); break;
-    case ncclFuncReduce: res = ncclReduce(k->send, k->recv, count, ncclFloat, ncclSum, 0, k->comm, k->stream); break;
+    case ncclFuncAllReduce:
+      res = ncclAllReduce(k->send, k->recv, count, ncclFloat, ncclSum, k->comm, k->stream);
+      break;
+    case ncclFuncAllGather:
+      res = ncclAllGather(k->send, k->recv, count, ncclFloat, k->comm, k->stream);
+      break;
+    case ncclFuncReduceScatter:
+      res = ncclReduceScatter(k->send, k->recv, count, ncclFloat, ncclSum, k->comm, k->stream);
+      break;
+    case ncclFuncBroadcast:
+      res = ncclBroadcast(k->send, k->recv, count, ncclFloat, 0, k->comm, k->stream);
+      break;
+    case ncclFuncReduce:
+      res = ncclReduce(k->send, k->recv, count, ncclFloat, ncclSum, 0, k->comm, k->stream);
+      break;
     default: res = ncclInvalidArgument; break;
     }
     if (res != ncclSuccess) {
@@ -43,7 +53,8 @@ static int time_graph(run_ctx *c, int coll, size_t count, int K) {
   int rc = 0, captured = 0;
   for (int i = 0; i < n && !rc; i++) {
     cudaError_t e = cudaSetDevice(c->rk[i].dev);
-    if (e == cudaSuccess) e = cudaStreamBeginCapture(c->rk[i].stream, cudaStreamCaptureModeThreadLocal);
+    if (e == cudaSuccess)
+      e = cudaStreamBeginCapture(c->rk[i].stream, cudaStreamCaptureModeThreadLocal);
     if (e != cudaSuccess) {
       topo_cal_warn("cudaStreamBeginCapture: %s", cudaGetErrorString(e));
       rc = -1;
@@ -77,7 +88,8 @@ static int time_graph(run_ctx *c, int coll, size_t count, int K) {
     for (int i = 0; i < n && !rc; i++) {
       rank_ctx *k = &c->rk[i];
       cudaSetDevice(k->dev);
-      if (cudaEventRecord(k->ev0[it], k->stream) != cudaSuccess || cudaGraphLaunch(ge[i], k->stream) != cudaSuccess ||
+      if (cudaEventRecord(k->ev0[it], k->stream) != cudaSuccess ||
+          cudaGraphLaunch(ge[i], k->stream) != cudaSuccess ||
           cudaEventRecord(k->ev1[it], k->stream) != cudaSuccess)
         rc = -1;
     }
@@ -133,7 +145,8 @@ static int time_eager(run_ctx *c, int coll, size_t count) {
  * 1 when this setting cannot go on (NCCL refused a call in a one-process run: p is FAILED), or
  * -1 on a failure that ends the run (with several processes every failure does: the peers of a
  * failed rank wait in the collective, and the launcher stops them). */
-int topo_cal_measure_point(run_ctx *c, const topo_cal_setting *s, int coll, uint64_t planned, topo_cal_point *p) {
+int topo_cal_measure_point(run_ctx *c, const topo_cal_setting *s, int coll, uint64_t planned,
+                           topo_cal_point *p) {
   memset(p, 0, sizeof *p);
   p->coll = coll;
   p->bytes = topo_cal_coll_bytes(coll, planned, c->r->nranks, &p->count);
@@ -155,7 +168,8 @@ int topo_cal_measure_point(run_ctx *c, const topo_cal_setting *s, int coll, uint
       p->ran_proto = ch->proto;
       p->ran_channels = ch->nchannels;
       /* Channels: a forced count is a ceiling (small messages use fewer channels). */
-      if (ch->algo != s->algo || ch->proto != s->proto || (s->nchannels > 0 && ch->nchannels > s->nchannels))
+      if (ch->algo != s->algo || ch->proto != s->proto ||
+          (s->nchannels > 0 && ch->nchannels > s->nchannels))
         flag = 2;
     }
   } else if (!rc && c->log_on) {
@@ -189,11 +203,14 @@ int topo_cal_measure_point(run_ctx *c, const topo_cal_setting *s, int coll, uint
     return 0;
   }
   char why[256];
-  if (topo_cal_check_floor(coll, c->r->nranks, p->bytes, p->stats.median, c->o->floor_us, c->r->line_rate_gbs, why, sizeof why)) {
+  if (topo_cal_check_floor(coll, c->r->nranks, p->bytes, p->stats.median, c->o->floor_us,
+                           c->r->line_rate_gbs, why, sizeof why)) {
     p->status = TOPO_CAL_REJECTED;
     char label[64];
     topo_cal_setting_label(s, label, sizeof label);
-    if (c->leader) topo_cal_warn("rejected %s %s %llu B: %s", topo_nccl_func_name(coll, TOPO_NCCL_FILE), label, (unsigned long long)p->bytes, why);
+    if (c->leader)
+      topo_cal_warn("rejected %s %s %llu B: %s", topo_nccl_func_name(coll, TOPO_NCCL_FILE), label,
+                    (unsigned long long)p->bytes, why);
   }
   return 0;
 }

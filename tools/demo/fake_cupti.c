@@ -19,18 +19,18 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int busy, subscribed, enabled_kernel, enabled_memcpy, enabled_memset;
 static CUpti_BuffersCallbackRequestFunc on_request;
 static CUpti_BuffersCallbackCompleteFunc on_complete;
-static int owner;               /* whose callbacks are registered: FAKE_CUPTI_OWNER_* */
-static int other_activity;      /* the other client registered callbacks and enabled kinds */
-static uint64_t other_records;  /* activity records the other client received */
+static int owner;              /* whose callbacks are registered: FAKE_CUPTI_OWNER_* */
+static int other_activity;     /* the other client registered callbacks and enabled kinds */
+static uint64_t other_records; /* activity records the other client received */
 static fake_cupti_calls calls;
 static uint64_t hold_start;
 static CUptiResult fail_subscribe, fail_enable;
 static uint8_t *buf;
 static size_t buf_size, buf_used;
-static int buf_owner;            /* who gave the buffer in flight (FAKE_CUPTI_OWNER_*) */
+static int buf_owner; /* who gave the buffer in flight (FAKE_CUPTI_OWNER_*) */
 static size_t buf_max, buf_records, buf_foreign; /* its record limit, records, records of a
                                                   * client other than its owner */
-static uint8_t *stranded[64];    /* buffers handed to a client that did not know them */
+static uint8_t *stranded[64]; /* buffers handed to a client that did not know them */
 static int nstranded;
 static uint64_t dropped;
 static char *names[1024];
@@ -317,7 +317,9 @@ EXPORT void fake_cupti_add_dropped(uint64_t n) {
   pthread_mutex_unlock(&lock);
 }
 
-EXPORT uint64_t fake_cupti_now(void) { return realtime_ns() + (uint64_t)FAKE_CUPTI_CLOCK_OFFSET_NS; }
+EXPORT uint64_t fake_cupti_now(void) {
+  return realtime_ns() + (uint64_t)FAKE_CUPTI_CLOCK_OFFSET_NS;
+}
 
 /* The other client's buffers: its own allocation, its own count. */
 static void CUPTIAPI other_requested(uint8_t **buffer, size_t *size, size_t *max_records) {

@@ -25,34 +25,34 @@ enum { FAKE_CUPTI_OWNER_NONE = 0, FAKE_CUPTI_OWNER_CLIENT = 1, FAKE_CUPTI_OWNER_
 typedef struct fake_cupti_calls {
   int subscribe, subscribe_ok, subscribe_refused, unsubscribe;
   int register_callbacks, enable, disable, flush;
-  int other_lost;          /* the other client's records that went into a buffer of the
+  int other_lost;         /* the other client's records that went into a buffer of the
                             * client's, which the other client then dropped */
-  int forced_flush_other;  /* FORCED flushes while another client's callbacks are registered:
+  int forced_flush_other; /* FORCED flushes while another client's callbacks are registered:
                             * each ends that client's records of queued work with 0 timestamps */
-  int held_outside_probe;  /* activity calls made while the client held a subscription */
-  uint64_t max_hold_ns;    /* longest subscribe-to-unsubscribe of the client */
-  int subscribed;          /* the client holds a subscription now */
-  int owner;               /* FAKE_CUPTI_OWNER_* */
+  int held_outside_probe; /* activity calls made while the client held a subscription */
+  uint64_t max_hold_ns;   /* longest subscribe-to-unsubscribe of the client */
+  int subscribed;         /* the client holds a subscription now */
+  int owner;              /* FAKE_CUPTI_OWNER_* */
   int kernel_enabled, memcpy_enabled, memset_enabled;
 } fake_cupti_calls;
 
-typedef void (*fake_cupti_set_busy_fn)(int busy);        /* another subscriber holds CUPTI */
+typedef void (*fake_cupti_set_busy_fn)(int busy); /* another subscriber holds CUPTI */
 /* Another client arrives: subscribes (0 when the client holds the subscription just then) and,
  * with `activity`, registers its own buffer callbacks and enables kernels, memcpy, memset. */
 typedef int (*fake_cupti_other_attach_fn)(int activity);
 /* It leaves, as Kineto at the end of a trace: disables its kinds, flushes, unsubscribes; its
  * callbacks stay registered (CUPTI cannot unregister them). */
 typedef void (*fake_cupti_other_detach_fn)(void);
-typedef uint64_t (*fake_cupti_other_records_fn)(void);   /* records the other client received */
+typedef uint64_t (*fake_cupti_other_records_fn)(void); /* records the other client received */
 typedef void (*fake_cupti_get_calls_fn)(fake_cupti_calls *out);
 /* Make cuptiSubscribe / cuptiActivityEnable return these (CUPTI_SUCCESS = behave). */
 typedef void (*fake_cupti_fail_fn)(int subscribe_result, int enable_result);
-typedef int (*fake_cupti_kernel_fn)(const char *name, uint64_t start, uint64_t end,
-                                    uint32_t stream, uint32_t device, uint32_t correlation);
+typedef int (*fake_cupti_kernel_fn)(const char *name, uint64_t start, uint64_t end, uint32_t stream,
+                                    uint32_t device, uint32_t correlation);
 typedef int (*fake_cupti_copy_fn)(int is_memset, uint64_t bytes, uint64_t start, uint64_t end,
                                   uint32_t stream, uint32_t device);
 typedef void (*fake_cupti_add_dropped_fn)(uint64_t n);
-typedef uint64_t (*fake_cupti_now_fn)(void);              /* current fake CUPTI clock */
+typedef uint64_t (*fake_cupti_now_fn)(void); /* current fake CUPTI clock */
 typedef void (*fake_cupti_reset_fn)(void);
 
 void fake_cupti_set_busy(int busy);

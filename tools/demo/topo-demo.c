@@ -29,21 +29,21 @@
 #include "profiler_driver.h"
 #include "topo_version.h"
 
-#define MAX_RANKS 64
-#define LAYERS 24
-#define PARAMS 350000000.0
-#define BUCKET_BYTES (25ull << 20)
-#define BUSBW_GBS 350.0
-#define LAUNCH_NS 10000
-#define MAX_OPS 4096
-#define MAX_KERNELS 65536
+#define MAX_RANKS          64
+#define LAYERS             24
+#define PARAMS             350000000.0
+#define BUCKET_BYTES       (25ull << 20)
+#define BUSBW_GBS          350.0
+#define LAUNCH_NS          10000
+#define MAX_OPS            4096
+#define MAX_KERNELS        65536
 #define STRAGGLER_SLOWDOWN 1.04 /* the straggler computes 4 % slower */
 
 typedef struct options {
   const char *out, *profiler, *tuner, *cupti;
   int ranks, steps, straggler;
   unsigned seed;
-  unsigned starve;   /* 0: off; else the seed of the late kernel-channel callbacks */
+  unsigned starve; /* 0: off; else the seed of the late kernel-channel callbacks */
 } options;
 
 typedef struct sim_op {
@@ -111,7 +111,8 @@ static void simulate(const options *o, int64_t t0) {
     /* forward + backward on every rank; buckets launched as gradients fill */
     int64_t compute_end[MAX_RANKS];
     for (int r = 0; r < o->ranks; r++) {
-      double speed = (r == o->straggler ? STRAGGLER_SLOWDOWN : 1.0) * (1.0 + jitter(o->seed, r, step, 0, 0.02));
+      double speed = (r == o->straggler ? STRAGGLER_SLOWDOWN : 1.0) *
+                     (1.0 + jitter(o->seed, r, step, 0, 0.02));
       int64_t t = rank_time[r];
       int op = first_op;
       uint64_t grad = 0;
@@ -180,7 +181,8 @@ static void rank_kernels(const options *o, int r, int64_t t0) {
   int64_t t = t0;
   int ag = 0;
   for (int step = 0; step < o->steps; step++) {
-    double speed = (r == o->straggler ? STRAGGLER_SLOWDOWN : 1.0) * (1.0 + jitter(o->seed, r, step, 0, 0.02));
+    double speed =
+        (r == o->straggler ? STRAGGLER_SLOWDOWN : 1.0) * (1.0 + jitter(o->seed, r, step, 0, 0.02));
     for (int pass = 0; pass < 2; pass++)
       for (int l = 0; l < LAYERS; l++)
         for (int k = 0; k < NLK; k++) {
@@ -192,10 +194,11 @@ static void rank_kernels(const options *o, int r, int64_t t0) {
         }
     while (ag < sim.nops && !sim.ops[ag].allgather) ag++;
     if (ag >= sim.nops) break;
-    int64_t opt_start = sim.ops[ag].launch[r] - (int64_t)(3000000 * (r == o->straggler ? STRAGGLER_SLOWDOWN : 1.0));
+    int64_t opt_start =
+        sim.ops[ag].launch[r] - (int64_t)(3000000 * (r == o->straggler ? STRAGGLER_SLOWDOWN : 1.0));
     if (sim.nkernels < MAX_KERNELS)
-      sim.kernels[sim.nkernels++] =
-          (sim_kernel){opt_start, sim.ops[ag].launch[r] - 2000, "multi_tensor_apply_kernel<AdamFunctor<bf16>>"};
+      sim.kernels[sim.nkernels++] = (sim_kernel){opt_start, sim.ops[ag].launch[r] - 2000,
+                                                 "multi_tensor_apply_kernel<AdamFunctor<bf16>>"};
     t = sim.ops[ag].end + 200000;
     ag++;
   }
@@ -213,8 +216,8 @@ typedef struct rank_ctx {
   const options *o;
   int rank;
   topo_host_profiler prof;
-  int64_t mono0;      /* sim time 0 in CLOCK_MONOTONIC */
-  int64_t gpu0;       /* sim time 0 in GPU globaltimer (~ realtime) */
+  int64_t mono0; /* sim time 0 in CLOCK_MONOTONIC */
+  int64_t gpu0;  /* sim time 0 in GPU globaltimer (~ realtime) */
   drv_op ops[MAX_OPS];
   drv_pending pending[MAX_OPS];
   atomic_int issued;
@@ -295,7 +298,8 @@ static int run_rank(const options *o, int rank, int64_t mono0, int64_t real0) {
 
   void *fake = o->cupti && *o->cupti ? dlopen(o->cupti, RTLD_NOW | RTLD_LOCAL) : NULL;
   int (*kernel)(const char *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t) =
-      fake ? (int (*)(const char *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t))dlsym(fake, "fake_cupti_kernel")
+      fake ? (int (*)(const char *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t))dlsym(
+                 fake, "fake_cupti_kernel")
            : NULL;
   uint64_t (*cupti_now)(void) = fake ? (uint64_t(*)(void))dlsym(fake, "fake_cupti_now") : NULL;
   int64_t cupti0 = cupti_now ? (int64_t)cupti_now() - (topo_clock_realtime_ns() - real0) : real0;
@@ -331,8 +335,8 @@ static int run_rank(const options *o, int rank, int64_t mono0, int64_t real0) {
     for (int i = 0; i < sim.nops; i++) {
       const sim_op *s = &sim.ops[i];
       char name[96];
-      snprintf(name, sizeof name, "ncclDevKernel_%s_%s_%s", s->allgather ? "AllGather" : "AllReduce_Sum_bf16",
-               c.ops[i].algo, c.ops[i].proto);
+      snprintf(name, sizeof name, "ncclDevKernel_%s_%s_%s",
+               s->allgather ? "AllGather" : "AllReduce_Sum_bf16", c.ops[i].algo, c.ops[i].proto);
       kernel(name, (uint64_t)(cupti0 + s->start[rank]), (uint64_t)(cupti0 + s->end), 13, 0,
              (uint32_t)(MAX_KERNELS + i));
     }
@@ -388,10 +392,8 @@ static const char *default_lib(int slot, const char *name, const char *built) {
   if (!slash) return built;
   *slash = '\0';
   const char *rel = TOPO_DEMO_LIBDIR_REL;
-  if (rel[0] == '/')
-    snprintf(paths[slot], sizeof paths[slot], "%s/%s", rel, name);
-  else
-    snprintf(paths[slot], sizeof paths[slot], "%s/%s/%s", exe, rel, name);
+  if (rel[0] == '/') snprintf(paths[slot], sizeof paths[slot], "%s/%s", rel, name);
+  else snprintf(paths[slot], sizeof paths[slot], "%s/%s/%s", exe, rel, name);
   return access(paths[slot], R_OK) == 0 ? paths[slot] : built;
 }
 
@@ -401,15 +403,16 @@ int main(int argc, char **argv) {
                .tuner = default_lib(1, "libtopo-tuner.so", TOPO_DEMO_TUNER_SO),
                .cupti = default_lib(2, "topo/libtopo-fake-cupti.so", TOPO_DEMO_FAKE_CUPTI),
                .ranks = 8,
-               .steps = 3, .straggler = -1, .seed = 1};
+               .steps = 3,
+               .straggler = -1,
+               .seed = 1};
   static const struct option longopts[] = {
-      {"out", required_argument, 0, 'o'},      {"ranks", required_argument, 0, 'r'},
-      {"steps", required_argument, 0, 's'},    {"seed", required_argument, 0, 'S'},
+      {"out", required_argument, 0, 'o'},       {"ranks", required_argument, 0, 'r'},
+      {"steps", required_argument, 0, 's'},     {"seed", required_argument, 0, 'S'},
       {"straggler", required_argument, 0, 'g'}, {"profiler", required_argument, 0, 'p'},
-      {"tuner", required_argument, 0, 't'},    {"cupti", required_argument, 0, 'c'},
-      {"starve", required_argument, 0, 'x'},
-      {"help", no_argument, 0, 'h'},           {"version", no_argument, 0, 'V'},
-      {0, 0, 0, 0}};
+      {"tuner", required_argument, 0, 't'},     {"cupti", required_argument, 0, 'c'},
+      {"starve", required_argument, 0, 'x'},    {"help", no_argument, 0, 'h'},
+      {"version", no_argument, 0, 'V'},         {0, 0, 0, 0}};
   int ch;
   opterr = 0; /* one line of our own on misuse */
   while ((ch = getopt_long(argc, argv, ":o:r:s:S:g:p:t:c:x:hV", longopts, NULL)) != -1) {
@@ -429,10 +432,8 @@ int main(int argc, char **argv) {
       fprintf(stderr, "topo-demo: option '%s' needs a value (try --help)\n", argv[optind - 1]);
       return 2;
     default:
-      if (optopt)
-        fprintf(stderr, "topo-demo: unknown option '-%c' (try --help)\n", optopt);
-      else
-        fprintf(stderr, "topo-demo: unknown option '%s' (try --help)\n", argv[optind - 1]);
+      if (optopt) fprintf(stderr, "topo-demo: unknown option '-%c' (try --help)\n", optopt);
+      else fprintf(stderr, "topo-demo: unknown option '%s' (try --help)\n", argv[optind - 1]);
       return 2;
     }
   }
@@ -451,15 +452,17 @@ int main(int argc, char **argv) {
   }
   setenv("TOPO_PROFILER_DIR", o.out, 1);
   if (o.cupti && *o.cupti && access(o.cupti, R_OK) == 0) {
-    setenv("TOPO_PROFILER_CUPTI_LIB", o.cupti, 0); /* the stand-in plays the GPU; the mode stays the default */
+    setenv("TOPO_PROFILER_CUPTI_LIB", o.cupti,
+           0); /* the stand-in plays the GPU; the mode stays the default */
   } else {
     o.cupti = NULL;
   }
   int have_tuner = o.tuner && *o.tuner && access(o.tuner, R_OK) == 0;
-  printf("topo-demo: %d ranks x %d steps, seed %u, straggler rank %d, profiler %s, tuner %s, "
-         "CUPTI %s\n",
-         o.ranks, o.steps, o.seed, o.straggler, o.profiler, have_tuner ? o.tuner : "(none)",
-         o.cupti ? o.cupti : "(none)");
+  printf(
+      "topo-demo: %d ranks x %d steps, seed %u, straggler rank %d, profiler %s, tuner %s, "
+      "CUPTI %s\n",
+      o.ranks, o.steps, o.seed, o.straggler, o.profiler, have_tuner ? o.tuner : "(none)",
+      o.cupti ? o.cupti : "(none)");
   if (o.starve) {
     printf("topo-demo: starving (seed %u): ranks", o.starve);
     for (int r = 0; r < o.ranks; r++)
@@ -486,8 +489,9 @@ int main(int argc, char **argv) {
     waitpid(pids[r], &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
   }
-  printf("topo-demo: %d collectives per rank (%d all-reduce buckets of <= 25 MB + %d metric "
-         "all-gathers), traces in %s%s\n",
-         sim.nops, sim.nops - o.steps, o.steps, o.out, failed ? " (some ranks failed)" : "");
+  printf(
+      "topo-demo: %d collectives per rank (%d all-reduce buckets of <= 25 MB + %d metric "
+      "all-gathers), traces in %s%s\n",
+      sim.nops, sim.nops - o.steps, o.steps, o.out, failed ? " (some ranks failed)" : "");
   return failed ? 1 : 0;
 }

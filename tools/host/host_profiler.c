@@ -77,8 +77,8 @@ ncclResult_t topo_host_profiler_start(topo_host_profiler *p, void **handle,
   *handle = NULL;
   int v = p->lib.version;
   if (!delivered(v, e->type)) return ncclSuccess;
-  void *parent = v >= 5 || !(e->type & (ncclProfileColl | ncclProfileP2p)) ? e->parent
-                                                                           : e->parent_group;
+  void *parent =
+      v >= 5 || !(e->type & (ncclProfileColl | ncclProfileP2p)) ? e->parent : e->parent_group;
   if (v >= 5) {
     ncclProfilerEventDescr_v6_t d;
     memset(&d, 0, sizeof d);
@@ -180,29 +180,29 @@ ncclResult_t topo_host_profiler_start(topo_host_profiler *p, void **handle,
     d3.rank = d2.rank = e->rank;
     switch (e->type) {
     case ncclProfileColl:
-#define COLL23(d)                                   \
-  (d).coll.name = "topo-host";                      \
-  (d).coll.commHash = p->comm_hash;                 \
-  (d).coll.seqNumber = e->seq;                      \
-  (d).coll.func = e->func;                          \
-  (d).coll.count = e->count;                        \
-  (d).coll.root = e->root;                          \
-  (d).coll.datatype = e->datatype;                  \
-  (d).coll.nMaxChannels = (uint8_t)e->nchannels;    \
-  (d).coll.nWarps = (uint8_t)e->nwarps;             \
-  (d).coll.algo = e->algo;                          \
+#define COLL23(d)                                \
+  (d).coll.name = "topo-host";                   \
+  (d).coll.commHash = p->comm_hash;              \
+  (d).coll.seqNumber = e->seq;                   \
+  (d).coll.func = e->func;                       \
+  (d).coll.count = e->count;                     \
+  (d).coll.root = e->root;                       \
+  (d).coll.datatype = e->datatype;               \
+  (d).coll.nMaxChannels = (uint8_t)e->nchannels; \
+  (d).coll.nWarps = (uint8_t)e->nwarps;          \
+  (d).coll.algo = e->algo;                       \
   (d).coll.proto = e->proto
       COLL23(d3);
       COLL23(d2);
       d2.coll.trafficBytes = e->count;
       break;
     case ncclProfileP2p:
-#define P2P23(d)                         \
-  (d).p2p.name = "topo-host";            \
-  (d).p2p.commHash = p->comm_hash;       \
-  (d).p2p.func = e->func;                \
-  (d).p2p.count = e->count;              \
-  (d).p2p.datatype = e->datatype;        \
+#define P2P23(d)                   \
+  (d).p2p.name = "topo-host";      \
+  (d).p2p.commHash = p->comm_hash; \
+  (d).p2p.func = e->func;          \
+  (d).p2p.count = e->count;        \
+  (d).p2p.datatype = e->datatype;  \
   (d).p2p.peer = e->peer
       P2P23(d3);
       P2P23(d2);

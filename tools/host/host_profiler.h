@@ -22,16 +22,16 @@ extern int topo_host_profiler_mask; /* NCCL's ncclProfilerEventMask */
 typedef struct topo_host_profiler {
   topo_host_lib lib;
   int nccl_version;
-  uint64_t comm_hash;  /* given at init; v1-v3 put it into each descriptor */
+  uint64_t comm_hash; /* given at init; v1-v3 put it into each descriptor */
   void *ctx;
 } topo_host_profiler;
 
 /* Version-free description of one event; the host turns it into the loaded version's
  * descriptor. Unused members are ignored. */
 typedef struct topo_host_event {
-  uint64_t type;       /* ncclProfileColl, ... */
-  void *parent;        /* parentObj from v5 (CollApi/P2pApi handle for Coll/P2p) */
-  void *parent_group;  /* the legacy Group handle: parent of Coll/P2p before v5 */
+  uint64_t type;      /* ncclProfileColl, ... */
+  void *parent;       /* parentObj from v5 (CollApi/P2pApi handle for Coll/P2p) */
+  void *parent_group; /* the legacy Group handle: parent of Coll/P2p before v5 */
   int rank;
   /* Coll / P2p / CollApi / P2pApi */
   uint64_t seq;

@@ -8,8 +8,8 @@ topo_status topo_host_tuner_load(topo_host_tuner *t, const char *path, int nccl_
   memset(t, 0, sizeof *t);
   t->nccl_version = nccl_version;
   t->num_algo = nccl_version >= 22300 ? 7 : 6;
-  return topo_host_open(&t->lib, path, "ncclTunerPlugin_v", topo_host_tuner_max_version(nccl_version),
-                        2);
+  return topo_host_open(&t->lib, path, "ncclTunerPlugin_v",
+                        topo_host_tuner_max_version(nccl_version), 2);
 }
 
 void topo_host_tuner_unload(topo_host_tuner *t) { topo_host_close(&t->lib); }
@@ -52,9 +52,9 @@ static ncclResult_t get_v2(topo_host_tuner *t, ncclFunc_t coll, size_t nbytes, i
               cost[NCCL_ALGO_NVLS_TREE][NCCL_PROTO_SIMPLE] != NCCL_ALGO_PROTO_IGNORE);
   int collnet = cost[NCCL_ALGO_COLLNET_CHAIN][NCCL_PROTO_SIMPLE] != NCCL_ALGO_PROTO_IGNORE;
   int algo = NCCL_ALGO_UNDEF, proto = NCCL_PROTO_UNDEF;
-  ncclResult_t r = ((const ncclTuner_v2_t *)t->lib.sym)
-                       ->getCollInfo(t->ctx, coll, nbytes, collnet, nvls, pipe, &algo, &proto,
-                                     nchannels);
+  ncclResult_t r =
+      ((const ncclTuner_v2_t *)t->lib.sym)
+          ->getCollInfo(t->ctx, coll, nbytes, collnet, nvls, pipe, &algo, &proto, nchannels);
   if (r != ncclSuccess) return r;
   if (algo >= 0 && algo < t->num_algo && proto >= 0 && proto < NCCL_NUM_PROTOCOLS &&
       cost[algo][proto] != NCCL_ALGO_PROTO_IGNORE)
@@ -119,14 +119,24 @@ int topo_host_select(const float *table, int num_algo, int num_proto, int *algo,
 void topo_host_default_constants(ncclTunerConstants_v5_t *c) {
   /* From the TUNER_INIT line NCCL 2.28.9 produced on H200 (shared/data/nccl-2.28.9-2xh200). */
   static const ncclTunerConstants_v5_t defaults = {
-      .baseLatencies = {{6.8, 14, 8.4}, {6.6, 14, 8.4}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0},
-                        {0, 0, 0}, {8, 8, 8}},
-      .hwLatencies = {{{0.6, 1.25, 4}, {0.6, 1.9, 3.4}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, 25},
-                       {0, 0, 25}, {0, 0, 4}},
-                      {{1, 1.9, 4}, {1, 2.5, 5.7}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, 0},
-                       {0, 0, 0}, {0, 0, 4}},
-                      {{5, 8.5, 14}, {2.7, 4, 14}, {0, 0, 31}, {0, 0, 30}, {0, 0, 18},
-                       {0, 0, 20.9}, {0, 0, 14}}},
+      .baseLatencies =
+          {{6.8, 14, 8.4}, {6.6, 14, 8.4}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {8, 8, 8}},
+      .hwLatencies =
+          {{{0.6, 1.25, 4},
+            {0.6, 1.9, 3.4},
+            {0, 0, 3.7},
+            {0, 0, 2.8},
+            {0, 0, 25},
+            {0, 0, 25},
+            {0, 0, 4}},
+           {{1, 1.9, 4}, {1, 2.5, 5.7}, {0, 0, 3.7}, {0, 0, 2.8}, {0, 0, 0}, {0, 0, 0}, {0, 0, 4}},
+           {{5, 8.5, 14},
+            {2.7, 4, 14},
+            {0, 0, 31},
+            {0, 0, 30},
+            {0, 0, 18},
+            {0, 0, 20.9},
+            {0, 0, 14}}},
       .llMaxBws = {{39, 39, 20.4}, {87.7, 22.5, 19}, {141, 45, 35}, {282, 90, 70}},
       .perChMaxRingLL128Bws = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 36.7}, {73.4, 34.6, 73.4}},
       .perChMaxTreeLL128Bws = {{20, 20, 20}, {20, 20, 20}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}},

@@ -14,7 +14,7 @@
 typedef struct topo_host_tuner {
   topo_host_lib lib;
   int nccl_version;
-  int num_algo;  /* 6 before NCCL 2.23 (no PAT), 7 after */
+  int num_algo; /* 6 before NCCL 2.23 (no PAT), 7 after */
   void *ctx;
 } topo_host_tuner;
 

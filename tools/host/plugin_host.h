@@ -30,9 +30,9 @@
 
 typedef struct topo_host_lib {
   void *handle;
-  int version;      /* ABI version found (N of the _vN symbol), 0 when none */
-  const void *sym;  /* the exported struct */
-  char symbol[40];  /* its name */
+  int version;     /* ABI version found (N of the _vN symbol), 0 when none */
+  const void *sym; /* the exported struct */
+  char symbol[40]; /* its name */
 } topo_host_lib;
 
 /* Highest tuner / profiler ABI version the given NCCL looks up (0 = none). */
@@ -54,7 +54,7 @@ int topo_host_log_contains(const char *needle);   /* 1 if any captured message c
 /* Copy the latest captured message containing `needle` into out[n]; 1 if there is one. */
 int topo_host_log_last(const char *needle, char *out, size_t n);
 void topo_host_log_reset(void);
-void topo_host_log_echo(int on);                  /* also print to stderr */
+void topo_host_log_echo(int on); /* also print to stderr */
 
 /* A whole text file as a NUL-terminated string (free with topo_free), NULL when unreadable. */
 char *topo_host_read_text(const char *path);

@@ -15,7 +15,7 @@
 #define DRV_MAX_CH 32
 
 typedef struct drv_op {
-  int p2p;               /* 0 collective, 1 send/recv */
+  int p2p; /* 0 collective, 1 send/recv */
   const char *func, *dtype, *algo, *proto;
   uint64_t seq;
   size_t count;
@@ -28,8 +28,8 @@ typedef struct drv_op {
 
 /* What the application-thread half produced, for the proxy-thread half. */
 typedef struct drv_pending {
-  void *handle;          /* Coll/P2p handle (may be NULL: dropped) */
-  int kernelch;          /* the mask asked for kernel channels */
+  void *handle; /* Coll/P2p handle (may be NULL: dropped) */
+  int kernelch; /* the mask asked for kernel channels */
   const drv_op *op;
 } drv_pending;
 

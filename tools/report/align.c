@@ -20,25 +20,25 @@
 #include "alloc.h"
 #include "report.h"
 
-#define TIME_LIMIT ((int64_t)1 << 62)
-#define ALIGN_BUDGET (1u << 22)   /* anchor samples over all sources */
-#define ALIGN_MIN_SAMPLES 256u    /* per source, whatever the budget */
+#define TIME_LIMIT        ((int64_t)1 << 62)
+#define ALIGN_BUDGET      (1u << 22) /* anchor samples over all sources */
+#define ALIGN_MIN_SAMPLES 256u       /* per source, whatever the budget */
 #define ALIGN_MAX_SAMPLES 4096u
-#define ALIGN_MIN_ANCHORS 3       /* joined GPU-timed collectives to tie two ranks */
-#define NONE_LO INT64_MIN
-#define NONE_HI INT64_MAX
+#define ALIGN_MIN_ANCHORS 3 /* joined GPU-timed collectives to tie two ranks */
+#define NONE_LO           INT64_MIN
+#define NONE_HI           INT64_MAX
 
 typedef struct anchor {
-  uint64_t key;                   /* func << 56 | seq */
-  int64_t stop;                   /* raw GPU clock */
+  uint64_t key; /* func << 56 | seq */
+  int64_t stop; /* raw GPU clock */
 } anchor;
 
 typedef struct align_src {
   int scanned;
-  int64_t lower, upper;           /* NONE_LO / NONE_HI: none */
+  int64_t lower, upper; /* NONE_LO / NONE_HI: none */
   anchor *a;
   size_t n, cap;
-  uint64_t stride;                /* keep seqs divisible by it (a power of two) */
+  uint64_t stride; /* keep seqs divisible by it (a power of two) */
   int64_t mono_to_real;
 } align_src;
 
@@ -111,7 +111,8 @@ static void scan_record(void *vctx, int src, const topo_trace_record *rec) {
   (void)src;
   if (rec->type == TOPO_REC_COLL || rec->type == TOPO_REC_P2P) {
     const topo_rec_coll *c = &rec->coll;
-    if (!(c->flags & TOPO_COLL_F_GPU_TIMED) || c->gpu_start_ns <= 0 || c->gpu_stop_ns <= c->gpu_start_ns)
+    if (!(c->flags & TOPO_COLL_F_GPU_TIMED) || c->gpu_start_ns <= 0 ||
+        c->gpu_stop_ns <= c->gpu_start_ns)
       return;
     if (c->cpu_start_ns > 0 && diff_ok(c->cpu_start_ns, -s->mono_to_real, &real) &&
         diff_ok(c->gpu_start_ns, real, &v) && v < s->upper)
@@ -120,11 +121,13 @@ static void scan_record(void *vctx, int src, const topo_trace_record *rec) {
       add_anchor(s, c->seq, c->func, c->gpu_stop_ns);
   } else if (rec->type == TOPO_REC_CHANNEL) {
     const topo_rec_channel *c = &rec->channel;
-    if (c->cpu_stop_ns > 0 && c->gpu_stop_ns > 0 && diff_ok(c->cpu_stop_ns, -s->mono_to_real, &real) &&
-        diff_ok(c->gpu_stop_ns, real, &v) && v > s->lower)
+    if (c->cpu_stop_ns > 0 && c->gpu_stop_ns > 0 &&
+        diff_ok(c->cpu_stop_ns, -s->mono_to_real, &real) && diff_ok(c->gpu_stop_ns, real, &v) &&
+        v > s->lower)
       s->lower = v;
-    if (c->cpu_start_ns > 0 && c->gpu_start_ns > 0 && diff_ok(c->cpu_start_ns, -s->mono_to_real, &real) &&
-        diff_ok(c->gpu_start_ns, real, &v) && v > s->lower)
+    if (c->cpu_start_ns > 0 && c->gpu_start_ns > 0 &&
+        diff_ok(c->cpu_start_ns, -s->mono_to_real, &real) && diff_ok(c->gpu_start_ns, real, &v) &&
+        v > s->lower)
       s->lower = v;
   }
 }
@@ -148,7 +151,9 @@ topo_status rp_align_scan(rp_align **ap, int nsrc, rp_source *s) {
   if (s->kind != RP_SRC_TRACE || s->index < 0 || s->index >= a->nsrc) return TOPO_OK;
   align_src *as = &a->src[s->index];
   size_t cap = ALIGN_BUDGET / (unsigned)(nsrc > 0 ? nsrc : 1);
-  cap = cap < ALIGN_MIN_SAMPLES ? ALIGN_MIN_SAMPLES : cap > ALIGN_MAX_SAMPLES ? ALIGN_MAX_SAMPLES : cap;
+  cap = cap < ALIGN_MIN_SAMPLES   ? ALIGN_MIN_SAMPLES
+        : cap > ALIGN_MAX_SAMPLES ? ALIGN_MAX_SAMPLES
+                                  : cap;
   if (!(as->a = topo_malloc(cap * sizeof *as->a))) return TOPO_ERR_NOMEM;
   as->cap = cap;
   as->stride = 1;
@@ -162,8 +167,7 @@ topo_status rp_align_scan(rp_align **ap, int nsrc, rp_source *s) {
   int64_t h = s->header.gpu_minus_realtime_ns;
   if (h != TOPO_TRACE_OFFSET_UNKNOWN && h > -TIME_LIMIT && h < TIME_LIMIT) as->lower = h;
   rp_sink sink = {as, NULL, NULL, NULL, scan_record, NULL};
-  while (rp_source_step(s, &sink, 0)) {
-  }
+  while (rp_source_step(s, &sink, 0)) {}
   rp_source_close(s);
   qsort(as->a, as->n, sizeof *as->a, cmp_anchor);
   as->scanned = 1;
@@ -213,8 +217,8 @@ typedef struct comm_tie {
   uint64_t hash;
   int nranks;
   int nmembers, tied;
-  int *member;       /* source indices (a slice of one array shared by all communicators) */
-  int64_t *d, *err;  /* against the reference member (slices too) */
+  int *member;      /* source indices (a slice of one array shared by all communicators) */
+  int64_t *d, *err; /* against the reference member (slices too) */
   uint64_t *count;
   uint8_t *ok;
 } comm_tie;
@@ -402,7 +406,8 @@ static topo_status solve_groups(rp_report *r, const int *group, int *members, co
       const rp_rank *k = &r->ranks[p];
       if (k->off_lower != NONE_LO && k->off_lower - rel[p] > lo) lo = k->off_lower - rel[p];
       if (k->off_upper != NONE_HI && k->off_upper - rel[p] < hi) hi = k->off_upper - rel[p];
-      if (worst_bounds >= 0 && (k->align_err < 0 || k->align_err > worst_bounds)) worst_bounds = k->align_err;
+      if (worst_bounds >= 0 && (k->align_err < 0 || k->align_err > worst_bounds))
+        worst_bounds = k->align_err;
       if (relerr[p] > worst_anchor) worst_anchor = relerr[p];
     }
     if (worst_bounds >= 0 && worst_bounds <= worst_anchor) continue;
@@ -428,7 +433,8 @@ static void apply_offsets(const rp_align *a, rp_report *r, const uint8_t *has_gp
     if (!has_gpu[p]) r->ranks[p].align_method = RP_ALIGN_NONE, r->ranks[p].align_err = 0;
   for (int i = 0; i < r->nsrc && i < a->nsrc; i++) {
     rp_source *s = &r->src[i];
-    if (!a->src[i].scanned || s->proc < 0 || r->ranks[s->proc].align_method == RP_ALIGN_NONE) continue;
+    if (!a->src[i].scanned || s->proc < 0 || r->ranks[s->proc].align_method == RP_ALIGN_NONE)
+      continue;
     s->gpu_to_real = -r->ranks[s->proc].gpu_offset;
     s->gpu_aligned = 1;
   }

@@ -78,8 +78,8 @@ static topo_status open_traces(ctx *c, int *bin, int *nbin) {
     const topo_trace_header *h = &s->header;
     if (h->nranks < 1 || h->nranks > (1 << 20) || h->rank < 0 || h->rank >= h->nranks) {
       if (h->comm_hash)
-        TOPO_WARN("%s: rank %d of %d is not a valid rank; its collectives are not joined",
-                  s->path, h->rank, h->nranks);
+        TOPO_WARN("%s: rank %d of %d is not a valid rank; its collectives are not joined", s->path,
+                  h->rank, h->nranks);
       s->rank = -1;
     }
   }

@@ -29,15 +29,15 @@
  * have a trace (slots, in rank order): memory follows the traces given, not the size a header
  * claims. */
 typedef struct join_ring {
-  uint64_t base;         /* open entries cover seqs [base, base + cap) */
+  uint64_t base; /* open entries cover seqs [base, base + cap) */
   int have_base;
   size_t cap;
   uint64_t *seq;
   uint8_t *used;
   int *have;
-  int64_t *gpu, *cpu;    /* cap x nslots */
-  int64_t *stop;         /* cap x nslots: GPU stop (gpu-timed entries) */
-  uint8_t *got;          /* cap x nslots: 1 cpu only, 2 gpu-timed */
+  int64_t *gpu, *cpu; /* cap x nslots */
+  int64_t *stop;      /* cap x nslots: GPU stop (gpu-timed entries) */
+  uint8_t *got;       /* cap x nslots: 1 cpu only, 2 gpu-timed */
   /* tournament tree over the slots (2 x width): leaf = the latest seq a live slot delivered
    * (-1 none yet), INT64_MAX once it delivers no more; low[1] = the least of them */
   int64_t *low;
@@ -47,12 +47,12 @@ typedef struct join_ring {
 
 typedef struct join_comm {
   uint64_t hash;
-  int nranks;            /* communicator size, as its headers say */
-  int nslots;            /* its ranks that have a trace */
-  size_t width;          /* leaves of the rings' trees: nslots rounded up to a power of two */
-  int *slot_proc;        /* slot -> report rank index */
-  int *live;             /* slot -> sources of it still delivering */
-  int nlive;             /* slots with live > 0 */
+  int nranks;     /* communicator size, as its headers say */
+  int nslots;     /* its ranks that have a trace */
+  size_t width;   /* leaves of the rings' trees: nslots rounded up to a power of two */
+  int *slot_proc; /* slot -> report rank index */
+  int *live;      /* slot -> sources of it still delivering */
+  int nlive;      /* slots with live > 0 */
   join_ring ring[RP_MAX_FUNC];
   rp_comm_summary *sum;
 } join_comm;
@@ -62,15 +62,15 @@ typedef struct ctx {
   const rp_options *opt;
   join_comm *jc;
   size_t njc;
-  int *src_comm;         /* source -> join_comm index, -1 none */
-  int *src_slot;         /* source -> its slot in that join_comm */
-  int bin_colls;         /* binary collectives seen: Kineto kernels do not feed the table */
-  rp_steps *steps;       /* pass 1: period detection (steps.c), NULL when off */
-  rp_align *align;       /* pass 0: alignment evidence, until solved */
-  rp_sweep *sweep;       /* pass 2: the rank being swept */
+  int *src_comm;   /* source -> join_comm index, -1 none */
+  int *src_slot;   /* source -> its slot in that join_comm */
+  int bin_colls;   /* binary collectives seen: Kineto kernels do not feed the table */
+  rp_steps *steps; /* pass 1: period detection (steps.c), NULL when off */
+  rp_align *align; /* pass 0: alignment evidence, until solved */
+  rp_sweep *sweep; /* pass 2: the rank being swept */
   int sweep_rank;
-  rp_estimator *est;     /* measured durations (pass 1), asked in pass 2 */
-  uint32_t *stream_id;   /* pass 2, the rank swept: the end of its last comm interval per stream */
+  rp_estimator *est;   /* measured durations (pass 1), asked in pass 2 */
+  uint32_t *stream_id; /* pass 2, the rank swept: the end of its last comm interval per stream */
   int64_t *stream_end;
   size_t nstreams, cap_streams;
   int64_t last_progress;

@@ -77,8 +77,8 @@ void an_cupti_span(ctx *c, rp_source *s, const topo_rec_cupti *u) {
       return;
     cover_add(c, k, a, b);
     if (u->state == TOPO_CUPTI_YIELDED && !k->cover_note[0])
-      snprintf(k->cover_note, sizeof k->cover_note, "topo stepped aside for another CUPTI client (%s)",
-               name ? name : "unnamed");
+      snprintf(k->cover_note, sizeof k->cover_note,
+               "topo stepped aside for another CUPTI client (%s)", name ? name : "unnamed");
     break;
   case TOPO_CUPTI_DECLINED:
     k->cupti_declined++;
@@ -88,10 +88,10 @@ void an_cupti_span(ctx *c, rp_source *s, const topo_rec_cupti *u) {
   case TOPO_CUPTI_FAILED:
     k->cupti_failed++;
     if (!k->cupti_declined)
-      snprintf(k->cover_note, sizeof k->cover_note, "CUPTI failed: %s", name ? name : "no reason given");
+      snprintf(k->cover_note, sizeof k->cover_note, "CUPTI failed: %s",
+               name ? name : "no reason given");
     break;
-  default:
-    break;
+  default: break;
   }
 }
 
@@ -146,20 +146,25 @@ void an_cover_build(ctx *c) {
       cover_add(c, k, INT64_MIN / 4, INT64_MAX / 4);
     }
     cover_normalize(k);
-    if (!k->cover_whole && !k->kineto) cover_whole_steps(k); /* Kineto: the range the user profiled */
+    if (!k->cover_whole && !k->kineto)
+      cover_whole_steps(k); /* Kineto: the range the user profiled */
   }
 }
 
 const char *rp_rank_unknown_reason(const rp_rank *k) {
   static const char none[] =
-      "no compute timeline: no CUPTI window of the profiler covers this rank (TOPO_PROFILER_CUPTI=on "
-      "records continuously, TOPO_PROFILER_CUPTI_TRIGGER on demand), and no Kineto trace of it was given";
+      "no compute timeline: no CUPTI window of the profiler covers this rank "
+      "(TOPO_PROFILER_CUPTI=on "
+      "records continuously, TOPO_PROFILER_CUPTI_TRIGGER on demand), and no Kineto trace of it was "
+      "given";
   if (k->cover_note[0]) return k->cover_note;
   if (k->t.covered < (k->t.last > k->t.first ? k->t.last - k->t.first : 0)) {
     if (!k->ncover) return none;
     return k->nsteps && !k->kineto
-               ? "compute counts only over the whole steps inside the CUPTI windows (outside them it "
-                 "was not recorded; TOPO_PROFILER_CUPTI=on or TOPO_PROFILER_CUPTI_TRIGGER record more)"
+               ? "compute counts only over the whole steps inside the CUPTI windows (outside them "
+                 "it "
+                 "was not recorded; TOPO_PROFILER_CUPTI=on or TOPO_PROFILER_CUPTI_TRIGGER record "
+                 "more)"
                : "outside the CUPTI windows compute was not recorded (TOPO_PROFILER_CUPTI=on or "
                  "TOPO_PROFILER_CUPTI_TRIGGER record more)";
   }

@@ -172,7 +172,8 @@ void an_join_add(ctx *c, join_comm *j, int slot, const rp_coll *co) {
     g->have_base = 1;
   }
   size_t leaf = j->width + (size_t)slot;
-  if ((int64_t)co->seq > g->low[leaf] && g->low[leaf] != INT64_MAX) low_set(j, g, slot, (int64_t)co->seq);
+  if ((int64_t)co->seq > g->low[leaf] && g->low[leaf] != INT64_MAX)
+    low_set(j, g, slot, (int64_t)co->seq);
   if (co->seq < g->base) {
     j->sum->incomplete++; /* arrived after its entry was closed */
     return;

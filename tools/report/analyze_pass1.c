@@ -64,8 +64,10 @@ static void complete_step_windows(rp_report *r, int quiet) {
       }
     k->win_steps = n;
     if (n == 1 && !quiet)
-      TOPO_WARN("rank %d: one ProfilerStep (#%" PRIu64 "), none complete: --steps complete keeps all its "
-                "events", k->world_rank, k->steps[last].value);
+      TOPO_WARN("rank %d: one ProfilerStep (#%" PRIu64
+                "), none complete: --steps complete keeps all its "
+                "events",
+                k->world_rank, k->steps[last].value);
     if (n < 2) continue;
     k->win = 1;
     k->win_from = INT64_MAX;
@@ -90,23 +92,28 @@ static void kineto_unusable(const rp_source *s, const rp_kineto_info *in, int ra
   if (s->quiet) return;
   const char *tail = rank_kept ? "; its rank keeps its other inputs" : "; skipped";
   if (!in->has_events_key) {
-    fprintf(stderr, "topo-report: warning: %s: JSON without traceEvents: not a trace%s\n", s->path, tail);
+    fprintf(stderr, "topo-report: warning: %s: JSON without traceEvents: not a trace%s\n", s->path,
+            tail);
     return;
   }
   if (!in->x_events) {
-    fprintf(stderr, "topo-report: warning: %s: no complete events in traceEvents%s\n", s->path, tail);
+    fprintf(stderr, "topo-report: warning: %s: no complete events in traceEvents%s\n", s->path,
+            tail);
     return;
   }
   char cats[160] = "";
   size_t o = 0;
   for (int i = 0; i < 4 && in->cat_n[i] && o < sizeof cats; i++) {
-    int w = snprintf(cats + o, sizeof cats - o, "%s%s (%" PRIu64 ")", i ? ", " : "; other categories: ",
-                     in->cat[i], in->cat_n[i]);
+    int w = snprintf(cats + o, sizeof cats - o, "%s%s (%" PRIu64 ")",
+                     i ? ", " : "; other categories: ", in->cat[i], in->cat_n[i]);
     o += w > 0 ? (size_t)w : 0;
   }
-  fprintf(stderr, "topo-report: warning: %s: no CUDA GPU events (kernel, gpu_memcpy, gpu_memset) among its "
-          "%" PRIu64 " complete events (%" PRIu64 " CPU-side%s): a trace of another device (MTIA, XPU) or of the "
-          "CPU only%s\n", s->path, in->x_events, in->cpu_events, cats, tail);
+  fprintf(stderr,
+          "topo-report: warning: %s: no CUDA GPU events (kernel, gpu_memcpy, gpu_memset) among its "
+          "%" PRIu64 " complete events (%" PRIu64
+          " CPU-side%s): a trace of another device (MTIA, XPU) or of the "
+          "CPU only%s\n",
+          s->path, in->x_events, in->cpu_events, cats, tail);
 }
 
 /* ---- pass 1 sinks */
@@ -119,7 +126,8 @@ static void p1_coll(void *vc, int src, const rp_coll *co) {
   an_est_learn(c, co);
   c->bin_colls = 1;
   int jc = c->src_comm[src];
-  if (jc >= 0 && !co->p2p) an_join_add(c, &c->jc[jc], c->src_slot[src], co); /* the window applies at the join */
+  if (jc >= 0 && !co->p2p)
+    an_join_add(c, &c->jc[jc], c->src_slot[src], co); /* the window applies at the join */
   if (jc >= 0) rp_steps_coll(c->steps, (size_t)jc, c->jc[jc].nranks, s->rank, s->proc, co);
   if (!in_rank_window(r, s->proc, co->timed ? co->gpu_start : co->cpu_start)) return;
   r->colls += !co->p2p;
@@ -130,7 +138,8 @@ static void p1_coll(void *vc, int src, const rp_coll *co) {
     r->ranks[s->proc].timed_colls += (uint64_t)co->timed;
   }
   an_table_add(c, co);
-  int64_t lo = co->timed ? co->gpu_start : co->cpu_start, hi = co->timed ? co->gpu_stop : co->cpu_stop;
+  int64_t lo = co->timed ? co->gpu_start : co->cpu_start,
+          hi = co->timed ? co->gpu_stop : co->cpu_stop;
   (void)clip_rank(r, s->proc, &lo, &hi); /* its start is inside: only the end can be cut */
   if (lo < r->t0) r->t0 = lo;
   if (hi > r->t_end) r->t_end = hi;
@@ -191,7 +200,8 @@ static void kineto_span(rp_report *r) {
   for (int i = 0; i < r->nsrc; i++) {
     const rp_source *s = &r->src[i];
     int64_t a = s->gpu_first, b = s->gpu_last;
-    if (s->kind != RP_SRC_KINETO || s->proc < 0 || !(b > a) || !clip_rank(r, s->proc, &a, &b)) continue;
+    if (s->kind != RP_SRC_KINETO || s->proc < 0 || !(b > a) || !clip_rank(r, s->proc, &a, &b))
+      continue;
     if (a < r->t0) r->t0 = a;
     if (b > r->t_end) r->t_end = b;
     if (a < r->kineto_first) r->kineto_first = a;

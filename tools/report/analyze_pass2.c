@@ -54,7 +54,8 @@ static void p2_coll(void *vc, int src, const rp_coll *co) {
   ctx *c = vc;
   rp_report *r = c->r;
   rp_rank *k = &r->ranks[c->sweep_rank];
-  if (r->src[src].kind != RP_SRC_TRACE) { /* Kineto NCCL kernels: the table, when no topo trace has it */
+  if (r->src[src].kind !=
+      RP_SRC_TRACE) { /* Kineto NCCL kernels: the table, when no topo trace has it */
     if (c->bin_colls || !in_rank_window(r, c->sweep_rank, co->gpu_start)) return;
     r->colls_from_kineto = 1;
     if (co->p2p) {
@@ -127,7 +128,8 @@ static void p2_interval(void *vc, int src, const rp_interval *iv) {
   (void)src;
   /* A rank with NCCL kernel records takes its comm from them inside its coverage windows and
    * from collective records outside them. */
-  if (iv->cls == RP_COMM && iv->origin == RP_FROM_COLL && k->comm_from_kernels && an_in_cover(k, iv->start))
+  if (iv->cls == RP_COMM && iv->origin == RP_FROM_COLL && k->comm_from_kernels &&
+      an_in_cover(k, iv->start))
     return;
   if (iv->cls == RP_COMM && iv->origin == RP_FROM_KERNEL && !k->comm_from_kernels) return;
   sweep_add(c, iv);
@@ -164,8 +166,10 @@ static rp_sweep *rank_sweep(const ctx *c, int p) {
   const rp_rank *k = &r->ranks[p];
   rp_sweep *sw = rp_sweep_new(c->opt->reorder_window, k->steps, k->nsteps);
   if (!sw) return NULL;
-  size_t keep = r->nranks <= 16 ? RP_TIMELINE_CAP : (size_t)RP_TIMELINE_CAP * 16 / (size_t)r->nranks;
-  rp_sweep_keep(sw, r->window_from, r->window_to, p < RP_TIMELINE_RANKS ? (keep < 256 ? 256 : keep) : 0);
+  size_t keep =
+      r->nranks <= 16 ? RP_TIMELINE_CAP : (size_t)RP_TIMELINE_CAP * 16 / (size_t)r->nranks;
+  rp_sweep_keep(sw, r->window_from, r->window_to,
+                p < RP_TIMELINE_RANKS ? (keep < 256 ? 256 : keep) : 0);
   rp_sweep_cover(sw, k->cover, k->ncover);
   return sw;
 }
@@ -190,7 +194,8 @@ static void sweep_rank(ctx *c, int p, const int *list, int nlist, int *mine) {
     c->st = TOPO_ERR_NOMEM;
     return;
   }
-  if (k->kineto && !(k->gpu = rp_gpu_new(k->steps, k->nsteps, RP_GPU_REORDER))) c->st = TOPO_ERR_NOMEM;
+  if (k->kineto && !(k->gpu = rp_gpu_new(k->steps, k->nsteps, RP_GPU_REORDER)))
+    c->st = TOPO_ERR_NOMEM;
   c->sweep_rank = p;
   c->nstreams = 0;
   char what[64];
@@ -233,7 +238,8 @@ void an_pass2(ctx *c) {
     const rp_rank *k = &r->ranks[p];
     add_overall(&r->overall, k);
     if (k->t.late && !c->opt->quiet)
-      TOPO_WARN("rank %d: %" PRIu64 " intervals arrived more than %zu intervals out of order "
+      TOPO_WARN("rank %d: %" PRIu64
+                " intervals arrived more than %zu intervals out of order "
                 "and were clipped; raise --reorder-window",
                 k->world_rank, k->t.late, c->opt->reorder_window);
   }

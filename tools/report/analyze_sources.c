@@ -107,7 +107,8 @@ void an_merged(ctx *c, int *idx, int n, const rp_sink *sink, int pass, const cha
     c->st = TOPO_ERR_NOMEM;
     return;
   }
-  for (size_t i = 0; i < w; i++) tree[w + i] = i < (size_t)n && !c->r->src[idx[i]].done ? (int)i : -1;
+  for (size_t i = 0; i < w; i++)
+    tree[w + i] = i < (size_t)n && !c->r->src[idx[i]].done ? (int)i : -1;
   for (size_t k = w - 1; k >= 1; k--) tree[k] = behind(c, idx, tree[2 * k], tree[2 * k + 1]);
   for (;;) {
     int best = tree[1];
@@ -166,7 +167,8 @@ topo_status an_group_processes(rp_report *r, const int *bin, int nbin) {
   for (int b = 0; b < nbin && st == TOPO_OK; b++) {
     rp_source *s = &r->src[bin[b]];
     if (first[bin[b]] != bin[b]) s->proc = r->src[first[bin[b]]].proc;
-    else if ((s->proc = an_rank_add(r, s->header.host, s->header.pid, s->rank)) < 0) st = TOPO_ERR_NOMEM;
+    else if ((s->proc = an_rank_add(r, s->header.host, s->header.pid, s->rank)) < 0)
+      st = TOPO_ERR_NOMEM;
   }
   topo_free(key), topo_free(first);
   return st;
@@ -186,8 +188,8 @@ static int cmp_comm_key(const void *a, const void *b) {
 }
 
 typedef struct comm_group {
-  int first_index;   /* its lowest source index: communicators are numbered in that order */
-  int start, end;    /* its keys */
+  int first_index; /* its lowest source index: communicators are numbered in that order */
+  int start, end;  /* its keys */
   int nslots;
 } comm_group;
 

@@ -79,7 +79,8 @@ static int cmp_step(const void *a, const void *b) {
 void an_choose_window(rp_report *r) {
   int best = -1;
   for (int i = 0; i < r->nranks; i++)
-    if (r->ranks[i].nsteps >= 1 && (best < 0 || r->ranks[i].nsteps > r->ranks[best].nsteps)) best = i;
+    if (r->ranks[i].nsteps >= 1 && (best < 0 || r->ranks[i].nsteps > r->ranks[best].nsteps))
+      best = i;
   if (best >= 0) {
     const rp_rank *k = &r->ranks[best];
     const rp_step *st = &k->steps[k->nsteps / 2];

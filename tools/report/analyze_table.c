@@ -79,7 +79,8 @@ void an_table_add(ctx *c, const rp_coll *co) {
   }
   w->calls++;
   w->size_sum += size;
-  int a = co->algo >= 0 && co->algo < 7 ? co->algo : 7, p = co->proto >= 0 && co->proto < 3 ? co->proto : 3;
+  int a = co->algo >= 0 && co->algo < 7 ? co->algo : 7,
+      p = co->proto >= 0 && co->proto < 3 ? co->proto : 3;
   w->algo_proto[a][p]++;
   if (co->nchannels > 0) {
     if (co->nchannels < w->ch_min) w->ch_min = co->nchannels;
@@ -107,14 +108,15 @@ void an_table_add(ctx *c, const rp_coll *co) {
 /* ---- estimates of untimed collectives (estimate.c) */
 rp_est_key an_est_key(const rp_coll *co) {
   int func = co->func < RP_MAX_FUNC ? co->func : RP_MAX_FUNC - 1;
-  rp_est_key k = {co->nranks, func, bucket_of(rp_coll_size(func, co->bytes, co->nranks)), co->algo,
-                  co->proto, co->nchannels};
+  rp_est_key k = {co->nranks, func,      bucket_of(rp_coll_size(func, co->bytes, co->nranks)),
+                  co->algo,   co->proto, co->nchannels};
   return k;
 }
 
 void an_est_learn(ctx *c, const rp_coll *co) {
   if (!co->timed) return;
   rp_est_key k = an_est_key(co);
-  rp_est_measured(c->est, &k, rp_coll_size(k.func, co->bytes, co->nranks), co->gpu_stop - co->gpu_start);
+  rp_est_measured(c->est, &k, rp_coll_size(k.func, co->bytes, co->nranks),
+                  co->gpu_stop - co->gpu_start);
   if (rp_est_failed(c->est)) c->st = TOPO_ERR_NOMEM;
 }

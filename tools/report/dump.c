@@ -22,11 +22,13 @@ static void text(FILE *f, const char *s, size_t n) {
 
 /* The header line. */
 static void dump_header(FILE *f, const topo_trace_header *h) {
-  fprintf(f, "{\"header\":{\"version\":%u,\"flags\":%u,\"comm_hash\":\"%016" PRIx64
-             "\",\"rank\":%d,\"nranks\":%d,\"nnodes\":%d,\"pid\":%u,\"mono_ns\":%" PRId64
-             ",\"realtime_ns\":%" PRId64 ",\"gpu_minus_realtime_ns\":%" PRId64
-             ",\"cupti_minus_realtime_ns\":%" PRId64 ",\"abi_version\":%u,\"event_mask\":%u,"
-             "\"sample_every\":%u,\"measure_min_bytes\":%" PRIu64 ",\"host\":",
+  fprintf(f,
+          "{\"header\":{\"version\":%u,\"flags\":%u,\"comm_hash\":\"%016" PRIx64
+          "\",\"rank\":%d,\"nranks\":%d,\"nnodes\":%d,\"pid\":%u,\"mono_ns\":%" PRId64
+          ",\"realtime_ns\":%" PRId64 ",\"gpu_minus_realtime_ns\":%" PRId64
+          ",\"cupti_minus_realtime_ns\":%" PRId64
+          ",\"abi_version\":%u,\"event_mask\":%u,"
+          "\"sample_every\":%u,\"measure_min_bytes\":%" PRIu64 ",\"host\":",
           h->version, h->flags, h->comm_hash, h->rank, h->nranks, h->nnodes, h->pid, h->mono_ns,
           h->realtime_ns, h->gpu_minus_realtime_ns, h->cupti_minus_realtime_ns, h->abi_version,
           h->event_mask, h->sample_every, h->measure_min_bytes);
@@ -41,15 +43,16 @@ static void dump_header(FILE *f, const topo_trace_header *h) {
 /* A collective or p2p record. */
 static void dump_coll(FILE *f, const topo_trace_record *rec) {
   const topo_rec_coll *c = &rec->coll;
-  fprintf(f, "{\"type\":\"%s\",\"func\":\"%s\",\"seq\":%" PRIu64 ",\"bytes\":%" PRIu64
-             ",\"algo\":\"%s\",\"proto\":\"%s\",\"nchannels\":%u,\"nwarps\":%u,"
-             "\"datatype\":%u,\"flags\":%u,\"cpu_start_ns\":%" PRId64 ",\"cpu_stop_ns\":%" PRId64
-             ",\"gpu_start_ns\":%" PRId64 ",\"gpu_stop_ns\":%" PRId64 ",\"peer\":%d,\"stream\":%u}\n",
+  fprintf(f,
+          "{\"type\":\"%s\",\"func\":\"%s\",\"seq\":%" PRIu64 ",\"bytes\":%" PRIu64
+          ",\"algo\":\"%s\",\"proto\":\"%s\",\"nchannels\":%u,\"nwarps\":%u,"
+          "\"datatype\":%u,\"flags\":%u,\"cpu_start_ns\":%" PRId64 ",\"cpu_stop_ns\":%" PRId64
+          ",\"gpu_start_ns\":%" PRId64 ",\"gpu_stop_ns\":%" PRId64 ",\"peer\":%d,\"stream\":%u}\n",
           rec->type == TOPO_REC_COLL ? "coll" : "p2p", rp_func_name(c->func), c->seq, c->bytes,
           rp_algo_name(c->algo == TOPO_UNKNOWN_U8 ? -1 : c->algo),
           rp_proto_name(c->proto == TOPO_UNKNOWN_U8 ? -1 : c->proto), c->nchannels, c->nwarps,
-          c->datatype, c->flags, c->cpu_start_ns, c->cpu_stop_ns, c->gpu_start_ns,
-          c->gpu_stop_ns, c->peer, c->stream_id);
+          c->datatype, c->flags, c->cpu_start_ns, c->cpu_stop_ns, c->gpu_start_ns, c->gpu_stop_ns,
+          c->peer, c->stream_id);
 }
 
 /* A GPU kernel, memcpy or memset (CUPTI). */
@@ -57,10 +60,11 @@ static void dump_kernel(FILE *f, const topo_trace_reader *r, const topo_trace_re
   const topo_rec_kernel *k = &rec->kernel;
   fprintf(f, "{\"type\":\"kernel\",\"kind\":%u,\"name\":", k->kind);
   rp_json_string(f, topo_trace_reader_string(r, k->name_id));
-  fprintf(f, ",\"device\":%u,\"gpu_start_ns\":%" PRId64 ",\"gpu_stop_ns\":%" PRId64
-             ",\"correlation\":%" PRIu64 ",\"stream\":%u,\"context\":%u,\"bytes\":%" PRIu64 "}\n",
-          k->device, k->gpu_start_ns, k->gpu_stop_ns, k->correlation, k->stream_id,
-          k->context_id, k->bytes);
+  fprintf(f,
+          ",\"device\":%u,\"gpu_start_ns\":%" PRId64 ",\"gpu_stop_ns\":%" PRId64
+          ",\"correlation\":%" PRIu64 ",\"stream\":%u,\"context\":%u,\"bytes\":%" PRIu64 "}\n",
+          k->device, k->gpu_start_ns, k->gpu_stop_ns, k->correlation, k->stream_id, k->context_id,
+          k->bytes);
 }
 
 /* A piece of the string table. */
@@ -75,9 +79,10 @@ static void dump_string(FILE *f, const topo_trace_record *rec) {
 /* A kernel channel of a collective. */
 static void dump_channel(FILE *f, const topo_trace_record *rec) {
   const topo_rec_channel *c = &rec->channel;
-  fprintf(f, "{\"type\":\"channel\",\"channel\":%u,\"func\":\"%s\",\"seq\":%" PRIu64
-             ",\"gpu_start_ns\":%" PRId64 ",\"gpu_stop_ns\":%" PRId64 ",\"cpu_start_ns\":%" PRId64
-             ",\"cpu_stop_ns\":%" PRId64 "}\n",
+  fprintf(f,
+          "{\"type\":\"channel\",\"channel\":%u,\"func\":\"%s\",\"seq\":%" PRIu64
+          ",\"gpu_start_ns\":%" PRId64 ",\"gpu_stop_ns\":%" PRId64 ",\"cpu_start_ns\":%" PRId64
+          ",\"cpu_stop_ns\":%" PRId64 "}\n",
           c->channel, rp_func_name(c->func), c->seq, c->gpu_start_ns, c->gpu_stop_ns,
           c->cpu_start_ns, c->cpu_stop_ns);
 }
@@ -85,9 +90,10 @@ static void dump_channel(FILE *f, const topo_trace_record *rec) {
 /* A proxy operation. */
 static void dump_proxy(FILE *f, const topo_trace_record *rec) {
   const topo_rec_proxy *p = &rec->proxy;
-  fprintf(f, "{\"type\":\"proxy\",\"channel\":%u,\"send\":%s,\"func\":\"%s\",\"peer\":%d,"
-             "\"seq\":%" PRIu64 ",\"nsteps\":%d,\"chunk_size\":%d,\"bytes\":%" PRIu64
-             ",\"cpu_start_ns\":%" PRId64 ",\"cpu_stop_ns\":%" PRId64 "}\n",
+  fprintf(f,
+          "{\"type\":\"proxy\",\"channel\":%u,\"send\":%s,\"func\":\"%s\",\"peer\":%d,"
+          "\"seq\":%" PRIu64 ",\"nsteps\":%d,\"chunk_size\":%d,\"bytes\":%" PRIu64
+          ",\"cpu_start_ns\":%" PRId64 ",\"cpu_stop_ns\":%" PRId64 "}\n",
           p->channel, p->is_send ? "true" : "false", rp_func_name(p->func), p->peer, p->seq,
           p->nsteps, p->chunk_size, p->bytes, p->cpu_start_ns, p->cpu_stop_ns);
 }
@@ -105,10 +111,12 @@ static void dump_mark(FILE *f, const topo_trace_reader *r, const topo_trace_reco
 static void dump_cupti(FILE *f, const topo_trace_reader *r, const topo_trace_record *rec) {
   static const char *const states[] = {"?", "recorded", "yielded", "declined", "failed"};
   const topo_rec_cupti *cu = &rec->cupti;
-  fprintf(f, "{\"type\":\"cupti\",\"state\":\"%s\",\"name\":", cu->state <= 4 ? states[cu->state] : "?");
+  fprintf(f, "{\"type\":\"cupti\",\"state\":\"%s\",\"name\":",
+          cu->state <= 4 ? states[cu->state] : "?");
   rp_json_string(f, topo_trace_reader_string(r, cu->name_id));
-  fprintf(f, ",\"cpu_start_ns\":%" PRId64 ",\"cpu_stop_ns\":%" PRId64 ",\"records\":%" PRIu64
-             ",\"dropped\":%" PRIu64 "}\n",
+  fprintf(f,
+          ",\"cpu_start_ns\":%" PRId64 ",\"cpu_stop_ns\":%" PRId64 ",\"records\":%" PRIu64
+          ",\"dropped\":%" PRIu64 "}\n",
           cu->cpu_start_ns, cu->cpu_stop_ns, cu->records, cu->dropped);
 }
 
@@ -116,43 +124,29 @@ static void dump_cupti(FILE *f, const topo_trace_reader *r, const topo_trace_rec
 static void dump_record(FILE *f, const topo_trace_reader *r, const topo_trace_record *rec) {
   switch (rec->type) {
   case TOPO_REC_COLL:
-  case TOPO_REC_P2P:
-    dump_coll(f, rec);
-    break;
-  case TOPO_REC_KERNEL:
-    dump_kernel(f, r, rec);
-    break;
-  case TOPO_REC_STRING:
-    dump_string(f, rec);
-    break;
-  case TOPO_REC_CHANNEL:
-    dump_channel(f, rec);
-    break;
-  case TOPO_REC_PROXY:
-    dump_proxy(f, rec);
-    break;
-  case TOPO_REC_MARK:
-    dump_mark(f, r, rec);
-    break;
-  case TOPO_REC_CUPTI:
-    dump_cupti(f, r, rec);
-    break;
+  case TOPO_REC_P2P: dump_coll(f, rec); break;
+  case TOPO_REC_KERNEL: dump_kernel(f, r, rec); break;
+  case TOPO_REC_STRING: dump_string(f, rec); break;
+  case TOPO_REC_CHANNEL: dump_channel(f, rec); break;
+  case TOPO_REC_PROXY: dump_proxy(f, rec); break;
+  case TOPO_REC_MARK: dump_mark(f, r, rec); break;
+  case TOPO_REC_CUPTI: dump_cupti(f, r, rec); break;
   case TOPO_REC_STATS:
     fprintf(f, "{\"type\":\"stats\",\"records\":%" PRIu64 ",\"dropped\":", rec->stats.records);
     drops(f, rec->stats.dropped);
     fprintf(f, "}\n");
     break;
-  default:
-    fprintf(f, "{\"type\":\"unknown\",\"code\":%u}\n", rec->type);
-    break;
+  default: fprintf(f, "{\"type\":\"unknown\",\"code\":%u}\n", rec->type); break;
   }
 }
 
 /* The last line: what the reader found. */
 static void dump_end(FILE *f, const topo_trace_reader_info *info) {
-  fprintf(f, "{\"end\":{\"records\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"bad_blocks\":%" PRIu64
-             ",\"skipped_bytes\":%" PRIu64 ",\"footer\":%s,\"truncated\":%s,\"problems\":%u,"
-             "\"dropped\":",
+  fprintf(f,
+          "{\"end\":{\"records\":%" PRIu64 ",\"blocks\":%" PRIu64 ",\"bad_blocks\":%" PRIu64
+          ",\"skipped_bytes\":%" PRIu64
+          ",\"footer\":%s,\"truncated\":%s,\"problems\":%u,"
+          "\"dropped\":",
           info->records, info->blocks, info->bad_blocks, info->skipped_bytes,
           info->footer ? "true" : "false", info->truncated ? "true" : "false", info->problems);
   drops(f, info->dropped);

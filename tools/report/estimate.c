@@ -13,10 +13,10 @@
 #define ANY_CHANNELS (-1)
 
 typedef struct est_entry {
-  rp_est_key key;          /* nchannels == ANY_CHANNELS: pooled over channel counts */
+  rp_est_key key; /* nchannels == ANY_CHANNELS: pooled over channel counts */
   rp_quant time;
-  double size_sum;         /* nccl-tests sizes of the measured calls */
-  int64_t median, spread;  /* set by rp_est_finish; spread = (p90 - p10) / 2 */
+  double size_sum;        /* nccl-tests sizes of the measured calls */
+  int64_t median, spread; /* set by rp_est_finish; spread = (p90 - p10) / 2 */
 } est_entry;
 
 struct rp_estimator {
@@ -119,7 +119,8 @@ int rp_est_get(const rp_estimator *x, const rp_est_key *k, uint64_t size, rp_est
         c->key.bucket < 0 || k->bucket < 0 || c->size_sum <= 0)
       continue;
     int d = c->key.bucket > k->bucket ? c->key.bucket - k->bucket : k->bucket - c->key.bucket;
-    if (!best || d < best_d || (d == best_d && c->key.bucket > best->key.bucket)) best = c, best_d = d;
+    if (!best || d < best_d || (d == best_d && c->key.bucket > best->key.bucket))
+      best = c, best_d = d;
   }
   if (!best) return out->level = RP_EST_UNKNOWN;
   double scale = (double)size / (best->size_sum / (double)best->time.n);

@@ -13,14 +13,14 @@
 #include "report.h"
 #include "trace_reader.h"
 
-#define TID_NCCL 100000u
-#define TID_CPU 200000u
+#define TID_NCCL  100000u
+#define TID_CPU   200000u
 #define TID_STEPS 200001u
 
 typedef struct exp_ctx {
   FILE *f;
   rp_source *src;
-  int *pid_of;            /* source -> Chrome pid */
+  int *pid_of; /* source -> Chrome pid */
   uint64_t events;
   /* tracks already named: (pid, tid) pairs */
   uint64_t *named;
@@ -48,11 +48,14 @@ static void track(exp_ctx *x, int pid, uint32_t tid, const char *label, uint32_t
   char name[64];
   if (strstr(label, "stream")) snprintf(name, sizeof name, "%s %u", label, stream);
   else snprintf(name, sizeof name, "%s", label);
-  fprintf(x->f, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%u,\"args\":{\"name\":",
+  fprintf(x->f,
+          ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%u,\"args\":{\"name\":",
           pid, tid);
   rp_json_string(x->f, name);
   fprintf(x->f, "}}");
-  fprintf(x->f, ",\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%u,\"args\":{\"sort_index\":%u}}",
+  fprintf(x->f,
+          ",\n{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%u,\"args\":{\"sort_"
+          "index\":%u}}",
           pid, tid, tid);
 }
 
@@ -82,10 +85,12 @@ static void on_coll(void *vc, int src, const rp_coll *c) {
   } else {
     tid = TID_CPU;
     track(x, pid, tid, "CPU enqueue (no GPU timing)", 0);
-    complete(x, pid, tid, name, "nccl_cpu", c->cpu_start, c->cpu_stop > c->cpu_start ? c->cpu_stop : c->cpu_start + 1);
+    complete(x, pid, tid, name, "nccl_cpu", c->cpu_start,
+             c->cpu_stop > c->cpu_start ? c->cpu_stop : c->cpu_start + 1);
   }
-  fprintf(x->f, ",\"args\":{\"bytes\":%" PRIu64 ",\"seq\":%" PRIu64 ",\"comm\":\"%016" PRIx64
-                "\",\"algorithm\":\"%s\",\"protocol\":\"%s\",\"channels\":%d}}",
+  fprintf(x->f,
+          ",\"args\":{\"bytes\":%" PRIu64 ",\"seq\":%" PRIu64 ",\"comm\":\"%016" PRIx64
+          "\",\"algorithm\":\"%s\",\"protocol\":\"%s\",\"channels\":%d}}",
           c->bytes, c->seq, c->comm, rp_algo_name(c->algo), rp_proto_name(c->proto), c->nchannels);
 }
 
@@ -97,7 +102,9 @@ static void on_interval(void *vc, int src, const rp_interval *iv) {
   const char *name = s->impl ? topo_trace_reader_string(s->impl, iv->name) : "";
   track(x, pid, iv->stream, "stream", iv->stream);
   complete(x, pid, iv->stream, *name ? name : (iv->cls == RP_MEMORY ? "memory" : "kernel"),
-           iv->cls == RP_COMM ? "nccl_kernel" : iv->cls == RP_MEMORY ? "memory" : "kernel",
+           iv->cls == RP_COMM     ? "nccl_kernel"
+           : iv->cls == RP_MEMORY ? "memory"
+                                  : "kernel",
            iv->start, iv->stop);
   fprintf(x->f, "}");
 }
@@ -149,17 +156,21 @@ static topo_status process_headers(exp_ctx *x, char **files, int n, const rp_opt
       procs[p].rank = -1;
       nprocs++;
     }
-    if (s->header.nranks > procs[p].size) procs[p].size = s->header.nranks, procs[p].rank = s->header.rank;
+    if (s->header.nranks > procs[p].size)
+      procs[p].size = s->header.nranks, procs[p].rank = s->header.rank;
     x->pid_of[i] = p + 1;
   }
   for (int p = 0; p < nprocs; p++) {
     char pname[sizeof procs[p].host + 48];
     snprintf(pname, sizeof pname, "rank %d (%s:%u)", procs[p].rank, procs[p].host, procs[p].pid);
-    fprintf(x->f, ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":", p + 1);
+    fprintf(x->f,
+            ",\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":", p + 1);
     rp_json_string(x->f, pname);
     fprintf(x->f, "}}");
-    fprintf(x->f, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}",
-            p + 1, procs[p].rank >= 0 ? procs[p].rank : 1000000 + p);
+    fprintf(
+        x->f,
+        ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":{\"sort_index\":%d}}",
+        p + 1, procs[p].rank >= 0 ? procs[p].rank : 1000000 + p);
   }
   topo_free(procs);
   return TOPO_OK;
@@ -171,8 +182,7 @@ static void export_events(exp_ctx *x, int n) {
   for (int i = 0; i < n; i++) {
     rp_source *s = &x->src[i];
     if (!s->impl) continue;
-    while (rp_source_step(s, &sink, 1)) {
-    }
+    while (rp_source_step(s, &sink, 1)) {}
     rp_source_close(s);
   }
 }
@@ -196,7 +206,9 @@ topo_status rp_export_chrome(const char *const *paths, int npaths, const rp_opti
   static char buf[1 << 20];
   setvbuf(f, buf, _IOFBF, sizeof buf);
   x.f = f;
-  fprintf(f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"topo-report\"},\"traceEvents\":[\n");
+  fprintf(
+      f,
+      "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"topo-report\"},\"traceEvents\":[\n");
   fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"args\":{\"name\":\"topo\"}}");
   /* Headers first: a process per (host, pid); its label is its rank in its largest comm. */
   if ((st = process_headers(&x, files, n, opt)) != TOPO_OK) goto out;
@@ -208,7 +220,8 @@ topo_status rp_export_chrome(const char *const *paths, int npaths, const rp_opti
     TOPO_WARN("%d of %d input files could not be read; the export lacks them", unreadable, n);
     st = TOPO_ERR_IO;
   }
-  if (opt && opt->progress > 0) fprintf(stderr, "topo-report: wrote %" PRIu64 " events to %s\n", x.events, out_path);
+  if (opt && opt->progress > 0)
+    fprintf(stderr, "topo-report: wrote %" PRIu64 " events to %s\n", x.events, out_path);
 out:
   if (f && fclose(f) != 0) st = TOPO_ERR_IO;
   for (int i = 0; x.src && i < n; i++) rp_source_close(&x.src[i]);

@@ -59,7 +59,8 @@ static int drop_overlapping(topo_profile *p, const topo_profile_term *t) {
   for (int i = 0; i < p->nterms; i++) {
     const topo_profile_term *q = &p->terms[i];
     if (q->coll == t->coll && q->algo == t->algo && q->proto == t->proto &&
-        q->nchannels == t->nchannels && q->min_bytes <= t->max_bytes && t->min_bytes <= q->max_bytes) {
+        q->nchannels == t->nchannels && q->min_bytes <= t->max_bytes &&
+        t->min_bytes <= q->max_bytes) {
       dropped++;
       continue;
     }
@@ -154,14 +155,19 @@ static topo_status fit_section(const rp_report *r, int nranks, topo_profile *p, 
             rp_fmt_bytes(t.max_bytes, hi, sizeof hi);
             fprintf(summary, "%-14s %5d %-10s %-7s %-8s %7d %10.2f %10.2f %7.1f%%  %s - %s\n",
                     rp_func_name(func), nranks, rp_algo_name(algo), rp_proto_name(proto),
-                    single ? "measured" : "fitted", t.npoints, t.lat_us, t.bw_gbs,
-                    t.rel_err * 100, lo, hi);
+                    single ? "measured" : "fitted", t.npoints, t.lat_us, t.bw_gbs, t.rel_err * 100,
+                    lo, hi);
           }
         }
         for (int i = 0; i < n; i++) {
-          topo_profile_point pt = {.coll = func, .algo = algo, .proto = proto, .nchannels = 0,
-                                   .bytes = pts[i].bytes, .median_us = pts[i].median_us,
-                                   .noise_us = pts[i].spread * pts[i].median_us, .is_default = -1};
+          topo_profile_point pt = {.coll = func,
+                                   .algo = algo,
+                                   .proto = proto,
+                                   .nchannels = 0,
+                                   .bytes = pts[i].bytes,
+                                   .median_us = pts[i].median_us,
+                                   .noise_us = pts[i].spread * pts[i].median_us,
+                                   .is_default = -1};
           if (!(pt.noise_us > 0)) continue;
           topo_status s = topo_profile_add_point(p, &pt);
           if (s == TOPO_OK) c->points++;
@@ -185,9 +191,10 @@ static void write_points(FILE *f, const rp_report *r, int nranks) {
           fprintf(f,
                   "# measured %s %s %s channels=%s bytes=%" PRIu64 " min_bytes=%" PRIu64
                   " max_bytes=%" PRIu64 " median_us=%.3f spread=%.4f n=%" PRIu64 "\n",
-                  topo_nccl_func_name(func, TOPO_NCCL_FILE), topo_nccl_algo_name(algo, TOPO_NCCL_FILE), topo_nccl_proto_name(proto, TOPO_NCCL_FILE), ch,
-                  pts[i].bytes, pts[i].q->size_min, pts[i].q->size_max, pts[i].median_us,
-                  pts[i].spread, pts[i].q->n);
+                  topo_nccl_func_name(func, TOPO_NCCL_FILE),
+                  topo_nccl_algo_name(algo, TOPO_NCCL_FILE),
+                  topo_nccl_proto_name(proto, TOPO_NCCL_FILE), ch, pts[i].bytes, pts[i].q->size_min,
+                  pts[i].q->size_max, pts[i].median_us, pts[i].spread, pts[i].q->n);
         }
       }
 }
@@ -199,7 +206,8 @@ static FILE *open_temp(const char *path, char *tmp, size_t len) {
   if (fd < 0) return NULL;
   mode_t um = umask(0);
   umask(um);
-  if (fchmod(fd, 0666 & ~um) != 0) { /* best effort: a 0600 profile still works */ }
+  if (fchmod(fd, 0666 & ~um) != 0) { /* best effort: a 0600 profile still works */
+  }
   FILE *f = fdopen(fd, "w");
   if (!f) {
     close(fd);
@@ -211,8 +219,8 @@ static FILE *open_temp(const char *path, char *tmp, size_t len) {
 /* The profile a section starts from: base_path's section for `want` when it has one (the loader
  * warns when none matches), else the built-in defaults of gpu (generic when unknown). Returns
  * TOPO_ERR_IO / TOPO_ERR_NOMEM when the base cannot be read at all; *p is then freed. */
-static topo_status base_profile(const char *base_path, const topo_profile_key *want, const char *gpu,
-                                topo_profile *p) {
+static topo_status base_profile(const char *base_path, const topo_profile_key *want,
+                                const char *gpu, topo_profile *p) {
   memset(p, 0, sizeof *p);
   const char *base_name = NULL;
   if (base_path) {
@@ -249,11 +257,12 @@ static topo_status fit_size(const rp_report *r, int size, const char *gpu, const
   if (st == TOPO_OK && c.fitted + c.measured + c.points > 0) {
     snprintf(p.source, sizeof p.source, "topo-report fit");
     if (topo_profile_write(out, &p) != TOPO_OK) st = TOPO_ERR_IO;
-    fprintf(out, "# base: %s; %d terms kept from it, %d replaced by the traces\n", base_src,
-            c.kept, c.replaced);
+    fprintf(out, "# base: %s; %d terms kept from it, %d replaced by the traces\n", base_src, c.kept,
+            c.replaced);
     write_points(out, r, size);
     if (summary)
-      fprintf(summary, "%d ranks: %d fitted and %d measured-point terms and %d points from the "
+      fprintf(summary,
+              "%d ranks: %d fitted and %d measured-point terms and %d points from the "
               "traces; kept from %s: %d terms (%d replaced), links, protocols and launch cost\n",
               size, c.fitted, c.measured, c.points, base_src, c.kept, c.replaced);
     total->fitted += c.fitted;
@@ -273,8 +282,10 @@ topo_status rp_fit(const rp_report *r, const char *gpu, const char *base_path, c
     if (!seen && nsizes < 64) sizes[nsizes++] = n;
   }
   if (gpu && !known_gpu(gpu))
-    TOPO_WARN("unknown GPU model '%s' (H200, H100, A100): the generic built-in defaults fill what "
-              "the traces and the base do not give", gpu);
+    TOPO_WARN(
+        "unknown GPU model '%s' (H200, H100, A100): the generic built-in defaults fill what "
+        "the traces and the base do not give",
+        gpu);
   char tmp[4096];
   FILE *out = open_temp(out_path, tmp, sizeof tmp);
   if (!out) {
@@ -289,11 +300,14 @@ topo_status rp_fit(const rp_report *r, const char *gpu, const char *base_path, c
             "size range");
   for (int si = 0; si < nsizes && st == TOPO_OK; si++)
     st = fit_size(r, sizes[si], gpu, base_path, out, summary, &total);
-  if (fflush(out) != 0 || ferror(out) || fsync(fileno(out)) != 0) st = st == TOPO_OK ? TOPO_ERR_IO : st;
+  if (fflush(out) != 0 || ferror(out) || fsync(fileno(out)) != 0)
+    st = st == TOPO_OK ? TOPO_ERR_IO : st;
   if (fclose(out) != 0 && st == TOPO_OK) st = TOPO_ERR_IO;
   if (st == TOPO_OK && total.fitted + total.measured + total.points == 0) {
-    TOPO_WARN("nothing to fit: no GPU-timed collective in the traces (TOPO_PROFILER_SAMPLE and "
-              "TOPO_PROFILER_MEASURE_BYTES say which calls the profiler times); %s not written", out_path);
+    TOPO_WARN(
+        "nothing to fit: no GPU-timed collective in the traces (TOPO_PROFILER_SAMPLE and "
+        "TOPO_PROFILER_MEASURE_BYTES say which calls the profiler times); %s not written",
+        out_path);
     unlink(tmp);
     return TOPO_ERR_INVALID;
   }

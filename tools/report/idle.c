@@ -10,10 +10,10 @@
 #include "kernels.h"
 
 struct rp_gstream_state {
-  rp_heap pend;          /* rp_gevent by start */
-  int64_t cursor;        /* start of the last event taken out */
+  rp_heap pend;   /* rp_gevent by start */
+  int64_t cursor; /* start of the last event taken out */
   int started, have_prev;
-  int64_t prev_end;      /* end of the previous kernel/memcpy/memset on the stream */
+  int64_t prev_end; /* end of the previous kernel/memcpy/memset on the stream */
   rp_queue_state *queue;
 };
 
@@ -45,7 +45,7 @@ static void take(rp_gstream_state *s, rp_gstream *out, const rp_gevent *e,
   if (e->idle_kind) {
     if (s->have_prev) {
       int64_t gap = e->start - s->prev_end;
-      int cat = l && l->start > s->prev_end ? RP_IDLE_HOST
+      int cat = l && l->start > s->prev_end    ? RP_IDLE_HOST
                 : gap < RP_GPU_KERNEL_DELAY_NS ? RP_IDLE_KERNEL
                                                : RP_IDLE_OTHER;
       if (gap < 0) {

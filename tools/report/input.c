@@ -124,16 +124,17 @@ void rp_paths_free(char **paths, int n) {
 
 /* ---- inputs as PyTorch leaves them: JSON files classified, TensorBoard runs grouped */
 
-#define RUN_GAP_NS (60LL * 1000000000LL) /* files of one run are written within this of each other */
+#define RUN_GAP_NS \
+  (60LL * 1000000000LL) /* files of one run are written within this of each other */
 
 typedef struct cand {
   char *path;
   int json;
-  int dir;               /* index of the directory argument it came from; -1: named itself */
-  int64_t t;             /* its time: the name's timestamp (tensorboard_trace_handler), else mtime */
-  char worker[128];      /* the name's <worker> part, or the whole name */
-  int rank;              /* distributedInfo.rank, -1 unknown */
-  int run;               /* 1-based run within its directory, 0 none */
+  int dir;          /* index of the directory argument it came from; -1: named itself */
+  int64_t t;        /* its time: the name's timestamp (tensorboard_trace_handler), else mtime */
+  char worker[128]; /* the name's <worker> part, or the whole name */
+  int rank;         /* distributedInfo.rank, -1 unknown */
+  int run;          /* 1-based run within its directory, 0 none */
 } cand;
 
 /* tensorboard_trace_handler names its files <worker>.<time>.pt.trace.json[.gz], <time> in ns
@@ -152,10 +153,10 @@ static int tb_name(const char *name, char *worker, size_t cap, int64_t *t) {
   if (digits != strlen(dot + 1)) return 0;
   int64_t v = 0;
   for (const char *p = dot + 1; *p && v < INT64_MAX / 10; p++) v = v * 10 + (*p - '0');
-  if (digits == 19) *t = v;                       /* ns */
-  else if (digits == 16) *t = v * 1000;           /* us */
-  else if (digits == 13) *t = v * 1000000;        /* ms */
-  else if (digits == 10) *t = v * 1000000000LL;   /* s */
+  if (digits == 19) *t = v;                     /* ns */
+  else if (digits == 16) *t = v * 1000;         /* us */
+  else if (digits == 13) *t = v * 1000000;      /* ms */
+  else if (digits == 10) *t = v * 1000000000LL; /* s */
   else return 0;
   *dot = 0;
   snprintf(worker, cap, "%s", b);
@@ -238,7 +239,8 @@ static int classify(cand *e, int quiet) {
       e->json = -1; /* unreadable: its open fails with its own message later */
     } else if (info.own_export) {
       if (!quiet)
-        TOPO_WARN("%s: topo-report's own Chrome export (export --chrome), not a trace; skipped", e->path);
+        TOPO_WARN("%s: topo-report's own Chrome export (export --chrome), not a trace; skipped",
+                  e->path);
       topo_free(e->path), e->path = NULL;
       return 0;
     } else if (info.sniff_complete && !info.has_events_key) {
@@ -252,7 +254,8 @@ static int classify(cand *e, int quiet) {
   struct stat sb;
   if (!tb_name(base, e->worker, sizeof e->worker, &e->t)) {
     snprintf(e->worker, sizeof e->worker, "%s", base);
-    e->t = stat(e->path, &sb) == 0 ? (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec : 0;
+    e->t = stat(e->path, &sb) == 0 ? (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec
+                                   : 0;
   }
   return 1;
 }
@@ -260,8 +263,8 @@ static int classify(cand *e, int quiet) {
 /* The runs of the PyTorch traces of directory argument d (path): the latest, the one asked for
  * (--run N) or all (--all-runs) kept, the others' paths freed (*kept counts down); a note of
  * what was read goes to r->runs. */
-static topo_status pick_run(cand *c, int n, int d, const char *path, const rp_options *opt, int quiet,
-                            rp_report *r, int *kept) {
+static topo_status pick_run(cand *c, int n, int d, const char *path, const rp_options *opt,
+                            int quiet, rp_report *r, int *kept) {
   int64_t first[64];
   int runs = group_runs(c, n, d, first, 64);
   if (runs < 0) return TOPO_ERR_NOMEM;
@@ -301,9 +304,11 @@ static topo_status pick_run(cand *c, int n, int d, const char *path, const rp_op
     char when[48];
     rp_fmt_utc(note->first_ns, when, sizeof when);
     if (want)
-      TOPO_WARN("%s holds %d runs of PyTorch traces; reading run %d (%s, %d file%s)%s; --run N "
-                "picks another, --all-runs mixes them", path, runs, want, when, files,
-                files == 1 ? "" : "s", opt && opt->run > 0 ? "" : ", the latest");
+      TOPO_WARN(
+          "%s holds %d runs of PyTorch traces; reading run %d (%s, %d file%s)%s; --run N "
+          "picks another, --all-runs mixes them",
+          path, runs, want, when, files, files == 1 ? "" : "s",
+          opt && opt->run > 0 ? "" : ", the latest");
     else
       TOPO_WARN("%s holds %d runs of PyTorch traces; --all-runs: reading all %d files as one run",
                 path, runs, files);
@@ -321,7 +326,8 @@ topo_status rp_inputs_collect(const char *const *paths, int npaths, const rp_opt
   topo_status st = expand_args(paths, npaths, &c, &n);
   int kept = 0;
   for (int i = 0; i < n && st == TOPO_OK; i++) kept += classify(&c[i], quiet);
-  for (int d = 0; d < npaths && st == TOPO_OK; d++) st = pick_run(c, n, d, paths[d], opt, quiet, r, &kept);
+  for (int d = 0; d < npaths && st == TOPO_OK; d++)
+    st = pick_run(c, n, d, paths[d], opt, quiet, r, &kept);
   if (st == TOPO_OK && kept) {
     char **v = topo_malloc((size_t)kept * sizeof *v);
     if (!v) {
@@ -345,7 +351,8 @@ topo_status rp_source_open(rp_source *s, int pass) {
   if (s->kind == RP_SRC_KINETO) {
     rp_kineto *k;
     int replay = pass > 1 && rp_kspill_ready(s->spill);
-    topo_status st = replay ? rp_kineto_open_replay(s->path, s->spill, &k) : rp_kineto_open(s->path, &k);
+    topo_status st =
+        replay ? rp_kineto_open_replay(s->path, s->spill, &k) : rp_kineto_open(s->path, &k);
     if (st != TOPO_OK) {
       if (st == TOPO_ERR_IO) s->unreadable = errno ? errno : EIO;
       s->done = 1;
@@ -385,9 +392,12 @@ topo_status rp_source_open(rp_source *s, int pass) {
     s->mono_to_real = h->realtime_ns - h->mono_ns;
   /* The header's offset is only a lower bound (late callbacks): the alignment's choice wins. */
   if (!s->gpu_aligned)
-    s->gpu_to_real = h->gpu_minus_realtime_ns > -lim && h->gpu_minus_realtime_ns < lim ? -h->gpu_minus_realtime_ns : 0;
-  s->cupti_to_real =
-      h->cupti_minus_realtime_ns > -lim && h->cupti_minus_realtime_ns < lim ? -h->cupti_minus_realtime_ns : 0;
+    s->gpu_to_real = h->gpu_minus_realtime_ns > -lim && h->gpu_minus_realtime_ns < lim
+                         ? -h->gpu_minus_realtime_ns
+                         : 0;
+  s->cupti_to_real = h->cupti_minus_realtime_ns > -lim && h->cupti_minus_realtime_ns < lim
+                         ? -h->cupti_minus_realtime_ns
+                         : 0;
   return TOPO_OK;
 }
 
@@ -432,7 +442,8 @@ static void deliver_record(rp_source *s, const rp_sink *sink, const topo_trace_r
     }
     if (sink->coll) sink->coll(sink->ctx, s->index, &o);
     if (o.timed && sink->interval) {
-      rp_interval iv = {o.gpu_start, o.gpu_stop, o.stream, RP_COMM, (uint8_t)o.func, RP_FROM_COLL, 0};
+      rp_interval iv = {o.gpu_start,     o.gpu_stop,   o.stream, RP_COMM,
+                        (uint8_t)o.func, RP_FROM_COLL, 0};
       sink->interval(sink->ctx, s->index, &iv);
     }
     int64_t t = o.timed ? o.gpu_start : o.cpu_start;
@@ -452,9 +463,11 @@ static void deliver_record(rp_source *s, const rp_sink *sink, const topo_trace_r
     if (k->kind == TOPO_KERNEL_MEMCPY || k->kind == TOPO_KERNEL_MEMSET) {
       iv.cls = RP_MEMORY;
     } else if (k->kind == TOPO_KERNEL_NCCL ||
-               rp_nccl_kernel_parse(topo_trace_reader_string(r, k->name_id), &func, &algo, &proto)) {
+               rp_nccl_kernel_parse(topo_trace_reader_string(r, k->name_id), &func, &algo,
+                                    &proto)) {
       iv.cls = RP_COMM;
-      if (func < 0) rp_nccl_kernel_parse(topo_trace_reader_string(r, k->name_id), &func, &algo, &proto);
+      if (func < 0)
+        rp_nccl_kernel_parse(topo_trace_reader_string(r, k->name_id), &func, &algo, &proto);
       iv.func = func >= 0 ? (uint8_t)func : 0xff;
     }
     if (pass == 1) {
@@ -469,13 +482,12 @@ static void deliver_record(rp_source *s, const rp_sink *sink, const topo_trace_r
   case TOPO_REC_MARK: {
     const topo_rec_mark *m = &rec->mark;
     int64_t a, b;
-    if (sink->step && m->cpu_stop_ns >= m->cpu_start_ns && align(m->cpu_start_ns, s->mono_to_real, &a) &&
-        align(m->cpu_stop_ns, s->mono_to_real, &b))
+    if (sink->step && m->cpu_stop_ns >= m->cpu_start_ns &&
+        align(m->cpu_start_ns, s->mono_to_real, &a) && align(m->cpu_stop_ns, s->mono_to_real, &b))
       sink->step(sink->ctx, s->index, a, b, m->value);
     break;
   }
-  default:
-    break; /* strings and stats are handled by the reader; unknown types are ignored */
+  default: break; /* strings and stats are handled by the reader; unknown types are ignored */
   }
 }
 
@@ -493,7 +505,8 @@ int rp_source_step(rp_source *s, const rp_sink *sink, int pass) {
   for (size_t i = 0; i < n; i++) deliver_record(s, sink, &recs[i], pass);
   if (!n) {
     s->done = 1;
-    if (topo_trace_reader_info_get(r)->io_error) s->unreadable = topo_trace_reader_info_get(r)->io_error;
+    if (topo_trace_reader_info_get(r)->io_error)
+      s->unreadable = topo_trace_reader_info_get(r)->io_error;
     if (pass == 1) {
       const topo_trace_reader_info *info = topo_trace_reader_info_get(r);
       memcpy(s->dropped, info->dropped, sizeof s->dropped);

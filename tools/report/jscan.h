@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define JS_PAD 64                 /* zero bytes kept after the buffer's last byte */
+#define JS_PAD 64 /* zero bytes kept after the buffer's last byte */
 
 typedef enum js_status { JS_OK = 0, JS_MORE = 1, JS_BAD = 2 } js_status;
 
@@ -29,13 +29,13 @@ typedef struct js_str {
 } js_str;
 
 typedef struct js_in {
-  void *gz;                       /* gzFile; NULL for memory input */
-  char *buf;                      /* cap + JS_PAD bytes */
-  size_t cap, len, pos;           /* buf[pos, len) not yet consumed */
-  size_t max_cap;                 /* the buffer grows up to this for one unit */
-  uint64_t off;                   /* input offset (decompressed) of buf[0] */
-  int eof, error, gzip;           /* gzip: the file is gzip-compressed */
-  const char *src;                /* js_open_chunks: the bytes, handed over `chunk` at a time */
+  void *gz;             /* gzFile; NULL for memory input */
+  char *buf;            /* cap + JS_PAD bytes */
+  size_t cap, len, pos; /* buf[pos, len) not yet consumed */
+  size_t max_cap;       /* the buffer grows up to this for one unit */
+  uint64_t off;         /* input offset (decompressed) of buf[0] */
+  int eof, error, gzip; /* gzip: the file is gzip-compressed */
+  const char *src;      /* js_open_chunks: the bytes, handed over `chunk` at a time */
   size_t src_len, src_off, chunk;
 } js_in;
 
@@ -59,7 +59,9 @@ uint64_t js_file_offset(const js_in *in);
 /* ---- primitives over [*pp, end); each advances *pp past what it read on JS_OK */
 /* Skip whitespace. */
 static inline const char *js_ws(const char *p, const char *end) {
-  while (p < end && (unsigned char)*p <= ' ' && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
+  while (p < end && (unsigned char)*p <= ' ' &&
+         (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+    p++;
   return p;
 }
 /* A string at *pp (which must point at its opening quote). */

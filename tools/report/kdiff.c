@@ -10,7 +10,7 @@
 #include "alloc.h"
 #include "kernels.h"
 
-#define DIFF_ROWS 25   /* rows printed; the total line counts them all */
+#define DIFF_ROWS 25 /* rows printed; the total line counts them all */
 
 typedef struct kname {
   const char *name;
@@ -49,7 +49,8 @@ static kname *collect(const rp_report *r, size_t *n) {
   size_t k = 0;
   for (int i = 0; i < r->nranks; i++) {
     const rp_gpu *g = r->ranks[i].gpu;
-    for (size_t j = 0; g && j < g->nkern; j++) v[k++] = (kname){g->kern[j].name, g->kern[j].n, g->kern[j].sum};
+    for (size_t j = 0; g && j < g->nkern; j++)
+      v[k++] = (kname){g->kern[j].name, g->kern[j].n, g->kern[j].sum};
   }
   qsort(v, k, sizeof *v, cmp_name);
   size_t u = 0;
@@ -93,9 +94,10 @@ void rp_render_kernel_diff(const rp_report *a, const rp_report *b, FILE *f) {
   int64_t ta = 0, tb = 0;
   for (size_t k = 0; k < n; k++) ta += rows[k].sa, tb += rows[k].sb;
   char x[32], y[32], d[32];
-  fprintf(f, "\nKernels (count and total GPU time summed over ranks; largest change in time first)\n");
-  fprintf(f, "  %-44s %9s %9s %12s %12s %12s %s\n", "kernel", "count A", "count B", "total A", "total B",
-          "change", "");
+  fprintf(f,
+          "\nKernels (count and total GPU time summed over ranks; largest change in time first)\n");
+  fprintf(f, "  %-44s %9s %9s %12s %12s %12s %s\n", "kernel", "count A", "count B", "total A",
+          "total B", "change", "");
   for (size_t k = 0; k < n && k < DIFF_ROWS; k++) {
     const krow *w = &rows[k];
     char nm[45];
@@ -104,13 +106,17 @@ void rp_render_kernel_diff(const rp_report *a, const rp_report *b, FILE *f) {
     rp_fmt_ns(w->sb, y, sizeof y);
     rp_fmt_ns(absdiff(w), d, sizeof d);
     fprintf(f, "  %-44s %9" PRIu64 " %9" PRIu64 " %12s %12s %c%11s %c\n", nm, w->na, w->nb, x, y,
-            w->sb >= w->sa ? '+' : '-', d, w->nb == w->na ? '=' : w->nb > w->na ? '+' : '-');
+            w->sb >= w->sa ? '+' : '-', d,
+            w->nb == w->na  ? '='
+            : w->nb > w->na ? '+'
+                            : '-');
   }
   if (n > DIFF_ROWS) fprintf(f, "  ... %zu more kernels\n", n - DIFF_ROWS);
   rp_fmt_ns(ta, x, sizeof x);
   rp_fmt_ns(tb, y, sizeof y);
   rp_fmt_ns(tb > ta ? tb - ta : ta - tb, d, sizeof d);
-  fprintf(f, "  %-44s %9s %9s %12s %12s %c%11s\n", "all kernels", "", "", x, y, tb >= ta ? '+' : '-', d);
+  fprintf(f, "  %-44s %9s %9s %12s %12s %c%11s\n", "all kernels", "", "", x, y,
+          tb >= ta ? '+' : '-', d);
   topo_free(rows);
   topo_free(ka);
   topo_free(kb);

@@ -16,15 +16,16 @@ static int starts(const char *s, const char *p) { return !strncmp(s, p, strlen(p
 int rp_kernel_type(const char *n) {
   if (starts(n, "nccl") || starts(n, "hip") || starts(n, "hccl") || strstr(n, "ncclKernel"))
     return RP_K_COMM;
-  if (starts(n, "Memcpy") || starts(n, "Memset") || starts(n, "hipMemcpy") || starts(n, "hipMemset") ||
-      starts(n, "dma"))
+  if (starts(n, "Memcpy") || starts(n, "Memset") || starts(n, "hipMemcpy") ||
+      starts(n, "hipMemset") || starts(n, "dma"))
     return RP_K_MEMORY;
   /* not computation: any of these (re.match, so each is anchored at the start of the name) */
   if (starts(n, "nccl") || strstr(n, "Memcpy") || strstr(n, "Memset") || strstr(n, "dma") ||
       strstr(n, "Sync") || starts(n, "Stream Wait Event") ||
       (starts(n, "cuda") && strstr(n + 4, "LaunchKernel")) || starts(n, "runFunction") ||
       starts(n, "hip") || starts(n, "job_exe") || starts(n, "packet") || starts(n, "pe_exe") ||
-      starts(n, "cpum_exe_subgraph") || starts(n, "hccl") || starts(n, "collective_subgraph_execution"))
+      starts(n, "cpum_exe_subgraph") || starts(n, "hccl") ||
+      starts(n, "collective_subgraph_execution"))
     return RP_K_OTHER;
   return RP_K_COMPUTE;
 }
@@ -120,19 +121,19 @@ void rp_heap_free(rp_heap *h) {
 
 /* ---- the rank's streaming state */
 typedef struct corr_slot {
-  int64_t corr;          /* -1: empty */
+  int64_t corr; /* -1: empty */
   rp_launch l;
 } corr_slot;
 
 struct rp_gpu_state {
   size_t window;
   /* kernel names -> index into g->kern (open addressing, power-of-two capacity) */
-  uint32_t *name_slot;   /* index + 1; 0 empty */
+  uint32_t *name_slot; /* index + 1; 0 empty */
   size_t name_cap, kern_cap;
   /* CPU calls by correlation id, recent ones only */
   corr_slot *corr;
   size_t corr_cap, corr_n;
-  int64_t gpu_corr_max;  /* newest correlation id of a GPU event (-1: none yet) */
+  int64_t gpu_corr_max; /* newest correlation id of a GPU event (-1: none yet) */
   /* per stream */
   rp_gstream_state **sstate;
   size_t streams_cap;
@@ -246,7 +247,8 @@ static int stale(const struct rp_gpu_state *st, int64_t corr) {
 
 static int corr_rebuild(struct rp_gpu_state *st, size_t need) {
   size_t live = 0;
-  for (size_t i = 0; i < st->corr_cap; i++) live += st->corr[i].corr >= 0 && !stale(st, st->corr[i].corr);
+  for (size_t i = 0; i < st->corr_cap; i++)
+    live += st->corr[i].corr >= 0 && !stale(st, st->corr[i].corr);
   size_t cap = 1024;
   while (cap < 4 * (live + need)) cap *= 2;
   corr_slot *v = topo_malloc(cap * sizeof *v);
@@ -268,11 +270,13 @@ static int corr_rebuild(struct rp_gpu_state *st, size_t need) {
 
 static int is_launch_call(const char *n) {
   if (n[0] != 'c' && n[0] != 'h' && n[0] != 'r') return 0;
-  static const char *names[] = {"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel",
-                                "cuLaunchKernelEx", "cudaMemcpyAsync", "cudaMemsetAsync",
-                                "hipLaunchKernel", "hipExtModuleLaunchKernel", "hipMemsetAsync",
-                                "hipMemcpyAsync", "hipMemcpyWithStream",
-                                "runFunction - job_prep_and_submit_for_execution"};
+  static const char *names[] = {
+      "cudaLaunchKernel",    "cudaLaunchKernelExC",
+      "cuLaunchKernel",      "cuLaunchKernelEx",
+      "cudaMemcpyAsync",     "cudaMemsetAsync",
+      "hipLaunchKernel",     "hipExtModuleLaunchKernel",
+      "hipMemsetAsync",      "hipMemcpyAsync",
+      "hipMemcpyWithStream", "runFunction - job_prep_and_submit_for_execution"};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
     if (!strcmp(n, names[i])) return 1;
   return 0;
@@ -327,8 +331,8 @@ static size_t stream_index(rp_gpu *g, int64_t id) {
 }
 
 static int idle_category(const char *cat) {
-  static const char *cats[] = {"kernel", "Kernel", "gpu_memset", "Memset", "gpu_memcpy", "Memcpy",
-                               "mtia_ccp_events"};
+  static const char *cats[] = {"kernel",     "Kernel", "gpu_memset",     "Memset",
+                               "gpu_memcpy", "Memcpy", "mtia_ccp_events"};
   for (size_t i = 0; i < sizeof cats / sizeof *cats; i++)
     if (!strcmp(cat, cats[i])) return 1;
   return 0;
@@ -339,7 +343,8 @@ void rp_gpu_event(rp_gpu *g, const rp_kevent *e) {
   struct rp_gpu_state *st = g->st;
   if (e->stream < 0) { /* a CPU event: remember the calls that GPU work refers to */
     g->cpu_events++;
-    if (e->corr >= 0 && strcmp(e->name, "Event Sync") && strcmp(e->name, "Context Sync")) corr_put(g, e);
+    if (e->corr >= 0 && strcmp(e->name, "Event Sync") && strcmp(e->name, "Context Sync"))
+      corr_put(g, e);
     return;
   }
   g->gpu_events++;
@@ -357,7 +362,8 @@ void rp_gpu_event(rp_gpu *g, const rp_kevent *e) {
   g->launches += e->corr >= 0;
   if (e->corr > st->gpu_corr_max) st->gpu_corr_max = e->corr;
   rp_gevent ge = {e->start, e->start + e->dur, e->corr, idle_category(e->cat), 0, {0, 0, 0}};
-  const rp_launch *call = corr_find(st, e->corr); /* a call written after its GPU event: at the pop */
+  const rp_launch *call =
+      corr_find(st, e->corr); /* a call written after its GPU event: at the pop */
   if (call) ge.has_call = 1, ge.call = *call;
   rp_gstream_push(st->sstate[si], &g->streams[si], &ge, corr_find, st);
 }
@@ -439,7 +445,8 @@ void rp_gpu_finish(rp_gpu *g) {
   for (int m = 0; m < 8; m++) {
     if (m & RP_KT_COMPUTE) g->compute += g->combo[m];
     if (m & RP_KT_COMM) g->comm += g->combo[m];
-    if ((m & (RP_KT_COMPUTE | RP_KT_COMM)) == (RP_KT_COMPUTE | RP_KT_COMM)) g->overlap += g->combo[m];
+    if ((m & (RP_KT_COMPUTE | RP_KT_COMM)) == (RP_KT_COMPUTE | RP_KT_COMM))
+      g->overlap += g->combo[m];
   }
   if (g->nkern) qsort(g->kern, g->nkern, sizeof *g->kern, cmp_kstat);
   mark_types(g, RP_GPU_TOP, RP_GPU_DURATION_RATIO);

@@ -22,43 +22,43 @@
 
 #include "report.h"
 
-#define RP_GPU_REORDER 32768         /* events held per stream (and per memcpy kind) to sort */
-#define RP_GPU_CORR_AGE (1 << 17)    /* CPU calls kept this many correlation ids behind the GPU */
-#define RP_GPU_KERNEL_DELAY_NS 30000 /* HTA's consecutive_kernel_delay: 30 (its unit is us) */
-#define RP_GPU_RUNTIME_CUTOFF_NS 50000   /* HTA's runtime_cutoff, 50 us */
-#define RP_GPU_DELAY_CUTOFF_NS 100000    /* HTA's launch_delay_cutoff, 100 us */
-#define RP_GPU_TOP 10                /* HTA's num_kernels */
-#define RP_GPU_DURATION_RATIO 0.8    /* HTA's duration_ratio */
+#define RP_GPU_REORDER           32768 /* events held per stream (and per memcpy kind) to sort */
+#define RP_GPU_CORR_AGE          (1 << 17) /* CPU calls kept this many correlation ids behind the GPU */
+#define RP_GPU_KERNEL_DELAY_NS   30000     /* HTA's consecutive_kernel_delay: 30 (its unit is us) */
+#define RP_GPU_RUNTIME_CUTOFF_NS 50000     /* HTA's runtime_cutoff, 50 us */
+#define RP_GPU_DELAY_CUTOFF_NS   100000 /* HTA's launch_delay_cutoff, 100 us */
+#define RP_GPU_TOP               10     /* HTA's num_kernels */
+#define RP_GPU_DURATION_RATIO    0.8    /* HTA's duration_ratio */
 
 /* Kernel types by name, HTA's patterns and order. */
 enum rp_ktype { RP_K_COMM = 0, RP_K_MEMORY = 1, RP_K_COMPUTE = 2, RP_K_OTHER = 3, RP_K_TYPES };
 int rp_kernel_type(const char *name);
-const char *rp_ktype_name(int type);  /* "communication", "memory", "computation", "other" */
+const char *rp_ktype_name(int type); /* "communication", "memory", "computation", "other" */
 /* HTA's memcpy kind: "Memset", "Memcpy DtoH" (the name's first 11 bytes), or "Memcpy Unknown". */
 void rp_memcpy_kind(const char *name, char *out, size_t len);
 /* A kernel name without template and call arguments ("at::native::foo"), for tables. */
 void rp_kernel_short_name(const char *name, char *out, size_t len);
 
-typedef struct rp_kstat {       /* one kernel name on one rank */
+typedef struct rp_kstat { /* one kernel name on one rank */
   char *name;
-  int type;                     /* enum rp_ktype */
+  int type; /* enum rp_ktype */
   uint64_t n;
-  int64_t sum, min, max;        /* ns */
-  double mean, m2;              /* running mean and sum of squared deviations (std: m2/(n-1)) */
-  int top;                      /* 1: among the rank's top kernels of its type (HTA's rule) */
+  int64_t sum, min, max; /* ns */
+  double mean, m2;       /* running mean and sum of squared deviations (std: m2/(n-1)) */
+  int top;               /* 1: among the rank's top kernels of its type (HTA's rule) */
 } rp_kstat;
 
 enum rp_idle_cat { RP_IDLE_HOST = 0, RP_IDLE_KERNEL = 1, RP_IDLE_OTHER = 2, RP_IDLE_CATS };
-const char *rp_idle_name(int cat);   /* "host wait", "kernel wait", "other" */
+const char *rp_idle_name(int cat); /* "host wait", "kernel wait", "other" */
 
-typedef struct rp_gstream {     /* one stream of one rank */
+typedef struct rp_gstream { /* one stream of one rank */
   int64_t stream;
-  uint64_t events;              /* GPU events on it */
-  uint64_t matched;             /* of them, with their CPU call found */
+  uint64_t events;  /* GPU events on it */
+  uint64_t matched; /* of them, with their CPU call found */
   /* idle breakdown: the gap before each kernel/memcpy/memset after the stream's first */
   int64_t idle[RP_IDLE_CATS];
   uint64_t gaps[RP_IDLE_CATS];
-  uint64_t overlapped;          /* events that started before the previous one ended (gap < 0,
+  uint64_t overlapped; /* events that started before the previous one ended (gap < 0,
                                    counted as 0) */
   /* launch delay: GPU events whose CPU call is a launch (cudaLaunchKernel, cuLaunchKernelEx, ...) */
   rp_quant delay, cpu_dur, gpu_dur;
@@ -68,15 +68,15 @@ typedef struct rp_gstream {     /* one stream of one rank */
   double q_sum, q_sumsq;
   int64_t q_min, q_max;
   rp_quant queue;
-  uint64_t late;                /* events that arrived after the sort had passed them */
+  uint64_t late; /* events that arrived after the sort had passed them */
 } rp_gstream;
 
-typedef struct rp_memkind {     /* memcpy/memset of one kind on one rank */
+typedef struct rp_memkind { /* memcpy/memset of one kind on one rank */
   char kind[16];
   uint64_t n, with_bytes;
-  uint64_t bytes;               /* sum over the ops that state their bytes */
-  int64_t dur, dur_with_bytes;  /* sums of durations, ns */
-  rp_quant op_bw;               /* each op's bandwidth, MB/s (bytes / duration) */
+  uint64_t bytes;              /* sum over the ops that state their bytes */
+  int64_t dur, dur_with_bytes; /* sums of durations, ns */
+  rp_quant op_bw;              /* each op's bandwidth, MB/s (bytes / duration) */
   /* HTA's series: summed bandwidth of the ops running, after each start/end; positive values */
   uint64_t s_n;
   double s_sum, s_min, s_max;
@@ -88,33 +88,33 @@ enum { RP_KT_COMPUTE = 1, RP_KT_COMM = 2, RP_KT_MEMORY = 4 };
 /* HTA's name of a combination: "COMPUTATION", "COMPUTATION overlapping COMMUNICATION", ... */
 const char *rp_combo_name(int mask);
 
-typedef struct rp_gstep {       /* one step of one rank: the temporal breakdown inside it */
+typedef struct rp_gstep { /* one step of one rank: the temporal breakdown inside it */
   uint64_t value;
-  int64_t start, stop;          /* its GPU window */
+  int64_t start, stop; /* its GPU window */
   int64_t busy, compute, comm, overlap;
 } rp_gstep;
 
 typedef struct rp_gpu {
-  uint64_t cpu_events, gpu_events;    /* stream == -1 / stream >= 0 */
-  uint64_t launches, matched;         /* GPU events with a correlation; of them, CPU call found */
+  uint64_t cpu_events, gpu_events; /* stream == -1 / stream >= 0 */
+  uint64_t launches, matched;      /* GPU events with a correlation; of them, CPU call found */
   /* temporal breakdown over the rank (HTA): span = first GPU start to last GPU end */
-  int64_t first, last;                /* INT64_MAX / INT64_MIN: no GPU event */
-  int64_t busy;                       /* union of all GPU events, ns */
-  int64_t combo[8];                   /* time each combination of types runs (RP_KT_* bits), ns */
-  int64_t compute, comm, overlap;     /* unions: computation, communication, both */
-  uint64_t late;                      /* events the sweep got out of order (clipped) */
+  int64_t first, last;            /* INT64_MAX / INT64_MIN: no GPU event */
+  int64_t busy;                   /* union of all GPU events, ns */
+  int64_t combo[8];               /* time each combination of types runs (RP_KT_* bits), ns */
+  int64_t compute, comm, overlap; /* unions: computation, communication, both */
+  uint64_t late;                  /* events the sweep got out of order (clipped) */
   rp_gstep *steps;
   size_t nsteps;
-  int64_t type_time[RP_K_TYPES];      /* sum of durations per type */
+  int64_t type_time[RP_K_TYPES]; /* sum of durations per type */
   uint64_t type_n[RP_K_TYPES];
-  rp_kstat *kern;                     /* after finish: by type, then total time, descending */
+  rp_kstat *kern; /* after finish: by type, then total time, descending */
   size_t nkern;
-  rp_gstream *streams;                /* after finish: by stream id */
+  rp_gstream *streams; /* after finish: by stream id */
   size_t nstreams;
   rp_memkind *mem;
   size_t nmem;
-  int failed;                         /* an allocation failed: the figures are incomplete */
-  struct rp_gpu_state *st;            /* streaming state, NULL after finish */
+  int failed;              /* an allocation failed: the figures are incomplete */
+  struct rp_gpu_state *st; /* streaming state, NULL after finish */
 } rp_gpu;
 
 /* A rank's analyses over the given steps (sorted by start; copied). NULL without memory. */
@@ -124,14 +124,14 @@ void rp_gpu_finish(rp_gpu *g);
 void rp_gpu_free(rp_gpu *g);
 
 /* ---- pieces of rp_gpu (kernels.c, idle.c, launch.c, memcpy.c) */
-typedef struct rp_launch {      /* the CPU call of a correlation id */
+typedef struct rp_launch { /* the CPU call of a correlation id */
   int64_t start, dur;
-  int is_launch;                /* a kernel/memcpy/memset launch call */
+  int is_launch; /* a kernel/memcpy/memset launch call */
 } rp_launch;
-typedef struct rp_gevent {      /* a GPU event as the per-stream analyses keep it */
+typedef struct rp_gevent { /* a GPU event as the per-stream analyses keep it */
   int64_t start, stop, corr;
-  int idle_kind;                /* 1: kernel / memcpy / memset (HTA's idle categories) */
-  int has_call;                 /* 1: `call` was found when it arrived (else looked up later) */
+  int idle_kind; /* 1: kernel / memcpy / memset (HTA's idle categories) */
+  int has_call;  /* 1: `call` was found when it arrived (else looked up later) */
   rp_launch call;
 } rp_gevent;
 /* Per-stream sorting and analyses (idle.c): push in file order, results in time order. */
@@ -151,7 +151,7 @@ void rp_queue_state_free(rp_queue_state *q);
 /* Time per type combination, overall and per step (ktime.c); steps sorted by start. */
 typedef struct rp_ktime rp_ktime;
 rp_ktime *rp_ktime_new(size_t window, rp_gstep *steps, size_t nsteps);
-int rp_ktime_add(rp_ktime *t, int64_t start, int64_t stop, int type);   /* 0: out of memory */
+int rp_ktime_add(rp_ktime *t, int64_t start, int64_t stop, int type); /* 0: out of memory */
 int rp_ktime_finish(rp_ktime *t, int64_t *busy, int64_t combo[8], uint64_t *late);
 void rp_ktime_free(rp_ktime *t);
 /* Memcpy/memset bandwidth (memcpy.c). */
@@ -167,18 +167,19 @@ typedef struct rp_heap {
   size_t n, cap, size, window;
   int (*less)(const void *a, const void *b);
 } rp_heap;
-void rp_heap_init(rp_heap *h, size_t item_size, size_t window, int (*less)(const void *, const void *));
-int rp_heap_push(rp_heap *h, const void *item);   /* 0: out of memory */
-int rp_heap_full(const rp_heap *h);               /* holds `window` items: pop one */
-int rp_heap_pop(rp_heap *h, void *out);           /* 0 when empty */
+void rp_heap_init(rp_heap *h, size_t item_size, size_t window,
+                  int (*less)(const void *, const void *));
+int rp_heap_push(rp_heap *h, const void *item); /* 0: out of memory */
+int rp_heap_full(const rp_heap *h);             /* holds `window` items: pop one */
+int rp_heap_pop(rp_heap *h, void *out);         /* 0 when empty */
 void rp_heap_free(rp_heap *h);
 
 /* ---- renderers (render_kernels.c, kdiff.c) */
 void rp_render_kernels_text(const rp_report *r, FILE *f);
-void rp_render_kernels_json(const rp_report *r, FILE *f);  /* `,"kernel_analyses":{...}` */
+void rp_render_kernels_json(const rp_report *r, FILE *f); /* `,"kernel_analyses":{...}` */
 void rp_render_kernels_csv(const rp_report *r, FILE *f);
-void rp_render_kernels_html(const rp_report *r, FILE *f);  /* sections of render_html.c's page */
-void rp_html_esc(FILE *f, const char *s);                   /* text for HTML (render_html.c) */
+void rp_render_kernels_html(const rp_report *r, FILE *f); /* sections of render_html.c's page */
+void rp_html_esc(FILE *f, const char *s);                 /* text for HTML (render_html.c) */
 void rp_render_kernel_diff(const rp_report *a, const rp_report *b, FILE *f);
 /* Sums over the ranks with Kineto analyses (HTA's kernel-type table across ranks). */
 typedef struct rp_gpu_totals {

@@ -21,39 +21,41 @@
 #include "report.h"
 
 #define NAME_MAX_LEN 512
-#define SEEN_CATS 4             /* categories of non-GPU events remembered for messages */
+#define SEEN_CATS    4 /* categories of non-GPU events remembered for messages */
 
 enum state { ST_START, ST_KEY, ST_EVENTS, ST_DONE };
 
 /* Event categories the report tells apart (Kineto's names, and the older capitalised ones). */
 enum kcat {
-  KC_UNKNOWN = 0,   /* no "cat" seen yet */
-  KC_OTHER,         /* a category the report does not use */
-  KC_CPU,           /* cpu_op, python_function, flows, ...: only a ProfilerStep name matters */
-  KC_KERNEL, KC_MEMCPY, KC_MEMSET,
+  KC_UNKNOWN = 0, /* no "cat" seen yet */
+  KC_OTHER,       /* a category the report does not use */
+  KC_CPU,         /* cpu_op, python_function, flows, ...: only a ProfilerStep name matters */
+  KC_KERNEL,
+  KC_MEMCPY,
+  KC_MEMSET,
   KC_RUNTIME,       /* cuda_runtime, cuda_driver, Runtime: launches (correlation ids) */
   KC_GPU_ANNOTATION /* gpu_user_annotation: GPU-projected ranges */
 };
 
 typedef struct jev {
-  js_str name_s, cat_s;  /* slices into the input buffer, valid while the event is delivered */
-  int cat;               /* enum kcat */
-  int ph_x;              /* "ph": "X" */
-  int skipped;           /* known to be of no use before its end: not read to the end */
+  js_str name_s, cat_s;       /* slices into the input buffer, valid while the event is delivered */
+  int cat;                    /* enum kcat */
+  int ph_x;                   /* "ph": "X" */
+  int skipped;                /* known to be of no use before its end: not read to the end */
   const char *name_c, *cat_c; /* decoded name / category, NULL until asked for (ev_name, ev_cat) */
   char name[NAME_MAX_LEN];
   char coll_name[64];
   char dtype[32];
-  int64_t ts, dur;       /* ns */
+  int64_t ts, dur; /* ns */
   int has_ts, has_dur;
-  js_str tid_s;           /* "tid" (the stream of GPU events without args.stream) */
+  js_str tid_s; /* "tid" (the stream of GPU events without args.stream) */
   int64_t stream;
   int64_t in_nelems, out_nelems, group_size;
-  int64_t corr;          /* args.correlation: links a launch (cuda_runtime/driver) to its GPU event */
-  int64_t bytes;         /* args.bytes (memcpy/memset) */
-  double bw_gbps;        /* args."memory bandwidth (GB/s)" */
+  int64_t corr;   /* args.correlation: links a launch (cuda_runtime/driver) to its GPU event */
+  int64_t bytes;  /* args.bytes (memcpy/memset) */
+  double bw_gbps; /* args."memory bandwidth (GB/s)" */
   char cat_name[32];
-  int64_t tid;           /* decoded "tid", INT64_MIN until asked for (ev_tid) */
+  int64_t tid; /* decoded "tid", INT64_MIN until asked for (ev_tid) */
 } jev;
 
 /* Step attribution (HTA's): a GPU event belongs to the ProfilerStep whose CPU range holds the
@@ -65,53 +67,60 @@ typedef struct jev {
  * it); any other pair waits in an unlinked temporary file (in memory, at most PAIRS_MAX, when no
  * file can be made) for the end of the file. */
 typedef struct kstep {
-  int64_t start, stop;   /* ts units (no base) */
+  int64_t start, stop; /* ts units (no base) */
   uint64_t value;
-  int gpu;               /* GPU-projected (gpu_user_annotation) */
-  int64_t lo, hi;        /* CPU steps: first start / last stop of the GPU work launched inside */
+  int gpu;        /* GPU-projected (gpu_user_annotation) */
+  int64_t lo, hi; /* CPU steps: first start / last stop of the GPU work launched inside */
 } kstep;
-typedef struct corr_launch { int64_t corr, ts; } corr_launch;
-typedef struct corr_gpu { int64_t corr, start, stop; } corr_gpu;
-typedef struct kpair { int64_t ts, start, stop; } kpair; /* a call's time, its GPU event's span */
+typedef struct corr_launch {
+  int64_t corr, ts;
+} corr_launch;
+typedef struct corr_gpu {
+  int64_t corr, start, stop;
+} corr_gpu;
+typedef struct kpair {
+  int64_t ts, start, stop;
+} kpair; /* a call's time, its GPU event's span */
 #define CORR_SLOTS (1u << 16)
-#define PAIRS_BUF 4096
-#define PAIRS_MAX (1u << 22) /* pairs held in memory without a temporary file; beyond: one warning */
+#define PAIRS_BUF  4096
+#define PAIRS_MAX \
+  (1u << 22) /* pairs held in memory without a temporary file; beyond: one warning */
 
 struct rp_kineto {
   js_in in;
   enum state st;
   int top_array;
   int failed;
-  int sniff;             /* stop at the start of traceEvents (rp_json_sniff) */
-  int counting;          /* count kernels into the source (the first pass only) */
+  int sniff;    /* stop at the start of traceEvents (rp_json_sniff) */
+  int counting; /* count kernels into the source (the first pass only) */
   char path[512];
   int64_t base_ns;
-  int64_t first, last;   /* GPU events' range, without the base */
-  int base_fixed;        /* base given by pass 1: ignore the key */
+  int64_t first, last; /* GPU events' range, without the base */
+  int base_fixed;      /* base given by pass 1: ignore the key */
   int quiet;
   int rank, world;
-  int has_events_key;    /* the top-level object has "traceEvents" (or the file is an array) */
-  int own_export;        /* otherData.tool is "topo-report": topo-report's Chrome export */
+  int has_events_key; /* the top-level object has "traceEvents" (or the file is an array) */
+  int own_export;     /* otherData.tool is "topo-report": topo-report's Chrome export */
   uint64_t events, x_events, cpu_events, gpu_events, huge_skipped;
   char seen_cat[SEEN_CATS][32];
   uint64_t seen_cat_n[SEEN_CATS];
   /* steps found (emitted with the base at the end) */
   kstep *steps;
   size_t nsteps, cap_steps;
-  int gpu_steps;         /* GPU-projected ProfilerStep ranges seen */
+  int gpu_steps; /* GPU-projected ProfilerStep ranges seen */
   /* step attribution (pass 1, when steps are wanted): see kstep */
-  corr_launch *ltab;     /* CORR_SLOTS calls by id, stored as id + 1 (0: empty) */
-  corr_gpu *gtab;        /* CORR_SLOTS GPU events waiting for their call */
-  size_t *cpu_order;     /* the CPU steps read so far, by start (while they come in that order) */
+  corr_launch *ltab; /* CORR_SLOTS calls by id, stored as id + 1 (0: empty) */
+  corr_gpu *gtab;    /* CORR_SLOTS GPU events waiting for their call */
+  size_t *cpu_order; /* the CPU steps read so far, by start (while they come in that order) */
   size_t ncpu_order, cap_cpu_order;
-  int cpu_unordered;     /* a CPU step came before an earlier-starting one: every pair waits */
-  kpair *pairs;          /* waiting pairs: a write buffer (pairs_fd >= 0) or all of them */
+  int cpu_unordered; /* a CPU step came before an earlier-starting one: every pair waits */
+  kpair *pairs;      /* waiting pairs: a write buffer (pairs_fd >= 0) or all of them */
   size_t npairs, cap_pairs;
-  int pairs_fd;          /* -1: in memory */
+  int pairs_fd; /* -1: in memory */
   uint64_t pairs_written;
-  int pairs_full;        /* PAIRS_MAX reached (in memory) */
-  rp_kspill *spill;      /* pass 1: the events pass 2 needs are recorded here (NULL: not) */
-  rp_kspill *replay;     /* pass 2: the events come from this record, not from the JSON */
+  int pairs_full;    /* PAIRS_MAX reached (in memory) */
+  rp_kspill *spill;  /* pass 1: the events pass 2 needs are recorded here (NULL: not) */
+  rp_kspill *replay; /* pass 2: the events come from this record, not from the JSON */
   jev ev;
 };
 
@@ -128,15 +137,19 @@ static void fail(rp_kineto *k, const char *what) {
 }
 
 static int classify_cat(js_str c) {
-  static const struct { const char *name; size_t len; int cat; } cats[] = {
+  static const struct {
+    const char *name;
+    size_t len;
+    int cat;
+  } cats[] = {
 #define CAT(n, k) {n, sizeof(n) - 1, k}
-      CAT("cpu_op", KC_CPU),          CAT("kernel", KC_KERNEL),
+      CAT("cpu_op", KC_CPU),           CAT("kernel", KC_KERNEL),
       CAT("cuda_runtime", KC_RUNTIME), CAT("ac2g", KC_CPU),
       CAT("cuda_driver", KC_RUNTIME),  CAT("python_function", KC_CPU),
-      CAT("gpu_memcpy", KC_MEMCPY),   CAT("gpu_memset", KC_MEMSET),
-      CAT("user_annotation", KC_CPU), CAT("gpu_user_annotation", KC_GPU_ANNOTATION),
-      CAT("fwdbwd", KC_CPU),          CAT("Kernel", KC_KERNEL), /* older traces' names */
-      CAT("Runtime", KC_RUNTIME),     CAT("Memcpy", KC_MEMCPY),
+      CAT("gpu_memcpy", KC_MEMCPY),    CAT("gpu_memset", KC_MEMSET),
+      CAT("user_annotation", KC_CPU),  CAT("gpu_user_annotation", KC_GPU_ANNOTATION),
+      CAT("fwdbwd", KC_CPU),           CAT("Kernel", KC_KERNEL), /* older traces' names */
+      CAT("Runtime", KC_RUNTIME),      CAT("Memcpy", KC_MEMCPY),
       CAT("Memset", KC_MEMSET),
 #undef CAT
   };
@@ -162,12 +175,24 @@ static js_status parse_args(const char **pp, const char *end, jev *e) {
     char *sv = NULL;
     size_t scap = 0;
     switch (key.n) {
-    case 6: if (JS_EQ(key, "stream")) iv = &e->stream; break;
-    case 11: if (JS_EQ(key, "correlation")) iv = &e->corr; break;
-    case 13: if (JS_EQ(key, "In msg nelems")) iv = &e->in_nelems; break;
-    case 14: if (JS_EQ(key, "Out msg nelems")) iv = &e->out_nelems; break;
-    case 10: if (JS_EQ(key, "Group size")) iv = &e->group_size; break;
-    case 15: if (JS_EQ(key, "Collective name")) sv = e->coll_name, scap = sizeof e->coll_name; break;
+    case 6:
+      if (JS_EQ(key, "stream")) iv = &e->stream;
+      break;
+    case 11:
+      if (JS_EQ(key, "correlation")) iv = &e->corr;
+      break;
+    case 13:
+      if (JS_EQ(key, "In msg nelems")) iv = &e->in_nelems;
+      break;
+    case 14:
+      if (JS_EQ(key, "Out msg nelems")) iv = &e->out_nelems;
+      break;
+    case 10:
+      if (JS_EQ(key, "Group size")) iv = &e->group_size;
+      break;
+    case 15:
+      if (JS_EQ(key, "Collective name")) sv = e->coll_name, scap = sizeof e->coll_name;
+      break;
     case 5:
       if (JS_EQ(key, "dtype")) sv = e->dtype, scap = sizeof e->dtype;
       else if (JS_EQ(key, "bytes")) iv = &e->bytes;
@@ -215,7 +240,6 @@ static void event_reset(jev *e) {
   e->corr = e->bytes = -1;
   e->bw_gbps = -1;
 }
-
 
 /* One event object at *pp ('{'). Fields in any order; args are read only for the categories that
  * use them (when "cat" comes first, as Kineto writes it, the others' args are skipped unread). */
@@ -276,9 +300,12 @@ static js_status parse_event(const char **pp, const char *end, jev *e) {
 }
 
 static int dtype_size(const char *d) {
-  static const struct { const char *n; int s; } t[] = {
-      {"Float8", 1}, {"Float", 4}, {"Double", 8}, {"Half", 2}, {"BFloat16", 2}, {"Long", 8},
-      {"Int", 4},    {"Short", 2}, {"Byte", 1},   {"Char", 1}, {"Bool", 1},     {"ComplexFloat", 8}};
+  static const struct {
+    const char *n;
+    int s;
+  } t[] = {{"Float8", 1},   {"Float", 4}, {"Double", 8}, {"Half", 2},
+           {"BFloat16", 2}, {"Long", 8},  {"Int", 4},    {"Short", 2},
+           {"Byte", 1},     {"Char", 1},  {"Bool", 1},   {"ComplexFloat", 8}};
   for (size_t i = 0; i < sizeof t / sizeof *t; i++)
     if (!strncmp(d, t[i].n, strlen(t[i].n))) return t[i].s;
   return 0;
@@ -443,7 +470,8 @@ static int64_t ev_tid(jev *e) { /* a GPU event's stream when its args lack one *
   return e->tid;
 }
 
-static void act(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e, int64_t start, int64_t stop);
+static void act(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e, int64_t start,
+                int64_t stop);
 static void spill_put(rp_kineto *k, jev *e);
 static void spill_finish(rp_kspill *sp);
 
@@ -455,7 +483,8 @@ static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e) {
   k->cpu_events += e->cat == KC_CPU || e->cat == KC_RUNTIME;
   /* keep every time within +-2^62 ns so that differences fit in int64 */
   const int64_t lim = (int64_t)1 << 61;
-  if (e->ts <= -lim || e->ts >= lim || e->dur < 0 || e->dur >= lim || k->base_ns <= -lim || k->base_ns >= lim)
+  if (e->ts <= -lim || e->ts >= lim || e->dur < 0 || e->dur >= lim || k->base_ns <= -lim ||
+      k->base_ns >= lim)
     return;
   int64_t start = e->ts + k->base_ns, stop = start + (e->has_dur ? e->dur : 0);
   if (is_step_name(e->name_s)) {
@@ -476,13 +505,13 @@ static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e) {
     k->steps[k->nsteps].lo = INT64_MAX;
     k->steps[k->nsteps].hi = INT64_MIN;
     k->gpu_steps |= k->steps[k->nsteps].gpu;
-    if (!k->steps[k->nsteps].gpu && !k->cpu_unordered) { /* CPU steps in start order, for pair_add */
+    if (!k->steps[k->nsteps].gpu &&
+        !k->cpu_unordered) { /* CPU steps in start order, for pair_add */
       size_t *o = grow(k->cpu_order, &k->cap_cpu_order, k->ncpu_order, sizeof *o);
       if (o) k->cpu_order = o;
       if (!o || (k->ncpu_order && e->ts < k->steps[k->cpu_order[k->ncpu_order - 1]].start))
         k->cpu_unordered = 1;
-      else
-        k->cpu_order[k->ncpu_order++] = k->nsteps;
+      else k->cpu_order[k->ncpu_order++] = k->nsteps;
     }
     k->nsteps++;
     return;
@@ -493,11 +522,12 @@ static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e) {
 
 /* What an event that is not a ProfilerStep gives the sinks: pass 1 and pass 2 alike, the replay of
  * pass 1's record (spill) too, so that both passes see the same events the same way. */
-static void act(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e, int64_t start, int64_t stop) {
+static void act(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e, int64_t start,
+                int64_t stop) {
   int gpu = e->cat == KC_KERNEL || e->cat == KC_MEMCPY || e->cat == KC_MEMSET;
   if (sink->kevent) { /* runtime and driver calls, GPU activities, and what the report does not know */
-    rp_kevent ke = {ev_name(e), ev_cat(e), start, stop - start, e->stream, e->corr, e->bytes,
-                    e->bw_gbps == e->bw_gbps ? e->bw_gbps : -1};
+    rp_kevent ke = {ev_name(e), ev_cat(e), start,    stop - start,
+                    e->stream,  e->corr,   e->bytes, e->bw_gbps == e->bw_gbps ? e->bw_gbps : -1};
     sink->kevent(sink->ctx, s->index, &ke);
   }
   if (e->cat == KC_RUNTIME && sink->step && e->corr >= 0) corr_call(k, e->corr, e->ts);
@@ -511,8 +541,9 @@ static void act(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e, int64_t
   if (e->ts < k->first) k->first = e->ts;
   if (e->ts + e->dur > k->last) k->last = e->ts + e->dur;
   if (sink->step && e->corr >= 0) corr_gpu_event(k, e->corr, e->ts, e->ts + e->dur);
-  rp_interval iv = {start, stop, (uint32_t)(e->stream >= 0 ? e->stream : ev_tid(e)), RP_COMPUTE,
-                    0xff, RP_FROM_KERNEL, 0};
+  rp_interval iv = {start,      stop, (uint32_t)(e->stream >= 0 ? e->stream : ev_tid(e)),
+                    RP_COMPUTE, 0xff, RP_FROM_KERNEL,
+                    0};
   int func = -1, algo = -1, proto = -1;
   if (e->cat != KC_KERNEL || !strncmp(name, "Memcpy", 6) || !strncmp(name, "Memset", 6)) {
     iv.cls = RP_MEMORY;
@@ -615,8 +646,8 @@ static int step_before(const kstep *steps, const size_t *order, size_t n, int64_
 }
 
 /* Widen the GPU windows [lo, hi) of the n CPU steps by the pairs whose call lies in them. */
-static void pairs_into_steps(const kpair *p, size_t np, const kstep *cpu, const size_t *order, size_t n,
-                             int64_t *lo, int64_t *hi) {
+static void pairs_into_steps(const kpair *p, size_t np, const kstep *cpu, const size_t *order,
+                             size_t n, int64_t *lo, int64_t *hi) {
   for (size_t i = 0; i < np; i++) {
     size_t at;
     if (step_before(cpu, order, n, p[i].ts, &at) && p[i].ts <= cpu[at].stop) {
@@ -718,8 +749,10 @@ static void emit_steps(rp_kineto *k, rp_source *s, const rp_sink *sink) {
   }
   pairs_into_steps(k->pairs, k->npairs, cpu, order, n, lo, hi);
   if (k->pairs_full && !k->quiet)
-    TOPO_WARN("%s: not every launch could be matched with its GPU events (no room for them); steps "
-              "without a match use their GPU-projected or CPU ranges", k->path);
+    TOPO_WARN(
+        "%s: not every launch could be matched with its GPU events (no room for them); steps "
+        "without a match use their GPU-projected or CPU ranges",
+        k->path);
   for (size_t i = 0; i < n; i++) {
     int64_t a = cpu[i].start, b = cpu[i].stop;
     const gpu_twin *gs;
@@ -758,10 +791,10 @@ static void finish(rp_kineto *k, rp_source *s, const rp_sink *sink) {
  * (kernel names), capped; anything that fails (no temporary file, a write error, too many distinct
  * strings) leaves the record unusable and pass 2 reads the JSON again. */
 
-#define SPILL_BUF 8192                  /* records per read / write batch */
-#define SPILL_MAX_STRINGS (1u << 20)
+#define SPILL_BUF              8192 /* records per read / write batch */
+#define SPILL_MAX_STRINGS      (1u << 20)
 #define SPILL_MAX_STRING_BYTES (64u << 20)
-#define SPILL_MAX_LIVE 64               /* records open at once (file descriptors), at most */
+#define SPILL_MAX_LIVE         64 /* records open at once (file descriptors), at most */
 
 typedef struct krec {
   int64_t ts, dur, stream, tid, corr, bytes, in_nelems, out_nelems, group_size;
@@ -772,14 +805,14 @@ typedef struct krec {
 
 struct rp_kspill {
   int fd;
-  int failed;            /* unusable: pass 2 reads the JSON again */
-  int complete;          /* pass 1 reached the end */
+  int failed;   /* unusable: pass 2 reads the JSON again */
+  int complete; /* pass 1 reached the end */
   uint64_t written, read;
   krec *buf;
   size_t nbuf, pos;
-  char **str;            /* id -> string; str[0] = "" */
+  char **str; /* id -> string; str[0] = "" */
   size_t nstr, cap_str, str_bytes;
-  uint32_t *slot;        /* open addressing: id + 1, 0 empty */
+  uint32_t *slot; /* open addressing: id + 1, 0 empty */
   size_t cap_slot;
 };
 
@@ -915,7 +948,8 @@ static int replay_step(rp_kineto *k, rp_source *s, const rp_sink *sink, size_t m
   for (size_t n = 0; n < max; n++) {
     if (sp->pos == sp->nbuf) {
       if (sp->read == sp->written) return 0;
-      size_t want = sp->written - sp->read < SPILL_BUF ? (size_t)(sp->written - sp->read) : SPILL_BUF;
+      size_t want =
+          sp->written - sp->read < SPILL_BUF ? (size_t)(sp->written - sp->read) : SPILL_BUF;
       size_t got = 0;
       while (got < want * sizeof *sp->buf) {
         ssize_t r = read(sp->fd, (char *)sp->buf + got, want * sizeof *sp->buf - got);
@@ -924,7 +958,9 @@ static int replay_step(rp_kineto *k, rp_source *s, const rp_sink *sink, size_t m
         got += (size_t)r;
       }
       if (got != want * sizeof *sp->buf) { /* the record is gone: the events end here */
-        if (!k->quiet) TOPO_WARN("%s: cannot read back the first pass's record; later events are missing", k->path);
+        if (!k->quiet)
+          TOPO_WARN("%s: cannot read back the first pass's record; later events are missing",
+                    k->path);
         sp->read = sp->written;
         return 0;
       }
@@ -934,11 +970,13 @@ static int replay_step(rp_kineto *k, rp_source *s, const rp_sink *sink, size_t m
     event_reset(e);
     e->ph_x = 1, e->has_ts = 1;
     e->ts = r->ts, e->dur = r->dur, e->has_dur = r->has_dur, e->cat = r->cat;
-    e->stream = r->stream, e->tid = r->tid, e->corr = r->corr, e->bytes = r->bytes, e->bw_gbps = r->bw;
+    e->stream = r->stream, e->tid = r->tid, e->corr = r->corr, e->bytes = r->bytes,
+    e->bw_gbps = r->bw;
     e->in_nelems = r->in_nelems, e->out_nelems = r->out_nelems, e->group_size = r->group_size;
     e->name_c = sp->str[r->name < sp->nstr ? r->name : 0];
     e->cat_c = sp->str[r->cat_name < sp->nstr ? r->cat_name : 0];
-    snprintf(e->coll_name, sizeof e->coll_name, "%s", sp->str[r->coll_name < sp->nstr ? r->coll_name : 0]);
+    snprintf(e->coll_name, sizeof e->coll_name, "%s",
+             sp->str[r->coll_name < sp->nstr ? r->coll_name : 0]);
     snprintf(e->dtype, sizeof e->dtype, "%s", sp->str[r->dtype < sp->nstr ? r->dtype : 0]);
     int64_t start = e->ts + k->base_ns, stop = start + (e->has_dur ? e->dur : 0);
     k->events++;
@@ -973,7 +1011,8 @@ static int end_of_buffer(rp_kineto *k) {
   else if (k->st == ST_EVENTS && k->top_array) k->st = ST_DONE; /* viewers accept it unclosed */
   else if (k->st == ST_START) fail(k, "not a JSON object or array");
   else
-    fail(k, k->st == ST_EVENTS ? "file ends inside traceEvents" : "file ends inside the top-level object");
+    fail(k, k->st == ST_EVENTS ? "file ends inside traceEvents"
+                               : "file ends inside the top-level object");
   return K_STOP;
 }
 
@@ -997,8 +1036,8 @@ static int at_start(rp_kineto *k, const char *p, const char *end) {
 }
 
 /* Inside traceEvents: a separator, the end of the array, or one event delivered (*n counts). */
-static int in_events(rp_kineto *k, rp_source *s, const rp_sink *sink, const char *p, const char *end,
-                     size_t *n, js_status *st) {
+static int in_events(rp_kineto *k, rp_source *s, const rp_sink *sink, const char *p,
+                     const char *end, size_t *n, js_status *st) {
   js_in *in = &k->in;
   if (*p == ',') {
     in->pos++;
@@ -1113,7 +1152,8 @@ static int partial(rp_kineto *k, js_status st, const char *what) {
     k->huge_skipped++;
     fail(k, "a top-level value larger than the read buffer");
   } else {
-    fail(k, k->st == ST_EVENTS ? "file ends inside traceEvents" : "file ends inside the top-level object");
+    fail(k, k->st == ST_EVENTS ? "file ends inside traceEvents"
+                               : "file ends inside the top-level object");
   }
   return K_STOP;
 }
@@ -1134,7 +1174,8 @@ int rp_kineto_step(rp_kineto *k, rp_source *s, const rp_sink *sink, size_t max_e
     else if (k->st == ST_START) next = at_start(k, p, end);
     else if (events) next = in_events(k, s, sink, p, end, &n, &st);
     else next = in_keys(k, p, end, &st);
-    if (next == K_PARTIAL) next = partial(k, st, events ? "a malformed event" : "a malformed key or value");
+    if (next == K_PARTIAL)
+      next = partial(k, st, events ? "a malformed event" : "a malformed key or value");
   }
   if (k->st == ST_DONE) {
     if (!k->sniff) finish(k, s, sink);
@@ -1216,8 +1257,7 @@ topo_status rp_kineto_sniff(const char *path, rp_kineto_info *out) {
   rp_source s;
   memset(&s, 0, sizeof s);
   rp_sink none = {NULL, NULL, NULL, NULL, NULL, NULL};
-  while (rp_kineto_step(k, &s, &none, 4096)) {
-  }
+  while (rp_kineto_step(k, &s, &none, 4096)) {}
   rp_kineto_stats(k, out);
   /* an object that ended without traceEvents is not a trace; one cut short may still be */
   out->sniff_complete = k->st == ST_DONE && !k->failed;
@@ -1231,8 +1271,7 @@ static uint64_t parse_input(rp_kineto *k, const rp_sink *sink, uint64_t *huge) {
   rp_source s;
   memset(&s, 0, sizeof s);
   s.kind = RP_SRC_KINETO;
-  while (rp_kineto_step(k, &s, sink, 4096)) {
-  }
+  while (rp_kineto_step(k, &s, sink, 4096)) {}
   uint64_t n = k->events;
   if (huge) *huge = k->huge_skipped;
   rp_kineto_close(k);

@@ -37,7 +37,9 @@ static int iv_less(const void *a, const void *b) {
   return x->start < y->start || (x->start == y->start && x->stop < y->stop);
 }
 
-static int end_less(const void *a, const void *b) { return ((const tend *)a)->t < ((const tend *)b)->t; }
+static int end_less(const void *a, const void *b) {
+  return ((const tend *)a)->t < ((const tend *)b)->t;
+}
 
 rp_ktime *rp_ktime_new(size_t window, rp_gstep *steps, size_t nsteps) {
   rp_ktime *t = topo_calloc(1, sizeof *t);
@@ -54,7 +56,8 @@ static void advance(rp_ktime *t, int64_t to) {
   int64_t a = t->cursor;
   if (to <= a) return;
   t->cursor = to;
-  int mask = (t->open[RP_K_COMPUTE] > 0) | (t->open[RP_K_COMM] > 0) << 1 | (t->open[RP_K_MEMORY] > 0) << 2;
+  int mask =
+      (t->open[RP_K_COMPUTE] > 0) | (t->open[RP_K_COMM] > 0) << 1 | (t->open[RP_K_MEMORY] > 0) << 2;
   if (!mask && !t->open[RP_K_OTHER]) return;
   int64_t d = to - a;
   t->busy += d;

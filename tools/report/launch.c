@@ -13,7 +13,7 @@
 
 typedef struct qpoint {
   int64_t t;
-  int delta;             /* +1 launch, -1 GPU start */
+  int delta; /* +1 launch, -1 GPU start */
 } qpoint;
 
 struct rp_queue_state {

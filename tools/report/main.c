@@ -30,7 +30,8 @@ static const char usage[] =
     "Inputs: binary traces of libtopo-profiler.so (one per communicator and rank), PyTorch\n"
     "profiler (Kineto) or Chrome trace JSON, plain or gzip; directories are searched for *.trace,\n"
     "*.topo, *.bin, *.json and *.json.gz files. A Kineto trace alone is enough for the overlap\n"
-    "figures. JSON that is no trace (topo-report's own export, other JSON) is skipped with one line.\n"
+    "figures. JSON that is no trace (topo-report's own export, other JSON) is skipped with one "
+    "line.\n"
     "A directory whose PyTorch traces come from several runs (a TensorBoard log directory) gives\n"
     "its latest run, named on stderr and in the report.\n"
     "\n"
@@ -51,13 +52,15 @@ static const char usage[] =
     "  --top N            top kernels per rank and type in the kernel table (default 10,\n"
     "                     HTA's num_kernels; also cut at 80 % of the type's time, as HTA does)\n"
     "  --steps all|complete  the events counted: all (default), or per rank only its complete\n"
-    "                     profiler steps (first ProfilerStep to the end of the one before the last)\n"
+    "                     profiler steps (first ProfilerStep to the end of the one before the "
+    "last)\n"
     "  --steps auto|off|P steps from the period of the collectives when no Kineto trace or\n"
     "                     step mark gives them (default auto); P forces P collectives a step\n"
     "                     (--steps may be given twice: a window and a detection)\n"
     "  --run N            a directory holding several runs: read the Nth (1 = oldest)\n"
     "  --all-runs         a directory holding several runs: read them all as one\n"
-    "  --progress / --no-progress   progress on stderr (default: on a terminal or inputs > 256 MB)\n"
+    "  --progress / --no-progress   progress on stderr (default: on a terminal or inputs > 256 "
+    "MB)\n"
     "  -q, --quiet        no warnings about damaged inputs\n"
     "  -v, --verbose      informational messages\n"
     "  -h, --help         this text;  --version  the version\n"
@@ -102,35 +105,49 @@ typedef struct args {
 
 /* getopt_long values of the long-only options (the short ones are their letter). */
 enum {
-  OPT_JSON = 256, OPT_CSV, OPT_PROGRESS, OPT_NO_PROGRESS, OPT_ALL_RUNS, OPT_RUN, OPT_HTML, OPT_GPU,
-  OPT_BASE, OPT_PROFILE, OPT_CHROME, OPT_REORDER, OPT_TOP, OPT_STEPS, OPT_WINDOW, OPT_FROM, OPT_TO,
+  OPT_JSON = 256,
+  OPT_CSV,
+  OPT_PROGRESS,
+  OPT_NO_PROGRESS,
+  OPT_ALL_RUNS,
+  OPT_RUN,
+  OPT_HTML,
+  OPT_GPU,
+  OPT_BASE,
+  OPT_PROFILE,
+  OPT_CHROME,
+  OPT_REORDER,
+  OPT_TOP,
+  OPT_STEPS,
+  OPT_WINDOW,
+  OPT_FROM,
+  OPT_TO,
   OPT_VERSION
 };
 
-static const struct option long_opts[] = {
-    {"json", no_argument, 0, OPT_JSON},
-    {"csv", no_argument, 0, OPT_CSV},
-    {"quiet", no_argument, 0, 'q'},
-    {"verbose", no_argument, 0, 'v'},
-    {"progress", no_argument, 0, OPT_PROGRESS},
-    {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
-    {"all-runs", no_argument, 0, OPT_ALL_RUNS},
-    {"run", required_argument, 0, OPT_RUN},
-    {"html", required_argument, 0, OPT_HTML},
-    {"output", required_argument, 0, 'o'},
-    {"gpu", required_argument, 0, OPT_GPU},
-    {"base", required_argument, 0, OPT_BASE},
-    {"profile", required_argument, 0, OPT_PROFILE},
-    {"chrome", required_argument, 0, OPT_CHROME},
-    {"reorder-window", required_argument, 0, OPT_REORDER},
-    {"top", required_argument, 0, OPT_TOP},
-    {"steps", required_argument, 0, OPT_STEPS},
-    {"window", required_argument, 0, OPT_WINDOW},
-    {"from", required_argument, 0, OPT_FROM},
-    {"to", required_argument, 0, OPT_TO},
-    {"help", no_argument, 0, 'h'},
-    {"version", no_argument, 0, OPT_VERSION},
-    {0, 0, 0, 0}};
+static const struct option long_opts[] = {{"json", no_argument, 0, OPT_JSON},
+                                          {"csv", no_argument, 0, OPT_CSV},
+                                          {"quiet", no_argument, 0, 'q'},
+                                          {"verbose", no_argument, 0, 'v'},
+                                          {"progress", no_argument, 0, OPT_PROGRESS},
+                                          {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
+                                          {"all-runs", no_argument, 0, OPT_ALL_RUNS},
+                                          {"run", required_argument, 0, OPT_RUN},
+                                          {"html", required_argument, 0, OPT_HTML},
+                                          {"output", required_argument, 0, 'o'},
+                                          {"gpu", required_argument, 0, OPT_GPU},
+                                          {"base", required_argument, 0, OPT_BASE},
+                                          {"profile", required_argument, 0, OPT_PROFILE},
+                                          {"chrome", required_argument, 0, OPT_CHROME},
+                                          {"reorder-window", required_argument, 0, OPT_REORDER},
+                                          {"top", required_argument, 0, OPT_TOP},
+                                          {"steps", required_argument, 0, OPT_STEPS},
+                                          {"window", required_argument, 0, OPT_WINDOW},
+                                          {"from", required_argument, 0, OPT_FROM},
+                                          {"to", required_argument, 0, OPT_TO},
+                                          {"help", no_argument, 0, 'h'},
+                                          {"version", no_argument, 0, OPT_VERSION},
+                                          {0, 0, 0, 0}};
 
 /* ':' first: a missing value is reported as ':' (topo_cli_misuse words both cases). */
 static const char short_opts[] = ":o:qvh";
@@ -164,8 +181,9 @@ static int apply_steps(args *a, const char *v) {
   else if (!strcmp(v, "complete")) a->step_window = RP_WINDOW_COMPLETE_STEPS;
   else if (parse_count(v, 1, RP_STEPS_DETECT_MAX / 2, &p)) a->steps = (int)p;
   else
-    return misuse("--steps wants all, complete, auto, off or a period of 1..%d collectives, not '%s'",
-                  RP_STEPS_DETECT_MAX / 2, v);
+    return misuse(
+        "--steps wants all, complete, auto, off or a period of 1..%d collectives, not '%s'",
+        RP_STEPS_DETECT_MAX / 2, v);
   return 0;
 }
 
@@ -262,9 +280,13 @@ static int parse(int argc, char **argv, args *a) {
 
 /* The analysis options the arguments ask for. */
 static rp_options analysis_options(const args *a) {
-  rp_options opt = {.reorder_window = a->reorder ? a->reorder : 65536, .progress = a->progress,
-                    .quiet = a->quiet, .steps = a->steps, .step_window = a->step_window,
-                    .run = a->run, .all_runs = a->all_runs};
+  rp_options opt = {.reorder_window = a->reorder ? a->reorder : 65536,
+                    .progress = a->progress,
+                    .quiet = a->quiet,
+                    .steps = a->steps,
+                    .step_window = a->step_window,
+                    .run = a->run,
+                    .all_runs = a->all_runs};
   if (a->have_from || a->have_to) {
     opt.window = 1;
     opt.from = a->have_from ? a->from : INT64_MIN;
@@ -304,12 +326,14 @@ static int busbw_reference(rp_report *r, const char *profile, const char *gpu) {
   topo_status st = profile ? topo_profile_load(profile, &want, &p) : topo_profile_builtin(gpu, &p);
   int bad = profile ? st != TOPO_OK : st == TOPO_ERR_INVALID;
   if (bad) {
-    fprintf(stderr, "topo-report: %s: %s; the busbw plot has no reference line\n", profile ? profile : gpu,
+    fprintf(stderr, "topo-report: %s: %s; the busbw plot has no reference line\n",
+            profile ? profile : gpu,
             profile ? "no usable profile section" : "unknown GPU model (H200, H100, A100)");
   } else {
     r->ref_busbw = p.link[cls].bw_gbs;
-    snprintf(r->ref_label, sizeof r->ref_label, "%s %s busbw, %s", profile ? "calibrated" : "built-in peak",
-             cls == TOPO_LINK_NET ? "network" : "NVLink", profile ? profile : p.source);
+    snprintf(r->ref_label, sizeof r->ref_label, "%s %s busbw, %s",
+             profile ? "calibrated" : "built-in peak", cls == TOPO_LINK_NET ? "network" : "NVLink",
+             profile ? profile : p.source);
   }
   topo_profile_free(&p);
   return bad;
@@ -365,9 +389,10 @@ static int cmd_diff(const args *a) {
   int unreadable = ok ? count_unreadable(&ra, &bad_a) + count_unreadable(&rb, &bad_b) : 0;
   const rp_source *bad = bad_a ? bad_a : bad_b;
   if (unreadable) {
-    fprintf(stderr, "topo-report: %d input file%s could not be read (%s: %s); the diff covers the "
-            "others\n", unreadable, unreadable == 1 ? "" : "s", bad->path,
-            unreadable_reason(bad->unreadable));
+    fprintf(stderr,
+            "topo-report: %d input file%s could not be read (%s: %s); the diff covers the "
+            "others\n",
+            unreadable, unreadable == 1 ? "" : "s", bad->path, unreadable_reason(bad->unreadable));
     rc = TOPO_CLI_FAILED;
   }
   rp_report_free(&ra);
@@ -393,19 +418,24 @@ static int judge_inputs(const args *a, const rp_report *r, int missing) {
   int unreadable = count_unreadable(r, &bad);
   if (r->nranks == 0) {
     if (unreadable)
-      fprintf(stderr, "topo-report: no usable input: %d of %d input file%s could not be read "
-              "(%s: %s)\n", unreadable, r->nsrc, r->nsrc == 1 ? "" : "s", bad->path,
+      fprintf(stderr,
+              "topo-report: no usable input: %d of %d input file%s could not be read "
+              "(%s: %s)\n",
+              unreadable, r->nsrc, r->nsrc == 1 ? "" : "s", bad->path,
               unreadable_reason(bad->unreadable));
     else
-      fprintf(stderr, "topo-report: no usable input: none of the %d input%s holds a topo trace or "
-              "a Kineto/Chrome trace with CUDA GPU events (see the warnings above)\n", a->npaths,
-              a->npaths == 1 ? "" : "s");
+      fprintf(stderr,
+              "topo-report: no usable input: none of the %d input%s holds a topo trace or "
+              "a Kineto/Chrome trace with CUDA GPU events (see the warnings above)\n",
+              a->npaths, a->npaths == 1 ? "" : "s");
     return TOPO_CLI_FAILED;
   }
   int rc = 0;
   if (unreadable) {
-    fprintf(stderr, "topo-report: %d of %d input file%s could not be read (%s: %s); the report "
-            "covers the others\n", unreadable, r->nsrc, r->nsrc == 1 ? "" : "s", bad->path,
+    fprintf(stderr,
+            "topo-report: %d of %d input file%s could not be read (%s: %s); the report "
+            "covers the others\n",
+            unreadable, r->nsrc, r->nsrc == 1 ? "" : "s", bad->path,
             unreadable_reason(bad->unreadable));
     rc = 1;
   }
@@ -454,7 +484,8 @@ static int cmd_report(const args *a) {
     if (a->top) rp_gpu_mark_top(&r, a->top, 0);
     if (a->html && busbw_reference(&r, a->profile, a->gpu)) rc = TOPO_CLI_FAILED;
     if (fit)
-      rc = rp_fit(&r, a->gpu, a->base, a->output, stdout) == TOPO_OK ? TOPO_CLI_DONE : TOPO_CLI_FAILED;
+      rc = rp_fit(&r, a->gpu, a->base, a->output, stdout) == TOPO_OK ? TOPO_CLI_DONE
+                                                                     : TOPO_CLI_FAILED;
     else if (write_report(a, &r)) rc = TOPO_CLI_FAILED;
   }
   rp_report_free(&r);
@@ -464,8 +495,11 @@ static int cmd_report(const args *a) {
 static const struct subcommand {
   const char *name;
   int (*run)(const args *a);
-} subcommands[] = {{"report", cmd_report}, {"dump", cmd_dump}, {"export", cmd_export},
-                   {"diff", cmd_diff},     {"fit", cmd_report}};
+} subcommands[] = {{"report", cmd_report},
+                   {"dump", cmd_dump},
+                   {"export", cmd_export},
+                   {"diff", cmd_diff},
+                   {"fit", cmd_report}};
 
 int main(int argc, char **argv) {
   topo_log_to_stderr("topo-report", 0);

@@ -12,7 +12,7 @@
 
 typedef struct bwpoint {
   int64_t t;
-  double delta;          /* GB/s */
+  double delta; /* GB/s */
 } bwpoint;
 
 typedef struct kind_state {
@@ -77,7 +77,7 @@ int rp_mem_add(rp_mem_state *m, rp_memkind **kinds, size_t *nkinds, const rp_kev
       m->cap = cap;
     }
     memset(&(*kinds)[i], 0, sizeof **kinds);
-    snprintf((*kinds)[i].kind, sizeof (*kinds)[i].kind, "%s", kind);
+    snprintf((*kinds)[i].kind, sizeof(*kinds)[i].kind, "%s", kind);
     memset(&m->k[i], 0, sizeof m->k[i]);
     rp_heap_init(&m->k[i].pend, sizeof(bwpoint), 2 * m->window, bw_less);
     *nkinds = ++m->n;

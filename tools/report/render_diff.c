@@ -10,7 +10,8 @@
 
 static const rp_row *find_row(const rp_report *r, const rp_row *w) {
   for (size_t i = 0; i < r->nrows; i++)
-    if (r->rows[i]->func == w->func && r->rows[i]->nranks == w->nranks && r->rows[i]->bucket == w->bucket)
+    if (r->rows[i]->func == w->func && r->rows[i]->nranks == w->nranks &&
+        r->rows[i]->bucket == w->bucket)
       return r->rows[i];
   return NULL;
 }
@@ -43,8 +44,10 @@ static void row_line(FILE *f, const rp_row *key, const rp_row *a, const rp_row *
   char size[32], ta[32], tb[32];
   rp_bucket_label(key->bucket, size, sizeof size);
   int64_t ma = a ? rp_quant_get(&a->time, 0.5) : 0, mb = b ? rp_quant_get(&b->time, 0.5) : 0;
-  if (a && a->timed) rp_fmt_ns(ma, ta, sizeof ta); else snprintf(ta, sizeof ta, "-");
-  if (b && b->timed) rp_fmt_ns(mb, tb, sizeof tb); else snprintf(tb, sizeof tb, "-");
+  if (a && a->timed) rp_fmt_ns(ma, ta, sizeof ta);
+  else snprintf(ta, sizeof ta, "-");
+  if (b && b->timed) rp_fmt_ns(mb, tb, sizeof tb);
+  else snprintf(tb, sizeof tb, "-");
   double ba = a ? rp_row_busbw(a) : 0, bb = b ? rp_row_busbw(b) : 0;
   fprintf(f, "  %-14s %5d %10s %12s %12s", rp_func_name(key->func), key->nranks, size, ta, tb);
   change(f, (double)ma, (double)mb);
@@ -53,13 +56,15 @@ static void row_line(FILE *f, const rp_row *key, const rp_row *a, const rp_row *
   fputc('\n', f);
 }
 
-void rp_render_diff(const rp_report *a, const rp_report *b, const char *name_a,
-                    const char *name_b, FILE *f) {
+void rp_render_diff(const rp_report *a, const rp_report *b, const char *name_a, const char *name_b,
+                    FILE *f) {
   rp_derived da, db;
   rp_derive_overall(a, &da);
   rp_derive_overall(b, &db);
-  fprintf(f, "topo-report diff\n  A: %s (%d ranks, %" PRIu64 " collectives)\n  B: %s (%d ranks, %" PRIu64
-             " collectives)\n\nAll ranks (sums)%*s%14s %14s %9s\n",
+  fprintf(f,
+          "topo-report diff\n  A: %s (%d ranks, %" PRIu64
+          " collectives)\n  B: %s (%d ranks, %" PRIu64
+          " collectives)\n\nAll ranks (sums)%*s%14s %14s %9s\n",
           name_a, a->nranks, a->colls, name_b, b->nranks, b->colls, 13, "", "A", "B", "change");
   line_ns(f, "span", da.span, db.span);
   line_ns(f, "communication", da.comm, db.comm);
@@ -68,11 +73,13 @@ void rp_render_diff(const rp_report *a, const rp_report *b, const char *name_a,
   line_ns(f, "exposed communication", da.exposed, db.exposed);
   line_ns(f, "idle", da.idle, db.idle);
   line_pct(f, "communication share", da.span > 0, da.comm_share, db.span > 0, db.comm_share);
-  line_pct(f, "overlap ratio", da.overlap_defined, da.overlap_ratio, db.overlap_defined, db.overlap_ratio);
+  line_pct(f, "overlap ratio", da.overlap_defined, da.overlap_ratio, db.overlap_defined,
+           db.overlap_ratio);
   fprintf(f, "\nCollectives (median GPU time per rank and call; busbw GB/s)\n");
   fprintf(f, "  %-14s %5s %10s %12s %12s %9s %9s %9s %9s\n", "collective", "ranks", "size",
           "median A", "median B", "change", "busbw A", "busbw B", "change");
-  for (size_t i = 0; i < a->nrows; i++) row_line(f, a->rows[i], a->rows[i], find_row(b, a->rows[i]));
+  for (size_t i = 0; i < a->nrows; i++)
+    row_line(f, a->rows[i], a->rows[i], find_row(b, a->rows[i]));
   for (size_t i = 0; i < b->nrows; i++)
     if (!find_row(a, b->rows[i])) row_line(f, b->rows[i], NULL, b->rows[i]);
   rp_render_kernel_diff(a, b, f);

@@ -16,10 +16,10 @@
 #include "topo_version.h"
 
 #define C_COMPUTE "#4e79a7"
-#define C_COMM "#f28e2b"
+#define C_COMM    "#f28e2b"
 #define C_OVERLAP "#b07aa1"
-#define C_IDLE "#e3e3e3"
-#define C_MEMORY "#59a14f"
+#define C_IDLE    "#e3e3e3"
+#define C_MEMORY  "#59a14f"
 
 static const char *palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
                                 "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
@@ -42,7 +42,9 @@ static void rank_name(const rp_rank *k, char *buf, size_t len) {
 }
 
 static void card(FILE *f, const char *label, const char *value, const char *sub) {
-  fprintf(f, "<div class=card><div class=lab>%s</div><div class=val>%s</div><div class=sub>%s</div></div>\n",
+  fprintf(f,
+          "<div class=card><div class=lab>%s</div><div class=val>%s</div><div "
+          "class=sub>%s</div></div>\n",
           label, value, sub);
 }
 
@@ -73,19 +75,22 @@ static int cmp_iv(const void *a, const void *b) {
 
 /* One drawn bar of a lane, with its hover text: what, when (from the run's first GPU activity
  * t0) and for how long. */
-static void lane_rect(FILE *f, double a, double b, double y, double h, const char *color, const char *what,
-                      int64_t s, int64_t e, int64_t t0) {
+static void lane_rect(FILE *f, double a, double b, double y, double h, const char *color,
+                      const char *what, int64_t s, int64_t e, int64_t t0) {
   char at[32], len[32];
   rp_fmt_ns(s - t0, at, sizeof at);
   rp_fmt_ns(e - s, len, sizeof len);
-  fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\"><title>%s at +%s: %s"
-             "</title></rect>",
-          a, y, b - a < 0.6 ? 0.6 : b - a, h, color, what, at, len);
+  fprintf(
+      f,
+      "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\"><title>%s at +%s: %s"
+      "</title></rect>",
+      a, y, b - a < 0.6 ? 0.6 : b - a, h, color, what, at, len);
 }
 
 /* Draw one lane: intervals of class `cls`, merged where they touch within half a pixel. */
 static void lane(FILE *f, const rp_interval *iv, size_t n, int cls, int64_t from, int64_t to,
-                 double x0, double w, double y, double h, const char *color, const char *what, int64_t t0) {
+                 double x0, double w, double y, double h, const char *color, const char *what,
+                 int64_t t0) {
   double scale = w / (double)(to - from);
   double cur_a = -1, cur_b = -1;
   int64_t cur_s = 0, cur_e = 0;
@@ -132,41 +137,54 @@ static void timeline(FILE *f, const rp_report *r) {
   if (st) {
     char rn[32];
     rank_name(sk, rn, sizeof rn);
-    fprintf(f, "Step %" PRIu64 " (as %s ran it, with 5%% margins): %s of GPU activity per rank, from +%s after "
-               "the run's first GPU activity.",
+    fprintf(f,
+            "Step %" PRIu64
+            " (as %s ran it, with 5%% margins): %s of GPU activity per rank, from +%s after "
+            "the run's first GPU activity.",
             st->value, rn, span, at);
   } else {
-    fprintf(f, "%s of GPU activity per rank, from +%s after the run's first GPU activity (%s).", span, at,
+    fprintf(f, "%s of GPU activity per rank, from +%s after the run's first GPU activity (%s).",
+            span, at,
             to - from < r->t_end - r->t0 ? "a window from the middle of the run" : "the whole run");
   }
-  fprintf(f, " Upper lane: compute kernels (and memory copies); lower lane: communication. Where both are "
-             "coloured at once, communication is overlapped. Hover a bar for its start and length.</p>\n");
+  fprintf(
+      f,
+      " Upper lane: compute kernels (and memory copies); lower lane: communication. Where both are "
+      "coloured at once, communication is overlapped. Hover a bar for its start and length.</p>\n");
   if (nr < r->nranks) fprintf(f, "<p class=note>The first %d of %d ranks.</p>\n", nr, r->nranks);
-  fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" role=img>\n", W + L + 10, H + 18);
+  fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" role=img>\n", W + L + 10,
+          H + 18);
   double step = nice_step((double)(to - from), 8);
   double first = ceil((double)(from - t0) / step) * step;
   for (double t = first; t <= (double)(to - t0); t += step) {
     double x = L + (t - (double)(from - t0)) / (double)(to - from) * W;
     char lab[32];
     rp_fmt_ns((int64_t)t, lab, sizeof lab);
-    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"18\" y2=\"%.0f\" class=\"grid\"/><text x=\"%.1f\" y=\"12\" class=tick text-anchor=middle>+%s</text>\n",
+    fprintf(f,
+            "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"18\" y2=\"%.0f\" class=\"grid\"/><text x=\"%.1f\" "
+            "y=\"12\" class=tick text-anchor=middle>+%s</text>\n",
             x, x, H - 6, x, lab);
   }
-  fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" class=tick text-anchor=middle>time since the run's first GPU activity</text>\n",
+  fprintf(f,
+          "<text x=\"%.0f\" y=\"%.0f\" class=tick text-anchor=middle>time since the run's first "
+          "GPU activity</text>\n",
           L + W / 2, H + 10);
   for (int i = 0; i < nr; i++) {
     const rp_rank *k = &r->ranks[i];
     double y = 24 + i * (2 * lane_h + gap);
     char name[32];
     rank_name(k, name, sizeof name);
-    fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab text-anchor=end>%s</text>\n", L - 8, y + lane_h + 4, name);
-    fprintf(f, "<rect x=\"%.0f\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\" fill=\"#f6f6f6\"/>\n", L, y, W, 2 * lane_h);
+    fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab text-anchor=end>%s</text>\n", L - 8,
+            y + lane_h + 4, name);
+    fprintf(f, "<rect x=\"%.0f\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\" fill=\"#f6f6f6\"/>\n", L,
+            y, W, 2 * lane_h);
     rp_interval *iv = topo_malloc((k->ntimeline ? k->ntimeline : 1) * sizeof *iv);
     if (!iv) continue;
     memcpy(iv, k->timeline, k->ntimeline * sizeof *iv);
     qsort(iv, k->ntimeline, sizeof *iv, cmp_iv);
     lane(f, iv, k->ntimeline, RP_COMPUTE, from, to, L, W, y, lane_h - 1, C_COMPUTE, "compute", t0);
-    lane(f, iv, k->ntimeline, RP_MEMORY, from, to, L, W, y, lane_h - 1, C_MEMORY, "memory copy", t0);
+    lane(f, iv, k->ntimeline, RP_MEMORY, from, to, L, W, y, lane_h - 1, C_MEMORY, "memory copy",
+         t0);
     /* communication drawn only where the rank uses that origin for its unions */
     rp_interval *comm = iv;
     size_t nc = 0;
@@ -176,7 +194,10 @@ static void timeline(FILE *f, const rp_report *r) {
     lane(f, comm, nc, RP_COMM, from, to, L, W, y + lane_h, lane_h - 1, C_COMM, "communication", t0);
     topo_free(iv);
   }
-  fprintf(f, "</svg>\n<div class=legend><span style=\"background:%s\"></span>compute <span style=\"background:%s\"></span>communication <span style=\"background:%s\"></span>memory copies</div>\n",
+  fprintf(f,
+          "</svg>\n<div class=legend><span style=\"background:%s\"></span>compute <span "
+          "style=\"background:%s\"></span>communication <span "
+          "style=\"background:%s\"></span>memory copies</div>\n",
           C_COMPUTE, C_COMM, C_MEMORY);
 }
 
@@ -184,49 +205,65 @@ static void breakdown(FILE *f, const rp_report *r) {
   if (!r->nranks) return;
   const double W = 900, L = 90, bar = 18, gap = 8;
   double H = 10 + r->nranks * (bar + gap) + 20;
-  fprintf(f, "<h2>Where each rank's GPU time goes</h2><p class=note>Share of the rank's span (first to "
-             "last GPU activity), over the time where compute was recorded (a rank without any shows its "
-             "communication only). Overlap ratio = overlapped / communication, as Holistic Trace Analysis "
-             "defines it.</p>\n");
-  fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" role=img>\n", W + L + 240, H);
+  fprintf(
+      f,
+      "<h2>Where each rank's GPU time goes</h2><p class=note>Share of the rank's span (first to "
+      "last GPU activity), over the time where compute was recorded (a rank without any shows its "
+      "communication only). Overlap ratio = overlapped / communication, as Holistic Trace Analysis "
+      "defines it.</p>\n");
+  fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" role=img>\n", W + L + 240,
+          H);
   for (int i = 0; i < r->nranks; i++) {
     rp_derived d;
     rp_derive_rank(&r->ranks[i], &d);
     double y = 10 + i * (bar + gap), x = L;
     char name[32];
     rank_name(&r->ranks[i], name, sizeof name);
-    fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab text-anchor=end>%s</text>\n", L - 8, y + bar - 5, name);
+    fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab text-anchor=end>%s</text>\n", L - 8,
+            y + bar - 5, name);
     if (!d.known) { /* no compute timeline: communication share only */
       double w = d.span > 0 ? W * (double)d.comm / (double)d.span : 0;
-      fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\"><title>communication "
-                 "(overlap unknown)</title></rect>", x, y, w, bar, C_COMM);
-      fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab>comm %.1f%% · overlap n/a</text>\n", L + W + 8,
-              y + bar - 5, d.comm_share * 100);
+      fprintf(f,
+              "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" "
+              "fill=\"%s\"><title>communication "
+              "(overlap unknown)</title></rect>",
+              x, y, w, bar, C_COMM);
+      fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab>comm %.1f%% · overlap n/a</text>\n",
+              L + W + 8, y + bar - 5, d.comm_share * 100);
       continue;
     }
-    struct { int64_t v; const char *c, *what; } parts[] = {
-        {d.compute - d.overlap, C_COMPUTE, "compute only"},
-        {d.overlap, C_OVERLAP, "overlapped communication"},
-        {d.exposed, C_COMM, "exposed communication"},
-        {d.busy - d.compute - d.exposed, C_MEMORY, "memory copies only"},
-        {d.idle, C_IDLE, "idle"}};
+    struct {
+      int64_t v;
+      const char *c, *what;
+    } parts[] = {{d.compute - d.overlap, C_COMPUTE, "compute only"},
+                 {d.overlap, C_OVERLAP, "overlapped communication"},
+                 {d.exposed, C_COMM, "exposed communication"},
+                 {d.busy - d.compute - d.exposed, C_MEMORY, "memory copies only"},
+                 {d.idle, C_IDLE, "idle"}};
     for (size_t p = 0; p < sizeof parts / sizeof *parts; p++) {
       double w = d.span > 0 ? W * (double)parts[p].v / (double)d.span : 0;
       if (w <= 0) continue;
       char t[32];
       rp_fmt_ns(parts[p].v, t, sizeof t);
-      fprintf(f, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\"><title>%s: %s (%.1f%%)</title></rect>",
-              x, y, w, bar, parts[p].c, parts[p].what, t, 100.0 * (double)parts[p].v / (double)d.span);
+      fprintf(f,
+              "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\"><title>%s: "
+              "%s (%.1f%%)</title></rect>",
+              x, y, w, bar, parts[p].c, parts[p].what, t,
+              100.0 * (double)parts[p].v / (double)d.span);
       x += w;
     }
     char ov[24] = "n/a";
     if (d.overlap_defined) snprintf(ov, sizeof ov, "%.1f%%", d.overlap_ratio * 100);
-    fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab>comm %.1f%% · overlap %s%s</text>\n", L + W + 8,
-            y + bar - 5, d.comm_share * 100, ov, d.covered < d.span ? " (covered part)" : "");
+    fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab>comm %.1f%% · overlap %s%s</text>\n",
+            L + W + 8, y + bar - 5, d.comm_share * 100, ov,
+            d.covered < d.span ? " (covered part)" : "");
   }
-  fprintf(f, "</svg>\n<div class=legend><span style=\"background:%s\"></span>compute only "
-             "<span style=\"background:%s\"></span>overlapped communication <span style=\"background:%s\"></span>exposed communication "
-             "<span style=\"background:%s\"></span>memory only <span style=\"background:%s;border:1px solid #ccc\"></span>idle</div>\n",
+  fprintf(f,
+          "</svg>\n<div class=legend><span style=\"background:%s\"></span>compute only "
+          "<span style=\"background:%s\"></span>overlapped communication <span "
+          "style=\"background:%s\"></span>exposed communication "
+          "<span style=\"background:%s\"></span>memory only <span style=\"background:%s;border:1px "
+          "solid #ccc\"></span>idle</div>\n",
           C_COMPUTE, C_OVERLAP, C_COMM, C_MEMORY, C_IDLE);
 }
 
@@ -238,14 +275,18 @@ typedef struct bw_plot {
   double ymax;
 } bw_plot;
 
-static double bw_x(const bw_plot *g, double bucket) { return BW_L + (bucket - g->lo) / (g->hi - g->lo) * BW_W; }
+static double bw_x(const bw_plot *g, double bucket) {
+  return BW_L + (bucket - g->lo) / (g->hi - g->lo) * BW_W;
+}
 static double bw_y(const bw_plot *g, double gbs) { return BW_T + BW_H - gbs / g->ymax * BW_H; }
 
 /* Grid lines and tick labels of both axes, and the axis titles. */
 static void bw_axes(FILE *f, const bw_plot *g, double ystep) {
   for (double v = 0; v <= g->ymax + 1e-9; v += ystep) {
     double y = bw_y(g, v);
-    fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/><text x=\"%.0f\" y=\"%.1f\" class=tick text-anchor=end>%g</text>\n",
+    fprintf(f,
+            "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/><text "
+            "x=\"%.0f\" y=\"%.1f\" class=tick text-anchor=end>%g</text>\n",
             BW_L, BW_L + BW_W, y, y, BW_L - 6, y + 4, v);
   }
   for (int b = g->lo; b <= g->hi; b++) {
@@ -253,30 +294,43 @@ static void bw_axes(FILE *f, const bw_plot *g, double ystep) {
     if ((g->hi - g->lo) > 16 && (b - g->lo) % 2) continue;
     char lab[32];
     rp_fmt_bytes((uint64_t)1 << b, lab, sizeof lab);
-    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\" class=\"grid\"/><text x=\"%.1f\" y=\"%.0f\" class=tick text-anchor=middle>%s</text>\n",
+    fprintf(f,
+            "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\" class=\"grid\"/><text "
+            "x=\"%.1f\" y=\"%.0f\" class=tick text-anchor=middle>%s</text>\n",
             x, x, BW_T, BW_T + BW_H, x, BW_T + BW_H + 16, lab);
   }
-  fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" class=lab text-anchor=middle>message size (nccl-tests size, bucket lower bound)</text>\n",
+  fprintf(f,
+          "<text x=\"%.0f\" y=\"%.0f\" class=lab text-anchor=middle>message size (nccl-tests size, "
+          "bucket lower bound)</text>\n",
           BW_L + BW_W / 2, BW_T + BW_H + 38);
-  fprintf(f, "<text transform=\"translate(16 %.0f) rotate(-90)\" class=lab text-anchor=middle>busbw (GB/s)</text>\n", BW_T + BW_H / 2);
+  fprintf(f,
+          "<text transform=\"translate(16 %.0f) rotate(-90)\" class=lab text-anchor=middle>busbw "
+          "(GB/s)</text>\n",
+          BW_T + BW_H / 2);
 }
 
 /* The dashed reference line (a calibrated profile's or the built-in link peak), when there is one. */
 static void bw_reference(FILE *f, const rp_report *r, const bw_plot *g) {
   if (r->ref_busbw <= 0) return;
   double y = bw_y(g, r->ref_busbw);
-  fprintf(f, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#c00\" stroke-width=1.5 "
-             "stroke-dasharray=\"6 4\"><title>", BW_L, BW_L + BW_W, y, y);
+  fprintf(f,
+          "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" stroke=\"#c00\" stroke-width=1.5 "
+          "stroke-dasharray=\"6 4\"><title>",
+          BW_L, BW_L + BW_W, y, y);
   esc(f, r->ref_label);
-  fprintf(f, ": %.1f GB/s</title></line><text x=\"%.0f\" y=\"%.1f\" class=lab text-anchor=end fill=\"#c00\" "
-             "style=\"fill:#c00\">", r->ref_busbw, BW_L + BW_W - 4, y - 5);
+  fprintf(f,
+          ": %.1f GB/s</title></line><text x=\"%.0f\" y=\"%.1f\" class=lab text-anchor=end "
+          "fill=\"#c00\" "
+          "style=\"fill:#c00\">",
+          r->ref_busbw, BW_L + BW_W - 4, y - 5);
   esc(f, r->ref_label);
   fprintf(f, ": %.1f GB/s</text>\n", r->ref_busbw);
 }
 
 /* One series: function func at communicator size nranks, its line, its points and its legend
  * entry (the series-th). */
-static void bw_series(FILE *f, const rp_report *r, const bw_plot *g, int func, int nranks, int series) {
+static void bw_series(FILE *f, const rp_report *r, const bw_plot *g, int func, int nranks,
+                      int series) {
   const char *color = palette[series % 10];
   fprintf(f, "<polyline fill=none stroke=\"%s\" stroke-width=2 points=\"", color);
   for (int b = g->lo; b <= g->hi; b++)
@@ -291,13 +345,17 @@ static void bw_series(FILE *f, const rp_report *r, const bw_plot *g, int func, i
     if (w->func != func || w->nranks != nranks || !w->timed || w->bucket < 0) continue;
     char lab[32];
     rp_bucket_label(w->bucket, lab, sizeof lab);
-    fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=3.5 fill=\"%s\"><title>%s, %d ranks, %s: busbw %.2f GB/s, %" PRIu64 " calls</title></circle>",
+    fprintf(f,
+            "<circle cx=\"%.1f\" cy=\"%.1f\" r=3.5 fill=\"%s\"><title>%s, %d ranks, %s: busbw %.2f "
+            "GB/s, %" PRIu64 " calls</title></circle>",
             bw_x(g, w->bucket), bw_y(g, rp_row_busbw(w)), color, rp_func_name(func), w->nranks, lab,
             rp_row_busbw(w), w->calls);
   }
-  fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=12 height=12 fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\" class=lab>%s (%d ranks)</text>\n",
-          BW_L + BW_W + 20, BW_T + 10 + series * 20, color, BW_L + BW_W + 38, BW_T + 21 + series * 20,
-          rp_func_name(func), nranks);
+  fprintf(f,
+          "<rect x=\"%.0f\" y=\"%.0f\" width=12 height=12 fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\" "
+          "class=lab>%s (%d ranks)</text>\n",
+          BW_L + BW_W + 20, BW_T + 10 + series * 20, color, BW_L + BW_W + 38,
+          BW_T + 21 + series * 20, rp_func_name(func), nranks);
 }
 
 /* Bus bandwidth against message size: one series per (function, communicator size) with a
@@ -317,13 +375,18 @@ static void busbw_plot(FILE *f, const rp_report *r) {
   double top = r->ref_busbw > maxbw ? r->ref_busbw : maxbw;
   double ystep = nice_step(top, 6);
   g.ymax = ceil(top / ystep) * ystep;
-  fprintf(f, "<h2>Bus bandwidth against message size</h2><p class=note>busbw = algbw × the nccl-tests "
-             "factor (AllReduce 2(n−1)/n; AllGather, ReduceScatter (n−1)/n; others 1), from the mean "
-             "GPU time of each size bucket; buckets without a GPU-timed call are not drawn (their rows "
-             "below show &ldquo;-&rdquo;).%s</p>\n",
-          r->ref_busbw > 0 ? " Dashed red: the reference bandwidth." :
-          " No reference line: give --profile (a calibrated profile) or --gpu (the built-in link peak).");
-  fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" style=\"max-width:1000px\" role=img>\n",
+  fprintf(
+      f,
+      "<h2>Bus bandwidth against message size</h2><p class=note>busbw = algbw × the nccl-tests "
+      "factor (AllReduce 2(n−1)/n; AllGather, ReduceScatter (n−1)/n; others 1), from the mean "
+      "GPU time of each size bucket; buckets without a GPU-timed call are not drawn (their rows "
+      "below show &ldquo;-&rdquo;).%s</p>\n",
+      r->ref_busbw > 0 ? " Dashed red: the reference bandwidth."
+                       : " No reference line: give --profile (a calibrated profile) or --gpu (the "
+                         "built-in link peak).");
+  fprintf(f,
+          "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" style=\"max-width:1000px\" "
+          "role=img>\n",
           BW_W + BW_L + 200, BW_H + BW_T + BW_B);
   bw_axes(f, &g, ystep);
   bw_reference(f, r, &g);
@@ -352,8 +415,12 @@ static int cmp_row(const void *a, const void *b) {
 /* The per-rank table and, under it, why a rank's compute figures are n/a or partial. */
 static void rank_table_html(FILE *f, const rp_report *r) {
   char a[32], b[80], c[32], d[32], e[32], g[32], h[32], o[32];
-  fprintf(f, "<h2>Per rank</h2><table><tr><th>rank</th><th>host:pid</th><th>span</th><th>communication</th><th>compute</th>"
-             "<th>overlapped</th><th>exposed</th><th>idle</th><th>comm share</th><th>overlap ratio</th><th>collectives</th></tr>\n");
+  fprintf(f,
+          "<h2>Per "
+          "rank</h2><table><tr><th>rank</th><th>host:pid</th><th>span</th><th>communication</"
+          "th><th>compute</th>"
+          "<th>overlapped</th><th>exposed</th><th>idle</th><th>comm share</th><th>overlap "
+          "ratio</th><th>collectives</th></tr>\n");
   for (int i = 0; i < r->nranks; i++) {
     const rp_rank *k = &r->ranks[i];
     rp_derived dv;
@@ -367,7 +434,9 @@ static void rank_table_html(FILE *f, const rp_report *r) {
     pct_known(dv.known && dv.overlap_defined, dv.overlap_ratio, o, sizeof o);
     fprintf(f, "<tr><td>%s</td><td>", name);
     esc(f, k->host);
-    fprintf(f, ":%u</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td></tr>\n",
+    fprintf(f,
+            ":%u</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</"
+            "td><td>%s</td><td>%" PRIu64 "</td></tr>\n",
             k->pid, a, b, c, d, e, g, h, o, k->colls);
   }
   fprintf(f, "</table>\n");
@@ -379,7 +448,8 @@ static void rank_table_html(FILE *f, const rp_report *r) {
     rank_name(&r->ranks[i], name, sizeof name);
     if (!dv.known || (dv.covered < dv.span && *why)) {
       fprintf(f, "<p class=note>%s: ", name);
-      if (dv.known) fprintf(f, "compute recorded over %.0f%% of the span; elsewhere ", dv.covered_share * 100);
+      if (dv.known)
+        fprintf(f, "compute recorded over %.0f%% of the span; elsewhere ", dv.covered_share * 100);
       else fprintf(f, "compute, overlap, exposed and idle n/a: ");
       esc(f, *why ? why : "the compute windows do not overlap its GPU activity");
       fprintf(f, "</p>\n");
@@ -407,10 +477,15 @@ static void coll_row_html(FILE *f, const rp_row *w) {
   char tb[32], nr[16];
   rp_fmt_bytes(w->size_sum, tb, sizeof tb);
   snprintf(nr, sizeof nr, "%d", w->nranks);
-  if (!w->nranks) snprintf(tb, sizeof tb, "-"), snprintf(size, sizeof size, "-"), snprintf(nr, sizeof nr, "-");
-  fprintf(f, "<tr><td>%s</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s / %s (%.0f%%)</td><td>",
-          rp_func_name(w->func), nr, size, w->calls, w->timed, w->estimated, tb, a, b, c, d,
-          e, rp_algo_name(al), rp_proto_name(pr), share * 100);
+  if (!w->nranks)
+    snprintf(tb, sizeof tb, "-"), snprintf(size, sizeof size, "-"), snprintf(nr, sizeof nr, "-");
+  fprintf(f,
+          "<tr><td>%s</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64
+          "</td><td>%" PRIu64
+          "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s / %s "
+          "(%.0f%%)</td><td>",
+          rp_func_name(w->func), nr, size, w->calls, w->timed, w->estimated, tb, a, b, c, d, e,
+          rp_algo_name(al), rp_proto_name(pr), share * 100);
   if (w->ch_max) fprintf(f, w->ch_min == w->ch_max ? "%d" : "%d–%d", w->ch_min, w->ch_max);
   else fputs("?", f);
   fprintf(f, "</td></tr>\n");
@@ -423,8 +498,11 @@ static void collectives_html(FILE *f, const rp_report *r) {
   if (!rows) return;
   memcpy(rows, r->rows, r->nrows * sizeof *rows);
   qsort(rows, r->nrows, sizeof *rows, cmp_row);
-  fprintf(f, "<h2>Collectives</h2><table><tr><th>collective</th><th>ranks</th><th>size</th><th>calls</th><th>GPU-timed</th><th>estimated</th><th>bytes</th>"
-             "<th>timed total</th><th>median</th><th>p99</th><th>algbw GB/s</th><th>busbw GB/s</th><th>algorithm / protocol</th><th>channels</th></tr>\n");
+  fprintf(f,
+          "<h2>Collectives</h2><table><tr><th>collective</th><th>ranks</th><th>size</th><th>calls</"
+          "th><th>GPU-timed</th><th>estimated</th><th>bytes</th>"
+          "<th>timed total</th><th>median</th><th>p99</th><th>algbw GB/s</th><th>busbw "
+          "GB/s</th><th>algorithm / protocol</th><th>channels</th></tr>\n");
   for (size_t i = 0; i < r->nrows; i++) coll_row_html(f, rows[i]);
   fprintf(f, "</table>\n");
   topo_free(rows);
@@ -436,33 +514,50 @@ static void stragglers_html(FILE *f, const rp_report *r) {
   int any = 0;
   for (int i = 0; i < RP_MAX_FUNC; i++) any |= r->skew[i].n > 0;
   if (!any) return;
-  fprintf(f, "<h2>Stragglers</h2><p class=note>Each collective is joined across ranks by (communicator, "
-             "function, sequence number). The rank that starts last makes the others wait; “delay caused” sums, "
-             "over the collectives it started last, the gap to the second-to-last rank.</p>"
-             "<table><tr><th>rank</th><th>started last</th><th>of joined</th><th>judged by GPU starts</th><th>delay caused</th><th>time waiting for others</th><th>missing records</th></tr>\n");
+  fprintf(
+      f,
+      "<h2>Stragglers</h2><p class=note>Each collective is joined across ranks by (communicator, "
+      "function, sequence number). The rank that starts last makes the others wait; “delay caused” "
+      "sums, "
+      "over the collectives it started last, the gap to the second-to-last rank.</p>"
+      "<table><tr><th>rank</th><th>started last</th><th>of joined</th><th>judged by GPU "
+      "starts</th><th>delay caused</th><th>time waiting for others</th><th>missing "
+      "records</th></tr>\n");
   for (int i = 0; i < r->nranks; i++) {
     const rp_rank *k = &r->ranks[i];
     char name[32];
     rank_name(k, name, sizeof name);
     rp_fmt_ns(k->late_total, a, sizeof a);
     rp_fmt_ns(k->wait_total, b, sizeof b);
-    fprintf(f, "<tr><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td></tr>\n",
+    fprintf(f,
+            "<tr><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64
+            "</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td></tr>\n",
             name, k->last_count, k->joined, k->joined_gpu, a, b, k->missed);
   }
-  if (r->align_err < 0) fprintf(f, "</table><p class=note>GPU clocks aligned across ranks: error n/a (unbounded: no upper bound, no anchor)");
-  else rp_fmt_ns(r->align_err, a, sizeof a), fprintf(f, "</table><p class=note>GPU clocks aligned across ranks to within %s", a);
+  if (r->align_err < 0)
+    fprintf(f,
+            "</table><p class=note>GPU clocks aligned across ranks: error n/a (unbounded: no upper "
+            "bound, no anchor)");
+  else
+    rp_fmt_ns(r->align_err, a, sizeof a),
+        fprintf(f, "</table><p class=note>GPU clocks aligned across ranks to within %s", a);
   if (r->align_warn && r->skew_gpu_all.n)
-    fprintf(f, ". <b>Warning:</b> the alignment error is not below the median GPU start skew; "
-               "skew and stragglers below it are not resolved");
+    fprintf(f,
+            ". <b>Warning:</b> the alignment error is not below the median GPU start skew; "
+            "skew and stragglers below it are not resolved");
   fprintf(f, ".</p>\n");
-  fprintf(f, "<table><tr><th>collective</th><th>by GPU starts</th><th>by CPU enqueue</th><th>start skew median</th><th>p99</th><th>max</th></tr>\n");
+  fprintf(f,
+          "<table><tr><th>collective</th><th>by GPU starts</th><th>by CPU enqueue</th><th>start "
+          "skew median</th><th>p99</th><th>max</th></tr>\n");
   for (int i = 0; i < RP_MAX_FUNC; i++) {
     const rp_quant *q = &r->skew[i];
     if (!q->n) continue;
     rp_fmt_ns(rp_quant_get(q, 0.5), a, sizeof a);
     rp_fmt_ns(rp_quant_get(q, 0.99), b, sizeof b);
     rp_fmt_ns(q->max, c, sizeof c);
-    fprintf(f, "<tr><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
+    fprintf(f,
+            "<tr><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64
+            "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
             rp_func_name(i), r->skew_gpu[i], q->n - r->skew_gpu[i], a, b, c);
   }
   fprintf(f, "</table>\n");
@@ -477,7 +572,10 @@ static void step_row_html(FILE *f, const rp_stepsum *s) {
   fmt_known(kn, s->cov_compute, c, sizeof c);
   fmt_known(kn, s->cov_comm - s->cov_overlap, d, sizeof d);
   pct_known(kn && s->cov_comm > 0, rp_ratio(s->cov_overlap, s->cov_comm), o, sizeof o);
-  fprintf(f, "<tr><td>%" PRIu64 "</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</td><td>%s</td></tr>\n",
+  fprintf(f,
+          "<tr><td>%" PRIu64
+          "</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</td><td>%s</td></"
+          "tr>\n",
           s->value, s->ranks, a, b, c, d, rp_ratio(s->comm, s->span) * 100, o);
 }
 
@@ -489,8 +587,14 @@ static void steps_html(FILE *f, const rp_report *r) {
     for (size_t i = 0; i < r->nstepsum; i++) known |= r->stepsum[i].cov_ranks > 0;
     fprintf(f, "<h2>Steps</h2><div class=note>");
     esc(f, rp_steps_origin(r, origin, sizeof origin));
-    if (!known) fprintf(f, "; n/a: no compute was recorded (give the Kineto traces of these steps, or widen the profiler's CUPTI windows: TOPO_PROFILER_CUPTI=on)");
-    fprintf(f, "</div><table><tr><th>step</th><th>ranks</th><th>mean span</th><th>communication</th><th>compute</th><th>exposed</th><th>comm share</th><th>overlap ratio</th></tr>\n");
+    if (!known)
+      fprintf(f,
+              "; n/a: no compute was recorded (give the Kineto traces of these steps, or widen the "
+              "profiler's CUPTI windows: TOPO_PROFILER_CUPTI=on)");
+    fprintf(f,
+            "</div><table><tr><th>step</th><th>ranks</th><th>mean "
+            "span</th><th>communication</th><th>compute</th><th>exposed</th><th>comm "
+            "share</th><th>overlap ratio</th></tr>\n");
     for (size_t i = 0; i < r->nstepsum; i++) step_row_html(f, &r->stepsum[i]);
     fprintf(f, "</table>\n");
   } else if (r->steps_detect == RP_STEPS_NONE) {
@@ -509,26 +613,42 @@ static void tables(FILE *f, const rp_report *r) {
 
 /* The page's head and its style sheet. */
 static void page_head(FILE *f) {
-  fprintf(f, "<!doctype html>\n<html lang=en><head><meta charset=utf-8><title>topo-report</title>\n<style>\n"
-             "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0;background:#fafafa;color:#222}\n"
-             "main{max-width:1280px;margin:0 auto;padding:24px 32px 64px}\n"
-             "h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:36px 0 6px;border-bottom:1px solid #e5e5e5;padding-bottom:4px}\n"
-             ".meta{color:#666;font-size:13px}.note{color:#555;font-size:13px;margin:2px 0 10px}\n"
-             ".cards{display:flex;flex-wrap:wrap;gap:12px;margin-top:18px}\n"
-             ".card{background:#fff;border:1px solid #e5e5e5;border-radius:8px;padding:12px 16px;min-width:150px;max-width:300px}\n"
-             ".card .lab{font-size:12px;color:#666;text-transform:uppercase;letter-spacing:.04em}.card .val{font-size:24px;font-weight:600}.card .sub{font-size:12px;color:#888}\n"
-             "svg.plot{background:#fff;border:1px solid #e5e5e5;border-radius:8px}\n"
-             "svg text{font:12px system-ui,sans-serif;fill:#333}svg .tick{fill:#777;font-size:11px}svg .grid{stroke:#eee;stroke-width:1}\n"
-             ".legend{font-size:13px;color:#444;margin:6px 0}.legend span{display:inline-block;width:12px;height:12px;margin:0 5px 0 14px;vertical-align:-1px;border-radius:2px}\n"
-             "table{border-collapse:collapse;background:#fff;margin:8px 0;font-size:13px;font-variant-numeric:tabular-nums}\n"
-             "th,td{border:1px solid #e5e5e5;padding:4px 10px;text-align:right}th{background:#f3f3f3;font-weight:600}td:first-child,th:first-child{text-align:left}\n"
-             "</style></head><body><main>\n");
+  fprintf(
+      f,
+      "<!doctype html>\n<html lang=en><head><meta "
+      "charset=utf-8><title>topo-report</title>\n<style>\n"
+      "body{font:14px/1.45 system-ui,-apple-system,'Segoe "
+      "UI',Roboto,sans-serif;margin:0;background:#fafafa;color:#222}\n"
+      "main{max-width:1280px;margin:0 auto;padding:24px 32px 64px}\n"
+      "h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:36px 0 6px;border-bottom:1px "
+      "solid #e5e5e5;padding-bottom:4px}\n"
+      ".meta{color:#666;font-size:13px}.note{color:#555;font-size:13px;margin:2px 0 10px}\n"
+      ".cards{display:flex;flex-wrap:wrap;gap:12px;margin-top:18px}\n"
+      ".card{background:#fff;border:1px solid #e5e5e5;border-radius:8px;padding:12px "
+      "16px;min-width:150px;max-width:300px}\n"
+      ".card .lab{font-size:12px;color:#666;text-transform:uppercase;letter-spacing:.04em}.card "
+      ".val{font-size:24px;font-weight:600}.card .sub{font-size:12px;color:#888}\n"
+      "svg.plot{background:#fff;border:1px solid #e5e5e5;border-radius:8px}\n"
+      "svg text{font:12px system-ui,sans-serif;fill:#333}svg .tick{fill:#777;font-size:11px}svg "
+      ".grid{stroke:#eee;stroke-width:1}\n"
+      ".legend{font-size:13px;color:#444;margin:6px 0}.legend "
+      "span{display:inline-block;width:12px;height:12px;margin:0 5px 0 "
+      "14px;vertical-align:-1px;border-radius:2px}\n"
+      "table{border-collapse:collapse;background:#fff;margin:8px "
+      "0;font-size:13px;font-variant-numeric:tabular-nums}\n"
+      "th,td{border:1px solid #e5e5e5;padding:4px "
+      "10px;text-align:right}th{background:#f3f3f3;font-weight:600}td:first-child,th:first-child{"
+      "text-align:left}\n"
+      "</style></head><body><main>\n");
 }
 
 /* The title line and the notes on what was read: runs, events counted, window, sources. */
 static void page_meta(FILE *f, const rp_report *r) {
-  fprintf(f, "<h1>topo-report</h1><div class=meta>%d rank%s · %" PRIu64 " collectives (%" PRIu64 " GPU-timed) · %d input file%s · topo %s</div>\n",
-          r->nranks, r->nranks == 1 ? "" : "s", r->colls, r->timed_colls, r->nsrc, r->nsrc == 1 ? "" : "s", TOPO_VERSION);
+  fprintf(f,
+          "<h1>topo-report</h1><div class=meta>%d rank%s · %" PRIu64 " collectives (%" PRIu64
+          " GPU-timed) · %d input file%s · topo %s</div>\n",
+          r->nranks, r->nranks == 1 ? "" : "s", r->colls, r->timed_colls, r->nsrc,
+          r->nsrc == 1 ? "" : "s", TOPO_VERSION);
   for (size_t i = 0; i < r->nruns; i++) {
     const rp_run_note *n = &r->runs[i];
     if (n->nruns < 2) continue;
@@ -537,21 +657,26 @@ static void page_meta(FILE *f, const rp_report *r) {
     fprintf(f, "<div class=meta>");
     esc(f, n->dir);
     if (n->used)
-      fprintf(f, " holds %d runs of PyTorch traces; this is run %d (%s, %d file%s)</div>\n", n->nruns,
-              n->used, when, n->files, n->files == 1 ? "" : "s");
+      fprintf(f, " holds %d runs of PyTorch traces; this is run %d (%s, %d file%s)</div>\n",
+              n->nruns, n->used, when, n->files, n->files == 1 ? "" : "s");
     else
-      fprintf(f, " holds %d runs of PyTorch traces, all %d files read as one</div>\n", n->nruns, n->files);
+      fprintf(f, " holds %d runs of PyTorch traces, all %d files read as one</div>\n", n->nruns,
+              n->files);
   }
   char sw[320];
   fprintf(f, "<div class=meta>events: ");
   esc(f, rp_step_window_text(r, sw, sizeof sw));
   fprintf(f, "</div>\n");
   if (r->window)
-    fprintf(f, "<div class=meta>window [%" PRId64 ", %" PRId64 ") ns since the Unix epoch: every "
-               "figure is clipped to it</div>\n", r->win_from, r->win_to);
+    fprintf(f,
+            "<div class=meta>window [%" PRId64 ", %" PRId64
+            ") ns since the Unix epoch: every "
+            "figure is clipped to it</div>\n",
+            r->win_from, r->win_to);
   if (r->have_kineto && r->have_trace)
-    fprintf(f, "<div class=meta>per-rank times and steps from the Kineto GPU events; collectives, "
-               "skew and stragglers from %s</div>\n",
+    fprintf(f,
+            "<div class=meta>per-rank times and steps from the Kineto GPU events; collectives, "
+            "skew and stragglers from %s</div>\n",
             r->colls_from_kineto ? "Kineto NCCL kernels" : "the topo traces");
 }
 
@@ -577,11 +702,14 @@ static void summary_cards(FILE *f, const rp_report *r) {
     }
   }
   char cov[80];
-  snprintf(cov, sizeof cov, "over %.0f%% of the span (%d of %d ranks)", o.covered_share * 100, o.ranks_known, r->nranks);
+  snprintf(cov, sizeof cov, "over %.0f%% of the span (%d of %d ranks)", o.covered_share * 100,
+           o.ranks_known, r->nranks);
   if (o.overlap_defined) snprintf(v, sizeof v, "%.1f%%", o.overlap_ratio * 100);
   snprintf(sub, sizeof sub, "overlapped / communication %s", cov);
-  card(f, "overlap ratio", o.overlap_defined ? v : "n/a", o.overlap_defined ? sub : o.known ?
-       "no communication where compute is known: undefined" : why);
+  card(f, "overlap ratio", o.overlap_defined ? v : "n/a",
+       o.overlap_defined ? sub
+       : o.known         ? "no communication where compute is known: undefined"
+                         : why);
   if (o.known) snprintf(v, sizeof v, "%.1f%%", o.exposed_share * 100);
   rp_fmt_ns(o.exposed, t, sizeof t);
   snprintf(sub, sizeof sub, "exposed communication: %s, %s", t, cov);
@@ -610,7 +738,9 @@ topo_status rp_render_html(const rp_report *r, const char *path) {
   rp_render_kernels_html(r, f);
   busbw_plot(f, r);
   tables(f, r);
-  fprintf(f, "<p class=meta style=\"margin-top:40px\">Definitions: docs/metrics.md. Generated by topo-report %s.</p></main></body></html>\n",
+  fprintf(f,
+          "<p class=meta style=\"margin-top:40px\">Definitions: docs/metrics.md. Generated by "
+          "topo-report %s.</p></main></body></html>\n",
           TOPO_VERSION);
   return fclose(f) == 0 ? TOPO_OK : TOPO_ERR_IO;
 }

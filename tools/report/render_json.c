@@ -16,8 +16,10 @@ static int utf8_len(const unsigned char *p) {
   unsigned char lo = 0x80, hi = 0xbf;
   if (c < 0x80) return 1;
   else if (c >= 0xc2 && c <= 0xdf) n = 2;
-  else if (c >= 0xe0 && c <= 0xef) n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-  else if (c >= 0xf0 && c <= 0xf4) n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+  else if (c >= 0xe0 && c <= 0xef)
+    n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+  else if (c >= 0xf0 && c <= 0xf4)
+    n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
   else return 0;
   if (p[1] < lo || p[1] > hi) return 0;
   for (int k = 2; k < n; k++)
@@ -56,10 +58,12 @@ static void ratio_or_null(FILE *f, const char *key, int known, double v) {
  * covered time only, null where unknown (`why` then says why; NULL: no reason field). */
 static void derived_json(FILE *f, const rp_derived *d, const char *why) {
   int kn = d->known;
-  fprintf(f, "\"span_ns\":%" PRId64 ",\"comm_ns\":%" PRId64 ",\"comm_estimated_ns\":%" PRId64
-             ",\"comm_error_ns\":%" PRId64 ",\"comm_share\":%.6f,\"covered_ns\":%" PRId64
-             ",\"covered_share\":%.6f",
-          d->span, d->comm, d->comm_est, d->comm_error, d->comm_share, d->covered, d->covered_share);
+  fprintf(f,
+          "\"span_ns\":%" PRId64 ",\"comm_ns\":%" PRId64 ",\"comm_estimated_ns\":%" PRId64
+          ",\"comm_error_ns\":%" PRId64 ",\"comm_share\":%.6f,\"covered_ns\":%" PRId64
+          ",\"covered_share\":%.6f",
+          d->span, d->comm, d->comm_est, d->comm_error, d->comm_share, d->covered,
+          d->covered_share);
   ns_or_null(f, "compute_ns", kn, d->compute);
   ns_or_null(f, "overlap_ns", kn, d->overlap);
   ns_or_null(f, "exposed_comm_ns", kn, d->exposed);
@@ -79,8 +83,9 @@ static void derived_json(FILE *f, const rp_derived *d, const char *why) {
 }
 
 static void est_json(FILE *f, const uint64_t *est, uint64_t lost) {
-  fprintf(f, ",\"estimated\":%" PRIu64 ",\"estimated_fallback\":%" PRIu64 ",\"estimate_unknown\":%" PRIu64
-             ",\"gpu_timing_lost\":%" PRIu64,
+  fprintf(f,
+          ",\"estimated\":%" PRIu64 ",\"estimated_fallback\":%" PRIu64
+          ",\"estimate_unknown\":%" PRIu64 ",\"gpu_timing_lost\":%" PRIu64,
           est[RP_EST_KEY] + est[RP_EST_ANY_CHANNELS] + est[RP_EST_SCALED],
           est[RP_EST_ANY_CHANNELS] + est[RP_EST_SCALED], est[RP_EST_UNKNOWN], lost);
 }
@@ -92,7 +97,9 @@ static void bound_or_null(FILE *f, const char *key, int64_t v, int present) {
 }
 
 static void alignment_json(FILE *f, const rp_rank *k) {
-  fprintf(f, ",\"joined_gpu\":%" PRIu64 ",\"wait_clamped\":%" PRIu64 ",\"alignment\":{\"method\":\"%s\"",
+  fprintf(f,
+          ",\"joined_gpu\":%" PRIu64 ",\"wait_clamped\":%" PRIu64
+          ",\"alignment\":{\"method\":\"%s\"",
           k->joined_gpu, k->wait_clamped, rp_align_method_name(k->align_method));
   int known = k->align_method != RP_ALIGN_NONE;
   bound_or_null(f, "gpu_offset_ns", k->gpu_offset, known);
@@ -106,20 +113,21 @@ static void alignment_json(FILE *f, const rp_rank *k) {
 /* The rank's events: all, or its complete profiler steps (with the window and the step left out). */
 static void window_json(FILE *f, const rp_report *r, const rp_rank *k) {
   if (k->win)
-    fprintf(f, ",\"window\":{\"mode\":\"complete_steps\",\"from_ns\":%" PRId64 ",\"to_ns\":%" PRId64
-               ",\"first_step\":%" PRIu64 ",\"last_step\":%" PRIu64 ",\"dropped_step\":%" PRIu64
-               ",\"profiler_steps\":%zu}",
+    fprintf(f,
+            ",\"window\":{\"mode\":\"complete_steps\",\"from_ns\":%" PRId64 ",\"to_ns\":%" PRId64
+            ",\"first_step\":%" PRIu64 ",\"last_step\":%" PRIu64 ",\"dropped_step\":%" PRIu64
+            ",\"profiler_steps\":%zu}",
             k->win_from, k->win_to, k->win_first, k->win_last, k->win_dropped, k->win_steps);
   else if (r->step_window == RP_WINDOW_COMPLETE_STEPS)
     fprintf(f, ",\"window\":{\"mode\":\"all\",\"reason\":\"%s\"}",
             k->win_steps ? "one ProfilerStep: none complete" : "no ProfilerStep");
-  else
-    fprintf(f, ",\"window\":{\"mode\":\"all\",\"reason\":null}");
+  else fprintf(f, ",\"window\":{\"mode\":\"all\",\"reason\":null}");
 }
 
 static void dropped_json(FILE *f, const uint64_t *d) {
-  fprintf(f, "{\"coll\":%" PRIu64 ",\"child\":%" PRIu64 ",\"record\":%" PRIu64 ",\"io\":%" PRIu64
-             ",\"cupti\":%" PRIu64 ",\"other\":%" PRIu64 "}",
+  fprintf(f,
+          "{\"coll\":%" PRIu64 ",\"child\":%" PRIu64 ",\"record\":%" PRIu64 ",\"io\":%" PRIu64
+          ",\"cupti\":%" PRIu64 ",\"other\":%" PRIu64 "}",
           d[0], d[1], d[2], d[3], d[4], d[5]);
 }
 
@@ -127,14 +135,14 @@ static void dropped_json(FILE *f, const uint64_t *d) {
 static void source_json(FILE *f, const rp_source *s, int first) {
   fprintf(f, "%s{\"path\":", first ? "" : ",");
   rp_json_string(f, s->path);
-  fprintf(f, ",\"kind\":\"%s\",\"rank\":%d,\"nranks\":%d,\"comm_hash\":\"%016" PRIx64
-             "\",\"records\":%" PRIu64 ",\"collectives\":%" PRIu64 ",\"gpu_timed\":%" PRIu64
-             ",\"nccl_kernels\":%" PRIu64 ",\"compute_kernels\":%" PRIu64
-             ",\"problems\":%u,\"footer\":%s,\"dropped\":",
+  fprintf(f,
+          ",\"kind\":\"%s\",\"rank\":%d,\"nranks\":%d,\"comm_hash\":\"%016" PRIx64
+          "\",\"records\":%" PRIu64 ",\"collectives\":%" PRIu64 ",\"gpu_timed\":%" PRIu64
+          ",\"nccl_kernels\":%" PRIu64 ",\"compute_kernels\":%" PRIu64
+          ",\"problems\":%u,\"footer\":%s,\"dropped\":",
           s->kind == RP_SRC_TRACE ? "trace" : "json", s->rank, s->nranks,
-          s->kind == RP_SRC_TRACE ? s->header.comm_hash : 0, s->records, s->colls,
-          s->timed_colls, s->nccl_kernels, s->compute_kernels, s->problems,
-          s->footer ? "true" : "false");
+          s->kind == RP_SRC_TRACE ? s->header.comm_hash : 0, s->records, s->colls, s->timed_colls,
+          s->nccl_kernels, s->compute_kernels, s->problems, s->footer ? "true" : "false");
   dropped_json(f, s->dropped);
   fputc('}', f);
 }
@@ -143,16 +151,20 @@ static void source_json(FILE *f, const rp_source *s, int first) {
 static void rank_step_json(FILE *f, const rp_step *st, int first) {
   rp_err e = {st->est_var, st->est_bias};
   int kn = st->covered > 0;
-  fprintf(f, "%s{\"step\":%" PRIu64 ",\"start_ns\":%" PRId64 ",\"span_ns\":%" PRId64
-             ",\"comm_ns\":%" PRId64 ",\"comm_estimated_ns\":%" PRId64 ",\"comm_error_ns\":%" PRId64
-             ",\"covered_ns\":%" PRId64,
+  fprintf(f,
+          "%s{\"step\":%" PRIu64 ",\"start_ns\":%" PRId64 ",\"span_ns\":%" PRId64
+          ",\"comm_ns\":%" PRId64 ",\"comm_estimated_ns\":%" PRId64 ",\"comm_error_ns\":%" PRId64
+          ",\"covered_ns\":%" PRId64,
           first ? "" : ",", st->value, st->start, st->stop - st->start, st->comm, st->comm_est,
           rp_err_ns(&e), st->covered);
   ns_or_null(f, "compute_ns", kn, st->cov_compute);
   ns_or_null(f, "overlap_ns", kn, st->cov_overlap);
   ns_or_null(f, "exposed_comm_ns", kn, st->cov_comm - st->cov_overlap);
   ns_or_null(f, "busy_ns", kn, st->cov_busy);
-  fprintf(f, ",\"from\":\"%s\",\"period\":", st->from_kineto ? "kineto" : st->period ? "topo_period" : "topo_mark");
+  fprintf(f, ",\"from\":\"%s\",\"period\":",
+          st->from_kineto ? "kineto"
+          : st->period    ? "topo_period"
+                          : "topo_mark");
   if (st->period) fprintf(f, "%d}", st->period);
   else fprintf(f, "null}");
 }
@@ -167,11 +179,15 @@ static void rank_json(FILE *f, const rp_report *r, const rp_rank *k, int first) 
           k->t.first == INT64_MAX ? 0 : k->t.first, k->t.last == INT64_MIN ? 0 : k->t.last);
   derived_json(f, &d, rp_rank_unknown_reason(k));
   est_json(f, k->est, k->lost);
-  fprintf(f, ",\"intervals_from\":\"%s\"", k->kineto ? "kineto" : k->trace_kernels ? "trace_cupti" : "trace_collectives");
-  fprintf(f, ",\"comm_from_kernels\":%s,\"collectives\":%" PRIu64 ",\"gpu_timed\":%" PRIu64
-             ",\"joined\":%" PRIu64 ",\"started_last\":%" PRIu64 ",\"delay_caused_ns\":%" PRId64
-             ",\"wait_ns\":%" PRId64 ",\"missed\":%" PRIu64 ",\"late_intervals\":%" PRIu64
-             ",\"problems\":%u,\"dropped\":",
+  fprintf(f, ",\"intervals_from\":\"%s\"",
+          k->kineto          ? "kineto"
+          : k->trace_kernels ? "trace_cupti"
+                             : "trace_collectives");
+  fprintf(f,
+          ",\"comm_from_kernels\":%s,\"collectives\":%" PRIu64 ",\"gpu_timed\":%" PRIu64
+          ",\"joined\":%" PRIu64 ",\"started_last\":%" PRIu64 ",\"delay_caused_ns\":%" PRId64
+          ",\"wait_ns\":%" PRId64 ",\"missed\":%" PRIu64 ",\"late_intervals\":%" PRIu64
+          ",\"problems\":%u,\"dropped\":",
           k->comm_from_kernels ? "true" : "false", k->colls, k->timed_colls, k->joined,
           k->last_count, k->late_total, k->wait_total, k->missed, k->t.late, k->problems);
   dropped_json(f, k->dropped);
@@ -186,8 +202,9 @@ static void rank_json(FILE *f, const rp_report *r, const rp_rank *k, int first) 
 static void overall_json(FILE *f, const rp_report *r) {
   rp_derived o;
   rp_derive_overall(r, &o);
-  fprintf(f, "\"overall\":{\"ranks\":%d,\"collectives\":%" PRIu64 ",\"gpu_timed\":%" PRIu64
-             ",\"p2p\":%" PRIu64 ",\"wall_span_ns\":%" PRId64 ",",
+  fprintf(f,
+          "\"overall\":{\"ranks\":%d,\"collectives\":%" PRIu64 ",\"gpu_timed\":%" PRIu64
+          ",\"p2p\":%" PRIu64 ",\"wall_span_ns\":%" PRId64 ",",
           r->nranks, r->colls, r->timed_colls, r->p2p,
           r->overall.last > r->overall.first ? r->overall.last - r->overall.first : 0);
   derived_json(f, &o, NULL);
@@ -201,26 +218,29 @@ static void row_json(FILE *f, const rp_row *w, int first_row) {
   int al, pr;
   double share;
   rp_row_top_choice(w, &al, &pr, &share);
-  fprintf(f, "%s\n{\"collective\":\"%s\",\"nranks\":%d,\"size_from\":%" PRIu64
-             ",\"calls\":%" PRIu64 ",\"gpu_timed\":%" PRIu64 ",\"estimated\":%" PRIu64
-             ",\"estimated_fallback\":%" PRIu64 ",\"estimate_unknown\":%" PRIu64
-             ",\"gpu_timing_lost\":%" PRIu64 ",\"estimated_ns\":%" PRId64 ",\"estimated_error_ns\":%" PRId64
-             ",\"bytes\":%" PRIu64,
+  fprintf(f,
+          "%s\n{\"collective\":\"%s\",\"nranks\":%d,\"size_from\":%" PRIu64 ",\"calls\":%" PRIu64
+          ",\"gpu_timed\":%" PRIu64 ",\"estimated\":%" PRIu64 ",\"estimated_fallback\":%" PRIu64
+          ",\"estimate_unknown\":%" PRIu64 ",\"gpu_timing_lost\":%" PRIu64
+          ",\"estimated_ns\":%" PRId64 ",\"estimated_error_ns\":%" PRId64 ",\"bytes\":%" PRIu64,
           first_row ? "" : ",", rp_func_name(w->func), w->nranks,
           w->bucket < 0 ? 0 : (uint64_t)1 << w->bucket, w->calls, w->timed, w->estimated,
           w->est_fallback, w->unknown, w->lost, w->est_sum, rp_err_ns(&w->est_err), w->size_sum);
   if (w->timed)
-    fprintf(f, ",\"total_ns\":%.0f,\"median_ns\":%" PRId64 ",\"p99_ns\":%" PRId64 ",\"min_ns\":%" PRId64
-               ",\"max_ns\":%" PRId64 ",\"algbw_gbs\":%.4f,\"busbw_gbs\":%.4f",
+    fprintf(f,
+            ",\"total_ns\":%.0f,\"median_ns\":%" PRId64 ",\"p99_ns\":%" PRId64
+            ",\"min_ns\":%" PRId64 ",\"max_ns\":%" PRId64 ",\"algbw_gbs\":%.4f,\"busbw_gbs\":%.4f",
             w->time.sum, rp_quant_get(&w->time, 0.5), rp_quant_get(&w->time, 0.99), w->time.min,
             w->time.max, rp_row_algbw(w), rp_row_busbw(w));
   else
-    fprintf(f, ",\"total_ns\":null,\"median_ns\":null,\"p99_ns\":null,\"min_ns\":null,\"max_ns\":null,"
-               "\"algbw_gbs\":null,\"busbw_gbs\":null");
-  fprintf(f, ",\"quantiles_exact\":%s,\"algorithm\":\"%s\",\"protocol\":\"%s\",\"choice_share\":%.4f,"
-             "\"channels_min\":%d,\"channels_max\":%d,\"choices\":[",
-          rp_quant_is_exact(&w->time) ? "true" : "false", rp_algo_name(al), rp_proto_name(pr), share,
-          w->ch_max ? w->ch_min : 0, w->ch_max);
+    fprintf(f,
+            ",\"total_ns\":null,\"median_ns\":null,\"p99_ns\":null,\"min_ns\":null,\"max_ns\":null,"
+            "\"algbw_gbs\":null,\"busbw_gbs\":null");
+  fprintf(f,
+          ",\"quantiles_exact\":%s,\"algorithm\":\"%s\",\"protocol\":\"%s\",\"choice_share\":%.4f,"
+          "\"channels_min\":%d,\"channels_max\":%d,\"choices\":[",
+          rp_quant_is_exact(&w->time) ? "true" : "false", rp_algo_name(al), rp_proto_name(pr),
+          share, w->ch_max ? w->ch_min : 0, w->ch_max);
   int first = 1;
   for (int a = 0; a < 8; a++)
     for (int p = 0; p < 4; p++)
@@ -240,9 +260,10 @@ static void skew_json(FILE *f, const rp_report *r) {
   for (int i = 0; i < RP_MAX_FUNC; i++) {
     const rp_quant *q = &r->skew[i];
     if (!q->n) continue;
-    fprintf(f, "%s{\"collective\":\"%s\",\"joined\":%" PRIu64 ",\"from_gpu\":%" PRIu64
-               ",\"from_cpu_enqueue\":%" PRIu64 ",\"median_ns\":%" PRId64 ",\"p99_ns\":%" PRId64
-               ",\"max_ns\":%" PRId64 "}",
+    fprintf(f,
+            "%s{\"collective\":\"%s\",\"joined\":%" PRIu64 ",\"from_gpu\":%" PRIu64
+            ",\"from_cpu_enqueue\":%" PRIu64 ",\"median_ns\":%" PRId64 ",\"p99_ns\":%" PRId64
+            ",\"max_ns\":%" PRId64 "}",
             first ? "" : ",", rp_func_name(i), q->n, r->skew_gpu[i], q->n - r->skew_gpu[i],
             rp_quant_get(q, 0.5), rp_quant_get(q, 0.99), q->max);
     first = 0;
@@ -252,18 +273,21 @@ static void skew_json(FILE *f, const rp_report *r) {
   bound_or_null(f, "error_ns", r->align_err, r->align_err >= 0);
   fprintf(f, ",\"skews_clamped\":%" PRIu64 ",\"warning\":", r->skew_clamped);
   if (!r->align_warn) fprintf(f, "null");
-  else if (r->align_err < 0) fprintf(f, "\"the alignment error is unbounded (no upper bound, no anchor)\"");
+  else if (r->align_err < 0)
+    fprintf(f, "\"the alignment error is unbounded (no upper bound, no anchor)\"");
   else fprintf(f, "\"the alignment error bound exceeds the median GPU start skew\"");
   fputc('}', f);
 }
 
 /* One communicator: its ranks seen, joins and skew. */
 static void comm_json(FILE *f, const rp_comm_summary *c, int first) {
-  fprintf(f, "%s{\"comm_hash\":\"%016" PRIx64 "\",\"nranks\":%d,\"ranks_seen\":%d,\"joined\":%" PRIu64
-             ",\"incomplete\":%" PRIu64 ",\"skew_from_gpu\":%" PRIu64 ",\"skew_from_cpu_enqueue\":%" PRIu64
-             ",\"skew_median_ns\":%" PRId64 ",\"skew_p99_ns\":%" PRId64 "}",
-          first ? "" : ",", c->hash, c->nranks, c->ranks_seen, c->joined, c->incomplete, c->skew_gpu,
-          c->skew.n - c->skew_gpu, rp_quant_get(&c->skew, 0.5), rp_quant_get(&c->skew, 0.99));
+  fprintf(
+      f,
+      "%s{\"comm_hash\":\"%016" PRIx64 "\",\"nranks\":%d,\"ranks_seen\":%d,\"joined\":%" PRIu64
+      ",\"incomplete\":%" PRIu64 ",\"skew_from_gpu\":%" PRIu64 ",\"skew_from_cpu_enqueue\":%" PRIu64
+      ",\"skew_median_ns\":%" PRId64 ",\"skew_p99_ns\":%" PRId64 "}",
+      first ? "" : ",", c->hash, c->nranks, c->ranks_seen, c->joined, c->incomplete, c->skew_gpu,
+      c->skew.n - c->skew_gpu, rp_quant_get(&c->skew, 0.5), rp_quant_get(&c->skew, 0.99));
 }
 
 /* Where the steps come from, and the step table. */
@@ -280,11 +304,12 @@ static void steps_json(FILE *f, const rp_report *r) {
   for (size_t i = 0; i < r->nstepsum; i++) {
     const rp_stepsum *s = &r->stepsum[i];
     int kn = s->cov_ranks > 0;
-    fprintf(f, "%s{\"step\":%" PRIu64 ",\"ranks\":%d,\"span_ns\":%" PRId64 ",\"comm_ns\":%" PRId64
-               ",\"comm_estimated_ns\":%" PRId64 ",\"comm_error_ns\":%" PRId64
-               ",\"ranks_with_compute\":%d,\"covered_ns\":%" PRId64,
-            i ? "," : "", s->value, s->ranks, s->span, s->comm, s->comm_est, rp_err_ns(&s->comm_err),
-            s->cov_ranks, s->covered);
+    fprintf(f,
+            "%s{\"step\":%" PRIu64 ",\"ranks\":%d,\"span_ns\":%" PRId64 ",\"comm_ns\":%" PRId64
+            ",\"comm_estimated_ns\":%" PRId64 ",\"comm_error_ns\":%" PRId64
+            ",\"ranks_with_compute\":%d,\"covered_ns\":%" PRId64,
+            i ? "," : "", s->value, s->ranks, s->span, s->comm, s->comm_est,
+            rp_err_ns(&s->comm_err), s->cov_ranks, s->covered);
     ns_or_null(f, "compute_ns", kn, s->cov_compute);
     ns_or_null(f, "overlap_ns", kn, s->cov_overlap);
     ns_or_null(f, "exposed_comm_ns", kn, s->cov_comm - s->cov_overlap);
@@ -298,7 +323,8 @@ void rp_render_json(const rp_report *r, FILE *f) {
   fprintf(f, "{\"tool\":\"topo-report\",\"version\":");
   rp_json_string(f, TOPO_VERSION);
   if (r->window)
-    fprintf(f, ",\"window\":{\"from_ns\":%" PRId64 ",\"to_ns\":%" PRId64 "}", r->win_from, r->win_to);
+    fprintf(f, ",\"window\":{\"from_ns\":%" PRId64 ",\"to_ns\":%" PRId64 "}", r->win_from,
+            r->win_to);
   fprintf(f, ",\"step_window\":{\"mode\":\"%s\",\"ranks_cut\":%d}",
           r->step_window == RP_WINDOW_COMPLETE_STEPS ? "complete_steps" : "all", r->ranks_cut);
   fprintf(f, ",\"runs\":[");
@@ -312,7 +338,10 @@ void rp_render_json(const rp_report *r, FILE *f) {
     fprintf(f, ",\"files\":%d,\"first_file_ns\":%" PRId64 "}", n->files, n->first_ns);
   }
   fprintf(f, "]");
-  fprintf(f, ",\"collectives_from\":\"%s\"", r->colls_from_kineto ? "kineto" : r->have_trace ? "trace" : "none");
+  fprintf(f, ",\"collectives_from\":\"%s\"",
+          r->colls_from_kineto ? "kineto"
+          : r->have_trace      ? "trace"
+                               : "none");
   fprintf(f, ",\"inputs\":[");
   for (int i = 0; i < r->nsrc; i++) source_json(f, &r->src[i], i == 0);
   fprintf(f, "],\n\"ranks\":[");
@@ -332,9 +361,11 @@ void rp_render_json(const rp_report *r, FILE *f) {
 }
 
 void rp_render_csv(const rp_report *r, FILE *f) {
-  fprintf(f, "table,rank,host,pid,span_ns,comm_ns,compute_ns,overlap_ns,exposed_comm_ns,idle_ns,"
-             "comm_share,overlap_ratio,started_last,delay_caused_ns,wait_ns,missed,comm_estimated_ns,"
-             "comm_error_ns,covered_ns,estimate_unknown,joined,joined_gpu,align_method,align_error_ns\n");
+  fprintf(
+      f,
+      "table,rank,host,pid,span_ns,comm_ns,compute_ns,overlap_ns,exposed_comm_ns,idle_ns,"
+      "comm_share,overlap_ratio,started_last,delay_caused_ns,wait_ns,missed,comm_estimated_ns,"
+      "comm_error_ns,covered_ns,estimate_unknown,joined,joined_gpu,align_method,align_error_ns\n");
   for (int i = 0; i < r->nranks; i++) {
     const rp_rank *k = &r->ranks[i];
     rp_derived d;
@@ -347,18 +378,21 @@ void rp_render_csv(const rp_report *r, FILE *f) {
       snprintf(id, sizeof id, "%" PRId64, d.idle);
       if (d.overlap_defined) snprintf(ovr, sizeof ovr, "%.6f", d.overlap_ratio);
     }
-    fprintf(f, "rank,%d,%s,%u,%" PRId64 ",%" PRId64 ",%s,%s,%s,%s,%.6f,%s,%" PRIu64 ",%" PRId64 ",%" PRId64
-               ",%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRIu64,
-            k->world_rank, strchr(k->host, ',') ? "?" : k->host, k->pid, d.span, d.comm, cp, ov, ex, id,
-            d.comm_share, ovr, k->last_count, k->late_total, k->wait_total, k->missed, d.comm_est,
-            d.comm_error, d.covered, k->est[RP_EST_UNKNOWN]);
-    fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%s,", k->joined, k->joined_gpu, rp_align_method_name(k->align_method));
+    fprintf(f,
+            "rank,%d,%s,%u,%" PRId64 ",%" PRId64 ",%s,%s,%s,%s,%.6f,%s,%" PRIu64 ",%" PRId64
+            ",%" PRId64 ",%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRIu64,
+            k->world_rank, strchr(k->host, ',') ? "?" : k->host, k->pid, d.span, d.comm, cp, ov, ex,
+            id, d.comm_share, ovr, k->last_count, k->late_total, k->wait_total, k->missed,
+            d.comm_est, d.comm_error, d.covered, k->est[RP_EST_UNKNOWN]);
+    fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%s,", k->joined, k->joined_gpu,
+            rp_align_method_name(k->align_method));
     if (k->align_method != RP_ALIGN_NONE && k->align_err >= 0) fprintf(f, "%" PRId64, k->align_err);
     fprintf(f, "\n");
   }
-  fprintf(f, "\ntable,collective,nranks,size_from,calls,gpu_timed,bytes,total_ns,median_ns,p99_ns,"
-             "algbw_gbs,busbw_gbs,algorithm,protocol,choice_share,channels_min,channels_max,estimated,"
-             "estimate_unknown,gpu_timing_lost,estimated_ns,estimated_error_ns\n");
+  fprintf(f,
+          "\ntable,collective,nranks,size_from,calls,gpu_timed,bytes,total_ns,median_ns,p99_ns,"
+          "algbw_gbs,busbw_gbs,algorithm,protocol,choice_share,channels_min,channels_max,estimated,"
+          "estimate_unknown,gpu_timing_lost,estimated_ns,estimated_error_ns\n");
   for (size_t i = 0; i < r->nrows; i++) {
     const rp_row *w = r->rows[i];
     int al, pr;
@@ -367,13 +401,15 @@ void rp_render_csv(const rp_report *r, FILE *f) {
     char timed[128] = ",,,,"; /* no measured call: empty total, median, p99, algbw, busbw */
     if (w->timed)
       snprintf(timed, sizeof timed, "%.0f,%" PRId64 ",%" PRId64 ",%.4f,%.4f", w->time.sum,
-               rp_quant_get(&w->time, 0.5), rp_quant_get(&w->time, 0.99), rp_row_algbw(w), rp_row_busbw(w));
-    fprintf(f, "collective,%s,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,%s,%s,%.4f,%d,%d,%" PRIu64
-               ",%" PRIu64 ",%" PRIu64 ",%" PRId64 ",%" PRId64 "\n",
+               rp_quant_get(&w->time, 0.5), rp_quant_get(&w->time, 0.99), rp_row_algbw(w),
+               rp_row_busbw(w));
+    fprintf(f,
+            "collective,%s,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+            ",%s,%s,%s,%.4f,%d,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRId64 ",%" PRId64 "\n",
             rp_func_name(w->func), w->nranks, w->bucket < 0 ? 0 : (uint64_t)1 << w->bucket,
-            w->calls, w->timed, w->size_sum, timed, rp_algo_name(al),
-            rp_proto_name(pr), share, w->ch_max ? w->ch_min : 0, w->ch_max, w->estimated, w->unknown,
-            w->lost, w->est_sum, rp_err_ns(&w->est_err));
+            w->calls, w->timed, w->size_sum, timed, rp_algo_name(al), rp_proto_name(pr), share,
+            w->ch_max ? w->ch_min : 0, w->ch_max, w->estimated, w->unknown, w->lost, w->est_sum,
+            rp_err_ns(&w->est_err));
   }
   rp_render_kernels_csv(r, f);
 }

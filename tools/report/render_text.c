@@ -34,7 +34,8 @@ static const char *dur_est(int64_t ns, int64_t est, int64_t err, char *buf, size
   char a[32], b[32];
   rp_fmt_ns(ns, a, sizeof a);
   if (!est && !err) snprintf(buf, len, "%s", a);
-  else snprintf(buf, len, "%s ±%s (est. %.0f%%)", a, dur(err, b, sizeof b), rp_ratio(est, ns) * 100);
+  else
+    snprintf(buf, len, "%s ±%s (est. %.0f%%)", a, dur(err, b, sizeof b), rp_ratio(est, ns) * 100);
   return buf;
 }
 
@@ -58,35 +59,46 @@ static void print_alignment(const rp_report *r, FILE *f) {
   }
   if (!(count[RP_ALIGN_ONE_BOUND] + count[RP_ALIGN_BOUNDS] + count[RP_ALIGN_ANCHORED])) return;
   char a[32], b[32];
-  fprintf(f, "  GPU clocks aligned: %d rank%s anchored by simultaneous GPU stops, %d by two-sided "
+  fprintf(f,
+          "  GPU clocks aligned: %d rank%s anchored by simultaneous GPU stops, %d by two-sided "
           "bounds, %d by one bound only; cross-rank error <= %s\n",
-          count[RP_ALIGN_ANCHORED], count[RP_ALIGN_ANCHORED] == 1 ? "" : "s", count[RP_ALIGN_BOUNDS],
-          count[RP_ALIGN_ONE_BOUND], r->align_err < 0 ? "n/a (unbounded: no upper bound, no anchor)"
-                                                      : dur(r->align_err, a, sizeof a));
+          count[RP_ALIGN_ANCHORED], count[RP_ALIGN_ANCHORED] == 1 ? "" : "s",
+          count[RP_ALIGN_BOUNDS], count[RP_ALIGN_ONE_BOUND],
+          r->align_err < 0 ? "n/a (unbounded: no upper bound, no anchor)"
+                           : dur(r->align_err, a, sizeof a));
   if (inconsistent)
-    fprintf(f, "  bounds crossed on %d rank%s (an enqueue recorded after its kernel started); the "
-            "lower bound was kept\n", inconsistent, inconsistent == 1 ? "" : "s");
+    fprintf(f,
+            "  bounds crossed on %d rank%s (an enqueue recorded after its kernel started); the "
+            "lower bound was kept\n",
+            inconsistent, inconsistent == 1 ? "" : "s");
   if (r->align_warn && r->skew_gpu_all.n) {
     if (r->align_err < 0)
-      fprintf(f, "  warning: the alignment error is unbounded; GPU skew and stragglers may be "
+      fprintf(f,
+              "  warning: the alignment error is unbounded; GPU skew and stragglers may be "
               "alignment artefacts\n");
     else
-      fprintf(f, "  warning: the alignment error bound (%s) exceeds the median GPU start skew (%s); "
+      fprintf(f,
+              "  warning: the alignment error bound (%s) exceeds the median GPU start skew (%s); "
               "skew and stragglers below it are not resolved\n",
-              dur(r->align_err, a, sizeof a), dur(rp_quant_get(&r->skew_gpu_all, 0.5), b, sizeof b));
+              dur(r->align_err, a, sizeof a),
+              dur(rp_quant_get(&r->skew_gpu_all, 0.5), b, sizeof b));
   }
   if (r->skew_clamped)
-    fprintf(f, "  %" PRIu64 " GPU skews exceeded the first starter's kernel span and were cut to it "
-            "(alignment off)\n", r->skew_clamped);
+    fprintf(f,
+            "  %" PRIu64
+            " GPU skews exceeded the first starter's kernel span and were cut to it "
+            "(alignment off)\n",
+            r->skew_clamped);
 }
 
 static void print_times_row(FILE *f, const char *label, const rp_derived *d) {
   char a[32], b[80], c[32], e[32], g[32], h[32], i[32], j[32];
   int kn = d->known;
   fprintf(f, "  %-16s %12s %32s %12s %12s %12s %7s %8s %12s\n", label, dur(d->span, a, sizeof a),
-          dur_est(d->comm, d->comm_est, d->comm_error, b, sizeof b), dur_known(kn, d->compute, c, sizeof c),
-          dur_known(kn, d->overlap, e, sizeof e), dur_known(kn, d->exposed, g, sizeof g),
-          pct(d->comm_share, h, sizeof h), pct_known(kn && d->overlap_defined, d->overlap_ratio, i, sizeof i),
+          dur_est(d->comm, d->comm_est, d->comm_error, b, sizeof b),
+          dur_known(kn, d->compute, c, sizeof c), dur_known(kn, d->overlap, e, sizeof e),
+          dur_known(kn, d->exposed, g, sizeof g), pct(d->comm_share, h, sizeof h),
+          pct_known(kn && d->overlap_defined, d->overlap_ratio, i, sizeof i),
           dur_known(kn, d->idle, j, sizeof j));
 }
 
@@ -104,8 +116,8 @@ static void print_coverage(const rp_report *r, FILE *f) {
               *why ? why : "the compute windows do not overlap its GPU activity");
     else if (d.covered < d.span && d.overlap_defined)
       fprintf(f, "  %s: overlap %.1f%% over %.0f%% of the span covered by %s%s%s\n", label,
-              d.overlap_ratio * 100, d.covered_share * 100, k->kineto ? "the Kineto trace" : "CUPTI windows",
-              *why ? "; elsewhere: " : "", why);
+              d.overlap_ratio * 100, d.covered_share * 100,
+              k->kineto ? "the Kineto trace" : "CUPTI windows", *why ? "; elsewhere: " : "", why);
     if (d.known && !d.overlap_defined)
       fprintf(f, "  %s: overlap%% n/a: no communication in the time its compute is known\n", label);
   }
@@ -119,16 +131,23 @@ static void print_coverage(const rp_report *r, FILE *f) {
   uint64_t unknown = r->est[RP_EST_UNKNOWN], est = 0;
   for (int l = RP_EST_KEY; l < RP_EST_LEVELS; l++) est += r->est[l];
   int all_k = r->nranks > 0;
-  for (int i = 0; i < r->nranks; i++) all_k &= r->ranks[i].comm_from_kernels && r->ranks[i].cover_whole;
+  for (int i = 0; i < r->nranks; i++)
+    all_k &= r->ranks[i].comm_from_kernels && r->ranks[i].cover_whole;
   if ((est || unknown) && all_k)
-    fprintf(f, "  comm: from NCCL kernel records; the %" PRIu64 " untimed collective records are "
-            "estimated for the collective table only\n", est + unknown);
+    fprintf(f,
+            "  comm: from NCCL kernel records; the %" PRIu64
+            " untimed collective records are "
+            "estimated for the collective table only\n",
+            est + unknown);
   else if (est || unknown)
-    fprintf(f, "  comm: %" PRIu64 " untimed calls estimated from measured ones (%" PRIu64 " of them by "
-            "a fallback), %" PRIu64 " unknown (nothing measured to estimate from%s)\n", est,
-            est - r->est[RP_EST_KEY], unknown, unknown ? ": comm is a lower bound" : "");
+    fprintf(f,
+            "  comm: %" PRIu64 " untimed calls estimated from measured ones (%" PRIu64
+            " of them by "
+            "a fallback), %" PRIu64 " unknown (nothing measured to estimate from%s)\n",
+            est, est - r->est[RP_EST_KEY], unknown, unknown ? ": comm is a lower bound" : "");
   if (r->lost)
-    fprintf(f, "  %" PRIu64 " calls had GPU timing requested but lost (no kernel-channel stop)\n", r->lost);
+    fprintf(f, "  %" PRIu64 " calls had GPU timing requested but lost (no kernel-channel stop)\n",
+            r->lost);
 }
 
 /* Which input each table comes from, and the time each kind of input covers when both are given
@@ -145,7 +164,9 @@ static void print_sources(const rp_report *r, FILE *f) {
   fprintf(f, "sources: GPU time per rank and steps from ");
   const char *sep = "";
   if (kin) fprintf(f, "%sKineto GPU events (%d rank%s)", sep, kin, kin == 1 ? "" : "s"), sep = ", ";
-  if (cupti) fprintf(f, "%stopo CUPTI kernel records (%d rank%s)", sep, cupti, cupti == 1 ? "" : "s"), sep = ", ";
+  if (cupti)
+    fprintf(f, "%stopo CUPTI kernel records (%d rank%s)", sep, cupti, cupti == 1 ? "" : "s"),
+        sep = ", ";
   if (coll) fprintf(f, "%stopo collective records (%d rank%s)", sep, coll, coll == 1 ? "" : "s");
   fprintf(f, "; collectives, skew and stragglers from %s\n",
           r->colls_from_kineto ? "Kineto NCCL kernels (algorithm/protocol unknown)"
@@ -154,7 +175,8 @@ static void print_sources(const rp_report *r, FILE *f) {
       (r->trace_first < r->kineto_first || r->trace_last > r->kineto_last)) {
     char a[32], b[32], c[32], d[32];
     int64_t t0 = r->trace_first < r->kineto_first ? r->trace_first : r->kineto_first;
-    fprintf(f, "  they cover different times: topo traces +%s .. +%s, Kineto +%s .. +%s (from the "
+    fprintf(f,
+            "  they cover different times: topo traces +%s .. +%s, Kineto +%s .. +%s (from the "
             "earliest, %" PRId64 " ns);\n  give --window %" PRId64 ",%" PRId64
             " to restrict every figure to the Kineto time\n",
             dur(r->trace_first - t0, a, sizeof a), dur(r->trace_last - t0, b, sizeof b),
@@ -186,19 +208,24 @@ static void print_header(const rp_report *r, FILE *f) {
     char when[48];
     rp_fmt_utc(n->first_ns, when, sizeof when);
     if (n->nruns > 1 && n->used)
-      fprintf(f, "run: %s holds %d runs of PyTorch traces; this is run %d (%s, %d file%s)\n", n->dir,
-              n->nruns, n->used, when, n->files, n->files == 1 ? "" : "s");
+      fprintf(f, "run: %s holds %d runs of PyTorch traces; this is run %d (%s, %d file%s)\n",
+              n->dir, n->nruns, n->used, when, n->files, n->files == 1 ? "" : "s");
     else if (n->nruns > 1)
-      fprintf(f, "runs: %s holds %d runs of PyTorch traces, all %d files read as one (--all-runs)\n",
+      fprintf(f,
+              "runs: %s holds %d runs of PyTorch traces, all %d files read as one (--all-runs)\n",
               n->dir, n->nruns, n->files);
   }
   char sw[320];
   fprintf(f, "events: %s\n", rp_step_window_text(r, sw, sizeof sw));
   if (r->window)
-    fprintf(f, "window: [%" PRId64 ", %" PRId64 ") ns since the Unix epoch (%s); every figure below "
-            "is clipped to it\n", r->win_from, r->win_to,
+    fprintf(f,
+            "window: [%" PRId64 ", %" PRId64
+            ") ns since the Unix epoch (%s); every figure below "
+            "is clipped to it\n",
+            r->win_from, r->win_to,
             r->win_to - r->win_from > 0 && r->win_from != INT64_MIN && r->win_to != INT64_MAX
-                ? dur(r->win_to - r->win_from, a, sizeof a) : "open-ended");
+                ? dur(r->win_to - r->win_from, a, sizeof a)
+                : "open-ended");
   if (r->overall.last > r->overall.first)
     fprintf(f, "wall span of GPU activity: %s\n",
             dur(r->overall.last - r->overall.first, a, sizeof a));
@@ -242,7 +269,8 @@ static void print_coll_row(FILE *f, const rp_row *w) {
   else
     snprintf(choice, sizeof choice, "%s/%s %.0f%%", rp_algo_name(al), rp_proto_name(pr),
              share * 100);
-  if (w->ch_max) snprintf(ch, sizeof ch, w->ch_min == w->ch_max ? "%d" : "%d-%d", w->ch_min, w->ch_max);
+  if (w->ch_max)
+    snprintf(ch, sizeof ch, w->ch_min == w->ch_max ? "%d" : "%d-%d", w->ch_min, w->ch_max);
   else snprintf(ch, sizeof ch, "?");
   char total_bytes[32];
   rp_fmt_bytes(w->size_sum, total_bytes, sizeof total_bytes);
@@ -257,8 +285,7 @@ static void print_coll_row(FILE *f, const rp_row *w) {
             "-", "-", "-");
   if (w->timed)
     fprintf(f, " %9s %9s", gbs(rp_row_algbw(w), a, sizeof a), gbs(rp_row_busbw(w), b, sizeof b));
-  else
-    fprintf(f, " %9s %9s", "-", "-");
+  else fprintf(f, " %9s %9s", "-", "-");
   fprintf(f, "  %-22s %s\n", choice, ch);
 }
 
@@ -272,11 +299,13 @@ static void print_collectives(const rp_report *r, FILE *f) {
   fprintf(f, "\nCollectives (GPU time per rank and call; size as nccl-tests counts it; from %s)\n",
           r->colls_from_kineto ? "Kineto NCCL kernels" : "topo traces");
   fprintf(f, "  %-14s %5s %10s %9s %9s %9s %10s %12s %11s %11s %9s %9s  %-22s %s\n", "collective",
-          "ranks", "size", "calls", "timed", "est.", "bytes", "timed total", "median", "p99", "algbw",
-          "busbw", "algorithm/protocol", "channels");
+          "ranks", "size", "calls", "timed", "est.", "bytes", "timed total", "median", "p99",
+          "algbw", "busbw", "algorithm/protocol", "channels");
   for (size_t i = 0; i < r->nrows; i++) print_coll_row(f, rows[i]);
-  fprintf(f, "  timed total, median, p99, algbw, busbw (GB/s, nccl-tests factors): GPU-timed calls only; "
-          "est.: untimed calls given an estimate\n");
+  fprintf(
+      f,
+      "  timed total, median, p99, algbw, busbw (GB/s, nccl-tests factors): GPU-timed calls only; "
+      "est.: untimed calls given an estimate\n");
   free(rows);
 }
 
@@ -287,7 +316,8 @@ static void print_stragglers(const rp_report *r, FILE *f) {
   if (!order) return;
   for (int i = 0; i < r->nranks; i++) order[i] = i;
   for (int i = 1; i < r->nranks; i++) /* insertion sort: ranks are few */
-    for (int j = i; j > 0 && r->ranks[order[j]].late_total > r->ranks[order[j - 1]].late_total; j--) {
+    for (int j = i; j > 0 && r->ranks[order[j]].late_total > r->ranks[order[j - 1]].late_total;
+         j--) {
       int t = order[j];
       order[j] = order[j - 1];
       order[j - 1] = t;
@@ -313,15 +343,16 @@ static void print_skew(const rp_report *r, FILE *f) {
   int any_skew = 0;
   for (int i = 0; i < RP_MAX_FUNC; i++) any_skew |= r->skew[i].n > 0;
   if (!any_skew) return;
-  fprintf(f, "\nStart skew across ranks (same collective joined by comm hash, function and seq;\n"
-             "from GPU kernel starts where every joined rank has them, else from CPU enqueue)\n");
+  fprintf(f,
+          "\nStart skew across ranks (same collective joined by comm hash, function and seq;\n"
+          "from GPU kernel starts where every joined rank has them, else from CPU enqueue)\n");
   fprintf(f, "  %-14s %10s %12s %12s %12s %12s\n", "collective", "by gpu", "by cpu enq.", "median",
           "p99", "max");
   for (int i = 0; i < RP_MAX_FUNC; i++) {
     const rp_quant *q = &r->skew[i];
     if (!q->n) continue;
-    fprintf(f, "  %-14s %10" PRIu64 " %12" PRIu64 " %12s %12s %12s\n", rp_func_name(i), r->skew_gpu[i],
-            q->n - r->skew_gpu[i], dur(rp_quant_get(q, 0.5), a, sizeof a),
+    fprintf(f, "  %-14s %10" PRIu64 " %12" PRIu64 " %12s %12s %12s\n", rp_func_name(i),
+            r->skew_gpu[i], q->n - r->skew_gpu[i], dur(rp_quant_get(q, 0.5), a, sizeof a),
             dur(rp_quant_get(q, 0.99), b, sizeof b), dur(q->max, c, sizeof c));
   }
   print_alignment(r, f);
@@ -336,8 +367,10 @@ static void print_join_gaps(const rp_report *r, FILE *f) {
       fprintf(f, "  comm %016" PRIx64 ": traces of %d of its %d ranks were given\n", cs->hash,
               cs->ranks_seen, cs->nranks);
     if (cs->incomplete)
-      fprintf(f, "  comm %016" PRIx64 ": %" PRIu64 " of %" PRIu64
-              " collectives lack some rank's record (a rank died, dropped records or its trace was cut)\n",
+      fprintf(f,
+              "  comm %016" PRIx64 ": %" PRIu64 " of %" PRIu64
+              " collectives lack some rank's record (a rank died, dropped records or its trace was "
+              "cut)\n",
               cs->hash, cs->incomplete, cs->joined);
   }
   for (int i = 0; i < r->nranks; i++)
@@ -357,7 +390,8 @@ static void print_step_row(FILE *f, const rp_stepsum *s) {
   fprintf(f, "  %-8" PRIu64 " %5d %12s %32s %12s %12s %7s %8s %8s\n", s->value, s->ranks,
           dur(s->span / (s->ranks ? s->ranks : 1), a, sizeof a),
           dur_est(s->comm, s->comm_est, rp_err_ns(&s->comm_err), cm, sizeof cm),
-          dur_known(kn, s->cov_compute, c, sizeof c), dur_known(kn, s->cov_comm - s->cov_overlap, d, sizeof d),
+          dur_known(kn, s->cov_compute, c, sizeof c),
+          dur_known(kn, s->cov_comm - s->cov_overlap, d, sizeof d),
           pct(rp_ratio(s->comm, s->span), e, sizeof e),
           pct_known(kn && s->cov_comm > 0, rp_ratio(s->cov_overlap, s->cov_comm), g, sizeof g),
           kn ? cv : "n/a");
@@ -367,9 +401,11 @@ static void print_step_row(FILE *f, const rp_stepsum *s) {
 static void print_steps(const rp_report *r, FILE *f) {
   if (r->nstepsum) {
     char origin[256];
-    fprintf(f, "\nSteps %s\n  (sums over ranks; comm%% and overlap%% of those sums; compute, exposed and "
-            "overlap%% over the covered time of the ranks with a compute timeline)\n",
-            rp_steps_origin(r, origin, sizeof origin));
+    fprintf(
+        f,
+        "\nSteps %s\n  (sums over ranks; comm%% and overlap%% of those sums; compute, exposed and "
+        "overlap%% over the covered time of the ranks with a compute timeline)\n",
+        rp_steps_origin(r, origin, sizeof origin));
     fprintf(f, "  %-8s %5s %12s %32s %12s %12s %7s %8s %8s\n", "step", "ranks", "mean span", "comm",
             "compute", "exposed", "comm%", "overlap%", "covered");
     int known = 0;
@@ -378,8 +414,9 @@ static void print_steps(const rp_report *r, FILE *f) {
     if (from) fprintf(f, "  (last 20 of %zu steps; --json has all)\n", r->nstepsum);
     for (size_t i = from; i < r->nstepsum; i++) print_step_row(f, &r->stepsum[i]);
     if (!known)
-      fprintf(f, "  n/a: no compute was recorded (give the Kineto traces of these steps, or widen the "
-                 "profiler's CUPTI windows: TOPO_PROFILER_CUPTI=on)\n");
+      fprintf(f,
+              "  n/a: no compute was recorded (give the Kineto traces of these steps, or widen the "
+              "profiler's CUPTI windows: TOPO_PROFILER_CUPTI=on)\n");
   } else if (r->steps_detect == RP_STEPS_NONE) {
     fprintf(f, "\nSteps: %s\n", RP_STEPS_NONE_TEXT);
   }
@@ -398,8 +435,10 @@ static void print_data_quality(const rp_report *r, FILE *f) {
   if (dsum || problems) {
     fprintf(f, "\nData quality\n");
     if (dsum)
-      fprintf(f, "  the profiler dropped %" PRIu64 " events (collectives %" PRIu64 ", kernel/proxy %" PRIu64
-              ", records %" PRIu64 ", I/O %" PRIu64 ", CUPTI %" PRIu64 ")\n",
+      fprintf(f,
+              "  the profiler dropped %" PRIu64 " events (collectives %" PRIu64
+              ", kernel/proxy %" PRIu64 ", records %" PRIu64 ", I/O %" PRIu64 ", CUPTI %" PRIu64
+              ")\n",
               dsum, dropped[TOPO_DROP_COLL], dropped[TOPO_DROP_CHILD], dropped[TOPO_DROP_RECORD],
               dropped[TOPO_DROP_IO], dropped[TOPO_DROP_CUPTI]);
     if (problems) fprintf(f, "  %u problems in trace files (see the warnings above)\n", problems);
@@ -408,10 +447,14 @@ static void print_data_quality(const rp_report *r, FILE *f) {
     int all_k = r->nranks > 0;
     for (int i = 0; i < r->nranks; i++) all_k &= r->ranks[i].comm_from_kernels;
     if (!all_k)
-      fprintf(f, "\nnote: %" PRIu64 " of %" PRIu64 " collectives have no GPU timing; their durations "
-              "are estimated from the timed ones (placement on the stream approximate; docs/metrics.md)%s\n",
-              r->colls - r->timed_colls, r->colls,
-              r->est[RP_EST_UNKNOWN] ? ", and those with nothing to estimate from add nothing" : "");
+      fprintf(
+          f,
+          "\nnote: %" PRIu64 " of %" PRIu64
+          " collectives have no GPU timing; their durations "
+          "are estimated from the timed ones (placement on the stream approximate; "
+          "docs/metrics.md)%s\n",
+          r->colls - r->timed_colls, r->colls,
+          r->est[RP_EST_UNKNOWN] ? ", and those with nothing to estimate from add nothing" : "");
   }
 }
 

@@ -23,9 +23,9 @@
 #include "status.h"
 #include "trace_format.h"
 
-#define RP_MAX_FUNC 16          /* ncclFunc_t values kept apart; higher ones share the last */
-#define RP_EXACT_SAMPLES 4096   /* quantiles are exact up to this many samples */
-#define RP_TIMELINE_CAP 20000   /* intervals kept per rank for the HTML timeline (<= 16 ranks) */
+#define RP_MAX_FUNC       16    /* ncclFunc_t values kept apart; higher ones share the last */
+#define RP_EXACT_SAMPLES  4096  /* quantiles are exact up to this many samples */
+#define RP_TIMELINE_CAP   20000 /* intervals kept per rank for the HTML timeline (<= 16 ranks) */
 #define RP_TIMELINE_RANKS 64    /* ranks drawn in the HTML timeline */
 
 typedef struct rp_report rp_report_fwd;
@@ -36,8 +36,8 @@ typedef struct rp_quant {
   uint64_t n;
   double sum;
   int64_t min, max;
-  int64_t *exact;      /* n values while n <= RP_EXACT_SAMPLES */
-  uint32_t *hist;      /* allocated when n first exceeds RP_EXACT_SAMPLES */
+  int64_t *exact; /* n values while n <= RP_EXACT_SAMPLES */
+  uint32_t *hist; /* allocated when n first exceeds RP_EXACT_SAMPLES */
 } rp_quant;
 void rp_quant_add(rp_quant *q, int64_t v);
 int64_t rp_quant_get(const rp_quant *q, double p); /* p in [0,1]; 0 when empty */
@@ -49,7 +49,7 @@ void rp_quant_free(rp_quant *q);
  * addressing; memory about 24 bytes per entry. */
 typedef struct rp_map {
   uint64_t *key;
-  uint32_t *val;       /* value + 1; 0 = empty slot */
+  uint32_t *val; /* value + 1; 0 = empty slot */
   size_t cap, n;
 } rp_map;
 /* 1 and *val when `key` is present, else 0. */
@@ -67,30 +67,30 @@ typedef struct rp_interval {
   int64_t start, stop;
   uint32_t stream;
   uint8_t cls;
-  uint8_t func;        /* communication: ncclFunc_t when known, 0xff otherwise */
-  uint8_t origin;      /* enum rp_origin */
-  uint32_t name;       /* name id of the source (binary: string id; 0 = none) */
+  uint8_t func;   /* communication: ncclFunc_t when known, 0xff otherwise */
+  uint8_t origin; /* enum rp_origin */
+  uint32_t name;  /* name id of the source (binary: string id; 0 = none) */
 } rp_interval;
 
 typedef struct rp_step {
-  int64_t start, stop;    /* aligned clock */
-  uint64_t value;         /* step number */
-  int64_t comm, compute, overlap, busy;  /* filled by the sweep */
-  int64_t comm_est;       /* comm time only estimated intervals cover */
+  int64_t start, stop;                  /* aligned clock */
+  uint64_t value;                       /* step number */
+  int64_t comm, compute, overlap, busy; /* filled by the sweep */
+  int64_t comm_est;                     /* comm time only estimated intervals cover */
   /* inside the rank's compute coverage (docs/metrics.md, Coverage): its length, and the unions
    * there; compute, overlap and exposed of a step are known only over `covered` */
   int64_t covered, cov_comm, cov_compute, cov_overlap, cov_busy;
   double est_var, est_bias; /* error terms of the estimates that start in it (rp_err) */
-  int from_kineto;        /* a Kineto ProfilerStep (else a topo step mark or a period) */
-  int period;             /* > 0: detected from topo traces, this many collectives per step */
+  int from_kineto;          /* a Kineto ProfilerStep (else a topo step mark or a period) */
+  int period;               /* > 0: detected from topo traces, this many collectives per step */
 } rp_step;
 
 typedef struct rp_times {
-  int64_t first, last;    /* first start, last stop over all GPU intervals (INT64_MAX/MIN: none) */
+  int64_t first, last; /* first start, last stop over all GPU intervals (INT64_MAX/MIN: none) */
   int64_t comm, compute, overlap, busy, memory; /* union lengths, ns */
   uint64_t intervals[RP_CLASSES];
-  uint64_t late;          /* intervals that arrived after the sweep passed them (clipped) */
-  int64_t comm_est;       /* comm time covered only by estimated intervals */
+  uint64_t late;    /* intervals that arrived after the sweep passed them (clipped) */
+  int64_t comm_est; /* comm time covered only by estimated intervals */
   /* Coverage: where the compute timeline is known (rp_sweep_cover). covered = its length inside
    * [first, last); cov_*: the unions restricted to it. */
   int64_t covered, cov_comm, cov_compute, cov_overlap, cov_busy, cov_memory;
@@ -112,17 +112,17 @@ void rp_sweep_free(rp_sweep *s);
 
 /* ---- a collective observation as the inputs deliver it */
 typedef struct rp_coll {
-  int func;               /* ncclFunc_t */
-  int algo, proto;        /* -1 unknown */
-  int nchannels;          /* 0 unknown */
-  int nranks;             /* communicator size (0 unknown) */
+  int func;        /* ncclFunc_t */
+  int algo, proto; /* -1 unknown */
+  int nchannels;   /* 0 unknown */
+  int nranks;      /* communicator size (0 unknown) */
   uint64_t comm;
   uint64_t seq;
-  uint64_t bytes;         /* as the Coll event reports it (AG/RS: the per-rank part) */
-  int64_t cpu_start, cpu_stop;   /* aligned */
-  int64_t gpu_start, gpu_stop;   /* aligned; valid when timed */
+  uint64_t bytes;              /* as the Coll event reports it (AG/RS: the per-rank part) */
+  int64_t cpu_start, cpu_stop; /* aligned */
+  int64_t gpu_start, gpu_stop; /* aligned; valid when timed */
   int timed;
-  int asked;              /* TOPO_COLL_F_GPU_ASKED: GPU timing was requested */
+  int asked; /* TOPO_COLL_F_GPU_ASKED: GPU timing was requested */
   int p2p;
   uint32_t stream;
 } rp_coll;
@@ -146,10 +146,10 @@ typedef enum rp_source_kind { RP_SRC_TRACE, RP_SRC_KINETO } rp_source_kind;
 typedef struct rp_kevent {
   const char *name, *cat;
   int64_t start, dur;
-  int64_t stream;         /* args.stream; -1 absent (HTA: a GPU event has one) */
-  int64_t corr;           /* args.correlation; -1 absent */
-  int64_t bytes;          /* args.bytes; -1 absent */
-  double bw_gbps;         /* args."memory bandwidth (GB/s)"; < 0 absent */
+  int64_t stream; /* args.stream; -1 absent (HTA: a GPU event has one) */
+  int64_t corr;   /* args.correlation; -1 absent */
+  int64_t bytes;  /* args.bytes; -1 absent */
+  double bw_gbps; /* args."memory bandwidth (GB/s)"; < 0 absent */
 } rp_kevent;
 
 /* What a source hands the analysis. Each callback may be NULL. */
@@ -159,7 +159,7 @@ typedef struct rp_sink {
   void (*interval)(void *ctx, int src, const rp_interval *iv);
   void (*step)(void *ctx, int src, int64_t start, int64_t stop, uint64_t value);
   void (*record)(void *ctx, int src, const topo_trace_record *rec); /* binary only (dump) */
-  void (*kevent)(void *ctx, int src, const rp_kevent *e);          /* Kineto only */
+  void (*kevent)(void *ctx, int src, const rp_kevent *e);           /* Kineto only */
 } rp_sink;
 
 typedef struct rp_source {
@@ -169,27 +169,27 @@ typedef struct rp_source {
   /* from the header (binary) or the JSON (Kineto) */
   topo_trace_header header;
   int header_ok;
-  int rank;               /* rank in its communicator; Kineto: distributedInfo.rank (-1 unknown) */
+  int rank; /* rank in its communicator; Kineto: distributedInfo.rank (-1 unknown) */
   int nranks;
-  int64_t mono_to_real;   /* add to CLOCK_MONOTONIC ns */
-  int64_t gpu_to_real;    /* add to globaltimer ns */
-  int64_t cupti_to_real;  /* add to CUPTI ns */
-  int64_t kineto_base;    /* Kineto baseTimeNanoseconds (0 when absent) */
+  int64_t mono_to_real;        /* add to CLOCK_MONOTONIC ns */
+  int64_t gpu_to_real;         /* add to globaltimer ns */
+  int64_t cupti_to_real;       /* add to CUPTI ns */
+  int64_t kineto_base;         /* Kineto baseTimeNanoseconds (0 when absent) */
   int64_t gpu_first, gpu_last; /* Kineto: aligned range of its GPU events (pass 1) */
-  int proc;               /* index of the rank (process) it belongs to, -1 until known */
-  int gpu_aligned;        /* 1: gpu_to_real was set by the alignment (align.c), not the header */
-  int quiet;              /* no warnings (second pass, --quiet) */
+  int proc;                    /* index of the rank (process) it belongs to, -1 until known */
+  int gpu_aligned; /* 1: gpu_to_real was set by the alignment (align.c), not the header */
+  int quiet;       /* no warnings (second pass, --quiet) */
   /* learned in pass 1 */
   uint64_t records, colls, timed_colls, nccl_kernels, compute_kernels, memory_kernels;
   uint64_t dropped[TOPO_DROP_KINDS];
   uint32_t problems;
   int footer;
-  int unreadable;         /* errno of a failed open or read: not (wholly) read; 0 when read */
+  int unreadable;          /* errno of a failed open or read: not (wholly) read; 0 when read */
   struct rp_kspill *spill; /* Kineto: pass 1's record for pass 2 (NULL: pass 2 reads the JSON) */
-  int want_spill;         /* pass 1 makes one */
+  int want_spill;          /* pass 1 makes one */
   /* streaming state */
   void *impl;
-  int64_t frontier;       /* aligned time of the latest thing delivered */
+  int64_t frontier; /* aligned time of the latest thing delivered */
   int done;
 } rp_source;
 
@@ -211,7 +211,7 @@ typedef struct rp_kineto rp_kineto;
 typedef struct rp_kspill rp_kspill;
 rp_kspill *rp_kspill_new(void);
 void rp_kspill_free(rp_kspill *sp);
-int rp_kspill_ready(const rp_kspill *sp);     /* written whole: pass 2 may replay it */
+int rp_kspill_ready(const rp_kspill *sp);           /* written whole: pass 2 may replay it */
 void rp_kineto_record(rp_kineto *k, rp_kspill *sp); /* pass 1: record into sp */
 /* Pass 2 from a ready record instead of the file (path: for messages). */
 topo_status rp_kineto_open_replay(const char *path, rp_kspill *sp, rp_kineto **out);
@@ -228,13 +228,13 @@ uint64_t rp_kineto_offset(const rp_kineto *k); /* bytes of the file read (compre
 /* What a JSON file turned out to hold. */
 typedef struct rp_kineto_info {
   uint64_t events, x_events, gpu_events; /* all events; complete ("X") ones; GPU work among them */
-  uint64_t cpu_events;    /* complete events of the CPU side (operators, annotations, launches) */
-  int has_events_key;     /* a traceEvents array (or a top-level array) was found */
-  int own_export;         /* otherData.tool is "topo-report": topo-report's own Chrome export */
-  int sniff_complete;     /* rp_kineto_sniff: the top level was read to traceEvents or its end */
+  uint64_t cpu_events; /* complete events of the CPU side (operators, annotations, launches) */
+  int has_events_key;  /* a traceEvents array (or a top-level array) was found */
+  int own_export;      /* otherData.tool is "topo-report": topo-report's own Chrome export */
+  int sniff_complete;  /* rp_kineto_sniff: the top level was read to traceEvents or its end */
   int failed, gzip;
-  int rank, world;        /* distributedInfo (-1 / 0 unknown) */
-  char cat[4][32];        /* categories of the complete events that are not GPU work */
+  int rank, world; /* distributedInfo (-1 / 0 unknown) */
+  char cat[4][32]; /* categories of the complete events that are not GPU work */
   uint64_t cat_n[4];
 } rp_kineto_info;
 void rp_kineto_stats(const rp_kineto *k, rp_kineto_info *out);
@@ -261,9 +261,9 @@ enum rp_est_level {
 };
 typedef struct rp_estimate {
   int level;
-  int64_t dur;             /* estimated GPU duration, ns */
-  int64_t err;             /* scatter of one call (independent between calls), ns */
-  int64_t bias;            /* error shared by every call estimated the same way, ns */
+  int64_t dur;  /* estimated GPU duration, ns */
+  int64_t err;  /* scatter of one call (independent between calls), ns */
+  int64_t bias; /* error shared by every call estimated the same way, ns */
 } rp_estimate;
 typedef struct rp_estimator rp_estimator;
 rp_estimator *rp_est_new(void);
@@ -284,88 +284,88 @@ void rp_err_sum(rp_err *a, const rp_err *b);
 int64_t rp_err_ns(const rp_err *a);
 
 /* ---- the analysis (analyze.c and its stages, analyze.h) */
-typedef struct rp_row {           /* one collective type x communicator size x size bucket */
-  int func, nranks, bucket;       /* bucket: floor(log2(size)), -1 for size 0 */
+typedef struct rp_row {     /* one collective type x communicator size x size bucket */
+  int func, nranks, bucket; /* bucket: floor(log2(size)), -1 for size 0 */
   uint64_t calls, timed;
-  uint64_t size_sum, timed_size_sum;  /* nccl-tests sizes */
-  rp_quant time;                  /* GPU duration per rank and call, ns */
-  uint64_t algo_proto[8][4];      /* counts; index 7 / 3 = unknown */
+  uint64_t size_sum, timed_size_sum; /* nccl-tests sizes */
+  rp_quant time;                     /* GPU duration per rank and call, ns */
+  uint64_t algo_proto[8][4];         /* counts; index 7 / 3 = unknown */
   int ch_min, ch_max;
   /* untimed calls (pass 2): estimated, of which by fallback; unknown; GPU timing asked but lost */
   uint64_t estimated, est_fallback, unknown, lost;
-  int64_t est_sum;                /* sum of their estimated durations, ns */
+  int64_t est_sum; /* sum of their estimated durations, ns */
   rp_err est_err;
 } rp_row;
 
-typedef struct rp_fitpt {         /* fit input: (func, algo, proto, nranks, bucket) */
+typedef struct rp_fitpt { /* fit input: (func, algo, proto, nranks, bucket) */
   int func, algo, proto, nranks, bucket;
   uint64_t n;
   double size_sum;
-  uint64_t size_min, size_max;    /* smallest / largest size of its calls */
-  int nchannels;                  /* channels its calls ran; 0 unknown, -1 they differ */
+  uint64_t size_min, size_max; /* smallest / largest size of its calls */
+  int nchannels;               /* channels its calls ran; 0 unknown, -1 they differ */
   rp_quant time;
 } rp_fitpt;
 
 typedef struct rp_rank {
-  int world_rank;                 /* rank in its largest communicator, or Kineto rank */
-  int world_size;                 /* that communicator's size */
+  int world_rank; /* rank in its largest communicator, or Kineto rank */
+  int world_size; /* that communicator's size */
   char host[64];
   uint32_t pid;
   int nsources;
-  int comm_from_kernels;          /* 1: NCCL kernel records give the comm intervals */
-  int kineto;                     /* 1: a Kineto/Chrome JSON file gives (some of) its intervals */
-  uint64_t trace_kernels;         /* CUPTI kernel records in its topo traces */
+  int comm_from_kernels;  /* 1: NCCL kernel records give the comm intervals */
+  int kineto;             /* 1: a Kineto/Chrome JSON file gives (some of) its intervals */
+  uint64_t trace_kernels; /* CUPTI kernel records in its topo traces */
   rp_times t;
   rp_step *steps;
   size_t nsteps, cap_steps;
   /* cross-rank */
-  uint64_t joined, last_count;    /* collectives joined; times this rank started last */
-  int64_t wait_total;             /* sum of (last start - own start) */
-  int64_t late_total;             /* sum of skew when it was the last to start */
-  uint64_t missed;                /* joined collectives of its communicators it has no record of */
-  uint64_t joined_gpu;            /* of `joined`: judged by GPU start times (else CPU enqueue) */
-  uint64_t wait_clamped;          /* GPU waits cut to the rank's own kernel span (alignment off) */
+  uint64_t joined, last_count; /* collectives joined; times this rank started last */
+  int64_t wait_total;          /* sum of (last start - own start) */
+  int64_t late_total;          /* sum of skew when it was the last to start */
+  uint64_t missed;             /* joined collectives of its communicators it has no record of */
+  uint64_t joined_gpu;         /* of `joined`: judged by GPU start times (else CPU enqueue) */
+  uint64_t wait_clamped;       /* GPU waits cut to the rank's own kernel span (alignment off) */
   /* GPU-clock alignment (align.c; docs/metrics.md, Alignment). off = GPU clock - realtime. */
-  int align_method;               /* enum rp_align_method */
-  int align_inconsistent;         /* its bounds crossed (lower > upper): the lower bound was used */
-  int64_t gpu_offset;             /* the offset its GPU times were aligned with, ns */
-  int64_t off_lower, off_upper;   /* its own bounds on off; INT64_MIN / INT64_MAX: none */
-  int64_t align_err;              /* bound on its GPU times' error against the other ranks', ns;
+  int align_method;             /* enum rp_align_method */
+  int align_inconsistent;       /* its bounds crossed (lower > upper): the lower bound was used */
+  int64_t gpu_offset;           /* the offset its GPU times were aligned with, ns */
+  int64_t off_lower, off_upper; /* its own bounds on off; INT64_MIN / INT64_MAX: none */
+  int64_t align_err;            /* bound on its GPU times' error against the other ranks', ns;
                                      -1: unbounded (no upper bound, no anchor) */
-  uint64_t anchors;               /* collectives whose GPU stops tied it to its group */
+  uint64_t anchors;             /* collectives whose GPU stops tied it to its group */
   uint64_t colls, timed_colls;
   /* untimed collectives of this rank by estimate level; asked-but-lost ones */
   uint64_t est[RP_EST_LEVELS], lost;
-  rp_err comm_err;                /* error terms of its estimated comm intervals */
+  rp_err comm_err; /* error terms of its estimated comm intervals */
   /* compute coverage (docs/metrics.md, Coverage): sorted disjoint [a, b) pairs */
   int64_t *cover;
   size_t ncover, cap_cover;
-  int cover_whole;                /* a CUPTI trace with kernels but no span records */
+  int cover_whole; /* a CUPTI trace with kernels but no span records */
   uint64_t cupti_spans, cupti_declined, cupti_failed;
-  char cover_note[160];           /* why compute is unknown (everywhere or outside the windows) */
+  char cover_note[160]; /* why compute is unknown (everywhere or outside the windows) */
   uint64_t dropped[TOPO_DROP_KINDS];
   uint32_t problems;
   rp_interval *timeline;
   size_t ntimeline;
   uint64_t timeline_dropped;
-  struct rp_gpu *gpu;             /* kernel-level analyses of its Kineto events (kernels.h), or NULL */
+  struct rp_gpu *gpu; /* kernel-level analyses of its Kineto events (kernels.h), or NULL */
   /* --steps complete: the rank's window on the aligned clock, [win_from, win_to), when win; the
    * steps it holds (first..last) and the one left out (dropped, the last ProfilerStep) */
   int win;
   int64_t win_from, win_to;
   uint64_t win_first, win_last, win_dropped;
-  size_t win_steps;               /* ProfilerSteps the rank had (when < 2: no window, all events) */
+  size_t win_steps; /* ProfilerSteps the rank had (when < 2: no window, all events) */
 } rp_rank;
 
 typedef struct rp_comm_summary {
   uint64_t hash;
   int nranks, ranks_seen;
-  uint64_t joined, incomplete;    /* collectives joined by (func, seq); lacking some rank */
-  rp_quant skew;                  /* start skew per collective, ns */
-  uint64_t skew_gpu;              /* of skew.n: from GPU starts (the rest: CPU enqueue starts) */
+  uint64_t joined, incomplete; /* collectives joined by (func, seq); lacking some rank */
+  rp_quant skew;               /* start skew per collective, ns */
+  uint64_t skew_gpu;           /* of skew.n: from GPU starts (the rest: CPU enqueue starts) */
 } rp_comm_summary;
 
-typedef struct rp_stepsum {      /* one step number, summed over the ranks that have it */
+typedef struct rp_stepsum { /* one step number, summed over the ranks that have it */
   uint64_t value;
   int ranks;
   int64_t span, comm, compute, overlap, busy; /* sums over ranks, ns */
@@ -383,12 +383,12 @@ typedef struct rp_derived {
   int64_t span, comm, compute, overlap, exposed, idle, memory, busy;
   double comm_share, overlap_ratio, exposed_share, compute_share, idle_share;
   int64_t comm_est, comm_error;
-  int known;                      /* compute timeline known somewhere in the span */
-  int overlap_defined;            /* known, and communication inside the covered time: without
+  int known;           /* compute timeline known somewhere in the span */
+  int overlap_defined; /* known, and communication inside the covered time: without
                                      it the overlap ratio is undefined (null / "n/a"), not 0 */
   int64_t covered;
-  double covered_share;           /* covered / span */
-  int ranks_known;                /* overall: ranks whose compute figures are summed */
+  double covered_share; /* covered / span */
+  int ranks_known;      /* overall: ranks whose compute figures are summed */
 } rp_derived;
 void rp_derive(const rp_times *t, rp_derived *d);
 /* rp_derive plus the rank's estimate error. */
@@ -406,27 +406,27 @@ enum { RP_WINDOW_ALL = 0, RP_WINDOW_COMPLETE_STEPS = 1 };
 /* A directory argument holding PyTorch (JSON) traces: its runs and the one read. */
 typedef struct rp_run_note {
   char *dir;
-  int nruns;                      /* runs found (tensorboard_trace_handler cycles or jobs) */
-  int used;                       /* 1-based run read; 0: all of them (--all-runs) */
-  int files;                      /* JSON traces read from it */
-  int64_t first_ns;               /* time of the run's first file (its name's stamp, else mtime) */
+  int nruns;        /* runs found (tensorboard_trace_handler cycles or jobs) */
+  int used;         /* 1-based run read; 0: all of them (--all-runs) */
+  int files;        /* JSON traces read from it */
+  int64_t first_ns; /* time of the run's first file (its name's stamp, else mtime) */
 } rp_run_note;
 
 typedef struct rp_options {
-  size_t reorder_window;          /* intervals held to sort the sweep (default 65536) */
-  int progress;                   /* 1: progress lines on stderr; -1: auto (when stderr is a tty) */
-  int quiet;                      /* no warnings about damaged traces */
+  size_t reorder_window; /* intervals held to sort the sweep (default 65536) */
+  int progress;          /* 1: progress lines on stderr; -1: auto (when stderr is a tty) */
+  int quiet;             /* no warnings about damaged traces */
   /* Analysis window on the aligned clock (ns of CLOCK_REALTIME): when `window` is set, every
    * interval is clipped to [from, to), steps too, and a collective counts when its start (GPU,
    * else CPU) lies inside (docs/metrics.md, Window). */
   int window;
   int64_t from, to;
-  int steps;                      /* steps from topo traces: 0 auto, -1 off, > 0 force this period */
-  int step_window;                /* RP_WINDOW_ALL or RP_WINDOW_COMPLETE_STEPS */
-  int run;                        /* a directory with several runs: read this one (1-based, by
+  int steps;       /* steps from topo traces: 0 auto, -1 off, > 0 force this period */
+  int step_window; /* RP_WINDOW_ALL or RP_WINDOW_COMPLETE_STEPS */
+  int run;         /* a directory with several runs: read this one (1-based, by
                                      time); 0: the latest */
-  int all_runs;                   /* 1: read every run of a directory as one */
-  int reread_json;                /* tests: pass 2 parses Kineto JSON again instead of replaying
+  int all_runs;    /* 1: read every run of a directory as one */
+  int reread_json; /* tests: pass 2 parses Kineto JSON again instead of replaying
                                      pass 1's record of it */
 } rp_options;
 
@@ -454,12 +454,12 @@ typedef struct rp_report {
   rp_times overall;               /* sums over ranks (first/last: min/max) */
   rp_stepsum *stepsum;            /* by step number */
   size_t nstepsum;
-  int step_period;                /* > 0: some ranks' steps detected from topo traces (steps.c) */
-  int steps_detect;               /* RP_STEPS_*: outcome of the detection */
+  int step_period;  /* > 0: some ranks' steps detected from topo traces (steps.c) */
+  int steps_detect; /* RP_STEPS_*: outcome of the detection */
   int have_kineto, have_trace, colls_from_kineto;
-  int window;                     /* the analysis window of rp_options applied */
-  int step_window;                /* RP_WINDOW_*: the events counted */
-  int ranks_cut;                  /* ranks with a complete-steps window */
+  int window;      /* the analysis window of rp_options applied */
+  int step_window; /* RP_WINDOW_*: the events counted */
+  int ranks_cut;   /* ranks with a complete-steps window */
   int64_t win_from, win_to;
   /* aligned time each kind of input covers (INT64_MAX/MIN: none), window applied */
   int64_t trace_first, trace_last, kineto_first, kineto_last;
@@ -468,14 +468,14 @@ typedef struct rp_report {
   /* busbw reference for the HTML plot (set by the caller; 0: none): GB/s and what it is */
   double ref_busbw;
   char ref_label[320];
-  rp_run_note *runs;              /* directories holding JSON traces: their runs */
+  rp_run_note *runs; /* directories holding JSON traces: their runs */
   size_t nruns;
 } rp_report;
 
 /* ---- steps from topo traces (steps.c): the period of each communicator's collectives. Ranks
  * without Kineto steps or step marks get one step per repetition; step k is the same repetition
  * on every rank of the communicator. */
-#define RP_STEPS_DETECT_MAX 65536       /* collectives per (communicator, rank) kept for detection */
+#define RP_STEPS_DETECT_MAX 65536 /* collectives per (communicator, rank) kept for detection */
 enum { RP_STEPS_NOT_TRIED = 0, RP_STEPS_FOUND = 1, RP_STEPS_NONE = 2 };
 typedef struct rp_steps rp_steps;
 /* mode: 0 auto, > 0 force this period, < 0 off (returns NULL; every call accepts NULL).
@@ -492,15 +492,16 @@ void rp_steps_free(rp_steps *d);
 /* Where the steps come from, for a table heading: "from topo traces (period P collectives, ...)",
  * "from Kineto ProfilerSteps (n ranks)", ... */
 const char *rp_steps_origin(const rp_report *r, char *buf, size_t len);
-#define RP_STEPS_NONE_TEXT "no repeating step pattern found in the collectives (steps need a Kineto " \
+#define RP_STEPS_NONE_TEXT                                                   \
+  "no repeating step pattern found in the collectives (steps need a Kineto " \
   "trace, step marks or a job that repeats its collectives; --steps P forces a period)"
 /* ---- GPU-clock alignment (align.c): bounds per trace, anchors across ranks, one offset per rank */
 enum rp_align_method {
-  RP_ALIGN_NONE = 0,      /* no GPU times, or no bound: its GPU clock is taken as realtime */
-  RP_ALIGN_ONE_BOUND,     /* one bound only, or bounds that cross: off = that bound (the lower
+  RP_ALIGN_NONE = 0,  /* no GPU times, or no bound: its GPU clock is taken as realtime */
+  RP_ALIGN_ONE_BOUND, /* one bound only, or bounds that cross: off = that bound (the lower
                              one when both), error unbounded */
-  RP_ALIGN_BOUNDS,        /* lower and upper bounds: off = lower, error = |upper - lower| */
-  RP_ALIGN_ANCHORED,      /* tied to other ranks by simultaneous GPU stops, then bounded */
+  RP_ALIGN_BOUNDS,    /* lower and upper bounds: off = lower, error = |upper - lower| */
+  RP_ALIGN_ANCHORED,  /* tied to other ranks by simultaneous GPU stops, then bounded */
 };
 const char *rp_align_method_name(int method);
 typedef struct rp_align rp_align;
@@ -515,8 +516,7 @@ void rp_align_free(rp_align *a);
 int rp_align_estimate(int64_t lower, int64_t upper, int64_t *off, int64_t *err, int *inconsistent);
 
 /* Analyse `paths` (files and directories: every *.trace / *.topo / *.json inside, sorted). */
-topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *opt,
-                       rp_report *out);
+topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *opt, rp_report *out);
 void rp_report_free(rp_report *r);
 /* Collect input files: expands directories. Caller frees with rp_paths_free. */
 topo_status rp_paths_expand(const char *const *paths, int npaths, char ***out, int *nout);
@@ -545,7 +545,7 @@ static inline int64_t rp_dbl_ns(double v) {
 /* Derived figures used by every renderer. */
 double rp_ratio(int64_t num, int64_t den); /* num/den, 0 when den <= 0 */
 double rp_row_mean_ns(const rp_row *row);
-double rp_row_algbw(const rp_row *row);  /* GB/s from mean size / mean time */
+double rp_row_algbw(const rp_row *row); /* GB/s from mean size / mean time */
 double rp_row_busbw(const rp_row *row);
 void rp_row_top_choice(const rp_row *row, int *algo, int *proto, double *share);
 void rp_bucket_label(int bucket, char *buf, size_t len);
@@ -573,7 +573,7 @@ topo_status rp_dump(const char *path, FILE *out);
  * usable (nothing written); TOPO_ERR_IO / TOPO_ERR_NOMEM on failure (nothing written). */
 topo_status rp_fit(const rp_report *r, const char *gpu, const char *base_path, const char *out_path,
                    FILE *summary);
-void rp_render_diff(const rp_report *a, const rp_report *b, const char *name_a,
-                    const char *name_b, FILE *f);
+void rp_render_diff(const rp_report *a, const rp_report *b, const char *name_a, const char *name_b,
+                    FILE *f);
 
 #endif

@@ -29,11 +29,11 @@
 #include "alloc.h"
 #include "report.h"
 
-#define ST_MIN_SCORE 0.9
-#define ST_MATCH 0.9
-#define ST_MAX_CAND 64
-#define ST_NEXT 4
-#define ST_NSYM 4096          /* symbols are < 4096: func(4 bits) << 8 | (bucket + 1) << 1 | long */
+#define ST_MIN_SCORE    0.9
+#define ST_MATCH        0.9
+#define ST_MAX_CAND     64
+#define ST_NEXT         4
+#define ST_NSYM         4096  /* symbols are < 4096: func(4 bits) << 8 | (bucket + 1) << 1 | long */
 #define ST_MIN_LONG_GAP 20000 /* ns */
 
 typedef struct st_ent {
@@ -47,12 +47,12 @@ enum { ST_COLLECT = 0, ST_RESOLVED = 1, ST_NONE = 2 };
 
 typedef struct st_tracker {
   size_t comm;
-  size_t next;        /* the next tracker of its communicator + 1 (0: none) */
+  size_t next; /* the next tracker of its communicator + 1 (0: none) */
   int rank, proc;
   st_ent *buf;
   size_t n;
-  int64_t start0;     /* start of step 0 (INT64_MIN: not seen) */
-  int64_t *stop;      /* stop[k]: end of step k (INT64_MIN: not seen) */
+  int64_t start0; /* start of step 0 (INT64_MIN: not seen) */
+  int64_t *stop;  /* stop[k]: end of step k (INT64_MIN: not seen) */
   size_t nstop, cap_stop;
 } st_tracker;
 
@@ -64,22 +64,22 @@ typedef struct st_comm {
   size_t ncolls;      /* collectives seen, all ranks */
   /* the period, once resolved */
   int period;
-  size_t nsteps;      /* SIZE_MAX: open-ended (continues past the detection buffer) */
+  size_t nsteps; /* SIZE_MAX: open-ended (continues past the detection buffer) */
   uint8_t f_last;
   uint64_t seq_last0, cnt_last;
   uint8_t f_start;
   uint64_t seq_start;
-  int start_is_prev;  /* 1: step 0 starts at the end of (f_start, seq_start), else at its start */
+  int start_is_prev; /* 1: step 0 starts at the end of (f_start, seq_start), else at its start */
 } st_comm;
 
 struct rp_steps {
-  int mode;           /* 0 auto, > 0 forced period */
-  size_t cap;         /* entries kept per tracker for detection */
+  int mode;   /* 0 auto, > 0 forced period */
+  size_t cap; /* entries kept per tracker for detection */
   st_tracker *tr;
   size_t ntr, cap_tr;
   st_comm *comms;
   size_t ncomms;
-  rp_map tr_of;       /* comm << 32 | rank -> tracker index */
+  rp_map tr_of; /* comm << 32 | rank -> tracker index */
   int oom;
 };
 
@@ -156,7 +156,8 @@ static st_tracker *tracker_get(rp_steps *d, size_t comm, int rank, int proc) {
 
 static int cmp_ent(const void *a, const void *b) {
   const st_ent *x = a, *y = b;
-  if (x->cpu_start != y->cpu_start) return (x->cpu_start > y->cpu_start) - (x->cpu_start < y->cpu_start);
+  if (x->cpu_start != y->cpu_start)
+    return (x->cpu_start > y->cpu_start) - (x->cpu_start < y->cpu_start);
   if (x->func != y->func) return x->func - y->func;
   return (x->seq > y->seq) - (x->seq < y->seq);
 }
@@ -176,7 +177,8 @@ static void resolve_one(rp_steps *d, st_tracker *t, const st_comm *c, const st_e
   int64_t stop = e->cpu_stop > e->cpu_start ? e->cpu_stop : e->cpu_start;
   if (e->func == c->f_start && e->seq == c->seq_start)
     t->start0 = c->start_is_prev ? stop : e->cpu_start;
-  if (e->func != c->f_last || e->seq < c->seq_last0 || (e->seq - c->seq_last0) % c->cnt_last) return;
+  if (e->func != c->f_last || e->seq < c->seq_last0 || (e->seq - c->seq_last0) % c->cnt_last)
+    return;
   uint64_t k = (e->seq - c->seq_last0) / c->cnt_last;
   if (k >= c->nsteps || k > t->nstop + (1u << 20)) return; /* past the pattern, or garbage */
   if (k >= t->cap_stop) {
@@ -198,8 +200,8 @@ static void resolve_one(rp_steps *d, st_tracker *t, const st_comm *c, const st_e
 /* ---- detection on one rank's collectives */
 typedef struct st_seq {
   size_t n;
-  uint16_t *sym;      /* with the long-gap bit */
-  uint8_t *cp;        /* change point */
+  uint16_t *sym; /* with the long-gap bit */
+  uint8_t *cp;   /* change point */
   int64_t *gap;
 } st_seq;
 
@@ -225,7 +227,7 @@ static size_t find_period(const st_seq *s, size_t lo, int forced, double *best_s
     *best_score = score(s, lo, (size_t)forced, NULL);
     return (size_t)forced;
   }
-  int32_t (*last)[ST_NEXT] = topo_malloc(ST_NSYM * sizeof *last);
+  int32_t(*last)[ST_NEXT] = topo_malloc(ST_NSYM * sizeof *last);
   uint32_t *dist = topo_malloc(len * ST_NEXT * sizeof *dist);
   size_t nd = 0, found = 0;
   if (!last || !dist) goto out;
@@ -287,7 +289,9 @@ static int rep_match(const st_seq *s, const uint16_t *T, size_t lo, size_t p, si
  * scratch of n entries. */
 static void symbols(const st_ent *e, size_t n, st_seq *s, int64_t *sorted) {
   for (size_t i = 0; i < n; i++) {
-    int64_t prev = i ? (e[i - 1].cpu_stop > e[i - 1].cpu_start ? e[i - 1].cpu_stop : e[i - 1].cpu_start) : e[0].cpu_start;
+    int64_t prev =
+        i ? (e[i - 1].cpu_stop > e[i - 1].cpu_start ? e[i - 1].cpu_stop : e[i - 1].cpu_start)
+          : e[0].cpu_start;
     int64_t g = e[i].cpu_start - prev;
     s->gap[i] = g > 0 ? g : 0;
     sorted[i] = s->gap[i];
@@ -296,7 +300,8 @@ static void symbols(const st_ent *e, size_t n, st_seq *s, int64_t *sorted) {
   int64_t med = sorted[1 + (n - 1) / 2], thr = med > INT64_MAX / 8 ? INT64_MAX : med * 8;
   if (thr < ST_MIN_LONG_GAP) thr = ST_MIN_LONG_GAP;
   for (size_t i = 0; i < n; i++) {
-    s->sym[i] = (uint16_t)((e[i].func & 15) << 8 | (uint16_t)(e[i].bucket + 1) << 1 | (i && s->gap[i] > thr));
+    s->sym[i] = (uint16_t)((e[i].func & 15) << 8 | (uint16_t)(e[i].bucket + 1) << 1 |
+                           (i && s->gap[i] > thr));
     s->cp[i] = !i || s->sym[i] != s->sym[i - 1];
   }
 }
@@ -324,7 +329,7 @@ static size_t choose_period(const rp_steps *d, const st_seq *s, size_t n, size_t
 /* The template of one step: the per-phase majority of (function, size) into T[0..p), and *ph0,
  * the phase after the longest mean gap (where a step starts). 0 out of memory. */
 static int phase_template(const st_seq *s, size_t lo, size_t p, uint16_t *T, size_t *ph0) {
-  uint32_t (*vote)[2] = topo_calloc(p, sizeof *vote);
+  uint32_t(*vote)[2] = topo_calloc(p, sizeof *vote);
   double *gsum = topo_calloc(p, sizeof *gsum);
   uint32_t *gcnt = topo_calloc(p, sizeof *gcnt);
   int ok = vote && gsum && gcnt;
@@ -348,8 +353,8 @@ static int phase_template(const st_seq *s, size_t lo, size_t p, uint16_t *T, siz
 
 /* The repetitions of template T (period p, phase 0 at lo + ph0) that match, and c resolved from
  * them when at least two do and their seq arithmetic holds. */
-static void resolve(st_comm *c, const st_ent *e, const st_seq *s, const uint16_t *T, size_t lo, size_t p,
-                    size_t ph0, int open) {
+static void resolve(st_comm *c, const st_ent *e, const st_seq *s, const uint16_t *T, size_t lo,
+                    size_t p, size_t ph0, int open) {
   size_t n = s->n;
   size_t p0 = lo + ph0;
   while (p0 >= p && rep_match(s, T, lo, p, p0 - p)) p0 -= p;
@@ -384,7 +389,8 @@ static void detect(rp_steps *d, st_comm *c, st_tracker *t, int open) {
   if (n < 4) return;
   st_ent *e = t->buf;
   qsort(e, n, sizeof *e, cmp_ent);
-  st_seq s = {n, topo_malloc(n * sizeof(uint16_t)), topo_malloc(n), topo_malloc(n * sizeof(int64_t))};
+  st_seq s = {n, topo_malloc(n * sizeof(uint16_t)), topo_malloc(n),
+              topo_malloc(n * sizeof(int64_t))};
   int64_t *sorted = topo_malloc(n * sizeof(int64_t));
   uint16_t *T = NULL;
   size_t lo, p, ph0;
@@ -528,12 +534,12 @@ const char *rp_steps_origin(const rp_report *r, char *buf, size_t len) {
   size_t o = 0;
   buf[0] = 0;
   const char *sep = "";
-#define ST_APPEND(...)                                                  \
-  do {                                                                  \
-    if (o < len) {                                                      \
-      int w = snprintf(buf + o, len - o, __VA_ARGS__);                  \
-      o += w > 0 ? (size_t)w : 0;                                       \
-    }                                                                   \
+#define ST_APPEND(...)                                 \
+  do {                                                 \
+    if (o < len) {                                     \
+      int w = snprintf(buf + o, len - o, __VA_ARGS__); \
+      o += w > 0 ? (size_t)w : 0;                      \
+    }                                                  \
   } while (0)
   if (kin) {
     ST_APPEND("%sfrom Kineto ProfilerSteps (%d rank%s)", sep, kin, kin == 1 ? "" : "s");

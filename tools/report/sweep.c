@@ -17,7 +17,7 @@
 typedef struct end_ev {
   int64_t t;
   uint8_t cls;
-  uint8_t est;     /* an estimated comm interval */
+  uint8_t est; /* an estimated comm interval */
 } end_ev;
 
 struct rp_sweep {
@@ -28,11 +28,11 @@ struct rp_sweep {
   int64_t cursor;
   int started;
   int open[RP_CLASSES];
-  int open_est;    /* estimated comm intervals open */
+  int open_est; /* estimated comm intervals open */
   rp_times t;
   const int64_t *cover;
   size_t ncover, cover_idx;
-  int64_t *cover_sum;      /* cover_sum[i]: length of the windows before window i */
+  int64_t *cover_sum; /* cover_sum[i]: length of the windows before window i */
   rp_step *steps;
   size_t nsteps, next_start, next_stop;
   size_t *by_start, *by_stop; /* step indices sorted by start, by stop */
@@ -152,8 +152,10 @@ static void step_ends(rp_sweep *s, int64_t upto) {
   for (;;) {
     int64_t ts = s->next_start < s->nsteps ? s->steps[s->by_start[s->next_start]].start : INT64_MAX;
     int64_t tp = s->next_stop < s->nsteps ? s->steps[s->by_stop[s->next_stop]].stop : INT64_MAX;
-    if (s->next_start < s->nsteps && ts <= tp && ts <= upto) step_end(s, &s->steps[s->by_start[s->next_start++]], -1);
-    else if (s->next_stop < s->nsteps && tp <= upto) step_end(s, &s->steps[s->by_stop[s->next_stop++]], 1);
+    if (s->next_start < s->nsteps && ts <= tp && ts <= upto)
+      step_end(s, &s->steps[s->by_start[s->next_start++]], -1);
+    else if (s->next_stop < s->nsteps && tp <= upto)
+      step_end(s, &s->steps[s->by_stop[s->next_stop++]], 1);
     else return;
   }
 }
@@ -289,7 +291,8 @@ void rp_sweep_cover(rp_sweep *s, const int64_t *win, size_t n) {
     return;
   }
   s->cover_sum[0] = 0;
-  for (size_t i = 0; i < n; i++) s->cover_sum[i + 1] = s->cover_sum[i] + (win[2 * i + 1] - win[2 * i]);
+  for (size_t i = 0; i < n; i++)
+    s->cover_sum[i + 1] = s->cover_sum[i] + (win[2 * i + 1] - win[2 * i]);
 }
 
 /* Length of the coverage windows before t (binary search over them). */

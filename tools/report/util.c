@@ -180,7 +180,8 @@ static int algo_of_two(const char *a, const char *b) {
  * NVLS_TREE), a protocol; the first of each kind counts. */
 int rp_nccl_kernel_parse(const char *name, int *func, int *algo, int *proto) {
   *func = *algo = *proto = -1;
-  if (strncmp(name, "nccl", 4) != 0 && !strstr(name, "ncclKernel") && !strstr(name, "ncclDevKernel"))
+  if (strncmp(name, "nccl", 4) != 0 && !strstr(name, "ncclKernel") &&
+      !strstr(name, "ncclDevKernel"))
     return 0;
   char base[256];
   size_t len = strcspn(name, "(");
@@ -189,7 +190,8 @@ int rp_nccl_kernel_parse(const char *name, int *func, int *algo, int *proto) {
   base[len] = 0;
   char *word[32];
   int n = 0;
-  for (char *save = NULL, *w = strtok_r(base, "_", &save); w && n < 32; w = strtok_r(NULL, "_", &save))
+  for (char *save = NULL, *w = strtok_r(base, "_", &save); w && n < 32;
+       w = strtok_r(NULL, "_", &save))
     word[n++] = w;
   for (int i = 0; i < n; i++) {
     int v;
@@ -342,7 +344,8 @@ void rp_derive_overall(const rp_report *r, rp_derived *d) {
 
 const char *rp_step_window_text(const rp_report *r, char *buf, size_t len) {
   if (r->step_window != RP_WINDOW_COMPLETE_STEPS) {
-    snprintf(buf, len, "all (the default; --steps complete keeps the complete profiler steps only)");
+    snprintf(buf, len,
+             "all (the default; --steps complete keeps the complete profiler steps only)");
     return buf;
   }
   int cut = 0, same = 1, rest = 0;
@@ -353,7 +356,8 @@ const char *rp_step_window_text(const rp_report *r, char *buf, size_t len) {
       rest++;
       continue;
     }
-    if (ref && (k->win_first != ref->win_first || k->win_last != ref->win_last || k->win_dropped != ref->win_dropped))
+    if (ref && (k->win_first != ref->win_first || k->win_last != ref->win_last ||
+                k->win_dropped != ref->win_dropped))
       same = 0;
     if (!ref) ref = k;
     cut++;
@@ -363,13 +367,18 @@ const char *rp_step_window_text(const rp_report *r, char *buf, size_t len) {
   if (!cut)
     o += (size_t)snprintf(buf + o, len - o, "no rank has two ProfilerSteps, so all events count");
   else if (same)
-    o += (size_t)snprintf(buf + o, len - o, "%d rank%s from ProfilerStep#%" PRIu64 " to the end of #%" PRIu64
-                          " (#%" PRIu64 ", the last, left out)", cut, cut == 1 ? "" : "s", ref->win_first,
-                          ref->win_last, ref->win_dropped);
+    o +=
+        (size_t)snprintf(buf + o, len - o,
+                         "%d rank%s from ProfilerStep#%" PRIu64 " to the end of #%" PRIu64
+                         " (#%" PRIu64 ", the last, left out)",
+                         cut, cut == 1 ? "" : "s", ref->win_first, ref->win_last, ref->win_dropped);
   else
-    o += (size_t)snprintf(buf + o, len - o, "%d ranks from their first ProfilerStep to the end of the one "
-                          "before their last (steps per rank in --json)", cut);
+    o += (size_t)snprintf(buf + o, len - o,
+                          "%d ranks from their first ProfilerStep to the end of the one "
+                          "before their last (steps per rank in --json)",
+                          cut);
   if (cut && rest && o < len)
-    snprintf(buf + o, len - o, "; %d rank%s without two ProfilerSteps: all events", rest, rest == 1 ? "" : "s");
+    snprintf(buf + o, len - o, "; %d rank%s without two ProfilerSteps: all events", rest,
+             rest == 1 ? "" : "s");
   return buf;
 }

@@ -26,30 +26,31 @@
 static const char *prog = "topo-tune";
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: topo-tune (--gpu MODEL | --profile FILE) --nranks N [options]\n"
-          "\n"
-          "Print libtopo-tuner's choice per collective and message size beside NCCL 2.28's own.\n"
-          "\n"
-          "  --gpu MODEL        built-in defaults: H200, H100 or A100; another model (or none and no\n"
-          "                     --profile) gets the generic defaults, with a warning\n"
-          "  --profile FILE     a tuner profile (docs/profile-format.md); --gpu picks its section\n"
-          "  --nranks N         ranks in the communicator (required)\n"
-          "  --nnodes N         nodes (default 1); ranks per node = nranks / nnodes\n"
-          "  --nvls 0|1         NVLink SHARP available (default: the profile's, else 0)\n"
-          "  --coll NAME        only this collective (allreduce, allgather, reducescatter,\n"
-          "                     broadcast, reduce); repeatable\n"
-          "  --min BYTES        smallest size (default 8; suffixes K, M, G)\n"
-          "  --max BYTES        largest size (default 8G)\n"
-          "  --pipe N           numPipeOps (default 1)\n"
-          "  --json             JSON instead of text\n"
-          "  --verbose          log what is loaded\n"
-          "  --version, --help\n"
-          "\n"
-          "Examples:\n"
-          "  topo-tune --gpu H200 --nranks 8                 one 8-GPU NVLink node\n"
-          "  topo-tune --gpu H200 --nranks 8 --nvls 1 --coll allreduce\n"
-          "  topo-tune --profile my.profile --nranks 16 --nnodes 2 --json > map.json\n");
+  fprintf(
+      f,
+      "usage: topo-tune (--gpu MODEL | --profile FILE) --nranks N [options]\n"
+      "\n"
+      "Print libtopo-tuner's choice per collective and message size beside NCCL 2.28's own.\n"
+      "\n"
+      "  --gpu MODEL        built-in defaults: H200, H100 or A100; another model (or none and no\n"
+      "                     --profile) gets the generic defaults, with a warning\n"
+      "  --profile FILE     a tuner profile (docs/profile-format.md); --gpu picks its section\n"
+      "  --nranks N         ranks in the communicator (required)\n"
+      "  --nnodes N         nodes (default 1); ranks per node = nranks / nnodes\n"
+      "  --nvls 0|1         NVLink SHARP available (default: the profile's, else 0)\n"
+      "  --coll NAME        only this collective (allreduce, allgather, reducescatter,\n"
+      "                     broadcast, reduce); repeatable\n"
+      "  --min BYTES        smallest size (default 8; suffixes K, M, G)\n"
+      "  --max BYTES        largest size (default 8G)\n"
+      "  --pipe N           numPipeOps (default 1)\n"
+      "  --json             JSON instead of text\n"
+      "  --verbose          log what is loaded\n"
+      "  --version, --help\n"
+      "\n"
+      "Examples:\n"
+      "  topo-tune --gpu H200 --nranks 8                 one 8-GPU NVLink node\n"
+      "  topo-tune --gpu H200 --nranks 8 --nvls 1 --coll allreduce\n"
+      "  topo-tune --profile my.profile --nranks 16 --nnodes 2 --json > map.json\n");
 }
 
 /* One clear line on misuse, exit status 2. */
@@ -66,9 +67,21 @@ static int parse_size(const char *s, unsigned long long *out) {
   if (end == s || errno) return -1;
   int shift = 0;
   switch (*end) {
-  case 'k': case 'K': shift = 10; end++; break;
-  case 'm': case 'M': shift = 20; end++; break;
-  case 'g': case 'G': shift = 30; end++; break;
+  case 'k':
+  case 'K':
+    shift = 10;
+    end++;
+    break;
+  case 'm':
+  case 'M':
+    shift = 20;
+    end++;
+    break;
+  case 'g':
+  case 'G':
+    shift = 30;
+    end++;
+    break;
   }
   if (v > (~0ull >> shift)) return -1; /* the unit would overflow: rejected, never wrapped */
   v <<= shift;
@@ -178,13 +191,13 @@ typedef struct tune_row {
 /* Parse argv into *a. Returns -1 to go on, else the exit code (--help, --version, misuse). */
 static int parse_args(int argc, char **argv, tune_args *a) {
   static const struct option opts[] = {
-      {"gpu", required_argument, 0, 'g'},     {"profile", required_argument, 0, 'p'},
-      {"nranks", required_argument, 0, 'r'},  {"nnodes", required_argument, 0, 'n'},
-      {"nvls", required_argument, 0, 'V'},    {"coll", required_argument, 0, 'c'},
-      {"min", required_argument, 0, 'm'},     {"max", required_argument, 0, 'M'},
-      {"pipe", required_argument, 0, 'P'},    {"json", no_argument, 0, 'j'},
-      {"verbose", no_argument, 0, 'v'},       {"version", no_argument, 0, 'E'},
-      {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+      {"gpu", required_argument, 0, 'g'},    {"profile", required_argument, 0, 'p'},
+      {"nranks", required_argument, 0, 'r'}, {"nnodes", required_argument, 0, 'n'},
+      {"nvls", required_argument, 0, 'V'},   {"coll", required_argument, 0, 'c'},
+      {"min", required_argument, 0, 'm'},    {"max", required_argument, 0, 'M'},
+      {"pipe", required_argument, 0, 'P'},   {"json", no_argument, 0, 'j'},
+      {"verbose", no_argument, 0, 'v'},      {"version", no_argument, 0, 'E'},
+      {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
   *a = (tune_args){.nnodes = 1, .nvls = -1, .pipe = 1, .min_bytes = 8, .max_bytes = 8ull << 30};
   topo_cli_reset();
   int o;
@@ -192,18 +205,30 @@ static int parse_args(int argc, char **argv, tune_args *a) {
     switch (o) {
     case 'g': a->gpu = optarg; break;
     case 'p': a->profile_path = optarg; break;
-    case 'r': if (parse_int(optarg, 1, 1 << 20, &a->nranks)) return die("bad --nranks", optarg); break;
-    case 'n': if (parse_int(optarg, 1, 1 << 20, &a->nnodes)) return die("bad --nnodes", optarg); break;
-    case 'V': if (parse_int(optarg, 0, 1, &a->nvls)) return die("bad --nvls (0 or 1)", optarg); break;
-    case 'P': if (parse_int(optarg, 1, 1 << 16, &a->pipe)) return die("bad --pipe", optarg); break;
+    case 'r':
+      if (parse_int(optarg, 1, 1 << 20, &a->nranks)) return die("bad --nranks", optarg);
+      break;
+    case 'n':
+      if (parse_int(optarg, 1, 1 << 20, &a->nnodes)) return die("bad --nnodes", optarg);
+      break;
+    case 'V':
+      if (parse_int(optarg, 0, 1, &a->nvls)) return die("bad --nvls (0 or 1)", optarg);
+      break;
+    case 'P':
+      if (parse_int(optarg, 1, 1 << 16, &a->pipe)) return die("bad --pipe", optarg);
+      break;
     case 'c': {
       int c = topo_nccl_coll_from_name(optarg);
       if (c < 0) return die("unknown collective", optarg);
       if (a->ncolls < NCCL_NUM_FUNCTIONS) a->colls[a->ncolls++] = c;
       break;
     }
-    case 'm': if (parse_size(optarg, &a->min_bytes)) return die("bad --min", optarg); break;
-    case 'M': if (parse_size(optarg, &a->max_bytes)) return die("bad --max", optarg); break;
+    case 'm':
+      if (parse_size(optarg, &a->min_bytes)) return die("bad --min", optarg);
+      break;
+    case 'M':
+      if (parse_size(optarg, &a->max_bytes)) return die("bad --max", optarg);
+      break;
     case 'j': a->json = 1; break;
     case 'v': a->verbose = 1; break;
     case 'E': printf("topo-tune %s\n", TOPO_VERSION); return TOPO_CLI_DONE;
@@ -217,10 +242,13 @@ static int parse_args(int argc, char **argv, tune_args *a) {
   }
   if (optind < argc) return die("unexpected argument", argv[optind]);
   if (!a->nranks) return die("--nranks is required", NULL);
-  if (a->nnodes > a->nranks || a->nranks % a->nnodes) return die("--nnodes must divide --nranks", NULL);
-  if (a->min_bytes < 1 || a->min_bytes > a->max_bytes) return die("--min must be >= 1 and <= --max", NULL);
+  if (a->nnodes > a->nranks || a->nranks % a->nnodes)
+    return die("--nnodes must divide --nranks", NULL);
+  if (a->min_bytes < 1 || a->min_bytes > a->max_bytes)
+    return die("--min must be >= 1 and <= --max", NULL);
   if (!a->ncolls)
-    for (int c = NCCL_NUM_FUNCTIONS - 1; c >= 0; c--) a->colls[a->ncolls++] = c; /* AllReduce first */
+    for (int c = NCCL_NUM_FUNCTIONS - 1; c >= 0; c--)
+      a->colls[a->ncolls++] = c; /* AllReduce first */
   return -1;
 }
 
@@ -294,8 +322,8 @@ static int compute_row(const tune_args *a, const tune_setup *t, int coll, unsign
       topo_model_time(&t->m, coll, r->nc.algo, r->nc.proto, 0, (double)b, a->pipe, 0);
   r->have_t = r->t.time_us > 0;
   r->have_n = r->prof_for_nccl > 0;
-  r->busbw = r->have_t ? (double)b / (r->t.time_us * 1e3) * topo_nccl_busbw_factor(coll, a->nranks)
-                       : 0;
+  r->busbw =
+      r->have_t ? (double)b / (r->t.time_us * 1e3) * topo_nccl_busbw_factor(coll, a->nranks) : 0;
   r->gain = r->have_t && r->have_n ? r->prof_for_nccl / r->t.time_us : 0;
   r->ev_t = evidence(&t->prof, coll, r->t.algo, r->t.proto, r->t.nch, b);
   r->ev_n = evidence(&t->prof, coll, r->nc.algo, r->nc.proto, 0, b);
@@ -306,22 +334,24 @@ static int compute_row(const tune_args *a, const tune_setup *t, int coll, unsign
 
 static void print_header(const tune_args *a, const tune_setup *t) {
   if (a->json) {
-    printf("{\"version\":\"%s\",\"profile\":\"%s\",\"gpu\":%s%s%s,\"nranks\":%d,\"nnodes\":%d,"
-           "\"nvls\":%d,\"pipe_ops\":%d,\"net_nominal\":%s,\"collectives\":[",
-           TOPO_VERSION, t->prof.source, t->model_gpu ? "\"" : "",
-           t->model_gpu ? t->model_gpu : "null", t->model_gpu ? "\"" : "", a->nranks, a->nnodes,
-           a->nvls, a->pipe, t->net_nominal ? "true" : "false");
+    printf(
+        "{\"version\":\"%s\",\"profile\":\"%s\",\"gpu\":%s%s%s,\"nranks\":%d,\"nnodes\":%d,"
+        "\"nvls\":%d,\"pipe_ops\":%d,\"net_nominal\":%s,\"collectives\":[",
+        TOPO_VERSION, t->prof.source, t->model_gpu ? "\"" : "",
+        t->model_gpu ? t->model_gpu : "null", t->model_gpu ? "\"" : "", a->nranks, a->nnodes,
+        a->nvls, a->pipe, t->net_nominal ? "true" : "false");
     return;
   }
   printf("topo-tune %s: %s, %d ranks on %d node%s, NVLS %s, numPipeOps %d\n", TOPO_VERSION,
          t->prof.source, a->nranks, a->nnodes, a->nnodes > 1 ? "s" : "", a->nvls ? "on" : "off",
          a->pipe);
-  printf("channels 0 = NCCL's own count; busbw by nccl-tests factors. 'NCCL's us' = NCCL 2.28's\n"
-         "own estimate for its pick; 'profile us' = this profile's time for that same setting;\n"
-         "gain = NCCL's pick / topo's pick, both timed by this profile. evidence (the profile's\n"
-         "measured points, the weaker of the two settings): measured (both have a point at this\n"
-         "size, +-5 %%), interpolated (points on both sides), model-only (no measurement around:\n"
-         "fitted terms or the link model; gain in parentheses, an estimate, not a measurement).\n");
+  printf(
+      "channels 0 = NCCL's own count; busbw by nccl-tests factors. 'NCCL's us' = NCCL 2.28's\n"
+      "own estimate for its pick; 'profile us' = this profile's time for that same setting;\n"
+      "gain = NCCL's pick / topo's pick, both timed by this profile. evidence (the profile's\n"
+      "measured points, the weaker of the two settings): measured (both have a point at this\n"
+      "size, +-5 %%), interpolated (points on both sides), model-only (no measurement around:\n"
+      "fitted terms or the link model; gain in parentheses, an estimate, not a measurement).\n");
   if (t->net_nominal)
     printf("'*': the network link is nominal (built-in %.0f GB/s, %.1f us, not measured).\n",
            t->prof.link[TOPO_LINK_NET].bw_gbs, t->prof.link[TOPO_LINK_NET].lat_us);
@@ -345,15 +375,16 @@ static void print_row_json(const tune_row *r, unsigned long long b, int first) {
   json_num(bw, sizeof bw, r->have_t, r->busbw, 6);
   json_num(nt, sizeof nt, r->have_n, r->prof_for_nccl, 3);
   json_num(g, sizeof g, r->have_t && r->have_n, r->gain, 4);
-  printf("%s{\"bytes\":%llu,\"topo\":{\"algo\":\"%s\",\"proto\":\"%s\",\"channels\":%d,"
-         "\"time_us\":%s,\"busbw_gbs\":%s,\"evidence\":\"%s\"},\"nccl\":{\"algo\":\"%s\","
-         "\"proto\":\"%s\",\"channels\":%d,\"nccl_model_us\":%.3f,\"time_us\":%s,"
-         "\"evidence\":\"%s\"},\"gain\":%s,\"evidence\":\"%s\",\"net_nominal\":%s}",
-         first ? "" : ",", b, topo_nccl_algo_name(r->t.algo, TOPO_NCCL_FILE),
-         topo_nccl_proto_name(r->t.proto, TOPO_NCCL_FILE), r->t.nch, tt, bw, ev_names[r->ev_t],
-         topo_nccl_algo_name(r->nc.algo, TOPO_NCCL_FILE),
-         topo_nccl_proto_name(r->nc.proto, TOPO_NCCL_FILE), r->nc.nchannels, r->nc.time_us, nt,
-         ev_names[r->ev_n], g, ev_names[r->ev], r->nominal ? "true" : "false");
+  printf(
+      "%s{\"bytes\":%llu,\"topo\":{\"algo\":\"%s\",\"proto\":\"%s\",\"channels\":%d,"
+      "\"time_us\":%s,\"busbw_gbs\":%s,\"evidence\":\"%s\"},\"nccl\":{\"algo\":\"%s\","
+      "\"proto\":\"%s\",\"channels\":%d,\"nccl_model_us\":%.3f,\"time_us\":%s,"
+      "\"evidence\":\"%s\"},\"gain\":%s,\"evidence\":\"%s\",\"net_nominal\":%s}",
+      first ? "" : ",", b, topo_nccl_algo_name(r->t.algo, TOPO_NCCL_FILE),
+      topo_nccl_proto_name(r->t.proto, TOPO_NCCL_FILE), r->t.nch, tt, bw, ev_names[r->ev_t],
+      topo_nccl_algo_name(r->nc.algo, TOPO_NCCL_FILE),
+      topo_nccl_proto_name(r->nc.proto, TOPO_NCCL_FILE), r->nc.nchannels, r->nc.time_us, nt,
+      ev_names[r->ev_n], g, ev_names[r->ev], r->nominal ? "true" : "false");
 }
 
 static void print_row_text(const tune_row *r, unsigned long long b) {
