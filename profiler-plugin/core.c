@@ -44,23 +44,23 @@
 enum { POOL_PARENTS = 0, POOL_CHILDREN = 1 };
 
 typedef struct topo_obj {
-  atomic_ullong refgen;           /* gen << 32 | references */
-  atomic_ullong hold;             /* gen << 1 | 1 while waiting for kernel channels */
+  _Atomic(uint64_t) refgen;           /* gen << 32 | references */
+  _Atomic(uint64_t) hold;             /* gen << 1 | 1 while waiting for kernel channels */
   atomic_uint next_free;
-  atomic_llong stop_cpu;          /* Coll/P2p stop time, for the reaper; 0 before stop */
+  _Atomic(int64_t) stop_cpu;          /* Coll/P2p stop time, for the reaper; 0 before stop */
   _Atomic(topo_comm *) comm;
   uint8_t kind;
   struct topo_obj *parent;        /* children: the parent they hold a reference on */
   topo_trace_record rec;          /* parents: topo_rec_coll; ProxyOp: topo_rec_proxy */
-  atomic_llong gpu_start_min, gpu_stop_max;
+  _Atomic(int64_t) gpu_start_min, gpu_stop_max;
   atomic_int ch_done;
-  atomic_ullong ch_stopped;        /* channels whose KernelCh stopped (object-free handles) */
+  _Atomic(uint64_t) ch_stopped;        /* channels whose KernelCh stopped (object-free handles) */
   int ch_expected;                /* 0 none, > 0 count, TOPO_PROF_UNKNOWN_CHANNELS */
   uint64_t nvtx_range;
   int channel;                    /* KernelCh */
   int64_t gpu_start, cpu_start;
-  atomic_llong gpu_stop;
-  atomic_ullong bytes;            /* ProxyOp */
+  _Atomic(int64_t) gpu_stop;
+  _Atomic(uint64_t) bytes;            /* ProxyOp */
 } __attribute__((aligned(64))) topo_obj;
 
 /* A pool's objects are mapped zero-filled (topo_map) and handed out in index order the first
@@ -72,7 +72,7 @@ typedef struct topo_pool {
   atomic_uint fresh;   /* the lowest index never handed out (n + 1 once all were) */
   uint32_t resident;   /* writer thread: objects up to this index have their pages faulted in */
   atomic_uint resident_pub; /* the same, for callbacks: past it a fresh object wakes the writer */
-  atomic_ullong head;  /* tag << 32 | index of the first returned object (0 = none) */
+  _Atomic(uint64_t) head;  /* tag << 32 | index of the first returned object (0 = none) */
 } topo_pool;
 
 static struct {
@@ -98,7 +98,7 @@ static struct {
   uint32_t sample_every;
   uint64_t measure_min;      /* TOPO_PROFILER_MEASURE_BYTES */
   int measure_all;           /* every operation gets kernel channels: no prediction needed */
-  atomic_ullong tick;        /* operations that fell to 1-in-sample_every sampling */
+  _Atomic(uint64_t) tick;        /* operations that fell to 1-in-sample_every sampling */
   atomic_int next_mask;      /* the mask last set for the next operation */
   int64_t last_reap;         /* writer thread only */
   int64_t gpu_timeout_ns;
@@ -116,7 +116,7 @@ static struct {
 #define NAME_CACHE 64
 #define NAME_TRUSTED 0x80
 #define MAX_RO_RANGES 256
-static atomic_ullong name_cache[4][NAME_CACHE];
+static _Atomic(uint64_t) name_cache[4][NAME_CACHE];
 static struct {
   uintptr_t start, end;
 } ro_ranges[MAX_RO_RANGES];
@@ -153,7 +153,7 @@ static inline int same(const char *a, const char *b) {
 static int lookup(int which, const char *name, const char *const *table, int n) {
   if (!name) return TOPO_UNKNOWN_U8;
   uint64_t key = (uint64_t)(uintptr_t)name;
-  atomic_ullong *slot = &name_cache[which][(key >> 3) & (NAME_CACHE - 1)];
+  _Atomic(uint64_t) *slot = &name_cache[which][(key >> 3) & (NAME_CACHE - 1)];
   uint64_t v = atomic_load_explicit(slot, memory_order_relaxed);
   if (v && (v >> 8) == key) {
     int id = (int)(v & 0x7f);
@@ -431,9 +431,9 @@ static int read_mask(void) {
 #define PRED_LARGE 0x400u
 static atomic_uint pred_asked[PRED_KINDS];  /* operations of the kind given kernel channels */
 static atomic_uint pred_next[PRED_KINDS];   /* by kind: the entry that followed it last */
-static atomic_ullong pred_ctx[PRED_SLOTS];  /* by context: (context + 1) << 32 | entry */
-static atomic_ullong pred_hist;
-static atomic_ullong pred_ops, pred_hits, pred_asked_ops;
+static _Atomic(uint64_t) pred_ctx[PRED_SLOTS];  /* by context: (context + 1) << 32 | entry */
+static _Atomic(uint64_t) pred_hist;
+static _Atomic(uint64_t) pred_ops, pred_hits, pred_asked_ops;
 
 static uint32_t pred_kind(int func, uint64_t bytes) {
   uint32_t f = func >= 0 && func < PRED_FUNCS - 1 ? (uint32_t)func : PRED_FUNCS - 1;
@@ -961,14 +961,14 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c) {
   return make_handle(POOL_PARENTS, idx, gen);
 }
 
-static void fold_min(atomic_llong *v, int64_t x) {
+static void fold_min(_Atomic(int64_t) *v, int64_t x) {
   int64_t cur = atomic_load_explicit(v, memory_order_relaxed);
   while (x < cur && !atomic_compare_exchange_weak_explicit(v, &cur, x, memory_order_relaxed,
                                                            memory_order_relaxed)) {
   }
 }
 
-static void fold_max(atomic_llong *v, int64_t x) {
+static void fold_max(_Atomic(int64_t) *v, int64_t x) {
   int64_t cur = atomic_load_explicit(v, memory_order_relaxed);
   while (x > cur && !atomic_compare_exchange_weak_explicit(v, &cur, x, memory_order_relaxed,
                                                            memory_order_relaxed)) {

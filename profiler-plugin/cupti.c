@@ -115,9 +115,9 @@ static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER; /* name table */
 static api cu;
 static topo_comm *out;
 static atomic_int armed;          /* between begin and stop: the poll has work */
-static atomic_llong next_due;     /* the poll takes the lock from this monotonic time on */
-static atomic_llong first_traffic; /* CLOCK_MONOTONIC of the first large collective, 0 = none yet */
-static atomic_ullong delivered;   /* activity records pushed since the span opened */
+static _Atomic(int64_t) next_due;     /* the poll takes the lock from this monotonic time on */
+static _Atomic(int64_t) first_traffic; /* CLOCK_MONOTONIC of the first large collective, 0 = none yet */
+static _Atomic(uint64_t) delivered;   /* activity records pushed since the span opened */
 
 /* Under api_lock. */
 static struct {
@@ -547,7 +547,7 @@ static int trigger_present(int64_t now) {
 
 void topo_cupti_note_traffic(void) {
   if (atomic_load_explicit(&first_traffic, memory_order_relaxed)) return;
-  long long none = 0;
+  int64_t none = 0;
   if (atomic_compare_exchange_strong(&first_traffic, &none, topo_clock_monotonic_ns()))
     atomic_store_explicit(&next_due, 0, memory_order_relaxed); /* the next writer tick acts */
 }

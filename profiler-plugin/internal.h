@@ -21,10 +21,10 @@ typedef struct topo_comm {
   int rank, nranks, nnodes, abi_version;
   char name[64];
   topo_writer *writer;               /* of its generation, set by topo_writer_open */
-  atomic_ullong dropped[TOPO_DROP_KINDS];
-  atomic_ullong p2p_seq;             /* per-comm p2p counter (NCCL gives p2p no seq) */
-  atomic_llong gpu_offset_best;      /* max(pTimer stop - realtime seen), INT64_MIN = none */
-  atomic_ullong learned_hash;        /* v1-v3: comm hash and rank seen in the first Coll/P2p */
+  _Atomic(uint64_t) dropped[TOPO_DROP_KINDS];
+  _Atomic(uint64_t) p2p_seq;             /* per-comm p2p counter (NCCL gives p2p no seq) */
+  _Atomic(int64_t) gpu_offset_best;      /* max(pTimer stop - realtime seen), INT64_MIN = none */
+  _Atomic(uint64_t) learned_hash;        /* v1-v3: comm hash and rank seen in the first Coll/P2p */
   atomic_int learned_rank;
   atomic_int closed;                 /* set by the writer once the footer is written */
   atomic_int finalized;              /* set at finalize: later events of it are dropped */

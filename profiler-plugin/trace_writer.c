@@ -35,7 +35,7 @@
 #include "topo_version.h"
 
 typedef struct cell {
-  atomic_ullong seq;      /* Vyukov's sequence minus the cell's index: zero-filled = empty */
+  _Atomic(uint64_t) seq;      /* Vyukov's sequence minus the cell's index: zero-filled = empty */
   topo_comm *comm;
   topo_trace_record rec;
 } cell;
@@ -53,12 +53,12 @@ struct topo_writer {
   cell *cells;
   size_t ring_bytes;
   uint64_t mask, wake_every;        /* a batching writer is woken every wake_every records */
-  atomic_ullong enq;
+  _Atomic(uint64_t) enq;
   atomic_int sleep;
   atomic_uint closes;               /* bumped (and woken) after each file closed */
   atomic_int fate;
   atomic_int stop;
-  atomic_llong io_since;            /* monotonic start of the write in progress, 0 = none */
+  _Atomic(int64_t) io_since;            /* monotonic start of the write in progress, 0 = none */
   int64_t stop_by;                  /* set before stop: records unwritten by then are counted */
   uint64_t stop_at;                 /* ring position at the stop: later records are not waited for */
   _Atomic(topo_comm *) arriving;    /* initialised comms (->arrive_next) not yet seen */

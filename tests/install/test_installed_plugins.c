@@ -29,6 +29,8 @@ static char first_line[1024]; /* the first message a plugin logged */
 static int lines;
 
 static void capture_log(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void capture_log(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
                         const char *fmt, ...) {
   (void)level, (void)flags, (void)file, (void)line;
   if (lines++ > 0) return;
