@@ -24,24 +24,75 @@
 #include "topo_version.h"
 
 /* ---- handles ----
- * Pool object: gen << 32 | index << 2 | pool << 1 (bit 0 clear; index >= 1 so never NULL).
- * Tagged value (bit 0 set) for events that need no object: bits 1-4 kind, bit 5 graph-captured,
- * bit 6 kernel channels requested, bits 8-31 stream id or child index, bits 32-63 generation. */
-#define H_TAG 1ull
-#define H_KIND(h) ((int)(((h) >> 1) & 0xf))
-#define H_GRAPH (1ull << 5)
-#define H_SAMPLED (1ull << 6)
-#define H_LOW24(h) ((uint32_t)(((h) >> 8) & 0xffffff))
-/* Object-free KernelCh handle (no channel records asked): tag, kind, channel in bits 5-10,
- * the parent's index in bits 11-34 and the low 29 bits of its generation in bits 35-63. */
-#define KCH_HANDLE(ch, idx, gen)                                                           \
-  ((uint64_t)H_TAG | (uint64_t)TOPO_EV_KERNELCH << 1 | (uint64_t)(ch) << 5 |               \
-   (uint64_t)(idx) << 11 | (uint64_t)((gen) & 0x1fffffffu) << 35)
-#define KCH_CH(h) ((int)(((h) >> 5) & 0x3f))
-#define KCH_IDX(h) ((uint32_t)(((h) >> 11) & 0xffffff))
-#define KCH_GEN(h) ((uint32_t)((h) >> 35))
-
+ * A handle NCCL holds is one 64-bit word in one of four forms. Bit 0 tells an object from a
+ * tagged word; a tagged word's kind (bits 1-4) says what its other bits mean:
+ *   object    bit 0 clear: gen << 32 | index << 2 | pool << 1 (index >= 1, so never NULL)
+ *   API       Group, GroupApi, CollApi, P2pApi, KernelLaunch: bit 5 graph-captured, bit 6 kernel
+ *             channels requested, bits 8-31 the stream id
+ *   step      ProxyStep, no object: bits 8-31 the index of its ProxyOp in the children's pool,
+ *             bits 32-63 that object's generation
+ *   channel   KernelCh without an object (no channel records asked): channel in bits 5-10, the
+ *             parent's index in bits 11-34, the low 29 bits of its generation in bits 35-63
+ * Only the h_* functions below build or read them. */
 enum { POOL_PARENTS = 0, POOL_CHILDREN = 1 };
+#define CHILDREN_PER_PARENT 4 /* the children's pool (KernelCh, ProxyOp) is 4x the parents' */
+#define KCH_CHANNELS 64       /* channels a channel handle can name: one bit each in ch_stopped */
+#define H_INDEX24 0xffffffu
+#define H_CHANNEL_GEN 0x1fffffffu /* the generation bits a channel handle keeps */
+
+/* TOPO_PROFILER_POOL's upper bound in the env table, as a constant. */
+enum {
+  POOL_MAX = 0
+#define TOPO_ENV(id, type, def, min, max, doc) +(TOPO_ENV_##id == TOPO_ENV_PROFILER_POOL ? (max) : 0)
+#include "env/profiler.def"
+#undef TOPO_ENV
+};
+_Static_assert(TOPO_EV_CE < 16, "an event kind fits a handle's bits 1-4");
+_Static_assert(POOL_MAX > 0 && POOL_MAX <= H_INDEX24,
+               "a parent's index fits a channel handle's 24 bits");
+_Static_assert((uint64_t)POOL_MAX * CHILDREN_PER_PARENT <= H_INDEX24,
+               "a child's index fits a step handle's 24 bits (and an object handle's 30)");
+_Static_assert(KCH_CHANNELS <= 64 && KCH_CHANNELS <= 1 << 6,
+               "a channel fits a channel handle's 6 bits and the 64-bit ch_stopped mask");
+
+static inline void *h_ptr(uint64_t h) { return (void *)(uintptr_t)h; }
+static inline uint64_t h_word(const void *h) { return (uint64_t)(uintptr_t)h; }
+static inline int h_tagged(uint64_t h) { return (int)(h & 1); }
+static inline int h_kind(uint64_t h) { return (int)((h >> 1) & 0xf); } /* tagged words only */
+
+static inline uint64_t h_object(int pool, uint32_t idx, uint32_t gen) {
+  return (uint64_t)gen << 32 | (uint64_t)idx << 2 | (uint64_t)pool << 1;
+}
+static inline int h_object_pool(uint64_t h) { return (int)((h >> 1) & 1); }
+static inline uint32_t h_object_index(uint64_t h) { return (uint32_t)(h >> 2) & 0x3fffffffu; }
+static inline uint32_t h_object_gen(uint64_t h) { return (uint32_t)(h >> 32); }
+
+static inline uint64_t h_api(int kind, int graph, int sampled, uint32_t stream) {
+  return 1ull | (uint64_t)kind << 1 | (uint64_t)(graph != 0) << 5 | (uint64_t)(sampled != 0) << 6 |
+         (uint64_t)(stream & H_INDEX24) << 8;
+}
+static inline int h_is_api(uint64_t h, int kind) { return h_tagged(h) && h_kind(h) == kind; }
+static inline int h_api_graph(uint64_t h) { return (int)((h >> 5) & 1); }
+static inline int h_api_sampled(uint64_t h) { return (int)((h >> 6) & 1); }
+static inline uint32_t h_api_stream(uint64_t h) { return (uint32_t)(h >> 8) & H_INDEX24; }
+
+/* A ProxyStep's handle names its ProxyOp (`op`: an object handle of the children's pool). */
+static inline uint64_t h_step(uint64_t op) {
+  return 1ull | (uint64_t)TOPO_EV_PROXYSTEP << 1 | (uint64_t)(h_object_index(op) & H_INDEX24) << 8 |
+         (uint64_t)h_object_gen(op) << 32;
+}
+static inline uint64_t h_step_op(uint64_t h) {
+  return h_object(POOL_CHILDREN, (uint32_t)(h >> 8) & H_INDEX24, (uint32_t)(h >> 32));
+}
+
+static inline uint64_t h_channel(int ch, uint32_t parent_idx, uint32_t parent_gen) {
+  return 1ull | (uint64_t)TOPO_EV_KERNELCH << 1 | (uint64_t)ch << 5 | (uint64_t)parent_idx << 11 |
+         (uint64_t)(parent_gen & H_CHANNEL_GEN) << 35;
+}
+static inline int h_is_channel(uint64_t h) { return h_tagged(h) && h_kind(h) == TOPO_EV_KERNELCH; }
+static inline int h_channel_ch(uint64_t h) { return (int)((h >> 5) & 0x3f); }
+static inline uint32_t h_channel_parent(uint64_t h) { return (uint32_t)(h >> 11) & H_INDEX24; }
+static inline uint32_t h_channel_gen(uint64_t h) { return (uint32_t)(h >> 35); }
 
 typedef struct topo_obj {
   _Atomic(uint64_t) refgen;           /* gen << 32 | references */
@@ -259,30 +310,25 @@ static void obj_publish(topo_obj *o, uint32_t gen, uint32_t refs) {
   atomic_store_explicit(&o->refgen, (uint64_t)gen << 32 | refs, memory_order_release);
 }
 
-static inline void *make_handle(int pool, uint32_t idx, uint32_t gen) {
-  return (void *)(uintptr_t)((uint64_t)gen << 32 | (uint64_t)idx << 2 | (uint64_t)pool << 1);
-}
-
 /* Resolve a handle to its object if it is one of ours and still the same generation. */
 static topo_obj *resolve(void *h, uint32_t *gen) {
-  uint64_t v = (uint64_t)(uintptr_t)h;
-  if (!v || (v & H_TAG)) return NULL;
-  int pool = (int)((v >> 1) & 1);
-  uint32_t idx = (uint32_t)(v >> 2) & 0x3fffffffu;
-  topo_pool *p = &g.pools[pool];
+  uint64_t v = h_word(h);
+  if (!v || h_tagged(v)) return NULL;
+  uint32_t idx = h_object_index(v);
+  topo_pool *p = &g.pools[h_object_pool(v)];
   if (!p->objs || idx == 0 || idx > p->n) return NULL;
-  *gen = (uint32_t)(v >> 32);
+  *gen = h_object_gen(v);
   return &p->objs[idx];
 }
 
 /* The parent of an object-free KernelCh handle if it is still alive in that generation. */
 static topo_obj *kch_parent(uint64_t h) {
   topo_pool *p = &g.pools[POOL_PARENTS];
-  uint32_t idx = KCH_IDX(h);
+  uint32_t idx = h_channel_parent(h);
   if (!p->objs || idx == 0 || idx > p->n) return NULL;
   topo_obj *o = &p->objs[idx];
   uint64_t w = atomic_load_explicit(&o->refgen, memory_order_acquire);
-  if (((uint32_t)(w >> 32) & 0x1fffffffu) != KCH_GEN(h) || (uint32_t)w == 0) return NULL;
+  if (((uint32_t)(w >> 32) & H_CHANNEL_GEN) != h_channel_gen(h) || (uint32_t)w == 0) return NULL;
   return o;
 }
 
@@ -621,7 +667,7 @@ static int global_start(void) {
   parse_events();
   long pool = topo_env_int(TOPO_ENV_PROFILER_POOL);
   if (pool_create(&g.pools[POOL_PARENTS], (uint32_t)pool) ||
-      pool_create(&g.pools[POOL_CHILDREN], (uint32_t)pool * 4)) {
+      pool_create(&g.pools[POOL_CHILDREN], (uint32_t)pool * CHILDREN_PER_PARENT)) {
     pool_destroy(&g.pools[POOL_PARENTS]);
     return -1;
   }
@@ -854,6 +900,7 @@ __attribute__((destructor)) static void at_exit_flush(void) {
 
 /* ---- hot path ---- */
 #define STREAM_SLOTS 1024
+_Static_assert(STREAM_SLOTS <= H_INDEX24, "a stream id fits an API handle's 24 bits");
 static _Atomic(uintptr_t) stream_keys[STREAM_SLOTS];
 
 /* Small process-wide id for a CUDA stream pointer (insert-only open addressing). */
@@ -877,36 +924,35 @@ static uint32_t stream_id(void *stream) {
 }
 
 static void *start_api(const topo_prof_descr *d, topo_comm *c) {
-  uint64_t h = H_TAG | (uint64_t)d->kind << 1;
-  if (d->graph_captured) h |= H_GRAPH;
+  int sampled = 0;
+  uint32_t stream = 0;
   if (d->kind == TOPO_EV_COLLAPI || d->kind == TOPO_EV_P2PAPI) {
     /* NCCL read the mask for this operation just before this call: that tells whether its
      * Coll/P2p gets kernel-channel events. Then set the mask for the next operation. */
-    int asked = (read_mask() & ncclProfileKernelCh) != 0;
-    if (asked) h |= H_SAMPLED;
-    next_op(c, d->func, d->bytes, asked);
-    h |= (uint64_t)(stream_id(d->stream) & 0xffffff) << 8;
+    sampled = (read_mask() & ncclProfileKernelCh) != 0;
+    next_op(c, d->func, d->bytes, sampled);
+    stream = (uint32_t)stream_id(d->stream);
   } else if (d->kind == TOPO_EV_GROUP && c->abi_version < 5) {
     /* v1-v4: the operations of this plan read the mask before its Group started, and the
      * plugin changes it only at Coll/P2p starts, which come after this. */
-    if (read_mask() & ncclProfileKernelCh) h |= H_SAMPLED;
+    sampled = (read_mask() & ncclProfileKernelCh) != 0;
   }
-  return (void *)(uintptr_t)h;
+  return h_ptr(h_api(d->kind, d->graph_captured, sampled, stream));
 }
 
 static void *start_parent(const topo_prof_descr *d, topo_comm *c) {
   uint32_t gen;
   int expected = 0;
-  uint64_t ph = (uint64_t)(uintptr_t)d->parent;
-  int from_api = (ph & H_TAG) && (H_KIND(ph) == TOPO_EV_COLLAPI || H_KIND(ph) == TOPO_EV_P2PAPI);
+  uint64_t ph = h_word(d->parent);
+  int from_api = h_is_api(ph, TOPO_EV_COLLAPI) || h_is_api(ph, TOPO_EV_P2PAPI);
   int sampled;
   if (from_api) {
-    sampled = (ph & H_SAMPLED) != 0;
+    sampled = h_api_sampled(ph);
   } else if (c->abi_version < 5) {
     /* v1-v4: no API events; the mask seen at the plan's Group start, else the mask now. Then
      * choose the mask for the next operation here. */
-    int from_group = (ph & H_TAG) && H_KIND(ph) == TOPO_EV_GROUP;
-    sampled = from_group ? (ph & H_SAMPLED) != 0 : (read_mask() & ncclProfileKernelCh) != 0;
+    int from_group = h_is_api(ph, TOPO_EV_GROUP);
+    sampled = from_group ? h_api_sampled(ph) : (read_mask() & ncclProfileKernelCh) != 0;
     next_op(c, d->func, d->bytes, sampled);
   } else {
     sampled = (read_mask() & ncclProfileKernelCh) != 0;
@@ -943,8 +989,8 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c) {
   r->peer = d->peer;
   if (asked) r->flags |= TOPO_COLL_F_GPU_ASKED;
   if (from_api) {
-    r->stream_id = H_LOW24(ph);
-    if (ph & H_GRAPH) r->flags |= TOPO_COLL_F_GRAPH;
+    r->stream_id = h_api_stream(ph);
+    if (h_api_graph(ph)) r->flags |= TOPO_COLL_F_GRAPH;
   }
   r->cpu_start_ns = topo_clock_monotonic_ns();
   atomic_store_explicit(&o->gpu_start_min, INT64_MAX, memory_order_relaxed);
@@ -958,7 +1004,7 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c) {
    * and must find the references and a zero stop time of this life. */
   obj_publish(o, gen, 1u + (expected != 0));
   atomic_store_explicit(&o->hold, (uint64_t)gen << 1 | (expected != 0), memory_order_release);
-  return make_handle(POOL_PARENTS, idx, gen);
+  return h_ptr(h_object(POOL_PARENTS, idx, gen));
 }
 
 static void fold_min(_Atomic(int64_t) *v, int64_t x) {
@@ -984,14 +1030,14 @@ static void *start_child(const topo_prof_descr *d, topo_comm *c) {
   }
   if (d->kind == TOPO_EV_KERNELCH && !g.channel_records) {
     /* No object: the handle names the parent (which this child keeps alive) and the channel. */
-    if (d->channel < 0 || d->channel >= 64) {
+    if (d->channel < 0 || d->channel >= KCH_CHANNELS) {
       obj_release(parent);
       count_drop(c, TOPO_DROP_CHILD);
       return NULL;
     }
     if (d->ptimer) fold_min(&parent->gpu_start_min, (int64_t)d->ptimer);
     uint32_t pidx = (uint32_t)(parent - g.pools[POOL_PARENTS].objs);
-    return (void *)(uintptr_t)KCH_HANDLE(d->channel, pidx, pgen);
+    return h_ptr(h_channel(d->channel, pidx, pgen));
   }
   uint32_t idx = obj_alloc(POOL_CHILDREN, c, &gen);
   if (!idx) {
@@ -1024,7 +1070,7 @@ static void *start_child(const topo_prof_descr *d, topo_comm *c) {
     atomic_store_explicit(&o->bytes, 0, memory_order_relaxed);
   }
   obj_publish(o, gen, 1);
-  return make_handle(POOL_CHILDREN, idx, gen);
+  return h_ptr(h_object(POOL_CHILDREN, idx, gen));
 }
 
 ncclResult_t topo_prof_start(void *ctx, void **handle, const topo_prof_descr *d) {
@@ -1059,10 +1105,8 @@ ncclResult_t topo_prof_start(void *ctx, void **handle, const topo_prof_descr *d)
     break;
   case TOPO_EV_PROXYSTEP: {
     /* No object: the step's handle names its ProxyOp, so per-step sizes add up there. */
-    uint64_t v = (uint64_t)(uintptr_t)d->parent;
-    if (v && !(v & H_TAG) && ((v >> 1) & 1) == POOL_CHILDREN)
-      *handle = (void *)(uintptr_t)(H_TAG | (uint64_t)TOPO_EV_PROXYSTEP << 1 |
-                                    (((v >> 2) & 0xffffff) << 8) | (v & 0xffffffff00000000ull));
+    uint64_t v = h_word(d->parent);
+    if (v && !h_tagged(v) && h_object_pool(v) == POOL_CHILDREN) *handle = h_ptr(h_step(v));
     break;
   }
   default:
@@ -1087,11 +1131,11 @@ static void calibrate(topo_comm *c, uint64_t ptimer) {
 }
 
 ncclResult_t topo_prof_stop(void *handle) {
-  uint64_t v = (uint64_t)(uintptr_t)handle;
-  if ((v & H_TAG) && H_KIND(v) == TOPO_EV_KERNELCH) {
+  uint64_t v = h_word(handle);
+  if (h_is_channel(v)) {
     topo_obj *parent = kch_parent(v);
     if (!parent) return ncclSuccess;
-    uint64_t bit = 1ull << KCH_CH(v);
+    uint64_t bit = 1ull << h_channel_ch(v);
     if (atomic_fetch_or_explicit(&parent->ch_stopped, bit, memory_order_acq_rel) & bit)
       return ncclSuccess; /* a repeated stop */
     channel_done(parent);
@@ -1140,27 +1184,25 @@ ncclResult_t topo_prof_stop(void *handle) {
 }
 
 ncclResult_t topo_prof_state(void *handle, int state_kind, uint64_t value) {
-  uint64_t v = (uint64_t)(uintptr_t)handle;
+  uint64_t v = h_word(handle);
   if (!v || state_kind == TOPO_ST_OTHER) return ncclSuccess;
-  if ((v & H_TAG) && H_KIND(v) == TOPO_EV_KERNELCH) {
+  if (h_is_channel(v)) {
     /* NCCL holds this channel's reference on the parent until its stop; after the stop the
      * channel's bit is set and the update is ignored. */
     if (state_kind != TOPO_ST_KERNELCH_STOP || !value) return ncclSuccess;
     topo_obj *parent = kch_parent(v);
     if (!parent || (atomic_load_explicit(&parent->ch_stopped, memory_order_acquire) &
-                    (1ull << KCH_CH(v))))
+                    (1ull << h_channel_ch(v))))
       return ncclSuccess;
     fold_max(&parent->gpu_stop_max, (int64_t)value);
-    if (KCH_CH(v) == 0) calibrate(atomic_load_explicit(&parent->comm, memory_order_relaxed), value);
+    if (h_channel_ch(v) == 0) calibrate(atomic_load_explicit(&parent->comm, memory_order_relaxed), value);
     return ncclSuccess;
   }
   uint32_t gen;
   topo_obj *o;
-  if (v & H_TAG) { /* a ProxyStep names its ProxyOp */
-    if (H_KIND(v) != TOPO_EV_PROXYSTEP) return ncclSuccess;
-    o = resolve((void *)(uintptr_t)((v & 0xffffffff00000000ull) | (uint64_t)H_LOW24(v) << 2 |
-                                    (uint64_t)POOL_CHILDREN << 1),
-                &gen);
+  if (h_tagged(v)) { /* a ProxyStep names its ProxyOp */
+    if (h_kind(v) != TOPO_EV_PROXYSTEP) return ncclSuccess;
+    o = resolve(h_ptr(h_step_op(v)), &gen);
   } else {
     o = resolve(handle, &gen);
   }
