@@ -738,58 +738,50 @@ static void global_stop(void) {
   g.generation_started = 0;
 }
 
-ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t comm_hash,
-                            const char *comm_name, int nnodes, int nranks, int rank,
-                            ncclDebugLogger_t logger) {
-  if (ctx) *ctx = NULL;
-  /* A child forked while a communicator was open stays silent (docs/profiler.md). */
-  if (atomic_load(&g.forked)) return ncclSuccess;
-  topo_log_set_component("TOPO/Profiler");
-  if (logger) topo_log_set_logger(logger);
-  if (!ctx || !mask) return ncclSuccess;
-  if (!topo_env_bool(TOPO_ENV_PROFILER_ENABLE)) return ncclSuccess;
-  /* A directory path the writer cannot hold whole is refused, never shortened (a shortened
-   * path names another directory). */
+/* A directory path the writer cannot hold whole is refused, never shortened (a shortened path
+ * names another directory): one warning per process, 0 answered. */
+static int dir_fits(void) {
   const char *dir = topo_env_str(TOPO_ENV_PROFILER_DIR);
-  if (strlen(dir) > TOPO_WRITER_DIR_MAX) {
-    static atomic_int dir_warned;
-    if (!atomic_exchange(&dir_warned, 1))
-      TOPO_WARN("TOPO/Profiler: TOPO_PROFILER_DIR is longer than %d bytes (%s); profiling "
-                "disabled, nothing written", TOPO_WRITER_DIR_MAX, dir);
-    return ncclSuccess;
+  if (strlen(dir) <= TOPO_WRITER_DIR_MAX) return 1;
+  static atomic_int dir_warned;
+  if (!atomic_exchange(&dir_warned, 1))
+    TOPO_WARN("TOPO/Profiler: TOPO_PROFILER_DIR is longer than %d bytes (%s); profiling "
+              "disabled, nothing written", TOPO_WRITER_DIR_MAX, dir);
+  return 0;
+}
+
+/* The first init of a generation: the env read afresh, pools and writer started, one line saying
+ * what is recorded. g.lock held. -1 (warned) when the pools could not be allocated. */
+static int generation_begin(int abi_version) {
+  topo_env_reset_warnings(); /* once per generation, as when NCCL loaded the plugin afresh */
+  topo_env_check_unknown();
+  if (topo_env_bool(TOPO_ENV_LOG_ENV)) topo_env_log_effective();
+  if (global_start()) {
+    TOPO_WARN("TOPO/Profiler: could not allocate its event pools; profiling disabled for this "
+              "communicator");
+    return -1;
   }
-  pthread_mutex_lock(&g.lock);
-  topo_comm *c = NULL;
-  if (atomic_load(&g.exiting)) goto fail; /* the exit flush ran: nothing more is written */
-  if (g.users == 0) {
-    topo_env_reset_warnings(); /* once per generation, as when NCCL loaded the plugin afresh */
-    topo_env_check_unknown();
-    if (topo_env_bool(TOPO_ENV_LOG_ENV)) topo_env_log_effective();
-    if (global_start()) {
-      TOPO_WARN("TOPO/Profiler: could not allocate its event pools; profiling disabled for this "
-                "communicator");
-      goto fail;
-    }
-    if (g.measure_all)
-      TOPO_INFO(NCCL_INIT, "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
-                "channels for every operation, NVTX %s, CUPTI %s, traces in %s", TOPO_VERSION,
-                abi_version, topo_prof_mask_for(abi_version), g.nvtx ? "on" : "off",
-                g.cupti ? topo_cupti_describe() : "off", topo_env_str(TOPO_ENV_PROFILER_DIR));
-    else
-      TOPO_INFO(NCCL_INIT, "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
-                "channels for every operation of >= %llu bytes and below that the first %d of "
-                "each kind then 1 in %u, NVTX %s, CUPTI %s, traces in %s", TOPO_VERSION,
-                abi_version, topo_prof_mask_for(abi_version), (unsigned long long)g.measure_min,
-                PRED_FIRST, g.sample_every, g.nvtx ? "on" : "off", g.cupti ? topo_cupti_describe() : "off",
-                topo_env_str(TOPO_ENV_PROFILER_DIR));
-    atomic_store(&g.next_mask, topo_prof_mask_for(abi_version));
-  }
-  c = topo_calloc(1, sizeof *c);
-  if (!c) {
-    TOPO_WARN("TOPO/Profiler: out of memory at init; profiling disabled for this communicator");
-    if (g.users == 0) global_stop();
-    goto fail;
-  }
+  if (g.measure_all)
+    TOPO_INFO(NCCL_INIT, "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
+              "channels for every operation, NVTX %s, CUPTI %s, traces in %s", TOPO_VERSION,
+              abi_version, topo_prof_mask_for(abi_version), g.nvtx ? "on" : "off",
+              g.cupti ? topo_cupti_describe() : "off", topo_env_str(TOPO_ENV_PROFILER_DIR));
+  else
+    TOPO_INFO(NCCL_INIT, "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
+              "channels for every operation of >= %llu bytes and below that the first %d of "
+              "each kind then 1 in %u, NVTX %s, CUPTI %s, traces in %s", TOPO_VERSION,
+              abi_version, topo_prof_mask_for(abi_version), (unsigned long long)g.measure_min,
+              PRED_FIRST, g.sample_every, g.nvtx ? "on" : "off", g.cupti ? topo_cupti_describe() : "off",
+              topo_env_str(TOPO_ENV_PROFILER_DIR));
+  atomic_store(&g.next_mask, topo_prof_mask_for(abi_version));
+  return 0;
+}
+
+/* A new context with its trace header filled in; NULL when out of memory. */
+static topo_comm *comm_new(int abi_version, uint64_t comm_hash, const char *comm_name, int nnodes,
+                           int nranks, int rank) {
+  topo_comm *c = topo_calloc(1, sizeof *c);
+  if (!c) return NULL;
   c->hash = comm_hash;
   c->rank = rank;
   c->nranks = nranks;
@@ -808,6 +800,30 @@ ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t com
   }
   if (g.cupti) c->header.flags |= TOPO_TRACE_F_CUPTI;
   if (g.proxy) c->header.flags |= TOPO_TRACE_F_PROXY;
+  return c;
+}
+
+ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t comm_hash,
+                            const char *comm_name, int nnodes, int nranks, int rank,
+                            ncclDebugLogger_t logger) {
+  if (ctx) *ctx = NULL;
+  /* A child forked while a communicator was open stays silent (docs/profiler.md). */
+  if (atomic_load(&g.forked)) return ncclSuccess;
+  topo_log_set_component("TOPO/Profiler");
+  if (logger) topo_log_set_logger(logger);
+  if (!ctx || !mask) return ncclSuccess;
+  if (!topo_env_bool(TOPO_ENV_PROFILER_ENABLE)) return ncclSuccess;
+  if (!dir_fits()) return ncclSuccess;
+  pthread_mutex_lock(&g.lock);
+  topo_comm *c = NULL;
+  if (atomic_load(&g.exiting)) goto fail; /* the exit flush ran: nothing more is written */
+  if (g.users == 0 && generation_begin(abi_version)) goto fail;
+  c = comm_new(abi_version, comm_hash, comm_name, nnodes, nranks, rank);
+  if (!c) {
+    TOPO_WARN("TOPO/Profiler: out of memory at init; profiling disabled for this communicator");
+    if (g.users == 0) global_stop();
+    goto fail;
+  }
   topo_writer_open(g.writer, c); /* the file is created on the writer thread */
   c->next = g.comms;
   g.comms = c;

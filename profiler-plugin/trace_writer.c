@@ -198,14 +198,17 @@ static int create_with_header(topo_writer *w, int dfd, const char *path, size_t 
   return fd;
 }
 
-/* Create the file of `c` (mode 0640) with its header; on failure warn once per generation and
- * leave c->fd = -1 (its records are then counted as TOPO_DROP_IO). */
-static void open_file(topo_writer *w, topo_comm *c) {
-  char host[64] = "unknown";
-  gethostname(host, sizeof host - 1);
-  host[sizeof host - 1] = 0;
+/* This host's name, '/' replaced (it becomes part of a file name); "unknown" if none. */
+static void host_name(char *host, size_t size) {
+  snprintf(host, size, "unknown");
+  gethostname(host, size - 1);
+  host[size - 1] = 0;
   for (char *p = host; *p; p++)
     if (*p == '/') *p = '_';
+}
+
+/* The header fields known when the file is created (init filled in the event settings). */
+static void fill_header(topo_comm *c, const char *host) {
   topo_trace_header *h = &c->header;
   memcpy(h->magic, TOPO_TRACE_MAGIC, 8);
   h->version = TOPO_TRACE_VERSION;
@@ -224,7 +227,27 @@ static void open_file(topo_writer *w, topo_comm *c) {
   snprintf(h->host, sizeof h->host, "%s", host);
   snprintf(h->comm_name, sizeof h->comm_name, "%s", c->name);
   snprintf(h->topo_version, sizeof h->topo_version, "%s", TOPO_VERSION);
+}
 
+/* A rankless stream is named by its label: only [A-Za-z0-9_-] of its name reaches the path. */
+static void path_label(const topo_comm *c, char *label, size_t size) {
+  size_t n = 0;
+  for (; c->name[n] && n + 1 < size; n++) {
+    char ch = c->name[n];
+    int safe = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+               ch == '_' || ch == '-';
+    label[n] = safe ? ch : '_';
+  }
+  label[n] = 0;
+}
+
+/* Create the file of `c` (mode 0640) with its header; on failure warn once per generation and
+ * leave c->fd = -1 (its records are then counted as TOPO_DROP_IO). */
+static void open_file(topo_writer *w, topo_comm *c) {
+  char host[64];
+  host_name(host, sizeof host);
+  fill_header(c, host);
+  topo_trace_header *h = &c->header;
   c->fd = -1;
   if (!w->dir_made && mkdir(w->dir, 0750) != 0 && errno != EEXIST) {
     if (!w->dir_warned++)
@@ -233,16 +256,8 @@ static void open_file(topo_writer *w, topo_comm *c) {
     return;
   }
   w->dir_made = 1;
-  /* A rankless stream is named by its label; only [A-Za-z0-9_-] of it reaches the path. */
   char label[sizeof c->name];
-  size_t n = 0;
-  for (; c->name[n] && n + 1 < sizeof label; n++) {
-    char ch = c->name[n];
-    int safe = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-               ch == '_' || ch == '-';
-    label[n] = safe ? ch : '_';
-  }
-  label[n] = 0;
+  path_label(c, label, sizeof label);
   /* The directory itself is opened without following a link at its last level, and the file
    * created inside it: a trace directory replaced by a link sends nothing elsewhere. */
   int dfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
