@@ -35,22 +35,23 @@
  *             parent's index in bits 11-34, the low 29 bits of its generation in bits 35-63
  * Only the h_* functions below build or read them. */
 enum { POOL_PARENTS = 0, POOL_CHILDREN = 1 };
-#define CHILDREN_PER_PARENT 4 /* the children's pool (KernelCh, ProxyOp) is 4x the parents' */
-#define KCH_CHANNELS 64       /* channels a channel handle can name: one bit each in ch_stopped */
-#define H_INDEX24 0xffffffu
-#define H_CHANNEL_GEN 0x1fffffffu /* the generation bits a channel handle keeps */
+#define CHILDREN_PER_PARENT 4  /* the children's pool (KernelCh, ProxyOp) is 4x the parents' */
+#define KCH_CHANNELS        64 /* channels a channel handle can name: one bit each in ch_stopped */
+#define H_INDEX24           0xffffffu
+#define H_CHANNEL_GEN       0x1fffffffu /* the generation bits a channel handle keeps */
 
 /* TOPO_PROFILER_POOL's upper bound in the env table, as a constant. */
 enum {
   POOL_MAX = 0
-#define TOPO_ENV(id, type, def, min, max, doc) +(TOPO_ENV_##id == TOPO_ENV_PROFILER_POOL ? (max) : 0)
+#define TOPO_ENV(id, type, def, min, max, doc) \
+  +(TOPO_ENV_##id == TOPO_ENV_PROFILER_POOL ? (max) : 0)
 #include "env/profiler.def"
 #undef TOPO_ENV
 };
 _Static_assert(TOPO_EV_CE < 16, "an event kind fits a handle's bits 1-4");
 _Static_assert(POOL_MAX > 0 && POOL_MAX <= H_INDEX24,
                "a parent's index fits a channel handle's 24 bits");
-_Static_assert((uint64_t)POOL_MAX * CHILDREN_PER_PARENT <= H_INDEX24,
+_Static_assert((uint64_t)POOL_MAX *CHILDREN_PER_PARENT <= H_INDEX24,
                "a child's index fits a step handle's 24 bits (and an object handle's 30)");
 _Static_assert(KCH_CHANNELS <= 64 && KCH_CHANNELS <= 1 << 6,
                "a channel fits a channel handle's 6 bits and the 64-bit ch_stopped mask");
@@ -95,48 +96,48 @@ static inline uint32_t h_channel_parent(uint64_t h) { return (uint32_t)(h >> 11)
 static inline uint32_t h_channel_gen(uint64_t h) { return (uint32_t)(h >> 35); }
 
 typedef struct topo_obj {
-  _Atomic(uint64_t) refgen;           /* gen << 32 | references */
-  _Atomic(uint64_t) hold;             /* gen << 1 | 1 while waiting for kernel channels */
+  _Atomic(uint64_t) refgen; /* gen << 32 | references */
+  _Atomic(uint64_t) hold;   /* gen << 1 | 1 while waiting for kernel channels */
   atomic_uint next_free;
-  _Atomic(int64_t) stop_cpu;          /* Coll/P2p stop time, for the reaper; 0 before stop */
+  _Atomic(int64_t) stop_cpu; /* Coll/P2p stop time, for the reaper; 0 before stop */
   _Atomic(topo_comm *) comm;
   uint8_t kind;
-  struct topo_obj *parent;        /* children: the parent they hold a reference on */
-  topo_trace_record rec;          /* parents: topo_rec_coll; ProxyOp: topo_rec_proxy */
+  struct topo_obj *parent; /* children: the parent they hold a reference on */
+  topo_trace_record rec;   /* parents: topo_rec_coll; ProxyOp: topo_rec_proxy */
   _Atomic(int64_t) gpu_start_min, gpu_stop_max;
   atomic_int ch_done;
-  _Atomic(uint64_t) ch_stopped;        /* channels whose KernelCh stopped (object-free handles) */
-  int ch_expected;                /* 0 none, > 0 count, TOPO_PROF_UNKNOWN_CHANNELS */
+  _Atomic(uint64_t) ch_stopped; /* channels whose KernelCh stopped (object-free handles) */
+  int ch_expected;              /* 0 none, > 0 count, TOPO_PROF_UNKNOWN_CHANNELS */
   uint64_t nvtx_range;
-  int channel;                    /* KernelCh */
+  int channel; /* KernelCh */
   int64_t gpu_start, cpu_start;
   _Atomic(int64_t) gpu_stop;
-  _Atomic(uint64_t) bytes;            /* ProxyOp */
+  _Atomic(uint64_t) bytes; /* ProxyOp */
 } __attribute__((aligned(64))) topo_obj;
 
 /* A pool's objects are mapped zero-filled (topo_map) and handed out in index order the first
  * time, so only the pages of objects ever in flight at once become resident. */
 typedef struct topo_pool {
-  topo_obj *objs;      /* n + 1 entries, 0 unused */
+  topo_obj *objs; /* n + 1 entries, 0 unused */
   size_t bytes;
   uint32_t n;
-  atomic_uint fresh;   /* the lowest index never handed out (n + 1 once all were) */
-  uint32_t resident;   /* writer thread: objects up to this index have their pages faulted in */
+  atomic_uint fresh; /* the lowest index never handed out (n + 1 once all were) */
+  uint32_t resident; /* writer thread: objects up to this index have their pages faulted in */
   atomic_uint resident_pub; /* the same, for callbacks: past it a fresh object wakes the writer */
-  _Atomic(uint64_t) head;  /* tag << 32 | index of the first returned object (0 = none) */
+  _Atomic(uint64_t) head;   /* tag << 32 | index of the first returned object (0 = none) */
 } topo_pool;
 
 static struct {
   pthread_mutex_t lock;
-  int users;                 /* live contexts (inits minus finalizes) */
-  int generation_started;    /* writer/pools exist */
+  int users;              /* live contexts (inits minus finalizes) */
+  int generation_started; /* writer/pools exist */
   topo_pool pools[2];
   topo_writer *writer;
-  int64_t wait_ns;           /* TOPO_PROFILER_WAIT_MS */
-  atomic_int forked;         /* this is a child forked after the profiler started: silent */
-  atomic_int exiting;        /* the exit flush ran: init and finalize do nothing more */
-  atomic_int traffic_woken;  /* the writer was told of the first large operation */
-  int held_seen;             /* writer thread: the last reap found collectives on hold */
+  int64_t wait_ns;          /* TOPO_PROFILER_WAIT_MS */
+  atomic_int forked;        /* this is a child forked after the profiler started: silent */
+  atomic_int exiting;       /* the exit flush ran: init and finalize do nothing more */
+  atomic_int traffic_woken; /* the writer was told of the first large operation */
+  int held_seen;            /* writer thread: the last reap found collectives on hold */
   /* CUPTI starts on the writer thread (cupti_start) and stops on the stopping one (cupti_stop):
    * cupti_lock orders them, cancel keeps a late start from beginning after a stop. */
   pthread_mutex_t cupti_lock;
@@ -144,14 +145,14 @@ static struct {
   atomic_int cupti_settled, cupti_cancel;
   int cupti_started;
   _Atomic(int *) mask_ptr;
-  int base_mask;             /* without KernelCh */
+  int base_mask; /* without KernelCh */
   int kernelch, channel_records, proxy, nvtx, cupti;
   uint32_t sample_every;
-  uint64_t measure_min;      /* TOPO_PROFILER_MEASURE_BYTES */
-  int measure_all;           /* every operation gets kernel channels: no prediction needed */
-  _Atomic(uint64_t) tick;        /* operations that fell to 1-in-sample_every sampling */
-  atomic_int next_mask;      /* the mask last set for the next operation */
-  int64_t last_reap;         /* writer thread only */
+  uint64_t measure_min;   /* TOPO_PROFILER_MEASURE_BYTES */
+  int measure_all;        /* every operation gets kernel channels: no prediction needed */
+  _Atomic(uint64_t) tick; /* operations that fell to 1-in-sample_every sampling */
+  atomic_int next_mask;   /* the mask last set for the next operation */
+  int64_t last_reap;      /* writer thread only */
   int64_t gpu_timeout_ns;
   pid_t pid;
   topo_comm *comms;
@@ -164,13 +165,11 @@ static struct {
  * cannot change and is trusted by pointer; any other (a stack or heap buffer, as in replays) is
  * compared with the cached name at every use, so a reused buffer is never misread. The
  * read-only ranges are collected at the first init (dl_iterate_phdr), not on the hot path. */
-#define NAME_CACHE 64
-#define NAME_TRUSTED 0x80
+#define NAME_CACHE    64
+#define NAME_TRUSTED  0x80
 #define MAX_RO_RANGES 256
 static _Atomic(uint64_t) name_cache[4][NAME_CACHE];
-static struct {
-  uintptr_t start, end;
-} ro_ranges[MAX_RO_RANGES];
+static struct { uintptr_t start, end; } ro_ranges[MAX_RO_RANGES];
 static int n_ro_ranges;
 
 static int collect_ro(struct dl_phdr_info *info, size_t size, void *arg) {
@@ -422,14 +421,18 @@ static void parse_events(void) {
   g.kernelch = g.channel_records = g.proxy = 0;
   char buf[256];
   snprintf(buf, sizeof buf, "%s", s);
-  for (char *save = NULL, *tok = strtok_r(buf, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+  for (char *save = NULL, *tok = strtok_r(buf, ", ", &save); tok;
+       tok = strtok_r(NULL, ", ", &save)) {
     if (!strcmp(tok, "coll") || !strcmp(tok, "p2p")) continue; /* always on */
     if (!strcmp(tok, "kernel")) g.kernelch = 1;
     else if (!strcmp(tok, "channel")) g.kernelch = g.channel_records = 1;
     else if (!strcmp(tok, "proxy")) g.proxy = 1;
     else if (!strcmp(tok, "none")) g.kernelch = 0;
-    else TOPO_WARN("TOPO/Profiler: TOPO_PROFILER_EVENTS: unknown event class '%s' ignored "
-                   "(known: coll,p2p,kernel,channel,proxy,none)", tok);
+    else
+      TOPO_WARN(
+          "TOPO/Profiler: TOPO_PROFILER_EVENTS: unknown event class '%s' ignored "
+          "(known: coll,p2p,kernel,channel,proxy,none)",
+          tok);
   }
   if (g.proxy) g.base_mask |= ncclProfileProxyOp | ncclProfileProxyStep;
 }
@@ -468,16 +471,16 @@ static int read_mask(void) {
  * Entry (32 bits): kind + 1 in bits 0-9 (0 = unknown), PRED_LARGE when >= measure_min bytes.
  * pred_hist: this kind + 1 (bits 0-9), previous different kind + 1 (10-19), run length (20-27),
  * the kind predicted for the next operation + 1 (28-37). */
-#define PRED_FUNCS 12
+#define PRED_FUNCS   12
 #define PRED_BUCKETS 64
-#define PRED_KINDS (PRED_FUNCS * PRED_BUCKETS)
-#define PRED_SLOTS 4096
-#define PRED_FIRST 2
+#define PRED_KINDS   (PRED_FUNCS * PRED_BUCKETS)
+#define PRED_SLOTS   4096
+#define PRED_FIRST   2
 #define PRED_RUN_MAX 255u
-#define PRED_LARGE 0x400u
-static atomic_uint pred_asked[PRED_KINDS];  /* operations of the kind given kernel channels */
-static atomic_uint pred_next[PRED_KINDS];   /* by kind: the entry that followed it last */
-static _Atomic(uint64_t) pred_ctx[PRED_SLOTS];  /* by context: (context + 1) << 32 | entry */
+#define PRED_LARGE   0x400u
+static atomic_uint pred_asked[PRED_KINDS];     /* operations of the kind given kernel channels */
+static atomic_uint pred_next[PRED_KINDS];      /* by kind: the entry that followed it last */
+static _Atomic(uint64_t) pred_ctx[PRED_SLOTS]; /* by context: (context + 1) << 32 | entry */
 static _Atomic(uint64_t) pred_hist;
 static _Atomic(uint64_t) pred_ops, pred_hits, pred_asked_ops;
 
@@ -557,10 +560,10 @@ static void next_op(const topo_comm *c, int func, uint64_t bytes, int asked) {
   uint32_t next = (e >> 32) == (uint64_t)ctx + 1
                       ? (uint32_t)e
                       : atomic_load_explicit(&pred_next[kind], memory_order_relaxed);
-  atomic_store_explicit(&pred_hist,
-                        (uint64_t)cur | (uint64_t)prev << 10 | (uint64_t)run << 20 |
-                            (uint64_t)(next & 0x3ff) << 28,
-                        memory_order_relaxed);
+  atomic_store_explicit(
+      &pred_hist,
+      (uint64_t)cur | (uint64_t)prev << 10 | (uint64_t)run << 20 | (uint64_t)(next & 0x3ff) << 28,
+      memory_order_relaxed);
   int m = topo_prof_mask_for(abi_version);
   if (!pred_wants(next)) m &= ~ncclProfileKernelCh;
   set_mask(m);
@@ -698,9 +701,11 @@ static int global_start(void) {
   atomic_store(&g.cupti_to_start, g.cupti_comm);
   uint32_t ring = 1;
   while (ring < (uint32_t)topo_env_int(TOPO_ENV_PROFILER_RING)) ring <<= 1;
-  topo_writer_config wc = {.dir = topo_env_str(TOPO_ENV_PROFILER_DIR), .ring_size = ring,
+  topo_writer_config wc = {.dir = topo_env_str(TOPO_ENV_PROFILER_DIR),
+                           .ring_size = ring,
                            .idle_flush_ns = topo_env_int(TOPO_ENV_PROFILER_FLUSH_MS) * 1000000LL,
-                           .tick = reap, .on_start = cupti_start};
+                           .tick = reap,
+                           .on_start = cupti_start};
   g.writer = topo_writer_start(&wc);
   if (!g.writer) {
     if (g.cupti_comm) free_comm(g.cupti_comm);
@@ -726,9 +731,11 @@ static void global_stop(void) {
       free_comm(c);
     }
   } else {
-    TOPO_WARN("TOPO/Profiler: the trace writer did not finish within TOPO_PROFILER_WAIT_MS=%lld "
-              "(the file system is not answering); it completes the traces on its own, the job "
-              "goes on", (long long)(g.wait_ns / 1000000));
+    TOPO_WARN(
+        "TOPO/Profiler: the trace writer did not finish within TOPO_PROFILER_WAIT_MS=%lld "
+        "(the file system is not answering); it completes the traces on its own, the job "
+        "goes on",
+        (long long)(g.wait_ns / 1000000));
     g.comms = NULL;
   }
   g.writer = NULL;
@@ -745,8 +752,10 @@ static int dir_fits(void) {
   if (strlen(dir) <= TOPO_WRITER_DIR_MAX) return 1;
   static atomic_int dir_warned;
   if (!atomic_exchange(&dir_warned, 1))
-    TOPO_WARN("TOPO/Profiler: TOPO_PROFILER_DIR is longer than %d bytes (%s); profiling "
-              "disabled, nothing written", TOPO_WRITER_DIR_MAX, dir);
+    TOPO_WARN(
+        "TOPO/Profiler: TOPO_PROFILER_DIR is longer than %d bytes (%s); profiling "
+        "disabled, nothing written",
+        TOPO_WRITER_DIR_MAX, dir);
   return 0;
 }
 
@@ -757,22 +766,25 @@ static int generation_begin(int abi_version) {
   topo_env_check_unknown();
   if (topo_env_bool(TOPO_ENV_LOG_ENV)) topo_env_log_effective();
   if (global_start()) {
-    TOPO_WARN("TOPO/Profiler: could not allocate its event pools; profiling disabled for this "
-              "communicator");
+    TOPO_WARN(
+        "TOPO/Profiler: could not allocate its event pools; profiling disabled for this "
+        "communicator");
     return -1;
   }
   if (g.measure_all)
-    TOPO_INFO(NCCL_INIT, "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
-              "channels for every operation, NVTX %s, CUPTI %s, traces in %s", TOPO_VERSION,
-              abi_version, topo_prof_mask_for(abi_version), g.nvtx ? "on" : "off",
+    TOPO_INFO(NCCL_INIT,
+              "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
+              "channels for every operation, NVTX %s, CUPTI %s, traces in %s",
+              TOPO_VERSION, abi_version, topo_prof_mask_for(abi_version), g.nvtx ? "on" : "off",
               g.cupti ? topo_cupti_describe() : "off", topo_env_str(TOPO_ENV_PROFILER_DIR));
   else
-    TOPO_INFO(NCCL_INIT, "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
+    TOPO_INFO(NCCL_INIT,
+              "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
               "channels for every operation of >= %llu bytes and below that the first %d of "
-              "each kind then 1 in %u, NVTX %s, CUPTI %s, traces in %s", TOPO_VERSION,
-              abi_version, topo_prof_mask_for(abi_version), (unsigned long long)g.measure_min,
-              PRED_FIRST, g.sample_every, g.nvtx ? "on" : "off", g.cupti ? topo_cupti_describe() : "off",
-              topo_env_str(TOPO_ENV_PROFILER_DIR));
+              "each kind then 1 in %u, NVTX %s, CUPTI %s, traces in %s",
+              TOPO_VERSION, abi_version, topo_prof_mask_for(abi_version),
+              (unsigned long long)g.measure_min, PRED_FIRST, g.sample_every, g.nvtx ? "on" : "off",
+              g.cupti ? topo_cupti_describe() : "off", topo_env_str(TOPO_ENV_PROFILER_DIR));
   atomic_store(&g.next_mask, topo_prof_mask_for(abi_version));
   return 0;
 }
@@ -855,9 +867,10 @@ ncclResult_t topo_prof_finalize(void *ctx) {
   atomic_store(&c->finalized, 1);
   if (!g.measure_all && g.kernelch && c->abi_version >= 4) {
     unsigned long long ops = atomic_load(&pred_ops), hits = atomic_load(&pred_hits);
-    TOPO_INFO(NCCL_INIT, "TOPO/Profiler: next-operation prediction right for %llu of %llu "
-              "operations (%.1f %%); kernel channels for %llu of them", hits, ops,
-              ops ? 100.0 * (double)hits / (double)ops : 0.0,
+    TOPO_INFO(NCCL_INIT,
+              "TOPO/Profiler: next-operation prediction right for %llu of %llu "
+              "operations (%.1f %%); kernel channels for %llu of them",
+              hits, ops, ops ? 100.0 * (double)hits / (double)ops : 0.0,
               (unsigned long long)atomic_load(&pred_asked_ops));
   }
   /* Complete this communicator's collectives still waiting for kernel channels, then count
@@ -893,7 +906,9 @@ static void in_forked_child(void) {
   pthread_mutex_init(&g.lock, NULL);
 }
 
-__attribute__((constructor)) static void at_load(void) { pthread_atfork(NULL, NULL, in_forked_child); }
+__attribute__((constructor)) static void at_load(void) {
+  pthread_atfork(NULL, NULL, in_forked_child);
+}
 
 /* At exit, with communicators still open and possibly other threads still inside callbacks
  * (NCCL's proxy thread): write what was recorded, within TOPO_PROFILER_WAIT_MS, and free
@@ -998,9 +1013,8 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c) {
   r->nchannels = d->nchannels > 0 ? (uint8_t)d->nchannels : 0;
   r->datatype = (uint8_t)d->datatype;
   r->nwarps = (uint8_t)d->nwarps;
-  r->seq = d->kind == TOPO_EV_P2P
-               ? atomic_fetch_add_explicit(&c->p2p_seq, 1, memory_order_relaxed)
-               : d->seq;
+  r->seq = d->kind == TOPO_EV_P2P ? atomic_fetch_add_explicit(&c->p2p_seq, 1, memory_order_relaxed)
+                                  : d->seq;
   r->bytes = d->bytes;
   r->peer = d->peer;
   if (asked) r->flags |= TOPO_COLL_F_GPU_ASKED;
@@ -1026,15 +1040,13 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c) {
 static void fold_min(_Atomic(int64_t) *v, int64_t x) {
   int64_t cur = atomic_load_explicit(v, memory_order_relaxed);
   while (x < cur && !atomic_compare_exchange_weak_explicit(v, &cur, x, memory_order_relaxed,
-                                                           memory_order_relaxed)) {
-  }
+                                                           memory_order_relaxed)) {}
 }
 
 static void fold_max(_Atomic(int64_t) *v, int64_t x) {
   int64_t cur = atomic_load_explicit(v, memory_order_relaxed);
   while (x > cur && !atomic_compare_exchange_weak_explicit(v, &cur, x, memory_order_relaxed,
-                                                           memory_order_relaxed)) {
-  }
+                                                           memory_order_relaxed)) {}
 }
 
 static void *start_child(const topo_prof_descr *d, topo_comm *c) {
@@ -1106,16 +1118,10 @@ ncclResult_t topo_prof_start(void *ctx, void **handle, const topo_prof_descr *d)
   case TOPO_EV_COLLAPI:
   case TOPO_EV_P2PAPI:
   case TOPO_EV_KERNELLAUNCH:
-  case TOPO_EV_GROUP:
-    *handle = start_api(d, c);
-    break;
+  case TOPO_EV_GROUP: *handle = start_api(d, c); break;
   case TOPO_EV_COLL:
-  case TOPO_EV_P2P:
-    *handle = start_parent(d, c);
-    break;
-  case TOPO_EV_KERNELCH:
-    *handle = start_child(d, c);
-    break;
+  case TOPO_EV_P2P: *handle = start_parent(d, c); break;
+  case TOPO_EV_KERNELCH: *handle = start_child(d, c); break;
   case TOPO_EV_PROXYOP:
     if (g.proxy) *handle = start_child(d, c);
     break;
@@ -1125,8 +1131,7 @@ ncclResult_t topo_prof_start(void *ctx, void **handle, const topo_prof_descr *d)
     if (v && !h_tagged(v) && h_object_pool(v) == POOL_CHILDREN) *handle = h_ptr(h_step(v));
     break;
   }
-  default:
-    break; /* ProxyCtrl, NetPlugin, CE and unknown types: not recorded */
+  default: break; /* ProxyCtrl, NetPlugin, CE and unknown types: not recorded */
   }
   return ncclSuccess;
 }
@@ -1169,9 +1174,7 @@ ncclResult_t topo_prof_stop(void *handle) {
   int64_t now = topo_clock_monotonic_ns();
   switch (o->kind) {
   case TOPO_EV_COLL:
-  case TOPO_EV_P2P:
-    atomic_store_explicit(&o->stop_cpu, now, memory_order_relaxed);
-    break;
+  case TOPO_EV_P2P: atomic_store_explicit(&o->stop_cpu, now, memory_order_relaxed); break;
   case TOPO_EV_KERNELCH: {
     topo_obj *parent = o->parent;
     topo_comm *c = atomic_load_explicit(&o->comm, memory_order_relaxed);
@@ -1191,9 +1194,7 @@ ncclResult_t topo_prof_stop(void *handle) {
     if (parent) channel_done(parent);
     break;
   }
-  case TOPO_EV_PROXYOP:
-    o->rec.proxy.cpu_stop_ns = now;
-    break;
+  case TOPO_EV_PROXYOP: o->rec.proxy.cpu_stop_ns = now; break;
   }
   obj_release(o);
   return ncclSuccess;
@@ -1211,7 +1212,8 @@ ncclResult_t topo_prof_state(void *handle, int state_kind, uint64_t value) {
                     (1ull << h_channel_ch(v))))
       return ncclSuccess;
     fold_max(&parent->gpu_stop_max, (int64_t)value);
-    if (h_channel_ch(v) == 0) calibrate(atomic_load_explicit(&parent->comm, memory_order_relaxed), value);
+    if (h_channel_ch(v) == 0)
+      calibrate(atomic_load_explicit(&parent->comm, memory_order_relaxed), value);
     return ncclSuccess;
   }
   uint32_t gen;

@@ -21,9 +21,20 @@
 
 /* Event kinds, version independent (NCCL's type bits have the same meaning in all versions). */
 enum topo_prof_kind {
-  TOPO_EV_OTHER = 0, TOPO_EV_GROUP, TOPO_EV_COLL, TOPO_EV_P2P, TOPO_EV_PROXYOP, TOPO_EV_PROXYSTEP,
-  TOPO_EV_PROXYCTRL, TOPO_EV_KERNELCH, TOPO_EV_NETPLUGIN, TOPO_EV_GROUPAPI, TOPO_EV_COLLAPI,
-  TOPO_EV_P2PAPI, TOPO_EV_KERNELLAUNCH, TOPO_EV_CE
+  TOPO_EV_OTHER = 0,
+  TOPO_EV_GROUP,
+  TOPO_EV_COLL,
+  TOPO_EV_P2P,
+  TOPO_EV_PROXYOP,
+  TOPO_EV_PROXYSTEP,
+  TOPO_EV_PROXYCTRL,
+  TOPO_EV_KERNELCH,
+  TOPO_EV_NETPLUGIN,
+  TOPO_EV_GROUPAPI,
+  TOPO_EV_COLLAPI,
+  TOPO_EV_P2PAPI,
+  TOPO_EV_KERNELLAUNCH,
+  TOPO_EV_CE
 };
 
 #define TOPO_PROF_UNKNOWN_CHANNELS (-1)
@@ -34,7 +45,7 @@ typedef struct topo_prof_descr {
   void *parent;
   int rank;
   /* Coll / P2p */
-  uint64_t comm_hash;               /* v1-v3 only (later versions give it to init) */
+  uint64_t comm_hash; /* v1-v3 only (later versions give it to init) */
   uint64_t seq;
   uint64_t bytes;
   int func, datatype, algo, proto; /* enum values, TOPO_UNKNOWN_U8 when unknown */
@@ -43,7 +54,7 @@ typedef struct topo_prof_descr {
   int nwarps;
   /* KernelCh */
   int channel;
-  uint64_t ptimer;                 /* 0 when the version has no GPU timer */
+  uint64_t ptimer; /* 0 when the version has no GPU timer */
   /* ProxyOp */
   pid_t pid;
   int nsteps, chunk_size, is_send;

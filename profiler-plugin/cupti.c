@@ -38,7 +38,7 @@ extern char **environ;
 
 enum { MODE_OFF = 0, MODE_ON, MODE_WINDOW };
 
-static int mode;               /* set by topo_cupti_configure (init thread, before any start) */
+static int mode; /* set by topo_cupti_configure (init thread, before any start) */
 static char description[96];
 
 static int parse_mode(void) {
@@ -52,8 +52,10 @@ static int parse_mode(void) {
   }
   if (!strcasecmp(s, "window")) return MODE_WINDOW;
   if (!atomic_exchange(&warned, 1))
-    TOPO_WARN("TOPO_PROFILER_CUPTI=\"%.64s\" ignored (not off, on or window); using the default "
-              "window", s);
+    TOPO_WARN(
+        "TOPO_PROFILER_CUPTI=\"%.64s\" ignored (not off, on or window); using the default "
+        "window",
+        s);
   return MODE_WINDOW;
 }
 
@@ -81,13 +83,13 @@ static int parse_mode(void) {
 #define TOPO_CUPTI_YIELD_FORCED 0
 #endif
 #define SPARE_BUFFERS 64 /* recycled buffers kept; more in flight are allocated and freed */
-#define BUFFER_SIZE TOPO_CUPTI_BUFFER_BYTES
-#define NAME_SLOTS 4096
+#define BUFFER_SIZE   TOPO_CUPTI_BUFFER_BYTES
+#define NAME_SLOTS    4096
 /* An open span: probe for another client, then (alone) hand back finished buffers, this often.
  * Not faster: a flush while another client runs can land its buffers in its queue just before
  * it clears that queue (torch.profiler between warm-up and recording): with a flush every 20 ms
  * torch kept 1552-1553 of its 1556 GPU events, with 500 ms all (tests/gpu/cupti_coexist.sh). */
-#define POLL_NS 500000000LL
+#define POLL_NS    500000000LL
 #define TRIGGER_NS 500000000LL /* the trigger file: checked this often */
 
 typedef struct api {
@@ -106,8 +108,7 @@ typedef struct api {
 } api;
 
 static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-                                           CUPTI_ACTIVITY_KIND_MEMCPY,
-                                           CUPTI_ACTIVITY_KIND_MEMSET};
+                                           CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
 
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;  /* cu, st, CUPTI calls */
 static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;  /* out, for the buffer callbacks */
@@ -115,24 +116,25 @@ static pthread_mutex_t name_lock = PTHREAD_MUTEX_INITIALIZER; /* name table */
 static api cu;
 static topo_comm *out;
 static atomic_int armed;          /* between begin and stop: the poll has work */
-static _Atomic(int64_t) next_due;     /* the poll takes the lock from this monotonic time on */
-static _Atomic(int64_t) first_traffic; /* CLOCK_MONOTONIC of the first large collective, 0 = none yet */
-static _Atomic(uint64_t) delivered;   /* activity records pushed since the span opened */
+static _Atomic(int64_t) next_due; /* the poll takes the lock from this monotonic time on */
+static _Atomic(int64_t)
+    first_traffic; /* CLOCK_MONOTONIC of the first large collective, 0 = none yet */
+static _Atomic(uint64_t) delivered; /* activity records pushed since the span opened */
 
 /* Under api_lock. */
 static struct {
   topo_comm *c;
   int64_t window_ns, period_ns;
   char trigger[512];
-  char other[160];        /* an injected tool: another client for the life of the process */
-  char load_error[256];   /* why CUPTI could not be loaded ("" = loaded, or not tried) */
-  int failed;             /* FAILED written: CUPTI is not touched again */
-  int recording;          /* our kinds are enabled and a span is open */
-  int declined;           /* the last start attempt found another client (logs once per run) */
+  char other[160];      /* an injected tool: another client for the life of the process */
+  char load_error[256]; /* why CUPTI could not be loaded ("" = loaded, or not tried) */
+  int failed;           /* FAILED written: CUPTI is not touched again */
+  int recording;        /* our kinds are enabled and a span is open */
+  int declined;         /* the last start attempt found another client (logs once per run) */
   int trigger_on;
-  int64_t t0;             /* windows open at t0 + k * period: init, then the first large collective */
-  int anchored;           /* t0 has seen the first large collective */
-  int64_t next_start;     /* next scheduled start attempt */
+  int64_t t0;         /* windows open at t0 + k * period: init, then the first large collective */
+  int anchored;       /* t0 has seen the first large collective */
+  int64_t next_start; /* next scheduled start attempt */
   int64_t span_start, window_end, last_alone, next_poll, next_trigger_check, retry_after;
   uint64_t dropped_at_start;
 } st;
@@ -279,8 +281,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
       r.kernel.bytes = m->bytes;
       break;
     }
-    default:
-      continue;
+    default: continue;
     }
     push(&r);
     atomic_fetch_add(&delivered, 1);
@@ -293,8 +294,8 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
   (void)size;
 }
 
-static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain,
-                                 CUpti_CallbackId cbid, const void *data) {
+static void CUPTIAPI on_callback(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                 const void *data) {
   (void)userdata;
   (void)domain;
   (void)cbid;
@@ -340,15 +341,17 @@ static void span_open(int64_t now) {
 }
 
 /* Warnings for what the user asked for explicitly; INFO for the default. */
-#define NOTE(...)                                                                     \
-  do {                                                                                \
-    if (topo_env_is_set(TOPO_ENV_PROFILER_CUPTI)) TOPO_WARN(__VA_ARGS__);             \
-    else TOPO_INFO(NCCL_INIT, __VA_ARGS__);                                           \
+#define NOTE(...)                                                         \
+  do {                                                                    \
+    if (topo_env_is_set(TOPO_ENV_PROFILER_CUPTI)) TOPO_WARN(__VA_ARGS__); \
+    else TOPO_INFO(NCCL_INIT, __VA_ARGS__);                               \
   } while (0)
 
 static void fail(int64_t now, const char *why) {
-  NOTE("TOPO/Profiler: CUPTI unavailable (%s); carrying on without the compute timeline "
-       "(TOPO_PROFILER_CUPTI=off skips it)", why);
+  NOTE(
+      "TOPO/Profiler: CUPTI unavailable (%s); carrying on without the compute timeline "
+      "(TOPO_PROFILER_CUPTI=off skips it)",
+      why);
   span_record(TOPO_CUPTI_FAILED, now, now, why);
   st.failed = 1;
   st.recording = 0;
@@ -370,9 +373,10 @@ static int probe(CUptiResult *err) {
 
 static void decline(int64_t now, const char *who) {
   if (!st.declined)
-    TOPO_INFO(NCCL_INIT, "TOPO/Profiler: another CUPTI client is there (%s); the compute timeline "
-              "steps aside and tries again every %lld s", who ? who : "a subscriber",
-              (long long)(st.period_ns / 1000000000LL));
+    TOPO_INFO(NCCL_INIT,
+              "TOPO/Profiler: another CUPTI client is there (%s); the compute timeline "
+              "steps aside and tries again every %lld s",
+              who ? who : "a subscriber", (long long)(st.period_ns / 1000000000LL));
   st.declined = 1;
   span_record(TOPO_CUPTI_DECLINED, now, now, who);
   st.retry_after = now + st.period_ns;
@@ -388,9 +392,7 @@ static void start_span(int64_t now) {
   CUptiResult r = CUPTI_SUCCESS;
   char why[160];
   switch (probe(&r)) {
-  case PROBE_OTHER:
-    decline(now, NULL);
-    return;
+  case PROBE_OTHER: decline(now, NULL); return;
   case PROBE_ERROR:
     snprintf(why, sizeof why, "cuptiSubscribe: %s", errstr(r));
     fail(now, why);
@@ -421,8 +423,10 @@ static void end_span(int64_t now, int other) {
   if (other) {
     /* The kinds and the buffer callbacks now serve the other client: leave them be. The span
      * is known complete up to the last probe that found topo alone. */
-    TOPO_INFO(NCCL_INIT, "TOPO/Profiler: another CUPTI client arrived; the compute timeline "
-              "steps aside and tries again every %lld s", (long long)(st.period_ns / 1000000000LL));
+    TOPO_INFO(NCCL_INIT,
+              "TOPO/Profiler: another CUPTI client arrived; the compute timeline "
+              "steps aside and tries again every %lld s",
+              (long long)(st.period_ns / 1000000000LL));
     /* Hand back the buffers of ours that CUPTI has finished, so its next records go into the
      * other client's buffers (what it holds of ours reaches its callback, which drops it). Never
      * FORCED: that would also end the other client's records of work still running with zero
@@ -458,14 +462,14 @@ static void find_injection(void) {
     }
 }
 
-#define LOAD(field, sym)                                                    \
-  do {                                                                      \
-    *(void **)(&cu.field) = dlsym(cu.lib, sym);                             \
-    if (!cu.field) {                                                        \
+#define LOAD(field, sym)                                                      \
+  do {                                                                        \
+    *(void **)(&cu.field) = dlsym(cu.lib, sym);                               \
+    if (!cu.field) {                                                          \
       snprintf(st.load_error, sizeof st.load_error, "%s lacks %s", lib, sym); \
-      memset(&cu, 0, sizeof cu);                                            \
-      return;                                                               \
-    }                                                                       \
+      memset(&cu, 0, sizeof cu);                                              \
+      return;                                                                 \
+    }                                                                         \
   } while (0)
 
 static void load(void) {
@@ -533,7 +537,8 @@ static void schedule(int64_t now) {
   if (st.trigger[0] && st.next_trigger_check < due) due = st.next_trigger_check;
   atomic_store(&next_due, due);
   /* A first large collective noted while we computed `due` must not wait for it. */
-  if (mode == MODE_WINDOW && !st.anchored && atomic_load(&first_traffic)) atomic_store(&next_due, 0);
+  if (mode == MODE_WINDOW && !st.anchored && atomic_load(&first_traffic))
+    atomic_store(&next_due, 0);
 }
 
 static int trigger_present(int64_t now) {
@@ -605,7 +610,9 @@ void topo_cupti_begin(void) {
   pthread_mutex_unlock(&api_lock);
 }
 
-int64_t topo_cupti_next_due(void) { return atomic_load(&armed) ? atomic_load(&next_due) : INT64_MAX; }
+int64_t topo_cupti_next_due(void) {
+  return atomic_load(&armed) ? atomic_load(&next_due) : INT64_MAX;
+}
 
 void topo_cupti_poll(int64_t now) {
   if (!atomic_load(&armed) || now < atomic_load(&next_due)) return;
@@ -654,10 +661,8 @@ int topo_cupti_configure(void) {
   long window = topo_env_int(TOPO_ENV_PROFILER_CUPTI_WINDOW_MS);
   long period = topo_env_int(TOPO_ENV_PROFILER_CUPTI_PERIOD_S);
   const char *trigger = topo_env_str(TOPO_ENV_PROFILER_CUPTI_TRIGGER);
-  if (mode == MODE_OFF)
-    snprintf(description, sizeof description, "off");
-  else if (mode == MODE_ON)
-    snprintf(description, sizeof description, "on");
+  if (mode == MODE_OFF) snprintf(description, sizeof description, "off");
+  else if (mode == MODE_ON) snprintf(description, sizeof description, "on");
   else
     snprintf(description, sizeof description, "window of %ld ms every %ld s%s", window, period,
              *trigger ? " and on trigger" : "");

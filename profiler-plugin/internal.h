@@ -20,30 +20,30 @@ typedef struct topo_comm {
   uint64_t hash;
   int rank, nranks, nnodes, abi_version;
   char name[64];
-  topo_writer *writer;               /* of its generation, set by topo_writer_open */
+  topo_writer *writer; /* of its generation, set by topo_writer_open */
   _Atomic(uint64_t) dropped[TOPO_DROP_KINDS];
-  _Atomic(uint64_t) p2p_seq;             /* per-comm p2p counter (NCCL gives p2p no seq) */
-  _Atomic(int64_t) gpu_offset_best;      /* max(pTimer stop - realtime seen), INT64_MIN = none */
-  _Atomic(uint64_t) learned_hash;        /* v1-v3: comm hash and rank seen in the first Coll/P2p */
+  _Atomic(uint64_t) p2p_seq;        /* per-comm p2p counter (NCCL gives p2p no seq) */
+  _Atomic(int64_t) gpu_offset_best; /* max(pTimer stop - realtime seen), INT64_MIN = none */
+  _Atomic(uint64_t) learned_hash;   /* v1-v3: comm hash and rank seen in the first Coll/P2p */
   atomic_int learned_rank;
-  atomic_int closed;                 /* set by the writer once the footer is written */
-  atomic_int finalized;              /* set at finalize: later events of it are dropped */
-  topo_trace_header header;          /* flags etc. set at init; the rest by the writer */
+  atomic_int closed;        /* set by the writer once the footer is written */
+  atomic_int finalized;     /* set at finalize: later events of it are dropped */
+  topo_trace_header header; /* flags etc. set at init; the rest by the writer */
   /* Hand-over to the writer (set before the comm is published to it). */
-  uint64_t close_after;              /* ring position at finalize: closed once drained past it */
+  uint64_t close_after; /* ring position at finalize: closed once drained past it */
   struct topo_comm *arrive_next, *leave_next;
   /* Owned by the writer thread after init. */
   int adopted, in_active;
   int fd;
   char path[512];
-  topo_trace_record *block;          /* TOPO_WRITER_BLOCK_RECORDS records while it has traffic */
+  topo_trace_record *block; /* TOPO_WRITER_BLOCK_RECORDS records while it has traffic */
   uint32_t block_count, block_index;
   uint64_t records_written;
-  int64_t block_first_ns;            /* monotonic time the current block got its first record */
+  int64_t block_first_ns; /* monotonic time the current block got its first record */
   int io_warned;
-  struct topo_comm *writer_next;     /* every comm of the writer */
-  struct topo_comm *active_next;     /* comms with a partial block */
-  struct topo_comm *next;            /* the core's list, under the core's mutex */
+  struct topo_comm *writer_next; /* every comm of the writer */
+  struct topo_comm *active_next; /* comms with a partial block */
+  struct topo_comm *next;        /* the core's list, under the core's mutex */
 } topo_comm;
 
 /* Records per block, the last of which is always a STATS record. */

@@ -16,9 +16,9 @@
 #include <nvtx3/nvToolsExt.h>
 
 #define NFUNC TOPO_NCCL_NUM_FUNCS
-static const uint32_t colors[NFUNC] = {0xff4e79a7, 0xfff28e2b, 0xff59a14f, 0xffb07aa1, 0xffe15759,
-                                       0xff76b7b2, 0xffedc948, 0xff9c755f, 0xffff9da7, 0xffbab0ac,
-                                       0xff8cd17d};
+static const uint32_t colors[NFUNC] = {0xff4e79a7, 0xfff28e2b, 0xff59a14f, 0xffb07aa1,
+                                       0xffe15759, 0xff76b7b2, 0xffedc948, 0xff9c755f,
+                                       0xffff9da7, 0xffbab0ac, 0xff8cd17d};
 
 static nvtxDomainHandle_t domain;
 static nvtxStringHandle_t func_strings[NFUNC];

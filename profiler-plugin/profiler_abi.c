@@ -62,24 +62,24 @@ static int root_or_none(int func, int root) {
 }
 
 /* String-era Coll fields (v2..v6 share names and meaning). */
-#define FILL_COLL_STRINGS(d, c)                                   \
-  do {                                                            \
-    (d)->seq = (c).seqNumber;                                     \
-    (d)->func = topo_prof_func_id((c).func);                      \
-    (d)->datatype = topo_prof_datatype_id((c).datatype);          \
-    (d)->bytes = bytes_of((c).count, (d)->datatype);              \
-    (d)->peer = root_or_none((d)->func, (c).root);                \
-    (d)->algo = topo_prof_algo_id((c).algo);                      \
-    (d)->proto = topo_prof_proto_id((c).proto);                   \
-    (d)->nwarps = (c).nWarps;                                     \
+#define FILL_COLL_STRINGS(d, c)                          \
+  do {                                                   \
+    (d)->seq = (c).seqNumber;                            \
+    (d)->func = topo_prof_func_id((c).func);             \
+    (d)->datatype = topo_prof_datatype_id((c).datatype); \
+    (d)->bytes = bytes_of((c).count, (d)->datatype);     \
+    (d)->peer = root_or_none((d)->func, (c).root);       \
+    (d)->algo = topo_prof_algo_id((c).algo);             \
+    (d)->proto = topo_prof_proto_id((c).proto);          \
+    (d)->nwarps = (c).nWarps;                            \
   } while (0)
 
-#define FILL_P2P_STRINGS(d, p)                                    \
-  do {                                                            \
-    (d)->func = topo_prof_func_id((p).func);                      \
-    (d)->datatype = topo_prof_datatype_id((p).datatype);          \
-    (d)->bytes = bytes_of((p).count, (d)->datatype);              \
-    (d)->peer = (p).peer;                                         \
+#define FILL_P2P_STRINGS(d, p)                           \
+  do {                                                   \
+    (d)->func = topo_prof_func_id((p).func);             \
+    (d)->datatype = topo_prof_datatype_id((p).datatype); \
+    (d)->bytes = bytes_of((p).count, (d)->datatype);     \
+    (d)->peer = (p).peer;                                \
   } while (0)
 
 /* ---- v5 / v6 (same layout for everything but CE events) ---- */
@@ -118,7 +118,8 @@ static void fill_v5(topo_prof_descr *d, const ncclProfilerEventDescr_v5_t *e) {
   }
 }
 
-static void state_v4(void *h, ncclProfilerEventState_t s, const ncclProfilerEventStateArgs_v4_t *a) {
+static void state_v4(void *h, ncclProfilerEventState_t s,
+                     const ncclProfilerEventStateArgs_v4_t *a) {
   if (!a) return; /* GroupApi states come with NULL arguments */
   if (s == ncclProfilerKernelChStop) topo_prof_state(h, TOPO_ST_KERNELCH_STOP, a->kernelCh.pTimer);
   else if (s == ncclProfilerProxyStepSendWait || s == ncclProfilerProxyStepRecvGPUWait)
@@ -268,16 +269,15 @@ static ncclResult_t start_v1(void *ctx, void **h, ncclProfilerEventDescr_v1_t *e
   return topo_prof_start(ctx, h, &d);
 }
 
-TOPO_EXPORT const ncclProfiler_v6_t ncclProfiler_v6 = {PLUGIN_NAME, init_v6, start_v6,
-                                                       topo_prof_stop, state_v5, topo_prof_finalize};
-TOPO_EXPORT const ncclProfiler_v5_t ncclProfiler_v5 = {PLUGIN_NAME, init_v5, start_v5,
-                                                       topo_prof_stop, state_v5, topo_prof_finalize};
-TOPO_EXPORT const ncclProfiler_v4_t ncclProfiler_v4 = {PLUGIN_NAME, init_v4, start_v4,
-                                                       topo_prof_stop, state_v4_entry,
-                                                       topo_prof_finalize};
-TOPO_EXPORT const ncclProfiler_v3_t ncclProfiler_v3 = {PLUGIN_NAME, init_v3, start_v3,
-                                                       topo_prof_stop, state_v1, topo_prof_finalize};
-TOPO_EXPORT const ncclProfiler_v2_t ncclProfiler_v2 = {PLUGIN_NAME, init_v2, start_v2,
-                                                       topo_prof_stop, state_v1, topo_prof_finalize};
-TOPO_EXPORT const ncclProfiler_v1_t ncclProfiler_v1 = {PLUGIN_NAME, init_v1, start_v1,
-                                                       topo_prof_stop, state_v1, topo_prof_finalize};
+TOPO_EXPORT const ncclProfiler_v6_t ncclProfiler_v6 = {
+    PLUGIN_NAME, init_v6, start_v6, topo_prof_stop, state_v5, topo_prof_finalize};
+TOPO_EXPORT const ncclProfiler_v5_t ncclProfiler_v5 = {
+    PLUGIN_NAME, init_v5, start_v5, topo_prof_stop, state_v5, topo_prof_finalize};
+TOPO_EXPORT const ncclProfiler_v4_t ncclProfiler_v4 = {
+    PLUGIN_NAME, init_v4, start_v4, topo_prof_stop, state_v4_entry, topo_prof_finalize};
+TOPO_EXPORT const ncclProfiler_v3_t ncclProfiler_v3 = {
+    PLUGIN_NAME, init_v3, start_v3, topo_prof_stop, state_v1, topo_prof_finalize};
+TOPO_EXPORT const ncclProfiler_v2_t ncclProfiler_v2 = {
+    PLUGIN_NAME, init_v2, start_v2, topo_prof_stop, state_v1, topo_prof_finalize};
+TOPO_EXPORT const ncclProfiler_v1_t ncclProfiler_v1 = {
+    PLUGIN_NAME, init_v1, start_v1, topo_prof_stop, state_v1, topo_prof_finalize};

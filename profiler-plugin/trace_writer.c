@@ -35,7 +35,7 @@
 #include "topo_version.h"
 
 typedef struct cell {
-  _Atomic(uint64_t) seq;      /* Vyukov's sequence minus the cell's index: zero-filled = empty */
+  _Atomic(uint64_t) seq; /* Vyukov's sequence minus the cell's index: zero-filled = empty */
   topo_comm *comm;
   topo_trace_record rec;
 } cell;
@@ -45,24 +45,24 @@ enum { AWAKE = 0, BATCHING = 1, IDLE = 2 };
 /* w->fate, a futex word: whoever stops the writer and the writer itself agree on who frees it. */
 enum { RUNNING = 0, FINISHED = 1, ABANDONED = 2 };
 
-#define IDLE_MAX_NS 1000000000LL  /* the longest sleep: reaper and CUPTI schedule get a look */
+#define IDLE_MAX_NS  1000000000LL /* the longest sleep: reaper and CUPTI schedule get a look */
 #define BATCH_MIN_NS 1000000LL
 #define BATCH_MAX_NS 25000000LL
 
 struct topo_writer {
   cell *cells;
   size_t ring_bytes;
-  uint64_t mask, wake_every;        /* a batching writer is woken every wake_every records */
+  uint64_t mask, wake_every; /* a batching writer is woken every wake_every records */
   _Atomic(uint64_t) enq;
   atomic_int sleep;
-  atomic_uint closes;               /* bumped (and woken) after each file closed */
+  atomic_uint closes; /* bumped (and woken) after each file closed */
   atomic_int fate;
   atomic_int stop;
-  _Atomic(int64_t) io_since;            /* monotonic start of the write in progress, 0 = none */
-  int64_t stop_by;                  /* set before stop: records unwritten by then are counted */
-  uint64_t stop_at;                 /* ring position at the stop: later records are not waited for */
-  _Atomic(topo_comm *) arriving;    /* initialised comms (->arrive_next) not yet seen */
-  _Atomic(topo_comm *) leaving;     /* finalized comms (->leave_next) not yet seen */
+  _Atomic(int64_t) io_since;     /* monotonic start of the write in progress, 0 = none */
+  int64_t stop_by;               /* set before stop: records unwritten by then are counted */
+  uint64_t stop_at;              /* ring position at the stop: later records are not waited for */
+  _Atomic(topo_comm *) arriving; /* initialised comms (->arrive_next) not yet seen */
+  _Atomic(topo_comm *) leaving;  /* finalized comms (->leave_next) not yet seen */
   pthread_t thread;
   int64_t (*tick)(int64_t now_ns);
   void (*on_start)(topo_writer *w);
@@ -70,10 +70,10 @@ struct topo_writer {
   char dir[TOPO_WRITER_DIR_MAX + 1];
   /* Writer thread only. */
   uint64_t deq;
-  uint64_t resident;                /* cells below this index have their pages faulted in */
-  topo_comm *all;                   /* every comm adopted (->writer_next) */
-  topo_comm *active;                /* comms with a partial block (->active_next) */
-  topo_comm *closing;               /* finalized, waiting for their records (->leave_next) */
+  uint64_t resident;  /* cells below this index have their pages faulted in */
+  topo_comm *all;     /* every comm adopted (->writer_next) */
+  topo_comm *active;  /* comms with a partial block (->active_next) */
+  topo_comm *closing; /* finalized, waiting for their records (->leave_next) */
   int dir_made, dir_warned, io_warned_any;
 };
 
@@ -251,8 +251,10 @@ static void open_file(topo_writer *w, topo_comm *c) {
   c->fd = -1;
   if (!w->dir_made && mkdir(w->dir, 0750) != 0 && errno != EEXIST) {
     if (!w->dir_warned++)
-      TOPO_WARN("TOPO/Profiler: cannot create trace directory %s (%s); records are counted as "
-                "dropped, the job is unaffected", w->dir, strerror(errno));
+      TOPO_WARN(
+          "TOPO/Profiler: cannot create trace directory %s (%s); records are counted as "
+          "dropped, the job is unaffected",
+          w->dir, strerror(errno));
     return;
   }
   w->dir_made = 1;
@@ -264,8 +266,10 @@ static void open_file(topo_writer *w, topo_comm *c) {
   struct stat st;
   if (dfd < 0 && (errno == ELOOP || (lstat(w->dir, &st) == 0 && S_ISLNK(st.st_mode)))) {
     if (!w->dir_warned++)
-      TOPO_WARN("TOPO/Profiler: trace directory %s is a symbolic link, not followed; records "
-                "are counted as dropped, the job is unaffected", w->dir);
+      TOPO_WARN(
+          "TOPO/Profiler: trace directory %s is a symbolic link, not followed; records "
+          "are counted as dropped, the job is unaffected",
+          w->dir);
     return;
   }
   int header_failed = 0;
@@ -273,11 +277,11 @@ static void open_file(topo_writer *w, topo_comm *c) {
     char suffix[16] = "";
     if (attempt) snprintf(suffix, sizeof suffix, ".%d", attempt);
     if (c->rank >= 0)
-      snprintf(c->path, sizeof c->path, "%s/topo-%s-%u-%016llx-r%d%s.trace", w->dir, host,
-               h->pid, (unsigned long long)c->hash, c->rank, suffix);
+      snprintf(c->path, sizeof c->path, "%s/topo-%s-%u-%016llx-r%d%s.trace", w->dir, host, h->pid,
+               (unsigned long long)c->hash, c->rank, suffix);
     else
-      snprintf(c->path, sizeof c->path, "%s/topo-%s-%u-%s%s.trace", w->dir, host, h->pid,
-               label, suffix);
+      snprintf(c->path, sizeof c->path, "%s/topo-%s-%u-%s%s.trace", w->dir, host, h->pid, label,
+               suffix);
     c->fd = create_with_header(w, dfd, c->path, strlen(w->dir) + 1, h, &header_failed);
     if (c->fd < 0 && errno != EEXIST) break;
   }
@@ -290,8 +294,10 @@ static void open_file(topo_writer *w, topo_comm *c) {
     if (first_io_warning(w, c))
       TOPO_WARN("TOPO/Profiler: writing the header of %s failed (%s)", c->path, strerror(errno));
   } else if (c->fd < 0 && !w->dir_warned++) {
-    TOPO_WARN("TOPO/Profiler: cannot create %s (%s); records are counted as dropped, the job "
-              "is unaffected", c->path, strerror(errno));
+    TOPO_WARN(
+        "TOPO/Profiler: cannot create %s (%s); records are counted as dropped, the job "
+        "is unaffected",
+        c->path, strerror(errno));
   }
 }
 
@@ -338,8 +344,7 @@ static void flush_block(topo_writer *w, topo_comm *c) {
  * record that finds the ring full. */
 static void count_unwritten(topo_comm *c, const topo_trace_record *r) {
   int kind = r->type == TOPO_REC_COLL || r->type == TOPO_REC_P2P ? TOPO_DROP_RECORD
-             : r->type == TOPO_REC_KERNEL || r->type == TOPO_REC_STRING ||
-                     r->type == TOPO_REC_CUPTI
+             : r->type == TOPO_REC_KERNEL || r->type == TOPO_REC_STRING || r->type == TOPO_REC_CUPTI
                  ? TOPO_DROP_CUPTI
                  : TOPO_DROP_CHILD;
   if (!atomic_load_explicit(&c->closed, memory_order_relaxed))
@@ -354,8 +359,10 @@ static void append(topo_writer *w, topo_comm *c, const topo_trace_record *r, int
     c->block = topo_malloc(TOPO_WRITER_BLOCK_RECORDS * sizeof(topo_trace_record));
     if (!c->block) {
       if (first_io_warning(w, c))
-        TOPO_WARN("TOPO/Profiler: out of memory for the block of %s; its records are counted "
-                  "as dropped", c->path);
+        TOPO_WARN(
+            "TOPO/Profiler: out of memory for the block of %s; its records are counted "
+            "as dropped",
+            c->path);
       atomic_fetch_add(&c->dropped[TOPO_DROP_IO], 1);
       return;
     }

@@ -69,11 +69,13 @@ static void check_tuner(const char *name) {
   assert_int_equal(t.lib.version, 5);
   assert_mapped_from_prefix(t.lib.sym);
   const char *plugin_name = *(const char *const *)t.lib.sym;
-  if (!strstr(plugin_name, TOPO_VERSION)) fail_msg("tuner name '%s' lacks %s", plugin_name, TOPO_VERSION);
+  if (!strstr(plugin_name, TOPO_VERSION))
+    fail_msg("tuner name '%s' lacks %s", plugin_name, TOPO_VERSION);
   reset_log();
   ncclTunerConstants_v5_t constants;
   topo_host_default_constants(&constants);
-  assert_int_equal(topo_host_tuner_init(&t, 0x1234, 8, 1, capture_log, NULL, &constants), ncclSuccess);
+  assert_int_equal(topo_host_tuner_init(&t, 0x1234, 8, 1, capture_log, NULL, &constants),
+                   ncclSuccess);
   assert_non_null(t.ctx);
   if (!strstr(first_line, TOPO_VERSION))
     fail_msg("tuner's first log line '%s' lacks %s", first_line, TOPO_VERSION);
@@ -83,7 +85,8 @@ static void check_tuner(const char *name) {
   float table[7 * 3];
   for (int i = 0; i < 7 * 3; i++) table[i] = i < 2 * 3 ? 1000.0f + (float)i : -1.0f;
   int nch = 0, algo = -1, proto = -1;
-  assert_int_equal(topo_host_tuner_get(&t, ncclFuncAllReduce, 256u << 20, 1, table, 0, &nch), ncclSuccess);
+  assert_int_equal(topo_host_tuner_get(&t, ncclFuncAllReduce, 256u << 20, 1, table, 0, &nch),
+                   ncclSuccess);
   assert_true(topo_host_select(table, t.num_algo, 3, &algo, &proto));
   assert_int_equal(algo, NCCL_ALGO_TREE);
   assert_int_equal(proto, NCCL_PROTO_LL);
@@ -130,9 +133,11 @@ static void check_profiler(const char *name) {
   assert_int_equal(p.lib.version, 5);
   assert_mapped_from_prefix(p.lib.sym);
   const char *plugin_name = *(const char *const *)p.lib.sym;
-  if (!strstr(plugin_name, TOPO_VERSION)) fail_msg("profiler name '%s' lacks %s", plugin_name, TOPO_VERSION);
+  if (!strstr(plugin_name, TOPO_VERSION))
+    fail_msg("profiler name '%s' lacks %s", plugin_name, TOPO_VERSION);
   reset_log();
-  assert_int_equal(topo_host_profiler_init(&p, 0xabcdef, "install", 1, 2, 0, capture_log), ncclSuccess);
+  assert_int_equal(topo_host_profiler_init(&p, 0xabcdef, "install", 1, 2, 0, capture_log),
+                   ncclSuccess);
   assert_non_null(p.ctx);
   if (!strstr(first_line, TOPO_VERSION))
     fail_msg("profiler's first log line '%s' lacks %s", first_line, TOPO_VERSION);

@@ -20,7 +20,7 @@
 #endif
 
 #define CYCLES 12
-#define COMMS 3
+#define COMMS  3
 
 static int failures;
 
@@ -62,8 +62,8 @@ static void tuner_cycles(const char *so, const char *dir) {
       }
       ncclTunerConstants_v5_t k;
       topo_host_default_constants(&k);
-      expect(topo_host_tuner_init(&t[c], 100 + (uint64_t)c, 2u << c, c ? 2 : 1, topo_host_log,
-                                  NULL, t[c].lib.version >= 5 ? &k : NULL) == ncclSuccess,
+      expect(topo_host_tuner_init(&t[c], 100 + (uint64_t)c, 2u << c, c ? 2 : 1, topo_host_log, NULL,
+                                  t[c].lib.version >= 5 ? &k : NULL) == ncclSuccess,
              "init did not answer success", cycle);
       expect(t[c].ctx != NULL, "no context", cycle);
     }
@@ -73,7 +73,8 @@ static void tuner_cycles(const char *so, const char *dir) {
         for (int i = 0; i < 21; i++) table[i] = (i % 3 == 1) ? 10.0f + (float)i : -1.0f;
         int nch = 0;
         expect(topo_host_tuner_get(&t[c], q % 5, (size_t)8 << (q % 30), 1, table, q & 1, &nch) ==
-                   ncclSuccess, "getCollInfo did not answer success", cycle);
+                   ncclSuccess,
+               "getCollInfo did not answer success", cycle);
       }
     }
     for (int c = COMMS - 1; c >= 0; c--) {
@@ -157,8 +158,9 @@ int main(void) {
   profiler_cycles(TOPO_TEST_PROFILER_SO, dir);
 #endif
   rmdir(dir);
-  printf("host_reload: %d load/init/finalize/dlclose cycles x %d communicators per plugin, "
-         "%d failures\n",
-         CYCLES, COMMS, failures);
+  printf(
+      "host_reload: %d load/init/finalize/dlclose cycles x %d communicators per plugin, "
+      "%d failures\n",
+      CYCLES, COMMS, failures);
   return failures ? 1 : 0;
 }

@@ -29,8 +29,7 @@ int64_t rel_now_ms(void) { return topo_clock_monotonic_ns() / 1000000; }
 
 void rel_sleep_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0) {
-  }
+  while (nanosleep(&ts, &ts) != 0) {}
 }
 
 rel_result rel_wait(pid_t pid, int64_t started_ns, int timeout_ms) {
@@ -69,12 +68,9 @@ rel_result rel_run_child(void (*body)(void *), void *arg, int timeout_ms) {
 }
 
 const char *rel_describe(const rel_result *r, char *buf, size_t n) {
-  if (r->timed_out)
-    snprintf(buf, n, "killed after %lld ms", (long long)r->elapsed_ms);
-  else if (WIFSIGNALED(r->status))
-    snprintf(buf, n, "signal %d", WTERMSIG(r->status));
-  else
-    snprintf(buf, n, "exit %d", WEXITSTATUS(r->status));
+  if (r->timed_out) snprintf(buf, n, "killed after %lld ms", (long long)r->elapsed_ms);
+  else if (WIFSIGNALED(r->status)) snprintf(buf, n, "signal %d", WTERMSIG(r->status));
+  else snprintf(buf, n, "exit %d", WEXITSTATUS(r->status));
   return buf;
 }
 

@@ -22,7 +22,7 @@
 #include "rel_child.h"
 #include "trace_read.h"
 
-#define RUNS 30
+#define RUNS  30
 #define COMMS 3
 
 static topo_host_profiler comms[COMMS];

@@ -70,7 +70,8 @@ static void test_tuner_answers_success_and_falls_back_at_each_init_allocation(vo
   unsetenv("TOPO_TUNER_FORCE");
   topo_host_tuner t;
   assert_int_equal(topo_host_tuner_load(&t, TOPO_TEST_TUNER_FAULTS_SO, TOPO_NCCL_2_28), TOPO_OK);
-  fail_after_fn fail_after = (fail_after_fn)(uintptr_t)dlsym(t.lib.handle, "topo_test_alloc_fail_after");
+  fail_after_fn fail_after =
+      (fail_after_fn)(uintptr_t)dlsym(t.lib.handle, "topo_test_alloc_fail_after");
   count_fn count = (count_fn)(uintptr_t)dlsym(t.lib.handle, "topo_test_alloc_count");
   assert_non_null(fail_after);
   assert_non_null(count);
@@ -117,8 +118,10 @@ static void test_tuner_answers_success_and_falls_back_at_each_init_allocation(vo
     if (used <= k) break;
   }
   topo_host_tuner_unload(&t);
-  print_message("tuner: %ld allocation sites in init; %d failed inits fell back to NCCL, %d "
-                "degraded to a warning\n", sites, failed_inits, degraded);
+  print_message(
+      "tuner: %ld allocation sites in init; %d failed inits fell back to NCCL, %d "
+      "degraded to a warning\n",
+      sites, failed_inits, degraded);
   assert_true(sites >= 4);
   assert_int_equal(failed_inits + degraded, sites);
 }
@@ -139,7 +142,8 @@ static void one_collective(topo_host_profiler *p, uint64_t seq) {
   drv_run(p, &op);
 }
 
-static void test_profiler_answers_success_and_disables_itself_at_each_init_allocation(void **state) {
+static void test_profiler_answers_success_and_disables_itself_at_each_init_allocation(
+    void **state) {
   (void)state;
   char tdir[] = "/tmp/topo-faults-traces-XXXXXX";
   assert_non_null(mkdtemp(tdir));
@@ -149,8 +153,10 @@ static void test_profiler_answers_success_and_disables_itself_at_each_init_alloc
   setenv("TOPO_PROFILER_RING", "256", 1);
   setenv("TOPO_PROFILER_CUPTI", "0", 1);
   topo_host_profiler p;
-  assert_int_equal(topo_host_profiler_load(&p, TOPO_TEST_PROFILER_FAULTS_SO, TOPO_NCCL_2_28), TOPO_OK);
-  fail_after_fn fail_after = (fail_after_fn)(uintptr_t)dlsym(p.lib.handle, "topo_test_alloc_fail_after");
+  assert_int_equal(topo_host_profiler_load(&p, TOPO_TEST_PROFILER_FAULTS_SO, TOPO_NCCL_2_28),
+                   TOPO_OK);
+  fail_after_fn fail_after =
+      (fail_after_fn)(uintptr_t)dlsym(p.lib.handle, "topo_test_alloc_fail_after");
   count_fn count = (count_fn)(uintptr_t)dlsym(p.lib.handle, "topo_test_alloc_count");
   assert_non_null(fail_after);
   assert_non_null(count);
@@ -161,8 +167,9 @@ static void test_profiler_answers_success_and_disables_itself_at_each_init_alloc
     topo_host_profiler_mask = 0;
     long start = count();
     fail_after(k);
-    assert_int_equal(topo_host_profiler_init(&p, 0xfa000 + (uint64_t)k, "faults", 1, 1, 0,
-                                             topo_host_log), ncclSuccess);
+    assert_int_equal(
+        topo_host_profiler_init(&p, 0xfa000 + (uint64_t)k, "faults", 1, 1, 0, topo_host_log),
+        ncclSuccess);
     long used = count() - start;
     fail_after(-1);
     one_collective(&p, (uint64_t)k);
@@ -197,8 +204,10 @@ static void test_profiler_answers_success_and_disables_itself_at_each_init_alloc
   test_trace_free(&t);
   test_trace_free_list(paths, n);
   test_trace_rmdir(tdir);
-  print_message("profiler: %ld allocation sites in init; %d failed inits answered success with "
-                "profiling off\n", sites, failed);
+  print_message(
+      "profiler: %ld allocation sites in init; %d failed inits answered success with "
+      "profiling off\n",
+      sites, failed);
   assert_true(sites >= 4); /* two pools, the writer's ring, the context and its block */
   assert_int_equal(failed, sites);
 }

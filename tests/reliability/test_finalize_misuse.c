@@ -64,7 +64,7 @@ static void body(void) {
   a.ctx = stale;
   CHILD_CHECK(topo_host_profiler_finalize(&a) == ncclSuccess); /* repeated: ignored */
   a.ctx = stale;
-  ops(&a, 0, 100, 100);                                        /* after finalize: dropped */
+  ops(&a, 0, 100, 100); /* after finalize: dropped */
   CHILD_CHECK(topo_host_profiler_finalize(&a) == ncclSuccess);
   ops(&b, 1, OPS / 2, OPS - OPS / 2);
   stale = b.ctx;

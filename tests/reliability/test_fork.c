@@ -23,7 +23,7 @@
 enum child_does { CHILD_EXITS, CHILD_FINALIZES, CHILD_PROFILES };
 
 #define BEFORE 100
-#define AFTER 100
+#define AFTER  100
 
 static void job(void *arg) {
   enum child_does what = (enum child_does)(intptr_t)arg;

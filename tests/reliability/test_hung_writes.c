@@ -79,9 +79,9 @@ INTERPOSE int openat(int dfd, const char *path, int flags, ...) {
   return (int)syscall(SYS_openat, dfd, path, flags, mode);
 }
 
-#define WAIT_MS 200
+#define WAIT_MS  200
 #define SLACK_MS 1500 /* a loaded 2-core machine, sanitizers */
-#define A_OPS 300     /* more than the ring holds */
+#define A_OPS    300  /* more than the ring holds */
 
 static const char *trace_dir;
 static int64_t longest_init_ms, longest_finalize_ms;
@@ -140,9 +140,10 @@ static void hung_job(void *arg) {
   for (uint64_t i = 0; i < 5; i++) rel_allreduce(&c, 2, i);
   finalize_in_time(&b);
   finalize_in_time(&c); /* the last one: the writer is left to finish on its own */
-  fprintf(stderr, "while the file system hung: longest init %lld ms, longest finalize %lld ms "
-          "(TOPO_PROFILER_WAIT_MS=%d)\n", (long long)longest_init_ms,
-          (long long)longest_finalize_ms, WAIT_MS);
+  fprintf(stderr,
+          "while the file system hung: longest init %lld ms, longest finalize %lld ms "
+          "(TOPO_PROFILER_WAIT_MS=%d)\n",
+          (long long)longest_init_ms, (long long)longest_finalize_ms, WAIT_MS);
   atomic_store(&hang, 0);
   for (int ms = 0; !footers_written(3) && ms < 10000; ms += 5) rel_sleep_ms(5);
   REL_CHECK(footers_written(3));
@@ -186,8 +187,10 @@ static void test_init_and_finalize_return_while_the_file_system_hangs(void **s) 
     const topo_trace_record **colls;
     size_t nc = test_trace_select(&t, TOPO_REC_COLL, &colls);
     for (size_t j = 1; j < nc; j++) assert_true(colls[j]->coll.seq > colls[j - 1]->coll.seq);
-    uint64_t issued = t.header.comm_hash == 0xa1 ? A_OPS + 20 : t.header.comm_hash == 0xb2 ? 20
-                      : t.header.comm_hash == 0xc3 ? 5 : 10;
+    uint64_t issued = t.header.comm_hash == 0xa1   ? A_OPS + 20
+                      : t.header.comm_hash == 0xb2 ? 20
+                      : t.header.comm_hash == 0xc3 ? 5
+                                                   : 10;
     uint64_t lost = t.footer.dropped[TOPO_DROP_COLL] + t.footer.dropped[TOPO_DROP_RECORD] +
                     t.footer.dropped[TOPO_DROP_OTHER];
     if (nc + lost != issued)

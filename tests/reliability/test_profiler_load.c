@@ -37,18 +37,18 @@
 #ifndef EVENTS
 #define EVENTS 10000000L
 #endif
-#define COMMS 4
-#define CHANNELS 4
+#define COMMS         4
+#define CHANNELS      4
 #define EVENTS_PER_OP (5 + CHANNELS)
-#define OPS_PER_COMM ((EVENTS + COMMS * EVENTS_PER_OP - 1) / (COMMS * EVENTS_PER_OP))
+#define OPS_PER_COMM  ((EVENTS + COMMS * EVENTS_PER_OP - 1) / (COMMS * EVENTS_PER_OP))
 /* Communicator 0's application thread hands its first BURST collectives to its proxy thread at
  * once: none of them completes before all were issued, so that burst alone overflows the event
  * pool (POOL < BURST) and drops are certain at any speed (TSan, a loaded machine), not only
  * likely. Every other collective is handed over as soon as it is issued. */
-#define POOL 1024
+#define POOL  1024
 #define BURST 1280
 #define QUEUE 2048 /* slots; > BURST */
-#define LAG 256    /* how far an application thread may run ahead of its proxy thread */
+#define LAG   256  /* how far an application thread may run ahead of its proxy thread */
 
 typedef struct slot {
   drv_op op;
@@ -60,7 +60,7 @@ typedef struct comm_run {
   slot queue[QUEUE];
   atomic_long head, tail; /* single producer (app thread), single consumer (proxy thread) */
   atomic_int done;
-  long kernelch_events;   /* KernelCh events delivered (proxy thread) */
+  long kernelch_events; /* KernelCh events delivered (proxy thread) */
   int index;
 } comm_run;
 
@@ -125,8 +125,8 @@ static void test_ten_million_events_are_recorded_or_counted_as_dropped(void **st
     runs[c].index = c;
     assert_int_equal(topo_host_profiler_load(&runs[c].p, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28),
                      TOPO_OK);
-    assert_int_equal(topo_host_profiler_init(&runs[c].p, 0x10ad0000 + (uint64_t)c, "load", 1,
-                                             COMMS, c, topo_host_log),
+    assert_int_equal(topo_host_profiler_init(&runs[c].p, 0x10ad0000 + (uint64_t)c, "load", 1, COMMS,
+                                             c, topo_host_log),
                      ncclSuccess);
     assert_non_null(runs[c].p.ctx);
   }
@@ -193,10 +193,11 @@ static void test_ten_million_events_are_recorded_or_counted_as_dropped(void **st
   test_trace_free_list(paths, n);
   test_trace_rmdir(dir);
   double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-  print_message("%ld events (%d comms x %ld collectives) in %.2f s (%.1f M events/s): %llu "
-                "collective and %llu channel records, %llu counted drops\n",
-                events, COMMS, (long)OPS_PER_COMM, s, (double)events / s / 1e6,
-                (unsigned long long)colls, (unsigned long long)chans, (unsigned long long)drops);
+  print_message(
+      "%ld events (%d comms x %ld collectives) in %.2f s (%.1f M events/s): %llu "
+      "collective and %llu channel records, %llu counted drops\n",
+      events, COMMS, (long)OPS_PER_COMM, s, (double)events / s / 1e6, (unsigned long long)colls,
+      (unsigned long long)chans, (unsigned long long)drops);
   assert_true(events >= EVENTS);
   assert_true(colls > 0 && chans > 0); /* both paths exercised: records ... */
   assert_true(drops > 0);              /* ... and counted drops */

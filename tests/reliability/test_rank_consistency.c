@@ -19,9 +19,9 @@
 
 #include "../tuner/tuner_test_util.h"
 
-#define RANKS 8
+#define RANKS   8
 #define QUERIES 1000000
-#define ROUNDS 4
+#define ROUNDS  4
 
 static char dir[] = "/tmp/topo-ranks-XXXXXX";
 static char so[RANKS][340];
@@ -31,7 +31,8 @@ static void copy_file(const char *from, const char *to) {
   int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0755);
   assert_true(in >= 0 && out >= 0);
   char buf[65536];
-  for (ssize_t n; (n = read(in, buf, sizeof buf)) > 0;) assert_int_equal(write(out, buf, (size_t)n), n);
+  for (ssize_t n; (n = read(in, buf, sizeof buf)) > 0;)
+    assert_int_equal(write(out, buf, (size_t)n), n);
   close(in);
   close(out);
 }
@@ -50,11 +51,12 @@ static int setup(void **state) {
   snprintf(rules, sizeof rules, "%s/rules.conf", dir);
   FILE *f = fopen(rules, "w");
   if (!f) return -1;
-  fputs("allreduce,0,65536,tree,ll,2,-1,8\n"
-        "allreduce,1048577,16777216,ring,ll128,-1,2,-1\n"
-        "allgather,4096,1048576,ring,simple,4,-1,-1,-1,1\n"
-        "reducescatter,0,-1,ring,ll128,8,8,-1\n",
-        f);
+  fputs(
+      "allreduce,0,65536,tree,ll,2,-1,8\n"
+      "allreduce,1048577,16777216,ring,ll128,-1,2,-1\n"
+      "allgather,4096,1048576,ring,simple,4,-1,-1,-1,1\n"
+      "reducescatter,0,-1,ring,ll128,8,8,-1\n",
+      f);
   fclose(f);
   /* The fitted 2 x H200 profile, its section opened to every 8-rank communicator. */
   snprintf(profile, sizeof profile, "%s/fitted.prof", dir);
@@ -76,9 +78,10 @@ static int setup(void **state) {
     for (int a = 0; a < 2; a++)
       for (int p = 0; p < 3; p++)
         for (unsigned long long b = 8; b <= (1ull << 34); b *= 4)
-          fprintf(f, "point %s %s %s bytes=%llu median_us=%d noise_us=0.1\n",
-                  (const char *[]){"broadcast", "reduce", "allgather", "reducescatter", "allreduce"}[c],
-                  algos[a], protos[p], b, a == 0 && p == 1 ? 1 : 100);
+          fprintf(
+              f, "point %s %s %s bytes=%llu median_us=%d noise_us=0.1\n",
+              (const char *[]){"broadcast", "reduce", "allgather", "reducescatter", "allreduce"}[c],
+              algos[a], protos[p], b, a == 0 && p == 1 ? 1 : 100);
   fclose(in);
   fclose(f);
   if (sections != 1) return -1;
@@ -131,14 +134,14 @@ static void test_eight_independent_ranks_answer_identically(void **state) {
     for (int k = 0; k < RANKS; k++) {
       int r = (k * 3 + round) % RANKS;
       topo_host_default_constants(&c[r]);
-      assert_int_equal(topo_host_tuner_init(&t[r], 0xc0ffee, RANKS, nnodes[round], topo_host_log,
-                                            NULL, &c[r]),
-                       ncclSuccess);
+      assert_int_equal(
+          topo_host_tuner_init(&t[r], 0xc0ffee, RANKS, nnodes[round], topo_host_log, NULL, &c[r]),
+          ncclSuccess);
       assert_non_null(t[r].ctx);
     }
     assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 0);
     assert_true(topo_host_log_contains("profile /tmp/topo-ranks-")); /* the profile is in use */
-    assert_true(topo_host_log_contains("; 4 rules;"));             /* and all four rules */
+    assert_true(topo_host_log_contains("; 4 rules;"));               /* and all four rules */
     for (int r = 1; r < RANKS; r++) assert_memory_equal(&c[r], &c[0], sizeof c[0]);
 
     uint64_t seed = 0x5eed0000u + (uint64_t)round;
@@ -166,8 +169,10 @@ static void test_eight_independent_ranks_answer_identically(void **state) {
       topo_host_tuner_unload(&t[r]);
     }
   }
-  print_message("%ld queries x %d ranks: %ld differing answers; %ld tables changed, %ld with "
-                "nChannels set\n", queries, RANKS, differing, changed, channels_set);
+  print_message(
+      "%ld queries x %d ranks: %ld differing answers; %ld tables changed, %ld with "
+      "nChannels set\n",
+      queries, RANKS, differing, changed, channels_set);
   assert_int_equal(queries, QUERIES);
   assert_int_equal(differing, 0);
   /* The comparison means something: the tuner changed a large share of the tables (measured

@@ -19,8 +19,8 @@
 #include "trace_read.h"
 
 #define CYCLES 20
-#define COMMS 2
-#define OPS 500
+#define COMMS  2
+#define OPS    500
 
 static void job(void *arg) {
   (void)arg;

@@ -44,8 +44,8 @@
 #endif
 
 #define MAX_THREADS 4
-#define MAX_COMMS 4096
-#define OPS_MAX 300
+#define MAX_COMMS   4096
+#define OPS_MAX     300
 
 enum end_kind { END_NORMAL, END_EXIT_IN_FLIGHT, END_KILL, END_KINDS };
 enum fork_kind { FORK_NONE, FORK_EXITS, FORK_FINALIZES, FORK_PROFILES, FORK_KINDS };
@@ -60,7 +60,7 @@ typedef struct shared {
     atomic_int state;
     atomic_ullong started; /* operations whose first callback was made */
     atomic_ullong issued;  /* operations whose every callback returned */
-    int trace;            /* test side: 1 its trace was found, 2 with a footer */
+    int trace;             /* test side: 1 its trace was found, 2 with a footer */
   } comm[MAX_COMMS];
 } shared;
 
@@ -134,7 +134,8 @@ static void fork_child(void) {
   REL_CHECK(pid >= 0);
   if (pid == 0) {
     rel_forked_child();
-    if (ep->fork == FORK_FINALIZES) REL_CHECK(topo_host_profiler_finalize(&forkable) == ncclSuccess);
+    if (ep->fork == FORK_FINALIZES)
+      REL_CHECK(topo_host_profiler_finalize(&forkable) == ncclSuccess);
     if (ep->fork == FORK_PROFILES) {
       topo_host_profiler q = forkable; /* the loaded library (no dlopen after a threaded fork) */
       REL_CHECK(topo_host_profiler_init(&q, 0x50a5, "soak-child", 1, 1, 0, NULL) == ncclSuccess);
@@ -216,7 +217,8 @@ static void check_trace(const char *path, pid_t pid, int killed, int quiet_exit,
   if (!h) fail_msg("%s: no usable header", path);
   assert_int_equal(h->pid, (uint32_t)pid);
   int c = comm_of(h->comm_hash);
-  if (c < 0) fail_msg("%s: communicator %llx was never created", path, (unsigned long long)h->comm_hash);
+  if (c < 0)
+    fail_msg("%s: communicator %llx was never created", path, (unsigned long long)h->comm_hash);
   /* Each collective at most once, and only those the episode's own process issued (the fork
    * child's carry seq >= OPS_MAX). Completion order, not issue order: a collective whose kernel
    * channels never come (a dropped channel event) is written when the reaper or finalize
@@ -241,14 +243,17 @@ static void check_trace(const char *path, pid_t pid, int killed, int quiet_exit,
   if (!killed && !in->footer) fail_msg("%s: no footer, the process exited", path);
   uint64_t issued = atomic_load(&sh->comm[c].issued);
   uint64_t started = atomic_load(&sh->comm[c].started);
-  uint64_t drops = in->dropped[TOPO_DROP_COLL] + in->dropped[TOPO_DROP_RECORD] +
-                   in->dropped[TOPO_DROP_OTHER];
-  if (ops > started) fail_msg("%s: %llu operations recorded, %llu started", path,
-                              (unsigned long long)ops, (unsigned long long)started);
+  uint64_t drops =
+      in->dropped[TOPO_DROP_COLL] + in->dropped[TOPO_DROP_RECORD] + in->dropped[TOPO_DROP_OTHER];
+  if (ops > started)
+    fail_msg("%s: %llu operations recorded, %llu started", path, (unsigned long long)ops,
+             (unsigned long long)started);
   int st = atomic_load(&sh->comm[c].state);
   if ((st == COMM_FINALIZED || quiet_exit) && in->footer && ops + drops != issued)
-    fail_msg("%s: finalized or written at a quiet exit with %llu operations recorded + %llu counted drops, %llu issued", path,
-             (unsigned long long)ops, (unsigned long long)drops, (unsigned long long)issued);
+    fail_msg(
+        "%s: finalized or written at a quiet exit with %llu operations recorded + %llu counted "
+        "drops, %llu issued",
+        path, (unsigned long long)ops, (unsigned long long)drops, (unsigned long long)issued);
   if (sh->comm[c].trace) fail_msg("%s: a second trace of communicator %d", path, c);
   sh->comm[c].trace = in->footer ? 2 : 1;
   tot->traces++;
@@ -263,7 +268,8 @@ static void check_episode(const episode *e, pid_t pid, int killed, totals *tot) 
   assert_non_null(d);
   struct dirent *de;
   while ((de = readdir(d)))
-    if (de->d_name[0] != '.') fail_msg("%s/%s written outside the trace directory", e->cwd, de->d_name);
+    if (de->d_name[0] != '.')
+      fail_msg("%s/%s written outside the trace directory", e->cwd, de->d_name);
   closedir(d);
   /* No directory: killed before the writer created its first file (checked below). */
   d = opendir(e->dir);
@@ -285,7 +291,8 @@ static void check_episode(const episode *e, pid_t pid, int killed, totals *tot) 
   }
   /* the project's report reads what is there (1: nothing usable, e.g. killed before any block) */
   char cmd[700];
-  snprintf(cmd, sizeof cmd, "'%s' --json -q -o /dev/null '%s' 2>/dev/null", TOPO_TEST_REPORT, e->dir);
+  snprintf(cmd, sizeof cmd, "'%s' --json -q -o /dev/null '%s' 2>/dev/null", TOPO_TEST_REPORT,
+           e->dir);
   int rc = system(cmd);
   if (!WIFEXITED(rc) || WEXITSTATUS(rc) > 1)
     fail_msg("topo-report on %s ended with status %d", e->dir, rc);
@@ -372,7 +379,8 @@ static void test_soak_create_destroy_fork_exit_kill(void **state) {
     int killed = e.end == END_KILL && WIFSIGNALED(r.status) && WTERMSIG(r.status) == SIGKILL;
     if (r.timed_out || (!killed && (!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0)))
       fail_msg("episode %d (seed %u, end %d, fork %d, events %s, pool %d, ring %d) ended with %s",
-               n, e.seed, e.end, e.fork, e.events, e.pool, e.ring, rel_describe(&r, how, sizeof how));
+               n, e.seed, e.end, e.fork, e.events, e.pool, e.ring,
+               rel_describe(&r, how, sizeof how));
     int grandchild = atomic_load(&sh->grandchild);
     if (grandchild) tot.forks++;
     check_episode(&e, pid, killed, &tot);
@@ -383,13 +391,13 @@ static void test_soak_create_destroy_fork_exit_kill(void **state) {
   }
   munmap(sh, sizeof *sh);
   rmdir(root);
-  print_message("soak: %d episodes (%d ended normally, %d by exit with callbacks in flight, %d "
-                "killed), %d forks, %d communicators, %d traces, %llu operations: %llu recorded, "
-                "%llu counted as dropped\n",
-                tot.episodes[0] + tot.episodes[1] + tot.episodes[2], tot.episodes[END_NORMAL],
-                tot.episodes[END_EXIT_IN_FLIGHT], tot.episodes[END_KILL], tot.forks, tot.comms,
-                tot.traces, (unsigned long long)tot.ops, (unsigned long long)tot.records,
-                (unsigned long long)tot.drops);
+  print_message(
+      "soak: %d episodes (%d ended normally, %d by exit with callbacks in flight, %d "
+      "killed), %d forks, %d communicators, %d traces, %llu operations: %llu recorded, "
+      "%llu counted as dropped\n",
+      tot.episodes[0] + tot.episodes[1] + tot.episodes[2], tot.episodes[END_NORMAL],
+      tot.episodes[END_EXIT_IN_FLIGHT], tot.episodes[END_KILL], tot.forks, tot.comms, tot.traces,
+      (unsigned long long)tot.ops, (unsigned long long)tot.records, (unsigned long long)tot.drops);
 }
 
 int main(int argc, char **argv) {

@@ -29,14 +29,14 @@
 #include "trace_read.h"
 
 #define COMMS 3
-#define OPS 5000 /* about five blocks of collective records per communicator */
+#define OPS   5000 /* about five blocks of collective records per communicator */
 
-#define CHILD_CHECK(cond)                                                         \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      fprintf(stderr, "child: %s:%d: %s failed\n", __FILE__, __LINE__, #cond);    \
-      _exit(1);                                                                   \
-    }                                                                             \
+#define CHILD_CHECK(cond)                                                      \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "child: %s:%d: %s failed\n", __FILE__, __LINE__, #cond); \
+      _exit(1);                                                                \
+    }                                                                          \
   } while (0)
 
 /* The job: COMMS communicators, OPS collectives each, finalize, unload. Returns nothing; exits
@@ -177,8 +177,8 @@ static void test_full_disk_warns_once_and_keeps_the_complete_blocks(void **state
     assert_true(st.st_size <= FSIZE_LIMIT);
     test_trace t;
     assert_int_equal(test_trace_read(paths[i], &t), 0);
-    assert_false(t.has_footer);      /* no room left for it */
-    assert_int_equal(t.blocks, 2);   /* the two complete blocks, the torn third ignored */
+    assert_false(t.has_footer);    /* no room left for it */
+    assert_int_equal(t.blocks, 2); /* the two complete blocks, the torn third ignored */
     const topo_trace_record **stats;
     size_t ns = test_trace_select(&t, TOPO_REC_STATS, &stats);
     assert_int_equal(ns, 2);

@@ -88,7 +88,8 @@ static void test_existing_link_or_file_at_the_trace_path_is_never_followed(void 
   mode_t old = umask(022);
   topo_host_profiler p[2];
   for (int r = 0; r < 2; r++) {
-    assert_int_equal(topo_host_profiler_load(&p[r], TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28), TOPO_OK);
+    assert_int_equal(topo_host_profiler_load(&p[r], TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28),
+                     TOPO_OK);
     assert_int_equal(topo_host_profiler_init(&p[r], 0xabc, "links", 1, 2, r, topo_host_log),
                      ncclSuccess);
     one_collective(&p[r], r);

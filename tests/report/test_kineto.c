@@ -182,11 +182,11 @@ static void test_every_prefix_of_a_trace_parses_safely(void **state) {
 
 static void test_chrome_array_format_and_old_kernel_names(void **state) {
   (void)state;
-  static const char arr
-      [] = "[{\"ph\":\"X\",\"cat\":\"Kernel\",\"name\":\"ncclKernel_AllGather_RING_LL128_Sum_int8_"
-           "t\",\"ts\":5,\"dur\":2,\"tid\":3},"
-           "{\"ph\":\"X\",\"cat\":\"Kernel\",\"name\":\"volta_sgemm\",\"ts\":6,\"dur\":2,\"tid\":"
-           "4}"; /* unterminated */
+  static const char arr[] =
+      "[{\"ph\":\"X\",\"cat\":\"Kernel\",\"name\":\"ncclKernel_AllGather_RING_LL128_Sum_int8_"
+      "t\",\"ts\":5,\"dur\":2,\"tid\":3},"
+      "{\"ph\":\"X\",\"cat\":\"Kernel\",\"name\":\"volta_sgemm\",\"ts\":6,\"dur\":2,\"tid\":"
+      "4}"; /* unterminated */
   intervals = 0;
   rp_sink sink = {NULL, NULL, count_interval, NULL, NULL, NULL};
   assert_int_equal(rp_kineto_parse_memory(arr, sizeof arr - 1, &sink), 2);
