@@ -249,7 +249,11 @@ static void check_trace(const char *path, pid_t pid, int killed, int quiet_exit,
     fail_msg("%s: %llu operations recorded, %llu started", path, (unsigned long long)ops,
              (unsigned long long)started);
   int st = atomic_load(&sh->comm[c].state);
-  if ((st == COMM_FINALIZED || quiet_exit) && in->footer && ops + drops != issued)
+  /* Nothing lost: every issued operation is recorded or counted as dropped. An operation that a
+   * callback still holds when finalize counts what NCCL never stopped can be counted as dropped
+   * and then recorded by that callback: the count may exceed, never fall short of, what was
+   * issued (one seed in a fresh CI run: 65 recorded + 1 drop of 65). */
+  if ((st == COMM_FINALIZED || quiet_exit) && in->footer && ops + drops < issued)
     fail_msg(
         "%s: finalized or written at a quiet exit with %llu operations recorded + %llu counted "
         "drops, %llu issued",
