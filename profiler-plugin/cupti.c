@@ -10,8 +10,10 @@
 // (torch.profiler/Kineto, Nsight Systems, ...). topo never holds a subscription: it probes
 // (cuptiSubscribe, then cuptiUnsubscribe at once) at a window start and at each poll of an open
 // span. A start that finds another client writes DECLINED and touches nothing; a span during which
-// one arrives ends YIELDED, with no cuptiActivityDisable and no re-registration (the kinds and
-// callbacks are the other client's from then on); later windows probe again. An injected tool
+// one arrives ends YIELDED, with no cuptiActivityDisable, no re-registration and no FORCED flush
+// (the kinds and callbacks are the other client's from then on, and so is the work still queued);
+// CUPTI gets one record per buffer from topo, so no buffer of topo's stays open to swallow that
+// client's records. Later windows probe again. An injected tool
 // (CUDA_INJECTION64_PATH, Nsight Systems' NSYS_* variables) counts as another client for the
 // life of the process and CUPTI is then never loaded.
 //
