@@ -371,6 +371,10 @@ static void test_window_clips_every_figure(void **state) {
   assert_int_equal(r.skew[2].max, 50); /* GPU 3400 vs 3450 */
   assert_int_equal(k0->missed, 0);     /* seq3 is outside: not missed inside the window */
   assert_int_equal(k0->joined, 2);
+  /* rank 1 records collectives only; it was active across the window (AR seq0 began before it,
+   * seq3 ends after it), so it spans the window, not first to last of its collectives inside */
+  const rp_rank *k1 = rank_of(&r, 1);
+  assert_true(k1->t.first == B + 900 && k1->t.last == B + 3450);
   rp_report_free(&r);
   remove_fixture();
 }

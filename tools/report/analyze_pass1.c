@@ -117,6 +117,14 @@ static void kineto_unusable(const rp_source *s, const rp_kineto_info *in, int ra
 }
 
 /* ---- pass 1 sinks */
+/* Widen rank `proc`'s extent in the whole input by [a, b). */
+static void extend(rp_report *r, int proc, int64_t a, int64_t b) {
+  if (proc < 0 || proc >= r->nranks || !(b > a)) return;
+  rp_rank *k = &r->ranks[proc];
+  if (a < k->ext_first) k->ext_first = a;
+  if (b > k->ext_last) k->ext_last = b;
+}
+
 static void p1_coll(void *vc, int src, const rp_coll *co) {
   ctx *c = vc;
   rp_report *r = c->r;
@@ -129,6 +137,8 @@ static void p1_coll(void *vc, int src, const rp_coll *co) {
   if (jc >= 0 && !co->p2p)
     an_join_add(c, &c->jc[jc], c->src_slot[src], co); /* the window applies at the join */
   if (jc >= 0) rp_steps_coll(c->steps, (size_t)jc, c->jc[jc].nranks, s->rank, s->proc, co);
+  extend(r, s->proc, co->timed ? co->gpu_start : co->cpu_start,
+         co->timed ? co->gpu_stop : co->cpu_stop);
   if (!in_rank_window(r, s->proc, co->timed ? co->gpu_start : co->cpu_start)) return;
   r->colls += !co->p2p;
   r->p2p += (uint64_t)co->p2p;
@@ -152,6 +162,7 @@ static void p1_interval(void *vc, int src, const rp_interval *iv) {
   rp_report *r = c->r;
   if (r->src[src].kind == RP_SRC_KINETO) return; /* its range is known at its end */
   int64_t a = iv->start, b = iv->stop;
+  extend(r, r->src[src].proc, a, b);
   if (!clip_rank(r, r->src[src].proc, &a, &b)) return;
   if (a < r->t0) r->t0 = a;
   if (b > r->t_end) r->t_end = b;
@@ -200,6 +211,7 @@ static void kineto_span(rp_report *r) {
   for (int i = 0; i < r->nsrc; i++) {
     const rp_source *s = &r->src[i];
     int64_t a = s->gpu_first, b = s->gpu_last;
+    if (s->kind == RP_SRC_KINETO) extend(r, s->proc, a, b);
     if (s->kind != RP_SRC_KINETO || s->proc < 0 || !(b > a) || !clip_rank(r, s->proc, &a, &b))
       continue;
     if (a < r->t0) r->t0 = a;

@@ -174,6 +174,20 @@ static rp_sweep *rank_sweep(const ctx *c, int p) {
   return sw;
 }
 
+/* A rank active across a window spans it there, also where nothing it recorded runs at the
+ * window's ends: a topo trace outside its CUPTI windows shows only collectives, so its first and
+ * last events inside a window are collectives and its span there would be shorter than that of
+ * the same rank seen through Kineto (comm share 0.3-0.6 points higher on a DDP job). */
+static void window_span(rp_report *r, int p) {
+  rp_rank *k = &r->ranks[p];
+  if (!(r->window || k->win) || !(k->t.last > k->t.first) || !(k->ext_last > k->ext_first))
+    return;
+  int64_t a = k->ext_first, b = k->ext_last;
+  if (!clip_rank(r, p, &a, &b)) return;
+  if (a < k->t.first) k->t.first = a;
+  if (b > k->t.last) k->t.last = b;
+}
+
 /* Rank p through the sweep: its sources (src[by_proc[first[p] ..]]) opened and merged by time,
  * its times, kept timeline and kernel analyses filled; the sources closed. `mine`: scratch of
  * nsrc entries. */
@@ -203,6 +217,7 @@ static void sweep_rank(ctx *c, int p, const int *list, int nlist, int *mine) {
   rp_sink s2 = {c, p2_coll, p2_interval, NULL, NULL, p2_kevent};
   an_merged(c, mine, n, &s2, 2, what);
   rp_sweep_finish(c->sweep, &k->t);
+  window_span(r, p);
   rp_gpu_finish(k->gpu);
   size_t nk;
   const rp_interval *kept = rp_sweep_kept(c->sweep, &nk, &k->timeline_dropped);

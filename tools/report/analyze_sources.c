@@ -87,6 +87,8 @@ int an_rank_add(rp_report *r, const char *host, uint32_t pid, int world_rank) {
   k->world_rank = world_rank;
   k->t.first = INT64_MAX;
   k->t.last = INT64_MIN;
+  k->ext_first = INT64_MAX;
+  k->ext_last = INT64_MIN;
   return r->nranks++;
 }
 

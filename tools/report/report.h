@@ -353,6 +353,10 @@ typedef struct rp_rank {
    * steps it holds (first..last) and the one left out (dropped, the last ProfilerStep) */
   int win;
   int64_t win_from, win_to;
+  /* The rank's activity in the whole input, before any window (pass 1): a window the rank was
+   * active across is its span there, whether or not its first and last recorded events inside
+   * reach the window's ends (docs/metrics.md, Window). */
+  int64_t ext_first, ext_last;
   uint64_t win_first, win_last, win_dropped;
   size_t win_steps; /* ProfilerSteps the rank had (when < 2: no window, all events) */
 } rp_rank;
