@@ -141,9 +141,10 @@ static void after_pass1(ctx *c) {
     k->problems += s->problems;
   }
   an_steps_settle(r);
+  an_cover_build(c); /* from every step, inside the window or not */
+  an_steps_clip(r);
   an_choose_window(r);
   rp_est_finish(c->est);
-  an_cover_build(c);
 }
 
 static void ctx_free(ctx *c) {

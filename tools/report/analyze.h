@@ -165,6 +165,9 @@ void an_pass2(ctx *c);
 /* ---- analyze_summary.c */
 /* Each rank's steps from one source (Kineto over marks), sorted by start. */
 void an_steps_settle(rp_report *r);
+/* Steps clipped to the analysis window, those wholly outside dropped (after the coverage, which
+ * sees every step, is built). */
+void an_steps_clip(rp_report *r);
 /* The window the timeline plot shows (the median step of the rank with most steps). */
 void an_choose_window(rp_report *r);
 /* Steps grouped by number across ranks. */

@@ -29,7 +29,8 @@ static void step_add(void *vc, int src, int64_t start, int64_t stop, uint64_t va
   int p = s->kind == RP_SRC_KINETO ? kineto_rank(c, s) : s->proc;
   if (p < 0) return;
   rp_rank *k = &c->r->ranks[p];
-  if (!clip_window(c->r, &start, &stop)) return; /* wholly outside the window */
+  if (stop <= start) return;
+  /* every step is kept until the coverage is built (an_steps_clip clips them to the window) */
   if (k->nsteps == k->cap_steps) {
     size_t cap = k->cap_steps ? k->cap_steps * 2 : 64;
     rp_step *v = topo_realloc(k->steps, cap * sizeof *v);
@@ -50,18 +51,20 @@ static void step_add(void *vc, int src, int64_t start, int64_t stop, uint64_t va
 
 /* --steps complete (docs/metrics.md, Step windows): a rank with Kineto ProfilerSteps gets the
  * window from the start of its first to the end of the one before its last, and loses that last
- * step (the profiler stops inside it). A rank with one ProfilerStep has no complete one: all its
+ * step (the profiler stops inside it); with --window, of the steps inside it. A rank with one ProfilerStep has no complete one: all its
  * events count, said once. Ranks without ProfilerSteps keep all their events. */
 static void complete_step_windows(rp_report *r, int quiet) {
   r->step_window = RP_WINDOW_COMPLETE_STEPS;
   for (int i = 0; i < r->nranks; i++) {
     rp_rank *k = &r->ranks[i];
     size_t n = 0, last = 0;
-    for (size_t j = 0; j < k->nsteps; j++)
-      if (k->steps[j].from_kineto) {
+    for (size_t j = 0; j < k->nsteps; j++) {
+      int64_t a = k->steps[j].start, b = k->steps[j].stop;
+      if (k->steps[j].from_kineto && clip_window(r, &a, &b)) {
         if (!n || k->steps[j].start > k->steps[last].start) last = j;
         n++;
       }
+    }
     k->win_steps = n;
     if (n == 1 && !quiet)
       TOPO_WARN("rank %d: one ProfilerStep (#%" PRIu64
@@ -75,11 +78,12 @@ static void complete_step_windows(rp_report *r, int quiet) {
     int64_t first_start = INT64_MAX, last_start = INT64_MIN;
     for (size_t j = 0; j < k->nsteps; j++) {
       const rp_step *st = &k->steps[j];
-      if (!st->from_kineto || j == last) continue;
-      if (st->start < k->win_from) k->win_from = st->start;
-      if (st->stop > k->win_to) k->win_to = st->stop;
-      if (st->start < first_start) first_start = st->start, k->win_first = st->value;
-      if (st->start > last_start) last_start = st->start, k->win_last = st->value;
+      int64_t a = st->start, b = st->stop; /* the step inside the window */
+      if (!st->from_kineto || j == last || !clip_window(r, &a, &b)) continue;
+      if (a < k->win_from) k->win_from = a;
+      if (b > k->win_to) k->win_to = b;
+      if (a < first_start) first_start = a, k->win_first = st->value;
+      if (a > last_start) last_start = a, k->win_last = st->value;
     }
     k->win_dropped = k->steps[last].value;
     k->steps[last] = k->steps[--k->nsteps];

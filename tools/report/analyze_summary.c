@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // After the passes of the analysis (analyze.h): each rank's steps settled on one source and sorted,
-// the window the timeline plot shows, and the step table (steps grouped by number across ranks).
-// Called by analyze.c between pass 1 and pass 2 (steps, window) and after pass 2 (step table).
+// then clipped to the analysis window, the window the timeline plot shows, and the step table
+// (steps grouped by number across ranks). Called by analyze.c between pass 1 and pass 2 (steps,
+// window) and after pass 2 (step table).
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -103,6 +104,19 @@ void an_choose_window(rp_report *r) {
     int64_t mid = r->t0 + (r->t_end - r->t0) / 2;
     r->window_from = mid - w / 2;
     r->window_to = mid + w / 2;
+  }
+}
+
+void an_steps_clip(rp_report *r) {
+  if (!r->window) return;
+  for (int i = 0; i < r->nranks; i++) {
+    rp_rank *k = &r->ranks[i];
+    size_t n = 0;
+    for (size_t j = 0; j < k->nsteps; j++) {
+      rp_step st = k->steps[j];
+      if (clip_window(r, &st.start, &st.stop)) k->steps[n++] = st;
+    }
+    k->nsteps = n;
   }
 }
 

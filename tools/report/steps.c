@@ -491,12 +491,7 @@ topo_status rp_steps_finish(rp_steps *d, rp_report *r) {
     const st_comm *c = &d->comms[best->comm];
     for (size_t s = 0; s < best->nstop; s++) {
       int64_t a = s ? best->stop[s - 1] : best->start0, b = best->stop[s];
-      if (a == INT64_MIN || b == INT64_MIN || b <= a) continue;
-      if (r->window) {
-        if (a < r->win_from) a = r->win_from;
-        if (b > r->win_to) b = r->win_to;
-        if (b <= a) continue;
-      }
+      if (a == INT64_MIN || b == INT64_MIN || b <= a) continue; /* the window clips later */
       if (k->nsteps == k->cap_steps) {
         size_t cap = k->cap_steps ? k->cap_steps * 2 : 64;
         rp_step *v = topo_realloc(k->steps, cap * sizeof *v);
