@@ -215,6 +215,7 @@ void rp_report_free(rp_report *r) {
     topo_free(r->ranks[i].steps);
     topo_free(r->ranks[i].timeline);
     topo_free(r->ranks[i].cover);
+    topo_free(r->ranks[i].chunks);
     rp_gpu_free(r->ranks[i].gpu);
   }
   topo_free(r->ranks);

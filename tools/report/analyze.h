@@ -69,7 +69,9 @@ typedef struct ctx {
   rp_align *align; /* pass 0: alignment evidence, until solved */
   rp_sweep *sweep; /* pass 2: the rank being swept */
   int sweep_rank;
-  rp_estimator *est;   /* measured durations (pass 1), asked in pass 2 */
+  int sweep_model;              /* it has an overlap model's chunks (>= 2): the sweep learns them */
+  int64_t sweep_from, sweep_to; /* its figure window: the analysis window and its own */
+  rp_estimator *est;            /* measured durations (pass 1), asked in pass 2 */
   uint32_t *stream_id; /* pass 2, the rank swept: the end of its last comm interval per stream */
   int64_t *stream_end;
   size_t nstreams, cap_streams;
@@ -151,6 +153,8 @@ void an_cupti_span(ctx *c, rp_source *s, const topo_rec_cupti *u);
 void an_cover_build(ctx *c);
 /* 1 when t lies in one of rank k's coverage windows. */
 int an_in_cover(const rp_rank *k, int64_t t);
+/* After pass 2 swept rank k's chunks: its overlap model (k->model); the chunks freed. */
+void an_model_finish(rp_rank *k);
 
 /* ---- analyze_pass1.c */
 /* Pass 1: the Kineto/Chrome JSON inputs one at a time, then the binary traces `bin` merged by

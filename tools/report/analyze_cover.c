@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Compute coverage of the analysis (analyze.h): the windows in which a rank's compute timeline is
 // known (CUPTI span records of topo traces in pass 1, the GPU range of Kineto traces), cut to
-// whole steps, and the reason shown where a rank has none. Called by pass 1 (spans), analyze.c
-// (the build after pass 1) and pass 2 (membership).
+// whole steps, the overlap model's chunks inside it and the model they give, and the reason shown
+// where a rank has none. Called by pass 1 (spans), analyze.c (the build after pass 1) and pass 2
+// (membership, the model).
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,8 +129,54 @@ static void cover_whole_steps(rp_rank *k) {
   cover_normalize(k);
 }
 
+/* 1 when [a, b) lies inside one of rank k's coverage windows. */
+static int cover_holds(const rp_rank *k, int64_t a, int64_t b) {
+  size_t lo = 0, hi = k->ncover;
+  while (lo < hi) { /* the first window ending after a */
+    size_t m = (lo + hi) / 2;
+    if (k->cover[2 * m + 1] <= a) lo = m + 1;
+    else hi = m;
+  }
+  return lo < k->ncover && k->cover[2 * lo] <= a && b <= k->cover[2 * lo + 1];
+}
+
+/* The overlap model's chunks (docs/metrics.md, Coverage): the rank's steps that lie inside its
+ * coverage (every step of the input, before the window clips them), else its coverage windows. */
+static void chunks_build(ctx *c, rp_rank *k) {
+  if (!k->ncover) return;
+  size_t n = 0;
+  for (size_t i = 0; i < k->nsteps; i++) n += cover_holds(k, k->steps[i].start, k->steps[i].stop);
+  size_t total = n ? n : k->ncover;
+  if (!(k->chunks = topo_calloc(total, sizeof *k->chunks))) {
+    c->st = TOPO_ERR_NOMEM;
+    return;
+  }
+  k->nchunks = 0;
+  for (size_t i = 0; i < k->nsteps && n; i++)
+    if (cover_holds(k, k->steps[i].start, k->steps[i].stop)) {
+      k->chunks[k->nchunks].start = k->steps[i].start;
+      k->chunks[k->nchunks++].stop = k->steps[i].stop;
+    }
+  for (size_t i = 0; i < k->ncover && !n; i++) {
+    k->chunks[k->nchunks].start = k->cover[2 * i];
+    k->chunks[k->nchunks++].stop = k->cover[2 * i + 1];
+  }
+}
+
+void an_model_finish(rp_rank *k) {
+  memset(&k->model, 0, sizeof k->model);
+  for (size_t i = 0; i < k->nchunks; i++)
+    rp_omodel_add(&k->model, k->chunks[i].cov_comm, k->chunks[i].cov_overlap);
+  rp_omodel_finish(&k->model, !k->ncover       ? RP_OMODEL_NO_COVER
+                              : k->nchunks < 2 ? RP_OMODEL_ONE_STRETCH
+                                               : RP_OMODEL_FEW_COMM);
+  topo_free(k->chunks);
+  k->chunks = NULL;
+  k->nchunks = 0;
+}
+
 /* After pass 1: every rank's windows. Kineto covers its GPU range; a topo CUPTI trace without
- * span records (older writers) covers everything. */
+ * span records (older writers) covers everything. Then the model's chunks inside them. */
 void an_cover_build(ctx *c) {
   rp_report *r = c->r;
   for (int i = 0; i < r->nsrc; i++) {
@@ -148,6 +195,7 @@ void an_cover_build(ctx *c) {
     cover_normalize(k);
     if (!k->cover_whole && !k->kineto)
       cover_whole_steps(k); /* Kineto: the range the user profiled */
+    chunks_build(c, k);
   }
 }
 

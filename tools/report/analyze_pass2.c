@@ -2,8 +2,9 @@
 // Pass 2 of the analysis (analyze.h): one rank at a time, its sources read again merged by time
 // through the interval sweep (sweep.c). Every untimed collective is placed with its estimate
 // (estimate.c) on its stream, NCCL kernel records replace collective records inside the coverage
-// windows, Kineto events feed the kernel-level analyses (kernels.c), and each rank's times add up
-// to the overall ones. Called by analyze.c.
+// windows, Kineto events feed the kernel-level analyses (kernels.c), the rank's overlap model is
+// learned from its chunks (the whole input: the sweep clips the figures to the window itself),
+// and each rank's times add up to the overall ones. Called by analyze.c.
 #include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -41,10 +42,19 @@ static rp_step *step_at(rp_rank *k, int64_t t) {
   return lo && t < k->steps[lo - 1].stop ? &k->steps[lo - 1] : NULL;
 }
 
+/* The sweep clips to the rank's figure window (rp_sweep_window) and keeps what lies outside it
+ * for the model's chunks only. */
 static void sweep_add(ctx *c, const rp_interval *iv) {
-  rp_interval w = *iv;
-  if (!clip_rank(c->r, c->sweep_rank, &w.start, &w.stop)) return;
-  if (rp_sweep_add(c->sweep, &w) != TOPO_OK) c->st = TOPO_ERR_NOMEM;
+  if (rp_sweep_add(c->sweep, iv) != TOPO_OK) c->st = TOPO_ERR_NOMEM;
+}
+
+/* An untimed collective that counts outside the window (its CPU start lies outside): its
+ * estimated interval, moved out of the window, enters the sweep for the model's chunks only, so
+ * that they see what they would see without a window. */
+static void model_only(ctx *c, rp_interval iv) {
+  if (iv.start >= c->sweep_from && iv.start < c->sweep_to) return; /* placed inside: not counted */
+  if (iv.start < c->sweep_from && iv.stop > c->sweep_from) iv.stop = c->sweep_from;
+  sweep_add(c, &iv);
 }
 
 /* Pass 2: a collective of the rank being swept. A timed one moves its stream's end; an untimed
@@ -77,10 +87,21 @@ static void p2_coll(void *vc, int src, const rp_coll *co) {
     if (co->gpu_stop > c->stream_end[slot]) c->stream_end[slot] = co->gpu_stop;
     return;
   }
-  if (!in_rank_window(r, c->sweep_rank, co->cpu_start)) return;
+  int inside = in_rank_window(r, c->sweep_rank, co->cpu_start);
+  if (!inside && !c->sweep_model) return;
   rp_est_key key = an_est_key(co);
   rp_estimate e;
   int level = rp_est_get(c->est, &key, rp_coll_size(key.func, co->bytes, co->nranks), &e);
+  if (!inside) { /* placed for the model's chunks; counted nowhere */
+    if (level == RP_EST_UNKNOWN) return;
+    rp_interval iv = {co->cpu_start,    0, co->stream, RP_COMM, (uint8_t)key.func,
+                      RP_FROM_ESTIMATE, 0};
+    if (c->stream_end[slot] > iv.start) iv.start = c->stream_end[slot];
+    iv.stop = rp_add_sat(iv.start, e.dur);
+    c->stream_end[slot] = iv.stop;
+    if (!(k->comm_from_kernels && an_in_cover(k, iv.start))) model_only(c, iv);
+    return;
+  }
   k->est[level]++;
   r->est[level]++;
   k->lost += (uint64_t)co->asked;
@@ -159,13 +180,15 @@ static void add_overall(rp_times *o, const rp_rank *k) {
   for (int cl = 0; cl < RP_CLASSES; cl++) o->intervals[cl] += k->t.intervals[cl];
 }
 
-/* A sweep for rank p: its steps, the timeline kept for the plot (the first RP_TIMELINE_RANKS
- * ranks), its coverage. NULL out of memory. */
+/* A sweep for rank p: its steps, its figure window and model chunks (c->sweep_*), the timeline
+ * kept for the plot (the first RP_TIMELINE_RANKS ranks), its coverage. NULL out of memory. */
 static rp_sweep *rank_sweep(const ctx *c, int p) {
   const rp_report *r = c->r;
   const rp_rank *k = &r->ranks[p];
   rp_sweep *sw = rp_sweep_new(c->opt->reorder_window, k->steps, k->nsteps);
   if (!sw) return NULL;
+  rp_sweep_window(sw, c->sweep_from, c->sweep_to);
+  if (c->sweep_model) rp_sweep_chunks(sw, k->chunks, k->nchunks);
   size_t keep =
       r->nranks <= 16 ? RP_TIMELINE_CAP : (size_t)RP_TIMELINE_CAP * 16 / (size_t)r->nranks;
   rp_sweep_keep(sw, r->window_from, r->window_to,
@@ -204,6 +227,12 @@ static void sweep_rank(ctx *c, int p, const int *list, int nlist, int *mine) {
     }
     mine[n++] = i;
   }
+  /* the figure window: the analysis window and the rank's own (--steps complete) */
+  c->sweep_from = r->window ? r->win_from : INT64_MIN;
+  c->sweep_to = r->window ? r->win_to : INT64_MAX;
+  if (k->win && k->win_from > c->sweep_from) c->sweep_from = k->win_from;
+  if (k->win && k->win_to < c->sweep_to) c->sweep_to = k->win_to;
+  c->sweep_model = k->nchunks >= 2; /* fewer: no model, nothing outside the window to learn */
   if (!(c->sweep = rank_sweep(c, p))) {
     c->st = TOPO_ERR_NOMEM;
     return;
@@ -218,6 +247,7 @@ static void sweep_rank(ctx *c, int p, const int *list, int nlist, int *mine) {
   an_merged(c, mine, n, &s2, 2, what);
   rp_sweep_finish(c->sweep, &k->t);
   window_span(r, p);
+  an_model_finish(k);
   rp_gpu_finish(k->gpu);
   size_t nk;
   const rp_interval *kept = rp_sweep_kept(c->sweep, &nk, &k->timeline_dropped);

@@ -36,6 +36,7 @@ topo_status an_step_summary(rp_report *r) {
   for (int i = 0; i < r->nranks; i++)
     for (size_t k = 0; k < r->ranks[i].nsteps; k++) {
       const rp_step *st = &r->ranks[i].steps[k];
+      int64_t all, est, err;
       uint64_t *hit = bsearch(&st->value, vals, u, sizeof *vals, cmp_u64);
       rp_stepsum *sum = &r->stepsum[hit - vals];
       sum->ranks++;
@@ -54,6 +55,15 @@ topo_status an_step_summary(rp_report *r) {
         sum->cov_compute = rp_add_sat(sum->cov_compute, st->cov_compute);
         sum->cov_overlap = rp_add_sat(sum->cov_overlap, st->cov_overlap);
         sum->cov_busy = rp_add_sat(sum->cov_busy, st->cov_busy);
+      }
+      int how = rp_exposed_all(&r->ranks[i].model, st->comm, st->cov_comm,
+                               st->cov_comm - st->cov_overlap, st->covered, &all, &est, &err);
+      if (how) {
+        sum->ea_ranks++;
+        sum->ea_estimated |= how == 2;
+        sum->exposed_all = rp_add_sat(sum->exposed_all, all);
+        sum->exposed_est = rp_add_sat(sum->exposed_est, est);
+        sum->exposed_err.bias += (double)err; /* the model's error is shared: adds linearly */
       }
     }
   topo_free(vals);

@@ -104,6 +104,15 @@ void rp_sweep_keep(rp_sweep *s, int64_t from, int64_t to, size_t cap);
 /* The windows where compute is recorded: `n` sorted, disjoint [win[2i], win[2i+1]) pairs,
  * borrowed until free. Without a call nothing is covered. */
 void rp_sweep_cover(rp_sweep *s, const int64_t *win, size_t n);
+/* The figure window [from, to) (without a call: all time). Every figure (rp_times, the steps, the
+ * kept timeline) holds the intervals clipped to it. */
+void rp_sweep_window(rp_sweep *s, int64_t from, int64_t to);
+/* The overlap model's chunks (docs/metrics.md, Coverage): `n` ranges inside the coverage,
+ * borrowed until free; each receives in cov_comm and cov_overlap the covered communication and
+ * overlap between its ends over the whole input, inside the figure window or not (and `covered`
+ * its covered length). With chunks the intervals outside the window that meet the coverage are
+ * swept too, for the chunks only. */
+void rp_sweep_chunks(rp_sweep *s, rp_step *chunks, size_t n);
 topo_status rp_sweep_add(rp_sweep *s, const rp_interval *iv);
 void rp_sweep_finish(rp_sweep *s, rp_times *out);
 /* Intervals kept for the timeline (valid until free). */
@@ -283,6 +292,39 @@ void rp_err_add(rp_err *a, const rp_estimate *e);
 void rp_err_sum(rp_err *a, const rp_err *b);
 int64_t rp_err_ns(const rp_err *a);
 
+/* ---- the overlap model (util.c; docs/metrics.md, Coverage): what exposed communication is where
+ * compute was not recorded, learned from the rank's covered chunks of the whole input (its steps
+ * inside the coverage, else the coverage windows), whatever the analysis window. */
+typedef struct rp_omodel {
+  int ok;               /* >= 2 chunks carry communication: a ratio and a spread */
+  uint64_t chunks;      /* chunks that carry communication */
+  double comm, overlap; /* their covered communication and overlapped time, ns */
+  double wx2;           /* sum over them of comm x ratio^2 */
+  double ratio, spread; /* overlap / comm; comm-weighted std. deviation of the ratios */
+  const char *reason;   /* why there is no model (static text); NULL when ok */
+} rp_omodel;
+/* One chunk's covered communication and overlap. */
+void rp_omodel_add(rp_omodel *m, int64_t comm, int64_t overlap);
+/* Sums of another model's chunks (the overall model). */
+void rp_omodel_merge(rp_omodel *m, const rp_omodel *o);
+/* Ratio and spread from the chunks added; `reason` when fewer than 2 carry communication. */
+void rp_omodel_finish(rp_omodel *m, const char *reason);
+#define RP_OMODEL_ONE_STRETCH                                                     \
+  "compute recorded in one stretch only (one covered step or window): no spread " \
+  "to bound an estimate"
+#define RP_OMODEL_FEW_COMM                                                        \
+  "fewer than 2 covered steps or windows hold communication: no spread to bound " \
+  "an estimate"
+#define RP_OMODEL_NO_COVER "no compute recorded: nothing to learn an overlap ratio from"
+#define RP_OMODEL_NO_RANK  "no rank has an overlap model (see each rank's reason)"
+/* Exposed communication over a whole range (figure window or step) from its communication, the
+ * part of it inside the coverage and the exposed part measured there (`covered`: the covered
+ * length): measured + uncovered x (1 - ratio), error uncovered x spread. Returns 0 (unknown) where
+ * some communication is uncovered and there is no model, or nothing is covered and there is none;
+ * 2 where part of it is estimated; 1 where all of it is measured. */
+int rp_exposed_all(const rp_omodel *m, int64_t comm, int64_t cov_comm, int64_t cov_exposed,
+                   int64_t covered, int64_t *all, int64_t *est, int64_t *err);
+
 /* ---- the analysis (analyze.c and its stages, analyze.h) */
 typedef struct rp_row {     /* one collective type x communicator size x size bucket */
   int func, nranks, bucket; /* bucket: floor(log2(size)), -1 for size 0 */
@@ -337,6 +379,10 @@ typedef struct rp_rank {
   /* untimed collectives of this rank by estimate level; asked-but-lost ones */
   uint64_t est[RP_EST_LEVELS], lost;
   rp_err comm_err; /* error terms of its estimated comm intervals */
+  /* the overlap model: its chunks (sorted by start) until pass 2 has swept them, then the model */
+  rp_step *chunks;
+  size_t nchunks;
+  rp_omodel model;
   /* compute coverage (docs/metrics.md, Coverage): sorted disjoint [a, b) pairs */
   int64_t *cover;
   size_t ncover, cap_cover;
@@ -378,6 +424,11 @@ typedef struct rp_stepsum { /* one step number, summed over the ranks that have 
   /* over the ranks with coverage in the step: how many, and sums of their covered figures */
   int cov_ranks;
   int64_t covered, cov_comm, cov_compute, cov_overlap, cov_busy;
+  /* exposed communication over the whole step (rp_exposed_all), summed over the ranks where it
+   * is known: how many, the sum, its estimated part and error (shared: adds linearly) */
+  int ea_ranks, ea_estimated; /* ea_estimated: part of it estimated on some rank */
+  int64_t exposed_all, exposed_est;
+  rp_err exposed_err;
 } rp_stepsum;
 
 /* Figures derived from a rank's unions (docs/metrics.md). comm and comm_share hold over the whole
@@ -393,6 +444,15 @@ typedef struct rp_derived {
   int64_t covered;
   double covered_share; /* covered / span */
   int ranks_known;      /* overall: ranks whose compute figures are summed */
+  /* exposed communication over the whole span: measured where compute is covered, estimated by
+   * the overlap model elsewhere (docs/metrics.md, Coverage); known only with exposed_all_known */
+  int exposed_all_known;
+  int exposed_all_estimated; /* part of it estimated (some communication was not covered) */
+  int64_t exposed_all, exposed_est, exposed_all_error;
+  double exposed_all_share, overlap_all_ratio; /* of the span; 1 - exposed_all / comm */
+  int overlap_all_defined;                     /* exposed_all known and comm > 0 */
+  int ranks_exposed_all;                       /* overall: ranks summed in exposed_all */
+  rp_omodel model;                             /* overall: the chunks of every rank's model */
 } rp_derived;
 void rp_derive(const rp_times *t, rp_derived *d);
 /* rp_derive plus the rank's estimate error. */

@@ -5,8 +5,12 @@
 // heap holds the ends of open intervals. The same unions are also kept restricted to the
 // coverage windows (where compute is recorded), and the comm time that only estimated intervals
 // cover. A step's figures are differences of the running totals at its two ends, taken when the
-// sweep passes them: steps may overlap or nest in any number, each costs O(1). Memory: the two
-// heaps (open intervals + window), the steps' order by end, the coverage's running sums.
+// sweep passes them: steps may overlap or nest in any number, each costs O(1). Every figure is
+// clipped to the figure window (rp_sweep_window); the overlap model's chunks (rp_sweep_chunks) get
+// the covered communication and overlap of the whole input, so for a sweep with chunks the
+// intervals outside the window that meet the coverage are swept too, for the chunks only.
+// Memory: the two heaps (open intervals + window), the steps' and chunks' order by end, the
+// coverage's running sums.
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +24,14 @@ typedef struct end_ev {
   uint8_t est; /* an estimated comm interval */
 } end_ev;
 
+/* Ranges whose figures are differences of running totals at their ends: the steps (the figures'
+ * totals) or the model's chunks (the covered totals of the whole input). */
+typedef struct ends_list {
+  rp_step *v;
+  size_t n, next_start, next_stop;
+  size_t *by_start, *by_stop; /* indices sorted by start, by stop */
+} ends_list;
+
 struct rp_sweep {
   rp_interval *pend;
   size_t npend, cap_pend, window;
@@ -32,10 +44,10 @@ struct rp_sweep {
   rp_times t;
   const int64_t *cover;
   size_t ncover, cover_idx;
-  int64_t *cover_sum; /* cover_sum[i]: length of the windows before window i */
-  rp_step *steps;
-  size_t nsteps, next_start, next_stop;
-  size_t *by_start, *by_stop; /* step indices sorted by start, by stop */
+  int64_t *cover_sum;        /* cover_sum[i]: length of the windows before window i */
+  ends_list list[2];         /* the steps, the model's chunks */
+  int64_t win_from, win_to;  /* the figure window */
+  int64_t m_comm, m_overlap; /* covered comm and overlap of the whole input (the chunks' totals) */
   int64_t keep_from, keep_to;
   size_t keep_cap;
   rp_interval *kept;
@@ -112,11 +124,17 @@ static end_ev end_pop(rp_sweep *s) {
   return top;
 }
 
-/* Account [a, b) (inside one coverage state) under the current open counts. */
-static void account(rp_sweep *s, int64_t a, int64_t b, int covered) {
+/* Account [a, b) (inside one coverage state, inside the figure window or outside it) under the
+ * current open counts. */
+static void account(rp_sweep *s, int64_t a, int64_t b, int covered, int inside) {
   int comm = s->open[RP_COMM] > 0, comp = s->open[RP_COMPUTE] > 0;
   int mem = s->open[RP_MEMORY] > 0, est = comm && s->open_est == s->open[RP_COMM];
   int64_t d = b - a;
+  if (covered && comm) {
+    s->m_comm += d;
+    if (comp) s->m_overlap += d;
+  }
+  if (!inside) return;
   s->t.busy += d;
   if (comm) s->t.comm += d;
   if (est) s->t.comm_est += d;
@@ -133,8 +151,14 @@ static void account(rp_sweep *s, int64_t a, int64_t b, int covered) {
 }
 
 /* A step end: add (stop) or subtract (start) the running totals, so that after both ends each
- * figure holds what was accounted between them. */
-static void step_end(const rp_sweep *s, rp_step *st, int64_t sign) {
+ * figure holds what was accounted between them. A chunk (model) gets the covered totals of the
+ * whole input in cov_comm and cov_overlap. */
+static void step_end(const rp_sweep *s, rp_step *st, int64_t sign, int model) {
+  if (model) {
+    st->cov_comm += sign * s->m_comm;
+    st->cov_overlap += sign * s->m_overlap;
+    return;
+  }
   st->busy += sign * s->t.busy;
   st->comm += sign * s->t.comm;
   st->comm_est += sign * s->t.comm_est;
@@ -146,50 +170,75 @@ static void step_end(const rp_sweep *s, rp_step *st, int64_t sign) {
   st->cov_overlap += sign * s->t.cov_overlap;
 }
 
-/* Take every step end at or before `upto`, in time order (INT64_MAX: all that are left); the
- * totals do not move between ends at one time, so ties need no order. */
+/* The next end of list l not yet taken (INT64_MAX: none). */
+static int64_t next_end(const ends_list *l) {
+  int64_t ts = l->next_start < l->n ? l->v[l->by_start[l->next_start]].start : INT64_MAX;
+  int64_t tp = l->next_stop < l->n ? l->v[l->by_stop[l->next_stop]].stop : INT64_MAX;
+  return ts < tp ? ts : tp;
+}
+
+/* Take every step and chunk end at or before `upto`, in time order (INT64_MAX: all that are
+ * left); the totals do not move between ends at one time, so ties need no order. */
 static void step_ends(rp_sweep *s, int64_t upto) {
-  for (;;) {
-    int64_t ts = s->next_start < s->nsteps ? s->steps[s->by_start[s->next_start]].start : INT64_MAX;
-    int64_t tp = s->next_stop < s->nsteps ? s->steps[s->by_stop[s->next_stop]].stop : INT64_MAX;
-    if (s->next_start < s->nsteps && ts <= tp && ts <= upto)
-      step_end(s, &s->steps[s->by_start[s->next_start++]], -1);
-    else if (s->next_stop < s->nsteps && tp <= upto)
-      step_end(s, &s->steps[s->by_stop[s->next_stop++]], 1);
-    else return;
+  for (int m = 0; m < 2; m++) {
+    ends_list *l = &s->list[m];
+    for (;;) {
+      int64_t ts = l->next_start < l->n ? l->v[l->by_start[l->next_start]].start : INT64_MAX;
+      int64_t tp = l->next_stop < l->n ? l->v[l->by_stop[l->next_stop]].stop : INT64_MAX;
+      if (l->next_start < l->n && ts <= tp && ts <= upto)
+        step_end(s, &l->v[l->by_start[l->next_start++]], -1, m);
+      else if (l->next_stop < l->n && tp <= upto)
+        step_end(s, &l->v[l->by_stop[l->next_stop++]], 1, m);
+      else break;
+    }
   }
 }
 
-/* Account [a, to) under the current open counts, piece by piece along the coverage windows. */
-static void account_range(rp_sweep *s, int64_t a, int64_t to) {
-  if (!(s->open[RP_COMM] > 0 || s->open[RP_COMPUTE] > 0 || s->open[RP_MEMORY] > 0)) return;
+/* Account [a, to) (inside the figure window or not) piece by piece along the coverage windows. */
+static void along_cover(rp_sweep *s, int64_t a, int64_t to, int inside) {
+  if (!inside && !s->list[1].n) return; /* outside the window only the chunks count */
   while (a < to) {
     while (s->cover_idx < s->ncover && s->cover[2 * s->cover_idx + 1] <= a) s->cover_idx++;
     if (s->cover_idx == s->ncover) {
-      account(s, a, to, 0);
+      account(s, a, to, 0, inside);
       return;
     }
     int64_t ca = s->cover[2 * s->cover_idx], cb = s->cover[2 * s->cover_idx + 1];
     if (a < ca) { /* uncovered up to the next window */
       int64_t b = to < ca ? to : ca;
-      account(s, a, b, 0);
+      account(s, a, b, 0, inside);
       a = b;
       continue;
     }
     int64_t b = to < cb ? to : cb;
-    account(s, a, b, 1);
+    account(s, a, b, 1, inside);
     a = b;
   }
 }
 
-/* Account [cursor, to), stopping at each step end on the way, then move the cursor. (Ends before
- * the cursor are those before the first interval: the totals are still 0 there.) */
+/* Account [a, to) under the current open counts: before, inside and after the figure window. */
+static void account_range(rp_sweep *s, int64_t a, int64_t to) {
+  if (!(s->open[RP_COMM] > 0 || s->open[RP_COMPUTE] > 0 || s->open[RP_MEMORY] > 0)) return;
+  if (a < s->win_from) {
+    int64_t b = to < s->win_from ? to : s->win_from;
+    along_cover(s, a, b, 0);
+    a = b;
+  }
+  if (a < to && a < s->win_to) {
+    int64_t b = to < s->win_to ? to : s->win_to;
+    along_cover(s, a, b, 1);
+    a = b;
+  }
+  if (a < to) along_cover(s, a, to, 0);
+}
+
+/* Account [cursor, to), stopping at each step and chunk end on the way, then move the cursor.
+ * (Ends before the cursor are those before the first interval: the totals are still 0 there.) */
 static void advance(rp_sweep *s, int64_t to) {
   if (to <= s->cursor) return;
   for (;;) {
-    int64_t ts = s->next_start < s->nsteps ? s->steps[s->by_start[s->next_start]].start : INT64_MAX;
-    int64_t tp = s->next_stop < s->nsteps ? s->steps[s->by_stop[s->next_stop]].stop : INT64_MAX;
-    int64_t u = ts < tp ? ts : tp;
+    int64_t u0 = next_end(&s->list[0]), u1 = next_end(&s->list[1]);
+    int64_t u = u0 < u1 ? u0 : u1;
     if (u >= to) break;
     if (u > s->cursor) {
       account_range(s, s->cursor, u);
@@ -213,7 +262,7 @@ static void process(rp_sweep *s, rp_interval iv) {
     s->cursor = iv.start;
   }
   if (iv.start < s->cursor) {
-    s->t.late++;
+    s->t.late += iv.stop > s->win_from && iv.start < s->win_to; /* late for the figures */
     if (iv.stop <= s->cursor) return;
     iv.start = s->cursor;
   }
@@ -253,24 +302,48 @@ static int step_order(const rp_step *steps, size_t n, int stop, size_t *order) {
   return 1;
 }
 
+/* l holds `v` (n ranges) with its two orders; 0 out of memory. */
+static int list_init(ends_list *l, rp_step *v, size_t n) {
+  topo_free(l->by_start);
+  topo_free(l->by_stop);
+  memset(l, 0, sizeof *l);
+  l->by_start = topo_malloc((n ? n : 1) * sizeof *l->by_start);
+  l->by_stop = topo_malloc((n ? n : 1) * sizeof *l->by_stop);
+  if (!l->by_start || !l->by_stop || !step_order(v, n, 0, l->by_start) ||
+      !step_order(v, n, 1, l->by_stop))
+    return 0;
+  l->v = v;
+  l->n = n;
+  return 1;
+}
+
 rp_sweep *rp_sweep_new(size_t reorder_window, rp_step *steps, size_t nsteps) {
   rp_sweep *s = topo_calloc(1, sizeof *s);
   if (!s) return NULL;
   s->window = reorder_window ? reorder_window : 1;
   s->cap_pend = s->window + 1;
   s->pend = topo_malloc(s->cap_pend * sizeof *s->pend);
-  s->by_start = topo_malloc((nsteps ? nsteps : 1) * sizeof *s->by_start);
-  s->by_stop = topo_malloc((nsteps ? nsteps : 1) * sizeof *s->by_stop);
-  if (!s->pend || !s->by_start || !s->by_stop || !step_order(steps, nsteps, 0, s->by_start) ||
-      !step_order(steps, nsteps, 1, s->by_stop)) {
+  if (!s->pend || !list_init(&s->list[0], steps, nsteps)) {
     rp_sweep_free(s);
     return NULL;
   }
-  s->steps = steps;
-  s->nsteps = nsteps;
   s->t.first = INT64_MAX;
   s->t.last = INT64_MIN;
+  s->win_from = INT64_MIN;
+  s->win_to = INT64_MAX;
   return s;
+}
+
+void rp_sweep_window(rp_sweep *s, int64_t from, int64_t to) {
+  s->win_from = from;
+  s->win_to = to;
+}
+
+void rp_sweep_chunks(rp_sweep *s, rp_step *chunks, size_t n) {
+  if (!list_init(&s->list[1], chunks, n)) {
+    s->list[1].n = 0;
+    s->oom = 1;
+  }
 }
 
 void rp_sweep_keep(rp_sweep *s, int64_t from, int64_t to, size_t cap) {
@@ -316,18 +389,30 @@ static int64_t covered_in(const rp_sweep *s, int64_t a, int64_t b) {
 
 topo_status rp_sweep_add(rp_sweep *s, const rp_interval *iv) {
   if (iv->stop <= iv->start || iv->cls >= RP_CLASSES) return TOPO_OK; /* empty or unknown */
-  if (iv->start < s->t.first) s->t.first = iv->start;
-  if (iv->stop > s->t.last) s->t.last = iv->stop;
-  s->t.intervals[iv->cls]++;
-  if (s->keep_cap && iv->stop > s->keep_from && iv->start < s->keep_to) {
-    if (s->nkept < s->keep_cap) {
-      if (!s->kept) s->kept = topo_malloc(s->keep_cap * sizeof *s->kept);
-      if (s->kept) s->kept[s->nkept++] = *iv;
-    } else {
-      s->kept_dropped++;
+  rp_interval w = *iv; /* the part inside the figure window */
+  if (w.start < s->win_from) w.start = s->win_from;
+  if (w.stop > s->win_to) w.stop = s->win_to;
+  int inside = w.stop > w.start;
+  if (inside) {
+    if (w.start < s->t.first) s->t.first = w.start;
+    if (w.stop > s->t.last) s->t.last = w.stop;
+    s->t.intervals[w.cls]++;
+    if (s->keep_cap && w.stop > s->keep_from && w.start < s->keep_to) {
+      if (s->nkept < s->keep_cap) {
+        if (!s->kept) s->kept = topo_malloc(s->keep_cap * sizeof *s->kept);
+        if (s->kept) s->kept[s->nkept++] = w;
+      } else {
+        s->kept_dropped++;
+      }
     }
   }
-  pend_push(s, iv);
+  if (s->list[1].n) { /* the chunks see it whole, where it meets the coverage */
+    if (!inside && !covered_in(s, iv->start, iv->stop)) return TOPO_OK;
+    w = *iv;
+  } else if (!inside) {
+    return TOPO_OK;
+  }
+  pend_push(s, &w);
   if (s->npend > s->window) process(s, pend_pop(s));
   return s->oom ? TOPO_ERR_NOMEM : TOPO_OK;
 }
@@ -342,8 +427,10 @@ void rp_sweep_finish(rp_sweep *s, rp_times *out) {
   }
   step_ends(s, INT64_MAX);
   if (s->t.last > s->t.first) s->t.covered = covered_in(s, s->t.first, s->t.last);
-  for (size_t j = 0; j < s->nsteps; j++)
-    s->steps[j].covered = covered_in(s, s->steps[j].start, s->steps[j].stop);
+  for (size_t j = 0; j < s->list[0].n; j++)
+    s->list[0].v[j].covered = covered_in(s, s->list[0].v[j].start, s->list[0].v[j].stop);
+  for (size_t j = 0; j < s->list[1].n; j++)
+    s->list[1].v[j].covered = covered_in(s, s->list[1].v[j].start, s->list[1].v[j].stop);
   *out = s->t;
 }
 
@@ -358,8 +445,7 @@ void rp_sweep_free(rp_sweep *s) {
   topo_free(s->pend);
   topo_free(s->ends);
   topo_free(s->kept);
-  topo_free(s->by_start);
-  topo_free(s->by_stop);
+  for (int m = 0; m < 2; m++) topo_free(s->list[m].by_start), topo_free(s->list[m].by_stop);
   topo_free(s->cover_sum);
   topo_free(s);
 }

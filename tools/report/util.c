@@ -277,6 +277,50 @@ void rp_fmt_utc(int64_t ns, char *buf, size_t len) {
   else snprintf(buf, len, "?");
 }
 
+void rp_omodel_add(rp_omodel *m, int64_t comm, int64_t overlap) {
+  if (comm <= 0) return;
+  double x = (double)overlap / (double)comm;
+  m->chunks++;
+  m->comm += (double)comm;
+  m->overlap += (double)overlap;
+  m->wx2 += (double)comm * x * x;
+}
+
+void rp_omodel_merge(rp_omodel *m, const rp_omodel *o) {
+  m->chunks += o->chunks;
+  m->comm += o->comm;
+  m->overlap += o->overlap;
+  m->wx2 += o->wx2;
+}
+
+/* The spread is sqrt(sum w x^2 / sum w - r^2), r = sum w x / sum w: the comm-weighted standard
+ * deviation of the chunks' ratios x (weights w: their communication). */
+void rp_omodel_finish(rp_omodel *m, const char *reason) {
+  m->ok = m->chunks >= 2 && m->comm > 0;
+  m->reason = m->ok ? NULL : reason;
+  if (!m->ok) {
+    m->ratio = m->spread = 0;
+    return;
+  }
+  m->ratio = m->overlap / m->comm;
+  double v = m->wx2 / m->comm - m->ratio * m->ratio;
+  m->spread = v > 0 ? sqrt(v) : 0;
+}
+
+int rp_exposed_all(const rp_omodel *m, int64_t comm, int64_t cov_comm, int64_t cov_exposed,
+                   int64_t covered, int64_t *all, int64_t *est, int64_t *err) {
+  int64_t u = comm > cov_comm ? comm - cov_comm : 0;
+  *all = *est = *err = 0;
+  if (!(m && m->ok) && !(u == 0 && covered > 0)) return 0;
+  if (covered <= 0) cov_exposed = 0;
+  if (u > 0) { /* m->ok */
+    *est = rp_dbl_ns(llround((double)u * (1 - m->ratio)));
+    *err = rp_dbl_ns(llround((double)u * m->spread));
+  }
+  *all = rp_add_sat(cov_exposed, *est);
+  return u > 0 ? 2 : 1;
+}
+
 /* Compute-side figures hold over the covered time only (docs/metrics.md, Coverage). */
 void rp_derive(const rp_times *t, rp_derived *d) {
   memset(d, 0, sizeof *d);
@@ -302,24 +346,50 @@ void rp_derive(const rp_times *t, rp_derived *d) {
   d->ranks_known = 1;
 }
 
+/* The whole-span exposed figures of rank k into d (after rp_derive). */
+static void derive_exposed_all(const rp_rank *k, rp_derived *d) {
+  d->model = k->model;
+  int how = rp_exposed_all(&k->model, d->comm, k->t.cov_comm, k->t.cov_comm - k->t.cov_overlap,
+                           d->covered, &d->exposed_all, &d->exposed_est, &d->exposed_all_error);
+  d->exposed_all_known = how > 0;
+  d->exposed_all_estimated = how == 2;
+  if (!d->exposed_all_known) return;
+  d->ranks_exposed_all = 1;
+  d->exposed_all_share = rp_ratio(d->exposed_all, d->span);
+  d->overlap_all_ratio = 1 - rp_ratio(d->exposed_all, d->comm);
+  d->overlap_all_defined = d->comm > 0;
+}
+
 void rp_derive_rank(const rp_rank *k, rp_derived *d) {
   rp_derive(&k->t, d);
   d->comm_error = rp_err_ns(&k->comm_err);
+  derive_exposed_all(k, d);
 }
 
 /* Sums over ranks; the compute-side sums only over the ranks where it is known. */
 void rp_derive_overall(const rp_report *r, rp_derived *d) {
   memset(d, 0, sizeof *d);
-  rp_err err = {0, 0};
-  int64_t cov_comm = 0;
+  rp_err err = {0, 0}, ea_err = {0, 0};
+  int64_t cov_comm = 0, ea_span = 0, ea_comm = 0;
   for (int i = 0; i < r->nranks; i++) {
     const rp_rank *k = &r->ranks[i];
     rp_derived x;
     rp_derive(&k->t, &x);
+    derive_exposed_all(k, &x);
     d->span = rp_add_sat(d->span, x.span);
     d->comm = rp_add_sat(d->comm, x.comm);
     d->comm_est = rp_add_sat(d->comm_est, x.comm_est);
     rp_err_sum(&err, &k->comm_err);
+    if (k->model.ok) rp_omodel_merge(&d->model, &k->model);
+    if (x.exposed_all_known) { /* the model's error is shared by the ranks: adds linearly */
+      d->ranks_exposed_all++;
+      d->exposed_all_estimated |= x.exposed_all_estimated;
+      d->exposed_all = rp_add_sat(d->exposed_all, x.exposed_all);
+      d->exposed_est = rp_add_sat(d->exposed_est, x.exposed_est);
+      ea_err.bias += (double)x.exposed_all_error;
+      ea_span = rp_add_sat(ea_span, x.span);
+      ea_comm = rp_add_sat(ea_comm, x.comm);
+    }
     if (!x.known) continue;
     d->ranks_known++;
     d->covered = rp_add_sat(d->covered, x.covered);
@@ -332,6 +402,12 @@ void rp_derive_overall(const rp_report *r, rp_derived *d) {
     d->busy = rp_add_sat(d->busy, x.busy);
   }
   d->comm_error = rp_err_ns(&err);
+  rp_omodel_finish(&d->model, RP_OMODEL_NO_RANK);
+  d->exposed_all_known = d->ranks_exposed_all > 0;
+  d->overlap_all_defined = d->exposed_all_known && ea_comm > 0;
+  d->exposed_all_error = rp_err_ns(&ea_err);
+  d->exposed_all_share = rp_ratio(d->exposed_all, ea_span);
+  d->overlap_all_ratio = 1 - rp_ratio(d->exposed_all, ea_comm);
   d->comm_share = rp_ratio(d->comm, d->span);
   d->covered_share = rp_ratio(d->covered, d->span);
   d->known = d->ranks_known > 0;
