@@ -68,6 +68,20 @@ static void pct_known(int known, double v, char *buf, size_t len) {
   else snprintf(buf, len, "n/a");
 }
 
+/* Exposed communication over a whole range: measured, "est. 14.469 ms ±3.23 us" with an
+ * estimated part, "n/a" unknown (docs/metrics.md, Coverage). */
+static void fmt_all(int known, int estimated, int64_t ns, int64_t err, char *buf, size_t len) {
+  char a[32], b[32];
+  if (!known) {
+    snprintf(buf, len, "n/a");
+    return;
+  }
+  rp_fmt_ns(ns, a, sizeof a);
+  rp_fmt_ns(err, b, sizeof b);
+  if (estimated) snprintf(buf, len, "est. %s ±%s", a, b);
+  else snprintf(buf, len, "%s", a);
+}
+
 static int cmp_iv(const void *a, const void *b) {
   const rp_interval *x = a, *y = b;
   return (x->start > y->start) - (x->start < y->start);
@@ -412,15 +426,40 @@ static int cmp_row(const void *a, const void *b) {
   return x->bucket - y->bucket;
 }
 
+/* Under the rank table: how "exposed (all)" was estimated, and why it is n/a where compute is
+ * known somewhere. */
+static void exposed_all_notes_html(FILE *f, const rp_report *r) {
+  int est = 0;
+  for (int i = 0; i < r->nranks; i++) {
+    rp_derived dv;
+    rp_derive_rank(&r->ranks[i], &dv);
+    char name[32];
+    rank_name(&r->ranks[i], name, sizeof name);
+    est |= dv.exposed_all_estimated;
+    if (dv.known && !dv.exposed_all_known) {
+      fprintf(f, "<p class=note>%s: exposed (all) n/a: ", name);
+      esc(f, dv.model.reason ? dv.model.reason : RP_OMODEL_NO_COVER);
+      fprintf(f, "</p>\n");
+    }
+  }
+  if (est)
+    fprintf(f,
+            "<p class=note>exposed (all): over the whole span; est.: where compute was not "
+            "recorded, the rest of the communication × (1 − r) ± the rest × s, with r the "
+            "overlap ratio of the rank's covered steps (or CUPTI windows) and s the "
+            "communication-weighted spread of their ratios (JSON overlap_model; "
+            "docs/metrics.md, Coverage)</p>\n");
+}
+
 /* The per-rank table and, under it, why a rank's compute figures are n/a or partial. */
 static void rank_table_html(FILE *f, const rp_report *r) {
-  char a[32], b[80], c[32], d[32], e[32], g[32], h[32], o[32];
+  char a[32], b[80], c[32], d[32], e[32], x[80], g[32], h[32], o[32];
   fprintf(f,
           "<h2>Per "
           "rank</h2><table><tr><th>rank</th><th>host:pid</th><th>span</th><th>communication</"
           "th><th>compute</th>"
-          "<th>overlapped</th><th>exposed</th><th>idle</th><th>comm share</th><th>overlap "
-          "ratio</th><th>collectives</th></tr>\n");
+          "<th>overlapped</th><th>exposed</th><th>exposed (all)</th><th>idle</th><th>comm "
+          "share</th><th>overlap ratio</th><th>collectives</th></tr>\n");
   for (int i = 0; i < r->nranks; i++) {
     const rp_rank *k = &r->ranks[i];
     rp_derived dv;
@@ -430,16 +469,19 @@ static void rank_table_html(FILE *f, const rp_report *r) {
     rp_fmt_ns(dv.span, a, sizeof a), fmt_est(dv.comm, dv.comm_est, dv.comm_error, b, sizeof b);
     fmt_known(dv.known, dv.compute, c, sizeof c), fmt_known(dv.known, dv.overlap, d, sizeof d);
     fmt_known(dv.known, dv.exposed, e, sizeof e), fmt_known(dv.known, dv.idle, g, sizeof g);
+    fmt_all(dv.exposed_all_known, dv.exposed_all_estimated, dv.exposed_all, dv.exposed_all_error, x,
+            sizeof x);
     snprintf(h, sizeof h, "%.1f%%", dv.comm_share * 100);
     pct_known(dv.known && dv.overlap_defined, dv.overlap_ratio, o, sizeof o);
     fprintf(f, "<tr><td>%s</td><td>", name);
     esc(f, k->host);
     fprintf(f,
             ":%u</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</"
-            "td><td>%s</td><td>%" PRIu64 "</td></tr>\n",
-            k->pid, a, b, c, d, e, g, h, o, k->colls);
+            "td><td>%s</td><td>%s</td><td>%" PRIu64 "</td></tr>\n",
+            k->pid, a, b, c, d, e, x, g, h, o, k->colls);
   }
   fprintf(f, "</table>\n");
+  exposed_all_notes_html(f, r);
   for (int i = 0; i < r->nranks; i++) {
     rp_derived dv;
     rp_derive_rank(&r->ranks[i], &dv);
@@ -565,18 +607,20 @@ static void stragglers_html(FILE *f, const rp_report *r) {
 
 /* One row of the step table. */
 static void step_row_html(FILE *f, const rp_stepsum *s) {
-  char a[32], b[80], c[32], d[32], o[32];
+  char a[32], b[80], c[32], d[32], x[80], o[32];
   rp_fmt_ns(s->span / (s->ranks ? s->ranks : 1), a, sizeof a);
   int kn = s->cov_ranks > 0;
   fmt_est(s->comm, s->comm_est, rp_err_ns(&s->comm_err), b, sizeof b);
   fmt_known(kn, s->cov_compute, c, sizeof c);
   fmt_known(kn, s->cov_comm - s->cov_overlap, d, sizeof d);
+  fmt_all(s->ea_ranks > 0, s->ea_estimated, s->exposed_all, rp_err_ns(&s->exposed_err), x,
+          sizeof x);
   pct_known(kn && s->cov_comm > 0, rp_ratio(s->cov_overlap, s->cov_comm), o, sizeof o);
   fprintf(f,
           "<tr><td>%" PRIu64
-          "</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</td><td>%s</td></"
-          "tr>\n",
-          s->value, s->ranks, a, b, c, d, rp_ratio(s->comm, s->span) * 100, o);
+          "</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</"
+          "td><td>%s</td></tr>\n",
+          s->value, s->ranks, a, b, c, d, x, rp_ratio(s->comm, s->span) * 100, o);
 }
 
 /* The step table, or why there is none. */
@@ -593,8 +637,8 @@ static void steps_html(FILE *f, const rp_report *r) {
               "profiler's CUPTI windows: TOPO_PROFILER_CUPTI=on)");
     fprintf(f,
             "</div><table><tr><th>step</th><th>ranks</th><th>mean "
-            "span</th><th>communication</th><th>compute</th><th>exposed</th><th>comm "
-            "share</th><th>overlap ratio</th></tr>\n");
+            "span</th><th>communication</th><th>compute</th><th>exposed</th><th>exposed "
+            "(all)</th><th>comm share</th><th>overlap ratio</th></tr>\n");
     for (size_t i = 0; i < r->nstepsum; i++) step_row_html(f, &r->stepsum[i]);
     fprintf(f, "</table>\n");
   } else if (r->steps_detect == RP_STEPS_NONE) {
@@ -680,6 +724,32 @@ static void page_meta(FILE *f, const rp_report *r) {
             r->colls_from_kineto ? "Kineto NCCL kernels" : "the topo traces");
 }
 
+/* The exposed card: over the whole span where that is known (measured, or with an estimated part:
+ * "est." and its error), else over the covered time, else n/a and why. */
+static void exposed_card(FILE *f, const rp_derived *o, const char *cov, const char *why) {
+  char v[48], t[96], sub[320];
+  if (o->exposed_all_known) {
+    fmt_all(1, o->exposed_all_estimated, o->exposed_all, o->exposed_all_error, t, sizeof t);
+    snprintf(v, sizeof v, "%s%.1f%%", o->exposed_all_estimated ? "est. " : "",
+             o->exposed_all_share * 100);
+    if (o->exposed_all_estimated)
+      snprintf(sub, sizeof sub,
+               "exposed communication over the whole span: %s; where compute was not recorded, "
+               "from the overlap of %" PRIu64 " covered steps or windows (%d rank%s)",
+               t, o->model.chunks, o->ranks_exposed_all, o->ranks_exposed_all == 1 ? "" : "s");
+    else
+      snprintf(sub, sizeof sub, "exposed communication over the whole span: %s (%d rank%s)", t,
+               o->ranks_exposed_all, o->ranks_exposed_all == 1 ? "" : "s");
+    card(f, "exposed", v, sub);
+    return;
+  }
+  if (o->known) snprintf(v, sizeof v, "%.1f%%", o->exposed_share * 100);
+  rp_fmt_ns(o->exposed, t, sizeof t);
+  snprintf(sub, sizeof sub, "exposed communication: %s, %s; elsewhere n/a: %s", t, cov,
+           o->model.reason ? o->model.reason : RP_OMODEL_NO_RANK);
+  card(f, "exposed", o->known ? v : "n/a", o->known ? sub : why);
+}
+
 /* The summary cards: communication share, overlap ratio, exposed, idle, wall span. */
 static void summary_cards(FILE *f, const rp_report *r) {
   rp_derived o;
@@ -710,10 +780,7 @@ static void summary_cards(FILE *f, const rp_report *r) {
        o.overlap_defined ? sub
        : o.known         ? "no communication where compute is known: undefined"
                          : why);
-  if (o.known) snprintf(v, sizeof v, "%.1f%%", o.exposed_share * 100);
-  rp_fmt_ns(o.exposed, t, sizeof t);
-  snprintf(sub, sizeof sub, "exposed communication: %s, %s", t, cov);
-  card(f, "exposed", o.known ? v : "n/a", o.known ? sub : why);
+  exposed_card(f, &o, cov, why);
   if (o.known) snprintf(v, sizeof v, "%.1f%%", o.idle_share * 100);
   snprintf(sub, sizeof sub, "no kernel running, %s", cov);
   card(f, "idle", o.known ? v : "n/a", o.known ? sub : why);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Machine-readable outputs: --json (one object with inputs, ranks, overall, collectives, skew,
-// communicators, steps; every time in ns) and --csv (the rank and collective tables). Reads rp_report.
+// communicators, steps; every time in ns; null where unknown) and --csv (the rank and collective
+// tables; empty where unknown). Reads rp_report.
 #include <inttypes.h>
 #include <string.h>
 
@@ -82,6 +83,38 @@ static void derived_json(FILE *f, const rp_derived *d, const char *why) {
   }
 }
 
+/* The overlap model behind the estimated exposed time, or null and why there is none. */
+static void model_json(FILE *f, const rp_omodel *m) {
+  if (m->ok) {
+    fprintf(f,
+            ",\"overlap_model\":{\"ratio\":%.6f,\"spread\":%.6f,\"chunks\":%" PRIu64
+            ",\"covered_comm_ns\":%" PRId64 "},\"overlap_model_reason\":null",
+            m->ratio, m->spread, m->chunks, rp_dbl_ns(m->comm));
+    return;
+  }
+  fprintf(f, ",\"overlap_model\":null,\"overlap_model_reason\":");
+  rp_json_string(f, m->reason ? m->reason : RP_OMODEL_NO_COVER);
+}
+
+/* Exposed communication over the whole span (measured where covered, estimated elsewhere) and
+ * the model of its estimate; null where unknown. */
+static void exposed_all_json(FILE *f, const rp_derived *d) {
+  int kn = d->exposed_all_known;
+  ns_or_null(f, "exposed_all_ns", kn, d->exposed_all);
+  ns_or_null(f, "exposed_all_error_ns", kn, d->exposed_all_error);
+  ns_or_null(f, "exposed_estimated_ns", kn, d->exposed_est);
+  ratio_or_null(f, "exposed_all_share", kn, d->exposed_all_share);
+  ratio_or_null(f, "overlap_all_ratio", d->overlap_all_defined, d->overlap_all_ratio);
+  model_json(f, &d->model);
+}
+
+/* A step's exposed communication over its whole length: the rank's, or the sum over ranks. */
+static void step_exposed_json(FILE *f, int known, int64_t all, int64_t est, int64_t err) {
+  ns_or_null(f, "exposed_all_ns", known, all);
+  ns_or_null(f, "exposed_all_error_ns", known, err);
+  ns_or_null(f, "exposed_estimated_ns", known, est);
+}
+
 static void est_json(FILE *f, const uint64_t *est, uint64_t lost) {
   fprintf(f,
           ",\"estimated\":%" PRIu64 ",\"estimated_fallback\":%" PRIu64
@@ -147,10 +180,13 @@ static void source_json(FILE *f, const rp_source *s, int first) {
   fputc('}', f);
 }
 
-/* One rank's profiler steps. */
-static void rank_step_json(FILE *f, const rp_step *st, int first) {
+/* One rank's profiler steps (m: the rank's overlap model). */
+static void rank_step_json(FILE *f, const rp_step *st, const rp_omodel *m, int first) {
   rp_err e = {st->est_var, st->est_bias};
   int kn = st->covered > 0;
+  int64_t all, est, err;
+  int ea = rp_exposed_all(m, st->comm, st->cov_comm, st->cov_comm - st->cov_overlap, st->covered,
+                          &all, &est, &err);
   fprintf(f,
           "%s{\"step\":%" PRIu64 ",\"start_ns\":%" PRId64 ",\"span_ns\":%" PRId64
           ",\"comm_ns\":%" PRId64 ",\"comm_estimated_ns\":%" PRId64 ",\"comm_error_ns\":%" PRId64
@@ -161,6 +197,7 @@ static void rank_step_json(FILE *f, const rp_step *st, int first) {
   ns_or_null(f, "overlap_ns", kn, st->cov_overlap);
   ns_or_null(f, "exposed_comm_ns", kn, st->cov_comm - st->cov_overlap);
   ns_or_null(f, "busy_ns", kn, st->cov_busy);
+  step_exposed_json(f, ea, all, est, err);
   fprintf(f, ",\"from\":\"%s\",\"period\":",
           st->from_kineto ? "kineto"
           : st->period    ? "topo_period"
@@ -178,6 +215,7 @@ static void rank_json(FILE *f, const rp_report *r, const rp_rank *k, int first) 
   fprintf(f, ",\"pid\":%u,\"first_ns\":%" PRId64 ",\"last_ns\":%" PRId64 ",", k->pid,
           k->t.first == INT64_MAX ? 0 : k->t.first, k->t.last == INT64_MIN ? 0 : k->t.last);
   derived_json(f, &d, rp_rank_unknown_reason(k));
+  exposed_all_json(f, &d);
   est_json(f, k->est, k->lost);
   fprintf(f, ",\"intervals_from\":\"%s\"",
           k->kineto          ? "kineto"
@@ -194,7 +232,7 @@ static void rank_json(FILE *f, const rp_report *r, const rp_rank *k, int first) 
   alignment_json(f, k);
   window_json(f, r, k);
   fprintf(f, ",\"steps\":[");
-  for (size_t s = 0; s < k->nsteps; s++) rank_step_json(f, &k->steps[s], s == 0);
+  for (size_t s = 0; s < k->nsteps; s++) rank_step_json(f, &k->steps[s], &k->model, s == 0);
   fprintf(f, "]}");
 }
 
@@ -208,7 +246,9 @@ static void overall_json(FILE *f, const rp_report *r) {
           r->nranks, r->colls, r->timed_colls, r->p2p,
           r->overall.last > r->overall.first ? r->overall.last - r->overall.first : 0);
   derived_json(f, &o, NULL);
-  fprintf(f, ",\"ranks_with_compute\":%d", o.ranks_known);
+  fprintf(f, ",\"ranks_with_compute\":%d,\"ranks_with_exposed_all\":%d", o.ranks_known,
+          o.ranks_exposed_all);
+  exposed_all_json(f, &o);
   est_json(f, r->est, r->lost);
   fputc('}', f);
 }
@@ -314,6 +354,9 @@ static void steps_json(FILE *f, const rp_report *r) {
     ns_or_null(f, "overlap_ns", kn, s->cov_overlap);
     ns_or_null(f, "exposed_comm_ns", kn, s->cov_comm - s->cov_overlap);
     ns_or_null(f, "busy_ns", kn, s->cov_busy);
+    fprintf(f, ",\"ranks_with_exposed_all\":%d", s->ea_ranks);
+    step_exposed_json(f, s->ea_ranks > 0, s->exposed_all, s->exposed_est,
+                      rp_err_ns(&s->exposed_err));
     fputc('}', f);
   }
   fprintf(f, "]");
@@ -361,11 +404,12 @@ void rp_render_json(const rp_report *r, FILE *f) {
 }
 
 void rp_render_csv(const rp_report *r, FILE *f) {
-  fprintf(
-      f,
-      "table,rank,host,pid,span_ns,comm_ns,compute_ns,overlap_ns,exposed_comm_ns,idle_ns,"
-      "comm_share,overlap_ratio,started_last,delay_caused_ns,wait_ns,missed,comm_estimated_ns,"
-      "comm_error_ns,covered_ns,estimate_unknown,joined,joined_gpu,align_method,align_error_ns\n");
+  fprintf(f,
+          "table,rank,host,pid,span_ns,comm_ns,compute_ns,overlap_ns,exposed_comm_ns,idle_ns,"
+          "comm_share,overlap_ratio,started_last,delay_caused_ns,wait_ns,missed,comm_estimated_ns,"
+          "comm_error_ns,covered_ns,estimate_unknown,joined,joined_gpu,align_method,align_error_ns,"
+          "exposed_all_ns,exposed_all_error_ns,exposed_estimated_ns,overlap_all_ratio,"
+          "overlap_model_ratio,overlap_model_spread,overlap_model_chunks\n");
   for (int i = 0; i < r->nranks; i++) {
     const rp_rank *k = &r->ranks[i];
     rp_derived d;
@@ -387,7 +431,14 @@ void rp_render_csv(const rp_report *r, FILE *f) {
     fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%s,", k->joined, k->joined_gpu,
             rp_align_method_name(k->align_method));
     if (k->align_method != RP_ALIGN_NONE && k->align_err >= 0) fprintf(f, "%" PRId64, k->align_err);
-    fprintf(f, "\n");
+    if (d.exposed_all_known) /* unknown: empty fields */
+      fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",", d.exposed_all, d.exposed_all_error,
+              d.exposed_est);
+    else fprintf(f, ",,,,");
+    if (d.overlap_all_defined) fprintf(f, "%.6f", d.overlap_all_ratio);
+    if (d.model.ok)
+      fprintf(f, ",%.6f,%.6f,%" PRIu64 "\n", d.model.ratio, d.model.spread, d.model.chunks);
+    else fprintf(f, ",,,\n");
   }
   fprintf(f,
           "\ntable,collective,nranks,size_from,calls,gpu_timed,bytes,total_ns,median_ns,p99_ns,"

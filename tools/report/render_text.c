@@ -48,6 +48,17 @@ static const char *pct_known(int known, double v, char *buf, size_t len) {
   return known ? pct(v, buf, len) : "n/a";
 }
 
+/* Exposed communication over a whole range: "14.445 ms" measured, "~14.469 ms ±3.23 us" with an
+ * estimated part, "n/a" unknown (docs/metrics.md, Coverage). */
+static const char *dur_all(int known, int estimated, int64_t ns, int64_t err, char *buf,
+                           size_t len) {
+  char a[32], b[32];
+  if (!known) return "n/a";
+  if (!estimated) return dur(ns, buf, len);
+  snprintf(buf, len, "~%s ±%s", dur(ns, a, sizeof a), dur(err, b, sizeof b));
+  return buf;
+}
+
 /* The cross-rank alignment of GPU clocks: how each rank was aligned, the bound on the relative
  * error of two ranks' GPU times, and a warning when that bound is not below the skew shown. */
 static void print_alignment(const rp_report *r, FILE *f) {
@@ -92,14 +103,47 @@ static void print_alignment(const rp_report *r, FILE *f) {
 }
 
 static void print_times_row(FILE *f, const char *label, const rp_derived *d) {
-  char a[32], b[80], c[32], e[32], g[32], h[32], i[32], j[32];
+  char a[32], b[80], c[32], e[32], g[32], x[80], h[32], i[32], j[32];
   int kn = d->known;
-  fprintf(f, "  %-16s %12s %32s %12s %12s %12s %7s %8s %12s\n", label, dur(d->span, a, sizeof a),
-          dur_est(d->comm, d->comm_est, d->comm_error, b, sizeof b),
+  fprintf(f, "  %-16s %12s %32s %12s %12s %12s %24s %7s %8s %12s\n", label,
+          dur(d->span, a, sizeof a), dur_est(d->comm, d->comm_est, d->comm_error, b, sizeof b),
           dur_known(kn, d->compute, c, sizeof c), dur_known(kn, d->overlap, e, sizeof e),
-          dur_known(kn, d->exposed, g, sizeof g), pct(d->comm_share, h, sizeof h),
+          dur_known(kn, d->exposed, g, sizeof g),
+          dur_all(d->exposed_all_known, d->exposed_all_estimated, d->exposed_all,
+                  d->exposed_all_error, x, sizeof x),
+          pct(d->comm_share, h, sizeof h),
           pct_known(kn && d->overlap_defined, d->overlap_ratio, i, sizeof i),
           dur_known(kn, d->idle, j, sizeof j));
+}
+
+/* Under the rank table: how "exposed (all)" was estimated, and where it is n/a though compute is
+ * known somewhere (no model: the reason). */
+static void print_exposed_all_notes(const rp_report *r, FILE *f) {
+  uint64_t lo = UINT64_MAX, hi = 0;
+  int est = 0;
+  for (int i = 0; i < r->nranks; i++) {
+    rp_derived d;
+    rp_derive_rank(&r->ranks[i], &d);
+    char label[64];
+    rank_label(&r->ranks[i], label, sizeof label);
+    if (d.known && !d.exposed_all_known)
+      fprintf(f, "  %s: exposed (all) n/a: %s\n", label,
+              d.model.reason ? d.model.reason : RP_OMODEL_NO_COVER);
+    if (!d.exposed_all_estimated) continue;
+    est = 1;
+    if (d.model.chunks < lo) lo = d.model.chunks;
+    if (d.model.chunks > hi) hi = d.model.chunks;
+  }
+  if (!est) return;
+  char n[48];
+  if (lo == hi) snprintf(n, sizeof n, "%" PRIu64, lo);
+  else snprintf(n, sizeof n, "%" PRIu64 "-%" PRIu64, lo, hi);
+  fprintf(f,
+          "  ~: exposed (all) = exposed where compute was recorded + the rest of comm x (1 - r), "
+          "± the rest x s; r = overlapped / comm over the rank's covered steps (or CUPTI windows) "
+          "of the whole input, s = the comm-weighted spread of their ratios, from %s covered "
+          "chunks per rank (--json overlap_model; docs/metrics.md, Coverage)\n",
+          n);
 }
 
 /* Under the rank table: over how much of the span compute is known, and why not elsewhere. */
@@ -236,8 +280,8 @@ static void print_header(const rp_report *r, FILE *f) {
 static void print_rank_table(const rp_report *r, FILE *f) {
   fprintf(f, "\nGPU time per rank (unions over all streams; docs/metrics.md%s)\n",
           r->have_kineto && !r->have_trace ? "; from Kineto GPU events" : "");
-  fprintf(f, "  %-16s %12s %32s %12s %12s %12s %7s %8s %12s\n", "", "span", "comm", "compute",
-          "overlapped", "exposed", "comm%", "overlap%", "idle");
+  fprintf(f, "  %-16s %12s %32s %12s %12s %12s %24s %7s %8s %12s\n", "", "span", "comm", "compute",
+          "overlapped", "exposed", "exposed (all)", "comm%", "overlap%", "idle");
   for (int i = 0; i < r->nranks; i++) {
     rp_derived dv;
     rp_derive_rank(&r->ranks[i], &dv);
@@ -255,6 +299,7 @@ static void print_rank_table(const rp_report *r, FILE *f) {
   for (int i = 0; i < r->nranks; i++) any_k |= r->ranks[i].comm_from_kernels;
   if (any_k) fprintf(f, "  (k): communication from NCCL kernel records, not collective records\n");
   print_coverage(r, f);
+  print_exposed_all_notes(r, f);
 }
 
 /* One row of the collective table. */
@@ -384,14 +429,16 @@ static void print_join_gaps(const rp_report *r, FILE *f) {
 
 /* One row of the step table. */
 static void print_step_row(FILE *f, const rp_stepsum *s) {
-  char a[48], c[48], d[48], e[32], g[32], cm[80], cv[48];
+  char a[48], c[48], d[48], x[80], e[32], g[32], cm[80], cv[48];
   int kn = s->cov_ranks > 0;
   if (kn) snprintf(cv, sizeof cv, "%.0f%%", rp_ratio(s->covered, s->span) * 100);
-  fprintf(f, "  %-8" PRIu64 " %5d %12s %32s %12s %12s %7s %8s %8s\n", s->value, s->ranks,
+  fprintf(f, "  %-8" PRIu64 " %5d %12s %32s %12s %12s %24s %7s %8s %8s\n", s->value, s->ranks,
           dur(s->span / (s->ranks ? s->ranks : 1), a, sizeof a),
           dur_est(s->comm, s->comm_est, rp_err_ns(&s->comm_err), cm, sizeof cm),
           dur_known(kn, s->cov_compute, c, sizeof c),
           dur_known(kn, s->cov_comm - s->cov_overlap, d, sizeof d),
+          dur_all(s->ea_ranks > 0, s->ea_estimated, s->exposed_all, rp_err_ns(&s->exposed_err), x,
+                  sizeof x),
           pct(rp_ratio(s->comm, s->span), e, sizeof e),
           pct_known(kn && s->cov_comm > 0, rp_ratio(s->cov_overlap, s->cov_comm), g, sizeof g),
           kn ? cv : "n/a");
@@ -404,10 +451,11 @@ static void print_steps(const rp_report *r, FILE *f) {
     fprintf(
         f,
         "\nSteps %s\n  (sums over ranks; comm%% and overlap%% of those sums; compute, exposed and "
-        "overlap%% over the covered time of the ranks with a compute timeline)\n",
+        "overlap%% over the covered time of the ranks with a compute timeline; exposed (all) over "
+        "the whole step, ~ estimated where compute was not recorded)\n",
         rp_steps_origin(r, origin, sizeof origin));
-    fprintf(f, "  %-8s %5s %12s %32s %12s %12s %7s %8s %8s\n", "step", "ranks", "mean span", "comm",
-            "compute", "exposed", "comm%", "overlap%", "covered");
+    fprintf(f, "  %-8s %5s %12s %32s %12s %12s %24s %7s %8s %8s\n", "step", "ranks", "mean span",
+            "comm", "compute", "exposed", "exposed (all)", "comm%", "overlap%", "covered");
     int known = 0;
     for (size_t i = 0; i < r->nstepsum; i++) known |= r->stepsum[i].cov_ranks > 0;
     size_t from = r->nstepsum > 20 ? r->nstepsum - 20 : 0;
