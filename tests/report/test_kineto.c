@@ -450,6 +450,13 @@ static void test_real_ddp_trace_in_both_step_windows(void **state) {
   assert_int_equal(k->t.compute, 1421123);
   assert_int_equal(k->t.overlap, 0);
   assert_int_equal(k->t.busy, 6417543);
+  /* Kineto covers its whole range: exposed over the whole span is the measured one */
+  rp_derived d;
+  rp_derive_rank(k, &d);
+  assert_int_equal(d.exposed_all_known, 1);
+  assert_int_equal(d.exposed_all_estimated, 0);
+  assert_int_equal(d.exposed_all, d.exposed);
+  assert_int_equal(d.exposed_all_error, 0);
   rp_report_free(&r);
 }
 

@@ -3,8 +3,9 @@
 // hand-made traces: the median of a key, the two fallbacks, unknown, asked-but-lost, placement on
 // the stream, error propagation; CUPTI span records (RECORDED / YIELDED / DECLINED / FAILED)
 // restricting compute, overlap, exposed and idle to the covered time; what the renderers print
-// where a figure is unknown; and the real 2 x H200 DDP traces. Figures in comments: the hand
-// computation (docs/metrics.md, "Estimated durations" and "Coverage").
+// where a figure is unknown; exposed communication estimated where compute was not recorded, from
+// the overlap model of the covered steps; and the real 2 x H200 DDP traces. Figures in comments:
+// the hand computation (docs/metrics.md, "Estimated durations" and "Coverage").
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -65,6 +66,14 @@ static void save(tf_trace *t, const char *name) {
 static void analyze(rp_report *r) {
   const char *paths[] = {dir};
   rp_options opt = {.reorder_window = 65536, .quiet = 1};
+  assert_int_equal(rp_analyze(paths, 1, &opt, r), TOPO_OK);
+}
+
+/* The same inside --window [T + from, T + to). */
+static void analyze_window(rp_report *r, int64_t from, int64_t to) {
+  const char *paths[] = {dir};
+  rp_options opt = {
+      .reorder_window = 65536, .quiet = 1, .window = 1, .from = T + from, .to = T + to};
   assert_int_equal(rp_analyze(paths, 1, &opt, r), TOPO_OK);
 }
 
@@ -368,6 +377,192 @@ static void test_unknown_prints_na_null_and_empty_never_zero(void **state) {
   remove_dir();
 }
 
+/* The overlap model's trace set: one rank, six steps of 1000 ns (marks), CUPTI RECORDED over the
+ * first `covered` of them. Step i (b = 1000 i) has a GPU-timed AllReduce [b+400, b+400+len[i]) on
+ * stream 1; the covered ones also a compute kernel [b+100, b+600) (CUPTI records nothing outside
+ * its windows), so each covered step overlaps 200 of len[i]. `untimed`: each covered step also
+ * enqueues an untimed AllReduce at b+700 on stream 2 (estimated: the median of the measured). */
+static void write_model_set(int covered, const int64_t *len, int untimed) {
+  make_dir();
+  topo_trace_header h;
+  tf_header_init(&h, 0xe7, 0, 1);
+  tf_trace t;
+  tf_begin(&t, &h, NULL);
+  tf_string(&t, 1, "ProfilerStep");
+  cupti(&t, TOPO_CUPTI_RECORDED, 0, 0, 1000 * covered);
+  uint64_t seq = 0;
+  for (int i = 0; i < 6; i++) {
+    int64_t b = 1000 * i;
+    if (i < covered) {
+      topo_trace_record k = tf_kernel(TOPO_KERNEL_COMPUTE, 0, T + b + 100, T + b + 600, 7);
+      tf_add(&t, &k);
+    }
+    coll(&t, seq++, MiB, b + 350, b + 400, b + 400 + len[i], 4, 1, 1);
+    if (i < covered && untimed) coll(&t, seq++, MiB, b + 700, 0, 0, 4, 2, 0);
+    topo_trace_record m = tf_mark(1, T + b, T + b + 1000, (uint64_t)i);
+    tf_add(&t, &m);
+  }
+  save(&t, "rank0.trace");
+}
+
+/* Covered steps 0-2 with comm 400, 250, 500 (overlap 200 each: ratios 0.5, 0.8, 0.4); steps 3-5
+ * uncovered, comm 400 each. r = 600 / 1150 = 0.521739; spread s: sum w x^2 = 100 + 160 + 80 = 340,
+ * s = sqrt(340 / 1150 - r^2) = 0.153103. */
+static const int64_t model_len[6] = {400, 250, 500, 400, 400, 400};
+#define MODEL_R 0.52173913
+#define MODEL_S 0.15310266
+
+/* --window over the uncovered steps 3-5: comm 1200, nothing covered; the model comes from steps
+ * 0-2 outside the window: exposed (all) = 1200 x (1 - r) = 573.9, error 1200 x s = 183.7. */
+static void test_window_over_uncovered_steps_estimates_exposed(void **state) {
+  (void)state;
+  write_model_set(3, model_len, 0);
+  rp_report r;
+  analyze_window(&r, 3000, 6000);
+  rp_derived d;
+  rp_derive_rank(&r.ranks[0], &d);
+  assert_int_equal(d.comm, 1200);
+  assert_int_equal(d.known, 0); /* the covered-time figures stay unknown */
+  assert_int_equal(d.exposed_all_known, 1);
+  assert_int_equal(d.exposed_all_estimated, 1);
+  assert_int_equal(d.exposed_all, 574);
+  assert_int_equal(d.exposed_est, 574);
+  assert_int_equal(d.exposed_all_error, 184);
+  assert_int_equal(d.model.chunks, 3);
+  assert_true(d.model.ratio > MODEL_R - 1e-6 && d.model.ratio < MODEL_R + 1e-6);
+  assert_true(d.overlap_all_ratio > MODEL_R - 1e-3 && d.overlap_all_ratio < MODEL_R + 1e-3);
+  /* steps 3-5: 400 x (1 - r) = 191.3 each, error 61.2 */
+  assert_int_equal(r.nstepsum, 3);
+  assert_int_equal(r.stepsum[0].ea_ranks, 1);
+  assert_int_equal(r.stepsum[0].ea_estimated, 1);
+  assert_int_equal(r.stepsum[0].exposed_all, 191);
+  assert_int_equal(rp_err_ns(&r.stepsum[0].exposed_err), 61);
+  char *json = render(&r, rp_render_json), *text = render(&r, rp_render_text),
+       *csv = render(&r, rp_render_csv);
+  assert_non_null(strstr(json, "\"exposed_comm_ns\":null"));
+  assert_non_null(strstr(json,
+                         "\"exposed_all_ns\":574,\"exposed_all_error_ns\":184,"
+                         "\"exposed_estimated_ns\":574"));
+  assert_non_null(strstr(json,
+                         "\"overlap_model\":{\"ratio\":0.521739,\"spread\":0.153103,"
+                         "\"chunks\":3,\"covered_comm_ns\":1150}"));
+  assert_non_null(strstr(text, "~574 ns ±184 ns"));
+  assert_non_null(strstr(text, "~191 ns ±61 ns"));
+  assert_non_null(strstr(csv, ",574,184,574,0.52"));
+  free(json), free(text), free(csv);
+  rp_report_free(&r);
+  remove_dir();
+}
+
+/* --window over the covered steps 0-2: every figure measured; exposed (all) is the measured
+ * exposed 200 + 50 + 300 = 550, error 0, nothing estimated. */
+static void test_fully_covered_window_exposed_all_is_the_measured_one(void **state) {
+  (void)state;
+  write_model_set(3, model_len, 0);
+  rp_report r;
+  analyze_window(&r, 0, 3000);
+  rp_derived d;
+  rp_derive_rank(&r.ranks[0], &d);
+  assert_int_equal(d.known, 1);
+  assert_int_equal(d.exposed, 550);
+  assert_int_equal(d.exposed_all_known, 1);
+  assert_int_equal(d.exposed_all_estimated, 0);
+  assert_int_equal(d.exposed_all, 550);
+  assert_int_equal(d.exposed_est, 0);
+  assert_int_equal(d.exposed_all_error, 0);
+  char *text = render(&r, rp_render_text);
+  assert_null(strstr(text, "~550"));
+  assert_null(strstr(text, "~: exposed (all)")); /* no estimate to explain */
+  free(text);
+  rp_report_free(&r);
+  remove_dir();
+}
+
+/* CUPTI over step 0 only: one chunk, no spread, no model. Outside it exposed (all) is unknown
+ * (null, empty, n/a with the reason), never 0. */
+static void test_one_covered_chunk_leaves_exposed_all_unknown(void **state) {
+  (void)state;
+  write_model_set(1, model_len, 0);
+  rp_report r;
+  analyze_window(&r, 3000, 6000);
+  rp_derived d;
+  rp_derive_rank(&r.ranks[0], &d);
+  assert_int_equal(d.exposed_all_known, 0);
+  assert_int_equal(d.model.ok, 0);
+  assert_string_equal(d.model.reason, RP_OMODEL_ONE_STRETCH);
+  char *json = render(&r, rp_render_json);
+  assert_non_null(strstr(json, "\"exposed_all_ns\":null,\"exposed_all_error_ns\":null"));
+  assert_null(strstr(json, "\"exposed_all_ns\":0"));
+  assert_non_null(strstr(json,
+                         "\"overlap_model\":null,\"overlap_model_reason\":\"compute "
+                         "recorded in one stretch only"));
+  free(json);
+  rp_report_free(&r);
+  analyze(&r); /* the whole run: step 0 measured, the rest uncovered: still unknown */
+  rp_derive_rank(&r.ranks[0], &d);
+  assert_int_equal(d.known, 1);
+  assert_int_equal(d.exposed_all_known, 0);
+  char *text = render(&r, rp_render_text), *csv = render(&r, rp_render_csv);
+  assert_non_null(strstr(text, "exposed (all) n/a: compute recorded in one stretch only"));
+  assert_non_null(strstr(csv, ",,,,,,,\n"));
+  free(text), free(csv);
+  rp_report_free(&r);
+  remove_dir();
+}
+
+/* The whole run: the error is the uncovered comm (1200) x the comm-weighted spread of the three
+ * chunks' ratios; exposed (all) = measured 550 + 573.9. */
+static void test_exposed_all_error_is_the_weighted_spread_of_the_chunks(void **state) {
+  (void)state;
+  write_model_set(3, model_len, 0);
+  rp_report r;
+  analyze(&r);
+  rp_derived d;
+  rp_derive_rank(&r.ranks[0], &d);
+  assert_true(d.model.spread > MODEL_S - 1e-6 && d.model.spread < MODEL_S + 1e-6);
+  assert_int_equal(d.exposed, 550);
+  assert_int_equal(d.exposed_all, 550 + 574);
+  assert_int_equal(d.exposed_all_error, 184);
+  rp_derived o;
+  rp_derive_overall(&r, &o);
+  assert_int_equal(o.exposed_all, 550 + 574);
+  assert_int_equal(o.exposed_all_error, 184);
+  rp_report_free(&r);
+  /* equal ratios: no spread, no error */
+  const int64_t same[6] = {400, 400, 400, 400, 400, 400};
+  remove_dir();
+  write_model_set(3, same, 0);
+  analyze(&r);
+  rp_derive_rank(&r.ranks[0], &d);
+  assert_int_equal(d.model.ok, 1);
+  assert_true(d.model.spread < 1e-9);
+  assert_int_equal(d.exposed_all, 3 * 200 + 3 * 200);
+  assert_int_equal(d.exposed_all_error, 0);
+  rp_report_free(&r);
+  remove_dir();
+}
+
+/* The model learns from the whole input whatever the window: with untimed collectives in the
+ * covered steps (their estimates placed on their stream outside the window too), the model of
+ * --window over steps 3-5 is the model of the whole run. */
+static void test_the_model_does_not_depend_on_the_window(void **state) {
+  (void)state;
+  write_model_set(3, model_len, 1);
+  rp_report r;
+  analyze(&r);
+  rp_omodel whole = r.ranks[0].model;
+  rp_report_free(&r);
+  analyze_window(&r, 3000, 6000);
+  const rp_omodel *m = &r.ranks[0].model;
+  assert_int_equal(m->ok, 1);
+  assert_int_equal(m->chunks, whole.chunks);
+  assert_true(m->comm == whole.comm && m->overlap == whole.overlap);
+  assert_true(m->comm > 1150);                     /* the estimated calls are in it */
+  assert_int_equal(r.ranks[0].est[RP_EST_KEY], 0); /* and counted nowhere inside the window */
+  rp_report_free(&r);
+  remove_dir();
+}
+
 /* The real traces: 168 AllReduces of 32 MiB per rank at <= 330 GB/s busbw are >= 17 ms of GPU
  * time; no compute was recorded (no CUPTI, no Kineto): overlap unknown. */
 static void test_real_ddp_traces_comm_reaches_the_physical_floor(void **state) {
@@ -404,6 +599,11 @@ int main(void) {
       cmocka_unit_test(test_kernels_without_timestamps_are_ignored),
       cmocka_unit_test(test_failed_cupti_leaves_compute_unknown_with_its_reason),
       cmocka_unit_test(test_unknown_prints_na_null_and_empty_never_zero),
+      cmocka_unit_test(test_window_over_uncovered_steps_estimates_exposed),
+      cmocka_unit_test(test_fully_covered_window_exposed_all_is_the_measured_one),
+      cmocka_unit_test(test_one_covered_chunk_leaves_exposed_all_unknown),
+      cmocka_unit_test(test_exposed_all_error_is_the_weighted_spread_of_the_chunks),
+      cmocka_unit_test(test_the_model_does_not_depend_on_the_window),
       cmocka_unit_test(test_real_ddp_traces_comm_reaches_the_physical_floor),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
