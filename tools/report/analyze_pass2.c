@@ -58,8 +58,10 @@ static void model_only(ctx *c, rp_interval iv) {
 }
 
 /* Pass 2: a collective of the rank being swept. A timed one moves its stream's end; an untimed
- * one gets its estimate (counted per rank, row and level) and, where the rank's comm comes from
- * collective records there, an interval at max(CPU enqueue, end of the stream's previous comm). */
+ * one gets its estimate (counted per rank, row and level when it counts in the window) and, where
+ * the rank's comm comes from collective records there, an interval at max(CPU enqueue, end of the
+ * stream's previous comm). Outside the window it is placed too, so that the stream's end, and
+ * with it every placement inside the window, is what it is without a window. */
 static void p2_coll(void *vc, int src, const rp_coll *co) {
   ctx *c = vc;
   rp_report *r = c->r;
@@ -88,18 +90,17 @@ static void p2_coll(void *vc, int src, const rp_coll *co) {
     return;
   }
   int inside = in_rank_window(r, c->sweep_rank, co->cpu_start);
-  if (!inside && !c->sweep_model) return;
   rp_est_key key = an_est_key(co);
   rp_estimate e;
   int level = rp_est_get(c->est, &key, rp_coll_size(key.func, co->bytes, co->nranks), &e);
-  if (!inside) { /* placed for the model's chunks; counted nowhere */
+  if (!inside) { /* placed (the stream's end moves as without a window), counted nowhere */
     if (level == RP_EST_UNKNOWN) return;
     rp_interval iv = {co->cpu_start,    0, co->stream, RP_COMM, (uint8_t)key.func,
                       RP_FROM_ESTIMATE, 0};
     if (c->stream_end[slot] > iv.start) iv.start = c->stream_end[slot];
     iv.stop = rp_add_sat(iv.start, e.dur);
     c->stream_end[slot] = iv.stop;
-    if (!(k->comm_from_kernels && an_in_cover(k, iv.start))) model_only(c, iv);
+    if (c->sweep_model && !(k->comm_from_kernels && an_in_cover(k, iv.start))) model_only(c, iv);
     return;
   }
   k->est[level]++;
