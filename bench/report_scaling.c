@@ -9,6 +9,8 @@
 //   nested-marks   step marks nested inside each other, with a collective beside each
 //   resync         a damaged region of block headers that each claim 4096 records
 //   many-ranks     one small trace per rank of one communicator
+//   model-window   steps with a CUPTI window every 4th, analysed with --window over the last one:
+//                  the overlap model sweeps the whole input, the figures one step
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,8 @@ typedef struct scase {
   size_t base;                              /* n at 1 x */
   const char *unit;                         /* what n counts */
   void (*build)(const char *dir, size_t n); /* writes the input into dir */
+  /* the --window it is analysed with (NULL: none) */
+  void (*window)(size_t n, int64_t *from, int64_t *to);
 } scase;
 
 static FILE *open_in(const char *dir, const char *name) {
@@ -127,12 +131,49 @@ static void build_many_ranks(const char *dir, size_t n) {
   }
 }
 
+/* n steps of 1000 ns (marks), a GPU-timed AllReduce in each; CUPTI recorded every 4th step (a
+ * compute kernel in each of those). */
+static void build_model_window(const char *dir, size_t n) {
+  topo_trace_header h;
+  tf_header_init(&h, 0xabd, 0, 1);
+  FILE *f = open_in(dir, "model.trace");
+  tf_trace t;
+  tf_begin(&t, &h, f);
+  for (size_t i = 0; i < n; i++) {
+    int64_t b = 1000000 + 1000 * (int64_t)i;
+    if (i % 4 == 0) {
+      topo_trace_record u;
+      memset(&u, 0, sizeof u);
+      u.cupti.type = TOPO_REC_CUPTI;
+      u.cupti.state = TOPO_CUPTI_RECORDED;
+      u.cupti.cpu_start_ns = b;
+      u.cupti.cpu_stop_ns = b + 1000;
+      tf_add(&t, &u);
+      topo_trace_record k = tf_kernel(TOPO_KERNEL_COMPUTE, 0, b + 100, b + 600, 7);
+      tf_add(&t, &k);
+    }
+    topo_trace_record c = tf_coll(4, i, 1 << 20, b + 350, b + 360, b + 400,
+                                  b + 400 + 100 + (int64_t)(i % 7) * 50, 1, 2, 4, 1);
+    tf_add(&t, &c);
+    topo_trace_record m = tf_mark(0, b, b + 1000, i);
+    tf_add(&t, &m);
+  }
+  tf_footer(&t, NULL);
+  fclose(f);
+}
+
+static void window_last_step(size_t n, int64_t *from, int64_t *to) {
+  *from = 1000000 + 1000 * (int64_t)(n - 1);
+  *to = *from + 1000;
+}
+
 static const scase cases[] = {
-    {"kineto-steps", 1000, "steps", build_kineto_steps},
-    {"kineto-groups", 1000, "kernels", build_kineto_groups},
-    {"nested-marks", 1000, "marks", build_nested_marks},
-    {"resync", 32768, "headers", build_resync},
-    {"many-ranks", 32, "traces", build_many_ranks},
+    {"kineto-steps", 1000, "steps", build_kineto_steps, NULL},
+    {"kineto-groups", 1000, "kernels", build_kineto_groups, NULL},
+    {"nested-marks", 1000, "marks", build_nested_marks, NULL},
+    {"resync", 32768, "headers", build_resync, NULL},
+    {"many-ranks", 32, "traces", build_many_ranks, NULL},
+    {"model-window", 4000, "steps", build_model_window, window_last_step},
 };
 
 static double cpu_now(void) {
@@ -143,7 +184,7 @@ static double cpu_now(void) {
 
 /* Analyse dir in a child: the CPU seconds of rp_analyze (sent back through a pipe) and the
  * child's peak RSS (KB). 0 on success. */
-static int analyse(const char *dir, double *cpu, long *rss_kb) {
+static int analyse(const scase *c, size_t n, const char *dir, double *cpu, long *rss_kb) {
   int fd[2];
   if (pipe(fd) != 0) return -1;
   pid_t pid = fork();
@@ -152,6 +193,10 @@ static int analyse(const char *dir, double *cpu, long *rss_kb) {
     close(fd[0]);
     const char *paths[] = {dir};
     rp_options opt = {.reorder_window = 65536, .quiet = 1};
+    if (c->window) {
+      opt.window = 1;
+      c->window(n, &opt.from, &opt.to);
+    }
     rp_report r;
     double t = cpu_now();
     topo_status st = rp_analyze(paths, 1, &opt, &r);
@@ -180,7 +225,7 @@ static int measure(const scase *c, size_t n, double *cpu, long *rss_kb) {
   int rc = 0;
   for (int i = 0; i < RUNS && !rc; i++) {
     double t;
-    rc = analyse(dir, &t, rss_kb);
+    rc = analyse(c, n, dir, &t, rss_kb);
     if (t < *cpu) *cpu = t;
   }
   char cmd[128];
