@@ -170,6 +170,30 @@ static void test_estimates_are_placed_after_the_previous_comm_on_their_stream(vo
   remove_dir();
 }
 
+/* --window from 405: the call enqueued at 400 counts outside it but is still placed, at
+ * [500,600), so the next two keep their places of the whole run, [600,700) and [700,800). */
+static void test_placements_inside_a_window_are_those_of_the_whole_run(void **state) {
+  (void)state;
+  write_estimates();
+  rp_report r;
+  analyze_window(&r, 405, 100000);
+  const rp_rank *k = &r.ranks[0];
+  assert_int_equal(k->est[RP_EST_KEY], 2);
+  int64_t want[][2] = {{600, 700}, {700, 800}};
+  size_t found = 0;
+  for (size_t i = 0; i < k->ntimeline; i++) {
+    const rp_interval *iv = &k->timeline[i];
+    if (iv->origin != RP_FROM_ESTIMATE || iv->stream != 1) continue;
+    assert_true(found < 2);
+    assert_int_equal(iv->start, T + want[found][0]);
+    assert_int_equal(iv->stop, T + want[found][1]);
+    found++;
+  }
+  assert_int_equal(found, 2);
+  rp_report_free(&r);
+  remove_dir();
+}
+
 static void test_estimator_fallbacks_directly(void **state) {
   (void)state;
   rp_estimator *x = rp_est_new();
@@ -593,6 +617,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_untimed_collectives_get_the_median_of_their_key),
       cmocka_unit_test(test_estimates_are_placed_after_the_previous_comm_on_their_stream),
+      cmocka_unit_test(test_placements_inside_a_window_are_those_of_the_whole_run),
       cmocka_unit_test(test_estimator_fallbacks_directly),
       cmocka_unit_test(test_cupti_windows_bound_the_compute_figures),
       cmocka_unit_test(test_cupti_coverage_is_whole_steps),
