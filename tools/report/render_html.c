@@ -726,7 +726,8 @@ static void page_meta(FILE *f, const rp_report *r) {
 
 /* The exposed card: over the whole span where that is known (measured, or with an estimated part:
  * "est." and its error), else over the covered time, else n/a and why. */
-static void exposed_card(FILE *f, const rp_derived *o, const char *cov, const char *why) {
+static void exposed_card(FILE *f, const rp_report *r, const rp_derived *o, const char *cov,
+                         const char *why) {
   char v[48], t[96], sub[320];
   if (o->exposed_all_known) {
     fmt_all(1, o->exposed_all_estimated, o->exposed_all, o->exposed_all_error, t, sizeof t);
@@ -745,8 +746,9 @@ static void exposed_card(FILE *f, const rp_derived *o, const char *cov, const ch
   }
   if (o->known) snprintf(v, sizeof v, "%.1f%%", o->exposed_share * 100);
   rp_fmt_ns(o->exposed, t, sizeof t);
-  snprintf(sub, sizeof sub, "exposed communication: %s, %s; elsewhere n/a: %s", t, cov,
-           o->model.reason ? o->model.reason : RP_OMODEL_NO_RANK);
+  const char *no_model = RP_OMODEL_NO_RANK; /* one rank: its own reason */
+  if (r->nranks == 1 && r->ranks[0].model.reason) no_model = r->ranks[0].model.reason;
+  snprintf(sub, sizeof sub, "exposed communication: %s, %s; elsewhere n/a: %s", t, cov, no_model);
   card(f, "exposed", o->known ? v : "n/a", o->known ? sub : why);
 }
 
@@ -780,7 +782,7 @@ static void summary_cards(FILE *f, const rp_report *r) {
        o.overlap_defined ? sub
        : o.known         ? "no communication where compute is known: undefined"
                          : why);
-  exposed_card(f, &o, cov, why);
+  exposed_card(f, r, &o, cov, why);
   if (o.known) snprintf(v, sizeof v, "%.1f%%", o.idle_share * 100);
   snprintf(sub, sizeof sub, "no kernel running, %s", cov);
   card(f, "idle", o.known ? v : "n/a", o.known ? sub : why);
