@@ -469,7 +469,7 @@ static void test_window_over_uncovered_steps_estimates_exposed(void **state) {
                          "\"exposed_estimated_ns\":574"));
   assert_non_null(strstr(json,
                          "\"overlap_model\":{\"ratio\":0.521739,\"spread\":0.153103,"
-                         "\"chunks\":3,\"covered_comm_ns\":1150}"));
+                         "\"chunks\":3,\"outliers\":0,\"covered_comm_ns\":1150}"));
   assert_non_null(strstr(text, "~574 ns ±184 ns"));
   assert_non_null(strstr(text, "~191 ns ±61 ns"));
   assert_non_null(strstr(csv, ",574,184,574,0.52"));

@@ -89,11 +89,51 @@ static void test_sweep_touching_duplicate_and_step_cuts(void **state) {
   rp_sweep_free(s);
 }
 
+/* The overlap model leaves out chunks whose ratio is far from the others' (a job's warm-up
+ * steps), keeps chunks that alternate between two nearby ratios, and judges nothing with fewer
+ * than 3 chunks. */
+static void robust(rp_omodel *m, const int64_t *comm, const int64_t *ovl, size_t n) {
+  double scratch[32];
+  memset(m, 0, sizeof *m);
+  rp_omodel_add_robust(m, comm, ovl, n, scratch);
+  rp_omodel_finish(m, "none");
+}
+
+static void test_overlap_model_leaves_out_far_chunks(void **state) {
+  (void)state;
+  rp_omodel m;
+  const int64_t c6[6] = {1000, 1000, 1000, 1000, 1000, 1000};
+  const int64_t warm[6] = {390, 100, 90, 340, 110, 100}; /* two warm-up steps */
+  robust(&m, c6, warm, 6);
+  assert_int_equal(m.outliers, 2);
+  assert_int_equal(m.chunks, 4);
+  assert_true(m.ratio > 0.0999 && m.ratio < 0.1001);
+  const int64_t two[6] = {262, 286, 262, 286, 286, 286}; /* alternating 26.2 % / 28.6 % */
+  robust(&m, c6, two, 6);
+  assert_int_equal(m.outliers, 0);
+  assert_int_equal(m.chunks, 6);
+  const int64_t far2[2] = {100, 900};
+  robust(&m, c6, far2, 2);
+  assert_int_equal(m.outliers, 0);
+  assert_true(m.ratio > 0.4999 && m.ratio < 0.5001);
+  const int64_t spread3[3] = {100, 500, 900}; /* no majority: nothing is far from it */
+  robust(&m, c6, spread3, 3);
+  assert_int_equal(m.outliers, 0);
+  /* the weights are the chunks' communication: a long step outweighs short ones */
+  const int64_t cw[5] = {100, 100, 100, 5000, 5000};
+  const int64_t ow[5] = {50, 50, 50, 500, 500};
+  robust(&m, cw, ow, 5);
+  assert_int_equal(m.outliers, 3);
+  assert_int_equal(m.chunks, 2);
+  assert_true(m.ratio > 0.0999 && m.ratio < 0.1001);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_quantiles_exact_then_histogram),
       cmocka_unit_test(test_sizes_and_factors_follow_nccl_tests),
       cmocka_unit_test(test_sweep_touching_duplicate_and_step_cuts),
+      cmocka_unit_test(test_overlap_model_leaves_out_far_chunks),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

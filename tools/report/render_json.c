@@ -88,8 +88,9 @@ static void model_json(FILE *f, const rp_omodel *m) {
   if (m->ok) {
     fprintf(f,
             ",\"overlap_model\":{\"ratio\":%.6f,\"spread\":%.6f,\"chunks\":%" PRIu64
-            ",\"covered_comm_ns\":%" PRId64 "},\"overlap_model_reason\":null",
-            m->ratio, m->spread, m->chunks, rp_dbl_ns(m->comm));
+            ",\"outliers\":%" PRIu64 ",\"covered_comm_ns\":%" PRId64
+            "},\"overlap_model_reason\":null",
+            m->ratio, m->spread, m->chunks, m->outliers, rp_dbl_ns(m->comm));
     return;
   }
   fprintf(f, ",\"overlap_model\":null,\"overlap_model_reason\":");

@@ -119,7 +119,7 @@ static void print_times_row(FILE *f, const char *label, const rp_derived *d) {
 /* Under the rank table: how "exposed (all)" was estimated, and where it is n/a though compute is
  * known somewhere (no model: the reason). */
 static void print_exposed_all_notes(const rp_report *r, FILE *f) {
-  uint64_t lo = UINT64_MAX, hi = 0;
+  uint64_t lo = UINT64_MAX, hi = 0, out = 0;
   int est = 0;
   for (int i = 0; i < r->nranks; i++) {
     rp_derived d;
@@ -133,6 +133,7 @@ static void print_exposed_all_notes(const rp_report *r, FILE *f) {
     est = 1;
     if (d.model.chunks < lo) lo = d.model.chunks;
     if (d.model.chunks > hi) hi = d.model.chunks;
+    out += d.model.outliers;
   }
   if (!est) return;
   char n[48];
@@ -144,6 +145,12 @@ static void print_exposed_all_notes(const rp_report *r, FILE *f) {
           "of the whole input, s = the comm-weighted spread of their ratios, from %s covered "
           "chunks per rank (--json overlap_model; docs/metrics.md, Coverage)\n",
           n);
+  if (out)
+    fprintf(f,
+            "  ~: %" PRIu64 " covered chunk(s) left out of the model: their overlap ratio lies "
+            "more than max(5 points, 3 MADs) from the median of the others (warm-up steps, a "
+            "phase of their own)\n",
+            out);
 }
 
 /* Under the rank table: over how much of the span compute is known, and why not elsewhere. */

@@ -297,7 +297,8 @@ int64_t rp_err_ns(const rp_err *a);
  * inside the coverage, else the coverage windows), whatever the analysis window. */
 typedef struct rp_omodel {
   int ok;               /* >= 2 chunks carry communication: a ratio and a spread */
-  uint64_t chunks;      /* chunks that carry communication */
+  uint64_t chunks;      /* chunks that carry communication (outliers not counted) */
+  uint64_t outliers;    /* chunks left out: ratio far from the others' (warm-up, a phase) */
   double comm, overlap; /* their covered communication and overlapped time, ns */
   double wx2;           /* sum over them of comm x ratio^2 */
   double ratio, spread; /* overlap / comm; comm-weighted std. deviation of the ratios */
@@ -305,6 +306,12 @@ typedef struct rp_omodel {
 } rp_omodel;
 /* One chunk's covered communication and overlap. */
 void rp_omodel_add(rp_omodel *m, int64_t comm, int64_t overlap);
+/* The chunks of a rank, `comm[i]` and `overlap[i]` (n of them), into `m`, those whose ratio
+ * lies more than max(RP_OMODEL_OUTLIER_MIN, 3 scaled MADs) from the comm-weighted median left
+ * out (at least 3 chunks to judge, at least 2 kept). `scratch`: 2 n doubles. */
+#define RP_OMODEL_OUTLIER_MIN 0.05
+void rp_omodel_add_robust(rp_omodel *m, const int64_t *comm, const int64_t *overlap, size_t n,
+                          double *scratch);
 /* Sums of another model's chunks (the overall model). */
 void rp_omodel_merge(rp_omodel *m, const rp_omodel *o);
 /* Ratio and spread from the chunks added; `reason` when fewer than 2 carry communication. */
