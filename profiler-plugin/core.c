@@ -138,12 +138,12 @@ static struct {
   atomic_int exiting;       /* the exit flush ran: init and finalize do nothing more */
   atomic_int traffic_woken; /* the writer was told of the first large operation */
   int held_seen;            /* writer thread: the last reap found collectives on hold */
-  /* CUPTI starts on the writer thread (cupti_start) and stops on the stopping one (cupti_stop):
-   * cupti_lock orders them, cancel keeps a late start from beginning after a stop. */
+  /* CUPTI starts on the writer thread (cupti_tick) and stops on the stopping one (cupti_stop).
+   * cupti_state is generation << CUPTI_STATE_BITS | one of enum cupti_state; cupti_lock orders
+   * the end of a start against a stop. */
   pthread_mutex_t cupti_lock;
-  _Atomic(topo_comm *) cupti_to_start;
-  atomic_int cupti_settled, cupti_cancel;
-  int cupti_started;
+  atomic_uint cupti_state;
+  _Atomic(int64_t) cupti_start_at; /* monotonic: the start is due, traffic or not */
   _Atomic(int *) mask_ptr;
   int base_mask; /* without KernelCh */
   int kernelch, channel_records, proxy, nvtx, cupti;
@@ -156,7 +156,7 @@ static struct {
   int64_t gpu_timeout_ns;
   pid_t pid;
   topo_comm *comms;
-  topo_comm *cupti_comm;
+  topo_comm *cupti_comm; /* the process-wide CUPTI stream; NULL when CUPTI is off */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cupti_lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* NCCL passes the same static name strings again and again: a direct-mapped cache from the
@@ -623,34 +623,69 @@ static void free_comm(topo_comm *c) {
   topo_free(c);
 }
 
-/* Writer thread, as it starts: load CUPTI and open the process-wide stream, unless the
- * generation is already being stopped. */
-static void cupti_start(topo_writer *w) {
-  topo_comm *c = atomic_load(&g.cupti_to_start);
-  if (c && !atomic_load(&g.cupti_cancel) && topo_cupti_load(c)) {
-    pthread_mutex_lock(&g.cupti_lock);
-    if (!atomic_load(&g.cupti_cancel)) {
-      topo_writer_open(w, c);
+/* The CUPTI start of a generation: IDLE -> STARTING (the writer loads CUPTI) -> STARTED (its
+ * stream is open and its schedule runs) or OVER (the load declined); IDLE -> OVER when the last
+ * finalize or exit comes first; STARTED -> OVER at the stop. A start begins only from IDLE and
+ * finishes only from STARTING, so no start begins or finishes after a stop. The generation in the
+ * high bits keeps a writer left behind by an earlier generation from finishing into this one. */
+enum cupti_state { CUPTI_IDLE = 0, CUPTI_STARTING, CUPTI_STARTED, CUPTI_OVER };
+#define CUPTI_STATE_BITS 2u
+#define CUPTI_STATE_MASK ((1u << CUPTI_STATE_BITS) - 1)
+
+/* Writer thread: load CUPTI and open the process-wide stream. `seen` is the IDLE state word. */
+static void cupti_start(topo_writer *w, unsigned seen) {
+  unsigned starting = (seen & ~CUPTI_STATE_MASK) | CUPTI_STARTING;
+  if (!atomic_compare_exchange_strong(&g.cupti_state, &seen, starting)) return;
+  /* dlopen of CUPTI takes milliseconds: outside the lock, which a stop takes. */
+  int loaded = topo_cupti_load(g.cupti_comm);
+  pthread_mutex_lock(&g.cupti_lock);
+  if (atomic_load(&g.cupti_state) == starting) {
+    if (loaded) {
+      topo_writer_open(w, g.cupti_comm);
       topo_cupti_begin();
-      g.cupti_started = 1;
     }
-    pthread_mutex_unlock(&g.cupti_lock);
+    atomic_store(&g.cupti_state,
+                 (starting & ~CUPTI_STATE_MASK) | (loaded ? CUPTI_STARTED : CUPTI_OVER));
   }
-  atomic_store(&g.cupti_settled, 1);
+  pthread_mutex_unlock(&g.cupti_lock);
 }
 
-/* Last finalize or exit: let a start in progress settle (at most wait_ns), then stop what it
- * began; a start that has not got that far never begins. */
+/* Writer tick: start CUPTI once it is due. In `window` mode without a trigger file that is the
+ * first operation of >= TOPO_CUPTI_TRAFFIC_BYTES (next_op wakes the writer) or
+ * TOPO_PROFILER_CUPTI_PERIOD_S after the first init, whichever comes first: until then the
+ * process carries none of libcupti (2.4 MB resident) and no -cupti trace. Returns when it is due
+ * (INT64_MAX once started or over). */
+static int64_t cupti_tick(topo_writer *w, int64_t now) {
+  unsigned s = atomic_load(&g.cupti_state);
+  if ((s & CUPTI_STATE_MASK) != CUPTI_IDLE || !g.cupti_comm) return INT64_MAX;
+  int64_t at = atomic_load_explicit(&g.cupti_start_at, memory_order_relaxed);
+  if (now < at && !atomic_load(&g.traffic_woken)) return at;
+  cupti_start(w, s);
+  return INT64_MAX;
+}
+
+static int64_t writer_tick(topo_writer *w, int64_t now) {
+  int64_t due = reap(now), cupti = cupti_tick(w, now);
+  return cupti < due ? cupti : due;
+}
+
+/* Last finalize or exit: a start that was not due never happens (no wait); one in progress gets
+ * at most wait_ns to finish; what it began is stopped. g.lock held. */
 static void cupti_stop(int64_t wait_ns) {
   if (!g.cupti_comm) return;
+  unsigned s = atomic_load(&g.cupti_state);
+  unsigned gen = s & ~CUPTI_STATE_MASK;
+  if ((s & CUPTI_STATE_MASK) == CUPTI_IDLE &&
+      atomic_compare_exchange_strong(&g.cupti_state, &s, gen | CUPTI_OVER))
+    return;
   struct timespec ms = {0, 1000000};
   for (int64_t t0 = topo_clock_monotonic_ns();
-       !atomic_load(&g.cupti_settled) && topo_clock_monotonic_ns() - t0 < wait_ns;)
+       atomic_load(&g.cupti_state) == (gen | CUPTI_STARTING) &&
+       topo_clock_monotonic_ns() - t0 < wait_ns;)
     nanosleep(&ms, NULL);
-  atomic_store(&g.cupti_cancel, 1);
   pthread_mutex_lock(&g.cupti_lock);
-  if (g.cupti_started) topo_cupti_stop();
-  g.cupti_started = 0;
+  if (atomic_load(&g.cupti_state) == (gen | CUPTI_STARTED)) topo_cupti_stop();
+  atomic_store(&g.cupti_state, gen | CUPTI_OVER);
   pthread_mutex_unlock(&g.cupti_lock);
 }
 
@@ -679,11 +714,12 @@ static int global_start(void) {
   pred_reset();
   g.last_reap = 0;
   g.held_seen = 0;
-  /* The process-wide CUPTI stream: listed now, loaded and opened by the writer as it starts. */
+  /* The process-wide CUPTI stream: listed now, loaded and opened by the writer when due. */
   g.cupti_comm = NULL;
-  atomic_store(&g.cupti_settled, 0);
-  atomic_store(&g.cupti_cancel, 0);
-  g.cupti_started = 0;
+  atomic_store(
+      &g.cupti_state,
+      ((atomic_load(&g.cupti_state) >> CUPTI_STATE_BITS) + 1) << CUPTI_STATE_BITS | CUPTI_IDLE);
+  atomic_store(&g.cupti_start_at, topo_clock_monotonic_ns() + topo_cupti_defer_ns());
   if (g.cupti) {
     topo_comm *c = topo_calloc(1, sizeof *c);
     if (c) {
@@ -698,14 +734,12 @@ static int global_start(void) {
       g.cupti = 0;
     }
   }
-  atomic_store(&g.cupti_to_start, g.cupti_comm);
   uint32_t ring = 1;
   while (ring < (uint32_t)topo_env_int(TOPO_ENV_PROFILER_RING)) ring <<= 1;
   topo_writer_config wc = {.dir = topo_env_str(TOPO_ENV_PROFILER_DIR),
                            .ring_size = ring,
                            .idle_flush_ns = topo_env_int(TOPO_ENV_PROFILER_FLUSH_MS) * 1000000LL,
-                           .tick = reap,
-                           .on_start = cupti_start};
+                           .tick = writer_tick};
   g.writer = topo_writer_start(&wc);
   if (!g.writer) {
     if (g.cupti_comm) free_comm(g.cupti_comm);

@@ -17,10 +17,12 @@
 // (CUDA_INJECTION64_PATH, Nsight Systems' NSYS_* variables) counts as another client for the
 // life of the process and CUPTI is then never loaded.
 //
-// Threads: topo_cupti_configure runs on the first init's thread, topo_cupti_load/begin/poll on the
-// writer thread, topo_cupti_stop at the last finalize or exit; all of them under api_lock. CUPTI's
-// threads (or the caller of a flush) run the buffer callbacks, under out_lock. libcupti is
-// dlopen'ed (never linked) and never unloaded.
+// Threads: topo_cupti_configure runs on the first init's thread; topo_cupti_load/begin on the
+// writer thread once the start is due (core.c: with the writer for `on` and a trigger file, else at
+// the first large collective or one period after init), topo_cupti_poll on it from then on;
+// topo_cupti_stop at the last finalize or exit; all of them under api_lock. CUPTI's threads (or
+// the caller of a flush) run the buffer callbacks, under out_lock. libcupti is dlopen'ed (never
+// linked) and never unloaded.
 #define _GNU_SOURCE 1 /* dladdr, RTLD_NODELETE */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -40,7 +42,8 @@ extern char **environ;
 
 enum { MODE_OFF = 0, MODE_ON, MODE_WINDOW };
 
-static int mode; /* set by topo_cupti_configure (init thread, before any start) */
+static int mode;         /* set by topo_cupti_configure (init thread, before any start) */
+static int64_t defer_ns; /* likewise: how long the start may wait for traffic (0 = none) */
 static char description[96];
 
 static int parse_mode(void) {
@@ -552,6 +555,10 @@ static int trigger_present(int64_t now) {
   return st.trigger_on;
 }
 
+/* A new generation starts without the traffic of the last one (whose start may never have
+ * happened, so its stop did not clear it). */
+static void reset_traffic(void) { atomic_store(&first_traffic, 0); }
+
 void topo_cupti_note_traffic(void) {
   if (atomic_load_explicit(&first_traffic, memory_order_relaxed)) return;
   int64_t none = 0;
@@ -645,6 +652,7 @@ void topo_cupti_stop(void) {
   pthread_mutex_unlock(&api_lock);
 }
 #else
+static void reset_traffic(void) {}
 void topo_cupti_note_traffic(void) {}
 int topo_cupti_load(topo_comm *c) {
   (void)c;
@@ -663,12 +671,21 @@ int topo_cupti_configure(void) {
   long window = topo_env_int(TOPO_ENV_PROFILER_CUPTI_WINDOW_MS);
   long period = topo_env_int(TOPO_ENV_PROFILER_CUPTI_PERIOD_S);
   const char *trigger = topo_env_str(TOPO_ENV_PROFILER_CUPTI_TRIGGER);
+  /* `on` asks for the timeline from the start, a trigger file for an answer as soon as it
+   * appears: both load CUPTI when the writer starts. `window` alone needs CUPTI only for its
+   * windows, the first of which opens at the first large collective (or one period after init,
+   * so that a job of small collectives still gets its windows): until then the process carries
+   * none of libcupti. */
+  defer_ns = mode == MODE_WINDOW && !*trigger ? (period > 0 ? period : 60) * 1000000000LL : 0;
+  reset_traffic();
   if (mode == MODE_OFF) snprintf(description, sizeof description, "off");
   else if (mode == MODE_ON) snprintf(description, sizeof description, "on");
   else
     snprintf(description, sizeof description, "window of %ld ms every %ld s%s", window, period,
-             *trigger ? " and on trigger" : "");
+             *trigger ? " and on trigger" : " from the first collective of >= 1 MiB");
   return mode != MODE_OFF;
 }
 
 const char *topo_cupti_describe(void) { return description[0] ? description : "off"; }
+
+int64_t topo_cupti_defer_ns(void) { return defer_ns; }

@@ -56,11 +56,11 @@ typedef struct topo_writer_config {
   const char *dir;
   uint32_t ring_size;    /* power of two */
   int64_t idle_flush_ns; /* a partial block is written when its first record is this old */
-  /* Periodic work on the writer thread (reaping overdue collectives); returns when it next
-   * wants to run (monotonic ns, INT64_MAX = nothing pending). NULL = none. */
-  int64_t (*tick)(int64_t now_ns);
-  /* Run on the writer thread before anything else (starting CUPTI). NULL = none. */
-  void (*on_start)(topo_writer *w);
+  /* Periodic work on the writer thread (reaping overdue collectives, starting CUPTI when due);
+   * returns when it next wants to run (monotonic ns, INT64_MAX = nothing pending). It runs at
+   * each pass of the writer, the first one included, until the writer is asked to stop; a
+   * topo_writer_wake makes the writer pass again at once. NULL = none. */
+  int64_t (*tick)(topo_writer *w, int64_t now_ns);
 } topo_writer_config;
 
 /* The longest TOPO_PROFILER_DIR the writer accepts (bytes, without the NUL); a longer one is
@@ -86,7 +86,8 @@ int topo_writer_push(topo_comm *c, const topo_trace_record *rec);
  * this call are written. Waits at most wait_ns, not at all while a write has been stuck longer
  * than that (a file system that stopped answering); returns 1 when `c` is closed. */
 int topo_writer_close(topo_comm *c, int64_t wait_ns);
-/* Any thread, not the hot path's common case: make a sleeping writer look at its work now. */
+/* Any thread, not the hot path's common case: make the writer pass over its work (and its tick)
+ * again now, also when it was just about to sleep. */
 void topo_writer_wake(topo_writer *w);
 
 /* ---- nvtx.c ---- */
@@ -102,18 +103,22 @@ void topo_nvtx_coll_end(uint64_t range, const topo_rec_coll *rec);
 int topo_cupti_configure(void);
 /* The mode in words, for the init log line. */
 const char *topo_cupti_describe(void);
+/* How long after the first init the CUPTI start may wait for the first large collective: the
+ * period in the `window` mode without a trigger file, else 0 (start with the writer). */
+int64_t topo_cupti_defer_ns(void);
 /* Before the file of `c` (the process-wide comm) is opened: look for an injected CUPTI client,
  * else dlopen CUPTI and set c's CUPTI clock offset. Touches no CUPTI state. 0 = mode off.
- * The writer thread as it starts (dlopen of CUPTI costs milliseconds: not on the init thread). */
+ * The writer thread when the start is due (dlopen of CUPTI costs milliseconds and 2.4 MB
+ * resident: not on the init thread, and not before the timeline needs it). */
 int topo_cupti_load(topo_comm *c);
 /* After that file is handed to the writer: write FAILED when CUPTI could not be loaded, else
- * open the first window (or DECLINE it). The writer thread as it starts. */
+ * open the first window (or DECLINE it). The writer thread, right after topo_cupti_load. */
 void topo_cupti_begin(void);
 /* Training traffic has begun: an operation of >= TOPO_CUPTI_TRAFFIC_BYTES was issued. In the
- * window mode the first window opens at init; when the first large collective comes after it
- * closed (a job's first seconds or minutes are model building, compile and setup; its steady
- * state starts with large collectives), the schedule starts over there. Hot path, any thread:
- * one relaxed load once it is known. */
+ * window mode the first window opens there (a job's first seconds or minutes are model building,
+ * compile and setup; its steady state starts with large collectives), or one period after init
+ * when none came by then; a first large collective after that window closed starts the schedule
+ * over. Hot path, any thread: one relaxed load once it is known. */
 #define TOPO_CUPTI_TRAFFIC_BYTES (1u << 20)
 void topo_cupti_note_traffic(void);
 /* Writer tick: the span schedule (windows, trigger file, flushes, probes); returns at once

@@ -58,14 +58,14 @@ struct topo_writer {
   atomic_uint closes; /* bumped (and woken) after each file closed */
   atomic_int fate;
   atomic_int stop;
+  atomic_int kicked;             /* topo_writer_wake was called: the next sleep is skipped */
   _Atomic(int64_t) io_since;     /* monotonic start of the write in progress, 0 = none */
   int64_t stop_by;               /* set before stop: records unwritten by then are counted */
   uint64_t stop_at;              /* ring position at the stop: later records are not waited for */
   _Atomic(topo_comm *) arriving; /* initialised comms (->arrive_next) not yet seen */
   _Atomic(topo_comm *) leaving;  /* finalized comms (->leave_next) not yet seen */
   pthread_t thread;
-  int64_t (*tick)(int64_t now_ns);
-  void (*on_start)(topo_writer *w);
+  int64_t (*tick)(topo_writer *w, int64_t now_ns);
   int64_t idle_flush_ns, batch_ns;
   char dir[TOPO_WRITER_DIR_MAX + 1];
   /* Writer thread only. */
@@ -93,8 +93,15 @@ static void wake(topo_writer *w) {
     futex_wake_all(&w->sleep);
 }
 
+/* The flag, then the sleep word; the writer stores the sleep word, then takes the flag
+ * (sleep_until): whichever comes second sees the other, so no wake-up is lost to a writer that
+ * was about to sleep. A flag already set is left (the writer has yet to take it): callers that
+ * wake often (a pool growing) pay a load, not a store. */
 void topo_writer_wake(topo_writer *w) {
-  if (w && atomic_load_explicit(&w->sleep, memory_order_relaxed) != AWAKE) wake(w);
+  if (!w) return;
+  if (!atomic_load_explicit(&w->kicked, memory_order_seq_cst))
+    atomic_store_explicit(&w->kicked, 1, memory_order_seq_cst);
+  if (atomic_load_explicit(&w->sleep, memory_order_seq_cst) != AWAKE) wake(w);
 }
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -523,7 +530,8 @@ static void sleep_until(topo_writer *w, uint64_t drained, int64_t due) {
   atomic_store_explicit(&w->sleep, mode, memory_order_seq_cst);
   int busy = atomic_load_explicit(&w->stop, memory_order_seq_cst) ||
              atomic_load_explicit(&w->arriving, memory_order_seq_cst) ||
-             atomic_load_explicit(&w->leaving, memory_order_seq_cst);
+             atomic_load_explicit(&w->leaving, memory_order_seq_cst) ||
+             atomic_exchange_explicit(&w->kicked, 0, memory_order_seq_cst);
   uint64_t queued = atomic_load_explicit(&w->enq, memory_order_seq_cst);
   if (busy || (mode == IDLE && queued != w->deq)) {
     atomic_store_explicit(&w->sleep, AWAKE, memory_order_relaxed);
@@ -552,7 +560,6 @@ static void finish(topo_writer *w) {
 static void *writer_main(void *arg) {
   topo_writer *w = arg;
   pthread_setname_np(pthread_self(), "topo-writer");
-  if (w->on_start) w->on_start(w);
   for (;;) {
     take_arrivals(w);
     if (atomic_load_explicit(&w->stop, memory_order_acquire)) break;
@@ -564,7 +571,7 @@ static void *writer_main(void *arg) {
     /* The tick and the CUPTI schedule belong to the live generation: a writer asked to stop (a
      * write may have held it up until long after) leaves them alone. */
     if (atomic_load_explicit(&w->stop, memory_order_acquire)) continue;
-    if (w->tick) due = min64(due, w->tick(now));
+    if (w->tick) due = min64(due, w->tick(w, now));
     topo_cupti_poll(now);
     due = min64(due, topo_cupti_next_due());
     due = min64(due, now + (waiting ? 1000000LL : IDLE_MAX_NS));
@@ -598,7 +605,6 @@ topo_writer *topo_writer_start(const topo_writer_config *cfg) {
   if (w->batch_ns < BATCH_MIN_NS) w->batch_ns = BATCH_MIN_NS;
   if (w->batch_ns > BATCH_MAX_NS) w->batch_ns = BATCH_MAX_NS;
   w->tick = cfg->tick;
-  w->on_start = cfg->on_start;
   /* The writer takes no signal of the host's: they go to the host's own threads. */
   sigset_t all, old;
   sigfillset(&all);

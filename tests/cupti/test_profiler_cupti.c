@@ -4,8 +4,9 @@
 // kernels flagged by name); each span is a topo_rec_cupti record (RECORDED, YIELDED, DECLINED,
 // FAILED); topo holds no CUPTI subscription beyond a probe, never touches the activity state of
 // another client that was there first or arrives later, and comes back once it is gone; windows
-// open every period and while a trigger file exists; a missing CUPTI costs one line and a
-// FAILED record.
+// open every period and while a trigger file exists; the default mode loads CUPTI only at the
+// first large collective or one period after init, and a stop before that waits for nothing; a
+// missing CUPTI costs one line and a FAILED record.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -91,25 +93,39 @@ static void sleep_ms(int ms) {
     if (!(cond)) fail_msg("timed out after %d ms waiting for %s", (ms), #cond); \
   } while (0)
 
-/* CUPTI is loaded and started on the profiler's writer thread right after the first init; its
- * process-wide trace file appears once that is done. */
-static void wait_for_cupti_stream(void) {
-  for (int waited = 0; waited < 5000; waited += 2) {
-    char **paths;
-    size_t n = test_trace_list(dir, &paths);
-    int found = 0;
-    for (size_t i = 0; i < n; i++) found |= strstr(strrchr(paths[i], '/'), "-cupti") != NULL;
-    test_trace_free_list(paths, n);
-    if (found) return;
-    sleep_ms(2);
-  }
-  fail_msg("no CUPTI stream 5 s after init");
+/* Whether the process-wide CUPTI trace file exists. */
+static int have_cupti_stream(void) {
+  char **paths;
+  size_t n = test_trace_list(dir, &paths);
+  int found = 0;
+  for (size_t i = 0; i < n; i++) found |= strstr(strrchr(paths[i], '/'), "-cupti") != NULL;
+  test_trace_free_list(paths, n);
+  return found;
 }
 
+/* CUPTI is loaded and started on the profiler's writer thread (`on` and a trigger file: right
+ * after the first init; `window`: at the first large collective); its process-wide trace file
+ * appears once that is done. */
+static void wait_for_cupti_stream(void) {
+  for (int waited = 0; waited < 5000; waited += 2) {
+    if (have_cupti_stream()) return;
+    sleep_ms(2);
+  }
+  fail_msg("no CUPTI stream 5 s after its start was due");
+}
+
+static void large_collective(topo_host_profiler *p);
+
+/* The first init; in the `window` mode without a trigger file, also the first large collective,
+ * which starts CUPTI. */
 static void init(topo_host_profiler *p, uint64_t hash) {
   assert_int_equal(topo_host_profiler_load(p, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28), TOPO_OK);
   assert_int_equal(topo_host_profiler_init(p, hash, NULL, 1, 2, 0, topo_host_log), ncclSuccess);
   assert_non_null(p->ctx);
+  const char *mode = getenv("TOPO_PROFILER_CUPTI"),
+             *trigger = getenv("TOPO_PROFILER_CUPTI_TRIGGER");
+  int on = mode && (!strcmp(mode, "on") || !strcmp(mode, "1"));
+  if (!on && !(trigger && *trigger)) large_collective(p);
   wait_for_cupti_stream();
 }
 
@@ -456,25 +472,32 @@ static void large_collective(topo_host_profiler *p) {
   drv_run(p, &op);
 }
 
-/* The default mode opens a window at init and starts its schedule over at the first large
- * collective that comes after that window: the job's training, not its setup. */
-static void test_window_starts_over_at_the_first_large_collective(void **s) {
+/* load + init without starting anything: the `window` mode's start waits for traffic. */
+static void init_quiet(topo_host_profiler *p, uint64_t hash) {
+  assert_int_equal(topo_host_profiler_load(p, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28), TOPO_OK);
+  assert_int_equal(topo_host_profiler_init(p, hash, NULL, 1, 2, 0, topo_host_log), ncclSuccess);
+  assert_non_null(p->ctx);
+}
+
+/* The default mode touches CUPTI first at the first large collective: its first window opens
+ * there; small collectives before it and large ones after it change nothing (period: an hour). */
+static void test_first_window_opens_at_the_first_large_collective(void **s) {
   (void)s;
   setenv("TOPO_PROFILER_CUPTI", "window", 1);
   setenv("TOPO_PROFILER_CUPTI_WINDOW_MS", "30", 1);
   setenv("TOPO_PROFILER_CUPTI_PERIOD_S", "3600", 1);
   topo_host_profiler p;
-  init(&p, 0xa1);
-  WAIT_UNTIL(k.disable >= 3, 2000); /* the init window closed */
-  one_collective(&p);               /* small: no new window */
+  init_quiet(&p, 0xa1);
+  one_collective(&p); /* small: CUPTI stays untouched */
   sleep_ms(100);
-  assert_int_equal(calls().kernel_enabled, 0);
+  assert_int_equal(calls().subscribe, 0);
+  assert_false(have_cupti_stream());
   int64_t issued = topo_clock_monotonic_ns();
   large_collective(&p);
   WAIT_UNTIL(k.kernel_enabled, 1000);
   assert_true(kernel("training", 1, 2, 7, 0, 1));
-  WAIT_UNTIL(k.disable >= 6, 2000); /* its window closed */
-  large_collective(&p);             /* only the first one starts the schedule over */
+  WAIT_UNTIL(k.disable >= 3, 2000); /* its window closed */
+  large_collective(&p);             /* the next window is a period away */
   sleep_ms(100);
   assert_int_equal(calls().kernel_enabled, 0);
   finalize(&p);
@@ -482,13 +505,139 @@ static void test_window_starts_over_at_the_first_large_collective(void **s) {
   test_trace c, comm;
   read_traces(&c, &comm);
   const topo_rec_cupti *sp[8];
-  assert_int_equal(spans(&c, sp, 8), 2);
-  assert_int_equal(sp[1]->state, TOPO_CUPTI_RECORDED);
-  assert_true(sp[1]->cpu_start_ns >= issued);
-  assert_true(sp[1]->cpu_start_ns - issued < 200000000LL); /* within a few writer ticks */
-  assert_int_equal(sp[1]->records, 1);
+  assert_int_equal(spans(&c, sp, 8), 1);
+  assert_int_equal(sp[0]->state, TOPO_CUPTI_RECORDED);
+  assert_true(sp[0]->cpu_start_ns >= issued);
+  assert_true(sp[0]->cpu_start_ns - issued < 200000000LL); /* within a few writer ticks */
+  assert_int_equal(sp[0]->records, 1);
+  int64_t off = c.header.cupti_minus_realtime_ns; /* the clock offset, taken at the late load */
+  assert_true(off > FAKE_CUPTI_CLOCK_OFFSET_NS - 50000000 &&
+              off < FAKE_CUPTI_CLOCK_OFFSET_NS + 50000000);
   test_trace_free(&c);
   test_trace_free(&comm);
+}
+
+/* Without large collectives the first window opens one period after init; the first large
+ * collective after that window closed starts the schedule over (the job's training). */
+static void test_window_one_period_after_init_then_starts_over_at_the_first_large_collective(
+    void **s) {
+  (void)s;
+  setenv("TOPO_PROFILER_CUPTI", "window", 1);
+  setenv("TOPO_PROFILER_CUPTI_WINDOW_MS", "30", 1);
+  setenv("TOPO_PROFILER_CUPTI_PERIOD_S", "1", 1);
+  topo_host_profiler p;
+  int64_t t0 = topo_clock_monotonic_ns();
+  init_quiet(&p, 0xa2);
+  one_collective(&p);
+  sleep_ms(500);
+  assert_int_equal(calls().subscribe, 0);
+  WAIT_UNTIL(k.kernel_enabled, 1500);
+  WAIT_UNTIL(k.disable >= 3, 2000);
+  int64_t issued = topo_clock_monotonic_ns();
+  large_collective(&p);
+  WAIT_UNTIL(k.enable >= 6, 1000);
+  finalize(&p);
+  assert_never_held();
+  test_trace c, comm;
+  read_traces(&c, &comm);
+  const topo_rec_cupti *sp[8];
+  assert_true(spans(&c, sp, 8) >= 2);
+  assert_int_equal(sp[0]->state, TOPO_CUPTI_RECORDED);
+  assert_true(sp[0]->cpu_start_ns >= t0 + 1000000000LL);
+  assert_true(sp[0]->cpu_start_ns < t0 + 1400000000LL);
+  assert_true(sp[1]->cpu_start_ns >= issued);
+  assert_true(sp[1]->cpu_start_ns - issued < 200000000LL);
+  test_trace_free(&c);
+  test_trace_free(&comm);
+}
+
+/* A job that ends before its CUPTI start was due: CUPTI never touched, no -cupti trace, and the
+ * last finalize does not wait for a start that never came. */
+static void test_job_ending_before_the_first_window_leaves_cupti_alone(void **s) {
+  (void)s;
+  unsetenv("TOPO_PROFILER_CUPTI"); /* the default: window */
+  setenv("TOPO_PROFILER_WAIT_MS", "3000", 1);
+  topo_host_profiler p;
+  init_quiet(&p, 0xa3);
+  one_collective(&p);
+  int64_t t = topo_clock_monotonic_ns();
+  finalize(&p);
+  int64_t took = topo_clock_monotonic_ns() - t;
+  unsetenv("TOPO_PROFILER_WAIT_MS");
+  if (took > 1000000000LL) fail_msg("the last finalize took %lld ms", (long long)(took / 1000000));
+  fake_cupti_calls k = calls();
+  assert_int_equal(k.subscribe + k.register_callbacks + k.enable + k.flush, 0);
+  assert_false(have_cupti_stream());
+  char **paths;
+  size_t n = test_trace_list(dir, &paths);
+  assert_int_equal(n, 1);
+  test_trace comm;
+  assert_int_equal(test_trace_read(paths[0], &comm), 0);
+  test_trace_free_list(paths, n);
+  assert_true(comm.has_footer);
+  assert_true(comm.header.flags & TOPO_TRACE_F_CUPTI); /* asked for; the report says why none */
+  test_trace_free(&comm);
+}
+
+/* The first large collective wakes the writer to start CUPTI while the last finalize stops it,
+ * at different distances: a start either finished before the stop (its window closed by the
+ * stop, a complete -cupti trace) or never began (no trace, CUPTI untouched); no window is ever
+ * left open and no finalize waits its limit. */
+static void test_stop_racing_the_first_start_never_leaves_a_window_open(void **s) {
+  (void)s;
+  unsetenv("TOPO_PROFILER_CUPTI");
+  setenv("TOPO_PROFILER_CUPTI_PERIOD_S", "3600", 1);
+  setenv("TOPO_PROFILER_WAIT_MS", "5000", 1);
+  int started = 0, not_started = 0;
+  for (int gen = 0; gen < 24; gen++) {
+    char sub[300];
+    snprintf(sub, sizeof sub, "%s/g%d", dir, gen);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    setenv("TOPO_PROFILER_DIR", sub, 1);
+    fake_cupti_calls before = calls();
+    topo_host_profiler p;
+    init_quiet(&p, 0xb00 + (uint64_t)gen);
+    large_collective(&p);
+    struct timespec ts = {0, (long)(gen % 8) * 150000L}; /* 0 to 1.05 ms */
+    nanosleep(&ts, NULL);
+    int64_t at = topo_clock_monotonic_ns();
+    finalize(&p);
+    int64_t took = topo_clock_monotonic_ns() - at;
+    if (took > 2500000000LL)
+      fail_msg("generation %d: finalize took %lld ms", gen, (long long)(took / 1000000));
+    fake_cupti_calls k = calls();
+    assert_int_equal(k.kernel_enabled, 0);
+    assert_int_equal(k.subscribed, 0);
+    assert_int_equal(k.enable - before.enable, k.disable - before.disable);
+    char **paths;
+    size_t n = test_trace_list(sub, &paths);
+    int cupti = 0;
+    for (size_t i = 0; i < n; i++) {
+      test_trace t;
+      assert_int_equal(test_trace_read(paths[i], &t), 0);
+      assert_true(t.has_footer);
+      if (strstr(strrchr(paths[i], '/'), "-cupti")) {
+        const topo_rec_cupti *sp[4];
+        assert_int_equal(spans(&t, sp, 4), 1);
+        assert_int_equal(sp[0]->state, TOPO_CUPTI_RECORDED);
+        cupti = 1;
+      }
+      test_trace_free(&t);
+    }
+    test_trace_free_list(paths, n);
+    if (cupti) {
+      started++;
+      assert_int_equal(k.enable - before.enable, 3);
+    } else {
+      not_started++;
+      assert_int_equal(k.enable - before.enable, 0);
+    }
+    test_trace_rmdir(sub);
+  }
+  setenv("TOPO_PROFILER_DIR", dir, 1);
+  unsetenv("TOPO_PROFILER_WAIT_MS");
+  print_message("starts finished before the stop: %d, never began: %d\n", started, not_started);
+  assert_never_held();
 }
 
 static void test_trigger_file_records_while_it_exists(void **s) {
@@ -549,7 +698,7 @@ static void test_missing_cupti_writes_failed_and_carries_on(void **s) {
   assert_non_null(strstr(why, "/nonexistent/libcupti.so.13"));
   assert_int_equal(c.header.cupti_minus_realtime_ns, TOPO_TRACE_OFFSET_UNKNOWN);
   const topo_trace_record **colls;
-  assert_int_equal(test_trace_select(&comm, TOPO_REC_COLL, &colls), 1);
+  assert_int_equal(test_trace_select(&comm, TOPO_REC_COLL, &colls), 2); /* the large one too */
   free(colls);
   test_trace_free(&c);
   test_trace_free(&comm);
@@ -586,7 +735,10 @@ int main(void) {
       T(test_injected_tool_is_declined_without_touching_cupti),
       T(test_client_arriving_mid_span_is_yielded_to_and_left_whole),
       T(test_windows_repeat_with_their_length),
-      T(test_window_starts_over_at_the_first_large_collective),
+      T(test_first_window_opens_at_the_first_large_collective),
+      T(test_window_one_period_after_init_then_starts_over_at_the_first_large_collective),
+      T(test_job_ending_before_the_first_window_leaves_cupti_alone),
+      T(test_stop_racing_the_first_start_never_leaves_a_window_open),
       T(test_trigger_file_records_while_it_exists),
       T(test_missing_cupti_writes_failed_and_carries_on),
       T(test_asked_for_cupti_that_fails_to_enable_warns_once),

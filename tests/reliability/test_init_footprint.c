@@ -2,6 +2,9 @@
 // The first communicator's init makes the process at most 1 MB bigger until the communicator has
 // traffic (it used to add ~16 MB: event pools and the writer's ring written in full at init);
 // with traffic the profiler grows with what is in flight, never beyond its configured sizes.
+// In the default CUPTI mode CUPTI's library (2.4 MB resident on a GPU host) is not loaded before
+// the first collective of >= 1 MiB, or one TOPO_PROFILER_CUPTI_PERIOD_S after init in a job of
+// small collectives only (here the fake CUPTI of tools/demo stands in for it).
 // Each measurement is a fresh process: only the first init of a process starts the profiler.
 // (Init time is a speed target: bench/profiler_init_bench prints it against a baseline.)
 #include <setjmp.h>
@@ -10,12 +13,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "host_profiler.h"
+#include "profiler_driver.h"
 #include "rel_child.h"
 #include "trace_read.h"
 
@@ -57,9 +62,158 @@ static void test_first_init_stays_under_a_megabyte_until_traffic(void **s) {
   test_trace_rmdir(dir);
 }
 
+#ifdef TOPO_TEST_FAKE_CUPTI
+/* Whether the fake CUPTI library is mapped into this process. */
+static int cupti_mapped(void) {
+  char want[PATH_MAX], line[PATH_MAX + 256];
+  if (!realpath(TOPO_TEST_FAKE_CUPTI, want)) return -1;
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return -1;
+  int found = 0;
+  while (!found && fgets(line, sizeof line, f)) {
+    line[strcspn(line, "\n")] = 0;
+    const char *path = strchr(line, '/');
+    found = path && strcmp(path, want) == 0;
+  }
+  fclose(f);
+  return found;
+}
+
+/* Polls for the library for at most `ms`: the start is the writer thread's. */
+static int cupti_mapped_within(int ms) {
+  for (int waited = 0; waited <= ms; waited += 5) {
+    if (cupti_mapped() == 1) return 1;
+    rel_sleep_ms(5);
+  }
+  return 0;
+}
+
+static void large_allreduce(topo_host_profiler *p, uint64_t seq) {
+  drv_op op;
+  memset(&op, 0, sizeof op);
+  op.func = "AllReduce";
+  op.dtype = "ncclFloat32";
+  op.algo = "RING";
+  op.proto = "Simple";
+  op.seq = seq;
+  op.count = 1u << 20; /* 4 MiB */
+  op.nch = 2;
+  op.peer = -1;
+  drv_set_gpu(&op, 1000 + seq * 100, 5, 50);
+  drv_run(p, &op);
+}
+
+static void cupti_job(void *arg) {
+  (void)arg;
+  topo_host_profiler p;
+  REL_CHECK(topo_host_profiler_load(&p, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28) == TOPO_OK);
+  REL_CHECK(cupti_mapped() == 0);
+  long before = rel_rss_kb();
+  REL_CHECK(topo_host_profiler_init(&p, 0xf008, "footprint", 1, 2, 0, NULL) == ncclSuccess);
+  REL_CHECK(p.ctx != NULL);
+  rel_sleep_ms(100); /* time enough for a writer that would load CUPTI at once */
+  long grown = rel_rss_kb() - before;
+  fprintf(stderr, "first init, default CUPTI mode: +%ld kB resident\n", grown);
+  REL_CHECK(grown <= 1024);
+  REL_CHECK(cupti_mapped() == 0);
+  for (uint64_t i = 0; i < 100; i++) rel_allreduce(&p, 0, i); /* 16 KiB each */
+  rel_sleep_ms(50);
+  REL_CHECK(cupti_mapped() == 0);
+  large_allreduce(&p, 100);
+  REL_CHECK(cupti_mapped_within(2000));
+  REL_CHECK(topo_host_profiler_finalize(&p) == ncclSuccess);
+}
+
+/* The -cupti trace of `dir` (read into *cupti) and the other one (into *comm); the number of
+ * span records of the former (its first in *first), -1 when there is no -cupti trace. */
+static int read_dir(const char *dir, test_trace *cupti, test_trace *comm,
+                    const topo_rec_cupti **first) {
+  char **paths;
+  size_t n = test_trace_list(dir, &paths);
+  assert_int_equal(n, 2);
+  int spans = -1;
+  for (size_t i = 0; i < n; i++) {
+    int is_cupti = strstr(strrchr(paths[i], '/'), "-cupti") != NULL;
+    assert_int_equal(test_trace_read(paths[i], is_cupti ? cupti : comm), 0);
+    if (!is_cupti) continue;
+    const topo_trace_record **r;
+    spans = (int)test_trace_select(cupti, TOPO_REC_CUPTI, &r);
+    *first = spans ? &r[0]->cupti : NULL;
+    free(r);
+  }
+  test_trace_free_list(paths, n);
+  return spans;
+}
+
+static void test_default_cupti_mode_loads_nothing_until_the_first_large_collective(void **s) {
+  (void)s;
+  char dir[] = "/tmp/topo-footprint-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  setenv("TOPO_PROFILER_DIR", dir, 1);
+  unsetenv("TOPO_PROFILER_CUPTI"); /* the default: window */
+  unsetenv("TOPO_PROFILER_CUPTI_PERIOD_S");
+  setenv("TOPO_PROFILER_CUPTI_LIB", TOPO_TEST_FAKE_CUPTI, 1);
+  rel_result r = rel_run_child(cupti_job, NULL, 30000);
+  rel_assert_exited_cleanly(&r);
+  test_trace c, comm;
+  const topo_rec_cupti *first;
+  assert_int_equal(read_dir(dir, &c, &comm, &first), 1);
+  assert_int_equal(first->state, TOPO_CUPTI_RECORDED);
+  test_trace_free(&c);
+  test_trace_free(&comm);
+  test_trace_rmdir(dir);
+}
+
+static void small_job(void *arg) {
+  (void)arg;
+  topo_host_profiler p;
+  REL_CHECK(topo_host_profiler_load(&p, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28) == TOPO_OK);
+  int64_t t0 = rel_now_ms();
+  REL_CHECK(topo_host_profiler_init(&p, 0xf009, "footprint", 1, 2, 0, NULL) == ncclSuccess);
+  uint64_t seq = 0;
+  while (rel_now_ms() - t0 < 700) rel_allreduce(&p, 0, seq++), rel_sleep_ms(5);
+  REL_CHECK(cupti_mapped() == 0); /* the period is 1 s */
+  REL_CHECK(cupti_mapped_within(1000));
+  while (rel_now_ms() - t0 < 1500) rel_allreduce(&p, 0, seq++), rel_sleep_ms(5);
+  REL_CHECK(topo_host_profiler_finalize(&p) == ncclSuccess);
+}
+
+static void test_small_collectives_only_get_a_window_one_period_after_init(void **s) {
+  (void)s;
+  char dir[] = "/tmp/topo-footprint-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  setenv("TOPO_PROFILER_DIR", dir, 1);
+  unsetenv("TOPO_PROFILER_CUPTI");
+  setenv("TOPO_PROFILER_CUPTI_PERIOD_S", "1", 1);
+  setenv("TOPO_PROFILER_CUPTI_WINDOW_MS", "200", 1);
+  setenv("TOPO_PROFILER_CUPTI_LIB", TOPO_TEST_FAKE_CUPTI, 1);
+  rel_result r = rel_run_child(small_job, NULL, 30000);
+  unsetenv("TOPO_PROFILER_CUPTI_PERIOD_S");
+  unsetenv("TOPO_PROFILER_CUPTI_WINDOW_MS");
+  rel_assert_exited_cleanly(&r);
+  test_trace c, comm;
+  const topo_rec_cupti *first;
+  assert_int_equal(read_dir(dir, &c, &comm, &first), 1);
+  assert_int_equal(first->state, TOPO_CUPTI_RECORDED);
+  /* one period after init (the communicator's header is written right after its init) */
+  int64_t after = first->cpu_start_ns - comm.header.mono_ns;
+  if (after < 950000000LL || after > 1400000000LL)
+    fail_msg("the window opened %lld ms after init", (long long)(after / 1000000));
+  int64_t len = first->cpu_stop_ns - first->cpu_start_ns;
+  if (len < 200000000LL || len > 400000000LL) fail_msg("the window lasted %lld ns", (long long)len);
+  test_trace_free(&c);
+  test_trace_free(&comm);
+  test_trace_rmdir(dir);
+}
+#endif
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_first_init_stays_under_a_megabyte_until_traffic),
+#ifdef TOPO_TEST_FAKE_CUPTI
+      cmocka_unit_test(test_default_cupti_mode_loads_nothing_until_the_first_large_collective),
+      cmocka_unit_test(test_small_collectives_only_get_a_window_one_period_after_init),
+#endif
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
