@@ -33,6 +33,10 @@
 #define TOPO_TRACE_MAX_BLOCK_RECORDS 4096 /* readers reject larger blocks */
 #define TOPO_TRACE_OFFSET_UNKNOWN    INT64_MIN
 
+/* In the default CUPTI mode (window) a process's -cupti trace begins at its first Coll/P2p of at
+ * least this many bytes, or one TOPO_PROFILER_CUPTI_PERIOD_S after its first init. */
+#define TOPO_TRACE_CUPTI_START_BYTES (1u << 20)
+
 /* header.flags */
 #define TOPO_TRACE_F_KERNELCH 0x1 /* kernel-channel (GPU timer) events were requested */
 #define TOPO_TRACE_F_CUPTI    0x2 /* CUPTI kernel records may appear */

@@ -119,7 +119,7 @@ void topo_cupti_begin(void);
  * compile and setup; its steady state starts with large collectives), or one period after init
  * when none came by then; a first large collective after that window closed starts the schedule
  * over. Hot path, any thread: one relaxed load once it is known. */
-#define TOPO_CUPTI_TRAFFIC_BYTES (1u << 20)
+#define TOPO_CUPTI_TRAFFIC_BYTES TOPO_TRACE_CUPTI_START_BYTES
 void topo_cupti_note_traffic(void);
 /* Writer tick: the span schedule (windows, trigger file, flushes, probes); returns at once
  * (one atomic load) when nothing is due. */

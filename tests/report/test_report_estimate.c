@@ -366,6 +366,38 @@ static void test_failed_cupti_leaves_compute_unknown_with_its_reason(void **stat
   remove_dir();
 }
 
+/* A rank whose profiler had CUPTI in the default mode but wrote no -cupti trace: with only
+ * collectives below 1 MiB the report says the first window never opened and why; with one of
+ * 1 MiB a -cupti trace was due, so its absence is not explained that way. */
+static void test_no_cupti_trace_and_small_collectives_says_no_window_opened(void **state) {
+  (void)state;
+  for (int large = 0; large < 2; large++) {
+    make_dir();
+    topo_trace_header h;
+    tf_header_init(&h, 0xc2, 0, 1);
+    h.flags |= TOPO_TRACE_F_CUPTI;
+    tf_trace t;
+    tf_begin(&t, &h, NULL);
+    coll(&t, 0, 64 * 1024, 0, 10, 110, 4, 1, 1);
+    coll(&t, 1, large ? MiB : MiB - 1, 200, 210, 310, 4, 1, 1);
+    save(&t, "rank0.trace");
+    rp_report r;
+    analyze(&r);
+    rp_derived d;
+    rp_derive_rank(&r.ranks[0], &d);
+    assert_int_equal(d.known, 0);
+    const char *why = rp_rank_unknown_reason(&r.ranks[0]);
+    if (large) {
+      assert_non_null(strstr(why, "no compute timeline: no CUPTI window"));
+    } else {
+      assert_non_null(strstr(why, "no CUPTI window opened"));
+      assert_non_null(strstr(why, "no collective that large"));
+    }
+    rp_report_free(&r);
+    remove_dir();
+  }
+}
+
 static char *render(const rp_report *r, void (*fn)(const rp_report *, FILE *)) {
   char *buf = NULL;
   size_t len = 0;
@@ -623,6 +655,7 @@ int main(void) {
       cmocka_unit_test(test_cupti_coverage_is_whole_steps),
       cmocka_unit_test(test_kernels_without_timestamps_are_ignored),
       cmocka_unit_test(test_failed_cupti_leaves_compute_unknown_with_its_reason),
+      cmocka_unit_test(test_no_cupti_trace_and_small_collectives_says_no_window_opened),
       cmocka_unit_test(test_unknown_prints_na_null_and_empty_never_zero),
       cmocka_unit_test(test_window_over_uncovered_steps_estimates_exposed),
       cmocka_unit_test(test_fully_covered_window_exposed_all_is_the_measured_one),

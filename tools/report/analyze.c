@@ -135,8 +135,13 @@ static void after_pass1(ctx *c) {
     if (s->proc < 0) continue;
     rp_rank *k = &r->ranks[s->proc];
     if (s->nccl_kernels) k->comm_from_kernels = 1;
-    if (s->kind == RP_SRC_TRACE)
+    if (s->kind == RP_SRC_TRACE) {
       k->trace_kernels += s->nccl_kernels + s->compute_kernels + s->memory_kernels;
+      if (s->header_ok && (s->header.flags & TOPO_TRACE_F_CUPTI)) {
+        if (s->header.comm_hash) k->cupti_asked = 1;
+        else k->cupti_trace = 1;
+      }
+    }
     for (int d = 0; d < TOPO_DROP_KINDS; d++) k->dropped[d] += s->dropped[d];
     k->problems += s->problems;
   }

@@ -218,8 +218,18 @@ const char *rp_rank_unknown_reason(const rp_rank *k) {
       "(TOPO_PROFILER_CUPTI=on "
       "records continuously, TOPO_PROFILER_CUPTI_TRIGGER on demand), and no Kineto trace of it was "
       "given";
+  /* The default mode writes the -cupti trace from the first large collective or one period
+   * after init: a process with neither never had a window. */
+  static const char never[] =
+      "no CUPTI window opened: TOPO_PROFILER_CUPTI=window opens the first at the first "
+      "collective of >= 1 MiB or one TOPO_PROFILER_CUPTI_PERIOD_S after init, this rank had no "
+      "collective that large, and no -cupti trace of its process was given (it ended before the "
+      "period, or the file was left out; TOPO_PROFILER_CUPTI=on records from init)";
   if (k->cover_note[0]) return k->cover_note;
   if (k->t.covered < (k->t.last > k->t.first ? k->t.last - k->t.first : 0)) {
+    if (!k->ncover && !k->kineto && k->cupti_asked && !k->cupti_trace &&
+        k->largest_coll < TOPO_TRACE_CUPTI_START_BYTES)
+      return never;
     if (!k->ncover) return none;
     return k->nsteps && !k->kineto
                ? "compute counts only over the whole steps inside the CUPTI windows (outside them "

@@ -143,6 +143,8 @@ static void p1_coll(void *vc, int src, const rp_coll *co) {
   if (jc >= 0) rp_steps_coll(c->steps, (size_t)jc, c->jc[jc].nranks, s->rank, s->proc, co);
   extend(r, s->proc, co->timed ? co->gpu_start : co->cpu_start,
          co->timed ? co->gpu_stop : co->cpu_stop);
+  if (s->proc >= 0 && co->bytes > r->ranks[s->proc].largest_coll)
+    r->ranks[s->proc].largest_coll = co->bytes; /* the whole trace: what the profiler saw */
   if (!in_rank_window(r, s->proc, co->timed ? co->gpu_start : co->cpu_start)) return;
   r->colls += !co->p2p;
   r->p2p += (uint64_t)co->p2p;

@@ -395,7 +395,10 @@ typedef struct rp_rank {
   size_t ncover, cap_cover;
   int cover_whole; /* a CUPTI trace with kernels but no span records */
   uint64_t cupti_spans, cupti_declined, cupti_failed;
-  char cover_note[160]; /* why compute is unknown (everywhere or outside the windows) */
+  int cupti_asked;       /* a topo communicator trace of it has TOPO_TRACE_F_CUPTI */
+  int cupti_trace;       /* a topo process-wide CUPTI trace of it was read */
+  uint64_t largest_coll; /* bytes of its largest Coll/P2p record (topo traces) */
+  char cover_note[160];  /* why compute is unknown (everywhere or outside the windows) */
   uint64_t dropped[TOPO_DROP_KINDS];
   uint32_t problems;
   rp_interval *timeline;
