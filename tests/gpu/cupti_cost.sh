@@ -21,7 +21,10 @@ run() { # label, env...
 }
 for r in $(seq "$rounds"); do
   run off
-  run window TOPO_PROFILER_CUPTI=window
+  # This job issues no collective, so the default window (the first at the first collective of
+  # >= 1 MiB, else one period after init) would not open within it: a configured trigger file,
+  # never created, makes the window mode load CUPTI and open its first window at init.
+  run window TOPO_PROFILER_CUPTI=window TOPO_PROFILER_CUPTI_TRIGGER="$tdir/never"
   run on TOPO_PROFILER_CUPTI=on
   run plugin-nocupti TOPO_PROFILER_CUPTI=off
   run off2

@@ -7,7 +7,7 @@
 #   A  default plugins, torch.profiler from measured step KFROM on, rank 1 delayed DELAY_MS per
 #      step: topo's own report against topo-report on the Kineto traces (truth_compare.py):
 #      communication share on the same steps; overlap and exposed share over topo's CUPTI window
-#      (the default window opens at the first communicator init; topo steps aside while
+#      (the default window opens at the first collective of >= 1 MiB; topo steps aside while
 #      torch.profiler records, so the two cannot cover the same steps) against Kineto's steps,
 #      with Kineto's own first-half/second-half difference as the noise; the straggler named.
 #   B  TOPO_PROFILER_CUPTI=on and torch.profiler on the same steps; C  no topo plugin, torch.profiler:
