@@ -91,6 +91,10 @@ long rel_rss_kb(void) {
 }
 
 void rel_allreduce(topo_host_profiler *p, int rank, uint64_t seq) {
+  rel_allreduce_of(p, rank, seq, 4096);
+}
+
+void rel_allreduce_of(topo_host_profiler *p, int rank, uint64_t seq, size_t count) {
   drv_op op;
   memset(&op, 0, sizeof op);
   op.func = "AllReduce";
@@ -98,7 +102,7 @@ void rel_allreduce(topo_host_profiler *p, int rank, uint64_t seq) {
   op.algo = "RING";
   op.proto = "Simple";
   op.seq = seq;
-  op.count = 4096;
+  op.count = count;
   op.nch = 2;
   op.peer = -1;
   op.rank = rank;

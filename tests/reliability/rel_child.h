@@ -44,8 +44,10 @@ long rel_rss_kb(void);
  * (an LSan limitation; the plugin's silent child allocates nothing). */
 void rel_forked_child(void);
 
-/* One AllReduce (2 kernel channels, GPU times derived from seq) on `p` as rank `rank`. */
+/* One AllReduce of 4096 floats (16 KiB; 2 kernel channels, GPU times derived from seq) on `p`
+ * as rank `rank`; rel_allreduce_of: of `count` floats. */
 void rel_allreduce(topo_host_profiler *p, int rank, uint64_t seq);
+void rel_allreduce_of(topo_host_profiler *p, int rank, uint64_t seq, size_t count);
 void rel_sleep_ms(int ms);
 int64_t rel_now_ms(void);
 #endif

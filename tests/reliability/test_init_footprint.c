@@ -20,7 +20,6 @@
 #include <unistd.h>
 
 #include "host_profiler.h"
-#include "profiler_driver.h"
 #include "rel_child.h"
 #include "trace_read.h"
 
@@ -88,21 +87,6 @@ static int cupti_mapped_within(int ms) {
   return 0;
 }
 
-static void large_allreduce(topo_host_profiler *p, uint64_t seq) {
-  drv_op op;
-  memset(&op, 0, sizeof op);
-  op.func = "AllReduce";
-  op.dtype = "ncclFloat32";
-  op.algo = "RING";
-  op.proto = "Simple";
-  op.seq = seq;
-  op.count = 1u << 20; /* 4 MiB */
-  op.nch = 2;
-  op.peer = -1;
-  drv_set_gpu(&op, 1000 + seq * 100, 5, 50);
-  drv_run(p, &op);
-}
-
 static void cupti_job(void *arg) {
   (void)arg;
   topo_host_profiler p;
@@ -119,7 +103,7 @@ static void cupti_job(void *arg) {
   for (uint64_t i = 0; i < 100; i++) rel_allreduce(&p, 0, i); /* 16 KiB each */
   rel_sleep_ms(50);
   REL_CHECK(cupti_mapped() == 0);
-  large_allreduce(&p, 100);
+  rel_allreduce_of(&p, 0, 100, 1u << 20); /* 4 MiB */
   REL_CHECK(cupti_mapped_within(2000));
   REL_CHECK(topo_host_profiler_finalize(&p) == ncclSuccess);
 }
