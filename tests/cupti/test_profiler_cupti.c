@@ -421,7 +421,9 @@ static void test_windows_repeat_with_their_length(void **s) {
   topo_host_profiler p;
   init(&p, 0x9e);
   int injected = 0, last_window = -1;
-  for (int waited = 0; calls().disable < 9 && waited < 4000; waited += 2) {
+  /* Three windows seen open (the first may close before the file it follows appears: a loaded
+   * machine). */
+  for (int waited = 0; injected < 3 && waited < 6000; waited += 2) {
     fake_cupti_calls k = calls();
     int window = (k.enable + 2) / 3;
     if (k.kernel_enabled && window != last_window && kernel("w", 1, 2, 7, 0, (uint32_t)window)) {
@@ -430,7 +432,8 @@ static void test_windows_repeat_with_their_length(void **s) {
     }
     sleep_ms(2);
   }
-  assert_true(calls().disable >= 9);
+  assert_true(injected >= 3);
+  WAIT_UNTIL(!k.kernel_enabled, 1000); /* the last one closed on its own */
   finalize(&p);
   assert_never_held();
   test_trace c, comm;
