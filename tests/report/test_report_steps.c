@@ -127,12 +127,56 @@ static void test_ddp_steps(void **state) {
   for (size_t s = 0; s < 10; s++) assert_int_equal(r.stepsum[s].ranks, 2);
   char *text = render(&r);
   assert_non_null(strstr(text, "Steps from topo traces (period 14 collectives, 2 ranks"));
+  assert_non_null(strstr(text, "cut at CPU enqueue times")); /* no collective is GPU-timed */
   assert_null(strstr(text, "no repeating step pattern"));
   free(text);
   rp_report_free(&r);
   analyze(dir, -1, &r); /* --steps off */
   assert_int_equal(r.nstepsum, 0);
   assert_int_equal(r.steps_detect, RP_STEPS_NOT_TRIED);
+  rp_report_free(&r);
+  rm_tmp();
+}
+
+/* The same DDP job with every collective GPU-timed and the GPU falling behind the CPU by 1 ms
+ * more each step (a queue that grows): the steps are cut at the boundary collectives' GPU
+ * times, so every step but the first still spans S plus the lag's growth on the GPU timeline,
+ * and each ends where its last AllReduce ends on the GPU. */
+static void job_coll_gpu(job *j, int func, uint64_t bytes, int64_t cpu, int64_t lag) {
+  int64_t c = B + cpu + j->skew, g = c + lag + j->h.gpu_minus_realtime_ns;
+  topo_trace_record r =
+      tf_coll(func, j->seq[func]++, bytes, c, c + ENQ, g, g + 50 * US, 1, 2, 8, 1);
+  tf_add(&j->t, &r);
+}
+
+static void test_steps_cut_at_gpu_times(void **state) {
+  (void)state;
+  mkdir_tmp();
+  for (int rank = 0; rank < 2; rank++) {
+    job j;
+    job_begin(&j, rank, 2);
+    for (int i = 0; i < 3; i++) job_coll_gpu(&j, F_BCAST, 100u << 20, -3 * MS + i * 100 * US, 0);
+    for (int k = 0; k < 10; k++)
+      for (int b = 0; b < 14; b++)
+        job_coll_gpu(&j, F_AR, b < 13 ? 25u << 20 : 8, S * k + 5 * MS + b * 100 * US, k * MS);
+    job_save(&j);
+  }
+  rp_report r;
+  analyze(dir, 0, &r);
+  assert_int_equal(r.step_period, 14);
+  for (int p = 0; p < 2; p++) {
+    const rp_rank *k = &r.ranks[p];
+    int64_t skew = 50 * US * k->world_rank;
+    assert_int_equal(k->steps_gpu, 1);
+    assert_int_equal(k->nsteps, 10);
+    /* step 0 starts where the last Broadcast ended on the GPU */
+    assert_int_equal(k->steps[0].start, B - 2800 * US + 50 * US + skew);
+    for (int64_t s = 0; s < 10; s++)
+      assert_int_equal(k->steps[s].stop, B + S * s + 6300 * US + s * MS + 50 * US + skew);
+  }
+  char *text = render(&r);
+  assert_non_null(strstr(text, "cut at the boundary collectives' GPU times"));
+  free(text);
   rp_report_free(&r);
   rm_tmp();
 }
@@ -337,7 +381,8 @@ static void test_real_ddp_traces(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_ddp_steps),        cmocka_unit_test(test_incomplete_last_step),
+      cmocka_unit_test(test_ddp_steps),
+      cmocka_unit_test(test_steps_cut_at_gpu_times),        cmocka_unit_test(test_incomplete_last_step),
       cmocka_unit_test(test_fsdp_steps),       cmocka_unit_test(test_no_period),
       cmocka_unit_test(test_kineto_steps_win), cmocka_unit_test(test_period_past_the_buffer),
       cmocka_unit_test(test_real_ddp_traces),

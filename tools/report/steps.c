@@ -36,8 +36,15 @@
 #define ST_NSYM         4096  /* symbols are < 4096: func(4 bits) << 8 | (bucket + 1) << 1 | long */
 #define ST_MIN_LONG_GAP 20000 /* ns */
 
+/* A boundary: the CPU enqueue time of its collective and, when GPU-timed, its GPU time
+ * (INT64_MIN: none). */
+typedef struct st_time {
+  int64_t cpu, gpu;
+} st_time;
+
 typedef struct st_ent {
   int64_t cpu_start, cpu_stop;
+  int64_t gpu_start, gpu_stop; /* 0 when not GPU-timed */
   uint64_t seq;
   uint8_t func;
   int8_t bucket;
@@ -51,8 +58,8 @@ typedef struct st_tracker {
   int rank, proc;
   st_ent *buf;
   size_t n;
-  int64_t start0; /* start of step 0 (INT64_MIN: not seen) */
-  int64_t *stop;  /* stop[k]: end of step k (INT64_MIN: not seen) */
+  st_time start0; /* start of step 0 (INT64_MIN: not seen) */
+  st_time *stop;  /* stop[k]: end of step k (INT64_MIN: not seen) */
   size_t nstop, cap_stop;
 } st_tracker;
 
@@ -147,7 +154,7 @@ static st_tracker *tracker_get(rp_steps *d, size_t comm, int rank, int proc) {
   t->comm = comm;
   t->rank = rank;
   t->proc = proc;
-  t->start0 = INT64_MIN;
+  t->start0 = (st_time){INT64_MIN, INT64_MIN};
   if (c->last) d->tr[c->last - 1].next = d->ntr;
   else c->first = d->ntr;
   c->last = d->ntr;
@@ -174,9 +181,11 @@ static int cmp_u32(const void *a, const void *b) {
 
 /* ---- resolution: a rank's boundary times from (function, seq) */
 static void resolve_one(rp_steps *d, st_tracker *t, const st_comm *c, const st_ent *e) {
-  int64_t stop = e->cpu_stop > e->cpu_start ? e->cpu_stop : e->cpu_start;
+  int timed = e->gpu_stop > e->gpu_start && e->gpu_start > 0;
+  st_time stop = {e->cpu_stop > e->cpu_start ? e->cpu_stop : e->cpu_start,
+                  timed ? e->gpu_stop : INT64_MIN};
   if (e->func == c->f_start && e->seq == c->seq_start)
-    t->start0 = c->start_is_prev ? stop : e->cpu_start;
+    t->start0 = c->start_is_prev ? stop : (st_time){e->cpu_start, timed ? e->gpu_start : INT64_MIN};
   if (e->func != c->f_last || e->seq < c->seq_last0 || (e->seq - c->seq_last0) % c->cnt_last)
     return;
   uint64_t k = (e->seq - c->seq_last0) / c->cnt_last;
@@ -184,12 +193,12 @@ static void resolve_one(rp_steps *d, st_tracker *t, const st_comm *c, const st_e
   if (k >= t->cap_stop) {
     size_t cap = t->cap_stop ? t->cap_stop : 64;
     while (cap <= k) cap *= 2;
-    int64_t *v = topo_realloc(t->stop, cap * sizeof *v);
+    st_time *v = topo_realloc(t->stop, cap * sizeof *v);
     if (!v) {
       d->oom = 1;
       return;
     }
-    for (size_t i = t->cap_stop; i < cap; i++) v[i] = INT64_MIN;
+    for (size_t i = t->cap_stop; i < cap; i++) v[i] = (st_time){INT64_MIN, INT64_MIN};
     t->stop = v;
     t->cap_stop = cap;
   }
@@ -432,7 +441,12 @@ void rp_steps_coll(rp_steps *d, size_t comm, int nranks, int rank, int proc, con
   c = &d->comms[comm];
   c->ncolls++;
   int func = co->func >= 0 && co->func < RP_MAX_FUNC ? co->func : RP_MAX_FUNC - 1;
-  st_ent e = {co->cpu_start, co->cpu_stop, co->seq, (uint8_t)func,
+  st_ent e = {co->cpu_start,
+              co->cpu_stop,
+              co->timed ? co->gpu_start : 0,
+              co->timed ? co->gpu_stop : 0,
+              co->seq,
+              (uint8_t)func,
               (int8_t)bucket_of(rp_coll_size(func, co->bytes, co->nranks))};
   if (c->state == ST_RESOLVED) {
     resolve_one(d, t, c, &e);
@@ -489,8 +503,19 @@ topo_status rp_steps_finish(rp_steps *d, rp_report *r) {
     tried = 1;
     if (!best) continue;
     const st_comm *c = &d->comms[best->comm];
+    /* GPU times of the boundary collectives where every boundary the rank has is GPU-timed:
+     * the steps then cut the GPU timeline between the same phases of the job every time (the
+     * CPU runs ahead of the GPU by a varying queue); else the CPU enqueue times throughout, never
+     * a mix of the two clocks' views in one rank. */
+    int gpu = 1;
+    for (size_t s = 0; s < best->nstop && gpu; s++)
+      if (best->stop[s].cpu != INT64_MIN && best->stop[s].gpu == INT64_MIN) gpu = 0;
+    k->steps_gpu = gpu;
     for (size_t s = 0; s < best->nstop; s++) {
-      int64_t a = s ? best->stop[s - 1] : best->start0, b = best->stop[s];
+      st_time ta = s ? best->stop[s - 1] : best->start0, tb = best->stop[s];
+      /* step 0's start is the one boundary that may be an untimed collective (a job's first,
+       * small ones): then its CPU enqueue time, which is earlier than its GPU work */
+      int64_t a = gpu && ta.gpu != INT64_MIN ? ta.gpu : ta.cpu, b = gpu ? tb.gpu : tb.cpu;
       if (a == INT64_MIN || b == INT64_MIN || b <= a) continue; /* the window clips later */
       if (k->nsteps == k->cap_steps) {
         size_t cap = k->cap_steps ? k->cap_steps * 2 : 64;
@@ -518,12 +543,12 @@ topo_status rp_steps_finish(rp_steps *d, rp_report *r) {
 
 /* ---- for the renderers */
 const char *rp_steps_origin(const rp_report *r, char *buf, size_t len) {
-  int kin = 0, per = 0, mark = 0;
+  int kin = 0, per = 0, mark = 0, per_gpu = 0;
   for (int i = 0; i < r->nranks; i++) {
     const rp_rank *k = &r->ranks[i];
     if (!k->nsteps) continue;
     if (k->steps[0].from_kineto) kin++;
-    else if (k->steps[0].period) per++;
+    else if (k->steps[0].period) per++, per_gpu += k->steps_gpu;
     else mark++;
   }
   size_t o = 0;
@@ -545,8 +570,12 @@ const char *rp_steps_origin(const rp_report *r, char *buf, size_t len) {
     sep = "; ";
   }
   if (per)
-    ST_APPEND("%sfrom topo traces (period %d collectives, %d rank%s; CPU enqueue times)", sep,
-              r->step_period, per, per == 1 ? "" : "s");
+    ST_APPEND("%sfrom topo traces (period %d collectives, %d rank%s; %s)", sep, r->step_period,
+              per, per == 1 ? "" : "s",
+              per_gpu == per ? "cut at the boundary collectives' GPU times"
+              : per_gpu     ? "cut at GPU times, on ranks with an untimed boundary collective at "
+                              "CPU enqueue times"
+                            : "cut at CPU enqueue times");
 #undef ST_APPEND
   return buf;
 }
