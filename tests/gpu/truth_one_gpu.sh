@@ -5,11 +5,12 @@
 # (NCCL_MULTI_RANK_GPU_ENABLE=1, NCCL_MAX_CTAS=32); give its libnccl.so.2 as NCCL_LIB (it is
 # preloaded into PyTorch). Timings there are not real speed; the event streams are real.
 #   A  default plugins, torch.profiler from measured step KFROM on, rank 1 delayed DELAY_MS per
-#      step: topo's own report against topo-report on the Kineto traces (truth_compare.py):
-#      communication share on the same steps; overlap and exposed share over topo's CUPTI window
-#      (the default window opens at the first collective of >= 1 MiB; topo steps aside while
-#      torch.profiler records, so the two cannot cover the same steps) against Kineto's steps,
-#      with Kineto's own first-half/second-half difference as the noise; the straggler named.
+#      step: topo's own report against topo-report on the Kineto traces, both on Kineto's steps
+#      (truth_compare.py): communication share (measured by both); overlap ratio and exposed
+#      share, which topo did not record there (its default window opens at the first large
+#      collective and steps aside while torch.profiler records: CUDA 13.0's CUPTI serves one
+#      client), so topo's are its estimates from the overlap of its covered steps, with their
+#      error; Kineto's own first-half/second-half difference as the noise; the straggler named.
 #   B  TOPO_PROFILER_CUPTI=on and torch.profiler on the same steps; C  no topo plugin, torch.profiler:
 #      torch's trace keeps all its GPU events with topo present (kernel count per step B vs C),
 #      and topo's CUPTI trace records that it stepped aside.
