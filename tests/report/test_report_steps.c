@@ -181,6 +181,33 @@ static void test_steps_cut_at_gpu_times(void **state) {
   rm_tmp();
 }
 
+/* The DDP job with its enqueueing thread short of CPU (as topo-demo's threads are on a loaded
+ * machine): gaps inside a step of 1 us to 12 ms at random, a long gap before each step's first
+ * AllReduce. The long gaps do not repeat, the functions and sizes do: 5 steps of 14. */
+static void test_steps_found_when_gaps_do_not_repeat(void **state) {
+  (void)state;
+  mkdir_tmp();
+  uint32_t seed = 12345;
+  job j;
+  job_begin(&j, 0, 1);
+  int64_t t = 0;
+  for (int k = 0; k < 6; k++)
+    for (int b = 0; b < 14; b++) {
+      seed = seed * 1103515245u + 12345u;
+      uint32_t x = (seed >> 8) % 1000;
+      t += b == 0 ? 35 * MS : x < 300 ? 5 * MS + (int64_t)x * 20 * US : 1 * US + (int64_t)x * US;
+      job_coll(&j, b == 13 ? F_AG : F_AR, b == 13 ? 32 : b == 12 ? 18u << 20 : 25u << 20, t);
+    }
+  job_save(&j);
+  rp_report r;
+  analyze(dir, 0, &r);
+  assert_int_equal(r.steps_detect, RP_STEPS_FOUND);
+  assert_int_equal(r.step_period, 14);
+  assert_true(r.ranks[0].nsteps >= 5);
+  rp_report_free(&r);
+  rm_tmp();
+}
+
 /* The 7th step has 9 of its 14 collectives: 6 complete steps. */
 static void test_incomplete_last_step(void **state) {
   (void)state;
@@ -382,7 +409,8 @@ static void test_real_ddp_traces(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ddp_steps),
-      cmocka_unit_test(test_steps_cut_at_gpu_times),        cmocka_unit_test(test_incomplete_last_step),
+      cmocka_unit_test(test_steps_cut_at_gpu_times),
+      cmocka_unit_test(test_steps_found_when_gaps_do_not_repeat),        cmocka_unit_test(test_incomplete_last_step),
       cmocka_unit_test(test_fsdp_steps),       cmocka_unit_test(test_no_period),
       cmocka_unit_test(test_kineto_steps_win), cmocka_unit_test(test_period_past_the_buffer),
       cmocka_unit_test(test_real_ddp_traces),

@@ -293,10 +293,10 @@ static int rep_match(const st_seq *s, const uint16_t *T, size_t lo, size_t p, si
   return (double)ok >= ST_MATCH * (double)p;
 }
 
-/* The symbols of the sorted collectives e[0..n): (function, size bucket) and a bit for a gap
- * before it longer than 8 x the median gap (at least ST_MIN_LONG_GAP); change points. `sorted`:
+/* The symbols of the sorted collectives e[0..n): (function, size bucket) and, with `gaps`, a bit
+ * for a gap before it longer than 8 x the median gap (at least ST_MIN_LONG_GAP); change points. `sorted`:
  * scratch of n entries. */
-static void symbols(const st_ent *e, size_t n, st_seq *s, int64_t *sorted) {
+static void symbols(const st_ent *e, size_t n, st_seq *s, int64_t *sorted, int gaps) {
   for (size_t i = 0; i < n; i++) {
     int64_t prev =
         i ? (e[i - 1].cpu_stop > e[i - 1].cpu_start ? e[i - 1].cpu_stop : e[i - 1].cpu_start)
@@ -310,7 +310,7 @@ static void symbols(const st_ent *e, size_t n, st_seq *s, int64_t *sorted) {
   if (thr < ST_MIN_LONG_GAP) thr = ST_MIN_LONG_GAP;
   for (size_t i = 0; i < n; i++) {
     s->sym[i] = (uint16_t)((e[i].func & 15) << 8 | (uint16_t)(e[i].bucket + 1) << 1 |
-                           (i && s->gap[i] > thr));
+                           (gaps && i && s->gap[i] > thr));
     s->cp[i] = !i || s->sym[i] != s->sym[i - 1];
   }
 }
@@ -406,8 +406,15 @@ static void detect(rp_steps *d, st_comm *c, st_tracker *t, int open) {
   if (!s.sym || !s.cp || !s.gap || !sorted) {
     d->oom = 1;
   } else {
-    symbols(e, n, &s, sorted);
-    if ((p = choose_period(d, &s, n, &lo)) != 0) {
+    symbols(e, n, &s, sorted, 1);
+    p = choose_period(d, &s, n, &lo);
+    /* A job whose threads are short of CPU enqueues with gaps of any length: long gaps that do
+     * not repeat hide its period. The functions and sizes alone may still show it. */
+    if (!p) {
+      symbols(e, n, &s, sorted, 0);
+      p = choose_period(d, &s, n, &lo);
+    }
+    if (p) {
       if (!(T = topo_malloc(p * sizeof *T)) || !phase_template(&s, lo, p, T, &ph0)) d->oom = 1;
       else resolve(c, e, &s, T, lo, p, ph0, open);
     }
