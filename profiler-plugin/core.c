@@ -155,6 +155,7 @@ static struct {
   int64_t last_reap;      /* writer thread only */
   int64_t gpu_timeout_ns;
   pid_t pid;
+  uint32_t gen_base; /* the generation of objects handed out fresh (see obj_alloc) */
   topo_comm *comms;
   topo_comm *cupti_comm; /* the process-wide CUPTI stream; NULL when CUPTI is off */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cupti_lock = PTHREAD_MUTEX_INITIALIZER};
@@ -301,7 +302,10 @@ static uint32_t obj_alloc(int pool, const topo_comm *c, uint32_t *gen) {
   uint32_t idx = pool_pop(p, c->writer);
   if (!idx) return 0;
   topo_obj *o = &p->objs[idx];
-  *gen = (uint32_t)(atomic_load_explicit(&o->refgen, memory_order_relaxed) >> 32);
+  /* An object never handed out in this generation's pools (all zero) starts at gen_base, past
+   * every generation the previous pools gave out: a handle kept from them names no object. */
+  uint64_t w = atomic_load_explicit(&o->refgen, memory_order_relaxed);
+  *gen = w ? (uint32_t)(w >> 32) : g.gen_base;
   return idx;
 }
 
@@ -753,6 +757,20 @@ static int global_start(void) {
   return 0;
 }
 
+/* The generation the next pools start at: past every object generation handed out by these. */
+static uint32_t next_gen_base(void) {
+  uint32_t next = g.gen_base;
+  for (int k = 0; k < 2; k++) {
+    topo_pool *p = &g.pools[k];
+    for (uint32_t i = 1, n = pool_used(p); i <= n; i++) {
+      uint32_t gen =
+          (uint32_t)(atomic_load_explicit(&p->objs[i].refgen, memory_order_acquire) >> 32);
+      if (gen + 1 > next) next = gen + 1;
+    }
+  }
+  return next;
+}
+
 /* The last finalize. When the writer does not finish in time (a file system that stopped
  * answering) it is left to finish the files on its own, and its comms stay allocated for it. */
 static void global_stop(void) {
@@ -774,6 +792,7 @@ static void global_stop(void) {
   }
   g.writer = NULL;
   g.cupti_comm = NULL;
+  g.gen_base = next_gen_base();
   pool_destroy(&g.pools[POOL_PARENTS]);
   pool_destroy(&g.pools[POOL_CHILDREN]);
   g.generation_started = 0;

@@ -2,6 +2,8 @@
 // A host that finalizes one communicator twice, or sends it events after its finalize, harms
 // nothing else: the repeated finalize and the late events are ignored, every other live
 // communicator keeps recording, and its trace reads back whole (every collective, a footer).
+// The same holds across plugin generations: an event handle kept from before the last
+// finalize, used again while a later communicator records, changes nothing of it.
 // Runs in a forked child through the plugin host, so a crash is a failed test, not a lost run.
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,7 +21,8 @@
 #include "profiler_driver.h"
 #include "trace_read.h"
 
-#define OPS 3000
+#define OPS     3000
+#define OPS_GEN 200
 
 #define CHILD_CHECK(cond)                                                      \
   do {                                                                         \
@@ -29,20 +32,25 @@
     }                                                                          \
   } while (0)
 
+static drv_op allreduce(int rank, int seq) {
+  drv_op op;
+  memset(&op, 0, sizeof op);
+  op.func = "AllReduce";
+  op.dtype = "ncclFloat32";
+  op.algo = "RING";
+  op.proto = "Simple";
+  op.seq = (uint64_t)seq;
+  op.count = 4096;
+  op.nch = 2;
+  op.peer = -1;
+  op.rank = rank;
+  drv_set_gpu(&op, 1000 + (uint64_t)seq * 100, 5, 50);
+  return op;
+}
+
 static void ops(topo_host_profiler *p, int rank, int first, int n) {
   for (int i = first; i < first + n; i++) {
-    drv_op op;
-    memset(&op, 0, sizeof op);
-    op.func = "AllReduce";
-    op.dtype = "ncclFloat32";
-    op.algo = "RING";
-    op.proto = "Simple";
-    op.seq = (uint64_t)i;
-    op.count = 4096;
-    op.nch = 2;
-    op.peer = -1;
-    op.rank = rank;
-    drv_set_gpu(&op, 1000 + (uint64_t)i * 100, 5, 50);
+    drv_op op = allreduce(rank, i);
     drv_run(p, &op);
   }
 }
@@ -75,25 +83,69 @@ static void body(void) {
   topo_host_profiler_unload(&b);
 }
 
-static void test_finalize_twice_leaves_other_communicators_whole(void **state) {
-  (void)state;
-  char dir[] = "/tmp/topo-misuse-XXXXXX";
+/* Every entry point on an event handle that is no longer live: a stop and a GPU-time state. */
+static void stale_events(topo_host_profiler *host, void *handle) {
+  CHILD_CHECK(topo_host_profiler_stop(host, handle) == ncclSuccess);
+  CHILD_CHECK(topo_host_profiler_state(host, handle, ncclProfilerKernelChStop, 0, 7) ==
+              ncclSuccess);
+}
+
+static void body_generations(void) {
+  topo_host_profiler a, b;
+  CHILD_CHECK(topo_host_profiler_load(&a, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28) == TOPO_OK);
+  CHILD_CHECK(topo_host_profiler_load(&b, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28) == TOPO_OK);
+  CHILD_CHECK(topo_host_profiler_init(&a, 0xa11, "gen-a", 1, 2, 0, topo_host_log) == ncclSuccess);
+  CHILD_CHECK(a.ctx != NULL);
+  /* A's first collective's handle, kept past its stop as a buggy host would. */
+  drv_op first = allreduce(0, 0);
+  drv_pending pending;
+  drv_issue(&a, &first, &pending);
+  drv_complete(&a, &pending);
+  void *stale_handle = pending.handle;
+  ops(&a, 0, 1, 99);
+  CHILD_CHECK(topo_host_profiler_finalize(&a) == ncclSuccess); /* the last: the generation ends */
+  stale_events(&a, stale_handle);
+  /* A new generation: B's objects may sit where A's were. Between the two halves of each of B's
+   * collectives (its stop and its kernel channels), the old handle is used again. */
+  CHILD_CHECK(topo_host_profiler_init(&b, 0xb22, "gen-b", 1, 2, 1, topo_host_log) == ncclSuccess);
+  CHILD_CHECK(b.ctx != NULL);
+  for (int i = 0; i < OPS_GEN; i++) {
+    drv_op op = allreduce(1, i);
+    drv_issue(&b, &op, &pending);
+    stale_events(&b, stale_handle);
+    drv_complete(&b, &pending);
+  }
+  CHILD_CHECK(topo_host_profiler_finalize(&b) == ncclSuccess);
+  topo_host_profiler_unload(&a);
+  topo_host_profiler_unload(&b);
+}
+
+/* Run body in a forked child of a profiler configured for every collective's kernel channels;
+ * returns the trace directory's name in dir. */
+static void run_child(void (*fn)(void), char *dir) {
   assert_non_null(mkdtemp(dir));
   setenv("TOPO_PROFILER_DIR", dir, 1);
   setenv("TOPO_PROFILER_SAMPLE", "1", 1);
   setenv("TOPO_PROFILER_EVENTS", "coll,kernel", 1);
   setenv("TOPO_PROFILER_RING", "65536", 1);
+  setenv("TOPO_PROFILER_CUPTI", "off", 1);
   fflush(NULL);
   pid_t pid = fork();
   assert_true(pid >= 0);
   if (pid == 0) {
-    body();
+    fn();
     _exit(0);
   }
   int status;
   assert_int_equal(waitpid(pid, &status, 0), pid);
   assert_true(WIFEXITED(status));
   assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static void test_finalize_twice_leaves_other_communicators_whole(void **state) {
+  (void)state;
+  char dir[] = "/tmp/topo-misuse-XXXXXX";
+  run_child(body, dir);
 
   char **paths;
   size_t n = test_trace_list(dir, &paths);
@@ -121,9 +173,44 @@ static void test_finalize_twice_leaves_other_communicators_whole(void **state) {
   test_trace_rmdir(dir);
 }
 
+/* Each generation's trace holds exactly its own collectives, in order, each with its GPU time,
+ * and nothing counted as dropped: no event of the earlier generation reached the later one. */
+static void test_events_of_an_earlier_generation_touch_nothing_later(void **state) {
+  (void)state;
+  char dir[] = "/tmp/topo-stalegen-XXXXXX";
+  run_child(body_generations, dir);
+  char **paths;
+  size_t n = test_trace_list(dir, &paths);
+  assert_int_equal(n, 2);
+  int seen_a = 0, seen_b = 0;
+  for (size_t i = 0; i < n; i++) {
+    test_trace t;
+    assert_int_equal(test_trace_read(paths[i], &t), 0);
+    assert_true(t.has_footer);
+    assert_false(t.bad_block);
+    for (int k = 0; k < TOPO_DROP_KINDS; k++) assert_int_equal(t.footer.dropped[k], 0);
+    const topo_trace_record **colls;
+    size_t nc = test_trace_select(&t, TOPO_REC_COLL, &colls);
+    if (t.header.comm_hash == 0xa11) seen_a++;
+    if (t.header.comm_hash == 0xb22) seen_b++;
+    assert_int_equal(nc, t.header.comm_hash == 0xa11 ? 100 : OPS_GEN);
+    for (size_t j = 0; j < nc; j++) {
+      assert_int_equal(colls[j]->coll.seq, j);
+      assert_true(colls[j]->coll.flags & TOPO_COLL_F_GPU_TIMED);
+    }
+    free(colls);
+    test_trace_free(&t);
+  }
+  assert_int_equal(seen_a, 1);
+  assert_int_equal(seen_b, 1);
+  test_trace_free_list(paths, n);
+  test_trace_rmdir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_finalize_twice_leaves_other_communicators_whole),
+      cmocka_unit_test(test_events_of_an_earlier_generation_touch_nothing_later),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
