@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The profiler core (see core.h): configuration, event pools with generation-checked handles,
-// per-collective records completed by reference counts, the choice of which operations get
-// kernel channels (set in NCCL's activation mask ahead of each operation), and the reaper that
-// completes collectives whose GPU timing never arrived.
+// communicator contexts as life-checked handles to slots that are never freed, per-collective
+// records completed by reference counts, the choice of which operations get kernel channels
+// (set in NCCL's activation mask ahead of each operation), and the reaper that completes
+// collectives whose GPU timing never arrived.
 #define _GNU_SOURCE 1 /* dl_iterate_phdr */
 #include "core.h"
 
@@ -102,6 +103,7 @@ typedef struct topo_obj {
   _Atomic(int64_t) stop_cpu; /* Coll/P2p stop time, for the reaper; 0 before stop */
   _Atomic(topo_comm *) comm;
   uint8_t kind;
+  uint32_t life;           /* the life of comm the object was started in */
   struct topo_obj *parent; /* children: the parent they hold a reference on */
   topo_trace_record rec;   /* parents: topo_rec_coll; ProxyOp: topo_rec_proxy */
   _Atomic(int64_t) gpu_start_min, gpu_stop_max;
@@ -155,8 +157,7 @@ static struct {
   int64_t last_reap;      /* writer thread only */
   int64_t gpu_timeout_ns;
   pid_t pid;
-  uint32_t gen_base; /* the generation of objects handed out fresh (see obj_alloc) */
-  topo_comm *comms;
+  uint32_t gen_base;     /* the generation of objects handed out fresh (see obj_alloc) */
   topo_comm *cupti_comm; /* the process-wide CUPTI stream; NULL when CUPTI is off */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cupti_lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -375,11 +376,17 @@ static void count_drop(topo_comm *c, int kind) {
   if (c) atomic_fetch_add_explicit(&c->dropped[kind], 1, memory_order_relaxed);
 }
 
+/* Whether `c` is still in life `life` or just past its finalize (not yet reused). */
+static int in_life(const topo_comm *c, uint32_t life) {
+  return (uint32_t)(atomic_load_explicit(&c->life, memory_order_relaxed) - life) <= 1u;
+}
+
 /* A collective's record lost to a full queue counts as RECORD; a channel or proxy record as
- * CHILD, so "records + COLL + RECORD + OTHER drops" accounts for every collective. */
-static void emit(topo_comm *c, const topo_trace_record *r) {
-  if (!c) return;
-  if (!topo_writer_push(c, r))
+ * CHILD, so "records + COLL + RECORD + OTHER drops" accounts for every collective. The record
+ * belongs to life `life` of `c`: the writer writes it into no other. */
+static void emit(topo_comm *c, uint32_t life, const topo_trace_record *r) {
+  if (!c || !in_life(c, life)) return;
+  if (!topo_writer_push_life(c, life, r))
     count_drop(c, r->type == TOPO_REC_COLL || r->type == TOPO_REC_P2P ? TOPO_DROP_RECORD
                                                                       : TOPO_DROP_CHILD);
 }
@@ -402,13 +409,13 @@ static void complete(topo_obj *o) {
     }
     r->cpu_stop_ns = atomic_load_explicit(&o->stop_cpu, memory_order_relaxed);
     if (o->nvtx_range) topo_nvtx_coll_end(o->nvtx_range, r);
-    emit(c, &o->rec);
+    emit(c, o->life, &o->rec);
     break;
   }
   case TOPO_EV_PROXYOP:
     o->rec.proxy.bytes = atomic_load_explicit(&o->bytes, memory_order_relaxed);
     if (!o->rec.proxy.cpu_stop_ns) o->rec.proxy.cpu_stop_ns = topo_clock_monotonic_ns();
-    emit(c, &o->rec);
+    emit(c, o->life, &o->rec);
     if (o->parent) obj_release(o->parent);
     break;
   case TOPO_EV_KERNELCH:
@@ -621,11 +628,89 @@ static void release_holds(const topo_comm *c) {
   }
 }
 
-/* ---- init / finalize ---- */
-static void free_comm(topo_comm *c) {
-  topo_free(c->block);
-  topo_free(c);
+/* ---- contexts ----
+ * The context NCCL holds is a handle, never a pointer: life << 32 | slot << 1 | 1. A slot is a
+ * topo_comm that is never returned to the allocator: slots come in chunks (chunk k holds
+ * CTX_FIRST << k of them), made as the number of communicators open at once grows and kept for
+ * the life of the process. A slot's life is odd while its communicator is open and turns even at
+ * its finalize; a finalized slot serves a later init (life + 1) once the writer has closed its
+ * file. So a context already finalized, one of an earlier plugin generation, or one whose slot
+ * now serves another communicator names a life its slot no longer has, and is refused by one
+ * comparison; a word that is none of ours fails the tag, range or life check. Memory follows the
+ * most communicators open at once, not how many there were. Slots are taken and retired under
+ * g.lock; callbacks only read (ctx_live). */
+#define CTX_FIRST     16u
+#define CTX_CHUNKS    16
+#define CTX_SLOTS_MAX (CTX_FIRST * ((1u << CTX_CHUNKS) - 1)) /* ~1M communicators open at once */
+_Static_assert(sizeof(void *) == 8, "a context handle is a 64-bit word");
+_Static_assert(CTX_SLOTS_MAX < (1u << 31), "a slot fits a context handle's bits 1-31");
+static _Atomic(topo_comm *) ctx_chunks[CTX_CHUNKS];
+static uint32_t ctx_made;      /* slots handed out at least once */
+static topo_comm *ctx_retired; /* finalized slots (->next), closed or still being closed */
+
+static inline topo_comm *ctx_slot(uint32_t slot) {
+  uint32_t k = 31u - (uint32_t)__builtin_clz(slot / CTX_FIRST + 1);
+  topo_comm *chunk = atomic_load_explicit(&ctx_chunks[k], memory_order_acquire);
+  return chunk ? &chunk[slot - CTX_FIRST * ((1u << k) - 1)] : NULL;
 }
+
+topo_comm *topo_comm_slot(uint32_t slot) { return slot < CTX_SLOTS_MAX ? ctx_slot(slot) : NULL; }
+
+/* The open communicator `ctx` names, or NULL. Hot path: a few loads, nothing written. */
+static topo_comm *ctx_live(void *ctx) {
+  uint64_t v = h_word(ctx);
+  uint32_t life = (uint32_t)(v >> 32), slot = (uint32_t)v >> 1;
+  if (!(v & 1) || !(life & 1) || slot >= CTX_SLOTS_MAX) return NULL;
+  topo_comm *c = ctx_slot(slot);
+  if (!c || atomic_load_explicit(&c->life, memory_order_acquire) != life) return NULL;
+  return c;
+}
+
+/* A slot for a new communicator: a finalized one the writer has closed, else a new one. NULL
+ * when out of memory or slots. g.lock held. */
+static topo_comm *ctx_take(void) {
+  for (topo_comm **p = &ctx_retired; *p; p = &(*p)->next)
+    if (atomic_load(&(*p)->closed)) {
+      topo_comm *c = *p;
+      *p = c->next;
+      return c;
+    }
+  if (ctx_made >= CTX_SLOTS_MAX) return NULL;
+  uint32_t k = 31u - (uint32_t)__builtin_clz(ctx_made / CTX_FIRST + 1);
+  if (!atomic_load(&ctx_chunks[k])) {
+    topo_comm *chunk = topo_calloc((size_t)CTX_FIRST << k, sizeof *chunk);
+    if (!chunk) return NULL;
+    atomic_store_explicit(&ctx_chunks[k], chunk, memory_order_release);
+  }
+  topo_comm *c = ctx_slot(ctx_made);
+  c->slot = ctx_made++;
+  return c;
+}
+
+/* Open a new life of slot `c` (even to odd); returns it. g.lock held. */
+static uint32_t ctx_open(topo_comm *c) {
+  uint32_t life = atomic_load(&c->life) + 1;
+  atomic_store_explicit(&c->life, life, memory_order_release);
+  return life;
+}
+
+/* End the life of `c` (odd to even: no event is accepted on it any more). g.lock held. */
+static void ctx_end(topo_comm *c) {
+  atomic_store_explicit(&c->life, atomic_load(&c->life) + 1, memory_order_release);
+}
+
+/* A slot whose life ended goes back for reuse; it is reused once its writer closed it. */
+static void ctx_retire(topo_comm *c) {
+  c->next = ctx_retired;
+  ctx_retired = c;
+}
+
+/* Clear what init sets up in slot `c` (not what the writer owns, see internal.h). */
+static void ctx_clear(topo_comm *c) {
+  memset(&c->hash, 0, offsetof(topo_comm, wlife) - offsetof(topo_comm, hash));
+}
+
+/* ---- init / finalize ---- */
 
 /* The CUPTI start of a generation: IDLE -> STARTING (the writer loads CUPTI) -> STARTED (its
  * stream is open and its schedule runs) or OVER (the load declined); IDLE -> OVER when the last
@@ -725,14 +810,14 @@ static int global_start(void) {
       ((atomic_load(&g.cupti_state) >> CUPTI_STATE_BITS) + 1) << CUPTI_STATE_BITS | CUPTI_IDLE);
   atomic_store(&g.cupti_start_at, topo_clock_monotonic_ns() + topo_cupti_defer_ns());
   if (g.cupti) {
-    topo_comm *c = topo_calloc(1, sizeof *c);
+    topo_comm *c = ctx_take();
     if (c) {
+      ctx_clear(c);
+      ctx_open(c);
       c->rank = -1;
       snprintf(c->name, sizeof c->name, "cupti");
       atomic_store(&c->gpu_offset_best, INT64_MIN);
       c->header.flags = TOPO_TRACE_F_CUPTI;
-      c->next = g.comms;
-      g.comms = c;
       g.cupti_comm = c;
     } else {
       g.cupti = 0;
@@ -746,8 +831,12 @@ static int global_start(void) {
                            .tick = writer_tick};
   g.writer = topo_writer_start(&wc);
   if (!g.writer) {
-    if (g.cupti_comm) free_comm(g.cupti_comm);
-    g.comms = g.cupti_comm = NULL;
+    if (g.cupti_comm) { /* never handed to a writer */
+      ctx_end(g.cupti_comm);
+      atomic_store(&g.cupti_comm->closed, 1);
+      ctx_retire(g.cupti_comm);
+    }
+    g.cupti_comm = NULL;
     pool_destroy(&g.pools[POOL_PARENTS]);
     pool_destroy(&g.pools[POOL_CHILDREN]);
     return -1;
@@ -772,23 +861,24 @@ static uint32_t next_gen_base(void) {
 }
 
 /* The last finalize. When the writer does not finish in time (a file system that stopped
- * answering) it is left to finish the files on its own, and its comms stay allocated for it. */
+ * answering) it is left to finish the files on its own: its communicators' slots (the CUPTI
+ * stream's included) are reused only once it closed them. */
 static void global_stop(void) {
   cupti_stop(g.wait_ns);
   atomic_store(&g.mask_ptr, NULL);
-  if (topo_writer_stop(g.writer, g.wait_ns, 1)) {
-    while (g.comms) {
-      topo_comm *c = g.comms;
-      g.comms = c->next;
-      free_comm(c);
-    }
-  } else {
+  int finished = topo_writer_stop(g.writer, g.wait_ns, 1);
+  if (g.cupti_comm) {
+    /* A finished writer closed it if CUPTI ever handed it over; if not, nobody holds it. */
+    ctx_end(g.cupti_comm);
+    if (finished) atomic_store(&g.cupti_comm->closed, 1);
+    ctx_retire(g.cupti_comm);
+  }
+  if (!finished) {
     TOPO_WARN(
         "TOPO/Profiler: the trace writer did not finish within TOPO_PROFILER_WAIT_MS=%lld "
         "(the file system is not answering); it completes the traces on its own, the job "
         "goes on",
         (long long)(g.wait_ns / 1000000));
-    g.comms = NULL;
   }
   g.writer = NULL;
   g.cupti_comm = NULL;
@@ -842,11 +932,10 @@ static int generation_begin(int abi_version) {
   return 0;
 }
 
-/* A new context with its trace header filled in; NULL when out of memory. */
-static topo_comm *comm_new(int abi_version, uint64_t comm_hash, const char *comm_name, int nnodes,
-                           int nranks, int rank) {
-  topo_comm *c = topo_calloc(1, sizeof *c);
-  if (!c) return NULL;
+/* Set slot `c` up as a new communicator with its trace header filled in (not yet open). */
+static void comm_setup(topo_comm *c, int abi_version, uint64_t comm_hash, const char *comm_name,
+                       int nnodes, int nranks, int rank) {
+  ctx_clear(c);
   c->hash = comm_hash;
   c->rank = rank;
   c->nranks = nranks;
@@ -865,7 +954,6 @@ static topo_comm *comm_new(int abi_version, uint64_t comm_hash, const char *comm
   }
   if (g.cupti) c->header.flags |= TOPO_TRACE_F_CUPTI;
   if (g.proxy) c->header.flags |= TOPO_TRACE_F_PROXY;
-  return c;
 }
 
 ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t comm_hash,
@@ -883,21 +971,21 @@ ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t com
   topo_comm *c = NULL;
   if (atomic_load(&g.exiting)) goto fail; /* the exit flush ran: nothing more is written */
   if (g.users == 0 && generation_begin(abi_version)) goto fail;
-  c = comm_new(abi_version, comm_hash, comm_name, nnodes, nranks, rank);
+  c = ctx_take();
   if (!c) {
     TOPO_WARN("TOPO/Profiler: out of memory at init; profiling disabled for this communicator");
     if (g.users == 0) global_stop();
     goto fail;
   }
+  comm_setup(c, abi_version, comm_hash, comm_name, nnodes, nranks, rank);
+  uint32_t life = ctx_open(c);
   topo_writer_open(g.writer, c); /* the file is created on the writer thread */
-  c->next = g.comms;
-  g.comms = c;
   g.users++;
   atomic_store(&g.mask_ptr, mask);
   /* Same value in every init: the mask already chosen for the next operation (the first
    * operation of the process gets kernel channels). */
   set_mask(atomic_load(&g.next_mask));
-  *ctx = c;
+  *ctx = h_ptr((uint64_t)life << 32 | (uint64_t)c->slot << 1 | 1u);
   pthread_mutex_unlock(&g.lock);
   return ncclSuccess;
 fail:
@@ -906,18 +994,16 @@ fail:
 }
 
 ncclResult_t topo_prof_finalize(void *ctx) {
-  topo_comm *c = ctx;
-  if (!c || atomic_load(&g.forked)) return ncclSuccess;
+  if (!ctx || atomic_load(&g.forked)) return ncclSuccess;
   pthread_mutex_lock(&g.lock);
-  /* Only a live context of this generation counts: a repeated finalize, or one of a context
-   * already freed by the last finalize, is ignored without touching it. */
-  topo_comm *live = g.comms;
-  while (live && live != c) live = live->next;
-  if (!live || c == g.cupti_comm || atomic_load(&c->finalized) || atomic_load(&g.exiting)) {
+  /* Only an open context counts: a repeated finalize, one of an earlier generation or one whose
+   * slot now serves another communicator is ignored without touching anything. */
+  topo_comm *c = ctx_live(ctx);
+  if (!c || atomic_load(&g.exiting)) {
     pthread_mutex_unlock(&g.lock);
     return ncclSuccess;
   }
-  atomic_store(&c->finalized, 1);
+  ctx_end(c); /* from here on no event is accepted on it */
   if (!g.measure_all && g.kernelch && c->abi_version >= 4) {
     unsigned long long ops = atomic_load(&pred_ops), hits = atomic_load(&pred_hits);
     TOPO_INFO(NCCL_INIT,
@@ -927,7 +1013,7 @@ ncclResult_t topo_prof_finalize(void *ctx) {
               (unsigned long long)atomic_load(&pred_asked_ops));
   }
   /* Complete this communicator's collectives still waiting for kernel channels, then count
-   * whatever NCCL never stopped. */
+   * whatever NCCL never stopped (a late stop of one writes nothing: its life is over). */
   release_holds(c);
   topo_pool *p = &g.pools[POOL_PARENTS];
   for (uint32_t i = 1, n = pool_used(p); i <= n; i++) {
@@ -938,10 +1024,10 @@ ncclResult_t topo_prof_finalize(void *ctx) {
   }
   pthread_mutex_unlock(&g.lock);
   /* Outside the mutex: other communicators' init and finalize do not wait behind this one. The
-   * context stays allocated: only the last finalize frees contexts, and this one still counts in
-   * g.users. */
+   * slot is not reused before the writer has closed it (ctx_take). */
   topo_writer_close(c, g.wait_ns);
   pthread_mutex_lock(&g.lock);
+  ctx_retire(c);
   if (--g.users == 0 && !atomic_load(&g.exiting)) global_stop();
   pthread_mutex_unlock(&g.lock);
   return ncclSuccess;
@@ -1024,7 +1110,7 @@ static void *start_api(const topo_prof_descr *d, topo_comm *c) {
   return h_ptr(h_api(d->kind, d->graph_captured, sampled, stream));
 }
 
-static void *start_parent(const topo_prof_descr *d, topo_comm *c) {
+static void *start_parent(const topo_prof_descr *d, topo_comm *c, uint32_t life) {
   uint32_t gen;
   int expected = 0;
   uint64_t ph = h_word(d->parent);
@@ -1056,6 +1142,7 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c) {
   topo_obj *o = &g.pools[POOL_PARENTS].objs[idx];
   o->kind = (uint8_t)d->kind;
   atomic_store_explicit(&o->comm, c, memory_order_relaxed);
+  o->life = life;
   o->parent = NULL;
   memset(&o->rec, 0, sizeof o->rec);
   topo_rec_coll *r = &o->rec.coll;
@@ -1102,7 +1189,7 @@ static void fold_max(_Atomic(int64_t) *v, int64_t x) {
                                                            memory_order_relaxed)) {}
 }
 
-static void *start_child(const topo_prof_descr *d, topo_comm *c) {
+static void *start_child(const topo_prof_descr *d, topo_comm *c, uint32_t life) {
   uint32_t pgen, gen;
   topo_obj *parent = resolve(d->parent, &pgen);
   if (!parent || !obj_acquire(parent, pgen)) {
@@ -1129,6 +1216,7 @@ static void *start_child(const topo_prof_descr *d, topo_comm *c) {
   topo_obj *o = &g.pools[POOL_CHILDREN].objs[idx];
   o->kind = (uint8_t)d->kind;
   atomic_store_explicit(&o->comm, c, memory_order_relaxed);
+  o->life = life;
   o->parent = parent;
   o->cpu_start = topo_clock_monotonic_ns();
   if (d->kind == TOPO_EV_KERNELCH) {
@@ -1160,12 +1248,11 @@ ncclResult_t topo_prof_start(void *ctx, void **handle, const topo_prof_descr *d)
   if (!d) return ncclSuccess;
   /* PXN: a proxy op of another process carries foreign context and parent pointers. */
   if (d->kind == TOPO_EV_PROXYOP && d->pid != g.pid) return ncclSuccess;
-  topo_comm *c = ctx;
-  /* Events after finalize are dropped: while other communicators live the context is still
-   * allocated and says so; after the last finalize no context is touched at all. */
-  if (!c || !atomic_load_explicit(&g.mask_ptr, memory_order_relaxed) ||
-      atomic_load_explicit(&c->finalized, memory_order_relaxed))
-    return ncclSuccess;
+  /* Events on a context that is not open (finalized, of an earlier generation, not ours) are
+   * dropped without a count: there is no communicator to count them for. */
+  topo_comm *c = ctx_live(ctx);
+  if (!c || !atomic_load_explicit(&g.mask_ptr, memory_order_relaxed)) return ncclSuccess;
+  uint32_t life = (uint32_t)(h_word(ctx) >> 32);
   switch (d->kind) {
   case TOPO_EV_GROUPAPI:
   case TOPO_EV_COLLAPI:
@@ -1173,10 +1260,10 @@ ncclResult_t topo_prof_start(void *ctx, void **handle, const topo_prof_descr *d)
   case TOPO_EV_KERNELLAUNCH:
   case TOPO_EV_GROUP: *handle = start_api(d, c); break;
   case TOPO_EV_COLL:
-  case TOPO_EV_P2P: *handle = start_parent(d, c); break;
-  case TOPO_EV_KERNELCH: *handle = start_child(d, c); break;
+  case TOPO_EV_P2P: *handle = start_parent(d, c, life); break;
+  case TOPO_EV_KERNELCH: *handle = start_child(d, c, life); break;
   case TOPO_EV_PROXYOP:
-    if (g.proxy) *handle = start_child(d, c);
+    if (g.proxy) *handle = start_child(d, c, life);
     break;
   case TOPO_EV_PROXYSTEP: {
     /* No object: the step's handle names its ProxyOp, so per-step sizes add up there. */
@@ -1198,8 +1285,8 @@ static void channel_done(topo_obj *parent) {
 
 /* Clock calibration: a stop is reported after it happened, so pTimer - realtime(seen) is at
  * most the true offset; keep the largest. Sampled on channel 0 only (one clock read per op). */
-static void calibrate(topo_comm *c, uint64_t ptimer) {
-  if (!c) return;
+static void calibrate(topo_comm *c, uint32_t life, uint64_t ptimer) {
+  if (!c || !in_life(c, life)) return;
   int64_t off = (int64_t)ptimer - topo_clock_realtime_ns();
   fold_max(&c->gpu_offset_best, off);
 }
@@ -1242,7 +1329,7 @@ ncclResult_t topo_prof_stop(void *handle) {
       rec.channel.gpu_stop_ns = atomic_load_explicit(&o->gpu_stop, memory_order_relaxed);
       rec.channel.cpu_start_ns = o->cpu_start;
       rec.channel.cpu_stop_ns = now;
-      emit(c, &rec);
+      emit(c, o->life, &rec);
     }
     if (parent) channel_done(parent);
     break;
@@ -1266,7 +1353,7 @@ ncclResult_t topo_prof_state(void *handle, int state_kind, uint64_t value) {
       return ncclSuccess;
     fold_max(&parent->gpu_stop_max, (int64_t)value);
     if (h_channel_ch(v) == 0)
-      calibrate(atomic_load_explicit(&parent->comm, memory_order_relaxed), value);
+      calibrate(atomic_load_explicit(&parent->comm, memory_order_relaxed), parent->life, value);
     return ncclSuccess;
   }
   uint32_t gen;
@@ -1281,7 +1368,8 @@ ncclResult_t topo_prof_state(void *handle, int state_kind, uint64_t value) {
   if (state_kind == TOPO_ST_KERNELCH_STOP && o->kind == TOPO_EV_KERNELCH && value) {
     atomic_store_explicit(&o->gpu_stop, (int64_t)value, memory_order_relaxed);
     if (o->parent) fold_max(&o->parent->gpu_stop_max, (int64_t)value);
-    if (o->channel == 0) calibrate(atomic_load_explicit(&o->comm, memory_order_relaxed), value);
+    if (o->channel == 0)
+      calibrate(atomic_load_explicit(&o->comm, memory_order_relaxed), o->life, value);
   } else if (state_kind == TOPO_ST_PROXY_BYTES && o->kind == TOPO_EV_PROXYOP) {
     atomic_fetch_add_explicit(&o->bytes, value, memory_order_relaxed);
   }

@@ -68,7 +68,9 @@ enum topo_prof_state_kind { TOPO_ST_OTHER = 0, TOPO_ST_KERNELCH_STOP, TOPO_ST_PR
 
 /* init for every version. Always returns ncclSuccess; *ctx is NULL when profiling is off for
  * this communicator (disabled, or an init error, which warns once). Writes *mask only on
- * success, always the same value for the same configuration. */
+ * success, always the same value for the same configuration. The context is a handle, not a
+ * pointer: start and finalize ignore one that is finalized, of an earlier generation (before
+ * the last finalize) or not ours, and nothing it names is ever freed (core.c, "contexts"). */
 ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t comm_hash,
                             const char *comm_name, int nnodes, int nranks, int rank,
                             ncclDebugLogger_t logger);

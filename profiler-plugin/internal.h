@@ -14,9 +14,16 @@
 
 typedef struct topo_writer topo_writer;
 
-/* One communicator (or, with hash 0 and rank -1, the process-wide CUPTI stream).
- * Created by init, closed by finalize through the writer, freed at the last finalize. */
+/* One communicator (or, with hash 0 and rank -1, the process-wide CUPTI stream): a slot of the
+ * core's context table (core.c, "contexts"), never freed. Init sets a slot up and opens a life
+ * (life odd), finalize ends it (even), the writer closes it; a later init reuses the slot once
+ * closed. Every record carries the life it was made in, and the writer writes a record only
+ * into the life it names, so nothing of one communicator reaches the next one in its slot. */
 typedef struct topo_comm {
+  _Atomic(uint32_t) life; /* odd while open; a context handle names the life it was given */
+  uint32_t slot;          /* index in the context table */
+  struct topo_comm *next; /* the core's finalized slots, under its mutex */
+  /* Set up by init (cleared first), read by callbacks and, while it is adopted, the writer. */
   uint64_t hash;
   int rank, nranks, nnodes, abi_version;
   char name[64];
@@ -26,14 +33,15 @@ typedef struct topo_comm {
   _Atomic(int64_t) gpu_offset_best; /* max(pTimer stop - realtime seen), INT64_MIN = none */
   _Atomic(uint64_t) learned_hash;   /* v1-v3: comm hash and rank seen in the first Coll/P2p */
   atomic_int learned_rank;
-  atomic_int closed;        /* set by the writer once the footer is written */
-  atomic_int finalized;     /* set at finalize: later events of it are dropped */
+  atomic_int closed;        /* set by the writer once the footer is written (see wlife) */
   topo_trace_header header; /* flags etc. set at init; the rest by the writer */
   /* Hand-over to the writer (set before the comm is published to it). */
   uint64_t close_after; /* ring position at finalize: closed once drained past it */
   struct topo_comm *arrive_next, *leave_next;
-  /* Owned by the writer thread after init. */
-  int adopted, in_active;
+  /* Owned by the writer threads: set when a writer adopts the life, never cleared by init. */
+  _Atomic(uint32_t) wlife; /* the life adopted, 0 once closed: from then on the writer reads
+                              nothing of the slot but this */
+  int in_active;
   int fd;
   char path[512];
   topo_trace_record *block; /* TOPO_WRITER_BLOCK_RECORDS records while it has traffic */
@@ -41,9 +49,8 @@ typedef struct topo_comm {
   uint64_t records_written;
   int64_t block_first_ns; /* monotonic time the current block got its first record */
   int io_warned;
-  struct topo_comm *writer_next; /* every comm of the writer */
-  struct topo_comm *active_next; /* comms with a partial block */
-  struct topo_comm *next;        /* the core's list, under the core's mutex */
+  struct topo_comm *writer_next, *writer_prev; /* the writer's open comms */
+  struct topo_comm *active_next;               /* comms with a partial block */
 } topo_comm;
 
 /* Records per block, the last of which is always a STATS record. */
@@ -76,12 +83,17 @@ topo_writer *topo_writer_start(const topo_writer_config *cfg);
  * that did not finish is left to finish on its own (its comms must then stay allocated). Without
  * it (exit: other threads may still push), nothing is freed. Last finalize or exit. */
 int topo_writer_stop(topo_writer *w, int64_t wait_ns, int release);
-/* Hand `c` to `w`, which creates its file (O_CREAT|O_EXCL|O_NOFOLLOW, 0640) and writes its
- * header on its own thread; on failure it warns once and counts c's records as TOPO_DROP_IO.
- * Returns at once. Init thread. */
+/* Hand the life `c` has now (odd, set before the call) to `w`, which creates its file
+ * (O_CREAT|O_EXCL|O_NOFOLLOW, 0640) and writes its header on its own thread; on failure it warns
+ * once and counts c's records as TOPO_DROP_IO. Returns at once. Init thread. */
 void topo_writer_open(topo_writer *w, topo_comm *c);
-/* Hot path, any thread: queue one record of `c`; 0 when the ring is full (caller counts). */
+/* Hot path, any thread: queue one record of life `life` of `c`; 0 when the ring is full (caller
+ * counts). A record of a life the writer has closed is not written. */
+int topo_writer_push_life(topo_comm *c, uint32_t life, const topo_trace_record *rec);
+/* The same for the life `c` has now (the CUPTI stream's, which does not change under it). */
 int topo_writer_push(topo_comm *c, const topo_trace_record *rec);
+/* The comm in slot `slot` of the core's context table (core.c); NULL when there is none. */
+topo_comm *topo_comm_slot(uint32_t slot);
 /* Finalize thread: the writer closes `c` (last block, footer) once the records queued before
  * this call are written. Waits at most wait_ns, not at all while a write has been stuck longer
  * than that (a file system that stopped answering); returns 1 when `c` is closed. */

@@ -36,7 +36,7 @@
 
 typedef struct cell {
   _Atomic(uint64_t) seq; /* Vyukov's sequence minus the cell's index: zero-filled = empty */
-  topo_comm *comm;
+  uint32_t slot, life;   /* the comm's slot and the life the record was made in */
   topo_trace_record rec;
 } cell;
 
@@ -71,7 +71,7 @@ struct topo_writer {
   /* Writer thread only. */
   uint64_t deq;
   uint64_t resident;  /* cells below this index have their pages faulted in */
-  topo_comm *all;     /* every comm adopted (->writer_next) */
+  topo_comm *all;     /* every comm adopted and not closed (->writer_next, ->writer_prev) */
   topo_comm *active;  /* comms with a partial block (->active_next) */
   topo_comm *closing; /* finalized, waiting for their records (->leave_next) */
   int dir_made, dir_warned, io_warned_any;
@@ -308,11 +308,18 @@ static void open_file(topo_writer *w, topo_comm *c) {
   }
 }
 
-/* The writer takes `c` on: listed, file created. Once per comm. */
+/* The writer takes the life `c` was handed over in: listed, file created. Once per life. */
 static void adopt(topo_writer *w, topo_comm *c) {
-  if (c->adopted) return;
-  c->adopted = 1;
+  /* The life is odd, or one more once finalized: a slot is reused only after its close. */
+  uint32_t life = atomic_load_explicit(&c->life, memory_order_acquire);
+  atomic_store_explicit(&c->wlife, (life - 1) | 1, memory_order_relaxed);
+  c->in_active = 0;
+  c->block_count = c->block_index = 0;
+  c->records_written = 0;
+  c->io_warned = 0;
+  c->writer_prev = NULL;
   c->writer_next = w->all;
+  if (w->all) w->all->writer_prev = c;
   w->all = c;
   int began = io_begin(w);
   open_file(w, c);
@@ -349,18 +356,25 @@ static void flush_block(topo_writer *w, topo_comm *c) {
 
 /* A record that will not be written (the stop's time is up): counted as its producer counts a
  * record that finds the ring full. */
-static void count_unwritten(topo_comm *c, const topo_trace_record *r) {
+static void count_unwritten(topo_comm *c, uint32_t life, const topo_trace_record *r) {
   int kind = r->type == TOPO_REC_COLL || r->type == TOPO_REC_P2P ? TOPO_DROP_RECORD
              : r->type == TOPO_REC_KERNEL || r->type == TOPO_REC_STRING || r->type == TOPO_REC_CUPTI
                  ? TOPO_DROP_CUPTI
                  : TOPO_DROP_CHILD;
-  if (!atomic_load_explicit(&c->closed, memory_order_relaxed))
+  if (atomic_load_explicit(&c->wlife, memory_order_relaxed) == life)
     atomic_fetch_add_explicit(&c->dropped[kind], 1, memory_order_relaxed);
 }
 
-static void append(topo_writer *w, topo_comm *c, const topo_trace_record *r, int64_t now) {
-  if (atomic_load_explicit(&c->closed, memory_order_relaxed)) return;
-  adopt(w, c);
+static void take_arrivals(topo_writer *w);
+
+/* Into the block of the life the record names; a record of a life closed (a callback that raced
+ * its communicator's finalize) is not written, and nothing of the slot is touched for it. */
+static void append(topo_writer *w, topo_comm *c, uint32_t life, const topo_trace_record *r,
+                   int64_t now) {
+  if (atomic_load_explicit(&c->wlife, memory_order_relaxed) != life) {
+    take_arrivals(w); /* a comm handed over since the writer last looked */
+    if (atomic_load_explicit(&c->wlife, memory_order_relaxed) != life) return;
+  }
   if (!c->block) {
     /* Allocated on first use and released when the comm goes quiet: memory follows traffic. */
     c->block = topo_malloc(TOPO_WRITER_BLOCK_RECORDS * sizeof(topo_trace_record));
@@ -387,8 +401,7 @@ static void append(topo_writer *w, topo_comm *c, const topo_trace_record *r, int
 }
 
 static void close_comm(topo_writer *w, topo_comm *c) {
-  if (atomic_load(&c->closed)) return;
-  adopt(w, c);
+  if (!atomic_load_explicit(&c->wlife, memory_order_relaxed)) return;
   flush_block(w, c);
   if (c->fd >= 0) {
     topo_trace_footer f;
@@ -420,6 +433,20 @@ static void close_comm(topo_writer *w, topo_comm *c) {
   topo_free(c->block);
   c->block = NULL;
   c->block_count = 0;
+  /* Out of every list and its life let go before it is marked closed: from then on the slot
+   * may serve another communicator (core.c) and this thread reads nothing of it but wlife. */
+  if (c->writer_prev) c->writer_prev->writer_next = c->writer_next;
+  else w->all = c->writer_next;
+  if (c->writer_next) c->writer_next->writer_prev = c->writer_prev;
+  if (c->in_active) {
+    for (topo_comm **p = &w->active; *p; p = &(*p)->active_next)
+      if (*p == c) {
+        *p = c->active_next;
+        break;
+      }
+    c->in_active = 0;
+  }
+  atomic_store_explicit(&c->wlife, 0, memory_order_relaxed);
   atomic_store(&c->closed, 1);
   atomic_fetch_add(&w->closes, 1);
   futex_wake_all(&w->closes);
@@ -433,8 +460,9 @@ static uint64_t drain(topo_writer *w, int64_t now, uint64_t limit, int count_onl
     uint64_t i = w->deq & w->mask;
     cell *cl = &w->cells[i];
     if (atomic_load_explicit(&cl->seq, memory_order_acquire) + i != w->deq + 1) break;
-    if (count_only) count_unwritten(cl->comm, &cl->rec);
-    else append(w, cl->comm, &cl->rec, now);
+    topo_comm *c = topo_comm_slot(cl->slot);
+    if (c && count_only) count_unwritten(c, cl->life, &cl->rec);
+    else if (c) append(w, c, cl->life, &cl->rec, now);
     atomic_store_explicit(&cl->seq, w->deq + w->mask + 1 - i, memory_order_release);
     w->deq++;
     n++;
@@ -473,9 +501,12 @@ static void take_arrivals(topo_writer *w) {
 }
 
 /* Close the finalized comms whose records have all been drained; returns how many still wait
- * (a producer between claiming a cell and publishing it). */
+ * (a producer between claiming a cell and publishing it). Each was handed over before it was
+ * finalized: the arrivals taken after the leavings include it, so no comm is closed while it
+ * is still on the arriving list (its slot could be reused and handed over again). */
 static int close_ready(topo_writer *w) {
   topo_comm *list = atomic_exchange_explicit(&w->leaving, NULL, memory_order_acquire);
+  take_arrivals(w);
   while (list) {
     topo_comm *next = list->leave_next;
     list->leave_next = w->closing;
@@ -502,7 +533,7 @@ static int64_t flush_idle(topo_writer *w, int64_t now) {
   int64_t due = INT64_MAX;
   for (topo_comm **p = &w->active; *p;) {
     topo_comm *c = *p;
-    if (c->block_count == 0 || atomic_load(&c->closed)) {
+    if (c->block_count == 0) {
       *p = c->active_next;
       c->in_active = 0;
     } else if (now - c->block_first_ns >= w->idle_flush_ns) {
@@ -554,7 +585,10 @@ static void finish(topo_writer *w) {
     pause_briefly(); /* a producer still publishing */
   }
   close_ready(w);
-  for (topo_comm *c = w->all; c; c = c->writer_next) close_comm(w, c);
+  for (topo_comm *c = w->all, *next; c; c = next) {
+    next = c->writer_next;
+    close_comm(w, c);
+  }
 }
 
 static void *writer_main(void *arg) {
@@ -645,6 +679,10 @@ int topo_writer_stop(topo_writer *w, int64_t wait_ns, int release) {
 }
 
 int topo_writer_push(topo_comm *c, const topo_trace_record *rec) {
+  return topo_writer_push_life(c, atomic_load_explicit(&c->life, memory_order_relaxed), rec);
+}
+
+int topo_writer_push_life(topo_comm *c, uint32_t life, const topo_trace_record *rec) {
   topo_writer *w = c->writer;
   if (!w) return 0;
   uint64_t pos = atomic_load_explicit(&w->enq, memory_order_relaxed);
@@ -658,7 +696,8 @@ int topo_writer_push(topo_comm *c, const topo_trace_record *rec) {
        * enq: either the writer sees this record or this producer sees the writer asleep. */
       if (atomic_compare_exchange_weak_explicit(&w->enq, &pos, pos + 1, memory_order_seq_cst,
                                                 memory_order_relaxed)) {
-        cl->comm = c;
+        cl->slot = c->slot;
+        cl->life = life;
         cl->rec = *rec;
         atomic_store_explicit(&cl->seq, pos + 1 - i, memory_order_release);
         int s = atomic_load_explicit(&w->sleep, memory_order_seq_cst);
@@ -676,7 +715,6 @@ int topo_writer_push(topo_comm *c, const topo_trace_record *rec) {
 
 void topo_writer_open(topo_writer *w, topo_comm *c) {
   c->writer = w;
-  c->fd = -1;
   topo_comm *head = atomic_load_explicit(&w->arriving, memory_order_relaxed);
   do c->arrive_next = head;
   while (!atomic_compare_exchange_weak_explicit(&w->arriving, &head, c, memory_order_seq_cst,

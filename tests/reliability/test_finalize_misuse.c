@@ -2,8 +2,8 @@
 // A host that finalizes one communicator twice, or sends it events after its finalize, harms
 // nothing else: the repeated finalize and the late events are ignored, every other live
 // communicator keeps recording, and its trace reads back whole (every collective, a footer).
-// The same holds across plugin generations: an event handle kept from before the last
-// finalize, used again while a later communicator records, changes nothing of it.
+// The same holds across plugin generations: a context and an event handle kept from before the
+// last finalize, used again while a later communicator records, change nothing of it.
 // Runs in a forked child through the plugin host, so a crash is a failed test, not a lost run.
 #include <setjmp.h>
 #include <stdarg.h>
@@ -83,11 +83,24 @@ static void body(void) {
   topo_host_profiler_unload(&b);
 }
 
-/* Every entry point on an event handle that is no longer live: a stop and a GPU-time state. */
-static void stale_events(topo_host_profiler *host, void *handle) {
+/* Every entry point on a context and an event handle that are no longer live: a whole
+ * collective started on the context (seq `seq`), a stop and a GPU-time state on the handle. */
+static void stale_events(topo_host_profiler *host, void *ctx, void *handle, int seq) {
+  void *live = host->ctx;
+  host->ctx = ctx;
+  drv_op op = allreduce(0, seq);
+  drv_run(host, &op);
+  host->ctx = live;
   CHILD_CHECK(topo_host_profiler_stop(host, handle) == ncclSuccess);
   CHILD_CHECK(topo_host_profiler_state(host, handle, ncclProfilerKernelChStop, 0, 7) ==
               ncclSuccess);
+}
+
+static void finalize_ctx(topo_host_profiler *host, void *ctx) {
+  void *live = host->ctx;
+  host->ctx = ctx;
+  CHILD_CHECK(topo_host_profiler_finalize(host) == ncclSuccess);
+  host->ctx = live;
 }
 
 static void body_generations(void) {
@@ -103,16 +116,20 @@ static void body_generations(void) {
   drv_complete(&a, &pending);
   void *stale_handle = pending.handle;
   ops(&a, 0, 1, 99);
+  void *stale = a.ctx;
   CHILD_CHECK(topo_host_profiler_finalize(&a) == ncclSuccess); /* the last: the generation ends */
-  stale_events(&a, stale_handle);
-  /* A new generation: B's objects may sit where A's were. Between the two halves of each of B's
-   * collectives (its stop and its kernel channels), the old handle is used again. */
+  stale_events(&a, stale, stale_handle, 5000);
+  finalize_ctx(&a, stale);
+  /* A new generation: B's objects and context may sit where A's were. Between the two halves of
+   * each of B's collectives (its stop and its kernel channels), the old context and handle are
+   * used again, and finalized again halfway. */
   CHILD_CHECK(topo_host_profiler_init(&b, 0xb22, "gen-b", 1, 2, 1, topo_host_log) == ncclSuccess);
   CHILD_CHECK(b.ctx != NULL);
   for (int i = 0; i < OPS_GEN; i++) {
     drv_op op = allreduce(1, i);
     drv_issue(&b, &op, &pending);
-    stale_events(&b, stale_handle);
+    stale_events(&b, stale, stale_handle, 10000 + i);
+    if (i == OPS_GEN / 2) finalize_ctx(&b, stale);
     drv_complete(&b, &pending);
   }
   CHILD_CHECK(topo_host_profiler_finalize(&b) == ncclSuccess);

@@ -2,7 +2,9 @@
 // Many communicators, each with a little traffic and then quiet: every one of them gets its
 // partial block written within TOPO_PROFILER_FLUSH_MS, however many there are, so a process
 // killed afterwards leaves every collective readable. (The writer once tracked at most 1024
-// partial blocks: with 1500 communicators the rest held only their header.)
+// partial blocks: with 1500 communicators the rest held only their header.) And many created
+// and destroyed one after another while one stays open: the profiler's memory follows the
+// communicators open at once, not how many there were.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -99,9 +101,53 @@ static void test_every_communicator_is_flushed_when_idle(void **s) {
   if (without) fail_msg("%zu of %d traces hold no collective", without, COMMS);
 }
 
+#define CHURN      1500
+#define CHURN_WARM 300
+
+static void churn_job(void *arg) {
+  (void)arg;
+  topo_host_profiler keep;
+  REL_CHECK(topo_host_profiler_load(&keep, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28) == TOPO_OK);
+  REL_CHECK(topo_host_profiler_init(&keep, 0x30000, "kept", 1, 2, 0, NULL) == ncclSuccess);
+  REL_CHECK(keep.ctx != NULL);
+  rel_allreduce(&keep, 0, 0);
+  long warm = 0;
+  int64_t t0 = rel_now_ms();
+  for (int c = 0; c < CHURN; c++) {
+    topo_host_profiler p = keep; /* one loaded library */
+    REL_CHECK(topo_host_profiler_init(&p, 0x40000 + (uint64_t)c, "churn", 1, 2, 1, NULL) ==
+              ncclSuccess);
+    REL_CHECK(p.ctx != NULL);
+    REL_CHECK(topo_host_profiler_finalize(&p) == ncclSuccess);
+    if (c == CHURN_WARM - 1) warm = rel_rss_kb();
+  }
+  long grown = rel_rss_kb() - warm;
+  fprintf(stderr, "%d communicators created and finalized in %lld ms; the last %d: %+ld kB\n",
+          CHURN, (long long)(rel_now_ms() - t0), CHURN - CHURN_WARM, grown);
+  REL_CHECK(grown < 512); /* ~1.3 kB each if a finalized communicator's context were kept */
+  rel_allreduce(&keep, 0, 1);
+  REL_CHECK(topo_host_profiler_finalize(&keep) == ncclSuccess);
+}
+
+static void test_memory_follows_the_communicators_open_at_once(void **s) {
+  (void)s;
+  char dir[] = "/tmp/topo-churn-XXXXXX";
+  assert_non_null(mkdtemp(dir));
+  setenv("TOPO_PROFILER_DIR", dir, 1);
+  setenv("TOPO_PROFILER_CUPTI", "off", 1);
+  rel_result r = rel_run_child(churn_job, NULL, 60000);
+  char **paths;
+  size_t n = test_trace_list(dir, &paths);
+  test_trace_free_list(paths, n);
+  test_trace_rmdir(dir);
+  rel_assert_exited_cleanly(&r);
+  assert_int_equal(n, CHURN + 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_every_communicator_is_flushed_when_idle),
+      cmocka_unit_test(test_memory_follows_the_communicators_open_at_once),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
