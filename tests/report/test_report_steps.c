@@ -410,9 +410,12 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ddp_steps),
       cmocka_unit_test(test_steps_cut_at_gpu_times),
-      cmocka_unit_test(test_steps_found_when_gaps_do_not_repeat),        cmocka_unit_test(test_incomplete_last_step),
-      cmocka_unit_test(test_fsdp_steps),       cmocka_unit_test(test_no_period),
-      cmocka_unit_test(test_kineto_steps_win), cmocka_unit_test(test_period_past_the_buffer),
+      cmocka_unit_test(test_steps_found_when_gaps_do_not_repeat),
+      cmocka_unit_test(test_incomplete_last_step),
+      cmocka_unit_test(test_fsdp_steps),
+      cmocka_unit_test(test_no_period),
+      cmocka_unit_test(test_kineto_steps_win),
+      cmocka_unit_test(test_period_past_the_buffer),
       cmocka_unit_test(test_real_ddp_traces),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

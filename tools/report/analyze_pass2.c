@@ -204,8 +204,7 @@ static rp_sweep *rank_sweep(const ctx *c, int p) {
  * the same rank seen through Kineto (comm share 0.3-0.6 points higher on a DDP job). */
 static void window_span(rp_report *r, int p) {
   rp_rank *k = &r->ranks[p];
-  if (!(r->window || k->win) || !(k->t.last > k->t.first) || !(k->ext_last > k->ext_first))
-    return;
+  if (!(r->window || k->win) || !(k->t.last > k->t.first) || !(k->ext_last > k->ext_first)) return;
   int64_t a = k->ext_first, b = k->ext_last;
   if (!clip_rank(r, p, &a, &b)) return;
   if (a < k->t.first) k->t.first = a;

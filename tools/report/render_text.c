@@ -147,7 +147,8 @@ static void print_exposed_all_notes(const rp_report *r, FILE *f) {
           n);
   if (out)
     fprintf(f,
-            "  ~: %" PRIu64 " covered chunk(s) left out of the model: their overlap ratio lies "
+            "  ~: %" PRIu64
+            " covered chunk(s) left out of the model: their overlap ratio lies "
             "more than max(5 points, 3 MADs) from the median of the others (warm-up steps, a "
             "phase of their own)\n",
             out);

@@ -577,12 +577,12 @@ const char *rp_steps_origin(const rp_report *r, char *buf, size_t len) {
     sep = "; ";
   }
   if (per)
-    ST_APPEND("%sfrom topo traces (period %d collectives, %d rank%s; %s)", sep, r->step_period,
-              per, per == 1 ? "" : "s",
+    ST_APPEND("%sfrom topo traces (period %d collectives, %d rank%s; %s)", sep, r->step_period, per,
+              per == 1 ? "" : "s",
               per_gpu == per ? "cut at the boundary collectives' GPU times"
-              : per_gpu     ? "cut at GPU times, on ranks with an untimed boundary collective at "
-                              "CPU enqueue times"
-                            : "cut at CPU enqueue times");
+              : per_gpu      ? "cut at GPU times, on ranks with an untimed boundary collective at "
+                               "CPU enqueue times"
+                             : "cut at CPU enqueue times");
 #undef ST_APPEND
   return buf;
 }
