@@ -3,7 +3,9 @@
 // 32 n (rp_analyze in a forked child: its CPU time around the call, the least of 3 runs, and its
 // peak RSS), and the ratio printed beside the 32 x linear ideal (a quadratic path gives 1024).
 // Usage: report_scaling [--check] [case...]; --check exits 1 when a case's ratio exceeds 128
-// (4 x above linear, 8 x below quadratic), which CTest runs. Cases:
+// (4 x above linear, 8 x below quadratic), which CTest runs. report_scaling --build DIR CASE N
+// writes a case's input at N into DIR (to time topo-report on it by hand). Cases (what is timed:
+// the analysis, unless the case names a renderer; the analysis of its input is then untimed):
 //   kineto-steps   Kineto ProfilerSteps that match no launch, each with a too-short GPU twin
 //   kineto-groups  NCCL kernels each naming a different "Group size" (a row per event)
 //   nested-marks   step marks nested inside each other, with a collective beside each
@@ -11,6 +13,11 @@
 //   many-ranks     one small trace per rank of one communicator
 //   model-window   steps with a CUPTI window every 4th, analysed with --window over the last one:
 //                  the overlap model sweeps the whole input, the figures one step
+//   estimate-keys  GPU-timed collectives each of its own (algorithm, protocol), and as many untimed
+//                  ones of another size that each need the size-scaled estimate
+//   trace-streams  collectives each on a stream of its own (binary trace)
+//   kineto-streams GPU kernels each on a stream of its own (Kineto)
+//   export-streams export --chrome of trace-streams' input (a track per stream)
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,11 +35,15 @@
 #define CHECK_RATIO 128.0
 #define RUNS        3
 
+/* What a case times. */
+enum stage { ANALYSIS, EXPORT_CHROME };
+
 typedef struct scase {
   const char *name;
   size_t base;                              /* n at 1 x */
   const char *unit;                         /* what n counts */
   void (*build)(const char *dir, size_t n); /* writes the input into dir */
+  enum stage stage;
   /* the --window it is analysed with (NULL: none) */
   void (*window)(size_t n, int64_t *from, int64_t *to);
 } scase;
@@ -131,6 +142,51 @@ static void build_many_ranks(const char *dir, size_t n) {
   }
 }
 
+static void build_estimate_keys(const char *dir, size_t n) {
+  topo_trace_header h;
+  tf_header_init(&h, 0xe57, 0, 1);
+  FILE *f = open_in(dir, "keys.trace");
+  tf_trace t;
+  tf_begin(&t, &h, f);
+  for (size_t i = 0; i < 2 * n; i++) {
+    int64_t at = 1000000 + 1000 * (int64_t)i;
+    int algo = (int)(i % n % 250), proto = (int)(i % n / 250 % 250), timed = i < n;
+    topo_trace_record c = tf_coll(4, i, timed ? 1 << 20 : 1 << 10, at, at + 5, timed ? at + 10 : 0,
+                                  timed ? at + 500 : 0, algo, proto, 4, 1);
+    tf_add(&t, &c);
+  }
+  tf_footer(&t, NULL);
+  fclose(f);
+}
+
+static void build_trace_streams(const char *dir, size_t n) {
+  topo_trace_header h;
+  tf_header_init(&h, 0x57e, 0, 1);
+  FILE *f = open_in(dir, "streams.trace");
+  tf_trace t;
+  tf_begin(&t, &h, f);
+  for (size_t i = 0; i < n; i++) {
+    int64_t at = 1000000 + 1000 * (int64_t)i;
+    topo_trace_record c =
+        tf_coll(4, i, 1 << 20, at, at + 5, at + 10, at + 500, 1, 2, 4, (uint32_t)i + 1);
+    tf_add(&t, &c);
+  }
+  tf_footer(&t, NULL);
+  fclose(f);
+}
+
+static void build_kineto_streams(const char *dir, size_t n) {
+  FILE *f = open_in(dir, "streams.json");
+  fputs("{\"traceEvents\":[\n", f);
+  for (size_t i = 0; i < n; i++)
+    fprintf(f,
+            "%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"pid\":0,\"tid\":%zu,"
+            "\"ts\":%zu,\"dur\":50,\"args\":{\"stream\":%zu,\"correlation\":%zu}}",
+            i ? ",\n" : "", i + 1, i * 100, i + 1, i + 1);
+  fputs("\n]}\n", f);
+  fclose(f);
+}
+
 /* n steps of 1000 ns (marks), a GPU-timed AllReduce in each; CUPTI recorded every 4th step (a
  * compute kernel in each of those). */
 static void build_model_window(const char *dir, size_t n) {
@@ -168,12 +224,16 @@ static void window_last_step(size_t n, int64_t *from, int64_t *to) {
 }
 
 static const scase cases[] = {
-    {"kineto-steps", 1000, "steps", build_kineto_steps, NULL},
-    {"kineto-groups", 1000, "kernels", build_kineto_groups, NULL},
-    {"nested-marks", 1000, "marks", build_nested_marks, NULL},
-    {"resync", 32768, "headers", build_resync, NULL},
-    {"many-ranks", 32, "traces", build_many_ranks, NULL},
-    {"model-window", 4000, "steps", build_model_window, window_last_step},
+    {"kineto-steps", 1000, "steps", build_kineto_steps, ANALYSIS, NULL},
+    {"kineto-groups", 1000, "kernels", build_kineto_groups, ANALYSIS, NULL},
+    {"nested-marks", 1000, "marks", build_nested_marks, ANALYSIS, NULL},
+    {"resync", 32768, "headers", build_resync, ANALYSIS, NULL},
+    {"many-ranks", 32, "traces", build_many_ranks, ANALYSIS, NULL},
+    {"model-window", 4000, "steps", build_model_window, ANALYSIS, window_last_step},
+    {"estimate-keys", 1000, "keys", build_estimate_keys, ANALYSIS, NULL},
+    {"trace-streams", 2000, "streams", build_trace_streams, ANALYSIS, NULL},
+    {"kineto-streams", 2000, "streams", build_kineto_streams, ANALYSIS, NULL},
+    {"export-streams", 4000, "streams", build_trace_streams, EXPORT_CHROME, NULL},
 };
 
 static double cpu_now(void) {
@@ -182,7 +242,24 @@ static double cpu_now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Analyse dir in a child: the CPU seconds of rp_analyze (sent back through a pipe) and the
+/* What the case times, on the input in dir: CPU seconds. -1 when it fails. */
+static double run_stage(const scase *c, size_t n, const char *dir) {
+  const char *paths[] = {dir};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1};
+  if (c->window) {
+    opt.window = 1;
+    c->window(n, &opt.from, &opt.to);
+  }
+  rp_report r;
+  double t = cpu_now();
+  if (c->stage == EXPORT_CHROME)
+    return rp_export_chrome(paths, 1, &opt, "/dev/null") == TOPO_OK ? cpu_now() - t : -1;
+  topo_status st = rp_analyze(paths, 1, &opt, &r);
+  if (st != TOPO_OK && st != TOPO_ERR_INVALID) return -1;
+  return cpu_now() - t;
+}
+
+/* The case on dir in a child: the CPU seconds of what it times (sent back through a pipe) and the
  * child's peak RSS (KB). 0 on success. */
 static int analyse(const scase *c, size_t n, const char *dir, double *cpu, long *rss_kb) {
   int fd[2];
@@ -191,18 +268,8 @@ static int analyse(const scase *c, size_t n, const char *dir, double *cpu, long 
   if (pid < 0) return -1;
   if (pid == 0) {
     close(fd[0]);
-    const char *paths[] = {dir};
-    rp_options opt = {.reorder_window = 65536, .quiet = 1};
-    if (c->window) {
-      opt.window = 1;
-      c->window(n, &opt.from, &opt.to);
-    }
-    rp_report r;
-    double t = cpu_now();
-    topo_status st = rp_analyze(paths, 1, &opt, &r);
-    t = cpu_now() - t;
-    _exit(write(fd[1], &t, sizeof t) == sizeof t && (st == TOPO_OK || st == TOPO_ERR_INVALID) ? 0
-                                                                                              : 1);
+    double t = run_stage(c, n, dir);
+    _exit(write(fd[1], &t, sizeof t) == sizeof t && t >= 0 ? 0 : 1);
   }
   close(fd[1]);
   ssize_t got = read(fd[0], cpu, sizeof *cpu);
@@ -234,7 +301,24 @@ static int measure(const scase *c, size_t n, double *cpu, long *rss_kb) {
   return rc;
 }
 
+static const scase *case_named(const char *name) {
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++)
+    if (!strcmp(cases[k].name, name)) return &cases[k];
+  return NULL;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 5 && !strcmp(argv[1], "--build")) { /* --build DIR CASE N */
+    const scase *c = case_named(argv[3]);
+    char *end;
+    unsigned long long n = strtoull(argv[4], &end, 10);
+    if (!c || *end || !n) {
+      fprintf(stderr, "usage: report_scaling --build DIR CASE N\n");
+      return 2;
+    }
+    c->build(argv[2], (size_t)n);
+    return 0;
+  }
   int check = 0, failed = 0, ran = 0;
   for (int i = 1; i < argc; i++) check |= !strcmp(argv[i], "--check");
   printf("%-14s %8s %8s %9s %9s %7s %11s\n", "case", "n", "32 n", "cpu 1x", "cpu 32x", "ratio",
@@ -262,7 +346,7 @@ int main(int argc, char **argv) {
     ran++;
   }
   if (!ran) {
-    fprintf(stderr, "usage: report_scaling [--check] [case...]\n");
+    fprintf(stderr, "usage: report_scaling [--check] [case...] | --build DIR CASE N\n");
     return 2;
   }
   return check && failed ? 1 : 0;

@@ -219,6 +219,38 @@ static void test_estimator_fallbacks_directly(void **state) {
   rp_est_free(x);
 }
 
+/* Buckets 10, 14 and 20 measured (1000 ns at 2^b bytes) among 200 other (algorithm, protocol)
+ * keys: an untimed call takes the nearest bucket of its own key, the larger one when two are as
+ * near, scaled by its size; nothing measured for its key: unknown. */
+static void test_scaled_estimate_takes_the_nearest_bucket_larger_on_ties(void **state) {
+  (void)state;
+  rp_estimator *x = rp_est_new();
+  for (int algo = 0; algo < 10; algo++)
+    for (int proto = 0; proto < 10; proto++)
+      for (int b = 10; b <= 20; b += b == 10 ? 4 : 6) {
+        rp_est_key k = {8, 4, b, algo, proto, 2};
+        if (algo != 3 || proto != 5) k.bucket = b + 1; /* the neighbours' buckets differ */
+        rp_est_measured(x, &k, (uint64_t)1 << b, 1000);
+      }
+  rp_est_finish(x);
+  static const struct {
+    int bucket, from; /* asked, expected from */
+  } want[] = {{5, 10}, {11, 10}, {12, 14}, {13, 14}, {16, 14}, {17, 20}, {18, 20}, {40, 20}};
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+    rp_est_key k = {8, 4, want[i].bucket, 3, 5, 2};
+    rp_estimate e;
+    assert_int_equal(rp_est_get(x, &k, (uint64_t)1 << want[i].bucket, &e), RP_EST_SCALED);
+    double scale = (double)((uint64_t)1 << want[i].bucket) / (double)((uint64_t)1 << want[i].from);
+    assert_int_equal(e.dur, (int64_t)(1000 * scale));
+  }
+  rp_est_key none = {8, 4, 12, 3, 10, 2}; /* a protocol nothing was measured with */
+  rp_estimate e;
+  assert_int_equal(rp_est_get(x, &none, 4096, &e), RP_EST_UNKNOWN);
+  none.proto = 5, none.nranks = 16;
+  assert_int_equal(rp_est_get(x, &none, 4096, &e), RP_EST_UNKNOWN);
+  rp_est_free(x);
+}
+
 /* One rank with CUPTI spans: RECORDED [0,1000), YIELDED [2000,2500) (to "Kineto"), then DECLINED
  * at 3000. Kernels [100,600) and [2100,2400); collectives [500,800), [2300,2600), [3500,3700).
  * Span [100,3700) = 3600; covered [100,1000) + [2000,2500) = 1400. Inside: comm 300 + 200 = 500,
@@ -651,6 +683,7 @@ int main(void) {
       cmocka_unit_test(test_estimates_are_placed_after_the_previous_comm_on_their_stream),
       cmocka_unit_test(test_placements_inside_a_window_are_those_of_the_whole_run),
       cmocka_unit_test(test_estimator_fallbacks_directly),
+      cmocka_unit_test(test_scaled_estimate_takes_the_nearest_bucket_larger_on_ties),
       cmocka_unit_test(test_cupti_windows_bound_the_compute_figures),
       cmocka_unit_test(test_cupti_coverage_is_whole_steps),
       cmocka_unit_test(test_kernels_without_timestamps_are_ignored),

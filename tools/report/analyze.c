@@ -150,6 +150,7 @@ static void after_pass1(ctx *c) {
   an_steps_clip(r);
   an_choose_window(r);
   rp_est_finish(c->est);
+  if (rp_est_failed(c->est)) c->st = TOPO_ERR_NOMEM;
 }
 
 static void ctx_free(ctx *c) {
@@ -164,6 +165,7 @@ static void ctx_free(ctx *c) {
   topo_free(c->held);
   topo_free(c->stream_id);
   topo_free(c->stream_end);
+  rp_map_free(&c->stream_of);
   rp_est_free(c->est);
 }
 

@@ -13,8 +13,8 @@
 #include "analyze.h"
 
 static int stream_slot(ctx *c, uint32_t stream) {
-  for (size_t i = 0; i < c->nstreams; i++)
-    if (c->stream_id[i] == stream) return (int)i;
+  uint32_t at;
+  if (rp_map_find(&c->stream_of, stream, &at)) return (int)at;
   if (c->nstreams == c->cap_streams) {
     size_t cap = c->cap_streams ? c->cap_streams * 2 : 16;
     uint32_t *id = topo_realloc(c->stream_id, cap * sizeof *id);
@@ -26,6 +26,10 @@ static int stream_slot(ctx *c, uint32_t stream) {
     }
     c->stream_end = end;
     c->cap_streams = cap;
+  }
+  if (!rp_map_add(&c->stream_of, stream, (uint32_t)c->nstreams)) {
+    c->st = TOPO_ERR_NOMEM;
+    return -1;
   }
   c->stream_id[c->nstreams] = stream;
   c->stream_end[c->nstreams] = INT64_MIN;
@@ -241,6 +245,7 @@ static void sweep_rank(ctx *c, int p, const int *list, int nlist, int *mine) {
     c->st = TOPO_ERR_NOMEM;
   c->sweep_rank = p;
   c->nstreams = 0;
+  rp_map_free(&c->stream_of);
   char what[64];
   snprintf(what, sizeof what, "pass 2, rank %d of %d", p + 1, r->nranks);
   rp_sink s2 = {c, p2_coll, p2_interval, NULL, NULL, p2_kevent};

@@ -22,9 +22,7 @@ typedef struct exp_ctx {
   rp_source *src;
   int *pid_of; /* source -> Chrome pid */
   uint64_t events;
-  /* tracks already named: (pid, tid) pairs */
-  uint64_t *named;
-  size_t nnamed, cap_named;
+  rp_map named; /* tracks already named: (pid, tid) pairs */
 } exp_ctx;
 
 static void ts(FILE *f, int64_t ns) {
@@ -35,16 +33,8 @@ static void ts(FILE *f, int64_t ns) {
 
 static void track(exp_ctx *x, int pid, uint32_t tid, const char *label, uint32_t stream) {
   uint64_t key = (uint64_t)(uint32_t)pid << 32 | tid;
-  for (size_t i = 0; i < x->nnamed; i++)
-    if (x->named[i] == key) return;
-  if (x->nnamed == x->cap_named) {
-    size_t cap = x->cap_named ? x->cap_named * 2 : 64;
-    uint64_t *v = topo_realloc(x->named, cap * sizeof *v);
-    if (!v) return;
-    x->named = v;
-    x->cap_named = cap;
-  }
-  x->named[x->nnamed++] = key;
+  uint32_t seen;
+  if (rp_map_find(&x->named, key, &seen) || !rp_map_add(&x->named, key, 0)) return;
   char name[64];
   if (strstr(label, "stream")) snprintf(name, sizeof name, "%s %u", label, stream);
   else snprintf(name, sizeof name, "%s", label);
@@ -227,7 +217,7 @@ out:
   for (int i = 0; x.src && i < n; i++) rp_source_close(&x.src[i]);
   topo_free(x.src);
   topo_free(x.pid_of);
-  topo_free(x.named);
+  rp_map_free(&x.named);
   rp_paths_free(files, n);
   return st;
 }

@@ -137,6 +137,7 @@ struct rp_gpu_state {
   /* per stream */
   rp_gstream_state **sstate;
   size_t streams_cap;
+  rp_map stream_of; /* stream id -> index into g->streams */
   rp_mem_state *mem;
   rp_ktime *time;
 };
@@ -311,8 +312,8 @@ static const rp_launch *corr_find(void *ctx, int64_t corr) {
 /* ---- streams */
 static size_t stream_index(rp_gpu *g, int64_t id) {
   struct rp_gpu_state *st = g->st;
-  for (size_t i = 0; i < g->nstreams; i++)
-    if (g->streams[i].stream == id) return i;
+  uint32_t at;
+  if (rp_map_find(&st->stream_of, (uint64_t)id, &at)) return at;
   if (g->nstreams == st->streams_cap) {
     size_t cap = st->streams_cap ? st->streams_cap * 2 : 8;
     rp_gstream *v = topo_realloc(g->streams, cap * sizeof *v);
@@ -326,6 +327,10 @@ static size_t stream_index(rp_gpu *g, int64_t id) {
   memset(&g->streams[i], 0, sizeof g->streams[i]);
   g->streams[i].stream = id;
   if (!(st->sstate[i] = rp_gstream_state_new(st->window))) return (size_t)-1;
+  if (!rp_map_add(&st->stream_of, (uint64_t)id, (uint32_t)i)) {
+    rp_gstream_state_free(st->sstate[i]);
+    return (size_t)-1;
+  }
   g->nstreams++;
   return i;
 }
@@ -409,6 +414,7 @@ static void free_state(rp_gpu *g) {
   if (!st) return;
   for (size_t i = 0; i < g->nstreams; i++) rp_gstream_state_free(st->sstate[i]);
   topo_free(st->sstate);
+  rp_map_free(&st->stream_of);
   rp_mem_state_free(st->mem);
   rp_ktime_free(st->time);
   topo_free(st->name_slot);

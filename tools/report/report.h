@@ -279,7 +279,8 @@ rp_estimator *rp_est_new(void);
 /* One measured call of `size` (nccl-tests size) and GPU duration `dur`. */
 void rp_est_measured(rp_estimator *x, const rp_est_key *k, uint64_t size, int64_t dur);
 void rp_est_finish(rp_estimator *x); /* after the last rp_est_measured */
-/* The estimate for an untimed call; returns its level (RP_EST_UNKNOWN: dur 0). */
+/* The estimate for an untimed call, after rp_est_finish; returns its level (RP_EST_UNKNOWN: dur
+ * 0). O(log keys). */
 int rp_est_get(const rp_estimator *x, const rp_est_key *k, uint64_t size, rp_estimate *out);
 int rp_est_failed(const rp_estimator *x); /* an allocation failed */
 void rp_est_free(rp_estimator *x);
