@@ -18,6 +18,9 @@
 //   trace-streams  collectives each on a stream of its own (binary trace)
 //   kineto-streams GPU kernels each on a stream of its own (Kineto)
 //   export-streams export --chrome of trace-streams' input (a track per stream)
+//   diff-rows      diff of kineto-groups' report with itself (rows matched across the runs)
+//   html-rows      the HTML report (its busbw plot) of NCCL kernels of 5 functions x communicator
+//                  sizes x message sizes: a row each, as many plotted series as sizes
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +39,7 @@
 #define RUNS        3
 
 /* What a case times. */
-enum stage { ANALYSIS, EXPORT_CHROME };
+enum stage { ANALYSIS, RENDER_HTML, RENDER_DIFF, EXPORT_CHROME };
 
 typedef struct scase {
   const char *name;
@@ -187,6 +190,25 @@ static void build_kineto_streams(const char *dir, size_t n) {
   fclose(f);
 }
 
+/* Rows of 5 functions x communicator sizes x 26 message sizes 4 x apart: as many communicator
+ * sizes as n / 130 (a plotted series each, up to 64 per function). */
+static void build_html_rows(const char *dir, size_t n) {
+  static const char *func[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
+  FILE *f = open_in(dir, "rows.json");
+  fputs("{\"traceEvents\":[\n", f);
+  for (size_t i = 0; i < n; i++) {
+    size_t j = i / 5, bucket = j % 26, size = j / 26;
+    fprintf(f,
+            "%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_%s_Sum_f32_RING_LL\","
+            "\"pid\":0,\"tid\":7,\"ts\":%zu,\"dur\":%zu,\"args\":{\"stream\":7,\"Group "
+            "size\":%zu,\"In msg nelems\":%zu,\"Out msg nelems\":%zu,\"dtype\":\"Float\"}}",
+            i ? ",\n" : "", func[i % 5], i * 100, 20 + i % 50, size + 2,
+            (size_t)1 << (2 * bucket + 1), (size_t)1 << (2 * bucket + 1));
+  }
+  fputs("\n]}\n", f);
+  fclose(f);
+}
+
 /* n steps of 1000 ns (marks), a GPU-timed AllReduce in each; CUPTI recorded every 4th step (a
  * compute kernel in each of those). */
 static void build_model_window(const char *dir, size_t n) {
@@ -234,6 +256,8 @@ static const scase cases[] = {
     {"trace-streams", 2000, "streams", build_trace_streams, ANALYSIS, NULL},
     {"kineto-streams", 2000, "streams", build_kineto_streams, ANALYSIS, NULL},
     {"export-streams", 4000, "streams", build_trace_streams, EXPORT_CHROME, NULL},
+    {"diff-rows", 1000, "rows", build_kineto_groups, RENDER_DIFF, NULL},
+    {"html-rows", 520, "rows", build_html_rows, RENDER_HTML, NULL},
 };
 
 static double cpu_now(void) {
@@ -256,6 +280,16 @@ static double run_stage(const scase *c, size_t n, const char *dir) {
     return rp_export_chrome(paths, 1, &opt, "/dev/null") == TOPO_OK ? cpu_now() - t : -1;
   topo_status st = rp_analyze(paths, 1, &opt, &r);
   if (st != TOPO_OK && st != TOPO_ERR_INVALID) return -1;
+  if (c->stage == ANALYSIS) return cpu_now() - t;
+  t = cpu_now();
+  if (c->stage == RENDER_HTML) {
+    if (rp_render_html(&r, "/dev/null") != TOPO_OK) return -1;
+  } else {
+    FILE *f = fopen("/dev/null", "w");
+    if (!f) return -1;
+    rp_render_diff(&r, &r, "a", "b", f);
+    fclose(f);
+  }
   return cpu_now() - t;
 }
 

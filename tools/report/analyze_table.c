@@ -16,7 +16,7 @@ static int bucket_of(uint64_t size) { return size ? 63 - __builtin_clzll(size) :
  * distinct communicator sizes the input names. */
 rp_row *an_row_get(ctx *c, int func, int nranks, int bucket) {
   rp_report *r = c->r;
-  uint64_t key = (uint64_t)(uint32_t)nranks << 32 | (uint64_t)func << 8 | (uint64_t)(bucket + 1);
+  uint64_t key = rp_row_key(func, nranks, bucket);
   uint32_t at;
   if (rp_map_find(&c->row_of, key, &at)) return r->rows[at];
   if (r->nrows == r->cap_rows) {

@@ -1,19 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0
 // `topo-report diff A B`: two analysed runs side by side (before/after a tuning change): overall
 // unions and ratios, then each collective row present in either run with its median time and
-// busbw and the relative change, then the kernels of both runs (kdiff.c).
+// busbw and the relative change, then the kernels of both runs (kdiff.c). Rows are matched
+// through a map of each run's rows: linear in the rows of both.
 #include <inttypes.h>
 #include <string.h>
 
 #include "kernels.h"
 #include "report.h"
 
-static const rp_row *find_row(const rp_report *r, const rp_row *w) {
-  for (size_t i = 0; i < r->nrows; i++)
-    if (r->rows[i]->func == w->func && r->rows[i]->nranks == w->nranks &&
-        r->rows[i]->bucket == w->bucket)
-      return r->rows[i];
-  return NULL;
+/* r's rows by key (the first of a key); 0 out of memory. */
+static int index_rows(const rp_report *r, rp_map *m) {
+  for (size_t i = 0; i < r->nrows; i++) {
+    const rp_row *w = r->rows[i];
+    uint64_t key = rp_row_key(w->func, w->nranks, w->bucket);
+    uint32_t at;
+    if (!rp_map_find(m, key, &at) && !rp_map_add(m, key, (uint32_t)i)) return 0;
+  }
+  return 1;
+}
+
+/* The row of r (indexed in m) with w's function, communicator size and bucket, or NULL. */
+static const rp_row *find_row(const rp_report *r, const rp_map *m, const rp_row *w) {
+  uint32_t at;
+  return rp_map_find(m, rp_row_key(w->func, w->nranks, w->bucket), &at) ? r->rows[at] : NULL;
 }
 
 static void change(FILE *f, double a, double b) {
@@ -78,9 +88,16 @@ void rp_render_diff(const rp_report *a, const rp_report *b, const char *name_a, 
   fprintf(f, "\nCollectives (median GPU time per rank and call; busbw GB/s)\n");
   fprintf(f, "  %-14s %5s %10s %12s %12s %9s %9s %9s %9s\n", "collective", "ranks", "size",
           "median A", "median B", "change", "busbw A", "busbw B", "change");
-  for (size_t i = 0; i < a->nrows; i++)
-    row_line(f, a->rows[i], a->rows[i], find_row(b, a->rows[i]));
-  for (size_t i = 0; i < b->nrows; i++)
-    if (!find_row(a, b->rows[i])) row_line(f, b->rows[i], NULL, b->rows[i]);
+  rp_map in_a = {0}, in_b = {0};
+  if (index_rows(a, &in_a) && index_rows(b, &in_b)) {
+    for (size_t i = 0; i < a->nrows; i++)
+      row_line(f, a->rows[i], a->rows[i], find_row(b, &in_b, a->rows[i]));
+    for (size_t i = 0; i < b->nrows; i++)
+      if (!find_row(a, &in_a, b->rows[i])) row_line(f, b->rows[i], NULL, b->rows[i]);
+  } else {
+    fprintf(f, "  out of memory\n");
+  }
+  rp_map_free(&in_a);
+  rp_map_free(&in_b);
   rp_render_kernel_diff(a, b, f);
 }

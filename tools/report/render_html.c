@@ -341,35 +341,103 @@ static void bw_reference(FILE *f, const rp_report *r, const bw_plot *g) {
   fprintf(f, ": %.1f GB/s</text>\n", r->ref_busbw);
 }
 
-/* One series: function func at communicator size nranks, its line, its points and its legend
- * entry (the series-th). */
-static void bw_series(FILE *f, const rp_report *r, const bw_plot *g, int func, int nranks,
+/* A GPU-timed row of the plot and its place in r->rows. */
+typedef struct bw_row {
+  const rp_row *w;
+  size_t at;
+} bw_row;
+
+/* Rows by (function, communicator size), then in the report's order: each series contiguous. */
+static int cmp_bw_series(const void *a, const void *b) {
+  const bw_row *x = a, *y = b;
+  if (x->w->func != y->w->func) return x->w->func < y->w->func ? -1 : 1;
+  if (x->w->nranks != y->w->nranks) return x->w->nranks < y->w->nranks ? -1 : 1;
+  return (x->at > y->at) - (x->at < y->at);
+}
+
+/* Rows of one series by bucket, then in the report's order. */
+static int cmp_bw_bucket(const void *a, const void *b) {
+  const bw_row *x = a, *y = b;
+  if (x->w->bucket != y->w->bucket) return x->w->bucket < y->w->bucket ? -1 : 1;
+  return (x->at > y->at) - (x->at < y->at);
+}
+
+/* A series: its rows [start, end) of the sorted list; `first` is the place of its first row in
+ * r->rows (series of a function are drawn in that order). */
+typedef struct bw_series_span {
+  int func;
+  size_t start, end, first;
+} bw_series_span;
+
+static int cmp_bw_span(const void *a, const void *b) {
+  const bw_series_span *x = a, *y = b;
+  if (x->func != y->func) return x->func < y->func ? -1 : 1;
+  return (x->first > y->first) - (x->first < y->first);
+}
+
+/* One series (rows[0, n), in the report's order), its line, its points and its legend entry (the
+ * series-th); `scratch` holds n rows. */
+static void bw_series(FILE *f, const bw_plot *g, const bw_row *rows, size_t n, bw_row *scratch,
                       int series) {
   const char *color = palette[series % 10];
+  const rp_row *first = rows[0].w;
   fprintf(f, "<polyline fill=none stroke=\"%s\" stroke-width=2 points=\"", color);
-  for (int b = g->lo; b <= g->hi; b++)
-    for (size_t i = 0; i < r->nrows; i++) {
-      const rp_row *w = r->rows[i];
-      if (w->func != func || w->nranks != nranks || w->bucket != b || !w->timed) continue;
-      fprintf(f, "%.1f,%.1f ", bw_x(g, b), bw_y(g, rp_row_busbw(w)));
-    }
+  memcpy(scratch, rows, n * sizeof *rows);
+  qsort(scratch, n, sizeof *scratch, cmp_bw_bucket);
+  for (size_t i = 0; i < n; i++) {
+    const rp_row *w = scratch[i].w;
+    if (w->bucket >= g->lo && w->bucket <= g->hi)
+      fprintf(f, "%.1f,%.1f ", bw_x(g, w->bucket), bw_y(g, rp_row_busbw(w)));
+  }
   fprintf(f, "\"/>\n");
-  for (size_t i = 0; i < r->nrows; i++) {
-    const rp_row *w = r->rows[i];
-    if (w->func != func || w->nranks != nranks || !w->timed || w->bucket < 0) continue;
+  for (size_t i = 0; i < n; i++) {
+    const rp_row *w = rows[i].w;
+    if (w->bucket < 0) continue;
     char lab[32];
     rp_bucket_label(w->bucket, lab, sizeof lab);
     fprintf(f,
             "<circle cx=\"%.1f\" cy=\"%.1f\" r=3.5 fill=\"%s\"><title>%s, %d ranks, %s: busbw %.2f "
             "GB/s, %" PRIu64 " calls</title></circle>",
-            bw_x(g, w->bucket), bw_y(g, rp_row_busbw(w)), color, rp_func_name(func), w->nranks, lab,
-            rp_row_busbw(w), w->calls);
+            bw_x(g, w->bucket), bw_y(g, rp_row_busbw(w)), color, rp_func_name(w->func), w->nranks,
+            lab, rp_row_busbw(w), w->calls);
   }
   fprintf(f,
           "<rect x=\"%.0f\" y=\"%.0f\" width=12 height=12 fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\" "
           "class=lab>%s (%d ranks)</text>\n",
           BW_L + BW_W + 20, BW_T + 10 + series * 20, color, BW_L + BW_W + 38,
-          BW_T + 21 + series * 20, rp_func_name(func), nranks);
+          BW_T + 21 + series * 20, rp_func_name(first->func), first->nranks);
+}
+
+/* Every series: one per (function, communicator size) with a GPU-timed row, functions in order,
+ * the sizes of a function in the order of their first row, at most 64 per function. Sorted, not
+ * searched: O(rows log rows). 0 out of memory. */
+static int bw_all_series(FILE *f, const rp_report *r, const bw_plot *g) {
+  size_t n = 0, nspan = 0;
+  bw_row *rows = topo_malloc((r->nrows ? r->nrows : 1) * sizeof *rows);
+  bw_row *scratch = topo_malloc((r->nrows ? r->nrows : 1) * sizeof *scratch);
+  bw_series_span *span = topo_malloc((r->nrows ? r->nrows : 1) * sizeof *span);
+  if (!rows || !scratch || !span) {
+    topo_free(rows), topo_free(scratch), topo_free(span);
+    return 0;
+  }
+  for (size_t i = 0; i < r->nrows; i++)
+    if (r->rows[i]->timed && r->rows[i]->func >= 0 && r->rows[i]->func < RP_MAX_FUNC)
+      rows[n++] = (bw_row){r->rows[i], i};
+  qsort(rows, n, sizeof *rows, cmp_bw_series);
+  for (size_t i = 0; i < n; i++) {
+    if (!i || rows[i].w->func != rows[i - 1].w->func || rows[i].w->nranks != rows[i - 1].w->nranks)
+      span[nspan++] = (bw_series_span){rows[i].w->func, i, i, rows[i].at};
+    span[nspan - 1].end = i + 1;
+  }
+  qsort(span, nspan, sizeof *span, cmp_bw_span);
+  int series = 0;
+  for (size_t k = 0, in_func = 0; k < nspan; k++) {
+    in_func = k && span[k].func == span[k - 1].func ? in_func + 1 : 0;
+    if (in_func < 64)
+      bw_series(f, g, rows + span[k].start, span[k].end - span[k].start, scratch, series++);
+  }
+  topo_free(rows), topo_free(scratch), topo_free(span);
+  return 1;
 }
 
 /* Bus bandwidth against message size: one series per (function, communicator size) with a
@@ -404,18 +472,7 @@ static void busbw_plot(FILE *f, const rp_report *r) {
           BW_W + BW_L + 200, BW_H + BW_T + BW_B);
   bw_axes(f, &g, ystep);
   bw_reference(f, r, &g);
-  int series = 0;
-  for (int func = 0; func < RP_MAX_FUNC; func++) {
-    int sizes[64], ns = 0;
-    for (size_t i = 0; i < r->nrows; i++) {
-      const rp_row *w = r->rows[i];
-      if (w->func != func || !w->timed) continue;
-      int seen = 0;
-      for (int k = 0; k < ns; k++) seen |= sizes[k] == w->nranks;
-      if (!seen && ns < 64) sizes[ns++] = w->nranks;
-    }
-    for (int si = 0; si < ns; si++) bw_series(f, r, &g, func, sizes[si], series++);
-  }
+  if (!bw_all_series(f, r, &g)) TOPO_WARN("--html: out of memory; the busbw plot has no series");
   fprintf(f, "</svg>\n");
 }
 

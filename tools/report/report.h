@@ -346,6 +346,11 @@ typedef struct rp_row {     /* one collective type x communicator size x size bu
   int64_t est_sum; /* sum of their estimated durations, ns */
   rp_err est_err;
 } rp_row;
+/* A row's (function, communicator size, bucket) packed into the 64-bit key rows are found by in
+ * an rp_map (func < RP_MAX_FUNC, -1 <= bucket < 64): one row per key. */
+static inline uint64_t rp_row_key(int func, int nranks, int bucket) {
+  return (uint64_t)(uint32_t)nranks << 32 | (uint64_t)(uint32_t)func << 8 | (uint64_t)(bucket + 1);
+}
 
 typedef struct rp_fitpt { /* fit input: (func, algo, proto, nranks, bucket) */
   int func, algo, proto, nranks, bucket;
