@@ -166,6 +166,7 @@ static void ctx_free(ctx *c) {
   topo_free(c->stream_id);
   topo_free(c->stream_end);
   rp_map_free(&c->stream_of);
+  rp_map_free(&c->rank_of_world);
   rp_est_free(c->est);
 }
 

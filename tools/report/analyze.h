@@ -75,7 +75,8 @@ typedef struct ctx {
   uint32_t *stream_id; /* pass 2, the rank swept: the end of its last comm interval per stream */
   int64_t *stream_end;
   size_t nstreams, cap_streams;
-  rp_map stream_of; /* stream id -> its index there */
+  rp_map stream_of;     /* stream id -> its index there */
+  rp_map rank_of_world; /* pass 1: world rank -> the first rank (process) of it, when still valid */
   int64_t last_progress;
   uint64_t total_bytes;  /* input bytes x passes */
   uint64_t closed_bytes; /* bytes read by sources already closed */

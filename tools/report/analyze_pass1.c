@@ -11,14 +11,26 @@
 
 #include "analyze.h"
 
+/* The first rank (process) of world rank `world`, or -1: through c->rank_of_world, whose entry
+ * may name a rank since undone (pass1_json), and is then no answer. */
+static int rank_of_world(const ctx *c, int world) {
+  uint32_t at;
+  if (!rp_map_find(&c->rank_of_world, (uint32_t)world, &at)) return -1;
+  return (int)at < c->r->nranks && c->r->ranks[at].world_rank == world ? (int)at : -1;
+}
+
+/* The rank of a Kineto source: the first rank of its distributedInfo rank, else a new one. */
 static int kineto_rank(ctx *c, rp_source *s) {
   if (s->proc >= 0) return s->proc;
   rp_report *r = c->r;
-  s->proc = -1;
-  if (s->rank >= 0)
-    for (int i = 0; i < r->nranks && s->proc < 0; i++)
-      if (r->ranks[i].world_rank == s->rank) s->proc = i;
-  if (s->proc < 0) s->proc = an_rank_add(r, "", 0, s->rank >= 0 ? s->rank : s->index);
+  s->proc = s->rank >= 0 ? rank_of_world(c, s->rank) : -1;
+  if (s->proc < 0) {
+    int world = s->rank >= 0 ? s->rank : s->index;
+    s->proc = an_rank_add(r, "", 0, world);
+    if (s->proc >= 0 && rank_of_world(c, world) < 0 &&
+        !rp_map_put(&c->rank_of_world, (uint32_t)world, (uint32_t)s->proc))
+      c->st = TOPO_ERR_NOMEM;
+  }
   if (s->proc >= 0) r->ranks[s->proc].nsources++;
   return s->proc;
 }
@@ -230,6 +242,10 @@ static void kineto_span(rp_report *r) {
 void an_pass1(ctx *c, int *bin, int nbin) {
   rp_report *r = c->r;
   rp_sink s1 = {c, p1_coll, p1_interval, step_add, p1_record, NULL};
+  for (int i = 0; i < r->nranks && c->st == TOPO_OK; i++) /* the binary traces' ranks */
+    if (r->ranks[i].world_rank >= 0 && rank_of_world(c, r->ranks[i].world_rank) < 0 &&
+        !rp_map_put(&c->rank_of_world, (uint32_t)r->ranks[i].world_rank, (uint32_t)i))
+      c->st = TOPO_ERR_NOMEM;
   for (int i = 0; i < r->nsrc && c->st == TOPO_OK; i++)
     if (r->src[i].kind == RP_SRC_KINETO) pass1_json(c, i, &s1);
   if (c->opt->step_window == RP_WINDOW_COMPLETE_STEPS) complete_step_windows(r, c->opt->quiet);

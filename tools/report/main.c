@@ -312,12 +312,9 @@ static int close_out(FILE *f) {
  * NVLink on one host, the network across hosts. 1 when the profile given cannot be used. */
 static int busbw_reference(rp_report *r, const char *profile, const char *gpu) {
   if (!profile && !gpu) return 0;
-  int hosts = 0;
-  for (int i = 0; i < r->nranks; i++) {
-    int seen = 0;
-    for (int j = 0; j < i; j++) seen |= !strcmp(r->ranks[i].host, r->ranks[j].host);
-    hosts += !seen;
-  }
+  int hosts = 1; /* 2: a rank on another host than the first rank's */
+  for (int i = 1; i < r->nranks && hosts == 1; i++)
+    hosts += strcmp(r->ranks[i].host, r->ranks[0].host) != 0;
   int cls = hosts > 1 ? TOPO_LINK_NET : TOPO_LINK_NVLINK;
   topo_profile p;
   memset(&p, 0, sizeof p);

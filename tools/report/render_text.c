@@ -362,25 +362,31 @@ static void print_collectives(const rp_report *r, FILE *f) {
   free(rows);
 }
 
+typedef struct straggler {
+  int64_t late; /* delay caused */
+  int rank;     /* index in r->ranks */
+} straggler;
+
+/* Most delay first; ranks in their order on ties. */
+static int cmp_straggler(const void *a, const void *b) {
+  const straggler *x = a, *y = b;
+  if (x->late != y->late) return x->late > y->late ? -1 : 1;
+  return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
 /* Stragglers: ranks by the delay they caused as the last to start (the first 8). */
 static void print_stragglers(const rp_report *r, FILE *f) {
   char a[48], b[48];
-  int *order = malloc((size_t)r->nranks * sizeof *order);
+  straggler *order = malloc((size_t)(r->nranks ? r->nranks : 1) * sizeof *order);
   if (!order) return;
-  for (int i = 0; i < r->nranks; i++) order[i] = i;
-  for (int i = 1; i < r->nranks; i++) /* insertion sort: ranks are few */
-    for (int j = i; j > 0 && r->ranks[order[j]].late_total > r->ranks[order[j - 1]].late_total;
-         j--) {
-      int t = order[j];
-      order[j] = order[j - 1];
-      order[j - 1] = t;
-    }
+  for (int i = 0; i < r->nranks; i++) order[i] = (straggler){r->ranks[i].late_total, i};
+  qsort(order, (size_t)r->nranks, sizeof *order, cmp_straggler);
   fprintf(f, "\nStragglers (the rank that starts a collective last makes the others wait)\n");
   fprintf(f, "  %-16s %10s %12s %10s %14s %14s %8s\n", "", "last", "of joined", "by gpu",
           "delay caused", "time waiting", "missed");
   int shown = 0;
   for (int i = 0; i < r->nranks && shown < 8; i++, shown++) {
-    const rp_rank *k = &r->ranks[order[i]];
+    const rp_rank *k = &r->ranks[order[i].rank];
     char label[64];
     rank_label(k, label, sizeof label);
     fprintf(f, "  %-16s %10" PRIu64 " %12" PRIu64 " %10" PRIu64 " %14s %14s %8" PRIu64 "\n", label,

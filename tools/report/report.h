@@ -56,6 +56,8 @@ typedef struct rp_map {
 int rp_map_find(const rp_map *m, uint64_t key, uint32_t *val);
 /* Stores key -> val (key not yet present, val < UINT32_MAX); 0 when out of memory. */
 int rp_map_add(rp_map *m, uint64_t key, uint32_t val);
+/* Stores key -> val, replacing the value of a key present; 0 when out of memory. */
+int rp_map_put(rp_map *m, uint64_t key, uint32_t val);
 void rp_map_free(rp_map *m);
 
 /* ---- interval classes and the per-rank sweep (sweep.c) */

@@ -132,6 +132,16 @@ int rp_map_add(rp_map *m, uint64_t key, uint32_t val) {
   return 1;
 }
 
+int rp_map_put(rp_map *m, uint64_t key, uint32_t val) {
+  if (m->cap)
+    for (size_t i = mix64(key) & (m->cap - 1); m->val[i]; i = (i + 1) & (m->cap - 1))
+      if (m->key[i] == key) {
+        m->val[i] = val + 1;
+        return 1;
+      }
+  return rp_map_add(m, key, val);
+}
+
 void rp_map_free(rp_map *m) {
   topo_free(m->key);
   topo_free(m->val);
