@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // topo-report's building blocks: nearest-rank quantiles (exact, then histogram within 0.4 %),
 // nccl-tests sizes and busbw factors, and the interval sweep on its own (touching intervals,
-// identical intervals on two streams, steps cut in the middle of an interval, empty input).
+// identical intervals on two streams, steps cut in the middle of an interval, empty input), and
+// the map the tables find their entries through (add, replace, growth).
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -128,12 +129,41 @@ static void test_overlap_model_leaves_out_far_chunks(void **state) {
   assert_true(m.ratio > 0.0999 && m.ratio < 0.1001);
 }
 
+/* 10,000 keys spread over the 64-bit range (0 and all ones among them) through several
+ * growths; rp_map_put replaces the value of a key present and adds a new one. */
+static void test_map_finds_adds_and_replaces(void **state) {
+  (void)state;
+  rp_map m = {0};
+  uint32_t v;
+  assert_int_equal(rp_map_find(&m, 7, &v), 0);
+  for (uint32_t i = 0; i < 10000; i++)
+    assert_int_equal(rp_map_add(&m, (uint64_t)i * 0x9e3779b97f4a7c15ull, i), 1);
+  assert_int_equal(rp_map_add(&m, ~0ull, 10000), 1);
+  for (uint32_t i = 0; i < 10000; i++) {
+    assert_int_equal(rp_map_find(&m, (uint64_t)i * 0x9e3779b97f4a7c15ull, &v), 1);
+    assert_int_equal(v, i);
+  }
+  assert_int_equal(rp_map_find(&m, 12345, &v), 0);
+  assert_int_equal(rp_map_put(&m, 0, 42), 1); /* key 0 (i = 0) present: replaced */
+  assert_int_equal(rp_map_find(&m, 0, &v), 1);
+  assert_int_equal(v, 42);
+  assert_int_equal(rp_map_put(&m, 12345, 7), 1); /* absent: added */
+  assert_int_equal(rp_map_find(&m, 12345, &v), 1);
+  assert_int_equal(v, 7);
+  assert_int_equal(rp_map_find(&m, ~0ull, &v), 1);
+  assert_int_equal(v, 10000);
+  assert_int_equal(m.n, 10002);
+  rp_map_free(&m);
+  assert_int_equal(rp_map_find(&m, 0, &v), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_quantiles_exact_then_histogram),
       cmocka_unit_test(test_sizes_and_factors_follow_nccl_tests),
       cmocka_unit_test(test_sweep_touching_duplicate_and_step_cuts),
       cmocka_unit_test(test_overlap_model_leaves_out_far_chunks),
+      cmocka_unit_test(test_map_finds_adds_and_replaces),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
