@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // topo-report on crafted inputs and a hostile host that must neither hang, emit invalid output nor
 // drop an input: collective seqs at both ends of the 64-bit range in one (communicator, function)
-// ring, strings that are not valid UTF-8 in JSON, many more traces than the descriptor limit
-// allows open at once, and headers claiming communicators of 2^20 ranks (memory must follow the
-// traces given). Each analysis runs under an alarm: a hang fails the test fast.
+// ring, strings that are not valid UTF-8 in JSON, many more traces (binary or Kineto JSON) than
+// the descriptor limit allows open at once, headers claiming communicators of 2^20 ranks (memory
+// must follow the traces given), and a JSON input whose reads fail half-way (the test exports its
+// own read(), which zlib binds to, as with LD_PRELOAD). Each analysis runs under an alarm: a hang
+// fails the test fast.
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,12 +16,31 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
 
 #include "report.h"
 #include "trace_fixture.h"
+
+/* read() for the whole process (default visibility: the build hides symbols unless told): a read
+ * of the file with inode fail_ino that starts at offset fail_from or later fails with EIO; every
+ * other read is the system's. */
+static ino_t fail_ino;
+static off_t fail_from;
+
+__attribute__((visibility("default"))) ssize_t read(int fd, void *buf, size_t n);
+ssize_t read(int fd, void *buf, size_t n) {
+  struct stat st;
+  if (fail_ino && fstat(fd, &st) == 0 && st.st_ino == fail_ino &&
+      lseek(fd, 0, SEEK_CUR) >= fail_from) {
+    errno = EIO;
+    return -1;
+  }
+  return syscall(SYS_read, fd, buf, n);
+}
 
 static void on_alarm(int sig) {
   (void)sig;
@@ -191,6 +213,88 @@ static void test_many_inputs_under_a_small_descriptor_limit_are_all_read(void **
   remove_dir(dir);
 }
 
+/* A Kineto trace of rank `rank` with `n` GPU kernels of 5 us, 10 us apart from `first_us` on. */
+static void write_kineto(const char *path, int rank, int n, long first_us) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "{\"distributedInfo\":{\"rank\":%d,\"world_size\":2},\"traceEvents\":[", rank);
+  for (int i = 0; i < n; i++)
+    fprintf(f,
+            "%s\n{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm_%d\",\"pid\":0,\"tid\":7,"
+            "\"ts\":%ld,\"dur\":5,\"args\":{\"stream\":7,\"correlation\":%d}}",
+            i ? "," : "", i % 7, first_us + 10L * i, i + 1);
+  fprintf(f, "\n]}\n");
+  assert_int_equal(fclose(f), 0);
+}
+
+/* 120 Kineto traces of one rank (their kernels interleaved in time), read with RLIMIT_NOFILE at
+ * 48: pass 2 merges them all by time, and none is dropped for want of a descriptor (each holds
+ * none while pass 2 replays pass 1's record of it). */
+static void test_many_json_inputs_of_one_rank_under_a_small_descriptor_limit(void **state) {
+  (void)state;
+  enum { FILES = 120, KERNELS = 3 };
+  char dir[64], path[FILES][128];
+  const char *paths[FILES];
+  temp_dir(dir);
+  for (int i = 0; i < FILES; i++) {
+    snprintf(path[i], sizeof path[i], "%s/k%03d.json", dir, i);
+    write_kineto(path[i], 0, KERNELS, 1000 + 10L * KERNELS * i);
+    paths[i] = path[i];
+  }
+  struct rlimit old, low;
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+  low = old;
+  low.rlim_cur = 48;
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+  rp_options opt = {.reorder_window = 65536, .quiet = 1};
+  rp_report r;
+  signal(SIGALRM, on_alarm);
+  alarm(2);
+  topo_status st = rp_analyze(paths, FILES, &opt, &r);
+  alarm(0);
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+  assert_int_equal(st, TOPO_OK);
+  for (int i = 0; i < r.nsrc; i++)
+    if (r.src[i].unreadable)
+      fail_msg("%s not read: %s", r.src[i].path, strerror(r.src[i].unreadable));
+  assert_int_equal(r.nsrc, FILES);
+  assert_int_equal(r.nranks, 1);
+  assert_int_equal(r.ranks[0].t.intervals[RP_COMPUTE], FILES * KERNELS);
+  assert_int_equal(r.ranks[0].t.compute, FILES * KERNELS * 5000); /* 5 us each, none overlap */
+  rp_report_free(&r);
+  remove_dir(dir);
+}
+
+/* A 2 MB Kineto trace whose reads that start past its middle fail with EIO: the events read
+ * before count, and the input is reported as not wholly read (EIO), not taken as ending there. */
+static void test_a_json_read_error_is_a_problem_of_its_input(void **state) {
+  (void)state;
+  char dir[64], path[128];
+  temp_dir(dir);
+  snprintf(path, sizeof path, "%s/rank0.json", dir);
+  write_kineto(path, 0, 16000, 1000);
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_true(st.st_size > (1 << 20));
+  const char *paths[] = {path};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1};
+  rp_report r;
+  signal(SIGALRM, on_alarm);
+  alarm(2);
+  fail_from = st.st_size / 2;
+  fail_ino = st.st_ino;
+  topo_status s = rp_analyze(paths, 1, &opt, &r);
+  fail_ino = 0;
+  alarm(0);
+  assert_int_equal(s, TOPO_OK);
+  assert_int_equal(r.nsrc, 1);
+  assert_int_equal(r.src[0].unreadable, EIO);
+  assert_true(r.src[0].compute_kernels > 0);     /* what came before the error counts */
+  assert_true(r.src[0].compute_kernels < 16000); /* and nothing after it */
+  rp_report_free(&r);
+  remove_dir(dir);
+}
+
 /* 24 small traces, each of its own communicator claiming 2^20 ranks, with collectives of five
  * functions: analysed in a child whose peak RSS must stay far below what per-rank tables of the
  * claimed size would take (~87 MB per communicator before: 2 GB here). */
@@ -242,6 +346,8 @@ int main(void) {
       cmocka_unit_test(test_seqs_near_the_top_of_the_range_join),
       cmocka_unit_test(test_json_strings_are_valid_utf8),
       cmocka_unit_test(test_many_inputs_under_a_small_descriptor_limit_are_all_read),
+      cmocka_unit_test(test_many_json_inputs_of_one_rank_under_a_small_descriptor_limit),
+      cmocka_unit_test(test_a_json_read_error_is_a_problem_of_its_input),
       cmocka_unit_test(test_memory_follows_the_traces_not_the_claimed_communicator_size),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -32,7 +32,8 @@ void an_progress(ctx *c, const char *what, int force) {
 
 /* ---- open descriptors */
 /* Sources that may hold a descriptor at once: half of what RLIMIT_NOFILE leaves after 16 (the
- * outputs, a JSON input, the caller's own), at most 256 (each holds a 1 MiB window), at least 1. */
+ * outputs, pass 1's JSON input and its record file, the caller's own), at most 256 (each holds a
+ * 1 MiB window), at least 1. */
 int an_open_budget(void) {
   struct rlimit rl;
   rlim_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
@@ -42,10 +43,12 @@ int an_open_budget(void) {
 }
 
 /* Source i is about to hold a descriptor (it opens, or resumes at its next step): at the budget,
- * the next holding source after the clock hand that can be suspended is, first (JSON cannot:
- * while only they hold, the budget is exceeded). */
+ * the next holding source after the clock hand that can be suspended is, first. A JSON input
+ * replayed from pass 1's record holds none of its own; one read again (its record could not be
+ * made) cannot be suspended: while only such hold, the budget is exceeded. */
 void an_hold(ctx *c, int i) {
-  if (c->held[i]) return;
+  const rp_source *s = &c->r->src[i];
+  if (c->held[i] || (s->kind == RP_SRC_KINETO && rp_kspill_ready(s->spill))) return;
   int n = c->r->nsrc;
   for (int tried = 0; c->nheld >= c->budget && tried < n; tried++) {
     int k = c->hand;

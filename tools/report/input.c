@@ -495,7 +495,10 @@ int rp_source_step(rp_source *s, const rp_sink *sink, int pass) {
   if (s->done || !s->impl) return 0;
   if (s->kind == RP_SRC_KINETO) {
     int more = rp_kineto_step(s->impl, s, sink, 4096);
-    if (!more) s->done = 1;
+    if (!more) {
+      s->done = 1;
+      if (rp_kineto_io_error(s->impl)) s->unreadable = rp_kineto_io_error(s->impl);
+    }
     return more;
   }
   topo_trace_reader *r = s->impl;

@@ -85,7 +85,7 @@ int js_refill(js_in *in) {
     size_t cap = in->cap * 2 > in->max_cap ? in->max_cap : in->cap * 2;
     char *b = topo_realloc(in->buf, cap + JS_PAD);
     if (!b) {
-      in->error = 1;
+      in->error = JS_ERR_NOMEM;
       return 0;
     }
     in->buf = b;
@@ -104,15 +104,24 @@ int js_refill(js_in *in) {
     memset(in->buf + in->len, 0, JS_PAD);
     return n > 0;
   }
+  errno = 0;
   int n = gzread((gzFile)in->gz, in->buf + in->len, (unsigned)want);
-  if (n < 0) {
-    in->error = 1;
-    n = 0;
-  }
-  if (n == 0) {
-    int err = 0;
+  int read_errno = errno;
+  if (n <= 0) {
+    int err = Z_OK;
     gzerror((gzFile)in->gz, &err);
-    if (err != Z_OK && err != Z_BUF_ERROR) in->error = 1;
+    if (err == Z_ERRNO) {
+      in->error = JS_ERR_IO;
+      in->io_errno = read_errno ? read_errno : EIO;
+    } else if (err == Z_MEM_ERROR) {
+      in->error = JS_ERR_NOMEM;
+    } else if (err != Z_OK && err != Z_BUF_ERROR) {
+      in->error = JS_ERR_GZIP;
+    } else if (n < 0) {
+      in->error = JS_ERR_IO;
+      in->io_errno = read_errno ? read_errno : EIO;
+    }
+    n = 0;
     in->eof = 1;
   }
   in->len += (size_t)n;

@@ -28,14 +28,24 @@ typedef struct js_str {
   size_t n;
 } js_str;
 
+/* Why the input stopped before its end (js_in.error). */
+typedef enum js_error {
+  JS_ERR_NONE = 0,
+  JS_ERR_IO,    /* a read of the file failed (js_in.io_errno): not the input's fault */
+  JS_ERR_GZIP,  /* the gzip stream is corrupt: a malformed input */
+  JS_ERR_NOMEM, /* out of memory */
+} js_error;
+
 typedef struct js_in {
   void *gz;             /* gzFile; NULL for memory input */
   char *buf;            /* cap + JS_PAD bytes */
   size_t cap, len, pos; /* buf[pos, len) not yet consumed */
   size_t max_cap;       /* the buffer grows up to this for one unit */
   uint64_t off;         /* input offset (decompressed) of buf[0] */
-  int eof, error, gzip; /* gzip: the file is gzip-compressed */
-  const char *src;      /* js_open_chunks: the bytes, handed over `chunk` at a time */
+  int eof, gzip;        /* gzip: the file is gzip-compressed */
+  js_error error;
+  int io_errno;    /* JS_ERR_IO: errno of the failed read */
+  const char *src; /* js_open_chunks: the bytes, handed over `chunk` at a time */
   size_t src_len, src_off, chunk;
 } js_in;
 
@@ -50,8 +60,8 @@ int js_open_memory(js_in *in, const char *data, size_t len);
 int js_open_chunks(js_in *in, const char *data, size_t len, size_t chunk, size_t max_cap);
 void js_close(js_in *in);
 /* Drop buf[0, pos), read more after buf[len). Grows the buffer (up to max_cap) when pos == 0 and it
- * is full. 1 when bytes arrived; 0 at the end of the input, on a read error (in->error) or when
- * the buffer is at max_cap with no room. */
+ * is full. 1 when bytes arrived; 0 at the end of the input, on an error (in->error says which) or
+ * when the buffer is at max_cap with no room. */
 int js_refill(js_in *in);
 /* Bytes of the file read so far (compressed bytes for gzip), for progress lines. */
 uint64_t js_file_offset(const js_in *in);

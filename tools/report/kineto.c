@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -99,6 +98,7 @@ struct rp_kineto {
   int base_fixed;      /* base given by pass 1: ignore the key */
   int quiet;
   int rank, world;
+  int io_error;       /* errno of a failed read of the file or of pass 1's record; 0 none */
   int has_events_key; /* the top-level object has "traceEvents" (or the file is an array) */
   int own_export;     /* otherData.tool is "topo-report": topo-report's Chrome export */
   uint64_t events, x_events, cpu_events, gpu_events, huge_skipped;
@@ -126,14 +126,24 @@ struct rp_kineto {
 
 static uint64_t where(const rp_kineto *k) { return k->in.off + k->in.pos; }
 
+/* The reading stops at the current byte: the input stopped early (k->in.error says why; an I/O
+ * error is kept in k->io_error for the source) or is malformed (`what`). */
 static void fail(rp_kineto *k, const char *what) {
   if (k->failed) return;
   k->failed = 1;
   k->st = ST_DONE;
-  if (!k->quiet)
-    TOPO_WARN("%s: byte %" PRIu64 ": %s%s; the %" PRIu64 " events before it are used", k->path,
-              where(k), k->in.error ? "" : "malformed JSON: ", k->in.error ? "read error" : what,
-              k->events);
+  const js_in *in = &k->in;
+  if (in->error == JS_ERR_IO) k->io_error = in->io_errno;
+  if (k->quiet) return;
+  const char *prefix = in->error == JS_ERR_IO     ? "read error: "
+                       : in->error == JS_ERR_NONE ? "malformed JSON: "
+                                                  : "";
+  const char *why = in->error == JS_ERR_IO      ? strerror(in->io_errno)
+                    : in->error == JS_ERR_GZIP  ? "corrupt gzip data"
+                    : in->error == JS_ERR_NOMEM ? "out of memory"
+                                                : what;
+  TOPO_WARN("%s: byte %" PRIu64 ": %s%s; the %" PRIu64 " events before it are used", k->path,
+            where(k), prefix, why, k->events);
 }
 
 static int classify_cat(js_str c) {
@@ -786,15 +796,19 @@ static void finish(rp_kineto *k, rp_source *s, const rp_sink *sink) {
 }
 
 /* ---- the record of pass 1 for pass 2 (rp_kspill): every event deliver hands to act(), as a
- * fixed-size record in an unlinked temporary file, its strings interned once in memory. Replaying
- * it gives pass 2 the same events without parsing the JSON again; memory: the distinct strings
- * (kernel names), capped; anything that fails (no temporary file, a write error, too many distinct
- * strings) leaves the record unusable and pass 2 reads the JSON again. */
+ * fixed-size record, written in batches to one unlinked temporary file that every record shares
+ * (one descriptor however many JSON inputs there are: a record read back holds none of its own),
+ * their strings interned once in memory in one table that the records share too (kernel names
+ * repeat across ranks). Replaying it gives pass 2 the same events without parsing the JSON again.
+ * Memory: the distinct strings, capped; per record its batches' offsets, a write buffer while
+ * pass 1 writes it and a small read buffer while pass 2 reads it. Anything that fails (no
+ * temporary file, a write error, too many distinct strings) leaves that record unusable and
+ * pass 2 reads its JSON again. */
 
-#define SPILL_BUF              8192 /* records per read / write batch */
+#define SPILL_BUF              8192 /* records per write batch */
+#define SPILL_READ             256  /* records per read */
 #define SPILL_MAX_STRINGS      (1u << 20)
 #define SPILL_MAX_STRING_BYTES (64u << 20)
-#define SPILL_MAX_LIVE         64 /* records open at once (file descriptors), at most */
 
 typedef struct krec {
   int64_t ts, dur, stream, tid, corr, bytes, in_nelems, out_nelems, group_size;
@@ -803,60 +817,70 @@ typedef struct krec {
   int32_t cat, has_dur;
 } krec;
 
-struct rp_kspill {
+/* What the records share while any is alive: the file and the strings. */
+static struct spill_shared {
   int fd;
-  int failed;   /* unusable: pass 2 reads the JSON again */
-  int complete; /* pass 1 reached the end */
-  uint64_t written, read;
-  krec *buf;
-  size_t nbuf, pos;
-  char **str; /* id -> string; str[0] = "" */
+  int users;    /* records alive */
+  uint64_t end; /* bytes written to the file */
+  char **str;   /* id -> string; str[0] = "" */
   size_t nstr, cap_str, str_bytes;
   uint32_t *slot; /* open addressing: id + 1, 0 empty */
   size_t cap_slot;
+} spill_file = {.fd = -1};
+
+struct rp_kspill {
+  int failed;   /* unusable: pass 2 reads the JSON again */
+  int complete; /* pass 1 reached the end */
+  int io_error; /* errno of a failed read back (0: none) */
+  uint64_t written, read;
+  uint64_t *batch; /* file offset of each batch of SPILL_BUF records */
+  size_t nbatch, cap_batch;
+  krec *buf; /* pass 1: the batch being filled (SPILL_BUF); pass 2: SPILL_READ records read */
+  size_t nbuf, pos;
 };
 
-static int spill_live;
+static void shared_release(void) {
+  if (--spill_file.users > 0) return;
+  if (spill_file.fd >= 0) close(spill_file.fd);
+  for (size_t i = 0; i < spill_file.nstr; i++) topo_free(spill_file.str[i]);
+  topo_free(spill_file.str), topo_free(spill_file.slot);
+  memset(&spill_file, 0, sizeof spill_file);
+  spill_file.fd = -1;
+}
 
-/* Records open at once: SPILL_MAX_LIVE, and at most a quarter of what RLIMIT_NOFILE leaves after
- * 16, so that the descriptors analyze.c budgets for its inputs stay free. */
-static int spill_cap(void) {
-  struct rlimit rl;
-  rlim_t lim = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
-  if (lim == RLIM_INFINITY || lim > 4096) lim = 4096;
-  long c = ((long)lim - 16) / 4;
-  return c < 0 ? 0 : c > SPILL_MAX_LIVE ? SPILL_MAX_LIVE : (int)c;
+/* The shared file and string table, made by the first record alive. 0 when they cannot be. */
+static int shared_acquire(void) {
+  if (spill_file.users++ > 0) return 1;
+  spill_file.fd = temp_fd();
+  spill_file.str = topo_malloc(64 * sizeof *spill_file.str);
+  spill_file.slot = topo_calloc(128, sizeof *spill_file.slot);
+  if (spill_file.fd < 0 || !spill_file.str || !spill_file.slot ||
+      !(spill_file.str[0] = topo_strdup(""))) {
+    shared_release();
+    return 0;
+  }
+  spill_file.nstr = 1, spill_file.cap_str = 64, spill_file.cap_slot = 128;
+  return 1;
 }
 
 rp_kspill *rp_kspill_new(void) {
-  if (spill_live >= spill_cap()) return NULL;
-  const char *dir = getenv("TMPDIR");
-  char path[4096];
-  snprintf(path, sizeof path, "%s/topo-report-XXXXXX", dir && *dir ? dir : "/tmp");
   rp_kspill *sp = topo_calloc(1, sizeof *sp);
   if (!sp) return NULL;
-  sp->fd = mkstemp(path);
-  sp->buf = topo_malloc(SPILL_BUF * sizeof *sp->buf);
-  sp->str = topo_malloc(64 * sizeof *sp->str);
-  sp->slot = topo_calloc(128, sizeof *sp->slot);
-  if (sp->fd < 0 || !sp->buf || !sp->str || !sp->slot || !(sp->str[0] = topo_strdup(""))) {
-    if (sp->fd >= 0) unlink(path);
-    if (sp->fd >= 0) close(sp->fd);
-    topo_free(sp->buf), topo_free(sp->str), topo_free(sp->slot), topo_free(sp);
+  if (!shared_acquire()) {
+    topo_free(sp);
     return NULL;
   }
-  unlink(path); /* nothing is left behind, whatever happens to the process */
-  sp->nstr = 1, sp->cap_str = 64, sp->cap_slot = 128;
-  spill_live++;
+  if (!(sp->buf = topo_malloc(SPILL_BUF * sizeof *sp->buf))) {
+    rp_kspill_free(sp);
+    return NULL;
+  }
   return sp;
 }
 
 void rp_kspill_free(rp_kspill *sp) {
   if (!sp) return;
-  close(sp->fd);
-  for (size_t i = 0; i < sp->nstr; i++) topo_free(sp->str[i]);
-  topo_free(sp->str), topo_free(sp->slot), topo_free(sp->buf), topo_free(sp);
-  spill_live--;
+  topo_free(sp->buf), topo_free(sp->batch), topo_free(sp);
+  shared_release();
 }
 
 int rp_kspill_ready(const rp_kspill *sp) { return sp && sp->complete && !sp->failed; }
@@ -867,68 +891,79 @@ static uint64_t str_hash(const char *s) {
   return h;
 }
 
-/* The id of `s`, added when new; 0 for "" and on failure (then the record is unusable). */
+/* The id of `s` in the shared table, added when new; 0 for "" and on failure (then the record
+ * is unusable). */
 static uint32_t spill_str(rp_kspill *sp, const char *s) {
+  struct spill_shared *t = &spill_file;
   if (!*s) return 0;
-  size_t j = str_hash(s) & (sp->cap_slot - 1);
-  for (; sp->slot[j]; j = (j + 1) & (sp->cap_slot - 1))
-    if (!strcmp(sp->str[sp->slot[j] - 1], s)) return sp->slot[j] - 1;
+  size_t j = str_hash(s) & (t->cap_slot - 1);
+  for (; t->slot[j]; j = (j + 1) & (t->cap_slot - 1))
+    if (!strcmp(t->str[t->slot[j] - 1], s)) return t->slot[j] - 1;
   size_t len = strlen(s);
-  if (sp->nstr >= SPILL_MAX_STRINGS || sp->str_bytes + len > SPILL_MAX_STRING_BYTES) {
+  if (t->nstr >= SPILL_MAX_STRINGS || t->str_bytes + len > SPILL_MAX_STRING_BYTES) {
     sp->failed = 1;
     return 0;
   }
-  if (sp->nstr == sp->cap_str) {
-    char **v = topo_realloc(sp->str, 2 * sp->cap_str * sizeof *v);
+  if (t->nstr == t->cap_str) {
+    char **v = topo_realloc(t->str, 2 * t->cap_str * sizeof *v);
     if (!v) return sp->failed = 1, 0;
-    sp->str = v, sp->cap_str *= 2;
+    t->str = v, t->cap_str *= 2;
   }
   char *copy = topo_strdup(s);
   if (!copy) return sp->failed = 1, 0;
-  uint32_t id = (uint32_t)sp->nstr;
-  sp->str[sp->nstr++] = copy;
-  sp->str_bytes += len;
-  sp->slot[j] = id + 1;
-  if (2 * sp->nstr > sp->cap_slot) { /* rehash at half full */
-    size_t cap = 2 * sp->cap_slot;
+  uint32_t id = (uint32_t)t->nstr;
+  t->str[t->nstr++] = copy;
+  t->str_bytes += len;
+  t->slot[j] = id + 1;
+  if (2 * t->nstr > t->cap_slot) { /* rehash at half full */
+    size_t cap = 2 * t->cap_slot;
     uint32_t *slot = topo_calloc(cap, sizeof *slot);
     if (!slot) return sp->failed = 1, 0;
-    for (size_t i = 1; i < sp->nstr; i++) {
-      size_t k = str_hash(sp->str[i]) & (cap - 1);
+    for (size_t i = 1; i < t->nstr; i++) {
+      size_t k = str_hash(t->str[i]) & (cap - 1);
       while (slot[k]) k = (k + 1) & (cap - 1);
       slot[k] = (uint32_t)i + 1;
     }
-    topo_free(sp->slot);
-    sp->slot = slot, sp->cap_slot = cap;
+    topo_free(t->slot);
+    t->slot = slot, t->cap_slot = cap;
   }
   return id;
 }
 
+/* The batch filled so far, at the end of the shared file; 0 when the record became unusable. */
 static int spill_flush(rp_kspill *sp) {
+  if (sp->failed || !sp->nbuf) return !sp->failed;
+  uint64_t *b = grow(sp->batch, &sp->cap_batch, sp->nbatch, sizeof *b);
+  if (!b) return !(sp->failed = 1);
+  sp->batch = b;
   const char *p = (const char *)sp->buf;
   size_t left = sp->nbuf * sizeof *sp->buf;
-  while (left && !sp->failed) {
-    ssize_t w = write(sp->fd, p, left);
+  uint64_t at = spill_file.end;
+  while (left) {
+    ssize_t w = pwrite(spill_file.fd, p, left, (off_t)at);
     if (w <= 0) {
       if (w < 0 && errno == EINTR) continue;
-      sp->failed = 1; /* a full disk, say: pass 2 reads the JSON again */
-      break;
+      return !(sp->failed = 1); /* a full disk, say: pass 2 reads the JSON again */
     }
-    p += w, left -= (size_t)w;
+    p += w, left -= (size_t)w, at += (uint64_t)w;
   }
+  sp->batch[sp->nbatch++] = spill_file.end;
+  spill_file.end = at;
   sp->written += sp->nbuf;
   sp->nbuf = 0;
-  return !sp->failed;
+  return 1;
 }
 
-/* The end of pass 1: the record is whole (unless a write failed). */
+/* The end of pass 1: the record is whole (unless a write failed); its write buffer goes. */
 static void spill_finish(rp_kspill *sp) {
   if (spill_flush(sp)) sp->complete = 1;
+  topo_free(sp->buf);
+  sp->buf = NULL;
 }
 
 static void spill_put(rp_kineto *k, jev *e) {
   rp_kspill *sp = k->spill;
-  if (sp->failed) return;
+  if (sp->failed || !sp->buf) return;
   krec *r = &sp->buf[sp->nbuf];
   r->ts = e->ts, r->dur = e->dur, r->has_dur = e->has_dur, r->cat = e->cat;
   r->stream = e->stream, r->corr = e->corr, r->bytes = e->bytes, r->bw = e->bw_gbps;
@@ -941,30 +976,44 @@ static void spill_put(rp_kineto *k, jev *e) {
   if (++sp->nbuf == SPILL_BUF) spill_flush(sp);
 }
 
-/* Pass 2 from the record: up to max events through act(). 0 when all are delivered. */
+/* The next records of the record from the shared file into sp->buf (at most SPILL_READ, within
+ * one batch). 0 at its end; 0 with sp->io_error set when the read fails. */
+static int spill_read(rp_kspill *sp) {
+  if (sp->read == sp->written) return 0;
+  uint64_t in_batch = sp->read % SPILL_BUF, batch = sp->read / SPILL_BUF;
+  uint64_t want = sp->written - sp->read;
+  if (want > SPILL_BUF - in_batch) want = SPILL_BUF - in_batch;
+  if (want > SPILL_READ) want = SPILL_READ;
+  size_t len = (size_t)want * sizeof *sp->buf, got = 0;
+  uint64_t at = sp->batch[batch] + in_batch * sizeof *sp->buf;
+  while (got < len) {
+    ssize_t r = pread(spill_file.fd, (char *)sp->buf + got, len - got, (off_t)(at + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      sp->io_error = r < 0 && errno ? errno : EIO;
+      return 0;
+    }
+    got += (size_t)r;
+  }
+  sp->nbuf = (size_t)want, sp->pos = 0, sp->read += want;
+  return 1;
+}
+
+/* Pass 2 from the record: up to max events through act(). 0 when all are delivered, or when
+ * the record cannot be read back (k->io_error: the events after it are missing). */
 static int replay_step(rp_kineto *k, rp_source *s, const rp_sink *sink, size_t max) {
   rp_kspill *sp = k->replay;
+  struct spill_shared *t = &spill_file;
   jev *e = &k->ev;
   for (size_t n = 0; n < max; n++) {
-    if (sp->pos == sp->nbuf) {
-      if (sp->read == sp->written) return 0;
-      size_t want =
-          sp->written - sp->read < SPILL_BUF ? (size_t)(sp->written - sp->read) : SPILL_BUF;
-      size_t got = 0;
-      while (got < want * sizeof *sp->buf) {
-        ssize_t r = read(sp->fd, (char *)sp->buf + got, want * sizeof *sp->buf - got);
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) break;
-        got += (size_t)r;
-      }
-      if (got != want * sizeof *sp->buf) { /* the record is gone: the events end here */
+    if (sp->pos == sp->nbuf && !spill_read(sp)) {
+      if (sp->io_error) {
+        k->io_error = sp->io_error;
         if (!k->quiet)
-          TOPO_WARN("%s: cannot read back the first pass's record; later events are missing",
-                    k->path);
-        sp->read = sp->written;
-        return 0;
+          TOPO_WARN("%s: cannot read back the first pass's record (%s); later events are missing",
+                    k->path, strerror(sp->io_error));
       }
-      sp->nbuf = want, sp->pos = 0, sp->read += want;
+      return 0;
     }
     const krec *r = &sp->buf[sp->pos++];
     event_reset(e);
@@ -973,11 +1022,11 @@ static int replay_step(rp_kineto *k, rp_source *s, const rp_sink *sink, size_t m
     e->stream = r->stream, e->tid = r->tid, e->corr = r->corr, e->bytes = r->bytes,
     e->bw_gbps = r->bw;
     e->in_nelems = r->in_nelems, e->out_nelems = r->out_nelems, e->group_size = r->group_size;
-    e->name_c = sp->str[r->name < sp->nstr ? r->name : 0];
-    e->cat_c = sp->str[r->cat_name < sp->nstr ? r->cat_name : 0];
+    e->name_c = t->str[r->name < t->nstr ? r->name : 0];
+    e->cat_c = t->str[r->cat_name < t->nstr ? r->cat_name : 0];
     snprintf(e->coll_name, sizeof e->coll_name, "%s",
-             sp->str[r->coll_name < sp->nstr ? r->coll_name : 0]);
-    snprintf(e->dtype, sizeof e->dtype, "%s", sp->str[r->dtype < sp->nstr ? r->dtype : 0]);
+             t->str[r->coll_name < t->nstr ? r->coll_name : 0]);
+    snprintf(e->dtype, sizeof e->dtype, "%s", t->str[r->dtype < t->nstr ? r->dtype : 0]);
     int64_t start = e->ts + k->base_ns, stop = start + (e->has_dur ? e->dur : 0);
     k->events++;
     act(k, s, sink, e, start, stop);
@@ -989,12 +1038,13 @@ void rp_kineto_record(rp_kineto *k, rp_kspill *sp) { k->spill = sp; }
 
 topo_status rp_kineto_open_replay(const char *path, rp_kspill *sp, rp_kineto **out) {
   *out = NULL;
-  if (!rp_kspill_ready(sp) || lseek(sp->fd, 0, SEEK_SET) != 0) return TOPO_ERR_IO;
+  if (!rp_kspill_ready(sp)) return TOPO_ERR_IO;
+  if (!sp->buf && !(sp->buf = topo_malloc(SPILL_READ * sizeof *sp->buf))) return TOPO_ERR_NOMEM;
   rp_kineto *k = kineto_new(path);
   if (!k) return TOPO_ERR_NOMEM;
   k->replay = sp;
   k->counting = 0;
-  sp->read = 0, sp->nbuf = sp->pos = 0;
+  sp->read = 0, sp->nbuf = sp->pos = 0, sp->io_error = 0;
   *out = k;
   return TOPO_OK;
 }
@@ -1007,7 +1057,7 @@ enum { K_NEXT, K_STOP, K_PARTIAL };
 static int end_of_buffer(rp_kineto *k) {
   js_in *in = &k->in;
   if (js_refill(in)) return K_NEXT;
-  if (in->error) fail(k, "read error");
+  if (in->error) fail(k, "");
   else if (k->st == ST_EVENTS && k->top_array) k->st = ST_DONE; /* viewers accept it unclosed */
   else if (k->st == ST_START) fail(k, "not a JSON object or array");
   else
@@ -1137,7 +1187,7 @@ static int partial(rp_kineto *k, js_status st, const char *what) {
   }
   if (js_refill(in)) return K_NEXT;
   if (in->error) {
-    fail(k, "read error");
+    fail(k, "");
   } else if (!in->eof && k->st == ST_EVENTS) { /* one event larger than the buffer may grow */
     js_status sk = js_skip_stream(in);
     k->huge_skipped++;
@@ -1228,6 +1278,8 @@ void rp_kineto_set_base(rp_kineto *k, int64_t base_ns) {
 }
 
 uint64_t rp_kineto_offset(const rp_kineto *k) { return js_file_offset(&k->in); }
+
+int rp_kineto_io_error(const rp_kineto *k) { return k->io_error; }
 
 void rp_kineto_stats(const rp_kineto *k, rp_kineto_info *out) {
   memset(out, 0, sizeof *out);

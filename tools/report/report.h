@@ -218,7 +218,9 @@ uint64_t rp_source_offset(const rp_source *s);
 /* Kineto / Chrome trace JSON reader (kineto.c). */
 typedef struct rp_kineto rp_kineto;
 /* Pass 1's record of the events pass 2 needs, so that pass 2 need not parse the JSON again:
- * a temporary file (unlinked at once) and the distinct strings. NULL when none can be made. */
+ * batches in one temporary file (unlinked at once) that every record shares, and the distinct
+ * strings in one table they share too. Read back, it holds no descriptor of its own. NULL when
+ * none can be made. */
 typedef struct rp_kspill rp_kspill;
 rp_kspill *rp_kspill_new(void);
 void rp_kspill_free(rp_kspill *sp);
@@ -236,6 +238,9 @@ void rp_kineto_set_quiet(rp_kineto *k, int quiet); /* no warnings (second pass, 
 /* Pass 1 counts the kernels into the source (rp_source.nccl_kernels, ...); later passes do not. */
 void rp_kineto_set_pass(rp_kineto *k, int pass);
 uint64_t rp_kineto_offset(const rp_kineto *k); /* bytes of the file read (compressed for gzip) */
+/* errno of a read of the file (or of pass 1's record) that failed; 0 when none did. A malformed
+ * or cut input is no read error. */
+int rp_kineto_io_error(const rp_kineto *k);
 /* What a JSON file turned out to hold. */
 typedef struct rp_kineto_info {
   uint64_t events, x_events, gpu_events; /* all events; complete ("X") ones; GPU work among them */
