@@ -933,9 +933,12 @@ static uint32_t spill_str(rp_kspill *sp, const char *s) {
 /* The batch filled so far, at the end of the shared file; 0 when the record became unusable. */
 static int spill_flush(rp_kspill *sp) {
   if (sp->failed || !sp->nbuf) return !sp->failed;
-  uint64_t *b = grow(sp->batch, &sp->cap_batch, sp->nbatch, sizeof *b);
-  if (!b) return !(sp->failed = 1);
-  sp->batch = b;
+  if (sp->nbatch == sp->cap_batch) { /* most records are a batch or two */
+    size_t cap = sp->cap_batch ? 2 * sp->cap_batch : 4;
+    uint64_t *b = topo_realloc(sp->batch, cap * sizeof *b);
+    if (!b) return !(sp->failed = 1);
+    sp->batch = b, sp->cap_batch = cap;
+  }
   const char *p = (const char *)sp->buf;
   size_t left = sp->nbuf * sizeof *sp->buf;
   uint64_t at = spill_file.end;
