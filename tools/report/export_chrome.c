@@ -116,6 +116,45 @@ typedef struct exp_proc {
   int rank, size;
 } exp_proc;
 
+/* A source by its process, for grouping by sorting. */
+typedef struct proc_ref {
+  const char *host;
+  uint32_t pid;
+  int index;
+} proc_ref;
+
+static int cmp_proc_ref(const void *a, const void *b) {
+  const proc_ref *x = a, *y = b;
+  int h = strcmp(x->host, y->host);
+  if (h) return h;
+  if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+  return (x->index > y->index) - (x->index < y->index);
+}
+
+/* Numbers the processes of the opened sources 1, 2, ... in order of their first source, into
+ * pid_of: sorted by (host, pid), not searched. 0 out of memory. */
+static int number_processes(exp_ctx *x, int n, int *nprocs) {
+  proc_ref *ref = topo_malloc((size_t)(n ? n : 1) * sizeof *ref);
+  int *first = topo_malloc((size_t)(n ? n : 1) * sizeof *first);
+  if (!ref || !first) {
+    topo_free(ref), topo_free(first);
+    return 0;
+  }
+  int m = 0;
+  for (int i = 0; i < n; i++)
+    if (x->src[i].impl) ref[m++] = (proc_ref){x->src[i].header.host, x->src[i].header.pid, i};
+  qsort(ref, (size_t)m, sizeof *ref, cmp_proc_ref);
+  for (int k = 0, g = 0; k < m; k++) { /* g: the first of k's process (its lowest index) */
+    if (k && (ref[k].pid != ref[g].pid || strcmp(ref[k].host, ref[g].host))) g = k;
+    first[ref[k].index] = ref[g].index;
+  }
+  *nprocs = 0;
+  for (int i = 0; i < n; i++)
+    if (x->src[i].impl) x->pid_of[i] = first[i] == i ? ++*nprocs : x->pid_of[first[i]];
+  topo_free(ref), topo_free(first);
+  return 1;
+}
+
 /* Opens every binary input (JSON ones are Chrome traces already: said, not exported), gives each
  * the export pid of its process (pid_of) and writes one header per process. */
 static topo_status process_headers(exp_ctx *x, char **files, int n, const rp_options *opt) {
@@ -137,18 +176,22 @@ static topo_status process_headers(exp_ctx *x, char **files, int n, const rp_opt
       continue;
     }
     rp_source_suspend(s); /* read one at a time below: no descriptor held meanwhile */
-    int p;
-    for (p = 0; p < nprocs; p++)
-      if (procs[p].pid == s->header.pid && !strcmp(procs[p].host, s->header.host)) break;
-    if (p == nprocs) {
-      snprintf(procs[p].host, sizeof procs[p].host, "%s", s->header.host);
-      procs[p].pid = s->header.pid;
-      procs[p].rank = -1;
-      nprocs++;
+  }
+  if (!number_processes(x, n, &nprocs)) {
+    topo_free(procs);
+    return TOPO_ERR_NOMEM;
+  }
+  for (int i = 0, named = 0; i < n; i++) { /* a process is named by its first source */
+    const rp_source *s = &x->src[i];
+    if (!s->impl) continue;
+    exp_proc *pr = &procs[x->pid_of[i] - 1];
+    if (x->pid_of[i] > named) {
+      named = x->pid_of[i];
+      snprintf(pr->host, sizeof pr->host, "%s", s->header.host);
+      pr->pid = s->header.pid;
+      pr->rank = -1;
     }
-    if (s->header.nranks > procs[p].size)
-      procs[p].size = s->header.nranks, procs[p].rank = s->header.rank;
-    x->pid_of[i] = p + 1;
+    if (s->header.nranks > pr->size) pr->size = s->header.nranks, pr->rank = s->header.rank;
   }
   for (int p = 0; p < nprocs; p++) {
     char pname[sizeof procs[p].host + 48];

@@ -169,29 +169,73 @@ static int cmp_cand_time(const void *a, const void *b) {
   return strcmp(x->path, y->path);
 }
 
+static uint64_t worker_hash(const cand *c) {
+  uint64_t h = 1469598103934665603ull;
+  for (const char *s = c->worker; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h ^ h >> 29;
+}
+
+static uint64_t rank_hash(const cand *c) {
+  uint64_t h = (uint64_t)(uint32_t)c->rank * 0x9e3779b97f4a7c15ull;
+  return h ^ h >> 29;
+}
+
+/* Files of a directory found by worker name or by rank: open addressing over `cap` slots (a power
+ * of two, at least twice the files); an entry counts only for the run it was put in. */
+typedef struct run_index {
+  cand **slot;
+  size_t cap;
+  int by_rank;
+} run_index;
+
+static int same_key(const run_index *x, const cand *a, const cand *b) {
+  return x->by_rank ? a->rank == b->rank : !strcmp(a->worker, b->worker);
+}
+
+/* 1 when a file of run `run` has c's key. */
+static int run_has(const run_index *x, const cand *c, int run) {
+  size_t j = (x->by_rank ? rank_hash(c) : worker_hash(c)) & (x->cap - 1);
+  for (; x->slot[j]; j = (j + 1) & (x->cap - 1))
+    if (x->slot[j]->run == run && same_key(x, x->slot[j], c)) return 1;
+  return 0;
+}
+
+static void run_put(run_index *x, cand *c) {
+  size_t j = (x->by_rank ? rank_hash(c) : worker_hash(c)) & (x->cap - 1);
+  while (x->slot[j]) j = (j + 1) & (x->cap - 1);
+  x->slot[j] = c;
+}
+
 /* Group the JSON traces of directory `dir` into runs: in time order, a file starts a new run when
  * its worker or its rank is already in the current one, or it comes more than RUN_GAP_NS after
- * the current run's last file. Returns the number of runs; sets each file's run. */
+ * the current run's last file. Returns the number of runs (-1 out of memory); sets each file's
+ * run. Linear in the files (the current run's workers and ranks are found through run_index). */
 static int group_runs(cand *c, int n, int dir, int64_t *first_ns, int cap_first) {
+  size_t cap = 64;
+  while (cap < 2 * (size_t)n) cap *= 2;
   cand **v = topo_malloc((size_t)(n ? n : 1) * sizeof *v);
-  if (!v) return -1;
+  run_index by_worker = {topo_calloc(cap, sizeof(cand *)), cap, 0};
+  run_index by_rank = {topo_calloc(cap, sizeof(cand *)), cap, 1};
+  int runs = -1;
+  if (!v || !by_worker.slot || !by_rank.slot) goto out;
   int m = 0;
   for (int i = 0; i < n; i++)
     if (c[i].path && c[i].dir == dir && c[i].json) v[m++] = &c[i];
   qsort(v, (size_t)m, sizeof *v, cmp_cand_time);
-  int runs = 0, start = 0;
+  runs = 0;
   for (int i = 0; i < m; i++) {
-    int fresh = i == 0 || v[i]->t - v[i - 1]->t > RUN_GAP_NS;
-    for (int j = start; j < i && !fresh; j++)
-      fresh = !strcmp(v[j]->worker, v[i]->worker) || (v[i]->rank >= 0 && v[j]->rank == v[i]->rank);
+    int fresh = i == 0 || v[i]->t - v[i - 1]->t > RUN_GAP_NS || run_has(&by_worker, v[i], runs) ||
+                (v[i]->rank >= 0 && run_has(&by_rank, v[i], runs));
     if (fresh) {
-      start = i;
       if (runs < cap_first) first_ns[runs] = v[i]->t;
       runs++;
     }
     v[i]->run = runs;
+    run_put(&by_worker, v[i]);
+    if (v[i]->rank >= 0) run_put(&by_rank, v[i]);
   }
-  topo_free(v);
+out:
+  topo_free(v), topo_free(by_worker.slot), topo_free(by_rank.slot);
   return runs;
 }
 
