@@ -17,6 +17,8 @@
 //                  ones of another size that each need the size-scaled estimate
 //   trace-streams  collectives each on a stream of its own (binary trace)
 //   kineto-streams GPU kernels each on a stream of its own (Kineto)
+//   outer-step     one ProfilerStep around all the others, a kernel in each (Kineto)
+//   memcpy-kinds   memcpys each of a kind of its own ("Memcpy" and 5 more characters)
 //   export-streams export --chrome of trace-streams' input (a track per stream)
 //   diff-rows      diff of kineto-groups' report with itself (rows matched across the runs)
 //   html-rows      the HTML report (its busbw plot) of NCCL kernels of 5 functions x communicator
@@ -190,6 +192,34 @@ static void build_kineto_streams(const char *dir, size_t n) {
   fclose(f);
 }
 
+static void build_outer_step(const char *dir, size_t n) {
+  FILE *f = open_in(dir, "long-step.json");
+  fprintf(f,
+          "{\"traceEvents\":[\n{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":"
+          "\"ProfilerStep#0\",\"pid\":1,\"tid\":1,\"ts\":0,\"dur\":%zu}",
+          1000 * n + 1000);
+  for (size_t i = 1; i <= n; i++)
+    fprintf(f,
+            ",\n{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#%zu\","
+            "\"pid\":1,\"tid\":1,\"ts\":%zu,\"dur\":900},\n{\"ph\":\"X\",\"cat\":\"kernel\","
+            "\"name\":\"gemm\",\"pid\":0,\"tid\":7,\"ts\":%zu,\"dur\":100,\"args\":{\"stream\":7}}",
+            i, i * 1000, i * 1000 + 20);
+  fputs("\n]}\n", f);
+  fclose(f);
+}
+
+static void build_memcpy_kinds(const char *dir, size_t n) {
+  FILE *f = open_in(dir, "memcpy.json");
+  fputs("{\"traceEvents\":[\n", f);
+  for (size_t i = 0; i < n; i++)
+    fprintf(f,
+            "%s{\"ph\":\"X\",\"cat\":\"gpu_memcpy\",\"name\":\"Memcpy%05zx\",\"pid\":0,"
+            "\"tid\":7,\"ts\":%zu,\"dur\":50,\"args\":{\"stream\":7,\"bytes\":4096}}",
+            i ? ",\n" : "", i, i * 100);
+  fputs("\n]}\n", f);
+  fclose(f);
+}
+
 /* Rows of 5 functions x communicator sizes x 26 message sizes 4 x apart: as many communicator
  * sizes as n / 130 (a plotted series each, up to 64 per function). */
 static void build_html_rows(const char *dir, size_t n) {
@@ -255,6 +285,8 @@ static const scase cases[] = {
     {"estimate-keys", 1000, "keys", build_estimate_keys, ANALYSIS, NULL},
     {"trace-streams", 2000, "streams", build_trace_streams, ANALYSIS, NULL},
     {"kineto-streams", 2000, "streams", build_kineto_streams, ANALYSIS, NULL},
+    {"outer-step", 1000, "steps", build_outer_step, ANALYSIS, NULL},
+    {"memcpy-kinds", 1000, "kinds", build_memcpy_kinds, ANALYSIS, NULL},
     {"export-streams", 4000, "streams", build_trace_streams, EXPORT_CHROME, NULL},
     {"diff-rows", 1000, "rows", build_kineto_groups, RENDER_DIFF, NULL},
     {"html-rows", 520, "rows", build_html_rows, RENDER_HTML, NULL},

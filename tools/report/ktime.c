@@ -3,8 +3,11 @@
 // by start through a bounded reorder heap, that adds each stretch of time to the combination of
 // types running then (HTA's kernel-type table: computation, communication, memory and their
 // overlaps; "other" events count only as busy), to the union of all events (busy), and to each
-// step's busy, compute, communication and overlap. Memory: the reorder window and the open
-// events. Called by kernels.c.
+// step's busy, compute, communication and overlap: running totals read as the sweep passes each
+// step's start and stop (a step gets the difference), so nested or long steps cost nothing per
+// stretch of time. Memory: the reorder window, the open events and two ends per step. Called by
+// kernels.c.
+#include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -20,6 +23,18 @@ typedef struct tend {
   int type;
 } tend;
 
+/* A step's start (sign -1) or stop (+1): where the running totals are read into it. */
+typedef struct step_end {
+  int64_t t;
+  uint32_t step;
+  int32_t sign;
+} step_end;
+
+/* Running totals since the sweep began: busy, compute, communication, overlap. */
+typedef struct totals {
+  int64_t busy, compute, comm, overlap;
+} totals;
+
 struct rp_ktime {
   rp_heap pend, ends;
   int open[RP_K_TYPES];
@@ -28,9 +43,16 @@ struct rp_ktime {
   int64_t busy, combo[8];
   uint64_t late;
   rp_gstep *steps;
-  size_t nsteps, step_idx;
+  step_end *step_ends; /* sorted by time */
+  size_t nends, next_end;
+  totals sum;
   int oom;
 };
+
+static int cmp_step_end(const void *a, const void *b) {
+  const step_end *x = a, *y = b;
+  return (x->t > y->t) - (x->t < y->t);
+}
 
 static int iv_less(const void *a, const void *b) {
   const tiv *x = a, *y = b;
@@ -47,31 +69,58 @@ rp_ktime *rp_ktime_new(size_t window, rp_gstep *steps, size_t nsteps) {
   rp_heap_init(&t->pend, sizeof(tiv), window, iv_less);
   rp_heap_init(&t->ends, sizeof(tend), (size_t)-1, end_less);
   t->steps = steps;
-  t->nsteps = nsteps;
+  if (nsteps && !(t->step_ends = topo_malloc(2 * nsteps * sizeof *t->step_ends))) {
+    rp_ktime_free(t);
+    return NULL;
+  }
+  for (size_t i = 0; i < nsteps; i++)
+    if (steps[i].stop > steps[i].start) { /* an empty or inverted step gets nothing */
+      t->step_ends[t->nends++] = (step_end){steps[i].start, (uint32_t)i, -1};
+      t->step_ends[t->nends++] = (step_end){steps[i].stop, (uint32_t)i, 1};
+    }
+  if (t->nends) qsort(t->step_ends, t->nends, sizeof *t->step_ends, cmp_step_end);
   return t;
 }
 
-/* Account [cursor, to) to what is open, then move the cursor. */
+/* The step ends at or before `upto` not yet read: each takes the running totals, its stop adding
+ * them to the step and its start taking them away. */
+static void read_step_ends(rp_ktime *t, int64_t upto) {
+  for (; t->next_end < t->nends && t->step_ends[t->next_end].t <= upto; t->next_end++) {
+    const step_end *e = &t->step_ends[t->next_end];
+    rp_gstep *st = &t->steps[e->step];
+    st->busy += e->sign * t->sum.busy;
+    st->compute += e->sign * t->sum.compute;
+    st->comm += e->sign * t->sum.comm;
+    st->overlap += e->sign * t->sum.overlap;
+  }
+}
+
+/* d ns of the type combination `mask` (any: something runs). */
+static void account(rp_ktime *t, int mask, int any, int64_t d) {
+  if (!any || d <= 0) return;
+  t->busy += d;
+  t->combo[mask] += d;
+  t->sum.busy += d;
+  if (mask & 1) t->sum.compute += d;
+  if (mask & 2) t->sum.comm += d;
+  if ((mask & 3) == 3) t->sum.overlap += d;
+}
+
+/* Account [cursor, to) to what is open, reading the step ends inside it on the way, then move the
+ * cursor. */
 static void advance(rp_ktime *t, int64_t to) {
   int64_t a = t->cursor;
   if (to <= a) return;
   t->cursor = to;
   int mask =
       (t->open[RP_K_COMPUTE] > 0) | (t->open[RP_K_COMM] > 0) << 1 | (t->open[RP_K_MEMORY] > 0) << 2;
-  if (!mask && !t->open[RP_K_OTHER]) return;
-  int64_t d = to - a;
-  t->busy += d;
-  t->combo[mask] += d;
-  while (t->step_idx < t->nsteps && t->steps[t->step_idx].stop <= a) t->step_idx++;
-  for (size_t j = t->step_idx; j < t->nsteps && t->steps[j].start < to; j++) {
-    rp_gstep *st = &t->steps[j];
-    int64_t lo = a > st->start ? a : st->start, hi = to < st->stop ? to : st->stop;
-    if (hi <= lo) continue;
-    st->busy += hi - lo;
-    if (mask & 1) st->compute += hi - lo;
-    if (mask & 2) st->comm += hi - lo;
-    if ((mask & 3) == 3) st->overlap += hi - lo;
+  int any = mask || t->open[RP_K_OTHER];
+  while (t->next_end < t->nends && t->step_ends[t->next_end].t <= to) {
+    int64_t b = t->step_ends[t->next_end].t;
+    if (b > a) account(t, mask, any, b - a), a = b;
+    read_step_ends(t, b);
   }
+  account(t, mask, any, to - a);
 }
 
 static void process(rp_ktime *t, tiv iv) {
@@ -117,6 +166,7 @@ int rp_ktime_finish(rp_ktime *t, int64_t *busy, int64_t combo[8], uint64_t *late
     advance(t, e.t);
     t->open[e.type]--;
   }
+  read_step_ends(t, INT64_MAX);
   *busy = t->busy;
   memcpy(combo, t->combo, sizeof t->combo);
   *late = t->late;
@@ -127,5 +177,6 @@ void rp_ktime_free(rp_ktime *t) {
   if (!t) return;
   rp_heap_free(&t->pend);
   rp_heap_free(&t->ends);
+  topo_free(t->step_ends);
   topo_free(t);
 }

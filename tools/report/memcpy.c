@@ -4,7 +4,8 @@
 // bandwidth (bytes / duration), and HTA's series: the summed bandwidth of the operations of a kind
 // running at once (Kineto's "memory bandwidth (GB/s)" per operation, +bw at its start, -bw at its
 // end; a 0-length operation lasts 1 us, as in HTA), taken after each point in time order, positive
-// values only. The points are sorted through a bounded reorder heap per kind. Called by kernels.c.
+// values only. The points are sorted through a bounded reorder heap per kind; kinds are found
+// through a hash table of their names. Called by kernels.c.
 #include <string.h>
 
 #include "alloc.h"
@@ -26,7 +27,34 @@ struct rp_mem_state {
   size_t window;
   kind_state *k;
   size_t n, cap;
+  uint32_t *slot; /* kinds by name, open addressing: index + 1, 0 empty; at most half full */
+  size_t nslot;
 };
+
+static size_t kind_hash(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return (size_t)(h ^ h >> 29);
+}
+
+/* The slot of kind name `kind` among kinds[]: the one holding it, or the empty one for it. */
+static size_t kind_slot(const rp_mem_state *m, const rp_memkind *kinds, const char *kind) {
+  size_t j = kind_hash(kind) & (m->nslot - 1);
+  while (m->slot[j] && strcmp(kinds[m->slot[j] - 1].kind, kind)) j = (j + 1) & (m->nslot - 1);
+  return j;
+}
+
+/* Room in the table for one more kind. 0 out of memory. */
+static int kind_reserve(rp_mem_state *m, const rp_memkind *kinds) {
+  if (2 * (m->n + 1) <= m->nslot) return 1;
+  size_t nslot = m->nslot ? 2 * m->nslot : 16;
+  uint32_t *slot = topo_calloc(nslot, sizeof *slot);
+  if (!slot) return 0;
+  topo_free(m->slot);
+  m->slot = slot, m->nslot = nslot;
+  for (size_t i = 0; i < m->n; i++) m->slot[kind_slot(m, kinds, kinds[i].kind)] = (uint32_t)i + 1;
+  return 1;
+}
 
 /* Time order; at the same time an end counts before a start (back-to-back copies never add up). */
 static int bw_less(const void *a, const void *b) {
@@ -64,8 +92,8 @@ static void push(kind_state *s, rp_memkind *out, int64_t t, double delta) {
 int rp_mem_add(rp_mem_state *m, rp_memkind **kinds, size_t *nkinds, const rp_kevent *e) {
   char kind[16];
   rp_memcpy_kind(e->name, kind, sizeof kind);
-  size_t i = 0;
-  while (i < *nkinds && strcmp((*kinds)[i].kind, kind)) i++;
+  if (!kind_reserve(m, *kinds)) return 0;
+  size_t j = kind_slot(m, *kinds, kind), i = m->slot[j] ? m->slot[j] - 1 : *nkinds;
   if (i == *nkinds) {
     if (m->n == m->cap) {
       size_t cap = m->cap ? m->cap * 2 : 4;
@@ -80,6 +108,7 @@ int rp_mem_add(rp_mem_state *m, rp_memkind **kinds, size_t *nkinds, const rp_kev
     snprintf((*kinds)[i].kind, sizeof(*kinds)[i].kind, "%s", kind);
     memset(&m->k[i], 0, sizeof m->k[i]);
     rp_heap_init(&m->k[i].pend, sizeof(bwpoint), 2 * m->window, bw_less);
+    m->slot[j] = (uint32_t)i + 1;
     *nkinds = ++m->n;
   }
   rp_memkind *out = &(*kinds)[i];
@@ -110,5 +139,6 @@ void rp_mem_state_free(rp_mem_state *m) {
   if (!m) return;
   for (size_t i = 0; i < m->n; i++) rp_heap_free(&m->k[i].pend);
   topo_free(m->k);
+  topo_free(m->slot);
   topo_free(m);
 }
