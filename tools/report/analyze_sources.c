@@ -136,14 +136,8 @@ void an_merged(ctx *c, int *idx, int n, const rp_sink *sink, int pass, const cha
 }
 
 /* ---- grouping the binary sources by sorting (no scan of the ranks or communicators per source) */
-typedef struct proc_key {
-  const char *host;
-  uint32_t pid;
-  int index;
-} proc_key;
-
-static int cmp_proc_key(const void *a, const void *b) {
-  const proc_key *x = a, *y = b;
+int rp_cmp_proc_ref(const void *a, const void *b) {
+  const rp_proc_ref *x = a, *y = b;
   int h = strcmp(x->host, y->host);
   if (h) return h;
   if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
@@ -153,7 +147,7 @@ static int cmp_proc_key(const void *a, const void *b) {
 /* Ranks are processes (host, pid; pid 0: each source its own), numbered in order of their first
  * source: sets every listed source's proc. */
 topo_status an_group_processes(rp_report *r, const int *bin, int nbin) {
-  proc_key *key = topo_malloc((size_t)(nbin ? nbin : 1) * sizeof *key);
+  rp_proc_ref *key = topo_malloc((size_t)(nbin ? nbin : 1) * sizeof *key);
   int *first = topo_malloc((size_t)r->nsrc * sizeof *first);
   if (!key || !first) {
     topo_free(key), topo_free(first);
@@ -161,9 +155,9 @@ topo_status an_group_processes(rp_report *r, const int *bin, int nbin) {
   }
   for (int b = 0; b < nbin; b++) {
     const topo_trace_header *h = &r->src[bin[b]].header;
-    key[b] = (proc_key){h->host, h->pid, bin[b]};
+    key[b] = (rp_proc_ref){h->host, h->pid, bin[b]};
   }
-  qsort(key, (size_t)nbin, sizeof *key, cmp_proc_key);
+  qsort(key, (size_t)nbin, sizeof *key, rp_cmp_proc_ref);
   for (int b = 0, g = 0; b < nbin; b++) { /* g: the first of b's group (the lowest index) */
     if (b && (!key[b].pid || key[b].pid != key[g].pid || strcmp(key[b].host, key[g].host))) g = b;
     first[key[b].index] = key[g].index;

@@ -116,25 +116,10 @@ typedef struct exp_proc {
   int rank, size;
 } exp_proc;
 
-/* A source by its process, for grouping by sorting. */
-typedef struct proc_ref {
-  const char *host;
-  uint32_t pid;
-  int index;
-} proc_ref;
-
-static int cmp_proc_ref(const void *a, const void *b) {
-  const proc_ref *x = a, *y = b;
-  int h = strcmp(x->host, y->host);
-  if (h) return h;
-  if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
-  return (x->index > y->index) - (x->index < y->index);
-}
-
 /* Numbers the processes of the opened sources 1, 2, ... in order of their first source, into
  * pid_of: sorted by (host, pid), not searched. 0 out of memory. */
 static int number_processes(exp_ctx *x, int n, int *nprocs) {
-  proc_ref *ref = topo_malloc((size_t)(n ? n : 1) * sizeof *ref);
+  rp_proc_ref *ref = topo_malloc((size_t)(n ? n : 1) * sizeof *ref);
   int *first = topo_malloc((size_t)(n ? n : 1) * sizeof *first);
   if (!ref || !first) {
     topo_free(ref), topo_free(first);
@@ -142,8 +127,8 @@ static int number_processes(exp_ctx *x, int n, int *nprocs) {
   }
   int m = 0;
   for (int i = 0; i < n; i++)
-    if (x->src[i].impl) ref[m++] = (proc_ref){x->src[i].header.host, x->src[i].header.pid, i};
-  qsort(ref, (size_t)m, sizeof *ref, cmp_proc_ref);
+    if (x->src[i].impl) ref[m++] = (rp_proc_ref){x->src[i].header.host, x->src[i].header.pid, i};
+  qsort(ref, (size_t)m, sizeof *ref, rp_cmp_proc_ref);
   for (int k = 0, g = 0; k < m; k++) { /* g: the first of k's process (its lowest index) */
     if (k && (ref[k].pid != ref[g].pid || strcmp(ref[k].host, ref[g].host))) g = k;
     first[ref[k].index] = ref[g].index;

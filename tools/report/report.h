@@ -204,6 +204,15 @@ typedef struct rp_source {
   int done;
 } rp_source;
 
+/* A source by its process (host, pid), for grouping sources by sorting (analyze_sources.c,
+ * export_chrome.c): rp_cmp_proc_ref orders by host, pid, then index (qsort). */
+typedef struct rp_proc_ref {
+  const char *host;
+  uint32_t pid;
+  int index;
+} rp_proc_ref;
+int rp_cmp_proc_ref(const void *a, const void *b);
+
 /* Opens a source for a pass; TOPO_ERR_IO (s->unreadable = errno) when it cannot be opened. */
 topo_status rp_source_open(rp_source *s, int pass);
 /* Deliver one chunk (a block / up to 4096 events) to the sink. 0 at the end (s->unreadable set
