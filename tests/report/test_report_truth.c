@@ -96,11 +96,10 @@ static void test_topo_alone_matches_kineto_on_the_same_steps(void **state) {
     double err_overlap = (double)t.exposed_all_error / (double)t.comm;
     fprintf(stderr,
             "rank %d: comm %.2f / %.2f %%, overlap %.2f ± %.2f / %.2f %%, exposed %.2f ± %.2f / "
-            "%.2f %% (topo / Kineto), model from %" PRIu64 " covered steps, %" PRIu64
-            " left out\n",
-            w, 100 * t.comm_share, 100 * k.comm_share, 100 * t.overlap_all_ratio,
-            100 * err_overlap, 100 * k.overlap_all_ratio, 100 * t.exposed_all_share,
-            100 * err_exposed, 100 * k.exposed_all_share, tr->model.chunks, tr->model.outliers);
+            "%.2f %% (topo / Kineto), model from %" PRIu64 " covered steps, %" PRIu64 " left out\n",
+            w, 100 * t.comm_share, 100 * k.comm_share, 100 * t.overlap_all_ratio, 100 * err_overlap,
+            100 * k.overlap_all_ratio, 100 * t.exposed_all_share, 100 * err_exposed,
+            100 * k.exposed_all_share, tr->model.chunks, tr->model.outliers);
     assert_true(fabs(t.comm_share - k.comm_share) <= 0.01);
     assert_true(fabs(t.overlap_all_ratio - k.overlap_all_ratio) <= 0.01);
     assert_true(fabs(t.exposed_all_share - k.exposed_all_share) <= 0.01);
