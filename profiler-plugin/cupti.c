@@ -84,8 +84,23 @@ static int parse_mode(void) {
 /* 1: a FORCED flush when stepping aside, as topo did before measuring it: CUPTI then ends the
  * other client's records of work still queued with zero timestamps and that client drops them
  * (torch.profiler kept 31-47 % of its GPU events). Only to rerun that measurement. */
+/* 1: an unforced flush when stepping aside (the code before 2026-12-02; by default only a build
+ * with buffers of several records does it). Only to rerun that measurement. */
+#ifndef TOPO_CUPTI_YIELD_FLUSH
+#define TOPO_CUPTI_YIELD_FLUSH (TOPO_CUPTI_MAX_RECORDS != 1)
+#endif
 #ifndef TOPO_CUPTI_YIELD_FORCED
 #define TOPO_CUPTI_YIELD_FORCED 0
+#endif
+/* While a span is open CUPTI's own worker hands back finished buffers this often (ms; 0: only
+ * at topo's polls). A buffer of ours that is still queued when another client registers its
+ * callbacks goes to that client, which logs one error line per buffer (Kineto: "bufferCompleted
+ * called with unknown buffer"): with a poll every 0.5 s that was 352-553 lines when
+ * torch.profiler started inside a window on the H200 DDP job, with this flush 151-154 (torch's
+ * trace complete either way: tests/gpu/cupti_flush_period.sh). A periodic flush returns only
+ * full buffers whose records are complete, so it never ends another client's records early. */
+#ifndef TOPO_CUPTI_FLUSH_PERIOD_MS
+#define TOPO_CUPTI_FLUSH_PERIOD_MS 10
 #endif
 #define SPARE_BUFFERS 64 /* recycled buffers kept; more in flight are allocated and freed */
 #define BUFFER_SIZE   TOPO_CUPTI_BUFFER_BYTES
@@ -110,6 +125,7 @@ typedef struct api {
   CUptiResult (*flush_all)(uint32_t);
   CUptiResult (*timestamp)(uint64_t *);
   CUptiResult (*result_string)(CUptiResult, const char **);
+  CUptiResult (*flush_period)(uint32_t); /* optional */
 } api;
 
 static const CUpti_ActivityKind kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
@@ -416,6 +432,7 @@ static void start_span(int64_t now) {
   }
   cu.enable(kinds[1]);
   cu.enable(kinds[2]);
+  if (cu.flush_period && TOPO_CUPTI_FLUSH_PERIOD_MS) cu.flush_period(TOPO_CUPTI_FLUSH_PERIOD_MS);
   if (st.declined)
     TOPO_INFO(NCCL_INIT, "TOPO/Profiler: CUPTI is free again; the compute timeline is back");
   st.declined = 0;
@@ -425,6 +442,8 @@ static void start_span(int64_t now) {
 
 /* Close the open span: disable and flush when topo is alone, else (`other`) step aside. */
 static void end_span(int64_t now, int other) {
+  /* CUPTI's worker back to its default (off): no periodic wake-up outside topo's spans */
+  if (cu.flush_period && TOPO_CUPTI_FLUSH_PERIOD_MS) cu.flush_period(0);
   if (other) {
     /* The kinds and the buffer callbacks now serve the other client: leave them be. The span
      * is known complete up to the last probe that found topo alone. */
@@ -432,11 +451,15 @@ static void end_span(int64_t now, int other) {
               "TOPO/Profiler: another CUPTI client arrived; the compute timeline "
               "steps aside and tries again every %lld s",
               (long long)(st.period_ns / 1000000000LL));
-    /* Hand back the buffers of ours that CUPTI has finished, so its next records go into the
-     * other client's buffers (what it holds of ours reaches its callback, which drops it). Never
-     * FORCED: that would also end the other client's records of work still running with zero
-     * timestamps, and it would lose them. */
-    cu.flush_all(TOPO_CUPTI_YIELD_FORCED ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+    /* No flush: the buffer callbacks are the other client's now, so a flush would hand its
+     * buffers (and what is left of ours) to it at a moment of topo's choosing, not its own.
+     * With one record per buffer no buffer of ours is left half full to take the other
+     * client's records. FORCED
+     * (TOPO_CUPTI_YIELD_FORCED) would also end its records of work still running with zero
+     * timestamps, and it would lose them; a build with buffers of several records flushes
+     * unforced, so that CUPTI starts the other client's buffers. */
+    if (TOPO_CUPTI_YIELD_FORCED || TOPO_CUPTI_YIELD_FLUSH)
+      cu.flush_all(TOPO_CUPTI_YIELD_FORCED ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
     span_record(TOPO_CUPTI_YIELDED, st.span_start, st.last_alone, NULL);
     st.declined = 1;
     st.retry_after = now + st.period_ns;
@@ -503,6 +526,7 @@ static void load(void) {
   LOAD(flush_all, "cuptiActivityFlushAll");
   LOAD(timestamp, "cuptiGetTimestamp");
   *(void **)(&cu.result_string) = dlsym(cu.lib, "cuptiGetResultString");
+  *(void **)(&cu.flush_period) = dlsym(cu.lib, "cuptiActivityFlushPeriod");
   TOPO_INFO(NCCL_INIT, "TOPO/Profiler: CUPTI loaded (%s) for the compute timeline, %s", lib,
             description);
 }

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # torch.profiler beside topo's CUPTI timeline on one GPU (cupti_coexist.py): with topo recording
 # (TOPO_PROFILER_CUPTI=on) when torch.profiler starts, torch's trace must keep every GPU event
-# that the same program gives torch without topo. Two ways torch.profiler starts: without a
+# that the same program gives torch without topo (at least the fewest of its runs without topo:
+# the count varies by itself). Two ways torch.profiler starts: without a
 # schedule (it records at once) and with PyTorch's schedule (one warm-up step). ROUNDS rounds,
 # a fresh process per run; topo's own trace must record that it stepped aside (YIELDED).
 #   PROFILER_VARIANTS="name:/path/libtopo-profiler.so ..."  compare builds (default: this one)
@@ -54,11 +55,15 @@ for line in open(sys.argv[1]):
 fail = False
 for name, sched, n, spans in rows:
     if name == "base": continue
+    # The same program gives torch.profiler a count that can vary by itself (with the warm-up
+    # schedule 1553 or 1556 on one H200, without topo): topo passes when torch keeps at least
+    # the fewest it kept in a run without topo.
     want = max(base[sched]) if base[sched] else None
-    ok = want is not None and n >= want
+    least = min(base[sched]) if base[sched] else None
+    ok = least is not None and n >= least
     fail |= not ok
     print(f"{'PASS' if ok else 'FAIL'} {name} schedule={sched}: torch kept {n} of {want} GPU events"
-          f" ({'n/a' if not want else f'{100.0 * n / want:.2f} %'}); {spans}")
+          f" ({'n/a' if not want else f'{100.0 * n / want:.2f} %'}; without topo {least}-{want}); {spans}")
 for s, v in base.items(): print(f"base schedule={s}: {sorted(v)} GPU events per run without topo")
 sys.exit(1 if fail else 0)
 PY
