@@ -368,6 +368,7 @@ static void test_client_arriving_mid_span_is_yielded_to_and_left_whole(void **s)
   assert_true(kernel("early", 250, 260, 7, 0, 4)); /* the other client's, before topo notices */
   fake_cupti_calls at = calls();
   assert_int_equal(at.owner, FAKE_CUPTI_OWNER_OTHER);
+  assert_int_equal(at.flush_period_ms, 10); /* topo's span: CUPTI's worker hands back buffers */
   int64_t attached = topo_clock_monotonic_ns();
   WAIT_UNTIL(k.subscribe_refused >= 1, 2000); /* topo's next probe noticed */
   int64_t noticed = topo_clock_monotonic_ns();
@@ -381,6 +382,8 @@ static void test_client_arriving_mid_span_is_yielded_to_and_left_whole(void **s)
   assert_true(mid.kernel_enabled && mid.memcpy_enabled && mid.memset_enabled);
   assert_int_equal(mid.forced_flush_other, 0); /* its queued work keeps its timestamps */
   assert_int_equal(mid.other_lost, 0);         /* none of its records went into a buffer of ours */
+  assert_int_equal(mid.flush_other, 0);        /* nor were its buffers handed to it unasked */
+  assert_int_equal(mid.flush_period_ms, 0);    /* CUPTI's worker off again */
   other_detach(); /* Kineto's trace ends: it disables its kinds and unsubscribes */
   assert_true(other_records() >= 2);                              /* "early" and "during" */
   WAIT_UNTIL(k.register_callbacks > at.register_callbacks, 2500); /* topo is back */

@@ -224,7 +224,16 @@ EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
   calls.flush++;
   if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) && owner == FAKE_CUPTI_OWNER_OTHER)
     calls.forced_flush_other++;
+  if (owner == FAKE_CUPTI_OWNER_OTHER) calls.flush_other++;
   deliver_locked();
+  pthread_mutex_unlock(&lock);
+  return CUPTI_SUCCESS;
+}
+
+/* CUPTI's worker flushes full buffers this often; the fake only remembers the value. */
+EXPORT CUptiResult cuptiActivityFlushPeriod(uint32_t ms) {
+  pthread_mutex_lock(&lock);
+  calls.flush_period_ms = (int)ms;
   pthread_mutex_unlock(&lock);
   return CUPTI_SUCCESS;
 }

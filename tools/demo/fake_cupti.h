@@ -29,6 +29,9 @@ typedef struct fake_cupti_calls {
                             * client's, which the other client then dropped */
   int forced_flush_other; /* FORCED flushes while another client's callbacks are registered:
                             * each ends that client's records of queued work with 0 timestamps */
+  int flush_other;        /* flushes of any kind while another client's callbacks are registered:
+                            * each hands that client its buffers when it did not ask */
+  int flush_period_ms;    /* cuptiActivityFlushPeriod's last value (0: CUPTI's worker off) */
   int held_outside_probe; /* activity calls made while the client held a subscription */
   uint64_t max_hold_ns;   /* longest subscribe-to-unsubscribe of the client */
   int subscribed;         /* the client holds a subscription now */
