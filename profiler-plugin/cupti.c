@@ -10,7 +10,7 @@
 // (torch.profiler/Kineto, Nsight Systems, ...). topo never holds a subscription: it probes
 // (cuptiSubscribe, then cuptiUnsubscribe at once) at a window start and at each poll of an open
 // span. A start that finds another client writes DECLINED and touches nothing; a span during which
-// one arrives ends YIELDED, with no cuptiActivityDisable, no re-registration and no FORCED flush
+// one arrives ends YIELDED, with no cuptiActivityDisable, no re-registration and no flush
 // (the kinds and callbacks are the other client's from then on, and so is the work still queued);
 // CUPTI gets one record per buffer from topo, so no buffer of topo's stays open to swallow that
 // client's records. Later windows probe again. An injected tool
