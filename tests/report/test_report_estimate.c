@@ -493,6 +493,46 @@ static void write_model_set(int covered, const int64_t *len, int untimed) {
   save(&t, "rank0.trace");
 }
 
+/* CUPTI windows shorter than a step ([0, 600) and [2000, 2600) of steps of 1000): no whole step
+ * lies inside one, so the model learns from the two windows (parts of steps 0 and 2), says so in
+ * JSON, and the text says which window length would record whole steps. */
+static void test_windows_shorter_than_a_step_are_named(void **state) {
+  (void)state;
+  make_dir();
+  topo_trace_header h;
+  tf_header_init(&h, 0xe8, 0, 1);
+  tf_trace t;
+  tf_begin(&t, &h, NULL);
+  tf_string(&t, 1, "ProfilerStep");
+  cupti(&t, TOPO_CUPTI_RECORDED, 0, 0, 600);
+  cupti(&t, TOPO_CUPTI_RECORDED, 0, 2000, 2600);
+  uint64_t seq = 0;
+  for (int i = 0; i < 6; i++) {
+    int64_t b = 1000 * i;
+    if (i == 0 || i == 2) {
+      topo_trace_record k = tf_kernel(TOPO_KERNEL_COMPUTE, 0, T + b + 100, T + b + 500, 7);
+      tf_add(&t, &k);
+    }
+    coll(&t, seq++, MiB, b + 350, b + 400, b + 550, 4, 1, 1);
+    topo_trace_record m = tf_mark(1, T + b, T + b + 1000, (uint64_t)i);
+    tf_add(&t, &m);
+  }
+  save(&t, "rank0.trace");
+  rp_report r;
+  analyze(&r);
+  assert_int_equal(r.ranks[0].chunks_partial, 1);
+  assert_int_equal(r.ranks[0].model.ok, 1);
+  assert_int_equal(r.ranks[0].model.chunks, 2);
+  char *json = render(&r, rp_render_json), *text = render(&r, rp_render_text);
+  assert_non_null(strstr(json, "\"overlap_model_chunks\":\"windows_shorter_than_a_step\""));
+  assert_non_null(strstr(text, "no whole step (~1.00 us) fits inside its CUPTI windows"));
+  assert_non_null(strstr(text, "TOPO_PROFILER_CUPTI_WINDOW_MS of 3.00 us or more"));
+  free(json);
+  free(text);
+  rp_report_free(&r);
+  remove_dir();
+}
+
 /* Covered steps 0-2 with comm 400, 250, 500 (overlap 200 each: ratios 0.5, 0.8, 0.4); steps 3-5
  * uncovered, comm 400 each. r = 600 / 1150 = 0.521739; spread s: sum w x^2 = 100 + 160 + 80 = 340,
  * s = sqrt(340 / 1150 - r^2) = 0.153103. */
@@ -694,6 +734,7 @@ int main(void) {
       cmocka_unit_test(test_fully_covered_window_exposed_all_is_the_measured_one),
       cmocka_unit_test(test_one_covered_chunk_leaves_exposed_all_unknown),
       cmocka_unit_test(test_exposed_all_error_is_the_weighted_spread_of_the_chunks),
+      cmocka_unit_test(test_windows_shorter_than_a_step_are_named),
       cmocka_unit_test(test_the_model_does_not_depend_on_the_window),
       cmocka_unit_test(test_real_ddp_traces_comm_reaches_the_physical_floor),
   };

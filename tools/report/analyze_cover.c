@@ -147,6 +147,7 @@ static void chunks_build(ctx *c, rp_rank *k) {
   size_t n = 0;
   for (size_t i = 0; i < k->nsteps; i++) n += cover_holds(k, k->steps[i].start, k->steps[i].stop);
   size_t total = n ? n : k->ncover;
+  k->chunks_partial = k->nsteps && !n;
   if (!(k->chunks = topo_calloc(total, sizeof *k->chunks))) {
     c->st = TOPO_ERR_NOMEM;
     return;

@@ -217,6 +217,13 @@ static void rank_json(FILE *f, const rp_report *r, const rp_rank *k, int first) 
           k->t.first == INT64_MAX ? 0 : k->t.first, k->t.last == INT64_MIN ? 0 : k->t.last);
   derived_json(f, &d, rp_rank_unknown_reason(k));
   exposed_all_json(f, &d);
+  /* what the model's chunks are: whole steps, or CUPTI windows (shorter than a step: parts) */
+  if (d.model.ok)
+    fprintf(f, ",\"overlap_model_chunks\":\"%s\"",
+            k->chunks_partial ? "windows_shorter_than_a_step"
+            : k->nsteps       ? "steps"
+                              : "windows");
+  else fprintf(f, ",\"overlap_model_chunks\":null");
   est_json(f, k->est, k->lost);
   fprintf(f, ",\"intervals_from\":\"%s\"",
           k->kineto          ? "kineto"

@@ -152,6 +152,23 @@ static void print_exposed_all_notes(const rp_report *r, FILE *f) {
             "more than max(5 points, 3 MADs) from the median of the others (warm-up steps, a "
             "phase of their own)\n",
             out);
+  for (int i = 0; i < r->nranks; i++) {
+    const rp_rank *k = &r->ranks[i];
+    if (!k->chunks_partial || !k->model.ok || !k->ncover || !k->nsteps) continue;
+    int64_t win = 0, step = k->steps[k->nsteps / 2].stop - k->steps[k->nsteps / 2].start;
+    for (size_t j = 0; j < k->ncover; j++)
+      if (k->cover[2 * j + 1] - k->cover[2 * j] > win) win = k->cover[2 * j + 1] - k->cover[2 * j];
+    char label[64], ws[32], ss[32], want[32];
+    rank_label(k, label, sizeof label);
+    rp_fmt_ns(win, ws, sizeof ws);
+    rp_fmt_ns(step, ss, sizeof ss);
+    rp_fmt_ns(3 * step, want, sizeof want);
+    fprintf(f,
+            "  ~: %s: no whole step (~%s) fits inside its CUPTI windows (at most %s): its model "
+            "learns from parts of steps, which overlap differently; "
+            "TOPO_PROFILER_CUPTI_WINDOW_MS of %s or more records whole ones\n",
+            label, ss, ws, want);
+  }
 }
 
 /* Under the rank table: over how much of the span compute is known, and why not elsewhere. */

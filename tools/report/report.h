@@ -435,7 +435,9 @@ typedef struct rp_rank {
    * active across is its span there, whether or not its first and last recorded events inside
    * reach the window's ends (docs/metrics.md, Window). */
   int64_t ext_first, ext_last;
-  int steps_gpu; /* its steps from topo traces are cut at GPU times (else CPU enqueue times) */
+  int steps_gpu;      /* its steps from topo traces are cut at GPU times (else CPU enqueue times) */
+  int chunks_partial; /* it has steps but none lies inside a coverage window: the overlap model's
+                       * chunks are the windows, parts of steps */
   uint64_t win_first, win_last, win_dropped;
   size_t win_steps; /* ProfilerSteps the rank had (when < 2: no window, all events) */
 } rp_rank;
