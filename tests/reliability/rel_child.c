@@ -95,17 +95,6 @@ void rel_allreduce(topo_host_profiler *p, int rank, uint64_t seq) {
 }
 
 void rel_allreduce_of(topo_host_profiler *p, int rank, uint64_t seq, size_t count) {
-  drv_op op;
-  memset(&op, 0, sizeof op);
-  op.func = "AllReduce";
-  op.dtype = "ncclFloat32";
-  op.algo = "RING";
-  op.proto = "Simple";
-  op.seq = seq;
-  op.count = count;
-  op.nch = 2;
-  op.peer = -1;
-  op.rank = rank;
-  drv_set_gpu(&op, 1000 + seq * 100, 5, 50);
+  drv_op op = drv_allreduce(rank, seq, count, 2);
   drv_run(p, &op);
 }

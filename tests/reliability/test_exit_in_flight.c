@@ -33,19 +33,8 @@ static atomic_int running;
 static void *issue_forever(void *arg) {
   int rank = (int)(intptr_t)arg;
   atomic_fetch_add(&running, 1);
-  drv_op op;
-  memset(&op, 0, sizeof op);
-  op.func = "AllReduce";
-  op.dtype = "ncclFloat32";
-  op.algo = "RING";
-  op.proto = "Simple";
-  op.count = 4096;
-  op.nch = DRV_MAX_CH;
-  op.peer = -1;
-  op.rank = rank;
   for (uint64_t seq = 0;; seq++) {
-    op.seq = seq;
-    drv_set_gpu(&op, 1000 + seq * 100, 5, 50);
+    drv_op op = drv_allreduce(rank, seq, 4096, DRV_MAX_CH);
     drv_run(&comms[rank], &op);
   }
   return NULL;

@@ -32,21 +32,7 @@
     }                                                                          \
   } while (0)
 
-static drv_op allreduce(int rank, int seq) {
-  drv_op op;
-  memset(&op, 0, sizeof op);
-  op.func = "AllReduce";
-  op.dtype = "ncclFloat32";
-  op.algo = "RING";
-  op.proto = "Simple";
-  op.seq = (uint64_t)seq;
-  op.count = 4096;
-  op.nch = 2;
-  op.peer = -1;
-  op.rank = rank;
-  drv_set_gpu(&op, 1000 + (uint64_t)seq * 100, 5, 50);
-  return op;
-}
+static drv_op allreduce(int rank, int seq) { return drv_allreduce(rank, (uint64_t)seq, 4096, 2); }
 
 static void ops(topo_host_profiler *p, int rank, int first, int n) {
   for (int i = first; i < first + n; i++) {

@@ -55,18 +55,7 @@ static void job(const char *warning, void (*after_load)(void)) {
   }
   for (int i = 0; i < OPS; i++)
     for (int c = 0; c < COMMS; c++) {
-      drv_op op;
-      memset(&op, 0, sizeof op);
-      op.func = "AllReduce";
-      op.dtype = "ncclFloat32";
-      op.algo = "RING";
-      op.proto = "Simple";
-      op.seq = (uint64_t)i;
-      op.count = 4096;
-      op.nch = 2;
-      op.peer = -1;
-      op.rank = c;
-      drv_set_gpu(&op, 1000 + (uint64_t)i * 100, 5, 50);
+      drv_op op = drv_allreduce(c, (uint64_t)i, 4096, 2);
       drv_run(&p[c], &op);
     }
   for (int c = 0; c < COMMS; c++) {
@@ -207,17 +196,7 @@ static void no_trace_job(const char *warning) {
                                         topo_host_log) == ncclSuccess);
   }
   for (int c = 0; c < COMMS; c++) {
-    drv_op op;
-    memset(&op, 0, sizeof op);
-    op.func = "AllReduce";
-    op.dtype = "ncclFloat32";
-    op.algo = "RING";
-    op.proto = "Simple";
-    op.count = 4096;
-    op.nch = 2;
-    op.peer = -1;
-    op.rank = c;
-    drv_set_gpu(&op, 1000, 5, 50);
+    drv_op op = drv_allreduce(c, 0, 4096, 2);
     drv_run(&p[c], &op);
   }
   for (int c = 0; c < COMMS; c++) {

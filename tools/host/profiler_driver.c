@@ -11,6 +11,22 @@ void drv_set_gpu(drv_op *op, uint64_t base, uint64_t skew, uint64_t dur) {
   }
 }
 
+drv_op drv_allreduce(int rank, uint64_t seq, size_t count, int nch) {
+  drv_op op;
+  memset(&op, 0, sizeof op);
+  op.func = "AllReduce";
+  op.dtype = "ncclFloat32";
+  op.algo = "RING";
+  op.proto = "Simple";
+  op.seq = seq;
+  op.count = count;
+  op.nch = nch;
+  op.peer = -1;
+  op.rank = rank;
+  drv_set_gpu(&op, 1000 + seq * 100, 5, 50);
+  return op;
+}
+
 void drv_issue(topo_host_profiler *p, const drv_op *op, drv_pending *out) {
   topo_host_event e;
   void *group_api = NULL, *api = NULL, *launch = NULL, *group = NULL, *h = NULL;

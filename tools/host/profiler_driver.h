@@ -41,4 +41,7 @@ void drv_complete(topo_host_profiler *p, const drv_pending *pending);
 void drv_run(topo_host_profiler *p, const drv_op *op);
 /* Fill per-channel GPU times: channel c runs [base + c*skew, base + c*skew + dur]. */
 void drv_set_gpu(drv_op *op, uint64_t base, uint64_t skew, uint64_t dur);
+/* A float32 RING/Simple AllReduce of `count` elements on `nch` channels by `rank`, number `seq`,
+ * channel c on the GPU at [1000 + 100 seq + 5 c, + 50]: the reliability tests' collective. */
+drv_op drv_allreduce(int rank, uint64_t seq, size_t count, int nch);
 #endif
