@@ -8,25 +8,17 @@ import os
 import subprocess
 import sys
 
+from truth_lib import per_rank, report_json, step_bounds
+
 d, report, kfrom, delayed = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 
 
 def rep(inputs, window=None):
-    cmd = [report, "--json", "-q"] + (["--window", f"{window[0]},{window[1]}"] if window else []) + inputs
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        print(f"  topo-report {' '.join(cmd[1:])} exit {p.returncode}: {p.stderr[-400:]}")
-        return None
-    return json.loads(p.stdout)
+    return report_json(report, inputs, window)
 
 
 def bounds(run):
-    b = [json.load(open(f))["bounds_ns"] for f in sorted(glob.glob(os.path.join(d, run, "steps-rank*.json")))]
-    return [max(x[i] for x in b) for i in range(min(len(x) for x in b))] if b else []
-
-
-def per_rank(r):
-    return {k["rank"]: k for k in (r or {}).get("ranks", [])}
+    return step_bounds(os.path.join(d, run))
 
 
 def pp(x):

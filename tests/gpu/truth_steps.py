@@ -6,33 +6,24 @@ on the Kineto traces, clipped to that step: per rank the CUPTI coverage of the s
 overlap ratio and exposed share. Then the same over the steps topo's CUPTI window covers whole,
 against Kineto's steps: shows whether a gap between the two is drift between early and late
 steps, a partial step at a window's edge, or a bias. Prints a table; --json writes one object."""
-import glob
 import json
 import os
-import subprocess
 import sys
+
+from truth_lib import per_rank, report_json, step_bounds
 
 run, report = sys.argv[1], sys.argv[2]
 
 
 def rep(inputs, window):
-    cmd = [report, "--json", "-q", "--window", f"{window[0]},{window[1]}"] + inputs
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    if p.returncode != 0:
-        return {}
-    return {k["rank"]: k for k in json.loads(p.stdout).get("ranks", [])}
-
-
-def bounds():
-    b = [json.load(open(f))["bounds_ns"] for f in sorted(glob.glob(os.path.join(run, "steps-rank*.json")))]
-    return [max(x[i] for x in b) for i in range(min(len(x) for x in b))] if b else []
+    return per_rank(report_json(report, inputs, window, say_failure=False))
 
 
 def f(x):
     return "   n/a" if x is None else f"{100 * x:6.2f}"
 
 
-b = bounds()
+b = step_bounds(run)
 topo_in, kin_in = [os.path.join(run, "traces")], [os.path.join(run, "kineto")]
 rows = []
 for i in range(len(b) - 1):
