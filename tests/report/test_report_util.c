@@ -94,9 +94,11 @@ static void test_sweep_touching_duplicate_and_step_cuts(void **state) {
  * steps), keeps chunks that alternate between two nearby ratios, and judges nothing with fewer
  * than 3 chunks. */
 static void robust(rp_omodel *m, const int64_t *comm, const int64_t *ovl, size_t n) {
-  double scratch[32];
+  rp_step chunks[16];
+  memset(chunks, 0, sizeof chunks);
+  for (size_t i = 0; i < n; i++) chunks[i].cov_comm = comm[i], chunks[i].cov_overlap = ovl[i];
   memset(m, 0, sizeof *m);
-  rp_omodel_add_robust(m, comm, ovl, n, scratch);
+  rp_omodel_add_robust(m, chunks, n);
   rp_omodel_finish(m, "none");
 }
 

@@ -166,21 +166,7 @@ static void chunks_build(ctx *c, rp_rank *k) {
 
 void an_model_finish(rp_rank *k) {
   memset(&k->model, 0, sizeof k->model);
-  size_t n = k->nchunks;
-  int64_t *v = topo_malloc((n ? n : 1) * 2 * sizeof *v);
-  double *scratch = topo_malloc((n ? n : 1) * 2 * sizeof *scratch);
-  if (v && scratch) {
-    for (size_t i = 0; i < n; i++) {
-      v[i] = k->chunks[i].cov_comm;
-      v[n + i] = k->chunks[i].cov_overlap;
-    }
-    rp_omodel_add_robust(&k->model, v, v + n, n, scratch);
-  } else { /* out of memory: every chunk counts */
-    for (size_t i = 0; i < n; i++)
-      rp_omodel_add(&k->model, k->chunks[i].cov_comm, k->chunks[i].cov_overlap);
-  }
-  topo_free(v);
-  topo_free(scratch);
+  rp_omodel_add_robust(&k->model, k->chunks, k->nchunks);
   rp_omodel_finish(&k->model, !k->ncover       ? RP_OMODEL_NO_COVER
                               : k->nchunks < 2 ? RP_OMODEL_ONE_STRETCH
                                                : RP_OMODEL_FEW_COMM);

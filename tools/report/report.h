@@ -323,12 +323,11 @@ typedef struct rp_omodel {
 } rp_omodel;
 /* One chunk's covered communication and overlap. */
 void rp_omodel_add(rp_omodel *m, int64_t comm, int64_t overlap);
-/* The chunks of a rank, `comm[i]` and `overlap[i]` (n of them), into `m`, those whose ratio
- * lies more than max(RP_OMODEL_OUTLIER_MIN, 3 scaled MADs) from the comm-weighted median left
- * out (at least 3 chunks to judge, at least 2 kept). `scratch`: 2 n doubles. */
+/* A rank's chunks (their cov_comm and cov_overlap) into `m`, those whose ratio lies more than
+ * max(RP_OMODEL_OUTLIER_MIN, 3 scaled MADs) from the comm-weighted median left out (at least 3
+ * chunks to judge, at least 2 kept; out of memory, every chunk counts). */
 #define RP_OMODEL_OUTLIER_MIN 0.05
-void rp_omodel_add_robust(rp_omodel *m, const int64_t *comm, const int64_t *overlap, size_t n,
-                          double *scratch);
+void rp_omodel_add_robust(rp_omodel *m, const rp_step *chunks, size_t n);
 /* Sums of another model's chunks (the overall model). */
 void rp_omodel_merge(rp_omodel *m, const rp_omodel *o);
 /* Ratio and spread from the chunks added; `reason` when fewer than 2 carry communication. */

@@ -322,28 +322,28 @@ static double weighted_median(wx *v, size_t n) {
  * DDP job on an H200 two of twelve covered steps held 34-39 % against 6-12 % for the rest and
  * moved the model's ratio by 3 points. The median and MAD do not move with them; the floor keeps
  * steps that alternate between two nearby ratios (26 % and 29 %) all in. */
-void rp_omodel_add_robust(rp_omodel *m, const int64_t *comm, const int64_t *overlap, size_t n,
-                          double *scratch) {
-  wx *v = (wx *)scratch;
+static double chunk_ratio(const rp_step *c) { return (double)c->cov_overlap / (double)c->cov_comm; }
+
+void rp_omodel_add_robust(rp_omodel *m, const rp_step *chunks, size_t n) {
+  wx *v = topo_malloc((n ? n : 1) * sizeof *v);
   size_t k = 0;
-  for (size_t i = 0; i < n; i++)
-    if (comm[i] > 0) v[k++] = (wx){(double)overlap[i] / (double)comm[i], (double)comm[i]};
+  for (size_t i = 0; i < n && v; i++)
+    if (chunks[i].cov_comm > 0) v[k++] = (wx){chunk_ratio(&chunks[i]), (double)chunks[i].cov_comm};
   double med = 0, cut = 2; /* ratios lie in [0, 1]: no chunk is out */
   if (k >= 3) {
     med = weighted_median(v, k);
     for (size_t i = 0; i < k; i++) v[i].x = fabs(v[i].x - med);
-    double mad = weighted_median(v, k);
-    cut = 3 * 1.4826 * mad;
+    cut = 3 * 1.4826 * weighted_median(v, k);
     if (cut < RP_OMODEL_OUTLIER_MIN) cut = RP_OMODEL_OUTLIER_MIN;
     size_t kept = 0;
-    for (size_t i = 0; i < n; i++)
-      if (comm[i] > 0 && fabs((double)overlap[i] / (double)comm[i] - med) <= cut) kept++;
+    for (size_t i = 0; i < k; i++) kept += v[i].x <= cut; /* v holds the distances now */
     if (kept < 2) cut = 2;
   }
+  topo_free(v);
   for (size_t i = 0; i < n; i++) {
-    if (comm[i] <= 0) continue;
-    if (fabs((double)overlap[i] / (double)comm[i] - med) > cut) m->outliers++;
-    else rp_omodel_add(m, comm[i], overlap[i]);
+    if (chunks[i].cov_comm <= 0) continue;
+    if (fabs(chunk_ratio(&chunks[i]) - med) > cut) m->outliers++;
+    else rp_omodel_add(m, chunks[i].cov_comm, chunks[i].cov_overlap);
   }
 }
 
