@@ -2,10 +2,13 @@
 // NCCL's vocabulary (see nccl_vocab.h): one row per index with its spellings, datatype sizes,
 // nccl-tests factors and NCCL 2.28's channel and thread choice. Pure tables and functions, linked
 // into both plugins and every tool through topo_common.
+#define _GNU_SOURCE 1 /* RTLD_DEFAULT */
 #include "nccl_vocab.h"
 
 #include <ctype.h>
+#include <dlfcn.h>
 #include <stddef.h>
+#include <string.h>
 
 #define NCCL_MAX_NTHREADS        640 /* NCCL_MAX_NTHREADS */
 #define NCCL_SIMPLE_MAX_NTHREADS 512
@@ -182,4 +185,14 @@ void topo_nccl_channels(int algo, int proto, uint64_t nbytes, const topo_nccl_ch
   if (algo == NCCL_ALGO_TREE || algo == NCCL_ALGO_PAT) nt = NCCL_MAX_NTHREADS;
   *nchannels = nc;
   *nthreads = nt;
+}
+
+int topo_nccl_runtime_version(void) {
+  typedef int (*get_version_fn)(int *);
+  get_version_fn fn;
+  void *sym = dlsym(RTLD_DEFAULT, "ncclGetVersion");
+  memcpy(&fn, &sym, sizeof fn);
+  int v = 0;
+  if (!fn || fn(&v) != 0 || v <= 0) return 0;
+  return v;
 }

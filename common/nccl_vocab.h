@@ -90,4 +90,9 @@ typedef struct topo_nccl_channel_inputs {
 void topo_nccl_channels(int algo, int proto, uint64_t nbytes, const topo_nccl_channel_inputs *in,
                         int *nchannels, int *nthreads);
 
+/* NCCL_VERSION_CODE (major * 10000 + minor * 100 + patch) of the NCCL this process runs, from
+ * ncclGetVersion found with dlsym(RTLD_DEFAULT); 0 when the process has none to ask (a plugin
+ * host, a tool) or it fails. Any thread; no allocation. */
+int topo_nccl_runtime_version(void);
+
 #endif

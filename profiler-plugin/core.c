@@ -778,6 +778,17 @@ static void cupti_stop(int64_t wait_ns) {
   pthread_mutex_unlock(&g.cupti_lock);
 }
 
+/* The default of TOPO_PROFILER_MEASURE_BYTES for the NCCL this process runs: the smallest size
+ * from which NCCL's own cost of kernel-channel events stays near 1 % of an operation
+ * (docs/profiler.md). NCCL 2.28 adds 4-6 us to every small operation (measured on 2 x H200):
+ * 16 MiB. NCCL 2.29-2.30 cost 0.1-1.1 % from 128 KB to 4 MB (NVIDIA/nccl#2355): 1 MiB. NCCL
+ * 2.31.2 turns on KernelPhase timestamps and a system fence with KernelCh (4-13 % from 128 KB
+ * to 4 MB, same issue): 16 MiB again. An unknown version gets the cautious 16 MiB. */
+uint64_t topo_prof_default_measure_bytes(int nccl_version) {
+  const uint64_t cautious = 16u << 20, cheap = 1u << 20;
+  return nccl_version >= 22900 && nccl_version < 23100 ? cheap : cautious;
+}
+
 static int global_start(void) {
   g.pid = getpid();
   n_ro_ranges = 0;
@@ -787,7 +798,9 @@ static int global_start(void) {
   g.nvtx = topo_env_bool(TOPO_ENV_PROFILER_NVTX);
   g.cupti = topo_cupti_configure();
   g.sample_every = (uint32_t)topo_env_int(TOPO_ENV_PROFILER_SAMPLE);
-  g.measure_min = (uint64_t)topo_env_int(TOPO_ENV_PROFILER_MEASURE_BYTES);
+  g.measure_min = topo_env_is_set(TOPO_ENV_PROFILER_MEASURE_BYTES)
+                      ? (uint64_t)topo_env_int(TOPO_ENV_PROFILER_MEASURE_BYTES)
+                      : topo_prof_default_measure_bytes(topo_nccl_runtime_version());
   g.measure_all = g.sample_every <= 1 || g.measure_min == 0;
   g.gpu_timeout_ns = topo_env_int(TOPO_ENV_PROFILER_GPU_TIMEOUT_MS) * 1000000LL;
   g.wait_ns = topo_env_int(TOPO_ENV_PROFILER_WAIT_MS) * 1000000LL;

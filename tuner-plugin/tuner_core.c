@@ -123,15 +123,7 @@ static void abi_versions(int abi, int *lo, int *hi) {
   *hi = range[i][1];
 }
 
-int topo_tuner_nccl_version(void) {
-  typedef int (*get_version_fn)(int *);
-  get_version_fn fn;
-  void *sym = dlsym(RTLD_DEFAULT, "ncclGetVersion");
-  memcpy(&fn, &sym, sizeof fn);
-  int v = 0;
-  if (!fn || fn(&v) != 0 || v <= 0) return 0;
-  return v;
-}
+int topo_tuner_nccl_version(void) { return topo_nccl_runtime_version(); }
 
 static void free_setup(setup *s) {
   if (!s) return;

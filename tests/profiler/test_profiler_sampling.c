@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "export.h"
 #include "host_profiler.h"
 #include "profiler_driver.h"
 #include "trace_read.h"
@@ -22,6 +23,16 @@
 #define MIB16   16777216u
 
 static char dir[256];
+
+/* The NCCL this process claims to be, for the plugin's dlsym(RTLD_DEFAULT, "ncclGetVersion")
+ * (this executable exports its symbols): 0 = no version to ask, as in a plain plugin host. */
+static int claimed_nccl_version;
+TOPO_EXPORT int ncclGetVersion(int *version);
+TOPO_EXPORT int ncclGetVersion(int *version) {
+  if (!claimed_nccl_version) return 1; /* ncclInternalError: the plugin must take it as unknown */
+  *version = claimed_nccl_version;
+  return 0;
+}
 
 static int setup(void **state) {
   (void)state;
@@ -36,6 +47,7 @@ static int setup(void **state) {
   setenv("TOPO_PROFILER_NVTX", "0", 1);
   topo_host_log_reset();
   topo_host_profiler_mask = 0;
+  claimed_nccl_version = 0;
   return 0;
 }
 
@@ -341,6 +353,38 @@ static void test_bad_measure_bytes_warns_once_and_uses_the_default(void **s) {
   test_trace_free(&t);
 }
 
+/* ---- the default measure size follows the NCCL version the process runs ---- */
+static uint64_t measure_min_under(int nccl_version, uint64_t hash) {
+  claimed_nccl_version = nccl_version;
+  static issued is;
+  memset(&is, 0, sizeof is);
+  topo_host_profiler p;
+  load(&p, 6);
+  assert_int_equal(topo_host_profiler_init(&p, hash, NULL, 1, 2, 0, topo_host_log), ncclSuccess);
+  ddp_step(&p, &is, 0);
+  topo_host_profiler_finalize(&p);
+  topo_host_profiler_unload(&p);
+  static const topo_rec_coll *rec_of[MAX_OPS];
+  test_trace t;
+  read_checked(hash, &is, &t, rec_of);
+  uint64_t m = t.header.measure_min_bytes;
+  test_trace_free(&t);
+  return m;
+}
+
+static void test_measure_default_follows_the_nccl_version(void **s) {
+  (void)s;
+  const uint64_t mib = 1u << 20;
+  assert_int_equal(measure_min_under(0, 0x100), 16 * mib);     /* unknown: cautious */
+  assert_int_equal(measure_min_under(22809, 0x101), 16 * mib); /* 2.28: +4-6 us per call */
+  assert_int_equal(measure_min_under(22907, 0x102), mib);      /* 2.29: 0.1-1.1 % */
+  assert_int_equal(measure_min_under(23007, 0x103), mib);      /* 2.30 */
+  assert_int_equal(measure_min_under(23102, 0x104), 16 * mib); /* 2.31.2: KernelPhase regression */
+  setenv("TOPO_PROFILER_MEASURE_BYTES", "4096", 1);            /* a setting wins */
+  assert_int_equal(measure_min_under(23007, 0x105), 4096);
+  assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 0);
+}
+
 /* ---- the collective sequence of a real DDP job (tests/data/ddp-2xh200, rank 0: recorded under
  * plain 1-in-32 sampling: 5 of its 172 operations of >= 16 MiB GPU-timed) replayed in issue
  * order ---- */
@@ -428,6 +472,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_bad_measure_bytes_warns_once_and_uses_the_default, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_real_ddp_sequence_times_every_large_allreduce, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_measure_default_follows_the_nccl_version, setup,
                                       teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
