@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Checks of truth_jobs.sh: truth_jobs.py JOBS_DIR REPORT_BIN DELAYED_RANK [--json FILE].
+For every job under JOBS_DIR that has Kineto traces, per rank:
+  - topo's own report (its traces only) against topo-report on the Kineto traces, both clipped
+    to Kineto's steps (the first profiled step left out): communication share within 1 point,
+    overlap ratio within 2 points, exposed share within 1.5 points, each gap inside topo's stated
+    error where topo's figure is estimated;
+  - topo's whole-run headline overlap (steady state) within 3 points of Kineto's overlap on its
+    steps;
+  - the delayed rank named as the straggler (most waiting caused), every rank's wait inside its
+    span.
+Prints one PASS/FAIL line per check and a table; --json FILE writes every figure."""
+import json
+import os
+import sys
+
+from truth_lib import per_rank, report_json, step_bounds
+
+jobs_dir, report, delayed = sys.argv[1], sys.argv[2], int(sys.argv[3])
+out_json = sys.argv[sys.argv.index("--json") + 1] if "--json" in sys.argv else None
+LIMIT = {"comm": 0.01, "overlap": 0.02, "exposed": 0.015}
+HEADLINE_LIMIT = 0.03
+results = []
+
+
+def pp(x):
+    return "n/a" if x is None else f"{100 * x:.2f}"
+
+
+def check(job, name, ok, text):
+    results.append({"job": job, "check": name, "pass": bool(ok), "text": text})
+    print(f"{'PASS' if ok else 'FAIL'} {job}: {name}: {text}")
+
+
+def fig(k, f):
+    return {"comm": k.get("comm_share"), "overlap": k.get("overlap_all_ratio"),
+            "exposed": k.get("exposed_all_share")}[f]
+
+
+def err(t, f):
+    """topo's stated error of figure f, as a fraction of what the figure is a share of."""
+    span, comm = t.get("span_ns") or 0, t.get("comm_ns") or 0
+    if f == "comm":
+        return (t.get("comm_error_ns") or 0) / span if span else 0
+    if f == "exposed":
+        return (t.get("exposed_all_error_ns") or 0) / span if span else 0
+    return (t.get("exposed_all_error_ns") or 0) / comm if comm else 0
+
+
+def check_job(job):
+    jd = os.path.join(jobs_dir, job)
+    kin_in, topo_in = [os.path.join(jd, "kineto")], [os.path.join(jd, "traces")]
+    b = step_bounds(jd)
+    meta = json.load(open(os.path.join(jd, "job.json"))) if os.path.exists(os.path.join(jd, "job.json")) else {}
+    kfrom = meta.get("kineto_from")
+    if kfrom is None or len(b) < kfrom + 3:
+        check(job, "job ran", False, f"{len(b) - 1} measured steps, Kineto from {kfrom}")
+        return
+    win = (b[kfrom + 1], b[-1])
+    topo, kin = per_rank(report_json(report, topo_in, win)), per_rank(report_json(report, kin_in, win))
+    full = report_json(report, topo_in)
+    whole = per_rank(full)
+    for rk in sorted(kin):
+        k, t = kin[rk], topo.get(rk, {})
+        row = {"job": job, "rank": rk, "steps": len(b) - 1, "median_step_ms": meta.get("median_step_ms")}
+        for f in ("comm", "overlap", "exposed"):
+            x, y, e = fig(t, f), fig(k, f), err(t, f)
+            row[f] = {"topo": x, "kineto": y, "error": e}
+            ok = x is not None and y is not None and abs(x - y) <= LIMIT[f]
+            estimated = f != "comm" and (t.get("exposed_estimated_ns") or 0) > 0
+            if ok and estimated and e > 0:
+                ok = abs(x - y) <= max(e, 0.0005)
+            check(job, f"rank {rk} {f} on Kineto's steps", ok,
+                  f"topo {pp(x)} % ± {100 * e:.2f} vs Kineto {pp(y)} % (limit {100 * LIMIT[f]:.1f} pp)")
+        w = whole.get(rk, {})
+        hx, hy = w.get("overlap_ratio"), fig(k, "overlap")
+        row["headline_overlap"] = {"topo": hx, "kineto_steady": hy, "from": w.get("headline_from")}
+        check(job, f"rank {rk} headline overlap vs steady-state Kineto",
+              hx is not None and hy is not None and abs(hx - hy) <= HEADLINE_LIMIT,
+              f"topo whole run {pp(hx)} % vs Kineto {pp(hy)} % (limit {100 * HEADLINE_LIMIT:.0f} pp)")
+        span, wait = w.get("span_ns") or 0, w.get("wait_ns")
+        row["wait_ns"], row["span_ns"] = wait, span
+        check(job, f"rank {rk} wait inside its span", wait is not None and 0 <= wait <= span,
+              f"wait {(wait or 0) / 1e6:.1f} ms, span {span / 1e6:.1f} ms")
+        results.append({"row": row})
+    if whole:
+        s = max(whole.values(), key=lambda k: k.get("delay_caused_ns") or 0)
+        check(job, "straggler named", s["rank"] == delayed and (s.get("delay_caused_ns") or 0) > 0,
+              f"rank {s['rank']} caused {(s.get('delay_caused_ns') or 0) / 1e6:.1f} ms of waiting "
+              f"(rank {delayed} was delayed)")
+
+
+for job in sorted(os.listdir(jobs_dir)):
+    if os.path.isdir(os.path.join(jobs_dir, job, "kineto")):
+        check_job(job)
+if out_json:
+    with open(out_json, "w") as fh:
+        json.dump(results, fh, indent=1)
