@@ -5,6 +5,10 @@
 #          (tuner-plugin/, profiler-plugin/), lib/topo/ the demo's fake CUPTI (tools/demo/)
 #   bin/   topo-report, topo-tune, topo-demo, topo-calibrate where built (tools/*/)
 #   share/doc/topo/  README.md and docs/ (how-tos, formats, man pages as docs/man/*.md)
+#   share/man/man1/  every program's man page, built from docs/man/*.md (cmake/man.cmake)
+# Two packages (CPack components): topo (plugins, topo-report, topo-tune, topo-demo, docs; needs
+# libc and zlib), and topo-calibrate (topo-calibrate, topo-profiler-cost: CUDA runtime and NCCL)
+# where those were built.
 # `cpack` in the build directory writes the packages; the package version carries git's.
 
 # The version (TOPO_GIT_DESCRIBE, root CMakeLists.txt) is taken at configure time; a new commit or
@@ -23,7 +27,11 @@ foreach(topo_git_file HEAD ${topo_git_ref} packed-refs)
   endif()
 endforeach()
 
+include(${CMAKE_CURRENT_LIST_DIR}/man.cmake)
 install(FILES ${CMAKE_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The two documents outside docs/ that README.md and docs/ link to, at the same relative paths.
+install(FILES ${CMAKE_SOURCE_DIR}/bench/RESULTS.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/bench)
+install(FILES ${CMAKE_SOURCE_DIR}/tests/gpu/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR}/tests/gpu)
 # docs/ keeps its name so that the README's links (docs/quickstart.md ...) work where installed.
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs
         FILES_MATCHING PATTERN "*.md")
@@ -44,20 +52,41 @@ topo-calibrate (when built with CUDA and NCCL) measures a machine and writes the
 set(CPACK_PACKAGE_INSTALL_DIRECTORY "topo")
 set(CPACK_STRIP_FILES OFF)
 
-# .deb: dependencies written by hand. dpkg-shlibdeps would fail on topo-calibrate's libnccl and
-# libcudart, which come from CUDA's installer rather than from a Debian package.
+# One package per component: topo, and topo-calibrate where it was built.
+set(CPACK_COMPONENTS_ALL topo)
+if(TARGET topo-calibrate)
+  list(APPEND CPACK_COMPONENTS_ALL calibrate)
+endif()
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_RPM_COMPONENT_INSTALL ON)
+
+# .deb: dependencies written by hand, and checked by tests/install/package_check.sh against what
+# every ELF file of the package needs (readelf NEEDED). dpkg-shlibdeps would fail on
+# topo-calibrate's libnccl and libcudart, which come from NVIDIA's packages or installers.
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS OFF)
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.34), zlib1g")
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "libnccl2")
 set(CPACK_DEBIAN_PACKAGE_SECTION "devel")
+set(CPACK_DEBIAN_TOPO_PACKAGE_NAME "topo")
+set(CPACK_DEBIAN_TOPO_PACKAGE_DEPENDS "libc6 (>= 2.34), zlib1g")
+set(CPACK_DEBIAN_TOPO_PACKAGE_SUGGESTS "libnccl2, topo-calibrate")
+set(CPACK_DEBIAN_CALIBRATE_PACKAGE_NAME "topo-calibrate")
+# NVIDIA's packages: libnccl2, and the CUDA runtime of the toolkit it was built with.
+set(topo_cudart_pkg "")
+if(CUDAToolkit_VERSION_MAJOR)
+  set(topo_cudart_pkg ", cuda-cudart-${CUDAToolkit_VERSION_MAJOR}-${CUDAToolkit_VERSION_MINOR}")
+endif()
+set(CPACK_DEBIAN_CALIBRATE_PACKAGE_DEPENDS
+    "topo (= ${PROJECT_VERSION}+${topo_pkg_git}), libc6 (>= 2.34), libstdc++6, libgcc-s1, libnccl2${topo_cudart_pkg}")
 
 # .rpm: no automatic Requires (the same libnccl / libcudart reason).
 set(CPACK_RPM_FILE_NAME RPM-DEFAULT)
 set(CPACK_RPM_PACKAGE_LICENSE "Apache-2.0")
 set(CPACK_RPM_PACKAGE_GROUP "Development/Tools")
 set(CPACK_RPM_PACKAGE_AUTOREQ OFF)
-set(CPACK_RPM_PACKAGE_REQUIRES "glibc >= 2.34, zlib")
+set(CPACK_RPM_TOPO_PACKAGE_NAME "topo")
+set(CPACK_RPM_TOPO_PACKAGE_REQUIRES "glibc >= 2.34, zlib")
+set(CPACK_RPM_CALIBRATE_PACKAGE_NAME "topo-calibrate")
+set(CPACK_RPM_CALIBRATE_PACKAGE_REQUIRES "topo, glibc >= 2.34, libnccl")
 set(CPACK_RPM_SPEC_MORE_DEFINE "%define _build_id_links none")
 
 find_program(TOPO_RPMBUILD rpmbuild)

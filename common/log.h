@@ -10,6 +10,7 @@
 #define TOPO_LOG_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include "nccl/nccl_common.h"
 
 /* Install NCCL's logger (any init may call this; the latest non-NULL one wins). */
@@ -18,6 +19,23 @@ void topo_log_set_logger(ncclDebugLogger_t logger);
 void topo_log_to_stderr(const char *program, int verbose);
 /* The component name used as prefix by this binary ("TOPO/Tuner", "TOPO/Profiler", ...). */
 void topo_log_set_component(const char *component);
+
+/* Tools: while held, stderr WARN lines are kept (the first TOPO_LOG_HELD_MAX of them; the rest
+ * counted) instead of printed, so that a tool that finds nothing usable can say so in one line
+ * (common/cli.h). topo_log_held copies the i-th kept line (without the program name) into out and
+ * returns how many were held in all; topo_log_release prints the kept lines (when print) and
+ * stops holding. No effect inside a plugin (NCCL's logger is never held). */
+#define TOPO_LOG_HELD_MAX 64
+void topo_log_hold(void);
+int topo_log_held(int i, char *out, size_t len);
+void topo_log_release(int print);
+
+/* `in` with every byte a terminal could act on written as \xNN: control bytes (C0, DEL) and
+ * bytes that are no part of valid UTF-8 (so no C1 control or stray escape reaches a terminal or
+ * a log); a backslash stays as it is. Cut to fit `len` (never mid-escape), always terminated.
+ * Every message topo_log prints goes through it, so a message that quotes input (a file's line,
+ * a path, an argument) never echoes raw bytes. Returns out. */
+char *topo_log_escape(const char *in, char *out, size_t len);
 
 void topo_log(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
               const char *fmt, ...) __attribute__((format(printf, 5, 6)));

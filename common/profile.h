@@ -113,6 +113,11 @@ topo_status topo_profile_load(const char *path, const topo_profile_key *want, to
 topo_status topo_profile_parse(const char *text, size_t len, const char *name,
                                const topo_profile_key *want, topo_profile *out, int *nbad);
 
+/* 1 when text could be a profile: its first entry (blank and '#' comment lines skipped) is a
+ * `topo-profile` or a `section` line. Anything else (another program's file, binary data) is
+ * refused by topo_profile_parse with one warning, never one per line. */
+int topo_profile_sniff(const char *text, size_t len);
+
 /* Score of section key `have` for `want`: -1 when it does not match, else higher is better
  * (gpu 8, nnodes 4, nranks 2, nccl 1 for each field given exactly on both sides). */
 int topo_profile_key_score(const topo_profile_key *have, const topo_profile_key *want);

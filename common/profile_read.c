@@ -516,6 +516,27 @@ static void handle_line(reader *r, char *line) {
   else if (r->in_section == 1) handle_entry(r, tok, ntok);
 }
 
+int topo_profile_sniff(const char *text, size_t len) {
+  size_t pos = 0;
+  while (pos < len) {
+    while (pos < len && strchr(" \t\r\v\f\n", text[pos]) && text[pos]) pos++;
+    if (pos >= len) return 0;
+    if (text[pos] == '#') { /* a comment line */
+      while (pos < len && text[pos] != '\n') pos++;
+      continue;
+    }
+    static const char *const first[] = {"topo-profile", "section"};
+    for (int i = 0; i < 2; i++) {
+      size_t n = strlen(first[i]);
+      if (len - pos > n && !memcmp(text + pos, first[i], n) &&
+          strchr(" \t\r\v\f#", text[pos + n]) && text[pos + n])
+        return 1;
+    }
+    return 0;
+  }
+  return 0;
+}
+
 topo_status topo_profile_parse(const char *text, size_t len, const char *name,
                                const topo_profile_key *want, topo_profile *out, int *nbad) {
   if (nbad) *nbad = 0;
@@ -526,6 +547,14 @@ topo_status topo_profile_parse(const char *text, size_t len, const char *name,
   if (want) r.want = *want;
   r.best_score = -1;
   if (!text) len = 0;
+  if (!topo_profile_sniff(text, len)) { /* one line, not one per line of someone else's file */
+    topo_profile_builtin(want && want->gpu[0] ? want->gpu : NULL, out);
+    TOPO_WARN(
+        "%s: not a topo profile (it starts with neither 'topo-profile' nor 'section'); "
+        "using %s",
+        r.ps.name, out->source);
+    return TOPO_ERR_PARSE;
+  }
 
   char line[PROFILE_MAX_LINE];
   size_t pos = 0;

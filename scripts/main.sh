@@ -12,7 +12,9 @@
 #    plugin host exactly as NCCL does and drives them with an NCCL 2.28 event stream modelled on
 #    an 8-rank data-parallel step (bf16 ~350M parameters, 25 MB gradient buckets overlapping the
 #    backward pass, one slow rank); the plugins write real trace files; topo-report reads them.
-# Usage: bash scripts/main.sh [--cpu]   (MAIN_OUT=dir to change ./topo-run)
+# Usage: bash scripts/main.sh [--cpu]   (MAIN_OUT=dir to change ./topo-run; MAIN_BUILD=dir: the
+# embedded default runs that build's tools instead of configuring and building build-main, as
+# tests/newcomer.sh does)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${MAIN_OUT:-$PWD/topo-run}
@@ -65,19 +67,22 @@ if [ "$ngpus" -ge 1 ]; then
   fi
 fi
 
-gen=()
-command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
-cmake -S . -B build-main "${gen[@]}" -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build-main -j "$jobs" --target topo-tuner topo-profiler topo-report topo-demo topo-tune >/dev/null
+bm=${MAIN_BUILD:-build-main}
+if [ -z "${MAIN_BUILD:-}" ]; then
+  gen=()
+  command -v ninja >/dev/null 2>&1 && gen=(-G Ninja)
+  cmake -S . -B build-main "${gen[@]}" -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build-main -j "$jobs" --target topo-tuner topo-profiler topo-report topo-demo topo-tune >/dev/null
+fi
 echo "topo: ${why:-no GPU here}: running the embedded default (8 modelled ranks driving the real" \
      "plugins in their default configuration)"
 rm -rf "$out/traces"
-build-main/tools/demo/topo-demo --out "$out/traces" --ranks 8 --steps 3
+"$bm"/tools/demo/topo-demo --out "$out/traces" --ranks 8 --steps 3
 echo
-build-main/tools/report/topo-report "$out/traces" --html "$out/report.html"
-build-main/tools/report/topo-report export --chrome "$out/trace.json" "$out/traces" >/dev/null
+"$bm"/tools/report/topo-report "$out/traces" --html "$out/report.html"
+"$bm"/tools/report/topo-report export --chrome "$out/trace.json" "$out/traces" >/dev/null
 echo
 echo "topo: what the tuner chooses for AllReduce on 8 x H200 (built-in profile) beside NCCL's own model:"
-build-main/tools/tune/topo-tune --gpu H200 --nranks 8 --nnodes 1 --coll allreduce --min 1K --max 1G
+"$bm"/tools/tune/topo-tune --gpu H200 --nranks 8 --nnodes 1 --coll allreduce --min 1K --max 1G
 echo
 echo "topo: HTML report $out/report.html, Perfetto trace $out/trace.json, traces in $out/traces/"

@@ -116,15 +116,15 @@ static void test_misuse_names_the_option(void **state) {
   topo_cal_options o;
   char err[256];
   assert_int_equal(parse(&o, err, sizeof err, 2, "--quick=yes"), -1);
-  assert_string_equal(err, "option --quick takes no value (try --help)");
+  assert_string_equal(err, "option --quick takes no value");
   assert_int_equal(parse(&o, err, sizeof err, 2, "-x"), -1);
-  assert_string_equal(err, "unknown option '-x' (try --help)");
+  assert_string_equal(err, "unknown option '-x'");
   assert_int_equal(parse(&o, err, sizeof err, 2, "--iters"), -1);
-  assert_string_equal(err, "option --iters needs a value (try --help)");
+  assert_string_equal(err, "option --iters needs a value");
   assert_int_equal(parse(&o, err, sizeof err, 2, "-n"), -1);
-  assert_string_equal(err, "option -n needs a value (try --help)");
+  assert_string_equal(err, "option -n needs a value");
   assert_int_equal(parse(&o, err, sizeof err, 3, "stray", "--quick"), -1);
-  assert_string_equal(err, "unexpected argument 'stray' (try --help)");
+  assert_string_equal(err, "unexpected argument 'stray'");
   /* Attached short values and a second parse in one process. */
   assert_int_equal(parse(&o, err, sizeof err, 3, "-g2", "-n7"), 0);
   assert_int_equal(o.ngpus, 2);

@@ -5,9 +5,11 @@
 # topo-demo writing traces through the installed plugins, topo-report (text, JSON, HTML, Chrome
 # export, dump) on them, topo-tune's decision map. The installed plugins are loaded through the
 # plugin host by test_installed_plugins (which needs this test as its fixture).
-# Usage: install_run.sh BUILD_DIR PREFIX VERSION BINDIR LIBDIR DOCDIR WITH_CALIBRATE(0|1)
+# Every installed program has its man page under MANDIR/man1, and each renders (man -l, and groff
+# with every warning on: no syntax warnings); the installed docs' links resolve (doc_links.sh).
+# Usage: install_run.sh BUILD_DIR PREFIX VERSION BINDIR LIBDIR DOCDIR WITH_CALIBRATE(0|1) MANDIR
 set -u
-build=$1 prefix=$2 version=$3 bindir=$4 libdir=$5 docdir=$6 with_calibrate=$7
+build=$1 prefix=$2 version=$3 bindir=$4 libdir=$5 docdir=$6 with_calibrate=$7 mandir=$8
 here=$(cd "$(dirname "$0")" && pwd)
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
@@ -31,6 +33,30 @@ if [ "$with_calibrate" = 1 ]; then
 else
   [ -e "$B/topo-calibrate" ] && bad "topo-calibrate installed though not built"
 fi
+
+# A man page per installed program, and each renders.
+M=$prefix/$mandir/man1
+programs="topo-report topo-tune topo-demo"
+[ "$with_calibrate" = 1 ] && programs="$programs topo-calibrate topo-profiler-cost"
+command -v groff >/dev/null 2>&1 || command -v man >/dev/null 2>&1 \
+  || bad "neither groff nor man is installed: the man pages cannot be checked (apt-get install groff-base man-db)"
+for p in $programs; do
+  page=$M/$p.1
+  [ -f "$page" ] || { bad "no man page $page (is go-md2man installed? see README)"; continue; }
+  if command -v groff >/dev/null 2>&1; then
+    groff -k -man -Tutf8 -ww -z "$page" >"$prefix/groff.err" 2>&1
+    [ -s "$prefix/groff.err" ] && bad "$page: groff warns: $(head -2 "$prefix/groff.err")"
+  fi
+  if command -v man >/dev/null 2>&1; then
+    MANWIDTH=80 man -l "$page" >"$prefix/man.out" 2>"$prefix/man.err" || bad "man -l $page fails: $(head -1 "$prefix/man.err")"
+    grep -q '^NAME' "$prefix/man.out" && grep -q "^       $p " "$prefix/man.out" \
+      || bad "man -l $page shows no NAME section naming $p"
+    grep -q '^EXIT STATUS' "$prefix/man.out" || bad "man -l $page has no EXIT STATUS section"
+  fi
+done
+
+# The installed documents' links resolve where they are installed.
+sh "$here/../docs/doc_links.sh" "$D" >"$prefix/links.out" 2>&1 || { cat "$prefix/links.out"; bad "installed docs have dead links"; }
 
 # Every installed tool keeps the command-line contract.
 sh "$here/cli_check.sh" "$B/topo-tune" topo-tune "$version" "--nranks x" || fail=1

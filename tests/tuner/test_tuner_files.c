@@ -89,18 +89,17 @@ static void test_fifo_rules_return_at_once(void **state) {
   fifo_returns_at_once("TOPO_TUNER_RULES");
 }
 
-/* `lines` lines of garbage in a file under dir. */
-static void write_garbage(const char *path, int lines) {
+/* `lines` lines of garbage in a file under dir, after `head` (may be ""). */
+static void write_garbage(const char *path, const char *head, int lines) {
   FILE *f = fopen(path, "w");
   assert_non_null(f);
+  fputs(head, f);
   for (int i = 0; i < lines; i++) fprintf(f, "garbage %d =,=, x\n", i);
   assert_int_equal(fclose(f), 0);
 }
 
-static void garbage_warns_a_few_times(const char *var, int max_warnings) {
-  char path[128];
-  snprintf(path, sizeof path, "%s/%s.garbage", dir, var);
-  write_garbage(path, 200000);
+/* The plugin loaded and initialised with `var` set to `path`, the log captured. */
+static void init_with(const char *var, const char *path) {
   setenv(var, path, 1);
   topo_host_tuner t;
   assert_int_equal(topo_host_tuner_load(&t, so, TOPO_NCCL_2_28), TOPO_OK);
@@ -108,6 +107,13 @@ static void garbage_warns_a_few_times(const char *var, int max_warnings) {
   assert_int_equal(topo_host_tuner_finalize(&t), ncclSuccess);
   topo_host_tuner_unload(&t);
   unsetenv(var);
+}
+
+static void garbage_warns_a_few_times(const char *var, const char *head, int max_warnings) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/%s.garbage", dir, var);
+  write_garbage(path, head, 200000);
+  init_with(var, path);
   unlink(path);
   int warnings = topo_host_log_count(NCCL_LOG_WARN);
   assert_true(warnings >= 2);
@@ -121,13 +127,33 @@ static void garbage_warns_a_few_times(const char *var, int max_warnings) {
 
 static void test_garbage_profile_warns_a_few_times(void **state) {
   (void)state;
-  /* 32 lines, the summary, the missing version line, no matching section. */
-  garbage_warns_a_few_times("TOPO_TUNER_PROFILE", 35);
+  /* 32 lines, the summary, no matching section. */
+  garbage_warns_a_few_times("TOPO_TUNER_PROFILE", "topo-profile 1\n", 34);
+}
+
+/* Another program's file (binary bytes included) is no profile: one warning, which quotes none of
+ * its bytes raw, and the built-in defaults. */
+static void test_file_that_is_no_profile_is_one_warning(void **state) {
+  (void)state;
+  char path[128];
+  snprintf(path, sizeof path, "%s/passwd", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs("root:x:0:0:root:/root:/bin/bash\n\x1b[31mdaemon\x9b:x:1:1\n", f);
+  assert_int_equal(fclose(f), 0);
+  topo_host_log_reset();
+  init_with("TOPO_TUNER_PROFILE", path);
+  unlink(path);
+  assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 1);
+  char msg[512];
+  assert_true(topo_host_log_last("not a topo profile", msg, sizeof msg));
+  assert_non_null(strstr(msg, path));
+  for (const char *c = msg; *c; c++) assert_true((unsigned char)*c >= 0x20 && *c != 0x7f);
 }
 
 static void test_garbage_rules_warn_a_few_times(void **state) {
   (void)state;
-  garbage_warns_a_few_times("TOPO_TUNER_RULES", 34);
+  garbage_warns_a_few_times("TOPO_TUNER_RULES", "", 34);
 }
 
 /* 65,536 terms of one key in descending byte ranges: read in well under a second, sorted. */
@@ -167,6 +193,7 @@ int main(void) {
       cmocka_unit_test_setup(test_fifo_profile_returns_at_once, setup),
       cmocka_unit_test_setup(test_fifo_rules_return_at_once, setup),
       cmocka_unit_test_setup(test_garbage_profile_warns_a_few_times, setup),
+      cmocka_unit_test_setup(test_file_that_is_no_profile_is_one_warning, setup),
       cmocka_unit_test_setup(test_garbage_rules_warn_a_few_times, setup),
       cmocka_unit_test_setup(test_descending_terms_load_linearly, setup),
   };

@@ -3,8 +3,8 @@
  * topo-calibrate: measures this machine's GPU links and NCCL collectives and writes the tuner
  * profile libtopo-tuner.so reads. Parses the command line, then runs in one process (every local
  * GPU), in one forked process per GPU (--nodes N / --procs), or under MPI (TOPO_CALIBRATE_MPI
- * builds started by mpirun/srun). Exit: 0 success, 1 a measurement or output failed, 2 misuse or
- * no usable GPU.
+ * builds started by mpirun/srun). Exit (common/cli.h): 0 success, 1 a measurement or output
+ * failed or no usable GPU, 2 misuse ("topo-calibrate: WHAT (try --help)").
  */
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +14,7 @@
 #include <nccl.h>
 
 #include "calibrate.h"
+#include "cli.h"
 #include "topo_version.h"
 
 static const char *program_name(const char *argv0) {
@@ -53,10 +54,8 @@ int main(int argc, char **argv) {
   topo_cal_options o;
   topo_cal_options_default(&o);
   char err[256];
-  if (topo_cal_options_parse(&o, argc, argv, err, sizeof err)) {
-    fprintf(stderr, "%s: error: %s\n", prog, err);
-    return 2;
-  }
+  topo_cli_init(prog, 0);
+  if (topo_cal_options_parse(&o, argc, argv, err, sizeof err)) return topo_cli_usage("%s", err);
   if (o.help) {
     topo_cal_usage(stdout, prog);
     return 0;
@@ -75,15 +74,9 @@ int main(int argc, char **argv) {
     int n = o.ngpus;
     if (n <= 0) {
       n = topo_cal_probe_devices(err, sizeof err);
-      if (n < 0) {
-        fprintf(stderr, "%s: error: %s\n", prog, err);
-        return 2;
-      }
+      if (n < 0) return topo_cli_error("%s", err);
     }
-    if (n < 2) {
-      fprintf(stderr, "%s: error: --nodes/--procs need at least 2 GPUs (%d visible)\n", prog, n);
-      return 2;
-    }
+    if (n < 2) return topo_cli_error("--nodes/--procs need at least 2 GPUs (%d visible)", n);
     return topo_cal_launch_fork(&o, n);
   }
   topo_cal_proc proc = {.nprocs = 1,

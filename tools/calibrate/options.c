@@ -352,11 +352,11 @@ int topo_cal_options_parse(topo_cal_options *o, int argc, char **argv, char *err
     if (c == '?' || c == ':') {
       char what[128];
       topo_cli_misuse(c, argv, long_opts, what, sizeof what);
-      return fail(err, len, "%s (try --help)", what);
+      return fail(err, len, "%s", what);
     }
     if (apply(o, c, optarg, err, len)) return -1;
   }
-  if (optind < argc) return fail(err, len, "unexpected argument '%s' (try --help)", argv[optind]);
+  if (optind < argc) return fail(err, len, "unexpected argument '%s'", argv[optind]);
   if (o->help || o->version) return 0;
   if (o->quick) apply_quick(o);
   if (o->min_bytes > o->max_bytes)

@@ -12,8 +12,9 @@
  * per size, the median of the per-round medians of each configuration, its overhead against the
  * baseline configuration, and the verdict on the targets of docs/profiler.md for one checked
  * configuration (<= 3 % from 128 KB, <= 10 % below). No GPU is needed for that mode.
- * Exit: 0 success (summary: targets met), 1 a CUDA/NCCL failure, a wrong AllReduce result or a
- * missed target, 2 misuse, no usable GPU, or no data for the check.
+ * Exit (common/cli.h): 0 success (summary: targets met), 1 a CUDA/NCCL failure, no usable GPU,
+ * fewer GPUs than --ngpus, a wrong AllReduce result, a missed target or no data for the check,
+ * 2 misuse.
  * Single-threaded; every allocation through common/alloc.h.
  */
 #define _GNU_SOURCE
@@ -83,8 +84,14 @@ static void usage(FILE *f) {
           "  --target-small PCT   limit below --target-from (default 10)\n"
           "  --target-large PCT   limit from --target-from on (default 3)\n"
           "  --target-from BYTES  (default 128K)\n"
-          "  -h, --help, --version\n",
-          prog, prog);
+          "  -h, --help, --version\n"
+          "Exit status: 0 done (summary: targets met), 1 a failure or a missed target, 2 misuse.\n"
+          "\n"
+          "Examples:\n"
+          "  %s --config off > cost.txt\n"
+          "  NCCL_PROFILER_PLUGIN=topo %s --config topo-default >> cost.txt\n"
+          "  %s --summarize --check topo-default cost.txt\n",
+          prog, prog, prog, prog, prog);
 }
 
 static int parse_int(const char *s, int lo, int hi, int *out) {
@@ -212,16 +219,9 @@ static int parse_options(options *o, int argc, char **argv, int *first_file) {
              NCCL_MINOR, NCCL_PATCH);
       return 1;
     }
-    if (c == ':' || c == '?') {
-      char what[128];
-      topo_cli_misuse(c, argv, long_opts, what, sizeof what);
-      fprintf(stderr, "%s: error: %s (try --help)\n", prog, what);
-      return TOPO_CLI_MISUSE;
-    }
-    if (apply_option(o, c, optarg, &quick)) {
-      fprintf(stderr, "%s: error: bad value '%s' for %s (try --help)\n", prog, optarg, name);
-      return TOPO_CLI_MISUSE;
-    }
+    if (c == ':' || c == '?') return topo_cli_getopt_error(c, argv, long_opts);
+    if (apply_option(o, c, optarg, &quick))
+      return topo_cli_usage("bad value '%s' for %s", optarg, name);
   }
   if (quick) {
     parse_sizes("8,1M", o);
@@ -230,14 +230,9 @@ static int parse_options(options *o, int argc, char **argv, int *first_file) {
     o->warmup = 5;
   }
   *first_file = optind;
-  if (o->summarize && optind >= argc) {
-    fprintf(stderr, "%s: error: --summarize needs at least one file\n", prog);
-    return TOPO_CLI_MISUSE;
-  }
-  if (!o->summarize && optind < argc) {
-    fprintf(stderr, "%s: error: unexpected argument '%s' (try --help)\n", prog, argv[optind]);
-    return TOPO_CLI_MISUSE;
-  }
+  if (o->summarize && optind >= argc) return topo_cli_usage("--summarize needs at least one file");
+  if (!o->summarize && optind < argc)
+    return topo_cli_usage("unexpected argument '%s'", argv[optind]);
   return 0;
 }
 
@@ -450,11 +445,11 @@ static int measure(const options *o) {
   if (e != cudaSuccess || ndev < 1) {
     fprintf(stderr, "%s: error: no usable GPU (%s)\n", prog,
             e != cudaSuccess ? cudaGetErrorString(e) : "0 devices");
-    return 2;
+    return TOPO_CLI_FAILED;
   }
   if (o->ngpus > ndev) {
     fprintf(stderr, "%s: error: --ngpus %d but %d GPU(s) visible\n", prog, o->ngpus, ndev);
-    return 2;
+    return TOPO_CLI_FAILED;
   }
   int n = o->ngpus ? o->ngpus : (ndev < MAX_GPUS ? ndev : MAX_GPUS);
   struct cudaDeviceProp prop;
@@ -643,7 +638,7 @@ static int summarize_op(const table *t, const char *op, const options *o) {
   if (!checked) {
     printf("verdict %s: NO DATA (needs lines of both %s and %s)\n", o->check, o->check,
            o->baseline);
-    return 2;
+    return TOPO_CLI_FAILED;
   }
   printf("verdict %s: %s (%d of %d sizes within target)\n", o->check, missed ? "FAIL" : "PASS",
          checked - missed, checked);
@@ -677,9 +672,10 @@ static int summarize(const options *o, int nfiles, char **files) {
 int main(int argc, char **argv) {
   options o;
   int first = 1;
+  topo_cli_init(prog, 0);
   int r = parse_options(&o, argc, argv, &first);
   if (r == 1) return 0;
-  if (r) return 2;
+  if (r) return TOPO_CLI_MISUSE;
   if (o.summarize) return summarize(&o, argc - first, argv + first);
   return measure(&o);
 }

@@ -8,11 +8,16 @@
 // at ~350 GB/s bus bandwidth after ~10 us launch; a collective ends only when every rank has
 // joined, so one rank 4 % slower (the straggler) shows up as waiting on the others. The fake CUPTI
 // library injects the compute and NCCL kernels, so the traces carry a real compute timeline.
-// Events are paced in real time (a step takes ~0.1 s) so that CPU and GPU clocks agree.
+// Events are paced in real time (a step takes ~0.1 s) so that CPU and GPU clocks agree. The
+// plugins log through a logger of its own: their warnings (a misspelt TOPO_* variable, a bad
+// value) reach stderr once each, however many ranks gave them. Exit codes (common/cli.h): 0 the
+// traces written, 1 a library given cannot be loaded, DIR cannot be made or a rank failed,
+// 2 misuse.
 #include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,9 +27,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "clock.h"
 #include "host_profiler.h"
 #include "host_tuner.h"
+#include "log.h"
 #include "nccl_vocab.h"
 #include "profiler_driver.h"
 #include "topo_version.h"
@@ -41,6 +48,7 @@
 
 typedef struct options {
   const char *out, *profiler, *tuner, *cupti;
+  int explicit_tuner, explicit_cupti; /* --tuner / --cupti PATH given: it must load */
   int ranks, steps, straggler;
   unsigned seed;
   unsigned starve; /* 0: off; else the seed of the late kernel-channel callbacks */
@@ -276,6 +284,52 @@ static void choose(topo_host_tuner *tuner, int have_tuner, int allgather, uint64
   (void)nranks;
 }
 
+/* The plugins' WARN lines of this rank process, kept for the parent (demo_warnings). */
+static FILE *rank_warnings;
+
+static void demo_log(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+                     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void demo_log(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+                     const char *fmt, ...) {
+  (void)flags, (void)file, (void)line;
+  if (level != NCCL_LOG_WARN || !rank_warnings) return;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  for (char *c = msg; *c; c++)
+    if (*c == '\n') *c = ' '; /* one line each */
+  fprintf(rank_warnings, "%s\n", msg);
+  fflush(rank_warnings);
+}
+
+/* Every distinct line of the ranks' warning files, once each, in the order first seen. */
+static void demo_warnings(FILE **files, int n) {
+  enum { KEEP = 256 };
+  static char seen[KEEP][1024];
+  int nseen = 0, dropped = 0;
+  char line[1024];
+  for (int r = 0; r < n; r++) {
+    if (!files[r]) continue;
+    rewind(files[r]);
+    while (fgets(line, sizeof line, files[r])) {
+      line[strcspn(line, "\n")] = 0;
+      int dup = 0;
+      for (int i = 0; i < nseen && !dup; i++) dup = !strcmp(seen[i], line);
+      if (dup) continue;
+      if (nseen == KEEP) {
+        dropped++;
+        continue;
+      }
+      snprintf(seen[nseen++], sizeof seen[0], "%s", line);
+      TOPO_WARN("%s", line);
+    }
+    fclose(files[r]);
+  }
+  if (dropped) TOPO_WARN("%d more distinct plugin warnings", dropped);
+}
+
 static int run_rank(const options *o, int rank, int64_t mono0, int64_t real0) {
   static rank_ctx c;
   memset(&c, 0, sizeof c);
@@ -283,20 +337,16 @@ static int run_rank(const options *o, int rank, int64_t mono0, int64_t real0) {
   c.rank = rank;
   c.mono0 = mono0;
   c.gpu0 = real0;
-  if (topo_host_profiler_load(&c.prof, o->profiler, TOPO_NCCL_2_28) != TOPO_OK) {
-    fprintf(stderr, "topo-demo: cannot load %s\n", o->profiler);
-    return 1;
-  }
+  if (topo_host_profiler_load(&c.prof, o->profiler, TOPO_NCCL_2_28) != TOPO_OK) return 1;
   topo_host_tuner tuner;
-  int have_tuner = o->tuner && *o->tuner && access(o->tuner, R_OK) == 0 &&
-                   topo_host_tuner_load(&tuner, o->tuner, TOPO_NCCL_2_28) == TOPO_OK;
+  int have_tuner = o->tuner && topo_host_tuner_load(&tuner, o->tuner, TOPO_NCCL_2_28) == TOPO_OK;
   uint64_t comm = 0x70d0000000000000ull ^ ((uint64_t)o->seed * 0x9e3779b97f4a7c15ull >> 8);
   if (have_tuner &&
-      topo_host_tuner_init(&tuner, comm, (size_t)o->ranks, 1, NULL, NULL, NULL) != ncclSuccess)
+      topo_host_tuner_init(&tuner, comm, (size_t)o->ranks, 1, demo_log, NULL, NULL) != ncclSuccess)
     have_tuner = 0;
-  topo_host_profiler_init(&c.prof, comm, "dp", 1, o->ranks, rank, NULL);
+  topo_host_profiler_init(&c.prof, comm, "dp", 1, o->ranks, rank, demo_log);
 
-  void *fake = o->cupti && *o->cupti ? dlopen(o->cupti, RTLD_NOW | RTLD_LOCAL) : NULL;
+  void *fake = o->cupti ? dlopen(o->cupti, RTLD_NOW | RTLD_LOCAL) : NULL;
   int (*kernel)(const char *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t) =
       fake ? (int (*)(const char *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t))dlsym(
                  fake, "fake_cupti_kernel")
@@ -397,6 +447,108 @@ static const char *default_lib(int slot, const char *name, const char *built) {
   return access(paths[slot], R_OK) == 0 ? paths[slot] : built;
 }
 
+/* A decimal integer in [lo, hi] into *out; 1 when valid. */
+static int parse_int(const char *t, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(t, &end, 0);
+  if (end == t || *end || errno || v < lo || v > hi) return 0;
+  *out = v;
+  return 1;
+}
+
+/* One option of argv into *o. 0, or the exit code of its misuse. */
+static int apply_option(options *o, int ch, const char *v) {
+  long n;
+  switch (ch) {
+  case 'o': o->out = v; return 0;
+  case 'p': o->profiler = v; return 0;
+  case 't':
+    o->tuner = v;
+    o->explicit_tuner = 1;
+    return 0;
+  case 'c':
+    o->cupti = v;
+    o->explicit_cupti = 1;
+    return 0;
+  case 'r':
+    if (!parse_int(v, 2, MAX_RANKS, &n))
+      return topo_cli_usage("--ranks wants 2..%d, not '%s'", MAX_RANKS, v);
+    o->ranks = (int)n;
+    return 0;
+  case 's':
+    if (!parse_int(v, 1, 50, &n)) return topo_cli_usage("--steps wants 1..50, not '%s'", v);
+    o->steps = (int)n;
+    return 0;
+  case 'S':
+    if (!parse_int(v, 0, 4294967295L, &n))
+      return topo_cli_usage("--seed wants a number, not '%s'", v);
+    o->seed = (unsigned)n;
+    return 0;
+  case 'g':
+    if (!parse_int(v, 0, MAX_RANKS - 1, &n))
+      return topo_cli_usage("--straggler wants a rank, not '%s'", v);
+    o->straggler = (int)n;
+    return 0;
+  case 'x':
+    if (!parse_int(v, 0, 4294967295L, &n))
+      return topo_cli_usage("--starve wants a seed, not '%s'", v);
+    o->starve = (unsigned)n;
+    return 0;
+  default: return TOPO_CLI_MISUSE;
+  }
+}
+
+/* Each library the ranks will load, tried once here: a path given that does not load is one
+ * error line naming it with dlerror (not one per rank). A default tuner or CUPTI stand-in that is
+ * not there is none; '' is none. 0 or TOPO_CLI_FAILED. */
+static int check_libraries(options *o) {
+  topo_host_profiler prof;
+  void *h = dlopen(o->profiler, RTLD_NOW | RTLD_LOCAL);
+  if (!h) return topo_cli_error("cannot load --profiler %s: %s", o->profiler, dlerror());
+  dlclose(h);
+  if (topo_host_profiler_load(&prof, o->profiler, TOPO_NCCL_2_28) != TOPO_OK)
+    return topo_cli_error("--profiler %s: no NCCL profiler interface in it (ncclProfiler_vN)",
+                          o->profiler);
+  topo_host_profiler_unload(&prof);
+  if (o->tuner && !*o->tuner) o->tuner = NULL;
+  if (o->tuner && !o->explicit_tuner && access(o->tuner, R_OK) != 0) o->tuner = NULL;
+  if (o->tuner) {
+    topo_host_tuner t;
+    if (!(h = dlopen(o->tuner, RTLD_NOW | RTLD_LOCAL)))
+      return topo_cli_error("cannot load --tuner %s: %s", o->tuner, dlerror());
+    dlclose(h);
+    if (topo_host_tuner_load(&t, o->tuner, TOPO_NCCL_2_28) != TOPO_OK)
+      return topo_cli_error("--tuner %s: no NCCL tuner interface in it (ncclTunerPlugin_vN)",
+                            o->tuner);
+    topo_host_tuner_unload(&t);
+  }
+  if (o->cupti && !*o->cupti) o->cupti = NULL;
+  if (o->cupti && !o->explicit_cupti && access(o->cupti, R_OK) != 0) o->cupti = NULL;
+  if (o->cupti) {
+    if (!(h = dlopen(o->cupti, RTLD_NOW | RTLD_LOCAL)))
+      return topo_cli_error("cannot load --cupti %s: %s", o->cupti, dlerror());
+    dlclose(h);
+  }
+  return 0;
+}
+
+/* The environment the plugins run with: the trace directory, and the CUPTI library (the
+ * stand-in, or none: the system's libcupti is never loaded by the demo). Printed, so that what
+ * the demo sets is what it says (docs/man/topo-demo.md, ENVIRONMENT). */
+static void set_environment(const options *o) {
+  setenv("TOPO_PROFILER_DIR", o->out, 1);
+  printf("topo-demo: sets TOPO_PROFILER_DIR=%s", o->out);
+  if (o->cupti) {
+    setenv("TOPO_PROFILER_CUPTI_LIB", o->cupti, 1); /* the mode stays the default */
+    printf(" TOPO_PROFILER_CUPTI_LIB=%s", o->cupti);
+  } else {
+    setenv("TOPO_PROFILER_CUPTI", "off", 1);
+    printf(" TOPO_PROFILER_CUPTI=off");
+  }
+  printf("\n");
+}
+
 int main(int argc, char **argv) {
   options o = {.out = "topo-demo-traces",
                .profiler = default_lib(0, "libtopo-profiler.so", TOPO_DEMO_PROFILER_SO),
@@ -413,56 +565,36 @@ int main(int argc, char **argv) {
       {"tuner", required_argument, 0, 't'},     {"cupti", required_argument, 0, 'c'},
       {"starve", required_argument, 0, 'x'},    {"help", no_argument, 0, 'h'},
       {"version", no_argument, 0, 'V'},         {0, 0, 0, 0}};
+  topo_cli_init("topo-demo", 0);
+  topo_cli_reset();
   int ch;
-  opterr = 0; /* one line of our own on misuse */
   while ((ch = getopt_long(argc, argv, ":o:r:s:S:g:p:t:c:x:hV", longopts, NULL)) != -1) {
-    switch (ch) {
-    case 'o': o.out = optarg; break;
-    case 'r': o.ranks = atoi(optarg); break;
-    case 's': o.steps = atoi(optarg); break;
-    case 'S': o.seed = (unsigned)strtoul(optarg, NULL, 0); break;
-    case 'g': o.straggler = atoi(optarg); break;
-    case 'p': o.profiler = optarg; break;
-    case 't': o.tuner = optarg; break;
-    case 'c': o.cupti = optarg; break;
-    case 'x': o.starve = (unsigned)strtoul(optarg, NULL, 0); break;
-    case 'h': usage(stdout); return 0;
-    case 'V': printf("topo-demo %s\n", TOPO_VERSION); return 0;
-    case ':':
-      fprintf(stderr, "topo-demo: option '%s' needs a value (try --help)\n", argv[optind - 1]);
-      return 2;
-    default:
-      if (optopt) fprintf(stderr, "topo-demo: unknown option '-%c' (try --help)\n", optopt);
-      else fprintf(stderr, "topo-demo: unknown option '%s' (try --help)\n", argv[optind - 1]);
-      return 2;
+    if (ch == 'h') {
+      usage(stdout);
+      return TOPO_CLI_DONE;
     }
+    if (ch == 'V') {
+      printf("topo-demo %s\n", TOPO_VERSION);
+      return TOPO_CLI_DONE;
+    }
+    if (ch == '?' || ch == ':') return topo_cli_getopt_error(ch, argv, longopts);
+    int rc = apply_option(&o, ch, optarg);
+    if (rc) return rc;
   }
-  if (optind < argc) {
-    fprintf(stderr, "topo-demo: unexpected argument '%s' (try --help)\n", argv[optind]);
-    return 2;
-  }
-  if (o.ranks < 2 || o.ranks > MAX_RANKS || o.steps < 1 || o.steps > 50) {
-    fprintf(stderr, "topo-demo: --ranks must be 2..%d and --steps 1..50 (try --help)\n", MAX_RANKS);
-    return 2;
-  }
+  if (optind < argc) return topo_cli_usage("unexpected argument '%s'", argv[optind]);
+  if (o.straggler >= o.ranks)
+    return topo_cli_usage("--straggler wants a rank below --ranks %d, not %d", o.ranks,
+                          o.straggler);
   if (o.straggler < 0) o.straggler = (int)(o.seed % (unsigned)o.ranks);
-  if (mkdir(o.out, 0750) != 0 && errno != EEXIST) {
-    fprintf(stderr, "topo-demo: cannot create %s: %s\n", o.out, strerror(errno));
-    return 1;
-  }
-  setenv("TOPO_PROFILER_DIR", o.out, 1);
-  if (o.cupti && *o.cupti && access(o.cupti, R_OK) == 0) {
-    setenv("TOPO_PROFILER_CUPTI_LIB", o.cupti,
-           0); /* the stand-in plays the GPU; the mode stays the default */
-  } else {
-    o.cupti = NULL;
-  }
-  int have_tuner = o.tuner && *o.tuner && access(o.tuner, R_OK) == 0;
+  if (check_libraries(&o)) return TOPO_CLI_FAILED;
+  if (mkdir(o.out, 0750) != 0 && errno != EEXIST)
+    return topo_cli_error("cannot create %s: %s", o.out, strerror(errno));
   printf(
       "topo-demo: %d ranks x %d steps, seed %u, straggler rank %d, profiler %s, tuner %s, "
       "CUPTI %s\n",
-      o.ranks, o.steps, o.seed, o.straggler, o.profiler, have_tuner ? o.tuner : "(none)",
+      o.ranks, o.steps, o.seed, o.straggler, o.profiler, o.tuner ? o.tuner : "(none)",
       o.cupti ? o.cupti : "(none)");
+  set_environment(&o);
   if (o.starve) {
     printf("topo-demo: starving (seed %u): ranks", o.starve);
     for (int r = 0; r < o.ranks; r++)
@@ -475,23 +607,35 @@ int main(int argc, char **argv) {
   int64_t lead = 150000000;
   int64_t mono0 = topo_clock_monotonic_ns() + lead, real0 = topo_clock_realtime_ns() + lead;
   pid_t pids[MAX_RANKS];
-  for (int r = 0; r < o.ranks; r++) {
+  FILE *warnings[MAX_RANKS] = {0};
+  fflush(stdout);
+  int failed = 0, started = 0;
+  for (int r = 0; r < o.ranks; r++, started++) {
+    warnings[r] = tmpfile(); /* NULL: that rank's warnings are not shown */
     pids[r] = fork();
     if (pids[r] < 0) {
-      perror("topo-demo: fork");
-      return 1;
+      failed = o.ranks - r;
+      topo_cli_error("fork: %s", strerror(errno));
+      break;
     }
-    if (pids[r] == 0) _exit(run_rank(&o, r, mono0, real0));
+    if (pids[r] == 0) {
+      rank_warnings = warnings[r];
+      _exit(run_rank(&o, r, mono0, real0));
+    }
   }
-  int failed = 0;
-  for (int r = 0; r < o.ranks; r++) {
+  for (int r = 0; r < started; r++) {
     int status;
     waitpid(pids[r], &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
   }
+  demo_warnings(warnings, started);
   printf(
       "topo-demo: %d collectives per rank (%d all-reduce buckets of <= 25 MB + %d metric "
-      "all-gathers), traces in %s%s\n",
-      sim.nops, sim.nops - o.steps, o.steps, o.out, failed ? " (some ranks failed)" : "");
-  return failed ? 1 : 0;
+      "all-gathers), traces in %s\n",
+      sim.nops, sim.nops - o.steps, o.steps, o.out);
+  fflush(stdout);
+  if (failed)
+    return topo_cli_error("%d of %d ranks failed; the traces in %s are incomplete", failed, o.ranks,
+                          o.out);
+  return TOPO_CLI_DONE;
 }

@@ -204,7 +204,7 @@ topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *o
   c.opt = &opt;
   c.progress = opt.progress;
   topo_status st = collect_sources(&c, paths, npaths);
-  int *bin = st == TOPO_OK ? topo_malloc((size_t)r->nsrc * sizeof(int)) : NULL;
+  int *bin = st == TOPO_OK ? topo_malloc((size_t)(r->nsrc ? r->nsrc : 1) * sizeof(int)) : NULL;
   if (st == TOPO_OK && !bin) st = TOPO_ERR_NOMEM;
   if (st == TOPO_OK) st = run_passes(&c, bin);
   topo_free(bin);

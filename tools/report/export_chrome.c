@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "alloc.h"
 #include "log.h"
@@ -230,6 +231,15 @@ topo_status rp_export_chrome(const char *const *paths, int npaths, const rp_opti
   fprintf(f, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":0,\"args\":{\"name\":\"topo\"}}");
   /* Headers first: a process per (host, pid); its label is its rank in its largest comm. */
   if ((st = process_headers(&x, files, n, opt)) != TOPO_OK) goto out;
+  int opened = 0;
+  for (int i = 0; i < n; i++) opened += x.src[i].impl != NULL;
+  if (!opened) { /* nothing to export: no file is left behind */
+    st = TOPO_ERR_PARSE;
+    fclose(f);
+    f = NULL;
+    unlink(out_path);
+    goto out;
+  }
   export_events(&x, n);
   fprintf(f, "\n]}\n");
   int unreadable = 0;

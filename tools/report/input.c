@@ -250,7 +250,7 @@ static topo_status expand_args(const char *const *paths, int npaths, cand **cp, 
     int nf = 0;
     if ((st = rp_paths_expand(&paths[i], 1, &files, &nf)) != TOPO_OK) break;
     cand *v = nf ? topo_realloc(c, (size_t)(n + nf) * sizeof *c) : c;
-    if (!v) {
+    if (nf && !v) {
       rp_paths_free(files, nf);
       st = TOPO_ERR_NOMEM;
       break;

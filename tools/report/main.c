@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // topo-report's command line: reads the subcommand and its options (getopt_long through
 // common/cli.h, git style: "topo-report [report|dump|export|diff|fit] [options] PATH..."), runs the
-// analysis and picks the renderer. Exit codes: 0 done, 1 nothing usable or an input or output
-// failed, 2 misuse (one line on stderr).
+// analysis and picks the renderer. Exit codes (common/cli.h): 0 done, 1 nothing usable or an input
+// or output failed (one "error:" line), 2 misuse (one line), an option the subcommand cannot
+// honour included.
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -54,9 +55,9 @@ static const char usage[] =
     "  --steps all|complete  the events counted: all (default), or per rank only its complete\n"
     "                     profiler steps (first ProfilerStep to the end of the one before the "
     "last)\n"
-    "  --steps auto|off|P steps from the period of the collectives when no Kineto trace or\n"
-    "                     step mark gives them (default auto); P forces P collectives a step\n"
-    "                     (--steps may be given twice: a window and a detection)\n"
+    "  --step-period auto|off|P  steps from the period of the collectives when no Kineto\n"
+    "                     trace or step mark gives them (default auto); P forces P collectives a\n"
+    "                     step\n"
     "  --run N            a directory holding several runs: read the Nth (1 = oldest)\n"
     "  --all-runs         a directory holding several runs: read them all as one\n"
     "  --progress / --no-progress   progress on stderr (default: on a terminal or inputs > 256 "
@@ -64,6 +65,12 @@ static const char usage[] =
     "  -q, --quiet        no warnings about damaged inputs\n"
     "  -v, --verbose      informational messages\n"
     "  -h, --help         this text;  --version  the version\n"
+    "\n"
+    "Subcommands take the options that apply to them: dump -o, --json; export --chrome,\n"
+    "--progress; diff -o and the analysis options (--window, --from, --to, --steps,\n"
+    "--step-period, --run, --all-runs, --reorder-window, --progress); fit -o, --gpu, --base and\n"
+    "the analysis options. Another option is refused (exit 2). Exit status: 0 done, 1 an input\n"
+    "was unusable or an output failed (one line says which), 2 misuse.\n"
     "\n"
     "Examples:\n"
     "  topo-report ./topo-traces\n"
@@ -74,19 +81,6 @@ static const char usage[] =
     "  topo-report diff before/ after/\n"
     "  topo-report fit --gpu H200 -o h200.profile ./topo-traces\n"
     "  topo-report fit --gpu H200 --base h200.profile -o h200-ddp.profile ./ddp-traces\n";
-
-static int misuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* One misuse line on stderr, "topo-report: WHAT (try --help)"; returns TOPO_CLI_MISUSE. */
-static int misuse(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "topo-report: ");
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, " (try --help)\n");
-  return TOPO_CLI_MISUSE;
-}
 
 typedef struct args {
   const char *cmd; /* "report", "dump", "export", "diff" or "fit" */
@@ -119,6 +113,7 @@ enum {
   OPT_REORDER,
   OPT_TOP,
   OPT_STEPS,
+  OPT_STEP_PERIOD,
   OPT_WINDOW,
   OPT_FROM,
   OPT_TO,
@@ -142,12 +137,46 @@ static const struct option long_opts[] = {{"json", no_argument, 0, OPT_JSON},
                                           {"reorder-window", required_argument, 0, OPT_REORDER},
                                           {"top", required_argument, 0, OPT_TOP},
                                           {"steps", required_argument, 0, OPT_STEPS},
+                                          {"step-period", required_argument, 0, OPT_STEP_PERIOD},
                                           {"window", required_argument, 0, OPT_WINDOW},
                                           {"from", required_argument, 0, OPT_FROM},
                                           {"to", required_argument, 0, OPT_TO},
                                           {"help", no_argument, 0, 'h'},
                                           {"version", no_argument, 0, OPT_VERSION},
                                           {0, 0, 0, 0}};
+
+/* The subcommands (bits) and the options each honours; any other is refused as misuse. */
+enum { SUB_REPORT = 1, SUB_DUMP = 2, SUB_EXPORT = 4, SUB_DIFF = 8, SUB_FIT = 16, SUB_ALL = 31 };
+#define SUB_ANALYSIS (SUB_REPORT | SUB_DIFF | SUB_FIT) /* rp_analyze's options */
+static const struct {
+  int id;
+  unsigned where;
+} option_where[] = {{OPT_JSON, SUB_REPORT | SUB_DUMP},
+                    {OPT_CSV, SUB_REPORT},
+                    {OPT_HTML, SUB_REPORT},
+                    {'o', SUB_REPORT | SUB_DUMP | SUB_DIFF | SUB_FIT},
+                    {OPT_GPU, SUB_REPORT | SUB_FIT},
+                    {OPT_BASE, SUB_FIT},
+                    {OPT_PROFILE, SUB_REPORT},
+                    {OPT_CHROME, SUB_EXPORT},
+                    {OPT_TOP, SUB_REPORT},
+                    {OPT_PROGRESS, SUB_ANALYSIS | SUB_EXPORT},
+                    {OPT_NO_PROGRESS, SUB_ANALYSIS | SUB_EXPORT},
+                    {OPT_REORDER, SUB_ANALYSIS},
+                    {OPT_STEPS, SUB_ANALYSIS},
+                    {OPT_STEP_PERIOD, SUB_ANALYSIS},
+                    {OPT_WINDOW, SUB_ANALYSIS},
+                    {OPT_FROM, SUB_ANALYSIS},
+                    {OPT_TO, SUB_ANALYSIS},
+                    {OPT_RUN, SUB_ANALYSIS},
+                    {OPT_ALL_RUNS, SUB_ANALYSIS}};
+
+/* 1 when subcommand `sub` honours option `id` (-q, -v, --help, --version: every one). */
+static int honours(unsigned sub, int id) {
+  for (size_t i = 0; i < sizeof option_where / sizeof *option_where; i++)
+    if (option_where[i].id == id) return (option_where[i].where & sub) != 0;
+  return 1;
+}
 
 /* ':' first: a missing value is reported as ':' (topo_cli_misuse words both cases). */
 static const char short_opts[] = ":o:qvh";
@@ -172,18 +201,24 @@ static int parse_count(const char *t, long lo, long hi, long *out) {
   return 1;
 }
 
-/* --steps: a window (all, complete) or a detection (auto, off, a period). 0 or an exit code. */
-static int apply_steps(args *a, const char *v) {
+/* A --step-period value: auto (0), off (-1) or a period P; 1 when valid. */
+static int step_period(const char *v, int *out) {
   long p;
-  if (!strcmp(v, "auto")) a->steps = 0;
-  else if (!strcmp(v, "off")) a->steps = -1;
-  else if (!strcmp(v, "all")) a->step_window = RP_WINDOW_ALL;
+  if (!strcmp(v, "auto")) *out = 0;
+  else if (!strcmp(v, "off")) *out = -1;
+  else if (parse_count(v, 1, RP_STEPS_DETECT_MAX / 2, &p)) *out = (int)p;
+  else return 0;
+  return 1;
+}
+
+/* --steps all|complete: the events counted. The detection values (auto, off, a period) are
+ * --step-period's, still taken here with a note. 0 or an exit code. */
+static int apply_steps(args *a, const char *v) {
+  if (!strcmp(v, "all")) a->step_window = RP_WINDOW_ALL;
   else if (!strcmp(v, "complete")) a->step_window = RP_WINDOW_COMPLETE_STEPS;
-  else if (parse_count(v, 1, RP_STEPS_DETECT_MAX / 2, &p)) a->steps = (int)p;
-  else
-    return misuse(
-        "--steps wants all, complete, auto, off or a period of 1..%d collectives, not '%s'",
-        RP_STEPS_DETECT_MAX / 2, v);
+  else if (step_period(v, &a->steps))
+    TOPO_WARN("--steps %s is spelt --step-period %s now; --steps takes all or complete", v, v);
+  else return topo_cli_usage("--steps wants all or complete, not '%s'", v);
   return 0;
 }
 
@@ -192,11 +227,11 @@ static int apply_window(args *a, const char *v) {
   const char *comma = strchr(v, ',');
   char lo[32];
   if (!comma || (size_t)(comma - v) >= sizeof lo)
-    return misuse("--window wants FROM,TO in Unix-epoch ns, not '%s'", v);
+    return topo_cli_usage("--window wants FROM,TO in Unix-epoch ns, not '%s'", v);
   memcpy(lo, v, (size_t)(comma - v));
   lo[comma - v] = 0;
   if (!parse_ns(lo, &a->from) || !parse_ns(comma + 1, &a->to))
-    return misuse("--window wants FROM,TO in Unix-epoch ns, not '%s'", v);
+    return topo_cli_usage("--window wants FROM,TO in Unix-epoch ns, not '%s'", v);
   a->have_from = a->have_to = 1;
   return 0;
 }
@@ -220,35 +255,41 @@ static int apply_option(args *a, int id, const char *v) {
   case OPT_CHROME: a->chrome = v; return 0;
   case OPT_RUN:
     if (!parse_count(v, 1, 1000000, &n))
-      return misuse("--run wants a run number (1 = the oldest), not '%s'", v);
+      return topo_cli_usage("--run wants a run number (1 = the oldest), not '%s'", v);
     a->run = (int)n;
     return 0;
   case OPT_REORDER:
     if (!parse_count(v, 1, 1L << 26, &n))
-      return misuse("--reorder-window wants 1..67108864, not '%s'", v);
+      return topo_cli_usage("--reorder-window wants 1..67108864, not '%s'", v);
     a->reorder = (size_t)n;
     return 0;
   case OPT_TOP:
-    if (!parse_count(v, 1, 100000, &n)) return misuse("--top wants 1..100000, not '%s'", v);
+    if (!parse_count(v, 1, 100000, &n)) return topo_cli_usage("--top wants 1..100000, not '%s'", v);
     a->top = (int)n;
     return 0;
   case OPT_STEPS: return apply_steps(a, v);
+  case OPT_STEP_PERIOD:
+    if (!step_period(v, &a->steps))
+      return topo_cli_usage(
+          "--step-period wants auto, off or a period of 1..%d collectives, not '%s'",
+          RP_STEPS_DETECT_MAX / 2, v);
+    return 0;
   case OPT_WINDOW: return apply_window(a, v);
   case OPT_FROM:
-    if (!parse_ns(v, &a->from)) return misuse("--from wants Unix-epoch ns, not '%s'", v);
+    if (!parse_ns(v, &a->from)) return topo_cli_usage("--from wants Unix-epoch ns, not '%s'", v);
     a->have_from = 1;
     return 0;
   case OPT_TO:
-    if (!parse_ns(v, &a->to)) return misuse("--to wants Unix-epoch ns, not '%s'", v);
+    if (!parse_ns(v, &a->to)) return topo_cli_usage("--to wants Unix-epoch ns, not '%s'", v);
     a->have_to = 1;
     return 0;
   default: return TOPO_CLI_MISUSE; /* not reached: parse() words '?' and ':' */
   }
 }
 
-/* Options and positional paths of argv (argv[0] the program or the subcommand). -1 to go on,
- * else the exit code (--help, --version, misuse). */
-static int parse(int argc, char **argv, args *a) {
+/* Options and positional paths of argv (argv[0] the program or the subcommand `sub`, a SUB_*
+ * bit). -1 to go on, else the exit code (--help, --version, misuse). */
+static int parse(int argc, char **argv, unsigned sub, args *a) {
   a->progress = -1;
   topo_cli_reset();
   int c;
@@ -261,20 +302,22 @@ static int parse(int argc, char **argv, args *a) {
       printf("topo-report %s\n", TOPO_VERSION);
       return TOPO_CLI_DONE;
     }
-    if (c == '?' || c == ':') {
-      char what[160];
-      topo_cli_misuse(c, argv, long_opts, what, sizeof what);
-      return misuse("%s", what);
-    }
+    if (c == '?' || c == ':') return topo_cli_getopt_error(c, argv, long_opts);
+    if (!honours(sub, c))
+      return topo_cli_usage("%s takes no --%s", a->cmd, topo_cli_option_name(long_opts, c));
     int rc = apply_option(a, c, optarg);
     if (rc) return rc;
   }
   a->paths = (const char *const *)argv + optind;
   a->npaths = argc - optind;
-  if (a->run && a->all_runs) return misuse("--run and --all-runs exclude each other");
+  if (a->run && a->all_runs) return topo_cli_usage("--run and --all-runs exclude each other");
   if (a->have_from && a->have_to && a->to <= a->from)
-    return misuse("the window's end (%lld) is not after its start (%lld)", (long long)a->to,
-                  (long long)a->from);
+    return topo_cli_usage("the window's end (%lld) is not after its start (%lld)", (long long)a->to,
+                          (long long)a->from);
+  if (a->json && a->csv) return topo_cli_usage("--json and --csv exclude each other");
+  if (sub == SUB_REPORT && !a->html && (a->profile || a->gpu))
+    return topo_cli_usage("--%s sets the busbw reference line of the HTML page: it needs --html",
+                          a->profile ? "profile" : "gpu");
   return -1;
 }
 
@@ -298,7 +341,7 @@ static rp_options analysis_options(const args *a) {
 static FILE *open_out(const char *path) {
   if (!path || !strcmp(path, "-")) return stdout;
   FILE *f = fopen(path, "w");
-  if (!f) TOPO_WARN("cannot write %s", path);
+  if (!f) topo_cli_error("cannot write %s: %s", path, strerror(errno));
   return f;
 }
 
@@ -323,9 +366,8 @@ static int busbw_reference(rp_report *r, const char *profile, const char *gpu) {
   topo_status st = profile ? topo_profile_load(profile, &want, &p) : topo_profile_builtin(gpu, &p);
   int bad = profile ? st != TOPO_OK : st == TOPO_ERR_INVALID;
   if (bad) {
-    fprintf(stderr, "topo-report: %s: %s; the busbw plot has no reference line\n",
-            profile ? profile : gpu,
-            profile ? "no usable profile section" : "unknown GPU model (H200, H100, A100)");
+    topo_cli_error("%s: %s; the busbw plot has no reference line", profile ? profile : gpu,
+                   profile ? "no usable profile section" : "unknown GPU model (H200, H100, A100)");
   } else {
     r->ref_busbw = p.link[cls].bw_gbs;
     snprintf(r->ref_label, sizeof r->ref_label, "%s %s busbw, %s",
@@ -350,98 +392,172 @@ static int count_unreadable(const rp_report *r, const rp_source **bad) {
   return n;
 }
 
+/* Inputs that do not exist: an error even beside good ones (the report covers the rest).
+ * *first = the first of them. */
+static int count_missing(const char *const *paths, int npaths, const char **first) {
+  int missing = 0;
+  for (int i = 0; i < npaths; i++) {
+    struct stat sb;
+    if (stat(paths[i], &sb) != 0 && !missing++) *first = paths[i];
+  }
+  return missing;
+}
+
+/* When no input of paths exists: one error line naming the first (the warnings held say the
+ * same), TOPO_CLI_FAILED; else 0. */
+static int none_exist(const char *label, const char *const *paths, int npaths) {
+  const char *gone = NULL;
+  if (count_missing(paths, npaths, &gone) < npaths) return 0;
+  topo_log_release(0);
+  return topo_cli_error("%sno usable input: %s does not exist", label, gone);
+}
+
+/* 1 when the analysis window of `a` lies outside all of r's data: no rank was active in it. */
+static int window_misses(const args *a, const rp_report *r, int64_t *first, int64_t *last) {
+  if (!a->have_from && !a->have_to) return 0;
+  int64_t from = a->have_from ? a->from : INT64_MIN, to = a->have_to ? a->to : INT64_MAX;
+  *first = INT64_MAX;
+  *last = INT64_MIN;
+  int hit = 0;
+  for (int i = 0; i < r->nranks; i++) {
+    const rp_rank *k = &r->ranks[i];
+    if (k->ext_first > k->ext_last) continue; /* no activity at all */
+    if (k->ext_first < *first) *first = k->ext_first;
+    if (k->ext_last > *last) *last = k->ext_last;
+    hit |= k->ext_first < to && k->ext_last >= from;
+  }
+  return !hit && *first <= *last;
+}
+
+/* Whether the analysis of `label`'s inputs (r) gave anything to report. Nothing usable (no
+ * rank, or a window outside all data): one error line, TOPO_CLI_FAILED. Some input lost (missing
+ * or unreadable) beside usable ones: the held warnings, one error line, TOPO_CLI_FAILED, and
+ * *partial set: the caller still writes what it has. Else the held warnings are released and 0
+ * returned. `label` is "" or "A: " (diff). */
+static int judge_inputs(const char *label, const char *const *paths, int npaths, const rp_report *r,
+                        int *partial) {
+  const char *gone = NULL;
+  int missing = count_missing(paths, npaths, &gone);
+  const rp_source *bad = NULL;
+  int unreadable = count_unreadable(r, &bad);
+  *partial = 0;
+  if (r->nranks == 0) {
+    if (none_exist(label, paths, npaths)) return TOPO_CLI_FAILED;
+    if (unreadable)
+      return topo_cli_error_held(
+          "%sno usable input: %d of %d input file%s could not be read "
+          "(%s: %s)",
+          label, unreadable, r->nsrc, r->nsrc == 1 ? "" : "s", bad->path,
+          unreadable_reason(bad->unreadable));
+    return topo_cli_error_held(
+        "%sno usable input: none of the %d input%s holds a topo trace or a "
+        "Kineto/Chrome trace with CUDA GPU events",
+        label, npaths, npaths == 1 ? "" : "s");
+  }
+  char what[768] = "";
+  size_t n = 0;
+  if (missing)
+    n += (size_t)snprintf(what, sizeof what, "%d input%s missing (%s)", missing,
+                          missing == 1 ? "" : "s", gone);
+  if (unreadable && n < sizeof what)
+    snprintf(what + n, sizeof what - n, "%s%d of %d input file%s could not be read (%s: %s)",
+             n ? ", " : "", unreadable, r->nsrc, r->nsrc == 1 ? "" : "s", bad->path,
+             unreadable_reason(bad->unreadable));
+  if (!what[0]) {
+    topo_cli_release(-1);
+    return 0;
+  }
+  *partial = 1;
+  char first[512];
+  int nheld = topo_log_held(0, first, sizeof first);
+  if (nheld == 1 && missing && strstr(first, gone)) topo_log_release(0); /* said below */
+  if (nheld > 1) topo_cli_release(-1);
+  if (nheld != 1 || (missing && strstr(first, gone)))
+    return topo_cli_error("%s%s; the output covers the others", label, what);
+  return topo_cli_error_held("%s%s; the output covers the others", label, what);
+}
+
+/* The window check of judge_inputs' callers: one error line and TOPO_CLI_FAILED when the window
+ * holds none of r's data, else 0. */
+static int judge_window(const char *label, const args *a, const rp_report *r) {
+  int64_t first, last;
+  if (!window_misses(a, r, &first, &last)) return 0;
+  char lo[24] = "the start", hi[24] = "the end";
+  if (a->have_from) snprintf(lo, sizeof lo, "%lld", (long long)a->from);
+  if (a->have_to) snprintf(hi, sizeof hi, "%lld", (long long)a->to);
+  return topo_cli_error(
+      "%sthe window [%s, %s) holds none of the data, which spans [%lld, %lld] "
+      "(Unix-epoch ns)",
+      label, lo, hi, (long long)first, (long long)last);
+}
+
 /* topo-report dump TRACE */
 static int cmd_dump(const args *a) {
-  if (a->npaths != 1) return misuse("dump wants exactly one trace file");
+  if (a->npaths != 1) return topo_cli_usage("dump wants exactly one trace file");
   FILE *out = open_out(a->output);
   if (!out) return TOPO_CLI_FAILED;
+  topo_cli_hold();
   int rc = rp_dump(a->paths[0], out) == TOPO_OK ? TOPO_CLI_DONE : TOPO_CLI_FAILED;
-  if (close_out(out)) rc = TOPO_CLI_FAILED;
+  if (close_out(out)) rc = topo_cli_error("cannot write %s", a->output ? a->output : "stdout");
+  if (rc) return topo_cli_error_held("nothing to dump");
+  topo_cli_release(-1);
   return rc;
 }
 
 /* topo-report export --chrome OUT TRACE_OR_DIR... */
 static int cmd_export(const args *a) {
-  if (!a->chrome) return misuse("export needs --chrome FILE");
-  if (!a->npaths) return misuse("export needs traces");
+  if (!a->chrome) return topo_cli_usage("export needs --chrome FILE");
+  if (!a->npaths) return topo_cli_usage("export needs traces");
+  const char *gone = NULL;
+  int missing = count_missing(a->paths, a->npaths, &gone);
   rp_options opt = analysis_options(a);
+  topo_cli_hold();
   topo_status st = rp_export_chrome(a->paths, a->npaths, &opt, a->chrome);
-  return st == TOPO_OK ? TOPO_CLI_DONE : TOPO_CLI_FAILED;
+  if (st == TOPO_ERR_PARSE && none_exist("", a->paths, a->npaths)) return TOPO_CLI_FAILED;
+  if (st == TOPO_ERR_PARSE)
+    return topo_cli_error_held("no usable input: none of the %d input%s holds a topo trace",
+                               a->npaths, a->npaths == 1 ? "" : "s");
+  if (st != TOPO_OK) return topo_cli_error_held("the export to %s failed", a->chrome);
+  if (missing) {
+    if (topo_log_held(0, NULL, 0) > 1) topo_cli_release(-1);
+    else topo_log_release(0); /* the missing input's own warning, said below */
+    return topo_cli_error("%d input%s missing (%s); the export covers the others", missing,
+                          missing == 1 ? "" : "s", gone);
+  }
+  topo_cli_release(-1);
+  return TOPO_CLI_DONE;
 }
 
 /* topo-report diff A B */
 static int cmd_diff(const args *a) {
-  if (a->npaths != 2) return misuse("diff wants two runs (files or directories)");
+  if (a->npaths != 2) return topo_cli_usage("diff wants two runs (files or directories)");
   rp_options opt = analysis_options(a);
-  rp_report ra, rb;
-  int ok = rp_analyze(&a->paths[0], 1, &opt, &ra) == TOPO_OK;
-  ok &= rp_analyze(&a->paths[1], 1, &opt, &rb) == TOPO_OK;
-  FILE *out = ok ? open_out(a->output) : NULL;
-  int rc = TOPO_CLI_FAILED;
-  if (out) {
-    rp_render_diff(&ra, &rb, a->paths[0], a->paths[1], out);
-    rc = close_out(out);
+  rp_report r[2];
+  static const char *const label[2] = {"A: ", "B: "};
+  int rc = TOPO_CLI_DONE, analysed = 0, partial = 0;
+  for (int i = 0; i < 2 && rc == TOPO_CLI_DONE; i++) {
+    topo_cli_hold();
+    topo_status st = rp_analyze(&a->paths[i], 1, &opt, &r[i]);
+    analysed++;
+    int part = 0;
+    if (st != TOPO_OK && (rc = none_exist(label[i], &a->paths[i], 1))) {
+    } else if (st != TOPO_OK)
+      rc = st == TOPO_ERR_INVALID ? topo_cli_error_held("%sno usable input", label[i])
+                                  : topo_cli_error_held("%s%s", label[i], topo_status_str(st));
+    else if ((rc = judge_inputs(label[i], &a->paths[i], 1, &r[i], &part)) && part) rc = 0;
+    if (!rc) rc = judge_window(label[i], a, &r[i]);
+    partial |= part;
   }
-  const rp_source *bad_a = NULL, *bad_b = NULL;
-  int unreadable = ok ? count_unreadable(&ra, &bad_a) + count_unreadable(&rb, &bad_b) : 0;
-  const rp_source *bad = bad_a ? bad_a : bad_b;
-  if (unreadable) {
-    fprintf(stderr,
-            "topo-report: %d input file%s could not be read (%s: %s); the diff covers the "
-            "others\n",
-            unreadable, unreadable == 1 ? "" : "s", bad->path, unreadable_reason(bad->unreadable));
-    rc = TOPO_CLI_FAILED;
+  if (rc == TOPO_CLI_DONE) {
+    FILE *out = open_out(a->output);
+    if (!out) rc = TOPO_CLI_FAILED;
+    else {
+      rp_render_diff(&r[0], &r[1], a->paths[0], a->paths[1], out);
+      if (close_out(out)) rc = topo_cli_error("cannot write %s", a->output ? a->output : "stdout");
+    }
   }
-  rp_report_free(&ra);
-  rp_report_free(&rb);
-  return rc;
-}
-
-/* Inputs that do not exist: an error even beside good ones (the report covers the rest). */
-static int count_missing(const args *a) {
-  int missing = 0;
-  for (int i = 0; i < a->npaths; i++) {
-    struct stat sb;
-    missing += stat(a->paths[i], &sb) != 0;
-  }
-  return missing;
-}
-
-/* What the analysis of r could not use, on stderr: an input that could not be opened or read is
- * never dropped silently, --quiet or not. TOPO_CLI_FAILED when r has no rank at all (nothing to
- * report), 1 when some input was lost, else 0. */
-static int judge_inputs(const args *a, const rp_report *r, int missing) {
-  const rp_source *bad = NULL;
-  int unreadable = count_unreadable(r, &bad);
-  if (r->nranks == 0) {
-    if (unreadable)
-      fprintf(stderr,
-              "topo-report: no usable input: %d of %d input file%s could not be read "
-              "(%s: %s)\n",
-              unreadable, r->nsrc, r->nsrc == 1 ? "" : "s", bad->path,
-              unreadable_reason(bad->unreadable));
-    else
-      fprintf(stderr,
-              "topo-report: no usable input: none of the %d input%s holds a topo trace or "
-              "a Kineto/Chrome trace with CUDA GPU events (see the warnings above)\n",
-              a->npaths, a->npaths == 1 ? "" : "s");
-    return TOPO_CLI_FAILED;
-  }
-  int rc = 0;
-  if (unreadable) {
-    fprintf(stderr,
-            "topo-report: %d of %d input file%s could not be read (%s: %s); the report "
-            "covers the others\n",
-            unreadable, r->nsrc, r->nsrc == 1 ? "" : "s", bad->path,
-            unreadable_reason(bad->unreadable));
-    rc = 1;
-  }
-  if (missing) {
-    fprintf(stderr, "topo-report: %d input%s missing; the report covers the others\n", missing,
-            missing == 1 ? "" : "s");
-    rc = 1;
-  }
-  return rc;
+  for (int i = 0; i < analysed; i++) rp_report_free(&r[i]);
+  return rc ? rc : partial ? TOPO_CLI_FAILED : TOPO_CLI_DONE;
 }
 
 /* The report in the format asked for (text, JSON or CSV, and the HTML page). 0 or 1. */
@@ -451,9 +567,10 @@ static int write_report(const args *a, const rp_report *r) {
   if (a->json) rp_render_json(r, out);
   else if (a->csv) rp_render_csv(r, out);
   else rp_render_text(r, out);
-  int rc = close_out(out) ? TOPO_CLI_FAILED : TOPO_CLI_DONE;
+  int rc = close_out(out) ? topo_cli_error("cannot write %s", a->output ? a->output : "stdout")
+                          : TOPO_CLI_DONE;
   if (a->html) {
-    if (rp_render_html(r, a->html) != TOPO_OK) rc = TOPO_CLI_FAILED;
+    if (rp_render_html(r, a->html) != TOPO_OK) rc = topo_cli_error("cannot write %s", a->html);
     else if (!a->quiet && !a->json && !a->csv && out == stdout)
       fprintf(stdout, "\nwrote %s\n", a->html);
   }
@@ -464,26 +581,29 @@ static int write_report(const args *a, const rp_report *r) {
  * or the fitted profile. */
 static int cmd_report(const args *a) {
   int fit = !strcmp(a->cmd, "fit");
-  if (!a->npaths) return misuse("no traces given");
-  if (fit && !a->output) return misuse("fit needs -o PROFILE");
-  if (!fit && a->base) return misuse("--base is for fit only");
-  int missing = count_missing(a);
+  if (!a->npaths) return topo_cli_usage("no traces given");
+  if (fit && !a->output) return topo_cli_usage("fit needs -o PROFILE");
   rp_options opt = analysis_options(a);
   rp_report r;
+  topo_cli_hold();
   topo_status st = rp_analyze(a->paths, a->npaths, &opt, &r);
   if (st != TOPO_OK) {
-    if (st != TOPO_ERR_INVALID) fprintf(stderr, "topo-report: %s\n", topo_status_str(st));
     rp_report_free(&r);
-    return TOPO_CLI_FAILED;
+    if (none_exist("", a->paths, a->npaths)) return TOPO_CLI_FAILED;
+    return st == TOPO_ERR_INVALID ? topo_cli_error_held("no usable input")
+                                  : topo_cli_error_held("%s", topo_status_str(st));
   }
-  int rc = judge_inputs(a, &r, missing);
-  if (r.nranks > 0) {
+  int partial = 0;
+  int rc = judge_inputs("", a->paths, a->npaths, &r, &partial);
+  int usable = !rc || partial;
+  if (usable && judge_window("", a, &r)) usable = 0, rc = TOPO_CLI_FAILED;
+  if (usable) {
+    int failed = 0;
     if (a->top) rp_gpu_mark_top(&r, a->top, 0);
-    if (a->html && busbw_reference(&r, a->profile, a->gpu)) rc = TOPO_CLI_FAILED;
-    if (fit)
-      rc = rp_fit(&r, a->gpu, a->base, a->output, stdout) == TOPO_OK ? TOPO_CLI_DONE
-                                                                     : TOPO_CLI_FAILED;
-    else if (write_report(a, &r)) rc = TOPO_CLI_FAILED;
+    if (a->html && busbw_reference(&r, a->profile, a->gpu)) failed = 1;
+    if (fit) failed |= rp_fit(&r, a->gpu, a->base, a->output, stdout) != TOPO_OK;
+    else failed |= write_report(a, &r) != 0;
+    if (failed) rc = TOPO_CLI_FAILED;
   }
   rp_report_free(&r);
   return rc;
@@ -491,20 +611,18 @@ static int cmd_report(const args *a) {
 
 static const struct subcommand {
   const char *name;
+  unsigned bit;
   int (*run)(const args *a);
-} subcommands[] = {{"report", cmd_report},
-                   {"dump", cmd_dump},
-                   {"export", cmd_export},
-                   {"diff", cmd_diff},
-                   {"fit", cmd_report}};
+} subcommands[] = {{"report", SUB_REPORT, cmd_report},
+                   {"dump", SUB_DUMP, cmd_dump},
+                   {"export", SUB_EXPORT, cmd_export},
+                   {"diff", SUB_DIFF, cmd_diff},
+                   {"fit", SUB_FIT, cmd_report}};
 
 int main(int argc, char **argv) {
-  topo_log_to_stderr("topo-report", 0);
+  topo_cli_init("topo-report", 0);
   topo_env_check_unknown();
-  if (argc < 2) {
-    fputs("topo-report: no traces given: topo-report TRACE_OR_DIR... (try --help)\n", stderr);
-    return TOPO_CLI_MISUSE;
-  }
+  if (argc < 2) return topo_cli_usage("no traces given: topo-report TRACE_OR_DIR...");
   if (!strcmp(argv[1], "help")) {
     fputs(usage, stdout);
     return TOPO_CLI_DONE;
@@ -515,8 +633,8 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < sizeof subcommands / sizeof *subcommands; i++)
     if (!strcmp(argv[1], subcommands[i].name)) sub = &subcommands[i], from = 1;
   a.cmd = sub->name;
-  int rc = parse(argc - from, argv + from, &a);
+  int rc = parse(argc - from, argv + from, sub->bit, &a);
   if (rc >= 0) return rc;
-  topo_log_to_stderr("topo-report", a.verbose);
+  topo_cli_init("topo-report", a.verbose);
   return sub->run(&a);
 }

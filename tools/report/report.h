@@ -661,6 +661,8 @@ void rp_render_json(const rp_report *r, FILE *f);
 void rp_render_csv(const rp_report *r, FILE *f);
 topo_status rp_render_html(const rp_report *r, const char *path);
 void rp_json_string(FILE *f, const char *s);
+/* rp_export_chrome: TOPO_ERR_PARSE when no input holds a topo trace (no file written), TOPO_ERR_IO
+ * when OUT cannot be written or some input could not be read (the export covers the others). */
 topo_status rp_export_chrome(const char *const *paths, int npaths, const rp_options *opt,
                              const char *out_path);
 topo_status rp_dump(const char *path, FILE *out);

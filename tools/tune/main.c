@@ -4,7 +4,8 @@
 // x2 steps), the algorithm, protocol, channels, predicted time and bus bandwidth topo picks,
 // beside what NCCL 2.28's own model (tuner-plugin/nccl_model.h) would pick. Text or --json.
 // The choice is made exactly as in the plugin: NCCL's cost table (which entries it allows)
-// edited by the decision table, then NCCL's selection.
+// edited by the decision table, then NCCL's selection. Exit codes (common/cli.h): 0 the map,
+// 1 the profile is unreadable or no profile (one line), 2 misuse.
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -14,7 +15,9 @@
 #include <strings.h>
 
 #include "cli.h"
+#include "alloc.h"
 #include "env.h"
+#include "file.h"
 #include "log.h"
 #include "model.h"
 #include "nccl_model.h"
@@ -44,7 +47,8 @@ static void usage(FILE *f) {
       "  --max BYTES        largest size (default 8G)\n"
       "  --pipe N           numPipeOps (default 1)\n"
       "  --json             JSON instead of text\n"
-      "  --verbose          log what is loaded\n"
+      "  --verbose          under each row, the profile's measured points that make its\n"
+      "                     evidence (text); every warning about the profile's lines\n"
       "  --version, --help\n"
       "\n"
       "Examples:\n"
@@ -55,9 +59,8 @@ static void usage(FILE *f) {
 
 /* One clear line on misuse, exit status 2. */
 static int die(const char *what, const char *arg) {
-  fprintf(stderr, "%s: %s%s%s%s (try --help)\n", prog, what, arg ? " '" : "", arg ? arg : "",
-          arg ? "'" : "");
-  return TOPO_CLI_MISUSE;
+  if (arg) return topo_cli_usage("%s '%s'", what, arg);
+  return topo_cli_usage("%s", what);
 }
 
 static int parse_size(const char *s, unsigned long long *out) {
@@ -233,11 +236,7 @@ static int parse_args(int argc, char **argv, tune_args *a) {
     case 'v': a->verbose = 1; break;
     case 'E': printf("topo-tune %s\n", TOPO_VERSION); return TOPO_CLI_DONE;
     case 'h': usage(stdout); return TOPO_CLI_DONE;
-    default: {
-      char what[128];
-      topo_cli_misuse(o, argv, opts, what, sizeof what);
-      return die(what, NULL);
-    }
+    default: return topo_cli_getopt_error(o, argv, opts);
     }
   }
   if (optind < argc) return die("unexpected argument", argv[optind]);
@@ -253,15 +252,40 @@ static int parse_args(int argc, char **argv, tune_args *a) {
 }
 
 /* The profile (--profile's best section, else the built-in set for --gpu, else the generic set)
- * and the GPU model NCCL's model runs for; warns when no model is known. -1: unreadable file
- * (the loader said why). */
+ * and the GPU model NCCL's model runs for; warns when no model is known. A --profile that cannot
+ * be read or is no profile at all: one error line, TOPO_CLI_FAILED; else 0. A profile without a
+ * matching section falls back as the plugin does, with its warnings (at most 5 without
+ * --verbose). */
 static int load_profile(const tune_args *a, tune_setup *t) {
   topo_profile_key want = {.nranks = a->nranks, .nnodes = a->nnodes};
   snprintf(want.gpu, sizeof want.gpu, "%s", a->gpu ? a->gpu : "");
   int known = a->gpu && is_known_gpu(a->gpu);
   if (a->profile_path) {
-    topo_status st = topo_profile_load(a->profile_path, &want, &t->prof);
-    if (st == TOPO_ERR_IO) return -1;
+    char *text, why[96];
+    size_t len;
+    if (topo_file_read(a->profile_path, (size_t)64 << 20, &text, &len, why, sizeof why) != TOPO_OK)
+      return topo_cli_error("cannot read profile %s: %s", a->profile_path, why);
+    if (!topo_profile_sniff(text, len)) {
+      topo_free(text);
+      return topo_cli_error(
+          "%s is not a topo profile: it starts with neither 'topo-profile' nor "
+          "'section' (docs/profile-format.md)",
+          a->profile_path);
+    }
+    int sections = len >= 7 && !memcmp(text, "section", 7);
+    for (size_t i = 0; i + 8 <= len && !sections; i++)
+      sections = text[i] == '\n' && !memcmp(text + i + 1, "section", 7);
+    if (!sections) {
+      topo_free(text);
+      return topo_cli_error(
+          "%s holds no 'section' line: no profile to read (docs/profile-format.md)",
+          a->profile_path);
+    }
+    topo_cli_hold();
+    topo_status st = topo_profile_parse(text, len, a->profile_path, &want, &t->prof, NULL);
+    topo_free(text);
+    topo_cli_release(a->verbose ? -1 : 5);
+    if (st == TOPO_ERR_NOMEM) return topo_cli_error("out of memory reading %s", a->profile_path);
     if (st != TOPO_OK && !known) { /* no section: the fallback is the generic set, not H200 */
       topo_profile_free(&t->prof);
       topo_profile_builtin("generic", &t->prof);
@@ -271,12 +295,18 @@ static int load_profile(const tune_args *a, tune_setup *t) {
   }
   /* The GPU NCCL's model and the profile's base figures are for: --gpu, else the section's. */
   t->model_gpu = known ? a->gpu : is_known_gpu(t->prof.key.gpu) ? t->prof.key.gpu : NULL;
-  if (!t->model_gpu)
-    fprintf(stderr,
-            "%s: warning: %s%s%s; using the generic defaults (NCCL's own figures, nothing "
-            "measured; NCCL's model on an A100-class NVLink node)\n",
-            prog, a->gpu ? "unknown GPU model '" : "no GPU model given (--gpu H200, H100 or A100)",
-            a->gpu ? a->gpu : "", a->gpu ? "' (H200, H100, A100)" : "");
+  if (!t->model_gpu) {
+    if (a->gpu)
+      TOPO_WARN(
+          "unknown GPU model '%s' (H200, H100, A100); using the generic defaults (NCCL's "
+          "own figures, nothing measured; NCCL's model on an A100-class NVLink node)",
+          a->gpu);
+    else
+      TOPO_WARN(
+          "no GPU model given (--gpu H200, H100 or A100); using the generic defaults "
+          "(NCCL's own figures, nothing measured; NCCL's model on an A100-class NVLink "
+          "node)");
+  }
   return 0;
 }
 
@@ -404,6 +434,39 @@ static void print_row_text(const tune_row *r, unsigned long long b) {
          tp, r->t.nch, tt, bw, np, r->nc.nchannels, r->nc.time_us, nt, g, e);
 }
 
+/* --verbose: the points of one setting that decide its evidence at `bytes`: the one at the size
+ * (within TUNE_SIZE_TOL), else the nearest on each side. */
+static void print_points(const char *who, const topo_profile *p, int coll, int algo, int proto,
+                         int nch, unsigned long long bytes) {
+  int n = 0;
+  const topo_profile_point *pt = topo_profile_find_points(p, coll, algo, proto, nch, &n);
+  const topo_profile_point *at = NULL, *below = NULL, *above = NULL;
+  double b = (double)bytes;
+  for (int i = 0; i < n; i++) {
+    double x = (double)pt[i].bytes;
+    if (fabs(x - b) <= TUNE_SIZE_TOL * b) at = &pt[i];
+    else if (x < b) below = &pt[i];
+    else if (!above) above = &pt[i];
+  }
+  char line[320], hb[32];
+  int o = snprintf(line, sizeof line, "%10s %s %s/%s", "", who,
+                   topo_nccl_algo_name(algo, TOPO_NCCL_FILE),
+                   topo_nccl_proto_name(proto, TOPO_NCCL_FILE));
+  if (nch) o += snprintf(line + o, sizeof line - (size_t)o, " %d ch", nch);
+  if (!n) {
+    printf("%s: no measured point for this setting\n", line);
+    return;
+  }
+  const topo_profile_point *show[3] = {at, at ? NULL : below, at ? NULL : above};
+  static const char *const where[3] = {"at", "below", "above"};
+  for (int k = 0, shown = 0; k < 3 && o < (int)sizeof line; k++)
+    if (show[k])
+      o += snprintf(line + o, sizeof line - (size_t)o, "%s %s %s: %.2f us +-%.2f",
+                    shown++ ? ";" : ":", where[k], human(show[k]->bytes, hb, sizeof hb),
+                    show[k]->median_us, show[k]->noise_us);
+  printf("%s\n", line);
+}
+
 /* Every size from --min to --max (x2) of one collective. */
 static void print_collective(const tune_args *a, const tune_setup *t, int coll, int first_coll) {
   print_coll_header(a, coll, first_coll);
@@ -413,6 +476,10 @@ static void print_collective(const tune_args *a, const tune_setup *t, int coll, 
     if (!compute_row(a, t, coll, b, &r)) continue;
     if (a->json) print_row_json(&r, b, first);
     else print_row_text(&r, b);
+    if (!a->json && a->verbose) {
+      print_points("topo", &t->prof, coll, r.t.algo, r.t.proto, r.t.nch, b);
+      print_points("NCCL", &t->prof, coll, r.nc.algo, r.nc.proto, 0, b);
+    }
     first = 0;
     if (b > a->max_bytes / 2) break;
   }
@@ -421,17 +488,21 @@ static void print_collective(const tune_args *a, const tune_setup *t, int coll, 
 
 int main(int argc, char **argv) {
   tune_args a;
+  topo_cli_init(prog, 0);
   int rc = parse_args(argc, argv, &a);
   if (rc >= 0) return rc;
-  topo_log_to_stderr(prog, a.verbose);
+  topo_cli_init(prog, a.verbose);
+  topo_env_check_unknown(); /* the same warning the plugin gives */
   tune_setup t = {0};
-  if (load_profile(&a, &t)) return TOPO_CLI_FAILED;
+  if (load_profile(&a, &t)) {
+    topo_profile_free(&t.prof);
+    return TOPO_CLI_FAILED;
+  }
   if (a.nvls < 0) a.nvls = t.prof.nvls == 1;
   t.net_nominal = a.nnodes > 1 && net_is_nominal(&t.prof);
   if (build_models(&a, &t)) {
-    fprintf(stderr, "%s: out of memory\n", prog);
     topo_profile_free(&t.prof);
-    return TOPO_CLI_FAILED;
+    return topo_cli_error("out of memory");
   }
   print_header(&a, &t);
   for (int ci = 0; ci < a.ncolls; ci++) print_collective(&a, &t, a.colls[ci], ci == 0);
