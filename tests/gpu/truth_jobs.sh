@@ -9,7 +9,7 @@
 # PyTorch); timings there are not real speed, the event streams are real.
 #
 #   JOBS      jobs to run (default "ddp-short ddp-long fsdp tpdp pp"):
-#               ddp-short  DDP, ~0.14 s steps        ddp-long  DDP, batch 32 (~0.5 s steps)
+#               ddp-short  DDP, ~0.14 s steps        ddp-long  DDP, batch 96 (~0.5 s steps)
 #               fsdp       FSDP2, 12 blocks          tpdp      TP 2 x DP 2 (4 ranks)
 #               pp         2 pipeline stages, 4 micro-batches (send/recv)
 #   SECONDS_EACH  measured training per job (default 20); KINETO_STEPS (default 8; 5 for ddp-long)
@@ -43,7 +43,7 @@ venv=()
 job_args() {
   case $1 in
     ddp-short) echo "--mode ddp --batch 8" ;;
-    ddp-long) echo "--mode ddp --batch 32" ;;
+    ddp-long) echo "--mode ddp --batch 96" ;;
     fsdp) echo "--mode fsdp" ;;
     tpdp) echo "--mode tpdp --tp 2" ;;
     pp) echo "--mode pp --micro 4" ;;
