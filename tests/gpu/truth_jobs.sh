@@ -17,6 +17,8 @@
 #             (TOPO_PROFILER_SAMPLE=1, TOPO_PROFILER_MEASURE_BYTES=0, TOPO_PROFILER_CUPTI=on), no
 #             torch.profiler: reference traces for the estimates' error (the test data)
 #   TAG       results under $OUT/jobs-$TAG (default: $VARIANT)
+#   PARALLEL  1: run the jobs at the same time (they share the GPUs; each still compares its own
+#             topo and Kineto traces of the same steps)
 # Results: $OUT/jobs-$TAG/<job>/{traces,kineto,job.log,job.json,steps-rank*.json},
 # $OUT/jobs-$TAG/truth.txt (PASS/FAIL lines, default variant).
 set -u
@@ -51,11 +53,11 @@ job_args() {
   esac
 }
 
-for job in ${JOBS:-ddp-short ddp-long fsdp tpdp pp}; do
+run_job() { # job index
+  local job=$1 idx=$2 args j kin=() ks t0
   args=$(job_args "$job") || die "unknown job $job"
   j="$d/$job"
   rm -rf "$j"; mkdir -p "$j/traces"
-  kin=()
   if [ "$variant" != full ]; then
     ks=${KINETO_STEPS:-8}
     [ "$job" = ddp-long ] && ks=${KINETO_STEPS:-5}
@@ -65,10 +67,19 @@ for job in ${JOBS:-ddp-short ddp-long fsdp tpdp pp}; do
   # shellcheck disable=SC2086
   env "${penv[@]}" "${venv[@]}" NCCL_TUNER_PLUGIN="$TUNER_SO" NCCL_PROFILER_PLUGIN="$PROFILER_SO" \
     TOPO_PROFILER_DIR="$j/traces" \
-    timeout -k 10 "$(inner_timeout $((secs * 3 + 120)))" "$PYTHON" "$GPU_DIR/train_job.py" $args "${share[@]}" \
-    --seconds "$secs" --delay-rank "$delay_rank" --delay-ms "$delay_ms" --out "$j" "${kin[@]}" >"$j/job.log" 2>&1
+    timeout -k 10 "$(inner_timeout $((secs * 4 + 150)))" "$PYTHON" "$GPU_DIR/train_job.py" $args "${share[@]}" \
+    --seconds "$secs" --delay-rank "$delay_rank" --delay-ms "$delay_ms" --out "$j" --port $((29400 + 11 * idx)) \
+    "${kin[@]}" >"$j/job.log" 2>&1
   log "job $job ($variant) exit $? in $(( $(date +%s) - t0 )) s: $(grep -h '^{"mode"' "$j/job.log")"
+}
+
+# PARALLEL=1: every job at once (they share the GPUs: slower steps, the same comparisons).
+idx=0
+for job in ${JOBS:-ddp-short ddp-long fsdp tpdp pp}; do
+  idx=$((idx + 1))
+  if [ "${PARALLEL:-0}" = 1 ]; then run_job "$job" "$idx" & else run_job "$job" "$idx"; fi
 done
+wait
 if [ "$variant" != full ]; then
   "$PYTHON" "$GPU_DIR/truth_jobs.py" "$d" "$REPORT_BIN" "$delay_rank" 2>&1 | tee "$d/truth.txt"
   grep -q '^FAIL' "$d/truth.txt" && exit 1
