@@ -11,6 +11,7 @@ For every job under JOBS_DIR that has Kineto traces, per rank:
   - the delayed rank named as the straggler (most waiting caused), every rank's wait inside its
     span.
 Prints one PASS/FAIL line per check and a table; --json FILE writes every figure."""
+import glob
 import json
 import os
 import sys
@@ -19,6 +20,7 @@ from truth_lib import per_rank, report_json, step_bounds
 
 jobs_dir, report, delayed = sys.argv[1], sys.argv[2], int(sys.argv[3])
 out_json = sys.argv[sys.argv.index("--json") + 1] if "--json" in sys.argv else None
+variant = sys.argv[sys.argv.index("--variant") + 1] if "--variant" in sys.argv else "default"
 LIMIT = {"comm": 0.01, "overlap": 0.02, "exposed": 0.015}
 HEADLINE_LIMIT = 0.03
 results = []
@@ -91,9 +93,29 @@ def check_job(job):
               f"(rank {delayed} was delayed)")
 
 
+def torch_side(job):
+    """What torch.profiler got beside topo: Kineto's "unknown buffer" ERROR lines in the job's
+    log (CUPTI handing it buffers topo asked for) and its GPU events per rank."""
+    jd = os.path.join(jobs_dir, job)
+    log = open(os.path.join(jd, "job.log"), errors="replace").read() if os.path.exists(os.path.join(jd, "job.log")) else ""
+    lines = sum(1 for ln in log.splitlines() if "unknown buffer" in ln)
+    ev = {}
+    for f in sorted(glob.glob(os.path.join(jd, "kineto", "*.json"))):
+        try:
+            evs = json.load(open(f)).get("traceEvents", [])
+        except Exception:
+            continue
+        ev[os.path.basename(f)] = sum(1 for e in evs if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset"))
+    results.append({"job": job, "variant": variant, "kineto_unknown_buffer_lines": lines, "kineto_gpu_events": ev})
+    print(f"INFO {job} ({variant}): Kineto 'unknown buffer' lines {lines}; Kineto GPU events "
+          + ", ".join(f"{k} {v}" for k, v in ev.items()))
+
+
 for job in sorted(os.listdir(jobs_dir)):
     if os.path.isdir(os.path.join(jobs_dir, job, "kineto")):
-        check_job(job)
+        torch_side(job)
+        if variant == "default":
+            check_job(job)
 if out_json:
     with open(out_json, "w") as fh:
         json.dump(results, fh, indent=1)

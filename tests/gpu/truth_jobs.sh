@@ -15,7 +15,11 @@
 #   SECONDS_EACH  measured training per job (default 20); KINETO_STEPS (default 8; 5 for ddp-long)
 #   VARIANT   default (as above) | full: every collective GPU-timed and CUPTI on for the whole run
 #             (TOPO_PROFILER_SAMPLE=1, TOPO_PROFILER_MEASURE_BYTES=0, TOPO_PROFILER_CUPTI=on), no
-#             torch.profiler: reference traces for the estimates' error (the test data)
+#             torch.profiler: reference traces for the estimates' error (the test data) |
+#             cupti-on: TOPO_PROFILER_CUPTI=on, so torch.profiler starts inside a topo window |
+#             none: no topo profiler (torch.profiler alone: the reference for torch's own events)
+#             Every variant with torch.profiler reports Kineto's log lines about unknown buffers
+#             and its GPU events per rank (truth_jobs.py); the checks run on `default` only.
 #   TAG       results under $OUT/jobs-$TAG (default: $VARIANT)
 #   PARALLEL  1: run the jobs at the same time (they share the GPUs; each still compares its own
 #             topo and Kineto traces of the same steps)
@@ -40,7 +44,14 @@ if [ "$(gpu_count)" -lt 2 ] || [ "${SHARE_GPU:-0}" = 1 ]; then
   share=(--share-gpu)
 fi
 venv=()
-[ "$variant" = full ] && venv=(TOPO_PROFILER_SAMPLE=1 TOPO_PROFILER_MEASURE_BYTES=0 TOPO_PROFILER_CUPTI=on)
+plugins=(NCCL_TUNER_PLUGIN="$TUNER_SO" NCCL_PROFILER_PLUGIN="$PROFILER_SO")
+case $variant in
+  default) ;;
+  full) venv=(TOPO_PROFILER_SAMPLE=1 TOPO_PROFILER_MEASURE_BYTES=0 TOPO_PROFILER_CUPTI=on) ;;
+  cupti-on) venv=(TOPO_PROFILER_CUPTI=on) ;;
+  none) plugins=(NCCL_TUNER_PLUGIN="$TUNER_SO") ;;
+  *) die "VARIANT=$variant: default, full, cupti-on or none" ;;
+esac
 
 job_args() {
   case $1 in
@@ -65,7 +76,7 @@ run_job() { # job index
   fi
   t0=$(date +%s)
   # shellcheck disable=SC2086
-  env "${penv[@]}" "${venv[@]}" NCCL_TUNER_PLUGIN="$TUNER_SO" NCCL_PROFILER_PLUGIN="$PROFILER_SO" \
+  env "${penv[@]}" "${venv[@]}" "${plugins[@]}" \
     TOPO_PROFILER_DIR="$j/traces" \
     timeout -k 10 "$(inner_timeout $((secs * 4 + 150)))" "$PYTHON" "$GPU_DIR/train_job.py" $args "${share[@]}" \
     --seconds "$secs" --delay-rank "$delay_rank" --delay-ms "$delay_ms" --out "$j" --port $((29400 + 11 * idx)) \
@@ -81,7 +92,8 @@ for job in ${JOBS:-ddp-short ddp-long fsdp tpdp pp}; do
 done
 wait
 if [ "$variant" != full ]; then
-  "$PYTHON" "$GPU_DIR/truth_jobs.py" "$d" "$REPORT_BIN" "$delay_rank" 2>&1 | tee "$d/truth.txt"
+  "$PYTHON" "$GPU_DIR/truth_jobs.py" "$d" "$REPORT_BIN" "$delay_rank" --variant "$variant" \
+    --json "$d/truth.json" 2>&1 | tee "$d/truth.txt"
   grep -q '^FAIL' "$d/truth.txt" && exit 1
 fi
 exit 0
