@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The exported ncclTunerPlugin_v2..v6: const structs of thin adapters over the core
+// The exported ncclTunerPlugin_v2..v7: const structs of thin adapters over the core
 // (tuner_core.h), initialised by field name.
 // Each translates its version's arguments and answers ncclSuccess whatever happens inside
 // (DESIGN.md: never hurt the job); a failed init leaves a NULL context, which every call
 // tolerates by leaving NCCL's choice alone. This file is the only one with exported symbols.
+#include <string.h>
+
 #include "export.h"
 #include "nccl/tuner.h"
 #include "topo_version.h"
@@ -68,7 +70,7 @@ static ncclResult_t init_v4(size_t nranks, size_t nnodes, ncclDebugLogger_t logg
   return init_common(ctx, 4, 0, nranks, nnodes, logger, NULL, NULL);
 }
 
-/* v5 (NCCL 2.28-2.29), v6 (NCCL 2.30) */
+/* v5 (NCCL 2.28-2.29), v6 (NCCL 2.30-2.32.5) */
 static ncclResult_t init_v5(void **ctx, uint64_t comm_id, size_t nranks, size_t nnodes,
                             ncclDebugLogger_t logger, ncclNvlDomainInfo_v5_t *nvl,
                             ncclTunerConstants_v5_t *constants) {
@@ -79,6 +81,39 @@ static ncclResult_t init_v6(void **ctx, uint64_t comm_id, size_t nranks, size_t 
                             ncclTunerConstants_v6_t *constants) {
   return init_common(ctx, 6, comm_id, nranks, nnodes, logger, nvl, constants);
 }
+/* v7 (NCCL 2.32.6+): the constants have a fifth (Rubin) row per GPU-generation table. The core
+ * calibrates the first four as it does for v5/v6 (it writes no Rubin row): they are copied out,
+ * handed over as v5 constants and copied back; the Rubin row is never touched. Once per
+ * communicator, at init. */
+static void constants_v7_to_v5(ncclTunerConstants_v5_t *dst, const ncclTunerConstants_v7_t *src) {
+  memcpy(dst->baseLatencies, src->baseLatencies, sizeof dst->baseLatencies);
+  memcpy(dst->hwLatencies, src->hwLatencies, sizeof dst->hwLatencies);
+  memcpy(dst->llMaxBws, src->llMaxBws, sizeof dst->llMaxBws);
+  memcpy(dst->perChMaxRingLL128Bws, src->perChMaxRingLL128Bws, sizeof dst->perChMaxRingLL128Bws);
+  memcpy(dst->perChMaxTreeLL128Bws, src->perChMaxTreeLL128Bws, sizeof dst->perChMaxTreeLL128Bws);
+  memcpy(dst->perChMaxTreeBws, src->perChMaxTreeBws, sizeof dst->perChMaxTreeBws);
+  memcpy(dst->perChMaxNVLSTreeBws, src->perChMaxNVLSTreeBws, sizeof dst->perChMaxNVLSTreeBws);
+}
+static void constants_v5_to_v7(ncclTunerConstants_v7_t *dst, const ncclTunerConstants_v5_t *src) {
+  memcpy(dst->baseLatencies, src->baseLatencies, sizeof src->baseLatencies);
+  memcpy(dst->hwLatencies, src->hwLatencies, sizeof src->hwLatencies);
+  memcpy(dst->llMaxBws, src->llMaxBws, sizeof src->llMaxBws);
+  memcpy(dst->perChMaxRingLL128Bws, src->perChMaxRingLL128Bws, sizeof src->perChMaxRingLL128Bws);
+  memcpy(dst->perChMaxTreeLL128Bws, src->perChMaxTreeLL128Bws, sizeof src->perChMaxTreeLL128Bws);
+  memcpy(dst->perChMaxTreeBws, src->perChMaxTreeBws, sizeof src->perChMaxTreeBws);
+  memcpy(dst->perChMaxNVLSTreeBws, src->perChMaxNVLSTreeBws, sizeof src->perChMaxNVLSTreeBws);
+}
+static ncclResult_t init_v7(void **ctx, uint64_t comm_id, size_t nranks, size_t nnodes,
+                            ncclDebugLogger_t logger, ncclNvlDomainInfo_v7_t *nvl,
+                            ncclTunerConstants_v7_t *constants) {
+  if (!constants) return init_common(ctx, 7, comm_id, nranks, nnodes, logger, nvl, NULL);
+  ncclTunerConstants_v5_t first_rows;
+  constants_v7_to_v5(&first_rows, constants);
+  ncclResult_t r = init_common(ctx, 7, comm_id, nranks, nnodes, logger, nvl, &first_rows);
+  constants_v5_to_v7(constants, &first_rows);
+  return r;
+}
+
 /* getChunkSize: *chunk_size arrives holding NCCL's value and leaves unchanged unless the core
  * has a measured reason (the profile carries no chunk-size measurement, so today: never). */
 static ncclResult_t chunk_v6(void *context, ncclFunc_t coll, size_t nbytes, int algo, int proto,
@@ -98,6 +133,11 @@ TOPO_EXPORT const ncclTuner_v5_t ncclTunerPlugin_v5 = {
     .name = TOPO_TUNER_NAME, .init = init_v5, .getCollInfo = get_table, .finalize = finalize};
 TOPO_EXPORT const ncclTuner_v6_t ncclTunerPlugin_v6 = {.name = TOPO_TUNER_NAME,
                                                        .init = init_v6,
+                                                       .getCollInfo = get_table,
+                                                       .finalize = finalize,
+                                                       .getChunkSize = chunk_v6};
+TOPO_EXPORT const ncclTuner_v7_t ncclTunerPlugin_v7 = {.name = TOPO_TUNER_NAME,
+                                                       .init = init_v7,
                                                        .getCollInfo = get_table,
                                                        .finalize = finalize,
                                                        .getChunkSize = chunk_v6};

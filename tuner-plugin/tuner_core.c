@@ -112,10 +112,10 @@ const char *topo_tuner_gpu_model(char *buf, size_t len) {
 /* NCCL versions a tuner ABI version is offered by (ncclTunerPlugin_vN): the fallback when the
  * process has no ncclGetVersion to ask. */
 static void abi_versions(int abi, int *lo, int *hi) {
-  static const int range[][2] = {
-      {21900, 22199}, {22200, 22299}, {22300, 22699}, {22700, 22999}, {23000, 99999}};
+  static const int range[][2] = {{21900, 22199}, {22200, 22299}, {22300, 22699},
+                                 {22700, 22999}, {23000, 23199}, {23200, 99999}};
   int i = abi - 2;
-  if (i < 0 || i > 4) {
+  if (i < 0 || i > 5) {
     *lo = 0, *hi = 99999;
     return;
   }

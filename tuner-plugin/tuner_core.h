@@ -24,7 +24,7 @@
 typedef struct topo_tuner_ctx topo_tuner_ctx;
 
 typedef struct topo_tuner_args {
-  int abi_version;  /* 2..6: which adapter called */
+  int abi_version;  /* 2..7: which adapter called */
   uint64_t comm_id; /* v5+: commHash (logs only) */
   size_t nranks, nnodes;
   int ranks_per_domain;               /* v5+: max ranks per NVLink domain; 0 = nranks / nnodes */
@@ -48,7 +48,7 @@ void topo_tuner_get(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int num_
 void topo_tuner_get_pair(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int collnet_support,
                          int nvls_support, int num_pipe_ops, int *algo, int *proto, int *nchannels);
 
-/* v6 getChunkSize: keeps NCCL's chunk size (no measured reason to change it). */
+/* v6/v7 getChunkSize: keeps NCCL's chunk size (no measured reason to change it). */
 void topo_tuner_chunk_size(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int algo, int proto,
                            int nchannels, size_t *chunk_size);
 

@@ -57,7 +57,10 @@ typedef enum {
 typedef void (*ncclDebugLogger_t)(ncclDebugLogLevel level, unsigned long flags, const char *file,
                                   int line, const char *fmt, ...);
 
-#define NCCL_ALGO_PROTO_IGNORE -1.0f
+/* A cost-table entry NCCL will never pick. NCCL 2.31+ names it NCCL_TUNING_IGNORE and keeps the
+ * older name as an alias; same value. */
+#define NCCL_TUNING_IGNORE     -1.0f
+#define NCCL_ALGO_PROTO_IGNORE NCCL_TUNING_IGNORE
 
 #define NCCL_HW_NVLINK    0
 #define NCCL_HW_PCI       1
@@ -68,7 +71,9 @@ typedef void (*ncclDebugLogger_t)(ncclDebugLogLevel level, unsigned long flags, 
 #define NCCL_AMPERE_COMPCAP_IDX    1
 #define NCCL_HOPPER_COMPCAP_IDX    2
 #define NCCL_BLACKWELL_COMPCAP_IDX 3
-#define NCCL_NUM_COMPCAPS          4
+#define NCCL_NUM_COMPCAPS          4 /* rows of the v5/v6 constants tables */
+#define NCCL_RUBIN_COMPCAP_IDX     4 /* tuner v7 (NCCL 2.32.6+) adds this fifth row */
+#define NCCL_NUM_COMPCAPS_V7       5
 
 #define NCCL_TUNING_SCALE_1NODE  0
 #define NCCL_TUNING_SCALE_2NODES 1

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// libtopo-tuner.so through the plugin host, as NCCL 2.21-2.30 load it: the ABI versions, the
+// libtopo-tuner.so through the plugin host, as NCCL 2.21-2.32 load it: the ABI versions, the
 // "never hurt the job" rules on NCCL's cost table, force and rules, bad input, v5 constants.
 #include <setjmp.h>
 #include <stdarg.h>
@@ -52,11 +52,8 @@ static void test_each_nccl_version_gets_its_highest_abi(void **state) {
   (void)state;
   static const struct {
     int nccl, abi;
-  } cases[] = {{TOPO_NCCL_2_21, 2},
-               {TOPO_NCCL_2_22, 3},
-               {TOPO_NCCL_2_24, 4},
-               {TOPO_NCCL_2_28, 5},
-               {TOPO_NCCL_2_30, 6}};
+  } cases[] = {{TOPO_NCCL_2_21, 2}, {TOPO_NCCL_2_22, 3}, {TOPO_NCCL_2_24, 4}, {TOPO_NCCL_2_28, 5},
+               {TOPO_NCCL_2_30, 6}, {TOPO_NCCL_2_31, 6}, {TOPO_NCCL_2_32, 7}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     topo_host_tuner t;
     open_tuner(&t, cases[i].nccl, 2, 1);
@@ -704,9 +701,125 @@ static void test_v5_constants_calibrated_within_bounds(void **state) {
   topo_profile_free(&prof);
 }
 
+/* NCCL 2.32's v7 constants: the first four rows calibrated exactly as v5's, the Rubin row (which
+ * the profile says nothing about) left as NCCL passed it. */
+static void test_v7_constants_first_rows_as_v5_rubin_row_untouched(void **state) {
+  (void)state;
+  setenv("TOPO_TUNER_CONSTANTS", "1", 1);
+  ncclTunerConstants_v5_t as_v5, as_v7;
+  topo_host_default_constants(&as_v5);
+  as_v7 = as_v5;
+  topo_host_tuner t5, t7;
+  assert_int_equal(topo_host_tuner_load(&t5, so, TOPO_NCCL_2_28), TOPO_OK);
+  assert_int_equal(topo_host_tuner_init(&t5, 1, 8, 1, topo_host_log, NULL, &as_v5), ncclSuccess);
+  assert_int_equal(topo_host_tuner_load(&t7, so, TOPO_NCCL_2_32), TOPO_OK);
+  assert_int_equal(t7.lib.version, 7);
+  assert_int_equal(topo_host_tuner_init(&t7, 1, 8, 1, topo_host_log, NULL, &as_v7), ncclSuccess);
+  unsetenv("TOPO_TUNER_CONSTANTS");
+  assert_non_null(t7.ctx);
+  ncclTunerConstants_v5_t nccl;
+  topo_host_default_constants(&nccl);
+  assert_memory_not_equal(&as_v5, &nccl, sizeof nccl); /* something was calibrated */
+  assert_memory_equal(&as_v7, &as_v5, sizeof as_v5);   /* the same, row for row */
+  const ncclTunerConstants_v7_t *c = &t7.constants_v7;
+  const int r = NCCL_RUBIN_COMPCAP_IDX, b = NCCL_BLACKWELL_COMPCAP_IDX;
+  for (int s = 0; s < NCCL_NUM_TUNING_SCALES; s++) {
+    assert_float_equal(c->llMaxBws[r][s], 2 * nccl.llMaxBws[b][s], 0);
+    assert_float_equal(c->perChMaxRingLL128Bws[r][s], 2 * nccl.perChMaxRingLL128Bws[b][s], 0);
+    assert_float_equal(c->perChMaxTreeLL128Bws[r][s], 2 * nccl.perChMaxTreeLL128Bws[b][s], 0);
+    assert_float_equal(c->perChMaxTreeBws[r][s], 2 * nccl.perChMaxTreeBws[b][s], 0);
+    assert_float_equal(c->perChMaxNVLSTreeBws[r][s], 2 * nccl.perChMaxNVLSTreeBws[b][s], 0);
+  }
+  close_tuner(&t5);
+  close_tuner(&t7);
+}
+
+/* Same inputs, same decision, whichever ABI version NCCL loaded: v3 (2.23) to v7 (2.32) get the
+ * same cost table (7 algorithms) and must leave bit-identical tables and channel counts, with a
+ * measured profile that switches choices and channels, and a rule that pins one. (v2 is not
+ * compared: it is handed two support flags, not the table.) */
+static void test_same_inputs_same_decision_at_every_abi_version(void **state) {
+  (void)state;
+  char prof[64] = "/tmp/topo-abi-profile-XXXXXX", rules[64] = "/tmp/topo-abi-rules-XXXXXX";
+  int fd = mkstemp(prof);
+  assert_true(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  fprintf(f, "topo-profile 2\nsection gpu=H200 nranks=8 nnodes=1\nmax_channels 24\n");
+  for (unsigned long long b = 4096; b <= (64ull << 20); b *= 2) {
+    /* Ring/LL measured far faster than Ring/Simple up to 1 MiB, and faster on 4 channels */
+    double ll = b <= (1u << 20) ? 8 + (double)b / 20000 : 1 + (double)b / 1000;
+    fprintf(f, "point allreduce ring ll channels=0 bytes=%llu median_us=%g noise_us=0.1\n", b, ll);
+    fprintf(f, "point allreduce ring ll channels=4 bytes=%llu median_us=%g noise_us=0.1\n", b,
+            ll * 0.7);
+    fprintf(f, "point allreduce ring simple bytes=%llu median_us=%g noise_us=0.1\n", b,
+            20 + (double)b / 300000);
+  }
+  fclose(f);
+  fd = mkstemp(rules);
+  assert_true(fd >= 0);
+  f = fdopen(fd, "w");
+  fprintf(f, "allgather,65536,1048576,ring,ll128,6,-1,-1,-1,-1\n");
+  fclose(f);
+  setenv("TOPO_TUNER_PROFILE", prof, 1);
+  setenv("TOPO_TUNER_RULES", rules, 1);
+  static const int nccl[] = {TOPO_NCCL_2_23, TOPO_NCCL_2_24, TOPO_NCCL_2_28, TOPO_NCCL_2_30,
+                             TOPO_NCCL_2_32};
+  enum { V = sizeof nccl / sizeof nccl[0] };
+  topo_host_tuner t[V];
+  for (int v = 0; v < V; v++) {
+    assert_int_equal(topo_host_tuner_load(&t[v], so, nccl[v]), TOPO_OK);
+    assert_int_equal(t[v].lib.version, v + 3);
+    assert_int_equal(t[v].num_algo, 7);
+    assert_int_equal(topo_host_tuner_init(&t[v], 0x5eed, 8, 1, topo_host_log, NULL, NULL),
+                     ncclSuccess);
+    assert_non_null(t[v].ctx);
+  }
+  int switched = 0, pinned = 0, fewer_channels = 0;
+  for (int coll = 0; coll < 5; coll++)
+    for (size_t bytes = 8; bytes <= (1ull << 31); bytes = bytes * 3 / 2 + 8)
+      for (int pipe = 1; pipe <= 2; pipe++) {
+        float want[21], nccl_own[21];
+        int want_nch = -1;
+        nccl2_fill(coll, bytes, 7, nccl_own);
+        for (int v = 0; v < V; v++) {
+          float table[21];
+          memcpy(table, nccl_own, sizeof table);
+          int nch = 0;
+          assert_int_equal(topo_host_tuner_get(&t[v], coll, bytes, pipe, table, 0, &nch),
+                           ncclSuccess);
+          if (v == 0) {
+            memcpy(want, table, sizeof want);
+            want_nch = nch;
+            continue;
+          }
+          if (memcmp(table, want, sizeof want) != 0 || nch != want_nch)
+            fail_msg("coll %d, %zu B, %d ops: ABI v%d differs from v3 (channels %d vs %d)", coll,
+                     bytes, pipe, v + 3, nch, want_nch);
+        }
+        int a0, p0, a1, p1;
+        topo_host_select(nccl_own, 7, 3, &a0, &p0);
+        topo_host_select(want, 7, 3, &a1, &p1);
+        switched += a0 != a1 || p0 != p1;
+        pinned += coll == ncclFuncAllGather && a1 == NCCL_ALGO_RING && p1 == NCCL_PROTO_LL128 &&
+                  want_nch == 6;
+        fewer_channels += want_nch == 4;
+      }
+  /* The comparison means something only if the tuner did decide something. */
+  assert_true(switched > 0);
+  assert_true(pinned > 0);
+  assert_true(fewer_channels > 0);
+  for (int v = 0; v < V; v++) close_tuner(&t[v]);
+  unsetenv("TOPO_TUNER_PROFILE");
+  unsetenv("TOPO_TUNER_RULES");
+  unlink(prof);
+  unlink(rules);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(test_each_nccl_version_gets_its_highest_abi, setup),
+      cmocka_unit_test_setup(test_v7_constants_first_rows_as_v5_rubin_row_untouched, setup),
+      cmocka_unit_test_setup(test_same_inputs_same_decision_at_every_abi_version, setup),
       cmocka_unit_test_setup(test_ignored_entries_stay_ignored, setup),
       cmocka_unit_test_setup(test_never_leaves_all_entries_unusable, setup),
       cmocka_unit_test_setup(test_nchannels_within_limits, setup),

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// libtopo-tuner.so exports exactly the five ncclTunerPlugin_vN structs (nm -D --defined-only).
+// libtopo-tuner.so exports exactly the ncclTunerPlugin_vN structs v2..v7 (nm -D --defined-only).
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,8 +13,9 @@ static void test_exports_exactly_the_tuner_abi_structs(void **state) {
   (void)state;
   static const char *const expected[] = {"ncclTunerPlugin_v2", "ncclTunerPlugin_v3",
                                          "ncclTunerPlugin_v4", "ncclTunerPlugin_v5",
-                                         "ncclTunerPlugin_v6"};
-  int seen[5] = {0};
+                                         "ncclTunerPlugin_v6", "ncclTunerPlugin_v7"};
+  enum { N = sizeof expected / sizeof expected[0] };
+  int seen[N] = {0};
   char cmd[1024];
   snprintf(cmd, sizeof cmd, "nm -D --defined-only '%s'", TOPO_TEST_TUNER_SO);
   FILE *p = popen(cmd, "r");
@@ -27,7 +28,7 @@ static void test_exports_exactly_the_tuner_abi_structs(void **state) {
     if (strncmp(name, "__odr_asan", 10) == 0) continue; /* AddressSanitizer's ODR markers */
     n++;
     int known = 0;
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < N; i++)
       if (strcmp(name, expected[i]) == 0) {
         seen[i]++;
         known = 1;
@@ -37,8 +38,8 @@ static void test_exports_exactly_the_tuner_abi_structs(void **state) {
     if (!known) fail_msg("unexpected exported symbol: %s", name);
   }
   assert_int_equal(pclose(p), 0);
-  assert_int_equal(n, 5);
-  for (int i = 0; i < 5; i++) assert_int_equal(seen[i], 1);
+  assert_int_equal(n, N);
+  for (int i = 0; i < N; i++) assert_int_equal(seen[i], 1);
 }
 
 int main(void) {

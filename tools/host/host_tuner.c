@@ -14,6 +14,36 @@ topo_status topo_host_tuner_load(topo_host_tuner *t, const char *path, int nccl_
 
 void topo_host_tuner_unload(topo_host_tuner *t) { topo_host_close(&t->lib); }
 
+/* NCCL 2.32's five-row constants from four rows and the host's Rubin stand-in (and back). */
+#define ROWS(member, rows) memcpy(dst->member, src->member, rows * sizeof dst->member[0])
+static void to_v7(ncclTunerConstants_v7_t *dst, const ncclTunerConstants_v5_t *src) {
+  memcpy(dst->baseLatencies, src->baseLatencies, sizeof dst->baseLatencies);
+  memcpy(dst->hwLatencies, src->hwLatencies, sizeof dst->hwLatencies);
+  ROWS(llMaxBws, 4);
+  ROWS(perChMaxRingLL128Bws, 4);
+  ROWS(perChMaxTreeLL128Bws, 4);
+  ROWS(perChMaxTreeBws, 4);
+  ROWS(perChMaxNVLSTreeBws, 4);
+  for (int s = 0; s < NCCL_NUM_TUNING_SCALES; s++) {
+    const int b = NCCL_BLACKWELL_COMPCAP_IDX, r = NCCL_RUBIN_COMPCAP_IDX;
+    dst->llMaxBws[r][s] = 2 * src->llMaxBws[b][s];
+    dst->perChMaxRingLL128Bws[r][s] = 2 * src->perChMaxRingLL128Bws[b][s];
+    dst->perChMaxTreeLL128Bws[r][s] = 2 * src->perChMaxTreeLL128Bws[b][s];
+    dst->perChMaxTreeBws[r][s] = 2 * src->perChMaxTreeBws[b][s];
+    dst->perChMaxNVLSTreeBws[r][s] = 2 * src->perChMaxNVLSTreeBws[b][s];
+  }
+}
+static void from_v7(ncclTunerConstants_v5_t *dst, const ncclTunerConstants_v7_t *src) {
+  memcpy(dst->baseLatencies, src->baseLatencies, sizeof dst->baseLatencies);
+  memcpy(dst->hwLatencies, src->hwLatencies, sizeof dst->hwLatencies);
+  ROWS(llMaxBws, 4);
+  ROWS(perChMaxRingLL128Bws, 4);
+  ROWS(perChMaxTreeLL128Bws, 4);
+  ROWS(perChMaxTreeBws, 4);
+  ROWS(perChMaxNVLSTreeBws, 4);
+}
+#undef ROWS
+
 ncclResult_t topo_host_tuner_init(topo_host_tuner *t, uint64_t comm_id, size_t nranks,
                                   size_t nnodes, ncclDebugLogger_t logger,
                                   const ncclNvlDomainInfo_v5_t *nvl,
@@ -38,6 +68,21 @@ ncclResult_t topo_host_tuner_init(topo_host_tuner *t, uint64_t comm_id, size_t n
           ->init(&t->ctx, comm_id, nranks, nnodes, logger, &info, constants);
     return ((const ncclTuner_v6_t *)t->lib.sym)
         ->init(&t->ctx, comm_id, nranks, nnodes, logger, &info, constants);
+  }
+  case 7: {
+    ncclNvlDomainInfo_v7_t info = {(int)nnodes, (int)(nranks / (nnodes ? nnodes : 1)),
+                                   (int)(nranks / (nnodes ? nnodes : 1))};
+    if (nvl) info = *nvl;
+    ncclTunerConstants_v5_t defaults;
+    if (!constants) {
+      topo_host_default_constants(&defaults);
+      constants = &defaults;
+    }
+    to_v7(&t->constants_v7, constants);
+    ncclResult_t r = ((const ncclTuner_v7_t *)t->lib.sym)
+                         ->init(&t->ctx, comm_id, nranks, nnodes, logger, &info, &t->constants_v7);
+    from_v7(constants, &t->constants_v7);
+    return r;
   }
   }
   return ncclInternalError;
@@ -83,6 +128,10 @@ ncclResult_t topo_host_tuner_get(topo_host_tuner *t, ncclFunc_t coll, size_t nby
     return ((const ncclTuner_v6_t *)t->lib.sym)
         ->getCollInfo(t->ctx, coll, nbytes, num_pipe_ops, as_nccl_passes_it, t->num_algo,
                       NCCL_NUM_PROTOCOLS, reg_buff, nchannels);
+  case 7:
+    return ((const ncclTuner_v7_t *)t->lib.sym)
+        ->getCollInfo(t->ctx, coll, nbytes, num_pipe_ops, as_nccl_passes_it, t->num_algo,
+                      NCCL_NUM_PROTOCOLS, reg_buff, nchannels);
   }
   return ncclInternalError;
 }
@@ -95,6 +144,7 @@ ncclResult_t topo_host_tuner_finalize(topo_host_tuner *t) {
   case 4: r = ((const ncclTuner_v4_t *)t->lib.sym)->destroy(t->ctx); break;
   case 5: r = ((const ncclTuner_v5_t *)t->lib.sym)->finalize(t->ctx); break;
   case 6: r = ((const ncclTuner_v6_t *)t->lib.sym)->finalize(t->ctx); break;
+  case 7: r = ((const ncclTuner_v7_t *)t->lib.sym)->finalize(t->ctx); break;
   }
   t->ctx = NULL;
   return r;

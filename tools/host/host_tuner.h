@@ -3,7 +3,8 @@
  * Drives a tuner plugin as NCCL does, whatever ABI version it was loaded at: init with the
  * arguments that version passes (the v2-v4 shims drop commId, NVLink info and constants),
  * getCollInfo with NCCL's contiguous cost table cast to float** (v2: NCCL's shim derives the
- * support flags and turns the returned pair into a 0.0 entry), finalize, then dlclose.
+ * support flags and turns the returned pair into a 0.0 entry), finalize, then dlclose. v7 (NCCL
+ * 2.32.6+) gets NCCL's five-row constants: the caller's four rows plus a Rubin row.
  */
 #ifndef TOPO_HOST_TUNER_H
 #define TOPO_HOST_TUNER_H
@@ -16,6 +17,10 @@ typedef struct topo_host_tuner {
   int nccl_version;
   int num_algo; /* 6 before NCCL 2.23 (no PAT), 7 after */
   void *ctx;
+  /* v7: the constants init was handed and left (rows 0-3 are also copied back to the caller's
+   * v5 struct); before init the Rubin row holds the host's stand-in values (NCCL's own Rubin
+   * numbers are not known here: Blackwell's, doubled), which tests can check stay untouched. */
+  ncclTunerConstants_v7_t constants_v7;
 } topo_host_tuner;
 
 /* Load `path` as `nccl_version` would. */

@@ -12,6 +12,7 @@
 #include "file.h"
 
 int topo_host_tuner_max_version(int v) {
+  if (v >= 23200) return 7;
   if (v >= 23000) return 6;
   if (v >= 22800) return 5;
   if (v >= 22400) return 4;
@@ -21,6 +22,7 @@ int topo_host_tuner_max_version(int v) {
 }
 
 int topo_host_profiler_max_version(int v) {
+  if (v >= 23100) return 7;
   if (v >= 22900) return 6;
   if (v >= 22800) return 5;
   if (v >= 22700) return 4;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The plugin host: loads a plugin .so exactly as NCCL 2.21-2.30 does and drives it with
+ * The plugin host: loads a plugin .so exactly as NCCL 2.21-2.32 does and drives it with
  * NCCL-shaped arguments. Every plugin test goes through it, never through the plugin's sources.
  *
  * Loading (shared/reference/nccl-plugin-abi.md 1.5, 2.1, 2.2): dlopen(path, RTLD_NOW|RTLD_LOCAL),
@@ -27,6 +27,8 @@
 #define TOPO_NCCL_2_28 22809
 #define TOPO_NCCL_2_29 22907
 #define TOPO_NCCL_2_30 23007
+#define TOPO_NCCL_2_31 23102 /* profiler v7 */
+#define TOPO_NCCL_2_32 23207 /* tuner v7 (2.32.6 is the first 2.32 release) */
 
 typedef struct topo_host_lib {
   void *handle;
