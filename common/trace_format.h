@@ -25,8 +25,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TOPO_TRACE_MAGIC             "TOPOTRC\0" /* 8 bytes, file start */
-#define TOPO_TRACE_VERSION           1
+#define TOPO_TRACE_MAGIC   "TOPOTRC\0" /* 8 bytes, file start */
+#define TOPO_TRACE_VERSION 1           /* major: a reader rejects any other */
+/* minor: what a writer may add within major 1, each a superset of the one before; a reader
+ * takes every minor (it skips record types and flags it does not know).
+ *   0  the first writers (the header's minor_version and nccl_version hold 0)
+ *   1  COLL_EXT and PHASE records, TOPO_COLL_F_SYM / _EXT, TOPO_TRACE_F_PHASE, nccl_version */
+#define TOPO_TRACE_MINOR_VERSION     1
 #define TOPO_TRACE_BLOCK_MAGIC       0x4b4c4254u /* "TBLK" */
 #define TOPO_TRACE_FOOTER_MAGIC      0x444e4554u /* "TEND" */
 #define TOPO_TRACE_RECORD_SIZE       64
@@ -42,8 +47,9 @@
 #define TOPO_TRACE_F_CUPTI    0x2 /* CUPTI kernel records may appear */
 #define TOPO_TRACE_F_PROXY    0x4 /* proxy records may appear */
 #define TOPO_TRACE_F_SAMPLED \
-  0x8 /* kernel channels only for some collectives: all of
+  0x8                           /* kernel channels only for some collectives: all of
                                        >= measure_min_bytes, 1 in sample_every below */
+#define TOPO_TRACE_F_PHASE 0x10 /* kernel-phase events were requested (PHASE records may appear) */
 
 typedef struct topo_trace_header {
   char magic[8];        /* TOPO_TRACE_MAGIC */
@@ -58,16 +64,18 @@ typedef struct topo_trace_header {
   int64_t realtime_ns;             /* ... and CLOCK_REALTIME at the same instant */
   int64_t gpu_minus_realtime_ns;   /* globaltimer - realtime, or TOPO_TRACE_OFFSET_UNKNOWN */
   int64_t cupti_minus_realtime_ns; /* CUPTI timestamp - realtime, or TOPO_TRACE_OFFSET_UNKNOWN */
-  uint32_t abi_version;            /* profiler ABI version NCCL loaded (1..6) */
+  uint32_t abi_version;            /* profiler ABI version NCCL loaded (1..7) */
   uint32_t event_mask;             /* activation mask we asked for */
   uint32_t sample_every;           /* KernelCh sampling period (1 = every collective) */
-  uint32_t reserved0;
+  uint16_t minor_version;          /* TOPO_TRACE_MINOR_VERSION of the writer (0: before minors) */
+  uint16_t reserved0;
   char host[64];              /* NUL-terminated */
   char comm_name[64];         /* NUL-terminated, "" when NCCL gave none */
   char topo_version[48];      /* NUL-terminated */
   uint64_t measure_min_bytes; /* operations of >= this many bytes all get kernel channels; below,
                                  1 in sample_every (plus each kind's first); 0 = no threshold */
-  uint8_t reserved[240];
+  uint32_t nccl_version;      /* NCCL_VERSION_CODE NCCL reported (ncclGetVersion), 0 unknown */
+  uint8_t reserved[236];
 } topo_trace_header;
 
 typedef struct topo_trace_block {
@@ -96,15 +104,17 @@ typedef struct topo_trace_footer {
 } topo_trace_footer;
 
 enum topo_rec_type {
-  TOPO_REC_COLL = 1,    /* topo_rec_coll: one collective */
-  TOPO_REC_P2P = 2,     /* topo_rec_coll: one send or recv (func = ncclFuncSend/Recv) */
-  TOPO_REC_KERNEL = 3,  /* topo_rec_kernel: a GPU kernel / copy from CUPTI */
-  TOPO_REC_STRING = 4,  /* topo_rec_string: text for a string id (kernel names) */
-  TOPO_REC_CHANNEL = 5, /* topo_rec_channel: per-channel GPU timing (opt-in) */
-  TOPO_REC_PROXY = 6,   /* topo_rec_proxy: one proxy op (network, opt-in) */
-  TOPO_REC_MARK = 7,    /* topo_rec_mark: a named range, e.g. a training step */
-  TOPO_REC_STATS = 8,   /* topo_rec_stats: cumulative counters */
-  TOPO_REC_CUPTI = 9,   /* topo_rec_cupti: a span during which CUPTI recorded (or was declined) */
+  TOPO_REC_COLL = 1,      /* topo_rec_coll: one collective */
+  TOPO_REC_P2P = 2,       /* topo_rec_coll: one send or recv (func = ncclFuncSend/Recv) */
+  TOPO_REC_KERNEL = 3,    /* topo_rec_kernel: a GPU kernel / copy from CUPTI */
+  TOPO_REC_STRING = 4,    /* topo_rec_string: text for a string id (kernel names) */
+  TOPO_REC_CHANNEL = 5,   /* topo_rec_channel: per-channel GPU timing (opt-in) */
+  TOPO_REC_PROXY = 6,     /* topo_rec_proxy: one proxy op (network, opt-in) */
+  TOPO_REC_MARK = 7,      /* topo_rec_mark: a named range, e.g. a training step */
+  TOPO_REC_STATS = 8,     /* topo_rec_stats: cumulative counters */
+  TOPO_REC_CUPTI = 9,     /* topo_rec_cupti: a span during which CUPTI recorded (or was declined) */
+  TOPO_REC_COLL_EXT = 10, /* topo_rec_coll_ext: a COLL/P2P's user tag and kernel variant (1.1) */
+  TOPO_REC_PHASE = 11,    /* topo_rec_phase: one phase of a symmetric kernel's channel (1.1) */
 };
 
 /* topo_rec_coll.flags */
@@ -112,8 +122,10 @@ enum topo_rec_type {
 #define TOPO_COLL_F_GPU_TIMED 0x2 /* gpu_start/stop_ns are valid */
 #define TOPO_COLL_F_PARTIAL   0x4 /* some channels' GPU timing was lost */
 #define TOPO_COLL_F_GPU_ASKED \
-  0x8 /* kernel-channel events were requested for this collective
+  0x8                        /* kernel-channel events were requested for this collective
                                       (absent flag + no GPU time: not sampled, to be estimated) */
+#define TOPO_COLL_F_SYM 0x10 /* ran a symmetric kernel (NCCL 2.31+): algo and proto are unknown */
+#define TOPO_COLL_F_EXT 0x20 /* a COLL_EXT record with the same (type, func, seq) goes with it */
 
 #define TOPO_UNKNOWN_U8 0xff
 
@@ -231,6 +243,37 @@ typedef struct topo_rec_cupti {
   uint8_t reserved1[24];
 } topo_rec_cupti;
 
+/* What NCCL 2.31+ adds to a collective or p2p (profiler ABI v7): written just before the
+ * COLL/P2P record it completes, by the same thread (records of other threads may come between);
+ * a reader pairs them by (of, func, seq) and TOPO_COLL_F_EXT on the record. */
+#define TOPO_EXT_VARIANT_MAX 40
+typedef struct topo_rec_coll_ext {
+  uint8_t type;        /* TOPO_REC_COLL_EXT */
+  uint8_t of;          /* TOPO_REC_COLL or TOPO_REC_P2P: the record it completes */
+  uint8_t func;        /* that record's func */
+  uint8_t variant_len; /* bytes of variant used (<= TOPO_EXT_VARIANT_MAX); 0 = none */
+  uint32_t reserved0;
+  uint64_t seq;      /* that record's seq */
+  uint64_t user_tag; /* the call's user tag (ncclCollConfig_t.userProfilerTag); 0 = untagged */
+  char variant[TOPO_EXT_VARIANT_MAX]; /* symmetric kernel variant, e.g. "AGxLL_R"; not
+                                         NUL-terminated, cut at TOPO_EXT_VARIANT_MAX */
+} topo_rec_coll_ext;
+
+/* One phase of one channel of a symmetric kernel (KernelPhase events, asked with the `phase`
+ * event class): GPU globaltimer ns, like the collective's gpu fields. */
+enum topo_phase { TOPO_PHASE_INITIAL_SYNC = 0, TOPO_PHASE_COMPUTE = 1, TOPO_PHASE_FINAL_SYNC = 2 };
+typedef struct topo_rec_phase {
+  uint8_t type; /* TOPO_REC_PHASE */
+  uint8_t channel;
+  uint8_t func;  /* the collective's func */
+  uint8_t phase; /* enum topo_phase */
+  uint8_t reserved0[4];
+  uint64_t seq; /* the collective's seq (joins with topo_rec_coll) */
+  int64_t gpu_start_ns;
+  int64_t gpu_stop_ns;
+  uint8_t reserved1[32];
+} topo_rec_phase;
+
 typedef struct topo_rec_stats {
   uint8_t type; /* TOPO_REC_STATS */
   uint8_t reserved0[7];
@@ -248,11 +291,15 @@ typedef union topo_trace_record {
   topo_rec_mark mark;
   topo_rec_stats stats;
   topo_rec_cupti cupti;
+  topo_rec_coll_ext ext;
+  topo_rec_phase phase;
   uint8_t raw[TOPO_TRACE_RECORD_SIZE];
 } topo_trace_record;
 
 _Static_assert(sizeof(topo_trace_header) == 512, "trace header is 512 bytes");
 _Static_assert(offsetof(topo_trace_header, measure_min_bytes) == 264, "trace header layout");
+_Static_assert(offsetof(topo_trace_header, minor_version) == 84, "trace header minor version");
+_Static_assert(offsetof(topo_trace_header, nccl_version) == 272, "trace header nccl_version");
 _Static_assert(sizeof(topo_trace_block) == 16, "block header is 16 bytes");
 _Static_assert(sizeof(topo_trace_footer) == 64, "footer is 64 bytes");
 _Static_assert(sizeof(topo_rec_coll) == 64, "coll record is 64 bytes");
@@ -264,6 +311,9 @@ _Static_assert(sizeof(topo_rec_proxy) == 64, "proxy record is 64 bytes");
 _Static_assert(sizeof(topo_rec_mark) == 64, "mark record is 64 bytes");
 _Static_assert(sizeof(topo_rec_cupti) == 64, "cupti record is 64 bytes");
 _Static_assert(sizeof(topo_rec_stats) == 64, "stats record is 64 bytes");
+_Static_assert(sizeof(topo_rec_coll_ext) == 64, "coll ext record is 64 bytes");
+_Static_assert(offsetof(topo_rec_coll_ext, variant) == 24, "coll ext record layout");
+_Static_assert(sizeof(topo_rec_phase) == 64, "phase record is 64 bytes");
 _Static_assert(sizeof(topo_trace_record) == 64, "record union is 64 bytes");
 
 #endif

@@ -27,7 +27,8 @@
 /* ---- handles ----
  * A handle NCCL holds is one 64-bit word in one of four forms. Bit 0 tells an object from a
  * tagged word; a tagged word's kind (bits 1-4) says what its other bits mean:
- *   object    bit 0 clear: gen << 32 | index << 2 | pool << 1 (index >= 1, so never NULL)
+ *   object    bit 0 clear: gen << 32 | index << 2 | pool << 1 (index >= 1, so never NULL); a
+ *             collective's also has bit 31 set when its kernel channels were asked for
  *   API       Group, GroupApi, CollApi, P2pApi, KernelLaunch: bit 5 graph-captured, bit 6 kernel
  *             channels requested, bits 8-31 the stream id
  *   step      ProxyStep, no object: bits 8-31 the index of its ProxyOp in the children's pool,
@@ -49,11 +50,11 @@ enum {
 #include "env/profiler.def"
 #undef TOPO_ENV
 };
-_Static_assert(TOPO_EV_CE < 16, "an event kind fits a handle's bits 1-4");
+_Static_assert(TOPO_EV_KERNELPHASE < 16, "an event kind fits a handle's bits 1-4");
 _Static_assert(POOL_MAX > 0 && POOL_MAX <= H_INDEX24,
                "a parent's index fits a channel handle's 24 bits");
 _Static_assert((uint64_t)POOL_MAX *CHILDREN_PER_PARENT <= H_INDEX24,
-               "a child's index fits a step handle's 24 bits (and an object handle's 30)");
+               "a child's index fits a step handle's 24 bits (and an object handle's bits 2-25)");
 _Static_assert(KCH_CHANNELS <= 64 && KCH_CHANNELS <= 1 << 6,
                "a channel fits a channel handle's 6 bits and the 64-bit ch_stopped mask");
 
@@ -66,7 +67,10 @@ static inline uint64_t h_object(int pool, uint32_t idx, uint32_t gen) {
   return (uint64_t)gen << 32 | (uint64_t)idx << 2 | (uint64_t)pool << 1;
 }
 static inline int h_object_pool(uint64_t h) { return (int)((h >> 1) & 1); }
-static inline uint32_t h_object_index(uint64_t h) { return (uint32_t)(h >> 2) & 0x3fffffffu; }
+static inline uint32_t h_object_index(uint64_t h) { return (uint32_t)(h >> 2) & H_INDEX24; }
+/* A collective's handle says whether its kernel channels were asked for, so that a KernelCh NCCL
+ * sends for one that was not (a mask another party set) is ignored even after it completed. */
+#define H_OBJ_ASKED (1ull << 31)
 static inline uint32_t h_object_gen(uint64_t h) { return (uint32_t)(h >> 32); }
 
 static inline uint64_t h_api(int kind, int graph, int sampled, uint32_t stream) {
@@ -103,9 +107,11 @@ typedef struct topo_obj {
   _Atomic(int64_t) stop_cpu; /* Coll/P2p stop time, for the reaper; 0 before stop */
   _Atomic(topo_comm *) comm;
   uint8_t kind;
+  uint8_t variant_len;     /* Coll (v7): bytes of variant, 0 = none */
   uint32_t life;           /* the life of comm the object was started in */
   struct topo_obj *parent; /* children: the parent they hold a reference on */
-  topo_trace_record rec;   /* parents: topo_rec_coll; ProxyOp: topo_rec_proxy */
+  topo_trace_record rec;   /* parents: topo_rec_coll; ProxyOp: topo_rec_proxy; KernelPhase:
+                              topo_rec_phase */
   _Atomic(int64_t) gpu_start_min, gpu_stop_max;
   atomic_int ch_done;
   _Atomic(uint64_t) ch_stopped; /* channels whose KernelCh stopped (object-free handles) */
@@ -115,6 +121,10 @@ typedef struct topo_obj {
   int64_t gpu_start, cpu_start;
   _Atomic(int64_t) gpu_stop;
   _Atomic(uint64_t) bytes; /* ProxyOp */
+  /* Coll/P2p (v7): the call's user tag and the symmetric kernel's variant, for the COLL_EXT
+   * record written before the collective's own (both fit the 256 bytes objects take anyway) */
+  uint64_t user_tag;
+  char variant[TOPO_EXT_VARIANT_MAX];
 } __attribute__((aligned(64))) topo_obj;
 
 /* A pool's objects are mapped zero-filled (topo_map) and handed out in index order the first
@@ -148,7 +158,8 @@ static struct {
   _Atomic(int64_t) cupti_start_at; /* monotonic: the start is due, traffic or not */
   _Atomic(int *) mask_ptr;
   int base_mask; /* without KernelCh */
-  int kernelch, channel_records, proxy, nvtx, cupti;
+  int kernelch, channel_records, proxy, phase, nvtx, cupti;
+  int nccl_version; /* NCCL_VERSION_CODE NCCL reported at the generation's first init; 0 unknown */
   uint32_t sample_every;
   uint64_t measure_min;   /* TOPO_PROFILER_MEASURE_BYTES */
   int measure_all;        /* every operation gets kernel channels: no prediction needed */
@@ -391,6 +402,22 @@ static void emit(topo_comm *c, uint32_t life, const topo_trace_record *r) {
                                                                       : TOPO_DROP_CHILD);
 }
 
+/* What v7 adds to a collective (its user tag, its kernel variant): a COLL_EXT record just before
+ * the collective's own, and TOPO_COLL_F_EXT on that one (trace_format.h). */
+static void emit_ext(topo_comm *c, topo_obj *o) {
+  topo_trace_record x;
+  memset(&x, 0, sizeof x);
+  x.ext.type = TOPO_REC_COLL_EXT;
+  x.ext.of = o->rec.coll.type;
+  x.ext.func = o->rec.coll.func;
+  x.ext.seq = o->rec.coll.seq;
+  x.ext.user_tag = o->user_tag;
+  x.ext.variant_len = o->variant_len;
+  memcpy(x.ext.variant, o->variant, o->variant_len);
+  o->rec.coll.flags |= TOPO_COLL_F_EXT;
+  emit(c, o->life, &x);
+}
+
 /* Called once per object by the thread that dropped its last reference. */
 static void complete(topo_obj *o) {
   topo_comm *c = atomic_load_explicit(&o->comm, memory_order_relaxed);
@@ -409,6 +436,7 @@ static void complete(topo_obj *o) {
     }
     r->cpu_stop_ns = atomic_load_explicit(&o->stop_cpu, memory_order_relaxed);
     if (o->nvtx_range) topo_nvtx_coll_end(o->nvtx_range, r);
+    if (o->user_tag || o->variant_len) emit_ext(c, o);
     emit(c, o->life, &o->rec);
     break;
   }
@@ -419,6 +447,7 @@ static void complete(topo_obj *o) {
     if (o->parent) obj_release(o->parent);
     break;
   case TOPO_EV_KERNELCH:
+  case TOPO_EV_KERNELPHASE:
     if (o->parent) obj_release(o->parent);
     break;
   }
@@ -429,7 +458,7 @@ static void complete(topo_obj *o) {
 static void parse_events(void) {
   const char *s = topo_env_str(TOPO_ENV_PROFILER_EVENTS);
   g.base_mask = ncclProfileColl | ncclProfileP2p;
-  g.kernelch = g.channel_records = g.proxy = 0;
+  g.kernelch = g.channel_records = g.proxy = g.phase = 0;
   char buf[256];
   snprintf(buf, sizeof buf, "%s", s);
   for (char *save = NULL, *tok = strtok_r(buf, ", ", &save); tok;
@@ -438,11 +467,12 @@ static void parse_events(void) {
     if (!strcmp(tok, "kernel")) g.kernelch = 1;
     else if (!strcmp(tok, "channel")) g.kernelch = g.channel_records = 1;
     else if (!strcmp(tok, "proxy")) g.proxy = 1;
-    else if (!strcmp(tok, "none")) g.kernelch = 0;
+    else if (!strcmp(tok, "phase")) g.kernelch = g.phase = 1;
+    else if (!strcmp(tok, "none")) g.kernelch = g.phase = 0;
     else
       TOPO_WARN(
           "TOPO/Profiler: TOPO_PROFILER_EVENTS: unknown event class '%s' ignored "
-          "(known: coll,p2p,kernel,channel,proxy,none)",
+          "(known: coll,p2p,kernel,channel,proxy,phase,none)",
           tok);
   }
   if (g.proxy) g.base_mask |= ncclProfileProxyOp | ncclProfileProxyStep;
@@ -452,6 +482,9 @@ int topo_prof_mask_for(int abi_version) {
   int m = g.base_mask ? g.base_mask : (ncclProfileColl | ncclProfileP2p);
   /* Kernel-channel events give GPU timers from v4 (2.27); v3 has no pTimer: not worth NCCL's cost. */
   if (abi_version >= 4 && g.kernelch) m |= ncclProfileKernelCh;
+  /* Kernel phases (v7, symmetric kernels only) only when the `phase` class asks: NCCL then has
+   * every kernel it times write phase timestamps behind a system fence. */
+  if (abi_version >= 7 && g.phase && (m & ncclProfileKernelCh)) m |= ncclProfileKernelPhase;
   return m;
 }
 
@@ -576,7 +609,7 @@ static void next_op(const topo_comm *c, int func, uint64_t bytes, int asked) {
       (uint64_t)cur | (uint64_t)prev << 10 | (uint64_t)run << 20 | (uint64_t)(next & 0x3ff) << 28,
       memory_order_relaxed);
   int m = topo_prof_mask_for(abi_version);
-  if (!pred_wants(next)) m &= ~ncclProfileKernelCh;
+  if (!pred_wants(next)) m &= ~(ncclProfileKernelCh | ncclProfileKernelPhase);
   set_mask(m);
 }
 
@@ -781,15 +814,19 @@ static void cupti_stop(int64_t wait_ns) {
 /* The default of TOPO_PROFILER_MEASURE_BYTES for the NCCL this process runs: the smallest size
  * from which NCCL's own cost of kernel-channel events stays near 1 % of an operation
  * (docs/profiler.md). NCCL 2.28 adds 4-6 us to every small operation (measured on 2 x H200):
- * 16 MiB. NCCL 2.29-2.30 cost 0.1-1.1 % from 128 KB to 4 MB (NVIDIA/nccl#2355): 1 MiB. NCCL
- * 2.31.2 turns on KernelPhase timestamps and a system fence with KernelCh (4-13 % from 128 KB
- * to 4 MB, same issue): 16 MiB again. An unknown version gets the cautious 16 MiB. */
+ * 16 MiB. NCCL 2.29-2.30 cost 0.1-1.1 % from 128 KB to 4 MB (NVIDIA/nccl#2355): 1 MiB. From
+ * NCCL 2.31.2 asking for KernelCh also turns on KernelPhase timestamps and a system fence in the
+ * kernels: ~2.3 us more GPU time per operation timed (4.3-13.3 % from 128 KB to 4 MB, 10.5 % at
+ * 1 MB, same issue), which is ~1 % of an operation only from about 4 x 16 MiB: 64 MiB, on every
+ * 2.31+ release until one ships the fix (NVIDIA/nccl PR #2357, none known up to 2.32.7). An
+ * unknown version gets the cautious 16 MiB. */
 uint64_t topo_prof_default_measure_bytes(int nccl_version) {
-  const uint64_t cautious = 16u << 20, cheap = 1u << 20;
-  return nccl_version >= 22900 && nccl_version < 23100 ? cheap : cautious;
+  const uint64_t cautious = 16u << 20, cheap = 1u << 20, phased = 64u << 20;
+  if (nccl_version >= 23100) return phased;
+  return nccl_version >= 22900 ? cheap : cautious;
 }
 
-static int global_start(void) {
+static int global_start(int abi_version) {
   g.pid = getpid();
   n_ro_ranges = 0;
   for (int w = 0; w < 4; w++)
@@ -798,9 +835,14 @@ static int global_start(void) {
   g.nvtx = topo_env_bool(TOPO_ENV_PROFILER_NVTX);
   g.cupti = topo_cupti_configure();
   g.sample_every = (uint32_t)topo_env_int(TOPO_ENV_PROFILER_SAMPLE);
+  /* The NCCL version decides the default; without one, ABI v7 (offered by 2.31.2+ only) says
+   * at least 2.31. */
+  g.nccl_version = topo_nccl_runtime_version();
   g.measure_min = topo_env_is_set(TOPO_ENV_PROFILER_MEASURE_BYTES)
                       ? (uint64_t)topo_env_int(TOPO_ENV_PROFILER_MEASURE_BYTES)
-                      : topo_prof_default_measure_bytes(topo_nccl_runtime_version());
+                      : topo_prof_default_measure_bytes(g.nccl_version     ? g.nccl_version
+                                                        : abi_version >= 7 ? 23100
+                                                                           : 0);
   g.measure_all = g.sample_every <= 1 || g.measure_min == 0;
   g.gpu_timeout_ns = topo_env_int(TOPO_ENV_PROFILER_GPU_TIMEOUT_MS) * 1000000LL;
   g.wait_ns = topo_env_int(TOPO_ENV_PROFILER_WAIT_MS) * 1000000LL;
@@ -921,7 +963,7 @@ static int generation_begin(int abi_version) {
   topo_env_reset_warnings(); /* once per generation, as when NCCL loaded the plugin afresh */
   topo_env_check_unknown();
   if (topo_env_bool(TOPO_ENV_LOG_ENV)) topo_env_log_effective();
-  if (global_start()) {
+  if (global_start(abi_version)) {
     TOPO_WARN(
         "TOPO/Profiler: could not allocate its event pools; profiling disabled for this "
         "communicator");
@@ -936,11 +978,12 @@ static int generation_begin(int abi_version) {
   else
     TOPO_INFO(NCCL_INIT,
               "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
-              "channels for every operation of >= %llu bytes and below that the first %d of "
-              "each kind then 1 in %u, NVTX %s, CUPTI %s, traces in %s",
+              "channels for every operation of >= %llu bytes (NCCL %d) and below that the first "
+              "%d of each kind then 1 in %u, NVTX %s, CUPTI %s, traces in %s",
               TOPO_VERSION, abi_version, topo_prof_mask_for(abi_version),
-              (unsigned long long)g.measure_min, PRED_FIRST, g.sample_every, g.nvtx ? "on" : "off",
-              g.cupti ? topo_cupti_describe() : "off", topo_env_str(TOPO_ENV_PROFILER_DIR));
+              (unsigned long long)g.measure_min, g.nccl_version, PRED_FIRST, g.sample_every,
+              g.nvtx ? "on" : "off", g.cupti ? topo_cupti_describe() : "off",
+              topo_env_str(TOPO_ENV_PROFILER_DIR));
   atomic_store(&g.next_mask, topo_prof_mask_for(abi_version));
   return 0;
 }
@@ -965,6 +1008,8 @@ static void comm_setup(topo_comm *c, int abi_version, uint64_t comm_hash, const 
     c->header.measure_min_bytes = g.measure_all ? 0 : g.measure_min;
     if (!g.measure_all) c->header.flags |= TOPO_TRACE_F_SAMPLED;
   }
+  if (m & ncclProfileKernelPhase) c->header.flags |= TOPO_TRACE_F_PHASE;
+  c->header.nccl_version = (uint32_t)g.nccl_version;
   if (g.cupti) c->header.flags |= TOPO_TRACE_F_CUPTI;
   if (g.proxy) c->header.flags |= TOPO_TRACE_F_PROXY;
 }
@@ -1171,6 +1216,12 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c, uint32_t life)
   r->bytes = d->bytes;
   r->peer = d->peer;
   if (asked) r->flags |= TOPO_COLL_F_GPU_ASKED;
+  if (d->sym) r->flags |= TOPO_COLL_F_SYM;
+  o->user_tag = d->user_tag;
+  o->variant_len = 0;
+  for (const char *v = d->variant; v && v[o->variant_len] && o->variant_len < TOPO_EXT_VARIANT_MAX;
+       o->variant_len++)
+    o->variant[o->variant_len] = v[o->variant_len];
   if (from_api) {
     r->stream_id = h_api_stream(ph);
     if (h_api_graph(ph)) r->flags |= TOPO_COLL_F_GRAPH;
@@ -1187,7 +1238,7 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c, uint32_t life)
    * and must find the references and a zero stop time of this life. */
   obj_publish(o, gen, 1u + (expected != 0));
   atomic_store_explicit(&o->hold, (uint64_t)gen << 1 | (expected != 0), memory_order_release);
-  return h_ptr(h_object(POOL_PARENTS, idx, gen));
+  return h_ptr(h_object(POOL_PARENTS, idx, gen) | (asked ? H_OBJ_ASKED : 0));
 }
 
 static void fold_min(_Atomic(int64_t) *v, int64_t x) {
@@ -1204,6 +1255,10 @@ static void fold_max(_Atomic(int64_t) *v, int64_t x) {
 
 static void *start_child(const topo_prof_descr *d, topo_comm *c, uint32_t life) {
   uint32_t pgen, gen;
+  uint64_t ph = h_word(d->parent);
+  /* A KernelCh of a collective that did not ask for them (the mask NCCL read was set by someone
+   * else, e.g. RAS): ignored, not counted, and the collective waits for none of them. */
+  if (d->kind == TOPO_EV_KERNELCH && ph && !h_tagged(ph) && !(ph & H_OBJ_ASKED)) return NULL;
   topo_obj *parent = resolve(d->parent, &pgen);
   if (!parent || !obj_acquire(parent, pgen)) {
     count_drop(c, TOPO_DROP_CHILD);
@@ -1255,6 +1310,65 @@ static void *start_child(const topo_prof_descr *d, topo_comm *c, uint32_t life) 
   return h_ptr(h_object(POOL_CHILDREN, idx, gen));
 }
 
+/* The collective a KernelPhase's parent (a KernelCh handle: an object-free channel handle, or a
+ * KernelCh object) belongs to, with a reference taken on it; NULL when that channel or its
+ * collective is gone. */
+static topo_obj *phase_collective(void *kch) {
+  uint64_t v = h_word(kch);
+  if (h_is_channel(v)) {
+    topo_obj *coll = kch_parent(v);
+    if (!coll) return NULL;
+    uint32_t gen = (uint32_t)(atomic_load_explicit(&coll->refgen, memory_order_acquire) >> 32);
+    return (gen & H_CHANNEL_GEN) == h_channel_gen(v) && obj_acquire(coll, gen) ? coll : NULL;
+  }
+  uint32_t gen;
+  topo_obj *ch = resolve(kch, &gen);
+  if (!ch || !obj_acquire(ch, gen)) return NULL;
+  topo_obj *coll = ch->kind == TOPO_EV_KERNELCH ? ch->parent : NULL; /* alive: ch holds it */
+  if (coll &&
+      !obj_acquire(coll,
+                   (uint32_t)(atomic_load_explicit(&coll->refgen, memory_order_acquire) >> 32)))
+    coll = NULL;
+  obj_release(ch);
+  return coll;
+}
+
+/* A KernelPhase (v7): a child object that holds its collective until its stop writes the PHASE
+ * record. Only when the `phase` class asked for them; otherwise ignored, not counted. NCCL
+ * documents phases for symmetric kernels; any it sends is recorded. */
+static void *start_phase(const topo_prof_descr *d, topo_comm *c, uint32_t life) {
+  /* NCCL sends phases also under a KernelCh it got no handle for: that loss, if one, is counted */
+  if (!g.phase || !d->parent) return NULL;
+  topo_obj *coll = phase_collective(d->parent);
+  if (!coll) {
+    count_drop(c, TOPO_DROP_CHILD);
+    return NULL;
+  }
+  uint32_t gen;
+  uint32_t idx = obj_alloc(POOL_CHILDREN, c, &gen);
+  if (!idx) {
+    obj_release(coll);
+    count_drop(c, TOPO_DROP_CHILD);
+    return NULL;
+  }
+  topo_obj *o = &g.pools[POOL_CHILDREN].objs[idx];
+  o->kind = TOPO_EV_KERNELPHASE;
+  atomic_store_explicit(&o->comm, c, memory_order_relaxed);
+  o->life = life;
+  o->parent = coll;
+  memset(&o->rec, 0, sizeof o->rec);
+  topo_rec_phase *r = &o->rec.phase;
+  r->type = TOPO_REC_PHASE;
+  r->channel = (uint8_t)d->channel;
+  r->func = coll->rec.coll.func;
+  r->phase = (uint8_t)d->phase;
+  r->seq = coll->rec.coll.seq;
+  r->gpu_start_ns = (int64_t)d->ptimer;
+  atomic_store_explicit(&o->gpu_stop, 0, memory_order_relaxed);
+  obj_publish(o, gen, 1);
+  return h_ptr(h_object(POOL_CHILDREN, idx, gen));
+}
+
 ncclResult_t topo_prof_start(void *ctx, void **handle, const topo_prof_descr *d) {
   if (!handle) return ncclSuccess;
   *handle = NULL;
@@ -1275,6 +1389,7 @@ ncclResult_t topo_prof_start(void *ctx, void **handle, const topo_prof_descr *d)
   case TOPO_EV_COLL:
   case TOPO_EV_P2P: *handle = start_parent(d, c, life); break;
   case TOPO_EV_KERNELCH: *handle = start_child(d, c, life); break;
+  case TOPO_EV_KERNELPHASE: *handle = start_phase(d, c, life); break;
   case TOPO_EV_PROXYOP:
     if (g.proxy) *handle = start_child(d, c, life);
     break;
@@ -1348,6 +1463,12 @@ ncclResult_t topo_prof_stop(void *handle) {
     break;
   }
   case TOPO_EV_PROXYOP: o->rec.proxy.cpu_stop_ns = now; break;
+  case TOPO_EV_KERNELPHASE: {
+    topo_trace_record rec = o->rec;
+    rec.phase.gpu_stop_ns = atomic_load_explicit(&o->gpu_stop, memory_order_relaxed);
+    emit(atomic_load_explicit(&o->comm, memory_order_relaxed), o->life, &rec);
+    break;
+  }
   }
   obj_release(o);
   return ncclSuccess;
@@ -1385,6 +1506,8 @@ ncclResult_t topo_prof_state(void *handle, int state_kind, uint64_t value) {
       calibrate(atomic_load_explicit(&o->comm, memory_order_relaxed), o->life, value);
   } else if (state_kind == TOPO_ST_PROXY_BYTES && o->kind == TOPO_EV_PROXYOP) {
     atomic_fetch_add_explicit(&o->bytes, value, memory_order_relaxed);
+  } else if (state_kind == TOPO_ST_PHASE_STOP && o->kind == TOPO_EV_KERNELPHASE && value) {
+    atomic_store_explicit(&o->gpu_stop, (int64_t)value, memory_order_relaxed);
   }
   obj_release(o);
   return ncclSuccess;

@@ -34,7 +34,8 @@ enum topo_prof_kind {
   TOPO_EV_COLLAPI,
   TOPO_EV_P2PAPI,
   TOPO_EV_KERNELLAUNCH,
-  TOPO_EV_CE
+  TOPO_EV_CE,
+  TOPO_EV_KERNELPHASE /* v7: a phase of a symmetric kernel's channel (child of a KernelCh) */
 };
 
 #define TOPO_PROF_UNKNOWN_CHANNELS (-1)
@@ -52,6 +53,13 @@ typedef struct topo_prof_descr {
   int peer;                        /* root, or p2p peer, -1 when none */
   int nchannels;                   /* TOPO_PROF_UNKNOWN_CHANNELS when the version cannot say */
   int nwarps;
+  /* v7 Coll / P2p: the call's user tag (0 = none); Coll: a symmetric kernel ran (its algorithm
+   * and protocol are then unknown), its variant name (NULL when none; copied at start) */
+  uint64_t user_tag;
+  int sym;
+  const char *variant;
+  /* KernelPhase: its phase (0 initial sync, 1 compute, 2 final sync); channel and ptimer below */
+  int phase;
   /* KernelCh */
   int channel;
   uint64_t ptimer; /* 0 when the version has no GPU timer */
@@ -63,8 +71,13 @@ typedef struct topo_prof_descr {
   int graph_captured;
 } topo_prof_descr;
 
-/* State updates, version independent. */
-enum topo_prof_state_kind { TOPO_ST_OTHER = 0, TOPO_ST_KERNELCH_STOP, TOPO_ST_PROXY_BYTES };
+/* State updates, version independent. TOPO_ST_PHASE_STOP: a KernelPhase's GPU end (v7). */
+enum topo_prof_state_kind {
+  TOPO_ST_OTHER = 0,
+  TOPO_ST_KERNELCH_STOP,
+  TOPO_ST_PROXY_BYTES,
+  TOPO_ST_PHASE_STOP
+};
 
 /* init for every version. Always returns ncclSuccess; *ctx is NULL when profiling is off for
  * this communicator (disabled, or an init error, which warns once). Writes *mask only on

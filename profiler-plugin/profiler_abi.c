@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The exported ncclProfiler_v6 .. ncclProfiler_v1 structs: thin adapters that turn each
+// The exported ncclProfiler_v7 .. ncclProfiler_v1 structs: thin adapters that turn each
 // version's descriptor and state arguments into the core's version-free form (core.h). NCCL
-// takes the highest version it knows (2.23: v1 ... 2.29+: v6). Every entry answers ncclSuccess.
+// takes the highest version it knows (2.23: v1 ... 2.29-2.30: v6, 2.31.2+: v7). Every entry
+// answers ncclSuccess; an event type or state a version does not define is passed on as unknown.
 #include <string.h>
 
 #include "core.h"
@@ -29,6 +30,7 @@ static int kind_of(uint64_t type) {
   case ncclProfileCeColl:
   case ncclProfileCeSync:
   case ncclProfileCeBatch: return TOPO_EV_CE;
+  case ncclProfileKernelPhase: return TOPO_EV_KERNELPHASE;
   default: return TOPO_EV_OTHER;
   }
 }
@@ -82,8 +84,8 @@ static int root_or_none(int func, int root) {
     (d)->peer = (p).peer;                                \
   } while (0)
 
-/* ---- v5 / v6 (same layout for everything but CE events) ---- */
-static void fill_v5(topo_prof_descr *d, const ncclProfilerEventDescr_v5_t *e) {
+/* ---- v5 / v6 / v7 (v6 adds CE events, v7 members after v5's: the v5 prefix holds) ---- */
+static void fill_v5_members(topo_prof_descr *d, const ncclProfilerEventDescr_v5_t *e) {
   head(d, e->type, e->parentObj, e->rank);
   switch (d->kind) {
   case TOPO_EV_COLL:
@@ -118,12 +120,60 @@ static void fill_v5(topo_prof_descr *d, const ncclProfilerEventDescr_v5_t *e) {
   }
 }
 
+/* v5 and v6 define no KernelPhase: such a type is unknown to them. */
+static void fill_v5(topo_prof_descr *d, const ncclProfilerEventDescr_v5_t *e) {
+  fill_v5_members(d, e);
+  if (d->kind == TOPO_EV_KERNELPHASE) d->kind = TOPO_EV_OTHER;
+}
+
+/* v7: the user tag of a Coll/P2p, a symmetric collective's variant (NCCL's algo / proto strings
+ * for it name no algorithm or protocol: unknown, never read from the variant), KernelPhase. */
+static void fill_v7(topo_prof_descr *d, const ncclProfilerEventDescr_v7_t *e) {
+  fill_v5_members(d, (const ncclProfilerEventDescr_v5_t *)e);
+  switch (d->kind) {
+  case TOPO_EV_COLL:
+    d->user_tag = e->coll.userTag;
+    d->variant = e->coll.kernelVariant;
+    if (e->coll.isSymColl) {
+      d->sym = 1;
+      d->algo = d->proto = TOPO_UNKNOWN_U8;
+    }
+    break;
+  case TOPO_EV_P2P: d->user_tag = e->p2p.userTag; break;
+  case TOPO_EV_KERNELPHASE:
+    d->channel = e->kernelPhase.channelId;
+    d->phase = e->kernelPhase.phaseId;
+    d->ptimer = e->kernelPhase.pTimer;
+    break;
+  }
+}
+
 static void state_v4(void *h, ncclProfilerEventState_t s,
                      const ncclProfilerEventStateArgs_v4_t *a) {
   if (!a) return; /* GroupApi states come with NULL arguments */
   if (s == ncclProfilerKernelChStop) topo_prof_state(h, TOPO_ST_KERNELCH_STOP, a->kernelCh.pTimer);
   else if (s == ncclProfilerProxyStepSendWait || s == ncclProfilerProxyStepRecvGPUWait)
     topo_prof_state(h, TOPO_ST_PROXY_BYTES, a->proxyStep.transSize);
+}
+
+static ncclResult_t init_v7(void **ctx, uint64_t comm_id, int *mask, const char *name, int nnodes,
+                            int nranks, int rank, ncclDebugLogger_t logfn) {
+  return topo_prof_init(ctx, mask, 7, comm_id, name, nnodes, nranks, rank, logfn);
+}
+static ncclResult_t start_v7(void *ctx, void **h, ncclProfilerEventDescr_v7_t *e) {
+  if (!e) return topo_prof_start(ctx, h, NULL);
+  topo_prof_descr d;
+  fill_v7(&d, e);
+  return topo_prof_start(ctx, h, &d);
+}
+static ncclResult_t state_v7(void *h, ncclProfilerEventState_v7_t s,
+                             ncclProfilerEventStateArgs_v7_t *a) {
+  if (s == ncclProfilerKernelPhaseStop) {
+    if (a) topo_prof_state(h, TOPO_ST_PHASE_STOP, a->kernelCh.pTimer);
+    return ncclSuccess;
+  }
+  state_v4(h, s, (const ncclProfilerEventStateArgs_v4_t *)a);
+  return ncclSuccess;
 }
 
 static ncclResult_t init_v6(void **ctx, uint64_t comm_id, int *mask, const char *name, int nnodes,
@@ -269,6 +319,8 @@ static ncclResult_t start_v1(void *ctx, void **h, ncclProfilerEventDescr_v1_t *e
   return topo_prof_start(ctx, h, &d);
 }
 
+TOPO_EXPORT const ncclProfiler_v7_t ncclProfiler_v7 = {
+    PLUGIN_NAME, init_v7, start_v7, topo_prof_stop, state_v7, topo_prof_finalize};
 TOPO_EXPORT const ncclProfiler_v6_t ncclProfiler_v6 = {
     PLUGIN_NAME, init_v6, start_v6, topo_prof_stop, state_v5, topo_prof_finalize};
 TOPO_EXPORT const ncclProfiler_v5_t ncclProfiler_v5 = {

@@ -219,6 +219,7 @@ static void fill_header(topo_comm *c, const char *host) {
   topo_trace_header *h = &c->header;
   memcpy(h->magic, TOPO_TRACE_MAGIC, 8);
   h->version = TOPO_TRACE_VERSION;
+  h->minor_version = TOPO_TRACE_MINOR_VERSION;
   h->header_size = sizeof *h;
   h->record_size = TOPO_TRACE_RECORD_SIZE;
   h->comm_hash = c->hash;

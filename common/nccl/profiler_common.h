@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Profiler ABI pieces shared by every version (v1..v6): event type bits and the state enum,
+ * Profiler ABI pieces shared by every version (v1..v7): event type bits and the state enum,
  * whose numeric values are stable across versions. Our own declarations, written from
  * shared/reference/nccl-plugin-abi.md sections 4.2-4.3; never include NCCL's headers.
  */
@@ -29,6 +29,7 @@ enum {
   ncclProfileCeColl = (1 << 12),       /* v6 */
   ncclProfileCeSync = (1 << 13),       /* v6 */
   ncclProfileCeBatch = (1 << 14),      /* v6 */
+  ncclProfileKernelPhase = (1 << 15),  /* v7: child of KernelCh; NCCL then also sets KernelCh */
 };
 
 typedef enum {
@@ -63,6 +64,7 @@ typedef enum {
   ncclProfilerCeSyncComplete = 28,
   ncclProfilerCeBatchStart = 29,
   ncclProfilerCeBatchComplete = 30,
+  ncclProfilerKernelPhaseStop = 31, /* v7; state args: kernelCh.pTimer = the phase's end */
 } ncclProfilerEventState_t;
 
 typedef ncclProfilerEventState_t ncclProfilerEventState_v1_t;
@@ -71,6 +73,7 @@ typedef ncclProfilerEventState_t ncclProfilerEventState_v3_t;
 typedef ncclProfilerEventState_t ncclProfilerEventState_v4_t;
 typedef ncclProfilerEventState_t ncclProfilerEventState_v5_t;
 typedef ncclProfilerEventState_t ncclProfilerEventState_v6_t;
+typedef ncclProfilerEventState_t ncclProfilerEventState_v7_t;
 
 /* Members of the descriptor unions that did not change across versions. */
 typedef struct {

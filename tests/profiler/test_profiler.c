@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// libtopo-profiler.so through the plugin host, at every ABI version v1..v6: record contents
-// field by field, sampling through the activation mask, the never-hurt-the-job cases (NULL
-// context, unknown events, state after stop, PXN proxy ops, unwritable directory, reload), and
-// the file a killed process leaves.
+// libtopo-profiler.so through the plugin host, at every ABI version v1..v7: record contents
+// field by field, what v7 adds (symmetric collectives, user tags, kernel variants, kernel phases
+// on request), sampling through the activation mask, the never-hurt-the-job cases (NULL
+// context, unknown and unasked-for events at every version, state after stop, PXN proxy ops,
+// unwritable directory, reload), and the file a killed process leaves.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,13 +26,14 @@
 
 static char dir[256];
 
-static const int nccl_for_version[7] = {0,
+static const int nccl_for_version[8] = {0,
                                         TOPO_NCCL_2_23,
                                         TOPO_NCCL_2_24,
                                         TOPO_NCCL_2_26,
                                         TOPO_NCCL_2_27,
                                         TOPO_NCCL_2_28,
-                                        TOPO_NCCL_2_29};
+                                        TOPO_NCCL_2_29,
+                                        TOPO_NCCL_2_31};
 
 static int setup(void **state) {
   (void)state;
@@ -249,8 +251,12 @@ static void test_v6_records_stream_and_graph_capture(void **s) {
   (void)s;
   check_version(6);
 }
+static void test_v7_records_stream_and_graph_capture(void **s) {
+  (void)s;
+  check_version(7);
+}
 
-static void test_exports_exactly_the_six_profiler_symbols(void **s) {
+static void test_exports_exactly_the_seven_profiler_symbols(void **s) {
   (void)s;
   char cmd[600];
   snprintf(cmd, sizeof cmd, "nm -D --defined-only %s", TOPO_TEST_PROFILER_SO);
@@ -268,8 +274,352 @@ static void test_exports_exactly_the_six_profiler_symbols(void **s) {
     }
   }
   assert_int_equal(pclose(f), 0);
-  assert_int_equal(profiler, 6);
+  assert_int_equal(profiler, 7);
   assert_int_equal(other, 0);
+}
+
+/* ---- v7 (NCCL 2.31+): symmetric collectives, user tags, kernel variants, kernel phases ---- */
+
+/* A symmetric AllReduce (tag 0x42), a tagged and an untagged ring AllReduce, a tagged send. */
+static void v7_ops(drv_op ops[4]) {
+  ops[0] = allreduce(10, 4);
+  ops[0].sym = 1;
+  ops[0].variant = "AGxLL_R";
+  ops[0].user_tag = 0x42;
+  ops[1] = allreduce(11, 2);
+  ops[1].user_tag = 7;
+  ops[2] = allreduce(12, 2);
+  memset(&ops[3], 0, sizeof ops[3]);
+  ops[3].p2p = 1;
+  ops[3].func = "Send";
+  ops[3].dtype = "ncclFloat32";
+  ops[3].count = 256;
+  ops[3].peer = 1;
+  ops[3].nch = 1;
+  ops[3].user_tag = 9;
+  drv_set_gpu(&ops[3], 1796061791700000000ull, 0, 3000);
+}
+
+/* The COLL_EXT record of (of, func, seq), which must come before its record; NULL if none. */
+static const topo_rec_coll_ext *ext_of(const test_trace *t, int of, int func, uint64_t seq) {
+  const topo_rec_coll_ext *found = NULL;
+  for (size_t i = 0; i < t->count; i++) {
+    const topo_trace_record *r = &t->records[i];
+    if (r->type == TOPO_REC_COLL_EXT && r->ext.of == of && r->ext.func == func &&
+        r->ext.seq == seq) {
+      assert_null(found);
+      found = &r->ext;
+    }
+    if (r->type == of && r->coll.func == func && r->coll.seq == seq) return found;
+  }
+  fail_msg("no record for type %d func %d seq %llu", of, func, (unsigned long long)seq);
+  return NULL;
+}
+
+static void run_ops(int version, drv_op *ops, int n) {
+  topo_host_profiler p;
+  load(&p, version);
+  assert_int_equal(topo_host_profiler_init(&p, 0x7777, "sym", 1, 2, 0, topo_host_log), ncclSuccess);
+  for (int i = 0; i < n; i++) drv_run(&p, &ops[i]);
+  assert_int_equal(topo_host_profiler_finalize(&p), ncclSuccess);
+  topo_host_profiler_unload(&p);
+}
+
+static void test_v7_symmetric_collectives_tags_and_variants(void **s) {
+  (void)s;
+  setenv("TOPO_PROFILER_SAMPLE", "1", 1);
+  drv_op ops[4];
+  v7_ops(ops);
+  run_ops(7, ops, 4);
+  assert_false(topo_host_profiler_mask & ncclProfileKernelPhase); /* never asked by default */
+  test_trace t;
+  read_only_trace(&t);
+  assert_int_equal(t.header.abi_version, 7);
+  assert_int_equal(t.header.minor_version, TOPO_TRACE_MINOR_VERSION);
+  assert_false(t.header.flags & TOPO_TRACE_F_PHASE);
+  const topo_trace_record **colls, **p2ps, **phases;
+  assert_int_equal(test_trace_select(&t, TOPO_REC_COLL, &colls), 3);
+  assert_int_equal(test_trace_select(&t, TOPO_REC_P2P, &p2ps), 1);
+  assert_int_equal(test_trace_select(&t, TOPO_REC_PHASE, &phases), 0);
+  for (int i = 0; i < 3; i++) {
+    const topo_rec_coll *r = &colls[i]->coll;
+    const drv_op *op = &ops[r->seq - 10];
+    const topo_rec_coll_ext *x = ext_of(&t, TOPO_REC_COLL, 4, r->seq);
+    /* every collective GPU-timed from all its channels, the symmetric one included */
+    assert_true(r->flags & TOPO_COLL_F_GPU_TIMED);
+    assert_false(r->flags & TOPO_COLL_F_PARTIAL);
+    assert_int_equal(r->nchannels, op->nch);
+    assert_int_equal(r->gpu_stop_ns, op->gpu_stop[op->nch - 1]);
+    if (op->sym) {
+      /* NCCL's algo "R" and proto "" for it name nothing: unknown, never guessed */
+      assert_true(r->flags & TOPO_COLL_F_SYM);
+      assert_int_equal(r->algo, TOPO_UNKNOWN_U8);
+      assert_int_equal(r->proto, TOPO_UNKNOWN_U8);
+      assert_non_null(x);
+      assert_int_equal(x->variant_len, 7);
+      assert_memory_equal(x->variant, "AGxLL_R", 7);
+    } else {
+      assert_false(r->flags & TOPO_COLL_F_SYM);
+      assert_int_equal(r->algo, 1);
+      assert_int_equal(r->proto, 2);
+    }
+    assert_int_equal(!!(r->flags & TOPO_COLL_F_EXT), op->user_tag != 0 || op->sym);
+    if (op->user_tag || op->sym) {
+      assert_non_null(x);
+      assert_int_equal(x->user_tag, op->user_tag);
+      if (!op->sym) assert_int_equal(x->variant_len, 0);
+    } else {
+      assert_null(x);
+    }
+  }
+  const topo_rec_coll_ext *x = ext_of(&t, TOPO_REC_P2P, 6, 0);
+  assert_true(p2ps[0]->coll.flags & TOPO_COLL_F_EXT);
+  assert_non_null(x);
+  assert_int_equal(x->user_tag, 9);
+  for (int k = 0; k < TOPO_DROP_KINDS; k++) assert_int_equal(t.footer.dropped[k], 0);
+  free(colls);
+  free(p2ps);
+  free(phases);
+  test_trace_free(&t);
+}
+
+/* NCCL 2.28-2.30 give a symmetric kernel's collective API events only, and no tags: the same
+ * calls leave two ring collectives and the send, no extension records. */
+static void test_before_v7_symmetric_collectives_are_api_only(void **s) {
+  (void)s;
+  setenv("TOPO_PROFILER_SAMPLE", "1", 1);
+  for (int v = 5; v <= 6; v++) {
+    drv_op ops[4];
+    v7_ops(ops);
+    run_ops(v, ops, 4);
+    test_trace t;
+    read_only_trace(&t);
+    const topo_trace_record **colls, **exts;
+    assert_int_equal(test_trace_select(&t, TOPO_REC_COLL, &colls), 2);
+    assert_int_equal(test_trace_select(&t, TOPO_REC_COLL_EXT, &exts), 0);
+    for (int i = 0; i < 2; i++)
+      assert_false(colls[i]->coll.flags & (TOPO_COLL_F_SYM | TOPO_COLL_F_EXT));
+    for (int k = 0; k < TOPO_DROP_KINDS; k++) assert_int_equal(t.footer.dropped[k], 0);
+    free(colls);
+    free(exts);
+    test_trace_free(&t);
+    test_trace_rmdir(dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+  }
+}
+
+/* Kernel phases: asked (KernelPhase in the mask, F_PHASE in the header) only with the `phase`
+ * class and only at v7; then each channel of the symmetric collective leaves its three phases,
+ * whether its KernelCh handle is object-free or an object (`channel` class). */
+static void test_v7_kernel_phases_recorded_only_when_asked(void **s) {
+  (void)s;
+  setenv("TOPO_PROFILER_SAMPLE", "1", 1);
+  static const char *const events[] = {"coll,p2p,kernel,phase", "coll,p2p,channel,phase"};
+  for (int e = 0; e < 2; e++) {
+    setenv("TOPO_PROFILER_EVENTS", events[e], 1);
+    drv_op ops[4];
+    v7_ops(ops);
+    run_ops(7, ops, 4);
+    assert_true(topo_host_profiler_mask & ncclProfileKernelPhase);
+    assert_true(topo_host_profiler_mask & ncclProfileKernelCh);
+    test_trace t;
+    read_only_trace(&t);
+    assert_true(t.header.flags & TOPO_TRACE_F_PHASE);
+    assert_true(t.header.event_mask & ncclProfileKernelPhase);
+    const topo_trace_record **phases;
+    size_t n = test_trace_select(&t, TOPO_REC_PHASE, &phases);
+    assert_int_equal(n, 4 * 3); /* 4 channels x 3 phases of the symmetric one */
+    int seen[4][3] = {{0}};
+    for (size_t i = 0; i < n; i++) {
+      const topo_rec_phase *ph = &phases[i]->phase;
+      assert_int_equal(ph->func, 4);
+      assert_int_equal(ph->seq, 10);
+      assert_true(ph->channel < 4 && ph->phase < 3);
+      uint64_t a, b;
+      drv_phase_times(&ops[0], ph->channel, ph->phase, &a, &b);
+      assert_int_equal(ph->gpu_start_ns, a);
+      assert_int_equal(ph->gpu_stop_ns, b);
+      seen[ph->channel][ph->phase]++;
+    }
+    for (int c = 0; c < 4; c++)
+      for (int k = 0; k < 3; k++) assert_int_equal(seen[c][k], 1);
+    for (int k = 0; k < TOPO_DROP_KINDS; k++) assert_int_equal(t.footer.dropped[k], 0);
+    free(phases);
+    test_trace_free(&t);
+    test_trace_rmdir(dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+  }
+  /* The same setting at v6: no KernelPhase bit (v6 has none), no flag. */
+  setenv("TOPO_PROFILER_EVENTS", "coll,p2p,kernel,phase", 1);
+  topo_host_profiler p;
+  load(&p, 6);
+  assert_int_equal(topo_host_profiler_init(&p, 0x6, NULL, 1, 2, 0, topo_host_log), ncclSuccess);
+  assert_false(topo_host_profiler_mask & ncclProfileKernelPhase);
+  assert_true(topo_host_profiler_mask & ncclProfileKernelCh);
+  topo_host_profiler_finalize(&p);
+  topo_host_profiler_unload(&p);
+}
+
+/* ---- events the plugin did not ask for (a mask another party set, e.g. NCCL's RAS) and event
+ * types or states a newer NCCL may add: delivered raw, past NCCL's shims, at every version ---- */
+
+/* A zeroed descriptor of version v with type, parent and rank set; the union's bytes zero except
+ * what the caller puts at `body` (up to 112 bytes). */
+typedef union raw_descr {
+  ncclProfilerEventDescr_v1_t v1;
+  ncclProfilerEventDescr_v2_t v2;
+  ncclProfilerEventDescr_v3_t v3;
+  ncclProfilerEventDescr_v4_t v4;
+  ncclProfilerEventDescr_v5_t v5;
+  ncclProfilerEventDescr_v6_t v6;
+  ncclProfilerEventDescr_v7_t v7;
+  uint8_t bytes[256];
+} raw_descr;
+
+static void *raw_start(topo_host_profiler *p, uint64_t type, void *parent, const raw_descr *body) {
+  raw_descr d = *body;
+  int v = p->lib.version;
+  if (v <= 4) {
+    d.bytes[0] = (uint8_t)type;
+  } else {
+    d.v5.type = type;
+  }
+  memcpy(d.bytes + 8, &parent, sizeof parent);
+  void *h = (void *)0x1;
+  ncclResult_t r = ncclInternalError;
+  switch (v) {
+  case 1: r = ((const ncclProfiler_v1_t *)p->lib.sym)->startEvent(p->ctx, &h, &d.v1); break;
+  case 2: r = ((const ncclProfiler_v2_t *)p->lib.sym)->startEvent(p->ctx, &h, &d.v2); break;
+  case 3: r = ((const ncclProfiler_v3_t *)p->lib.sym)->startEvent(p->ctx, &h, &d.v3); break;
+  case 4: r = ((const ncclProfiler_v4_t *)p->lib.sym)->startEvent(p->ctx, &h, &d.v4); break;
+  case 5: r = ((const ncclProfiler_v5_t *)p->lib.sym)->startEvent(p->ctx, &h, &d.v5); break;
+  case 6: r = ((const ncclProfiler_v6_t *)p->lib.sym)->startEvent(p->ctx, &h, &d.v6); break;
+  case 7: r = ((const ncclProfiler_v7_t *)p->lib.sym)->startEvent(p->ctx, &h, &d.v7); break;
+  }
+  assert_int_equal(r, ncclSuccess);
+  return h;
+}
+
+/* recordEventState with any state number and an 8-byte argument holding `value`. */
+static void raw_state(topo_host_profiler *p, void *h, int state, uint64_t value) {
+  union {
+    ncclProfilerEventStateArgs_v1_t v1;
+    ncclProfilerEventStateArgs_v4_t v4;
+    ncclProfilerEventStateArgs_v5_t v5;
+    uint64_t word[2];
+  } a;
+  memset(&a, 0, sizeof a);
+  a.word[0] = value;
+  ncclProfilerEventState_t st = (ncclProfilerEventState_t)state;
+  ncclResult_t r = ncclInternalError;
+  switch (p->lib.version) {
+  case 1: r = ((const ncclProfiler_v1_t *)p->lib.sym)->recordEventState(h, st, &a.v1); break;
+  case 2: r = ((const ncclProfiler_v2_t *)p->lib.sym)->recordEventState(h, st, &a.v1); break;
+  case 3: r = ((const ncclProfiler_v3_t *)p->lib.sym)->recordEventState(h, st, &a.v1); break;
+  case 4: r = ((const ncclProfiler_v4_t *)p->lib.sym)->recordEventState(h, st, &a.v4); break;
+  case 5: r = ((const ncclProfiler_v5_t *)p->lib.sym)->recordEventState(h, st, &a.v5); break;
+  case 6: r = ((const ncclProfiler_v6_t *)p->lib.sym)->recordEventState(h, st, &a.v5); break;
+  case 7: r = ((const ncclProfiler_v7_t *)p->lib.sym)->recordEventState(h, st, &a.v5); break;
+  }
+  assert_int_equal(r, ncclSuccess);
+}
+
+static void test_unasked_and_unknown_events_ignored_at_every_version(void **s) {
+  (void)s;
+  setenv("TOPO_PROFILER_EVENTS", "coll,p2p", 1); /* no kernel channels, phases or proxy ops */
+  for (int v = 1; v <= 7; v++) {
+    topo_host_profiler p;
+    load(&p, v);
+    assert_int_equal(topo_host_profiler_init(&p, 0x5a5a, "rx", 1, 2, 0, topo_host_log),
+                     ncclSuccess);
+    assert_false(topo_host_profiler_mask & ~(ncclProfileColl | ncclProfileP2p));
+    drv_op op = allreduce(20, 2);
+    op.user_tag = 3;
+    drv_pending pend;
+    drv_issue(&p, &op, &pend);
+    assert_non_null(pend.handle);
+    assert_false(pend.kernelch);
+    raw_descr zero;
+    memset(&zero, 0, sizeof zero);
+    /* As if the mask had been changed to ask for everything: the events NCCL would then send
+     * under this collective, each answered with no handle and no count. */
+    for (int c = 0; c < 2; c++) {
+      raw_descr kch = zero;
+      kch.v5.kernelCh.channelId = (uint8_t)c; /* same offset in every version */
+      kch.v5.kernelCh.pTimer = v >= 4 ? op.gpu_start[c] : 0;
+      void *ch = raw_start(&p, ncclProfileKernelCh, pend.handle, &kch);
+      assert_null(ch);
+      if (v >= 7) {
+        raw_descr ph = zero;
+        ph.v7.kernelPhase.channelId = (uint8_t)c;
+        ph.v7.kernelPhase.pTimer = op.gpu_start[c];
+        assert_null(raw_start(&p, ncclProfileKernelPhase, ch, &ph));
+        assert_null(raw_start(&p, ncclProfileKernelPhase, pend.handle, &ph));
+      }
+      raw_state(&p, ch, ncclProfilerKernelChStop, op.gpu_stop[c]);
+    }
+    raw_descr pop = zero;
+    pop.v5.proxyOp.pid = getpid();
+    void *proxy = raw_start(&p, ncclProfileProxyOp, pend.handle, &pop);
+    assert_null(proxy);
+    assert_null(raw_start(&p, ncclProfileProxyStep, proxy, &zero));
+    assert_null(raw_start(&p, ncclProfileProxyCtrl, NULL, &zero));
+    if (v >= 3) assert_null(raw_start(&p, ncclProfileNetPlugin, NULL, &zero));
+    if (v >= 6) {
+      raw_descr ce = zero;
+      ce.v7.ceColl.func = "AllGather";
+      ce.v7.ceColl.datatype = "ncclInt8";
+      ce.v7.ceColl.count = 4096;
+      ce.v7.ceColl.userTag = 5; /* read by v7 only */
+      void *cc = raw_start(&p, ncclProfileCeColl, NULL, &ce);
+      assert_null(cc);
+      assert_null(raw_start(&p, ncclProfileCeSync, cc, &zero));
+      assert_null(raw_start(&p, ncclProfileCeBatch, cc, &zero));
+    }
+    /* Types a newer NCCL may add, and two bits at once. */
+    static const uint64_t unknown_wide[] = {1ull << 15, 1ull << 16, 1ull << 31, 1ull << 40,
+                                            ncclProfileColl | ncclProfileKernelCh};
+    static const uint64_t unknown_narrow[] = {0, 1u << 6, 1u << 7, 0x3, 0xff};
+    for (int k = 0; k < 5; k++) {
+      uint64_t type = v >= 5 ? unknown_wide[k] : unknown_narrow[k];
+      if (v >= 7 && type == ncclProfileKernelPhase) continue; /* known at v7: above */
+      if (v >= 3 && (type == ncclProfileKernelCh || type == ncclProfileNetPlugin)) continue;
+      raw_descr junk;
+      memset(&junk, 0x5c, sizeof junk); /* whatever the members hold, they are never read */
+      void *h = raw_start(&p, type, pend.handle, &junk);
+      assert_null(h);
+      raw_state(&p, h, ncclProfilerKernelChStop, 1);
+    }
+    /* States a newer NCCL may add, on the live collective. */
+    raw_state(&p, pend.handle, ncclProfilerKernelPhaseStop, op.gpu_stop[0] + 5);
+    raw_state(&p, pend.handle, 40, 1);
+    raw_state(&p, pend.handle, 1000, 2);
+    drv_complete(&p, &pend); /* nothing: the mask NCCL read asked for nothing */
+    assert_int_equal(topo_host_profiler_finalize(&p), ncclSuccess);
+    topo_host_profiler_unload(&p);
+
+    test_trace t;
+    read_only_trace(&t);
+    const topo_trace_record **colls;
+    assert_int_equal(test_trace_select(&t, TOPO_REC_COLL, &colls), 1);
+    const topo_rec_coll *r = &colls[0]->coll;
+    assert_int_equal(r->seq, 20);
+    assert_false(r->flags & (TOPO_COLL_F_GPU_ASKED | TOPO_COLL_F_GPU_TIMED));
+    assert_int_equal(r->gpu_start_ns, 0);
+    assert_int_equal(!!(r->flags & TOPO_COLL_F_EXT), v >= 7); /* its own tag, from v7 */
+    /* one collective, its extension record from v7, the STATS records; nothing else */
+    for (size_t i = 0; i < t.count; i++)
+      assert_true(t.records[i].type == TOPO_REC_COLL || t.records[i].type == TOPO_REC_STATS ||
+                  (v >= 7 && t.records[i].type == TOPO_REC_COLL_EXT));
+    for (int k = 0; k < TOPO_DROP_KINDS; k++) {
+      if (t.footer.dropped[k])
+        fail_msg("v%d: %llu dropped of kind %d", v, (unsigned long long)t.footer.dropped[k], k);
+    }
+    free(colls);
+    test_trace_free(&t);
+    test_trace_rmdir(dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+  }
 }
 
 /* ---- sampling: below TOPO_PROFILER_MEASURE_BYTES, the first two of a kind, then 1 in N,
@@ -611,7 +961,7 @@ static void test_trace_file_is_created_private_to_the_group(void **s) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_exports_exactly_the_six_profiler_symbols, setup,
+      cmocka_unit_test_setup_teardown(test_exports_exactly_the_seven_profiler_symbols, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_v1_records_collectives_and_p2p, setup, teardown),
       cmocka_unit_test_setup_teardown(test_v2_records_collectives_and_p2p, setup, teardown),
@@ -620,6 +970,15 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_v5_records_stream_and_graph_capture, setup, teardown),
       cmocka_unit_test_setup_teardown(test_v6_records_stream_and_graph_capture, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_v7_records_stream_and_graph_capture, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_v7_symmetric_collectives_tags_and_variants, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_before_v7_symmetric_collectives_are_api_only, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_v7_kernel_phases_recorded_only_when_asked, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_unasked_and_unknown_events_ignored_at_every_version,
+                                      setup, teardown),
       cmocka_unit_test_setup_teardown(test_sampling_asks_kernel_channels_for_one_in_n, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_every_init_writes_the_same_mask, setup, teardown),

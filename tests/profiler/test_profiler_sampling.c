@@ -3,7 +3,9 @@
 // in the default configuration every operation of >= TOPO_PROFILER_MEASURE_BYTES, the first
 // ones of each small kind, then 1 small one in TOPO_PROFILER_SAMPLE; the mask for the next
 // operation comes from a prediction of it, whose hit rate the plugin logs at each finalize. Each
-// record's GPU_ASKED flag must be exactly what the mask NCCL read for that operation said.
+// record's GPU_ASKED flag must be exactly what the mask NCCL read for that operation said. The
+// size threshold's default follows the NCCL version (NCCL 2.31+ makes kernel channels dearer): the
+// executable exports an ncclGetVersion for the plugin to find, as it finds NCCL's.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +23,7 @@
 
 #define MAX_OPS 1024
 #define MIB16   16777216u
+#define MIB64   (4ull * MIB16)
 
 static char dir[256];
 
@@ -57,13 +60,14 @@ static int teardown(void **state) {
   return 0;
 }
 
-static const int nccl_for_version[7] = {0,
+static const int nccl_for_version[8] = {0,
                                         TOPO_NCCL_2_23,
                                         TOPO_NCCL_2_24,
                                         TOPO_NCCL_2_26,
                                         TOPO_NCCL_2_27,
                                         TOPO_NCCL_2_28,
-                                        TOPO_NCCL_2_29};
+                                        TOPO_NCCL_2_29,
+                                        TOPO_NCCL_2_31};
 
 static void load(topo_host_profiler *p, int version) {
   assert_int_equal(topo_host_profiler_load(p, TOPO_TEST_PROFILER_SO, nccl_for_version[version]),
@@ -326,6 +330,97 @@ static void test_measure_bytes_zero_times_every_operation(void **s) {
   test_trace_free(&t);
 }
 
+/* ---- NCCL 2.31+: the default size from which every operation is timed is 4 x 16 MiB ---- */
+
+/* A step of a 4 B, 12 x 25 MB and 2 x 100 MB AllReduces, `steps` times; returns the
+ * communicator's trace checked, with how many 25 MB and 100 MB operations after the first step
+ * were GPU-timed. */
+static void big_steps(int version, uint64_t hash, int steps, test_trace *t, int *mid_timed,
+                      int *mid_total, int *big_timed, int *big_total) {
+  static issued is;
+  memset(&is, 0, sizeof is);
+  topo_host_profiler p;
+  load(&p, version);
+  assert_int_equal(topo_host_profiler_init(&p, hash, NULL, 1, 2, 0, topo_host_log), ncclSuccess);
+  for (int step = 0; step < steps; step++) {
+    drv_op small = make_op(0, "AllReduce", "ncclFloat32", 1, (uint64_t)is.n);
+    issue(&p, &is, &small, 4, step);
+    for (int k = 0; k < 14; k++) {
+      size_t count = k < 12 ? BIG_COUNT : 4 * (size_t)BIG_COUNT + 1024;
+      drv_op op = make_op(0, "AllReduce", "ncclFloat32", count, (uint64_t)is.n);
+      issue(&p, &is, &op, (uint64_t)count * 4, step);
+    }
+  }
+  topo_host_profiler_finalize(&p);
+  topo_host_profiler_unload(&p);
+  static const topo_rec_coll *rec_of[MAX_OPS];
+  read_checked(hash, &is, t, rec_of);
+  *mid_timed = *mid_total = *big_timed = *big_total = 0;
+  for (int i = 0; i < is.n; i++) {
+    if (is.step[i] == 0 || is.bytes[i] < MIB16) continue;
+    int big = is.bytes[i] >= MIB64;
+    *(big ? big_total : mid_total) += 1;
+    *(big ? big_timed : mid_timed) += !!(rec_of[i]->flags & TOPO_COLL_F_GPU_TIMED);
+  }
+}
+
+static void test_v7_default_times_every_operation_from_64_mib(void **s) {
+  (void)s;
+  test_trace t;
+  int mid, nmid, big, nbig;
+  big_steps(7, 0x731, 20, &t, &mid, &nmid, &big, &nbig);
+  assert_int_equal(t.header.measure_min_bytes, MIB64);
+  assert_int_equal(t.header.nccl_version, 0); /* this process's NCCL did not say */
+  assert_true(topo_host_log_contains(">= 67108864 bytes (NCCL 0)")); /* v7 says 2.31+ */
+  assert_int_equal(big, nbig); /* every 100 MB AllReduce after the first step */
+  /* 25 MB ones are sampled now: 1 in 32 (the first two were in step 0) */
+  assert_true(mid >= nmid / 32 - 2 && mid <= nmid / 32 + 3);
+  test_trace_free(&t);
+}
+
+/* What the NCCL in the process says decides, whichever ABI version it loaded: a 2.31 that loads
+ * v6 gets the 2.31 default, a 2.30 its 1 MiB, a 2.28 16 MiB, and the header records the
+ * version. */
+static void test_default_follows_the_nccl_version_the_process_runs(void **s) {
+  (void)s;
+  static const struct {
+    int nccl, abi;
+    uint64_t want;
+  } cases[] = {{23100, 6, MIB64}, {23007, 6, 1u << 20}, {22809, 5, MIB16}, {23207, 7, MIB64}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    claimed_nccl_version = cases[i].nccl;
+    test_trace t;
+    int mid, nmid, big, nbig;
+    big_steps(cases[i].abi, 0x800 + i, 3, &t, &mid, &nmid, &big, &nbig);
+    assert_int_equal(t.header.measure_min_bytes, cases[i].want);
+    assert_int_equal(t.header.nccl_version, cases[i].nccl);
+    assert_int_equal(big, nbig);
+    if (cases[i].want <= MIB16) assert_int_equal(mid, nmid);
+    else assert_true(mid < nmid);
+    test_trace_free(&t);
+  }
+}
+
+/* A size the user chose is kept on 2.31+; one that does not parse warns and takes the table's
+ * default, 16 MiB. */
+static void test_measure_bytes_set_is_kept_on_nccl_2_31(void **s) {
+  (void)s;
+  static const struct {
+    const char *value;
+    uint64_t want;
+  } cases[] = {{"16777216", MIB16}, {"1073741824", 1073741824ull}, {"16MiB", MIB16}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    setenv("TOPO_PROFILER_MEASURE_BYTES", cases[i].value, 1);
+    test_trace t;
+    int mid, nmid, big, nbig;
+    big_steps(7, 0x900 + i, 3, &t, &mid, &nmid, &big, &nbig);
+    assert_int_equal(t.header.measure_min_bytes, cases[i].want);
+    if (cases[i].want == MIB16) assert_int_equal(mid, nmid);
+    test_trace_free(&t);
+  }
+  unsetenv("TOPO_PROFILER_MEASURE_BYTES");
+}
+
 /* ---- a bad value: one warning, the default ---- */
 static void test_bad_measure_bytes_warns_once_and_uses_the_default(void **s) {
   (void)s;
@@ -379,7 +474,8 @@ static void test_measure_default_follows_the_nccl_version(void **s) {
   assert_int_equal(measure_min_under(22809, 0x101), 16 * mib); /* 2.28: +4-6 us per call */
   assert_int_equal(measure_min_under(22907, 0x102), mib);      /* 2.29: 0.1-1.1 % */
   assert_int_equal(measure_min_under(23007, 0x103), mib);      /* 2.30 */
-  assert_int_equal(measure_min_under(23102, 0x104), 16 * mib); /* 2.31.2: KernelPhase regression */
+  assert_int_equal(measure_min_under(23102, 0x104), 64 * mib); /* 2.31.2: KernelPhase regression */
+  assert_int_equal(measure_min_under(23207, 0x106), 64 * mib); /* 2.32.7: no fix released */
   setenv("TOPO_PROFILER_MEASURE_BYTES", "4096", 1);            /* a setting wins */
   assert_int_equal(measure_min_under(23007, 0x105), 4096);
   assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 0);
@@ -463,6 +559,11 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(test_v6_ddp_steps_time_every_large_collective, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(test_v7_default_times_every_operation_from_64_mib, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_default_follows_the_nccl_version_the_process_runs, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_measure_bytes_set_is_kept_on_nccl_2_31, setup, teardown),
       cmocka_unit_test_setup_teardown(test_v4_ddp_steps_time_every_large_collective, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_small_operations_are_sampled_one_in_n_after_their_first,

@@ -36,6 +36,7 @@ ncclResult_t topo_host_profiler_init(topo_host_profiler *p, uint64_t comm_hash,
   case 4: return SYM(4)->init(&p->ctx, m, comm_name, comm_hash, nnodes, nranks, rank, logger);
   case 5: return SYM(5)->init(&p->ctx, comm_hash, m, comm_name, nnodes, nranks, rank, logger);
   case 6: return SYM(6)->init(&p->ctx, comm_hash, m, comm_name, nnodes, nranks, rank, logger);
+  case 7: return SYM(7)->init(&p->ctx, comm_hash, m, comm_name, nnodes, nranks, rank, logger);
   }
   return ncclInternalError;
 }
@@ -49,6 +50,7 @@ ncclResult_t topo_host_profiler_finalize(topo_host_profiler *p) {
   case 4: r = SYM(4)->finalize(p->ctx); break;
   case 5: r = SYM(5)->finalize(p->ctx); break;
   case 6: r = SYM(6)->finalize(p->ctx); break;
+  case 7: r = SYM(7)->finalize(p->ctx); break;
   }
   p->ctx = NULL;
   return r;
@@ -60,6 +62,7 @@ static int delivered(int version, uint64_t type) {
   if (version >= 3) known |= ncclProfileKernelCh | ncclProfileNetPlugin;
   if (version >= 5) known |= 0xf00;
   if (version >= 6) known |= 0x7000;
+  if (version >= 7) known |= ncclProfileKernelPhase;
   return (type & known) != 0;
 }
 
@@ -80,7 +83,9 @@ ncclResult_t topo_host_profiler_start(topo_host_profiler *p, void **handle,
   void *parent =
       v >= 5 || !(e->type & (ncclProfileColl | ncclProfileP2p)) ? e->parent : e->parent_group;
   if (v >= 5) {
-    ncclProfilerEventDescr_v6_t d;
+    /* v7's descriptor: v5's and v6's members at the same offsets, v7's after them (a v5/v6
+     * plugin reads only its prefix, as from NCCL's shims) */
+    ncclProfilerEventDescr_v7_t d;
     memset(&d, 0, sizeof d);
     d.type = e->type;
     d.parentObj = parent;
@@ -97,6 +102,7 @@ ncclResult_t topo_host_profiler_start(topo_host_profiler *p, void **handle,
       d.collApi.root = e->root;
       d.collApi.stream = e->stream;
       d.collApi.graphCaptured = e->graph_captured;
+      if (v >= 7) d.collApi.userTag = e->user_tag;
       break;
     case ncclProfileP2pApi:
       d.p2pApi.func = e->func;
@@ -104,6 +110,7 @@ ncclResult_t topo_host_profiler_start(topo_host_profiler *p, void **handle,
       d.p2pApi.datatype = e->datatype;
       d.p2pApi.stream = e->stream;
       d.p2pApi.graphCaptured = e->graph_captured;
+      if (v >= 7) d.p2pApi.userTag = e->user_tag;
       break;
     case ncclProfileKernelLaunch: d.kernelLaunch.stream = e->stream; break;
     case ncclProfileColl:
@@ -117,6 +124,11 @@ ncclResult_t topo_host_profiler_start(topo_host_profiler *p, void **handle,
       d.coll.algo = e->algo;
       d.coll.proto = e->proto;
       d.coll.parentGroup = e->parent_group;
+      if (v >= 7) {
+        d.coll.userTag = e->user_tag;
+        d.coll.isSymColl = e->sym != 0;
+        d.coll.kernelVariant = e->variant;
+      }
       break;
     case ncclProfileP2p:
       d.p2p.func = e->func;
@@ -125,6 +137,7 @@ ncclResult_t topo_host_profiler_start(topo_host_profiler *p, void **handle,
       d.p2p.peer = e->peer;
       d.p2p.nChannels = (uint8_t)e->nchannels;
       d.p2p.parentGroup = e->parent_group;
+      if (v >= 7) d.p2p.userTag = e->user_tag;
       break;
     case ncclProfileProxyOp: fill_proxy(&d.proxyOp, e); break;
     case ncclProfileProxyStep: d.proxyStep.step = e->step; break;
@@ -132,8 +145,27 @@ ncclResult_t topo_host_profiler_start(topo_host_profiler *p, void **handle,
       d.kernelCh.channelId = (uint8_t)e->channel;
       d.kernelCh.pTimer = e->ptimer;
       break;
+    case ncclProfileCeColl:
+      d.ceColl.seqNumber = e->seq;
+      d.ceColl.func = e->func;
+      d.ceColl.count = e->count;
+      d.ceColl.root = e->root;
+      d.ceColl.datatype = e->datatype;
+      d.ceColl.syncStrategy = "UC";
+      d.ceColl.stream = e->stream;
+      if (v >= 7) d.ceColl.userTag = e->user_tag;
+      break;
+    case ncclProfileKernelPhase:
+      d.kernelPhase.channelId = (uint8_t)e->channel;
+      d.kernelPhase.phaseId = (uint8_t)e->phase;
+      d.kernelPhase.phaseName = e->phase == 0   ? "initial_sync"
+                                : e->phase == 1 ? "compute"
+                                                : "final_sync";
+      d.kernelPhase.pTimer = e->ptimer;
+      break;
     }
-    if (v == 6) return SYM(6)->startEvent(p->ctx, handle, &d);
+    if (v == 7) return SYM(7)->startEvent(p->ctx, handle, &d);
+    if (v == 6) return SYM(6)->startEvent(p->ctx, handle, (ncclProfilerEventDescr_v6_t *)&d);
     return SYM(5)->startEvent(p->ctx, handle, (ncclProfilerEventDescr_v5_t *)&d);
   }
   if (v == 4) {
@@ -262,6 +294,7 @@ ncclResult_t topo_host_profiler_stop(topo_host_profiler *p, void *handle) {
   case 4: return SYM(4)->stopEvent(handle);
   case 5: return SYM(5)->stopEvent(handle);
   case 6: return SYM(6)->stopEvent(handle);
+  case 7: return SYM(7)->stopEvent(handle);
   }
   return ncclInternalError;
 }
@@ -275,7 +308,9 @@ ncclResult_t topo_host_profiler_state(topo_host_profiler *p, void *handle, int s
     ncclProfilerEventStateArgs_v5_t a;
     memset(&a, 0, sizeof a);
     ncclProfilerEventStateArgs_v5_t *args = &a;
-    if (state == ncclProfilerKernelChStop) a.kernelCh.pTimer = ptimer;
+    if (state == ncclProfilerKernelPhaseStop && v < 7) return ncclSuccess; /* shim drops it */
+    if (state == ncclProfilerKernelChStop || state == ncclProfilerKernelPhaseStop)
+      a.kernelCh.pTimer = ptimer;
     else if (state == ncclProfilerGroupStartApiStop || state == ncclProfilerGroupEndApiStart)
       args = NULL;
     else a.proxyStep.transSize = trans_size;
@@ -283,7 +318,8 @@ ncclResult_t topo_host_profiler_state(topo_host_profiler *p, void *handle, int s
       return SYM(4)->recordEventState(handle, (ncclProfilerEventState_t)state,
                                       (ncclProfilerEventStateArgs_v4_t *)args);
     if (v == 5) return SYM(5)->recordEventState(handle, (ncclProfilerEventState_t)state, args);
-    return SYM(6)->recordEventState(handle, (ncclProfilerEventState_t)state, args);
+    if (v == 6) return SYM(6)->recordEventState(handle, (ncclProfilerEventState_t)state, args);
+    return SYM(7)->recordEventState(handle, (ncclProfilerEventState_t)state, args);
   }
   if (state > ncclProfilerProxyCtrlAppendEnd) return ncclSuccess; /* v1-v3 shims drop 19+ */
   ncclProfilerEventStateArgs_v1_t a;

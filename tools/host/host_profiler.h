@@ -3,9 +3,10 @@
  * Drives a profiler plugin as NCCL does, whatever ABI version it was loaded at: init with the
  * arguments that version takes, events built as that version's descriptor (enums for v1,
  * strings after; commHash in the descriptor before v4; Coll/P2p parent = the legacy Group
- * before v5, the CollApi/P2pApi handle from v5), and NCCL's shims: events and states a version
- * does not know are not delivered (answered with a NULL handle), GroupApi states carry NULL
- * arguments. The activation mask is one process-wide int, as in NCCL.
+ * before v5, the CollApi/P2pApi handle from v5; v7 adds user tags, the symmetric-kernel fields and
+ * KernelPhase events), and NCCL's shims: events and states a version does not know are not
+ * delivered (answered with a NULL handle), GroupApi states carry NULL arguments. The activation
+ * mask is one process-wide int, as in NCCL.
  */
 #ifndef TOPO_HOST_PROFILER_H
 #define TOPO_HOST_PROFILER_H
@@ -45,6 +46,12 @@ typedef struct topo_host_event {
   /* API events */
   void *stream;
   int graph_captured, group_depth;
+  /* v7: user tag (CollApi, P2pApi, Coll, P2p, CeColl); Coll of a symmetric kernel and its
+   * variant; KernelPhase (its KernelCh is `parent`, channel and ptimer above) */
+  uint64_t user_tag;
+  int sym;
+  const char *variant;
+  int phase;
 } topo_host_event;
 
 topo_status topo_host_profiler_load(topo_host_profiler *p, const char *path, int nccl_version);
@@ -60,7 +67,8 @@ ncclResult_t topo_host_profiler_start(topo_host_profiler *p, void **handle,
                                       const topo_host_event *e);
 ncclResult_t topo_host_profiler_stop(topo_host_profiler *p, void *handle);
 /* State update with the arguments NCCL attaches to `state`: transSize for proxy states,
- * pTimer for KernelChStop, NULL for the GroupApi states. */
+ * pTimer for KernelChStop and KernelPhaseStop (v7; dropped before), NULL for the GroupApi
+ * states. */
 ncclResult_t topo_host_profiler_state(topo_host_profiler *p, void *handle, int state,
                                       size_t trans_size, uint64_t ptimer);
 
