@@ -191,38 +191,93 @@ static void test_chrome_array_format_and_old_kernel_names(void **state) {
   rp_sink sink = {NULL, NULL, count_interval, NULL, NULL, NULL};
   assert_int_equal(rp_kineto_parse_memory(arr, sizeof arr - 1, &sink), 2);
   assert_int_equal(intervals, 2);
-  int func, algo, proto;
-  assert_true(
-      rp_nccl_kernel_parse("ncclKernel_AllGather_RING_LL128_Sum_int8_t", &func, &algo, &proto));
-  assert_int_equal(func, 2);
-  assert_int_equal(algo, 1);
-  assert_int_equal(proto, 1);
-  assert_true(rp_nccl_kernel_parse("ncclDevKernel_ReduceScatter_Sum_bf16_NVLS_SIMPLE", &func, &algo,
-                                   &proto));
-  assert_int_equal(func, 3);
-  assert_int_equal(algo, 4);
-  assert_int_equal(proto, 2);
-  assert_true(rp_nccl_kernel_parse(
-      "ncclDevKernel_AllReduce_Sum_f32_NVLS_TREE_SIMPLE(ncclDevKernelArgsStorage<4096ul>)", &func,
-      &algo, &proto));
-  assert_int_equal(func, 4);
-  assert_int_equal(algo, 5); /* NVLS_TREE, not NVLS */
-  assert_int_equal(proto, 2);
-  assert_true(rp_nccl_kernel_parse("ncclDevKernel_AllReduce_Sum_bf16_COLLNET_DIRECT_LL", &func,
-                                   &algo, &proto));
-  assert_int_equal(algo, 2);
-  assert_int_equal(proto, 0);
-  assert_true(rp_nccl_kernel_parse("ncclKernel_Reduce_TREE_LL_Sum_float", &func, &algo, &proto));
-  assert_int_equal(func, 1); /* Reduce, not ReduceScatter */
-  assert_int_equal(algo, 0);
-  assert_int_equal(proto, 0);
-  assert_true(rp_nccl_kernel_parse("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)",
-                                   &func, &algo, &proto));
-  assert_int_equal(func, 5);
-  assert_int_equal(algo, -1);
-  assert_int_equal(proto, -1);
-  assert_false(
-      rp_nccl_kernel_parse("void at::native::vectorized_elementwise_kernel", &func, &algo, &proto));
+}
+
+/* Kernel names give the collective and nothing else: the old names' algorithm/protocol suffix
+ * names an entry point (and was wrong for some kernels), NCCL 2.31's compact names have none, a
+ * symmetric kernel's variant ("LL", "LD") is no protocol. */
+static void test_kernel_names_give_the_collective_only(void **state) {
+  (void)state;
+  static const struct {
+    const char *name;
+    int func;
+  } cases[] = {
+      {"ncclKernel_AllGather_RING_LL128_Sum_int8_t", 2},       /* before 2.19 */
+      {"ncclKernel_Reduce_TREE_LL_Sum_float", 1},              /* not ReduceScatter */
+      {"ncclDevKernel_ReduceScatter_Sum_bf16_NVLS_SIMPLE", 3}, /* 2.19-2.30 */
+      {"ncclDevKernel_AllReduce_Sum_f32_NVLS_TREE_SIMPLE(ncclDevKernelArgsStorage<4096ul>)", 4},
+      {"ncclDevKernel_AllReduce_Sum_bf16_COLLNET_DIRECT_LL", 4},
+      {"ncclDevKernel_AllReduce_Sum_f32", 4}, /* 2.31 compact names */
+      {"ncclDevKernel_AllGather(ncclDevKernelArgsStorage<4096ul>)", 2},
+      {"ncclSymkDevKernel_AllGather_LL", 2}, /* symmetric kernels */
+      {"ncclSymkDevKernel_ReduceScatter_LD_sum_bf16", 3},
+      {"ncclSymkDevKernel_AllReduce_AGxLL_R_sum_f32", 4},
+      {"ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", 5},
+      {"ncclDevKernel_Generic", -1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int func = -2;
+    assert_true(rp_nccl_kernel_parse(cases[i].name, &func));
+    if (func != cases[i].func) fail_msg("%s: func %d, want %d", cases[i].name, func, cases[i].func);
+  }
+  int func;
+  assert_false(rp_nccl_kernel_parse("void at::native::vectorized_elementwise_kernel", &func));
+}
+
+/* Where only Kineto kernels are known, every collective's algorithm and protocol are unknown,
+ * old-style names with a suffix and 2.31 names alike, and the table says "?". */
+static rp_coll seen[8];
+static int nseen;
+static void keep_coll(void *ctx, int src, const rp_coll *c) {
+  (void)ctx, (void)src;
+  if (nseen < 8) seen[nseen] = *c;
+  nseen++;
+}
+
+static void test_kineto_collectives_have_no_algorithm_or_protocol(void **state) {
+  (void)state;
+  static const char json[] =
+      "{\"traceEvents\":["
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\","
+      "\"ts\":10,\"dur\":5,\"tid\":7,\"args\":{\"stream\":7,\"Collective name\":\"allreduce\","
+      "\"In msg nelems\":262144,\"dtype\":\"Float\",\"Group size\":2}},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32\","
+      "\"ts\":20,\"dur\":5,\"tid\":7,\"args\":{\"stream\":7,\"Collective name\":\"allreduce\","
+      "\"In msg nelems\":262144,\"dtype\":\"Float\",\"Group size\":2}},"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclSymkDevKernel_AllGather_LL\","
+      "\"ts\":30,\"dur\":5,\"tid\":7,\"args\":{\"stream\":7}}]}";
+  nseen = 0;
+  rp_sink sink = {NULL, keep_coll, NULL, NULL, NULL, NULL};
+  rp_kineto_parse_memory(json, sizeof json - 1, &sink);
+  assert_int_equal(nseen, 3);
+  static const int func[3] = {4, 4, 2};
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(seen[i].func, func[i]);
+    assert_int_equal(seen[i].algo, -1);
+    assert_int_equal(seen[i].proto, -1);
+  }
+  /* through the analysis: one AllReduce row of two calls, algorithm/protocol "?" */
+  snprintf(dir, sizeof dir, "/tmp/topo-kineto-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  write_file("rank0.pt.trace.json", json, sizeof json - 1);
+  const char *paths[] = {dir};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1};
+  rp_report r;
+  assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
+  int rows = 0;
+  for (size_t i = 0; i < r.nrows; i++) {
+    char label[64];
+    rp_row_choice_label(r.rows[i], label, sizeof label);
+    assert_string_equal(label, "?");
+    for (int a = 0; a < 7; a++)
+      for (int p = 0; p < 3; p++) assert_int_equal(r.rows[i]->algo_proto[a][p], 0);
+    rows += r.rows[i]->func == 4 && r.rows[i]->calls == 2;
+  }
+  assert_int_equal(rows, 1);
+  rp_report_free(&r);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
 }
 
 static int64_t last_start;
@@ -782,6 +837,8 @@ int main(void) {
       cmocka_unit_test(test_kineto_and_topo_trace_of_one_rank_merge),
       cmocka_unit_test(test_every_prefix_of_a_trace_parses_safely),
       cmocka_unit_test(test_chrome_array_format_and_old_kernel_names),
+      cmocka_unit_test(test_kernel_names_give_the_collective_only),
+      cmocka_unit_test(test_kineto_collectives_have_no_algorithm_or_protocol),
       cmocka_unit_test(test_absolute_microseconds_keep_every_digit),
       cmocka_unit_test(test_gpu_projected_steps_win_over_cpu_steps),
       cmocka_unit_test(test_steps_follow_the_kernels_their_cpu_range_launched),

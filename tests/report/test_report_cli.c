@@ -272,7 +272,9 @@ static void test_dump_export_diff(void **state) {
   int lines = 0;
   for (char *p = out; *p; p++) lines += *p == '\n';
   assert_int_equal(lines, 1 + 29 + 1); /* header; string + 4 x (3 kernels, 3 colls, 1 mark); end */
-  assert_non_null(strstr(out, "\"sample_every\":1,\"measure_min_bytes\":0,\"host\":\"host0\""));
+  assert_non_null(strstr(out, "{\"header\":{\"version\":1,\"minor_version\":0,"));
+  assert_non_null(strstr(
+      out, "\"sample_every\":1,\"measure_min_bytes\":0,\"nccl_version\":0,\"host\":\"host0\""));
   assert_non_null(
       strstr(out, "\"type\":\"coll\",\"func\":\"AllReduce\",\"seq\":0,\"bytes\":1048576"));
   assert_non_null(strstr(out, "{\"end\":{\"records\":29,"));

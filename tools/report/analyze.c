@@ -161,6 +161,7 @@ static void ctx_free(ctx *c) {
   topo_free(c->src_comm);
   topo_free(c->src_slot);
   rp_map_free(&c->row_of);
+  rp_map_free(&c->tag_of);
   rp_map_free(&c->fit_of);
   topo_free(c->held);
   topo_free(c->stream_id);

@@ -82,9 +82,11 @@ typedef struct ctx {
   uint64_t closed_bytes; /* bytes read by sources already closed */
   int progress;
   rp_map row_of, fit_of; /* row and fit point keys -> their index */
-  uint8_t *held;         /* per source: 1 while it holds a descriptor */
-  int nheld, budget;     /* sources holding one; the most that may */
-  int hand;              /* clock hand: the next source considered for suspension */
+  rp_map tag_of;         /* user tag -> its row-key index (1, 2, ...; untagged: 0, not here) */
+  uint32_t ntags;
+  uint8_t *held;     /* per source: 1 while it holds a descriptor */
+  int nheld, budget; /* sources holding one; the most that may */
+  int hand;          /* clock hand: the next source considered for suspension */
   topo_status st;
 } ctx;
 
@@ -134,7 +136,7 @@ topo_status an_group_comms(ctx *c, const int *bin, int nbin);
 topo_status an_add_sources(rp_report *r, char **files, int nfiles, const rp_options *opt);
 
 /* ---- analyze_table.c */
-rp_row *an_row_get(ctx *c, int func, int nranks, int bucket);
+rp_row *an_row_get(ctx *c, int func, int nranks, int bucket, uint64_t tag);
 /* A collective into its row (and fit point, when GPU-timed). */
 void an_table_add(ctx *c, const rp_coll *co);
 /* The estimator's key of a collective. */

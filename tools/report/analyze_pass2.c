@@ -111,7 +111,7 @@ static void p2_coll(void *vc, int src, const rp_coll *co) {
   r->est[level]++;
   k->lost += (uint64_t)co->asked;
   r->lost += (uint64_t)co->asked;
-  rp_row *w = an_row_get(c, key.func, co->nranks, key.bucket);
+  rp_row *w = an_row_get(c, key.func, co->nranks, key.bucket, co->user_tag);
   if (!w) {
     c->st = TOPO_ERR_NOMEM;
     return;

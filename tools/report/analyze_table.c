@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The collective table of the analysis (analyze.h): rows by (function, size, message-size
-// bucket), fit points by algorithm and protocol for topo-report fit, and the keys under which
+// bucket, user tag), fit points by algorithm and protocol for topo-report fit, and the keys under which
 // estimate.c learns and answers durations. Called by pass 1 (binary collectives) and pass 2
 // (Kineto NCCL kernels, untimed collectives).
 #include <stdint.h>
@@ -14,9 +14,23 @@ static int bucket_of(uint64_t size) { return size ? 63 - __builtin_clzll(size) :
 /* Rows and fit points are found through maps keyed by their fields packed into 64 bits (func
  * < RP_MAX_FUNC, -1 <= bucket < 64, algo < 7, proto < 3): one lookup per collective, however many
  * distinct communicator sizes the input names. */
-rp_row *an_row_get(ctx *c, int func, int nranks, int bucket) {
+/* The small number that stands for `tag` in row keys: 0 untagged, 1.. in order of appearance
+ * (the 65535th and later distinct tags share the last). 0 out of memory (c->st set). */
+static uint32_t tag_index(ctx *c, uint64_t tag) {
+  uint32_t at;
+  if (!tag) return 0;
+  if (rp_map_find(&c->tag_of, tag, &at)) return at;
+  if (c->ntags >= 0xffff) return 0xffff;
+  if (!rp_map_add(&c->tag_of, tag, ++c->ntags)) {
+    c->st = TOPO_ERR_NOMEM;
+    return 0;
+  }
+  return c->ntags;
+}
+
+rp_row *an_row_get(ctx *c, int func, int nranks, int bucket, uint64_t tag) {
   rp_report *r = c->r;
-  uint64_t key = rp_row_key(func, nranks, bucket);
+  uint64_t key = rp_row_key(func, nranks, bucket, tag_index(c, tag));
   uint32_t at;
   if (rp_map_find(&c->row_of, key, &at)) return r->rows[at];
   if (r->nrows == r->cap_rows) {
@@ -31,7 +45,9 @@ rp_row *an_row_get(ctx *c, int func, int nranks, int bucket) {
   w->func = func;
   w->nranks = nranks;
   w->bucket = bucket;
+  w->tag = tag;
   w->ch_min = 1 << 30;
+  if (tag) r->have_tags = 1;
   if (!rp_map_add(&c->row_of, key, (uint32_t)r->nrows)) {
     topo_free(w);
     return NULL;
@@ -72,13 +88,18 @@ void an_table_add(ctx *c, const rp_coll *co) {
   int func = co->func < RP_MAX_FUNC ? co->func : RP_MAX_FUNC - 1;
   uint64_t size = rp_coll_size(func, co->bytes, co->nranks);
   int bucket = bucket_of(size);
-  rp_row *w = an_row_get(c, func, co->nranks, bucket);
+  rp_row *w = an_row_get(c, func, co->nranks, bucket, co->user_tag);
   if (!w) {
     c->st = TOPO_ERR_NOMEM;
     return;
   }
   w->calls++;
   w->size_sum += size;
+  if (co->sym) {
+    w->sym++;
+    if (!w->variants) snprintf(w->variant, sizeof w->variant, "%s", co->variant);
+    if (!w->variants || (w->variants == 1 && strcmp(w->variant, co->variant) != 0)) w->variants++;
+  }
   int a = co->algo >= 0 && co->algo < 7 ? co->algo : 7,
       p = co->proto >= 0 && co->proto < 3 ? co->proto : 3;
   w->algo_proto[a][p]++;

@@ -22,16 +22,17 @@ static void text(FILE *f, const char *s, size_t n) {
 
 /* The header line. */
 static void dump_header(FILE *f, const topo_trace_header *h) {
-  fprintf(f,
-          "{\"header\":{\"version\":%u,\"flags\":%u,\"comm_hash\":\"%016" PRIx64
-          "\",\"rank\":%d,\"nranks\":%d,\"nnodes\":%d,\"pid\":%u,\"mono_ns\":%" PRId64
-          ",\"realtime_ns\":%" PRId64 ",\"gpu_minus_realtime_ns\":%" PRId64
-          ",\"cupti_minus_realtime_ns\":%" PRId64
-          ",\"abi_version\":%u,\"event_mask\":%u,"
-          "\"sample_every\":%u,\"measure_min_bytes\":%" PRIu64 ",\"host\":",
-          h->version, h->flags, h->comm_hash, h->rank, h->nranks, h->nnodes, h->pid, h->mono_ns,
-          h->realtime_ns, h->gpu_minus_realtime_ns, h->cupti_minus_realtime_ns, h->abi_version,
-          h->event_mask, h->sample_every, h->measure_min_bytes);
+  fprintf(
+      f,
+      "{\"header\":{\"version\":%u,\"minor_version\":%u,\"flags\":%u,\"comm_hash\":\"%016" PRIx64
+      "\",\"rank\":%d,\"nranks\":%d,\"nnodes\":%d,\"pid\":%u,\"mono_ns\":%" PRId64
+      ",\"realtime_ns\":%" PRId64 ",\"gpu_minus_realtime_ns\":%" PRId64
+      ",\"cupti_minus_realtime_ns\":%" PRId64
+      ",\"abi_version\":%u,\"event_mask\":%u,"
+      "\"sample_every\":%u,\"measure_min_bytes\":%" PRIu64 ",\"nccl_version\":%u,\"host\":",
+      h->version, h->minor_version, h->flags, h->comm_hash, h->rank, h->nranks, h->nnodes, h->pid,
+      h->mono_ns, h->realtime_ns, h->gpu_minus_realtime_ns, h->cupti_minus_realtime_ns,
+      h->abi_version, h->event_mask, h->sample_every, h->measure_min_bytes, h->nccl_version);
   rp_json_string(f, h->host);
   fprintf(f, ",\"comm_name\":");
   rp_json_string(f, h->comm_name);
@@ -87,6 +88,31 @@ static void dump_channel(FILE *f, const topo_trace_record *rec) {
           c->cpu_start_ns, c->cpu_stop_ns);
 }
 
+/* What NCCL 2.31+ adds to the collective or p2p record that follows it. */
+static void dump_ext(FILE *f, const topo_trace_record *rec) {
+  const topo_rec_coll_ext *x = &rec->ext;
+  fprintf(f,
+          "{\"type\":\"coll_ext\",\"of\":\"%s\",\"func\":\"%s\",\"seq\":%" PRIu64
+          ",\"user_tag\":%" PRIu64 ",\"variant\":",
+          x->of == TOPO_REC_COLL  ? "coll"
+          : x->of == TOPO_REC_P2P ? "p2p"
+                                  : "?",
+          rp_func_name(x->func), x->seq, x->user_tag);
+  text(f, x->variant, x->variant_len <= sizeof x->variant ? x->variant_len : sizeof x->variant);
+  fprintf(f, "}\n");
+}
+
+/* One phase of a symmetric kernel's channel. */
+static void dump_phase(FILE *f, const topo_trace_record *rec) {
+  static const char *const names[] = {"initial_sync", "compute", "final_sync"};
+  const topo_rec_phase *p = &rec->phase;
+  fprintf(f,
+          "{\"type\":\"phase\",\"channel\":%u,\"func\":\"%s\",\"seq\":%" PRIu64
+          ",\"phase\":\"%s\",\"gpu_start_ns\":%" PRId64 ",\"gpu_stop_ns\":%" PRId64 "}\n",
+          p->channel, rp_func_name(p->func), p->seq, p->phase < 3 ? names[p->phase] : "?",
+          p->gpu_start_ns, p->gpu_stop_ns);
+}
+
 /* A proxy operation. */
 static void dump_proxy(FILE *f, const topo_trace_record *rec) {
   const topo_rec_proxy *p = &rec->proxy;
@@ -131,6 +157,8 @@ static void dump_record(FILE *f, const topo_trace_reader *r, const topo_trace_re
   case TOPO_REC_PROXY: dump_proxy(f, rec); break;
   case TOPO_REC_MARK: dump_mark(f, r, rec); break;
   case TOPO_REC_CUPTI: dump_cupti(f, r, rec); break;
+  case TOPO_REC_COLL_EXT: dump_ext(f, rec); break;
+  case TOPO_REC_PHASE: dump_phase(f, rec); break;
   case TOPO_REC_STATS:
     fprintf(f, "{\"type\":\"stats\",\"records\":%" PRIu64 ",\"dropped\":", rec->stats.records);
     drops(f, rec->stats.dropped);

@@ -6,6 +6,7 @@
 // steps (rp_source_step). Binary traces go through common/trace_reader.h; JSON (plain or gzip) through
 // kineto.c.
 #include <dirent.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -392,6 +393,8 @@ topo_status rp_inputs_collect(const char *const *paths, int npaths, const rp_opt
 topo_status rp_source_open(rp_source *s, int pass) {
   s->done = 0;
   s->frontier = INT64_MIN;
+  memset(s->ext, 0, sizeof s->ext);
+  s->ext_next = 0;
   if (s->kind == RP_SRC_KINETO) {
     rp_kineto *k;
     int replay = pass > 1 && rp_kspill_ready(s->spill);
@@ -452,6 +455,30 @@ static int align(int64_t raw, int64_t offset, int64_t *out) {
   return 1;
 }
 
+/* A COLL_EXT record waits (a few slots, the oldest replaced) for the COLL/P2P it completes. */
+static void ext_keep(rp_source *s, const topo_rec_coll_ext *x) {
+  s->ext[s->ext_next++ % (sizeof s->ext / sizeof s->ext[0])] = *x;
+}
+
+/* The waiting extension of collective record `c` of type `type` into `o` (taken: its slot is
+ * freed); nothing when it was lost. */
+static void ext_take(rp_source *s, int type, const topo_rec_coll *c, rp_coll *o) {
+  for (size_t i = 0; i < sizeof s->ext / sizeof s->ext[0]; i++) {
+    topo_rec_coll_ext *x = &s->ext[i];
+    if (x->type != TOPO_REC_COLL_EXT || x->of != type || x->func != c->func || x->seq != c->seq)
+      continue;
+    o->user_tag = x->user_tag;
+    size_t n = x->variant_len < TOPO_EXT_VARIANT_MAX ? x->variant_len : TOPO_EXT_VARIANT_MAX;
+    for (size_t k = 0; k < n; k++) { /* a name: anything else in it becomes '?' */
+      char ch = x->variant[k];
+      o->variant[k] = isalnum((unsigned char)ch) || ch == '_' || ch == '-' || ch == '.' ? ch : '?';
+    }
+    o->variant[n] = 0;
+    x->type = 0;
+    return;
+  }
+}
+
 static void deliver_record(rp_source *s, const rp_sink *sink, const topo_trace_record *rec,
                            int pass) {
   topo_trace_reader *r = s->impl;
@@ -473,6 +500,9 @@ static void deliver_record(rp_source *s, const rp_sink *sink, const topo_trace_r
     o.p2p = rec->type == TOPO_REC_P2P;
     o.asked = (c->flags & TOPO_COLL_F_GPU_ASKED) != 0;
     o.stream = c->stream_id;
+    o.sym = (c->flags & TOPO_COLL_F_SYM) != 0;
+    if (o.sym) o.algo = o.proto = -1; /* whatever a writer put there names nothing that ran */
+    if (c->flags & TOPO_COLL_F_EXT) ext_take(s, rec->type, c, &o);
     if (!align(c->cpu_start_ns, s->mono_to_real, &o.cpu_start) ||
         !align(c->cpu_stop_ns, s->mono_to_real, &o.cpu_stop))
       o.cpu_start = o.cpu_stop = 0;
@@ -503,15 +533,13 @@ static void deliver_record(rp_source *s, const rp_sink *sink, const topo_trace_r
         !align(k->gpu_start_ns, s->cupti_to_real, &iv.start) ||
         !align(k->gpu_stop_ns, s->cupti_to_real, &iv.stop))
       break;
-    int func = -1, algo, proto;
+    int func = -1;
     if (k->kind == TOPO_KERNEL_MEMCPY || k->kind == TOPO_KERNEL_MEMSET) {
       iv.cls = RP_MEMORY;
     } else if (k->kind == TOPO_KERNEL_NCCL ||
-               rp_nccl_kernel_parse(topo_trace_reader_string(r, k->name_id), &func, &algo,
-                                    &proto)) {
+               rp_nccl_kernel_parse(topo_trace_reader_string(r, k->name_id), &func)) {
       iv.cls = RP_COMM;
-      if (func < 0)
-        rp_nccl_kernel_parse(topo_trace_reader_string(r, k->name_id), &func, &algo, &proto);
+      if (func < 0) rp_nccl_kernel_parse(topo_trace_reader_string(r, k->name_id), &func);
       iv.func = func >= 0 ? (uint8_t)func : 0xff;
     }
     if (pass == 1) {
@@ -523,6 +551,7 @@ static void deliver_record(rp_source *s, const rp_sink *sink, const topo_trace_r
     if (iv.start > s->frontier) s->frontier = iv.start;
     break;
   }
+  case TOPO_REC_COLL_EXT: ext_keep(s, &rec->ext); break;
   case TOPO_REC_MARK: {
     const topo_rec_mark *m = &rec->mark;
     int64_t a, b;

@@ -554,11 +554,11 @@ static void act(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e, int64_t
   rp_interval iv = {start,      stop, (uint32_t)(e->stream >= 0 ? e->stream : ev_tid(e)),
                     RP_COMPUTE, 0xff, RP_FROM_KERNEL,
                     0};
-  int func = -1, algo = -1, proto = -1;
+  int func = -1;
   if (e->cat != KC_KERNEL || !strncmp(name, "Memcpy", 6) || !strncmp(name, "Memset", 6)) {
     iv.cls = RP_MEMORY;
     if (k->counting) s->memory_kernels++;
-  } else if (rp_nccl_kernel_parse(name, &func, &algo, &proto)) {
+  } else if (rp_nccl_kernel_parse(name, &func)) {
     iv.cls = RP_COMM;
     if (func < 0 && e->coll_name[0]) func = coll_from_args(e->coll_name);
     if (k->counting) s->nccl_kernels++;
@@ -569,10 +569,9 @@ static void act(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e, int64_t
       memset(&c, 0, sizeof c);
       c.func = func;
       c.p2p = func >= 5 && func <= 7;
-      /* ncclDevKernel_AllReduce_Sum_bf16_RING_LL is a generic entry point that dispatches at run
-       * time: the name gives the collective, not the algorithm/protocol actually used. */
-      (void)algo;
-      (void)proto;
+      /* The name gives the collective, never the algorithm/protocol that ran (an entry point's
+       * suffix, none at all from NCCL 2.31), and PyTorch's record_param_comms arguments carry
+       * neither: unknown. */
       c.algo = c.proto = -1;
       c.nranks = e->group_size > 0 && e->group_size < (1 << 24) ? (int)e->group_size : 0;
       int64_t nel = func == 3 ? e->out_nelems : e->in_nelems;

@@ -9,21 +9,28 @@
 #include "kernels.h"
 #include "report.h"
 
+/* A row's key across two reports: its tag stands as a 16-bit hash (never 0 for a tag), and a
+ * row found by key is checked to have the same tag (find_row). */
+static uint64_t diff_key(const rp_row *w) {
+  uint64_t h = w->tag * 0x9e3779b97f4a7c15ull;
+  return rp_row_key(w->func, w->nranks, w->bucket, w->tag ? (uint32_t)(h >> 48) | 1 : 0);
+}
+
 /* r's rows by key (the first of a key); 0 out of memory. */
 static int index_rows(const rp_report *r, rp_map *m) {
   for (size_t i = 0; i < r->nrows; i++) {
     const rp_row *w = r->rows[i];
-    uint64_t key = rp_row_key(w->func, w->nranks, w->bucket);
+    uint64_t key = diff_key(w);
     uint32_t at;
     if (!rp_map_find(m, key, &at) && !rp_map_add(m, key, (uint32_t)i)) return 0;
   }
   return 1;
 }
 
-/* The row of r (indexed in m) with w's function, communicator size and bucket, or NULL. */
+/* The row of r (indexed in m) with w's function, communicator size, bucket and tag, or NULL. */
 static const rp_row *find_row(const rp_report *r, const rp_map *m, const rp_row *w) {
   uint32_t at;
-  return rp_map_find(m, rp_row_key(w->func, w->nranks, w->bucket), &at) ? r->rows[at] : NULL;
+  return rp_map_find(m, diff_key(w), &at) && r->rows[at]->tag == w->tag ? r->rows[at] : NULL;
 }
 
 static void change(FILE *f, double a, double b) {
@@ -63,6 +70,7 @@ static void row_line(FILE *f, const rp_row *key, const rp_row *a, const rp_row *
   change(f, (double)ma, (double)mb);
   fprintf(f, " %9.2f %9.2f", ba, bb);
   change(f, ba, bb);
+  if (key->tag) fprintf(f, "  tag %" PRIu64, key->tag); /* rows of one size apart by tag */
   fputc('\n', f);
 }
 

@@ -480,7 +480,8 @@ static int cmp_row(const void *a, const void *b) {
   const rp_row *x = *(rp_row *const *)a, *y = *(rp_row *const *)b;
   if (x->func != y->func) return x->func - y->func;
   if (x->nranks != y->nranks) return x->nranks - y->nranks;
-  return x->bucket - y->bucket;
+  if (x->bucket != y->bucket) return x->bucket - y->bucket;
+  return (x->tag > y->tag) - (x->tag < y->tag);
 }
 
 /* Under the rank table: how "exposed (all)" was estimated, and why it is n/a where compute is
@@ -556,8 +557,9 @@ static void rank_table_html(FILE *f, const rp_report *r) {
   }
 }
 
-/* One row of the collective table; "-" for every figure a row has no measurement of. */
-static void coll_row_html(FILE *f, const rp_row *w) {
+/* One row of the collective table; "-" for every figure a row has no measurement of; its tag
+ * cell only when `tags`. */
+static void coll_row_html(FILE *f, const rp_row *w, int tags) {
   char a[32], b[32], c[32], d[32], e[32];
   char size[32];
   rp_bucket_label(w->bucket, size, sizeof size);
@@ -578,13 +580,17 @@ static void coll_row_html(FILE *f, const rp_row *w) {
   snprintf(nr, sizeof nr, "%d", w->nranks);
   if (!w->nranks)
     snprintf(tb, sizeof tb, "-"), snprintf(size, sizeof size, "-"), snprintf(nr, sizeof nr, "-");
+  char label[64];
+  rp_row_choice_label(w, label, sizeof label);
+  fprintf(f, "<tr>");
+  if (tags && w->tag) fprintf(f, "<td>%" PRIu64 "</td>", w->tag);
+  else if (tags) fprintf(f, "<td>-</td>");
   fprintf(f,
-          "<tr><td>%s</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64
-          "</td><td>%" PRIu64
-          "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s / %s "
-          "(%.0f%%)</td><td>",
-          rp_func_name(w->func), nr, size, w->calls, w->timed, w->estimated, tb, a, b, c, d, e,
-          rp_algo_name(al), rp_proto_name(pr), share * 100);
+          "<td>%s</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64
+          "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>",
+          rp_func_name(w->func), nr, size, w->calls, w->timed, w->estimated, tb, a, b, c, d, e);
+  esc(f, label);
+  fprintf(f, " (%.0f%%)</td><td>", share * 100);
   if (w->ch_max) fprintf(f, w->ch_min == w->ch_max ? "%d" : "%d–%d", w->ch_min, w->ch_max);
   else fputs("?", f);
   fprintf(f, "</td></tr>\n");
@@ -597,12 +603,13 @@ static void collectives_html(FILE *f, const rp_report *r) {
   if (!rows) return;
   memcpy(rows, r->rows, r->nrows * sizeof *rows);
   qsort(rows, r->nrows, sizeof *rows, cmp_row);
+  fprintf(f, "<h2>Collectives</h2><table><tr>%s", r->have_tags ? "<th>tag</th>" : "");
   fprintf(f,
-          "<h2>Collectives</h2><table><tr><th>collective</th><th>ranks</th><th>size</th><th>calls</"
+          "<th>collective</th><th>ranks</th><th>size</th><th>calls</"
           "th><th>GPU-timed</th><th>estimated</th><th>bytes</th>"
           "<th>timed total</th><th>median</th><th>p99</th><th>algbw GB/s</th><th>busbw "
           "GB/s</th><th>algorithm / protocol</th><th>channels</th></tr>\n");
-  for (size_t i = 0; i < r->nrows; i++) coll_row_html(f, rows[i]);
+  for (size_t i = 0; i < r->nrows; i++) coll_row_html(f, rows[i], r->have_tags);
   fprintf(f, "</table>\n");
   topo_free(rows);
 }

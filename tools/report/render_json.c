@@ -261,8 +261,10 @@ static void overall_json(FILE *f, const rp_report *r) {
   fputc('}', f);
 }
 
-/* One row of the collective table with its algorithm/protocol choices. */
-static void row_json(FILE *f, const rp_row *w, int first_row) {
+/* One row of the collective table with its algorithm/protocol choices; "tag" (null: untagged)
+ * when the report has tags, "symmetric_calls" and "kernel_variant" (null: they differ) when
+ * symmetric kernels ran some of its calls. */
+static void row_json(FILE *f, const rp_row *w, int first_row, int tags) {
   int al, pr;
   double share;
   rp_row_top_choice(w, &al, &pr, &share);
@@ -298,7 +300,17 @@ static void row_json(FILE *f, const rp_row *w, int first_row) {
                 w->algo_proto[a][p]);
         first = 0;
       }
-  fprintf(f, "]}");
+  fputc(']', f);
+  if (tags) {
+    if (w->tag) fprintf(f, ",\"tag\":%" PRIu64, w->tag);
+    else fprintf(f, ",\"tag\":null");
+  }
+  if (w->sym) {
+    fprintf(f, ",\"symmetric_calls\":%" PRIu64 ",\"kernel_variant\":", w->sym);
+    if (w->variants == 1) rp_json_string(f, w->variant);
+    else fprintf(f, "null");
+  }
+  fputc('}', f);
 }
 
 /* Start skew per function, then the clock alignment behind it (the "alignment" object). */
@@ -400,7 +412,7 @@ void rp_render_json(const rp_report *r, FILE *f) {
   fprintf(f, "],\n");
   overall_json(f, r);
   fprintf(f, ",\n\"collectives\":[");
-  for (size_t i = 0; i < r->nrows; i++) row_json(f, r->rows[i], i == 0);
+  for (size_t i = 0; i < r->nrows; i++) row_json(f, r->rows[i], i == 0, r->have_tags);
   fprintf(f, "],\n");
   skew_json(f, r);
   fprintf(f, ",\n\"communicators\":[");
@@ -451,7 +463,9 @@ void rp_render_csv(const rp_report *r, FILE *f) {
   fprintf(f,
           "\ntable,collective,nranks,size_from,calls,gpu_timed,bytes,total_ns,median_ns,p99_ns,"
           "algbw_gbs,busbw_gbs,algorithm,protocol,choice_share,channels_min,channels_max,estimated,"
-          "estimate_unknown,gpu_timing_lost,estimated_ns,estimated_error_ns\n");
+          "estimate_unknown,gpu_timing_lost,estimated_ns,estimated_error_ns,symmetric_calls,"
+          "kernel_variant%s\n",
+          r->have_tags ? ",tag" : "");
   for (size_t i = 0; i < r->nrows; i++) {
     const rp_row *w = r->rows[i];
     int al, pr;
@@ -464,11 +478,16 @@ void rp_render_csv(const rp_report *r, FILE *f) {
                rp_row_busbw(w));
     fprintf(f,
             "collective,%s,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-            ",%s,%s,%s,%.4f,%d,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRId64 ",%" PRId64 "\n",
+            ",%s,%s,%s,%.4f,%d,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRId64 ",%" PRId64,
             rp_func_name(w->func), w->nranks, w->bucket < 0 ? 0 : (uint64_t)1 << w->bucket,
             w->calls, w->timed, w->size_sum, timed, rp_algo_name(al), rp_proto_name(pr), share,
             w->ch_max ? w->ch_min : 0, w->ch_max, w->estimated, w->unknown, w->lost, w->est_sum,
             rp_err_ns(&w->est_err));
+    /* the variant: empty when none or they differ; the tag: empty when untagged */
+    fprintf(f, ",%" PRIu64 ",%s", w->sym, w->sym && w->variants == 1 ? w->variant : "");
+    if (r->have_tags && w->tag) fprintf(f, ",%" PRIu64, w->tag);
+    else if (r->have_tags) fputc(',', f);
+    fputc('\n', f);
   }
   rp_render_kernels_csv(r, f);
 }

@@ -258,7 +258,8 @@ static int cmp_row(const void *a, const void *b) {
   const rp_row *x = *(rp_row *const *)a, *y = *(rp_row *const *)b;
   if (x->func != y->func) return x->func - y->func;
   if (x->nranks != y->nranks) return x->nranks - y->nranks;
-  return x->bucket - y->bucket;
+  if (x->bucket != y->bucket) return x->bucket - y->bucket;
+  return (x->tag > y->tag) - (x->tag < y->tag);
 }
 
 /* The opening lines: what was read, which run, the events counted, the window, the span. */
@@ -327,18 +328,22 @@ static void print_rank_table(const rp_report *r, FILE *f) {
   print_exposed_all_notes(r, f);
 }
 
-/* One row of the collective table. */
-static void print_coll_row(FILE *f, const rp_row *w) {
-  char a[48], b[48], c[48], size[32], choice[48], ch[32];
+/* One row of the collective table; its tag column only when `tags`. */
+static void print_coll_row(FILE *f, const rp_row *w, int tags) {
+  char a[48], b[48], c[48], size[32], choice[80], label[64], ch[32];
   rp_bucket_label(w->bucket, size, sizeof size);
   int al, pr;
   double share;
   rp_row_top_choice(w, &al, &pr, &share);
-  if (al < 0 && pr < 0) /* Kineto kernel names only: the algorithm/protocol is unknown */
-    snprintf(choice, sizeof choice, "? %.0f%%", share * 100);
-  else
-    snprintf(choice, sizeof choice, "%s/%s %.0f%%", rp_algo_name(al), rp_proto_name(pr),
-             share * 100);
+  /* "?": Kineto kernel names only, the algorithm/protocol is unknown; "sym ...": a symmetric
+   * kernel's variant */
+  rp_row_choice_label(w, label, sizeof label);
+  snprintf(choice, sizeof choice, "%s %.0f%%", label, share * 100);
+  if (tags) {
+    char tag[24] = "-";
+    if (w->tag) snprintf(tag, sizeof tag, "%" PRIu64, w->tag);
+    fprintf(f, "  %-12s", tag);
+  }
   if (w->ch_max)
     snprintf(ch, sizeof ch, w->ch_min == w->ch_max ? "%d" : "%d-%d", w->ch_min, w->ch_max);
   else snprintf(ch, sizeof ch, "?");
@@ -368,10 +373,11 @@ static void print_collectives(const rp_report *r, FILE *f) {
   qsort(rows, r->nrows, sizeof *rows, cmp_row);
   fprintf(f, "\nCollectives (GPU time per rank and call; size as nccl-tests counts it; from %s)\n",
           r->colls_from_kineto ? "Kineto NCCL kernels" : "topo traces");
+  if (r->have_tags) fprintf(f, "  %-12s", "tag");
   fprintf(f, "  %-14s %5s %10s %9s %9s %9s %10s %12s %11s %11s %9s %9s  %-22s %s\n", "collective",
           "ranks", "size", "calls", "timed", "est.", "bytes", "timed total", "median", "p99",
           "algbw", "busbw", "algorithm/protocol", "channels");
-  for (size_t i = 0; i < r->nrows; i++) print_coll_row(f, rows[i]);
+  for (size_t i = 0; i < r->nrows; i++) print_coll_row(f, rows[i], r->have_tags);
   fprintf(
       f,
       "  timed total, median, p99, algbw, busbw (GB/s, nccl-tests factors): GPU-timed calls only; "

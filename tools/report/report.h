@@ -136,6 +136,11 @@ typedef struct rp_coll {
   int asked; /* TOPO_COLL_F_GPU_ASKED: GPU timing was requested */
   int p2p;
   uint32_t stream;
+  /* NCCL 2.31+ (profiler ABI v7): the call's user tag (0 untagged), whether a symmetric kernel ran
+   * it (algo / proto then unknown) and its variant ("" none) */
+  uint64_t user_tag;
+  int sym;
+  char variant[TOPO_EXT_VARIANT_MAX + 1];
 } rp_coll;
 
 /* nccl-tests "size" of a collective (AG/RS: bytes x nranks) and its busbw factor. */
@@ -144,9 +149,11 @@ double rp_busbw_factor(int func, int nranks);
 const char *rp_func_name(int func);   /* "AllReduce", ... ; "Func<n>" style for others */
 const char *rp_algo_name(int algo);   /* "Ring", ..., "?" */
 const char *rp_proto_name(int proto); /* "LL", "LL128", "Simple", "?" */
-/* Recognise an NCCL kernel name (ncclDevKernel_*, ncclKernel_*, nccl*): 1 when it is one; fills
- * func/algo/proto from the name where it says (else -1). */
-int rp_nccl_kernel_parse(const char *name, int *func, int *algo, int *proto);
+/* Recognise an NCCL kernel name (ncclDevKernel_*, ncclKernel_*, ncclSymkDevKernel_*, nccl*): 1
+ * when it is one; *func from the name where it says (else -1). Never an algorithm or protocol: a
+ * name's suffix is the kernel's entry point, not what ran (NVIDIA/nccl#2196), and NCCL 2.31's
+ * names have none. */
+int rp_nccl_kernel_parse(const char *name, int *func);
 
 /* ---- inputs (input.c, kineto.c) */
 typedef enum rp_source_kind { RP_SRC_TRACE, RP_SRC_KINETO } rp_source_kind;
@@ -202,6 +209,10 @@ typedef struct rp_source {
   void *impl;
   int64_t frontier; /* aligned time of the latest thing delivered */
   int done;
+  /* binary: COLL_EXT records waiting for their COLL/P2P (written just before it; other threads'
+   * records may come between), the oldest overwritten first */
+  topo_rec_coll_ext ext[8];
+  unsigned ext_next;
 } rp_source;
 
 /* A source by its process (host, pid), for grouping sources by sorting (analyze_sources.c,
@@ -349,8 +360,9 @@ int rp_exposed_all(const rp_omodel *m, int64_t comm, int64_t cov_comm, int64_t c
                    int64_t covered, int64_t *all, int64_t *est, int64_t *err);
 
 /* ---- the analysis (analyze.c and its stages, analyze.h) */
-typedef struct rp_row {     /* one collective type x communicator size x size bucket */
+typedef struct rp_row {     /* one collective type x communicator size x size bucket x user tag */
   int func, nranks, bucket; /* bucket: floor(log2(size)), -1 for size 0 */
+  uint64_t tag;             /* the calls' user tag (NCCL 2.31+ ncclCollConfig_t), 0 untagged */
   uint64_t calls, timed;
   uint64_t size_sum, timed_size_sum; /* nccl-tests sizes */
   rp_quant time;                     /* GPU duration per rank and call, ns */
@@ -360,12 +372,22 @@ typedef struct rp_row {     /* one collective type x communicator size x size bu
   uint64_t estimated, est_fallback, unknown, lost;
   int64_t est_sum; /* sum of their estimated durations, ns */
   rp_err est_err;
+  /* calls a symmetric kernel ran (counted as algorithm/protocol unknown in algo_proto) and their
+   * kernel variant: the first seen, `variants` > 1 when they differ */
+  uint64_t sym;
+  char variant[TOPO_EXT_VARIANT_MAX + 1];
+  int variants;
 } rp_row;
-/* A row's (function, communicator size, bucket) packed into the 64-bit key rows are found by in
- * an rp_map (func < RP_MAX_FUNC, -1 <= bucket < 64): one row per key. */
-static inline uint64_t rp_row_key(int func, int nranks, int bucket) {
-  return (uint64_t)(uint32_t)nranks << 32 | (uint64_t)(uint32_t)func << 8 | (uint64_t)(bucket + 1);
+/* A row's (function, communicator size, bucket, tag) packed into the 64-bit key rows are found by
+ * in an rp_map (func < RP_MAX_FUNC, -1 <= bucket < 64, tag_index < 65536: a small number standing
+ * for the tag in one analysis, 0 for untagged): one row per key. */
+static inline uint64_t rp_row_key(int func, int nranks, int bucket, uint32_t tag_index) {
+  return (uint64_t)(uint32_t)nranks << 32 | (uint64_t)(tag_index & 0xffff) << 16 |
+         (uint64_t)(uint32_t)func << 8 | (uint64_t)(bucket + 1);
 }
+/* The label of a row's algorithm/protocol cell: "Ring/Simple", "?" when unknown (Kineto), "sym
+ * AGxLL_R" (a symmetric kernel's variant; "sym" when they differ). */
+void rp_row_choice_label(const rp_row *w, char *buf, size_t len);
 
 typedef struct rp_fitpt { /* fit input: (func, algo, proto, nranks, bucket) */
   int func, algo, proto, nranks, bucket;
@@ -555,6 +577,7 @@ typedef struct rp_report {
   int step_period;  /* > 0: some ranks' steps detected from topo traces (steps.c) */
   int steps_detect; /* RP_STEPS_*: outcome of the detection */
   int have_kineto, have_trace, colls_from_kineto;
+  int have_tags;   /* a row carries a user tag: the tables show a tag column */
   int window;      /* the analysis window of rp_options applied */
   int step_window; /* RP_WINDOW_*: the events counted */
   int ranks_cut;   /* ranks with a complete-steps window */

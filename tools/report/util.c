@@ -175,21 +175,16 @@ const char *rp_proto_name(int proto) {
                                                   : "?";
 }
 
-/* An algorithm NCCL spells in two words of a kernel name (COLLNET_DIRECT, NVLS_TREE); -1 if the
- * two words are not one. */
-static int algo_of_two(const char *a, const char *b) {
-  char two[64];
-  if ((size_t)snprintf(two, sizeof two, "%s_%s", a, b) >= sizeof two) return -1;
-  return topo_nccl_algo_from_name(two);
-}
-
-/* Names NCCL gives its kernels: ncclDevKernel_AllReduce_Sum_f32_RING_LL(...) (2.19+),
- * ncclKernel_AllReduce_RING_LL_Sum_float(...) (older), ncclDevKernel_SendRecv, nccl*. The name
- * up to its parameter list is read as '_'-separated words, each looked up in NCCL's vocabulary
- * (common/nccl_vocab.h): a collective, an algorithm (one word, or two: COLLNET_DIRECT,
- * NVLS_TREE), a protocol; the first of each kind counts. */
-int rp_nccl_kernel_parse(const char *name, int *func, int *algo, int *proto) {
-  *func = *algo = *proto = -1;
+/* Names NCCL gives its kernels: ncclDevKernel_AllReduce_Sum_f32_RING_LL(...) (2.19-2.30),
+ * ncclDevKernel_AllReduce_Sum_f32(...) (2.31's compact names), ncclKernel_AllReduce_RING_LL_Sum_
+ * float(...) (older), ncclSymkDevKernel_AllReduce_AGxLL_R_sum_f32 (symmetric kernels),
+ * ncclDevKernel_SendRecv, nccl*. The name up to its parameter list is read as '_'-separated
+ * words; the first that NCCL's vocabulary (common/nccl_vocab.h) knows as a collective is its
+ * function. Algorithm and protocol words are not read: a suffix names the kernel's entry point,
+ * which dispatches at run time and was wrong for some kernels (NVIDIA/nccl#2196), and a
+ * symmetric kernel's variant ("LL", "LD") names no NCCL protocol. */
+int rp_nccl_kernel_parse(const char *name, int *func) {
+  *func = -1;
   if (strncmp(name, "nccl", 4) != 0 && !strstr(name, "ncclKernel") &&
       !strstr(name, "ncclDevKernel"))
     return 0;
@@ -203,20 +198,18 @@ int rp_nccl_kernel_parse(const char *name, int *func, int *algo, int *proto) {
   for (char *save = NULL, *w = strtok_r(base, "_", &save); w && n < 32;
        w = strtok_r(NULL, "_", &save))
     word[n++] = w;
-  for (int i = 0; i < n; i++) {
-    int v;
-    if (*func < 0 && (v = topo_nccl_func_from_name(word[i])) >= 0) {
-      *func = v;
-    } else if (*algo < 0 && i + 1 < n && (v = algo_of_two(word[i], word[i + 1])) >= 0) {
-      *algo = v;
-      i++;
-    } else if (*algo < 0 && (v = topo_nccl_algo_from_name(word[i])) >= 0) {
-      *algo = v;
-    } else if (*proto < 0 && (v = topo_nccl_proto_from_name(word[i])) >= 0) {
-      *proto = v;
-    }
-  }
+  for (int i = 0; i < n && *func < 0; i++) *func = topo_nccl_func_from_name(word[i]);
   return 1;
+}
+
+void rp_row_choice_label(const rp_row *w, char *buf, size_t len) {
+  int al, pr;
+  double share;
+  rp_row_top_choice(w, &al, &pr, &share);
+  if (al < 0 && pr < 0 && w->sym * 2 > w->calls) /* mostly symmetric kernels */
+    snprintf(buf, len, "sym%s%s", w->variants == 1 ? " " : "", w->variants == 1 ? w->variant : "");
+  else if (al < 0 && pr < 0) snprintf(buf, len, "?");
+  else snprintf(buf, len, "%s/%s", rp_algo_name(al), rp_proto_name(pr));
 }
 
 double rp_ratio(int64_t num, int64_t den) { return den > 0 ? (double)num / (double)den : 0.0; }
