@@ -213,8 +213,11 @@ static uint32_t name_id(const char *name) {
   return id;
 }
 
+/* NCCL's kernels: ncclDevKernel_* (2.19+), ncclKernel_* (older), ncclSymkDevKernel_* (symmetric
+ * kernels, 2.27+). */
 static int is_nccl_kernel(const char *name) {
-  return name && (!strncmp(name, "ncclDevKernel", 13) || !strncmp(name, "ncclKernel", 10));
+  return name && (!strncmp(name, "ncclDevKernel", 13) || !strncmp(name, "ncclKernel", 10) ||
+                  !strncmp(name, "ncclSymkDevKernel", 17));
 }
 
 /* Recycled buffers (CUPTI's threads, any number at once). */

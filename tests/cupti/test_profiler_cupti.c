@@ -734,11 +734,31 @@ static void test_asked_for_cupti_that_fails_to_enable_warns_once(void **s) {
   test_trace_free(&comm);
 }
 
+/* Symmetric kernels (ncclSymkDevKernel_*) are NCCL's too. */
+static void test_symmetric_kernels_are_flagged_nccl(void **s) {
+  (void)s;
+  topo_host_profiler p;
+  init(&p, 0x5e);
+  const char *sym = "ncclSymkDevKernel_AllReduce_AGxLL_R_sum_bf16";
+  assert_true(kernel(sym, 1000, 2000, 13, 0, 21));
+  one_collective(&p);
+  finalize(&p);
+  test_trace c, comm;
+  read_traces(&c, &comm);
+  const topo_trace_record **kr;
+  assert_int_equal(test_trace_select(&c, TOPO_REC_KERNEL, &kr), 1);
+  assert_int_equal(kr[0]->kernel.kind, TOPO_KERNEL_NCCL);
+  free(kr);
+  test_trace_free(&c);
+  test_trace_free(&comm);
+}
+
 int main(void) {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
   const struct CMUnitTest tests[] = {
       T(test_bad_mode_warns_once_and_records_windows), /* first: the warning is once per process */
       T(test_kernels_and_copies_reach_a_process_wide_trace),
+      T(test_symmetric_kernels_are_flagged_nccl),
       T(test_client_there_first_is_declined_and_left_whole),
       T(test_injected_tool_is_declined_without_touching_cupti),
       T(test_client_arriving_mid_span_is_yielded_to_and_left_whole),
