@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Several communicators at once, each with an application thread issuing collectives and a
 // proxy thread delivering their kernel channels, through a pool far too small for the load:
-// every collective must end up either as a record or in a drop count, never silently lost.
+// every collective must end up either as a record or in a drop count, never silently lost; at
+// ABI v7 too, with symmetric collectives and their kernel phases.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -60,8 +61,9 @@ static void *proxy_thread(void *arg) {
   return NULL;
 }
 
-static void run(const char *events, const char *sample, const char *pool, const char *ring,
-                int expect_drops) {
+/* `sym`: every other collective runs a symmetric kernel (NCCL 2.31+ events at ABI v7). */
+static void run_at(int nccl, int sym, const char *events, const char *sample, const char *pool,
+                   const char *ring, int expect_drops) {
   char dir[] = "/tmp/topo-stress-XXXXXX";
   assert_non_null(mkdtemp(dir));
   setenv("TOPO_PROFILER_DIR", dir, 1);
@@ -71,8 +73,7 @@ static void run(const char *events, const char *sample, const char *pool, const 
   setenv("TOPO_PROFILER_RING", ring, 1);
   comm_run *runs = calloc(COMMS, sizeof *runs);
   for (int c = 0; c < COMMS; c++) {
-    assert_int_equal(topo_host_profiler_load(&runs[c].p, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28),
-                     TOPO_OK);
+    assert_int_equal(topo_host_profiler_load(&runs[c].p, TOPO_TEST_PROFILER_SO, nccl), TOPO_OK);
     topo_host_profiler_init(&runs[c].p, 0x5000 + (uint64_t)c, NULL, 1, COMMS, c, topo_host_log);
     assert_non_null(runs[c].p.ctx);
     for (int i = 0; i < OPS; i++) {
@@ -86,6 +87,9 @@ static void run(const char *events, const char *sample, const char *pool, const 
       op->nch = 4;
       op->peer = -1;
       op->stream = (void *)(uintptr_t)(0x1000 * (c + 1));
+      op->sym = sym && i % 2 == 0;
+      op->variant = "RSxLD_AGxST";
+      op->user_tag = (uint64_t)i;
       drv_set_gpu(op, 1000000 + (uint64_t)i * 1000, 10, 500);
     }
   }
@@ -111,9 +115,10 @@ static void run(const char *events, const char *sample, const char *pool, const 
     assert_int_equal(test_trace_read(paths[i], &t), 0);
     assert_true(t.has_footer);
     assert_false(t.bad_block);
-    const topo_trace_record **colls, **chans;
+    const topo_trace_record **colls, **chans, **phases;
     size_t nc = test_trace_select(&t, TOPO_REC_COLL, &colls);
     size_t nch = test_trace_select(&t, TOPO_REC_CHANNEL, &chans);
+    size_t nph = test_trace_select(&t, TOPO_REC_PHASE, &phases);
     uint64_t lost = t.footer.dropped[TOPO_DROP_COLL] + t.footer.dropped[TOPO_DROP_RECORD] +
                     t.footer.dropped[TOPO_DROP_OTHER];
     /* every collective is a record or a drop */
@@ -133,10 +138,13 @@ static void run(const char *events, const char *sample, const char *pool, const 
     size_t timed = 0;
     for (size_t j = 0; j < nc; j++) timed += (colls[j]->coll.flags & TOPO_COLL_F_GPU_TIMED) != 0;
     if (!expect_drops) assert_int_equal(timed, nc); /* every collective sampled */
+    if (!expect_drops && strstr(events, "phase"))   /* 3 phases x 4 channels per symmetric one */
+      assert_int_equal(nph, 3 * 4 * (OPS / 2));
     all_drops += lost + t.footer.dropped[TOPO_DROP_CHILD];
     free(seen);
     free(colls);
     free(chans);
+    free(phases);
     test_trace_free(&t);
   }
   if (expect_drops) assert_true(all_drops > 0);
@@ -144,6 +152,11 @@ static void run(const char *events, const char *sample, const char *pool, const 
   test_trace_free_list(paths, n);
   test_trace_rmdir(dir);
   free(runs);
+}
+
+static void run(const char *events, const char *sample, const char *pool, const char *ring,
+                int expect_drops) {
+  run_at(TOPO_NCCL_2_28, 0, events, sample, pool, ring, expect_drops);
 }
 
 static void test_many_comms_and_threads_lose_nothing_with_room(void **s) {
@@ -168,8 +181,21 @@ static void test_pool_exhaustion_without_channel_records_is_counted(void **s) {
   run("coll,p2p,kernel", "2", "16", "64", 1);
 }
 
+static void test_v7_symmetric_collectives_and_phases_under_threads_lose_nothing(void **s) {
+  (void)s;
+  run_at(TOPO_NCCL_2_31, 1, "coll,p2p,kernel,phase", "1", "8192", "65536", 0);
+  run_at(TOPO_NCCL_2_31, 1, "coll,p2p,channel,phase", "1", "8192", "65536", 0);
+}
+
+static void test_v7_pool_exhaustion_with_phases_is_counted(void **s) {
+  (void)s;
+  run_at(TOPO_NCCL_2_31, 1, "coll,p2p,kernel,phase", "2", "16", "64", 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_v7_symmetric_collectives_and_phases_under_threads_lose_nothing),
+      cmocka_unit_test(test_v7_pool_exhaustion_with_phases_is_counted),
       cmocka_unit_test(test_many_comms_and_threads_lose_nothing_with_room),
       cmocka_unit_test(test_object_free_kernel_channels_under_threads_lose_nothing),
       cmocka_unit_test(test_pool_exhaustion_is_counted_never_silent),

@@ -51,10 +51,12 @@ static void tuner_cycles(const char *so, const char *dir) {
   setenv("TOPO_TUNER_RULES", rules, 1);
   setenv("TOPO_TUNER_GPU", "H200", 1);
 
-  static const int versions[] = {TOPO_NCCL_2_28, TOPO_NCCL_2_21, TOPO_NCCL_2_30, TOPO_NCCL_2_24};
+  static const int versions[] = {TOPO_NCCL_2_28, TOPO_NCCL_2_21, TOPO_NCCL_2_30, TOPO_NCCL_2_24,
+                                 TOPO_NCCL_2_32};
+  enum { NV = sizeof versions / sizeof versions[0] };
   for (int cycle = 0; cycle < CYCLES; cycle++) {
     topo_host_tuner t[COMMS];
-    int version = versions[cycle % 4];
+    int version = versions[cycle % NV];
     for (int c = 0; c < COMMS; c++) {
       if (topo_host_tuner_load(&t[c], so, version) != TOPO_OK) {
         expect(0, "load failed", cycle);
@@ -97,12 +99,14 @@ static void profiler_cycles(const char *so, const char *base) {
   snprintf(dir, sizeof dir, "%s/traces", base);
   setenv("TOPO_PROFILER_DIR", dir, 1);
   setenv("TOPO_PROFILER_SAMPLE", "2", 1);
-  setenv("TOPO_PROFILER_EVENTS", "coll,p2p,kernel,channel,proxy", 1);
-  static const int versions[] = {TOPO_NCCL_2_28, TOPO_NCCL_2_23, TOPO_NCCL_2_30, TOPO_NCCL_2_27};
+  setenv("TOPO_PROFILER_EVENTS", "coll,p2p,kernel,channel,proxy,phase", 1);
+  static const int versions[] = {TOPO_NCCL_2_28, TOPO_NCCL_2_23, TOPO_NCCL_2_30, TOPO_NCCL_2_27,
+                                 TOPO_NCCL_2_31};
+  enum { NV = sizeof versions / sizeof versions[0] };
   for (int cycle = 0; cycle < CYCLES; cycle++) {
     topo_host_profiler p[COMMS];
     for (int c = 0; c < COMMS; c++) {
-      if (topo_host_profiler_load(&p[c], so, versions[cycle % 4]) != TOPO_OK) {
+      if (topo_host_profiler_load(&p[c], so, versions[cycle % NV]) != TOPO_OK) {
         expect(0, "profiler load failed", cycle);
         return;
       }
@@ -125,6 +129,9 @@ static void profiler_cycles(const char *so, const char *base) {
         op.nch = 2;
         op.peer = op.p2p ? (c + 1) % COMMS : -1;
         op.rank = c;
+        op.sym = !op.p2p && i % 3 == 0; /* NCCL 2.31+: symmetric kernels, phases, tags */
+        op.variant = "AGxLL_R";
+        op.user_tag = (uint64_t)(i % 4);
         drv_set_gpu(&op, 1000 + (uint64_t)i * 100, 5, 50);
         drv_run(&p[c], &op);
       }
