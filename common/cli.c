@@ -18,7 +18,8 @@ void topo_cli_init(const char *name, int verbose) {
 }
 
 /* One line on stderr: "PROG: " label, the formatted text escaped, tail. */
-static void line(const char *label, const char *tail, const char *fmt, va_list ap) {
+__attribute__((format(printf, 3, 0))) static void line(const char *label, const char *tail,
+                                                       const char *fmt, va_list ap) {
   char raw[1024], msg[1024];
   vsnprintf(raw, sizeof raw, fmt, ap);
   topo_log_escape(raw, msg, sizeof msg);
