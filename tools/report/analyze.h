@@ -32,16 +32,26 @@ typedef struct join_ring {
   uint64_t base; /* open entries cover seqs [base, base + cap) */
   int have_base;
   size_t cap;
+  int evicted; /* some entry was closed by eviction: base never moves down again */
   uint64_t *seq;
-  uint8_t *used;
+  uint8_t *used; /* JOIN_FREE, JOIN_OPEN, or JOIN_DONE: counted when it became complete, kept
+                  * (with its got bits) until the base passes it */
   int *have;
   int64_t *gpu, *cpu; /* cap x nslots */
   int64_t *stop;      /* cap x nslots: GPU stop (gpu-timed entries) */
   uint8_t *got;       /* cap x nslots: 1 cpu only, 2 gpu-timed */
-  /* tournament tree over the slots (2 x width): leaf = the latest seq a live slot delivered
-   * (-1 none yet), INT64_MAX once it delivers no more; low[1] = the least of them */
-  int64_t *low;
+  /* per slot: the lowest seq it has not delivered (at least the base once it delivered any); a slot
+   * writes records out of seq order (a GPU-timed one after the untimed ones behind it), so its
+   * latest seq says nothing about the ones still to come */
+  uint64_t *next;
+  uint64_t top; /* the highest seq entered */
+  /* tournament tree over the slots (2 x width): leaf = next of a live slot (0 before its first
+   * record), UINT64_MAX once it delivers no more; low[1] = the least of them: below it, no live
+   * slot can add a record */
+  uint64_t *low;
 } join_ring;
+
+enum { JOIN_FREE = 0, JOIN_OPEN = 1, JOIN_DONE = 2 };
 
 #define JOIN_MAX_CAP (1u << 16)
 

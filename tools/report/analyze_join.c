@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The cross-rank join of the analysis (analyze.h): each communicator keeps one ring of open
-// collectives per function, keyed by NCCL's seqNumber; an entry is finalized when every rank has
-// it or when no live rank can deliver it any more (a tournament tree of each slot's latest seq),
-// and gives the skew, each rank's wait and the late rank. Called by pass 1.
+// collectives per function, keyed by NCCL's seqNumber; an entry is counted when every rank has it
+// or when no live rank can deliver it any more, and gives the skew, each rank's wait and the late
+// rank. A rank writes its records out of seq order (a GPU-timed collective once its kernel ended,
+// after the untimed ones enqueued behind it), so "can deliver no more" is judged by each rank's
+// lowest seq not yet delivered (a tournament tree over the ranks), never by its latest. An entry
+// closes early only when the ring is full (JOIN_MAX_CAP seqs per function); a record that comes
+// after that is counted late, not joined. Called by pass 1.
 #include <stdint.h>
 #include <string.h>
 
@@ -10,11 +14,11 @@
 
 /* ---- join */
 /* A slot's leaf in every ring's tree, and the path above it. */
-static void low_set(const join_comm *j, join_ring *g, int slot, int64_t v) {
+static void low_set(const join_comm *j, join_ring *g, int slot, uint64_t v) {
   size_t k = j->width + (size_t)slot;
   g->low[k] = v;
   for (k /= 2; k >= 1; k /= 2) { /* up while the minimum below changes */
-    int64_t m = g->low[2 * k] < g->low[2 * k + 1] ? g->low[2 * k] : g->low[2 * k + 1];
+    uint64_t m = g->low[2 * k] < g->low[2 * k + 1] ? g->low[2 * k] : g->low[2 * k + 1];
     if (g->low[k] == m) break;
     g->low[k] = m;
   }
@@ -28,11 +32,12 @@ static int join_grow(join_ring *g, const join_comm *j, size_t cap) {
   int64_t *gpu = topo_calloc(cap * n, sizeof *gpu), *cpu = topo_calloc(cap * n, sizeof *cpu);
   int64_t *stop = topo_calloc(cap * n, sizeof *stop);
   if (!g->low && (g->low = topo_malloc(2 * j->width * sizeof *g->low))) {
-    for (size_t k = 0; k < 2 * j->width; k++) g->low[k] = INT64_MAX;
+    for (size_t k = 0; k < 2 * j->width; k++) g->low[k] = UINT64_MAX;
     for (int k = 0; k < j->nslots; k++)
-      if (j->live[k] > 0) low_set(j, g, k, -1);
+      if (j->live[k] > 0) low_set(j, g, k, 0);
   }
-  if (!seq || !used || !got || !have || !gpu || !cpu || !stop || !g->low) {
+  if (!g->next) g->next = topo_calloc(n ? n : 1, sizeof *g->next);
+  if (!seq || !used || !got || !have || !gpu || !cpu || !stop || !g->low || !g->next) {
     topo_free(seq), topo_free(used), topo_free(got), topo_free(have);
     topo_free(gpu), topo_free(cpu), topo_free(stop);
     return 0;
@@ -41,7 +46,7 @@ static int join_grow(join_ring *g, const join_comm *j, size_t cap) {
     if (!g->used[i]) continue;
     size_t k = g->seq[i] % cap;
     seq[k] = g->seq[i];
-    used[k] = 1;
+    used[k] = g->used[i];
     have[k] = g->have[i];
     memcpy(got + k * n, g->got + i * n, n);
     memcpy(gpu + k * n, g->gpu + i * n, n * sizeof *gpu);
@@ -56,7 +61,10 @@ static int join_grow(join_ring *g, const join_comm *j, size_t cap) {
   return 1;
 }
 
-static void join_finalize(ctx *c, join_comm *j, int func, size_t i) {
+/* Entry i's figures: its skew, each rank's wait, the late rank, the ranks it lacks. Counted once,
+ * when it is complete or no live slot can add to it; a collective outside the window counts
+ * nowhere. */
+static void join_count(ctx *c, join_comm *j, int func, size_t i) {
   rp_report *r = c->r;
   join_ring *g = &j->ring[func];
   size_t n = (size_t)j->nslots;
@@ -70,12 +78,7 @@ static void join_finalize(ctx *c, join_comm *j, int func, size_t i) {
         int64_t t = got[k] == 2 ? g->gpu[i * n + k] : g->cpu[i * n + k];
         if (t < first) first = t, who = j->slot_proc[k];
       }
-    if (!in_rank_window(r, who, first)) {
-      g->used[i] = 0;
-      g->have[i] = 0;
-      memset(got, 0, n);
-      return;
-    }
+    if (!in_rank_window(r, who, first)) return;
   }
   j->sum->joined++;
   if (g->have[i] < j->nranks) {
@@ -125,37 +128,78 @@ static void join_finalize(ctx *c, join_comm *j, int func, size_t i) {
       rk->late_total = rp_add_sat(rk->late_total, late);
     }
   }
-  g->used[i] = 0;
-  g->have[i] = 0;
-  memset(got, 0, n);
 }
 
-/* Finalize every open entry of ring `func` with seq < upto, advancing its base. */
+/* Entry i counted (when still open) and its place freed. */
+static void join_close(ctx *c, join_comm *j, int func, size_t i) {
+  join_ring *g = &j->ring[func];
+  if (g->used[i] == JOIN_OPEN) join_count(c, j, func, i);
+  g->used[i] = JOIN_FREE;
+  g->have[i] = 0;
+  memset(g->got + i * (size_t)j->nslots, 0, (size_t)j->nslots);
+}
+
+/* Close every entry of ring `func` with seq < upto, advancing its base. */
 static void join_evict(ctx *c, join_comm *j, int func, uint64_t upto) {
   join_ring *g = &j->ring[func];
   if (!g->have_base || upto <= g->base) return;
-  if (upto - g->base > g->cap) { /* a jump: finalize everything open below it */
+  g->evicted = 1;
+  if (upto - g->base > g->cap) { /* a jump: close everything held below it */
     for (size_t i = 0; i < g->cap; i++)
-      if (g->used[i] && g->seq[i] < upto) join_finalize(c, j, func, i);
+      if (g->used[i] && g->seq[i] < upto) join_close(c, j, func, i);
     g->base = upto;
     return;
   }
   while (g->base < upto) {
     size_t i = g->base % g->cap;
-    if (g->used[i] && g->seq[i] == g->base) join_finalize(c, j, func, i);
+    if (g->used[i] && g->seq[i] == g->base) join_close(c, j, func, i);
     g->base++;
   }
 }
 
-/* Finalize every open entry; the base moves past them (saturating at the top of the seq range). */
+/* Close every entry; the base moves past them (saturating at the top of the seq range). */
 void an_join_evict_all(ctx *c, join_comm *j) {
   for (int f = 0; f < RP_MAX_FUNC; f++) {
     join_ring *g = &j->ring[f];
     if (!g->have_base) continue;
     for (size_t i = 0; i < g->cap; i++)
-      if (g->used[i]) join_finalize(c, j, f, i);
+      if (g->used[i]) join_close(c, j, f, i);
     g->base = g->base > UINT64_MAX - g->cap ? UINT64_MAX : g->base + g->cap;
+    g->evicted = 1;
   }
+}
+
+/* Slot `slot`'s next undelivered seq, moved past everything it has delivered (entries still
+ * held); seqs the base has passed count as delivered. Amortized O(1) per record. */
+static void join_advance(const join_comm *j, join_ring *g, int slot) {
+  size_t n = (size_t)j->nslots;
+  uint64_t x = g->next[slot] > g->base ? g->next[slot] : g->base;
+  while (x != UINT64_MAX && x - g->base < g->cap) {
+    size_t i = x % g->cap;
+    if (!g->used[i] || g->seq[i] != x || !g->got[i * n + (size_t)slot]) break;
+    x++;
+  }
+  g->next[slot] = x;
+  if (g->low[j->width + (size_t)slot] != UINT64_MAX) low_set(j, g, slot, x);
+}
+
+/* A record of seq below the base, before anything was closed: the base moves down to it (the
+ * first records of a rank may come out of order too). 0 when it cannot (an entry was closed, or
+ * the ring cannot hold both ends): the record is late. */
+static int join_lower_base(ctx *c, join_comm *j, join_ring *g, uint64_t seq, size_t limit) {
+  if (g->evicted || g->top - seq >= limit) return 0;
+  while (g->top - seq >= g->cap)
+    if (!join_grow(g, j, g->cap * 2)) {
+      c->st = TOPO_ERR_NOMEM;
+      return 0;
+    }
+  g->base = seq;
+  for (int k = 0; k < j->nslots; k++) /* every slot lacks it: nobody delivered it yet */
+    if (g->next[k] > seq) {
+      g->next[k] = seq;
+      if (g->low[j->width + (size_t)k] != UINT64_MAX) low_set(j, g, k, seq);
+    }
+  return 1;
 }
 
 void an_join_add(ctx *c, join_comm *j, int slot, const rp_coll *co) {
@@ -168,14 +212,11 @@ void an_join_add(ctx *c, join_comm *j, int slot, const rp_coll *co) {
     return;
   }
   if (!g->have_base) {
-    g->base = co->seq;
+    g->base = g->top = co->seq;
     g->have_base = 1;
   }
-  size_t leaf = j->width + (size_t)slot;
-  if ((int64_t)co->seq > g->low[leaf] && g->low[leaf] != INT64_MAX)
-    low_set(j, g, slot, (int64_t)co->seq);
-  if (co->seq < g->base) {
-    j->sum->incomplete++; /* arrived after its entry was closed */
+  if (co->seq < g->base && !join_lower_base(c, j, g, co->seq, limit)) {
+    j->sum->late++; /* its collective was closed without it */
     return;
   }
   while (co->seq - g->base >= g->cap) { /* seq >= base here: the difference cannot wrap */
@@ -188,9 +229,10 @@ void an_join_add(ctx *c, join_comm *j, int slot, const rp_coll *co) {
       join_evict(c, j, func, co->seq - g->cap + 1);
     }
   }
+  if (co->seq > g->top) g->top = co->seq;
   size_t i = co->seq % g->cap, n = (size_t)j->nslots;
   if (!g->used[i]) {
-    g->used[i] = 1;
+    g->used[i] = JOIN_OPEN;
     g->seq[i] = co->seq;
     g->have[i] = 0;
   }
@@ -200,7 +242,11 @@ void an_join_add(ctx *c, join_comm *j, int slot, const rp_coll *co) {
   g->gpu[i * n + (size_t)slot] = co->gpu_start;
   g->stop[i * n + (size_t)slot] = co->gpu_stop;
   g->cpu[i * n + (size_t)slot] = co->cpu_start;
-  if (++g->have[i] == j->nranks) join_finalize(c, j, func, i);
+  if (++g->have[i] == j->nranks && g->used[i] == JOIN_OPEN) {
+    join_count(c, j, func, i); /* complete: counted now, held until the base passes it */
+    g->used[i] = JOIN_DONE;
+  }
+  join_advance(j, g, slot);
 }
 
 /* One source of `slot` has delivered everything. */
@@ -208,10 +254,10 @@ void an_join_source_done(join_comm *j, int slot) {
   if (--j->live[slot] > 0) return;
   j->nlive--;
   for (int f = 0; f < RP_MAX_FUNC; f++)
-    if (j->ring[f].low) low_set(j, &j->ring[f], slot, INT64_MAX);
+    if (j->ring[f].low) low_set(j, &j->ring[f], slot, UINT64_MAX);
 }
 
-/* After a chunk: entries below every live slot's latest seq can get no more records. */
+/* After a chunk: entries below every live slot's next undelivered seq can get no more records. */
 void an_join_progress(ctx *c, join_comm *j) {
   if (!j->nlive) {
     an_join_evict_all(c, j);
@@ -219,9 +265,7 @@ void an_join_progress(ctx *c, join_comm *j) {
   }
   for (int f = 0; f < RP_MAX_FUNC; f++) {
     join_ring *g = &j->ring[f];
-    if (!g->have_base) continue;
-    int64_t mn = g->low[1];
-    if (mn > 0 && mn != INT64_MAX) join_evict(c, j, f, (uint64_t)mn);
+    if (g->have_base) join_evict(c, j, f, g->low[1]);
   }
 }
 
@@ -231,5 +275,6 @@ void an_join_free(join_comm *j) {
     join_ring *g = &j->ring[f];
     topo_free(g->seq), topo_free(g->used), topo_free(g->have), topo_free(g->gpu);
     topo_free(g->cpu), topo_free(g->got), topo_free(g->low), topo_free(g->stop);
+    topo_free(g->next);
   }
 }

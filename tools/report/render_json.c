@@ -341,13 +341,14 @@ static void skew_json(FILE *f, const rp_report *r) {
 
 /* One communicator: its ranks seen, joins and skew. */
 static void comm_json(FILE *f, const rp_comm_summary *c, int first) {
-  fprintf(
-      f,
-      "%s{\"comm_hash\":\"%016" PRIx64 "\",\"nranks\":%d,\"ranks_seen\":%d,\"joined\":%" PRIu64
-      ",\"incomplete\":%" PRIu64 ",\"skew_from_gpu\":%" PRIu64 ",\"skew_from_cpu_enqueue\":%" PRIu64
-      ",\"skew_median_ns\":%" PRId64 ",\"skew_p99_ns\":%" PRId64 "}",
-      first ? "" : ",", c->hash, c->nranks, c->ranks_seen, c->joined, c->incomplete, c->skew_gpu,
-      c->skew.n - c->skew_gpu, rp_quant_get(&c->skew, 0.5), rp_quant_get(&c->skew, 0.99));
+  fprintf(f,
+          "%s{\"comm_hash\":\"%016" PRIx64 "\",\"nranks\":%d,\"ranks_seen\":%d,\"joined\":%" PRIu64
+          ",\"incomplete\":%" PRIu64 ",\"late_records\":%" PRIu64 ",\"skew_from_gpu\":%" PRIu64
+          ",\"skew_from_cpu_enqueue\":%" PRIu64 ",\"skew_median_ns\":%" PRId64
+          ",\"skew_p99_ns\":%" PRId64 "}",
+          first ? "" : ",", c->hash, c->nranks, c->ranks_seen, c->joined, c->incomplete, c->late,
+          c->skew_gpu, c->skew.n - c->skew_gpu, rp_quant_get(&c->skew, 0.5),
+          rp_quant_get(&c->skew, 0.99));
 }
 
 /* Where the steps come from, and the step table. */

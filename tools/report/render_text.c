@@ -454,6 +454,12 @@ static void print_join_gaps(const rp_report *r, FILE *f) {
               " collectives lack some rank's record (a rank died, dropped records or its trace was "
               "cut)\n",
               cs->hash, cs->incomplete, cs->joined);
+    if (cs->late)
+      fprintf(f,
+              "  comm %016" PRIx64 ": %" PRIu64
+              " records came after their collective was closed (written more seqs out of order "
+              "than the join holds): not joined\n",
+              cs->hash, cs->late);
   }
   for (int i = 0; i < r->nranks; i++)
     if (r->ranks[i].missed) {

@@ -467,8 +467,10 @@ typedef struct rp_comm_summary {
   uint64_t hash;
   int nranks, ranks_seen;
   uint64_t joined, incomplete; /* collectives joined by (func, seq); lacking some rank */
-  rp_quant skew;               /* start skew per collective, ns */
-  uint64_t skew_gpu;           /* of skew.n: from GPU starts (the rest: CPU enqueue starts) */
+  uint64_t late;     /* records that came after their collective was closed (more out of seq order
+                  * than the join holds): not joined, their collective counted without them */
+  rp_quant skew;     /* start skew per collective, ns */
+  uint64_t skew_gpu; /* of skew.n: from GPU starts (the rest: CPU enqueue starts) */
 } rp_comm_summary;
 
 typedef struct rp_stepsum { /* one step number, summed over the ranks that have it */
