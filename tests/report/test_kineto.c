@@ -699,6 +699,100 @@ static void test_sendrecv_kernels_count_as_p2p(void **state) {
   assert_int_equal(system(cmd), 0);
 }
 
+static char *slurp(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  assert_non_null(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  *len = (size_t)n;
+  return b;
+}
+
+/* The report of the files in `dir` rendered by `render` into a string. */
+static char *render_dir(void (*render)(const rp_report *, FILE *)) {
+  const char *paths[] = {dir};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1};
+  rp_report r;
+  assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  assert_non_null(f);
+  render(&r, f);
+  fclose(f);
+  rp_report_free(&r);
+  return text;
+}
+
+/* torch.profiler's warm-up step records NCCL kernels without the operator that names their size
+ * and communicator: their row's ranks, size, bytes, algbw and busbw are unknown in every output,
+ * never 0; the row of a kernel with its operator keeps its figures. */
+static void test_kernels_without_their_operator_have_unknown_size_and_ranks(void **state) {
+  (void)state;
+  static const char t[] =
+      "{\"distributedInfo\": {\"rank\": 0, \"world_size\": 2}, \"traceEvents\": [\n"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
+      "\"ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)\","
+      " \"pid\": 0, \"tid\": 20, \"ts\": 100.0, \"dur\": 50.0, \"args\": {\"stream\": 20}},\n"
+      "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": "
+      "\"ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)\","
+      " \"pid\": 0, \"tid\": 20, \"ts\": 200.0, \"dur\": 40.0, \"args\": {\"stream\": 20,"
+      " \"Collective name\": \"allreduce\", \"In msg nelems\": 1048576, \"dtype\": \"Float\","
+      " \"Group size\": 2}}\n"
+      "]}";
+  snprintf(dir, sizeof dir, "/tmp/topo-kineto-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  write_file("warmup.pt.trace.json", t, sizeof t - 1);
+  char *json = render_dir(rp_render_json);
+  const char *ag = strstr(json, "{\"collective\":\"AllGather\"");
+  assert_non_null(ag);
+  assert_non_null(strstr(ag, "\"nranks\":null,\"size_from\":null"));
+  assert_non_null(strstr(ag, "\"bytes\":null"));
+  assert_non_null(strstr(ag, "\"algbw_gbs\":null,\"busbw_gbs\":null"));
+  const char *ar = strstr(json, "{\"collective\":\"AllReduce\"");
+  assert_non_null(ar);
+  assert_non_null(strstr(ar, "\"nranks\":2,\"size_from\":4194304"));
+  free(json);
+  char *text = render_dir(rp_render_text);
+  const char *row = strstr(text, "\n  AllGather ");
+  assert_non_null(row);
+  char line[256];
+  snprintf(line, sizeof line, "%.*s", (int)strcspn(row + 1, "\n"), row + 1);
+  assert_null(strstr(line, " 0 B"));
+  assert_null(strstr(line, "0.0000"));
+  assert_non_null(strstr(line, "AllGather          ?          ?"));
+  free(text);
+  char *csv = render_dir(rp_render_csv);
+  row = strstr(csv, "\ncollective,AllGather,");
+  assert_non_null(row);
+  assert_int_equal(strncmp(row + 1, "collective,AllGather,,,1,1,,", 28), 0);
+  free(csv);
+  const char *paths[] = {dir};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1};
+  rp_report r;
+  assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
+  char html[128];
+  snprintf(html, sizeof html, "%s/report.html", dir);
+  assert_int_equal(rp_render_html(&r, html), TOPO_OK);
+  rp_report_free(&r);
+  size_t len;
+  char *page = slurp(html, &len);
+  row = strstr(page, "<tr><td>AllGather</td>");
+  assert_non_null(row);
+  snprintf(line, sizeof line, "%.*s", (int)strcspn(row, "\n"), row);
+  assert_non_null(strstr(line, "<td>AllGather</td><td>?</td><td>?</td>"));
+  assert_null(strstr(line, ">0 B<"));
+  assert_null(strstr(line, ">0.00<"));
+  free(page);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+  assert_int_equal(system(cmd), 0);
+}
+
 /* What a sink received, in order: a count and a running hash. */
 typedef struct tally {
   uint64_t n, hash;
@@ -718,19 +812,6 @@ static void tally_interval(void *ctx, int src, const rp_interval *iv) {
 static void tally_step(void *ctx, int src, int64_t a, int64_t b, uint64_t v) {
   (void)src;
   tally_add(ctx, (uint64_t)a * 5 + (uint64_t)b + v);
-}
-
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  *len = (size_t)n;
-  return b;
 }
 
 /* The reader parses an event again when it runs past the buffer: read a few bytes at a time, the
@@ -851,6 +932,7 @@ int main(void) {
       cmocka_unit_test(test_deep_nesting_does_not_recurse),
       cmocka_unit_test(test_reads_in_any_chunks_equal_one_read),
       cmocka_unit_test(test_sendrecv_kernels_count_as_p2p),
+      cmocka_unit_test(test_kernels_without_their_operator_have_unknown_size_and_ranks),
       cmocka_unit_test(test_an_event_larger_than_the_buffer_is_skipped_alone),
       cmocka_unit_test(test_gzip_trace_reads_like_the_plain_one),
   };

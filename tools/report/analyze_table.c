@@ -86,8 +86,11 @@ static rp_fitpt *fit_get(ctx *c, int func, int algo, int proto, int nranks, int 
 
 void an_table_add(ctx *c, const rp_coll *co) {
   int func = co->func < RP_MAX_FUNC ? co->func : RP_MAX_FUNC - 1;
-  uint64_t size = rp_coll_size(func, co->bytes, co->nranks);
-  int bucket = bucket_of(size);
+  /* AllGather (2) and ReduceScatter (3) report the per-rank part: without the communicator's
+   * size, the nccl-tests size is unknown too */
+  int unknown = co->size_unknown || ((func == 2 || func == 3) && co->nranks <= 0);
+  uint64_t size = unknown ? 0 : rp_coll_size(func, co->bytes, co->nranks);
+  int bucket = unknown ? RP_BUCKET_UNKNOWN : bucket_of(size);
   rp_row *w = an_row_get(c, func, co->nranks, bucket, co->user_tag);
   if (!w) {
     c->st = TOPO_ERR_NOMEM;

@@ -576,6 +576,7 @@ static void act(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e, int64_t
       c.nranks = e->group_size > 0 && e->group_size < (1 << 24) ? (int)e->group_size : 0;
       int64_t nel = func == 3 ? e->out_nelems : e->in_nelems;
       int ds = dtype_size(e->dtype);
+      c.size_unknown = !(nel >= 0 && ds);
       c.bytes = nel > 0 && ds ? (uint64_t)nel * (uint64_t)ds : 0;
       c.gpu_start = c.cpu_start = start;
       c.gpu_stop = c.cpu_stop = stop;

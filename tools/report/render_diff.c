@@ -65,11 +65,16 @@ static void row_line(FILE *f, const rp_row *key, const rp_row *a, const rp_row *
   else snprintf(ta, sizeof ta, "-");
   if (b && b->timed) rp_fmt_ns(mb, tb, sizeof tb);
   else snprintf(tb, sizeof tb, "-");
-  double ba = a ? rp_row_busbw(a) : 0, bb = b ? rp_row_busbw(b) : 0;
-  fprintf(f, "  %-14s %5d %10s %12s %12s", rp_func_name(key->func), key->nranks, size, ta, tb);
+  int ka = a && rp_row_busbw_known(a), kb = b && rp_row_busbw_known(b);
+  double ba = ka ? rp_row_busbw(a) : 0, bb = kb ? rp_row_busbw(b) : 0;
+  char nr[16] = "?", xa[24] = "?", xb[24] = "?"; /* unknown: "?" */
+  if (rp_row_ranks_known(key)) snprintf(nr, sizeof nr, "%d", key->nranks);
+  if (ka) snprintf(xa, sizeof xa, "%.2f", ba);
+  if (kb) snprintf(xb, sizeof xb, "%.2f", bb);
+  fprintf(f, "  %-14s %5s %10s %12s %12s", rp_func_name(key->func), nr, size, ta, tb);
   change(f, (double)ma, (double)mb);
-  fprintf(f, " %9.2f %9.2f", ba, bb);
-  change(f, ba, bb);
+  fprintf(f, " %9s %9s", xa, xb);
+  change(f, ba, bb);                                    /* "-" unless both are known */
   if (key->tag) fprintf(f, "  tag %" PRIu64, key->tag); /* rows of one size apart by tag */
   fputc('\n', f);
 }

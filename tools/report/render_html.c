@@ -421,7 +421,7 @@ static int bw_all_series(FILE *f, const rp_report *r, const bw_plot *g) {
     return 0;
   }
   for (size_t i = 0; i < r->nrows; i++)
-    if (r->rows[i]->timed && r->rows[i]->func >= 0 && r->rows[i]->func < RP_MAX_FUNC)
+    if (rp_row_busbw_known(r->rows[i]) && r->rows[i]->func >= 0 && r->rows[i]->func < RP_MAX_FUNC)
       rows[n++] = (bw_row){r->rows[i], i};
   qsort(rows, n, sizeof *rows, cmp_bw_series);
   for (size_t i = 0; i < n; i++) {
@@ -447,7 +447,7 @@ static void busbw_plot(FILE *f, const rp_report *r) {
   double maxbw = 0;
   for (size_t i = 0; i < r->nrows; i++) {
     const rp_row *w = r->rows[i];
-    if (!w->timed || w->bucket < 0 || w->func > 10) continue;
+    if (!rp_row_busbw_known(w) || w->bucket < 0 || w->func > 10) continue;
     if (w->bucket < g.lo) g.lo = w->bucket;
     if (w->bucket > g.hi) g.hi = w->bucket;
     if (rp_row_busbw(w) > maxbw) maxbw = rp_row_busbw(w);
@@ -570,16 +570,14 @@ static void coll_row_html(FILE *f, const rp_row *w, int tags) {
   fmt_known(w->timed > 0, rp_dbl_ns(w->time.sum), a, sizeof a);
   fmt_known(w->timed > 0, rp_quant_get(&w->time, 0.5), b, sizeof b);
   fmt_known(w->timed > 0, rp_quant_get(&w->time, 0.99), c, sizeof c);
-  snprintf(d, sizeof d, "-"), snprintf(e, sizeof e, "-");
-  /* bandwidth needs the bytes: a Kineto kernel without its collective's size has none */
-  if (w->timed && w->timed_size_sum)
-    snprintf(d, sizeof d, "%.2f", rp_row_algbw(w)), snprintf(e, sizeof e, "%.2f", rp_row_busbw(w));
-  else snprintf(a, sizeof a, "-"), snprintf(b, sizeof b, "-"), snprintf(c, sizeof c, "-");
-  char tb[32], nr[16];
-  rp_fmt_bytes(w->size_sum, tb, sizeof tb);
-  snprintf(nr, sizeof nr, "%d", w->nranks);
-  if (!w->nranks)
-    snprintf(tb, sizeof tb, "-"), snprintf(size, sizeof size, "-"), snprintf(nr, sizeof nr, "-");
+  /* bandwidth needs the bytes (busbw the communicator size too): a Kineto kernel without its
+   * collective's operator has neither, "?" */
+  snprintf(d, sizeof d, "%s", w->timed ? "?" : "-"), snprintf(e, sizeof e, "%s", d);
+  if (rp_row_algbw_known(w)) snprintf(d, sizeof d, "%.2f", rp_row_algbw(w));
+  if (rp_row_busbw_known(w)) snprintf(e, sizeof e, "%.2f", rp_row_busbw(w));
+  char tb[32] = "?", nr[16] = "?";
+  if (rp_row_size_known(w)) rp_fmt_bytes(w->size_sum, tb, sizeof tb);
+  if (rp_row_ranks_known(w)) snprintf(nr, sizeof nr, "%d", w->nranks);
   char label[64];
   rp_row_choice_label(w, label, sizeof label);
   fprintf(f, "<tr>");

@@ -268,20 +268,29 @@ static void row_json(FILE *f, const rp_row *w, int first_row, int tags) {
   int al, pr;
   double share;
   rp_row_top_choice(w, &al, &pr, &share);
+  char nranks[16] = "null", size[24] = "null", bytes[24] = "null", algbw[32] = "null",
+       busbw[32] = "null"; /* unknown: null */
+  if (rp_row_ranks_known(w)) snprintf(nranks, sizeof nranks, "%d", w->nranks);
+  if (rp_row_size_known(w)) {
+    snprintf(size, sizeof size, "%" PRIu64, w->bucket < 0 ? 0 : (uint64_t)1 << w->bucket);
+    snprintf(bytes, sizeof bytes, "%" PRIu64, w->size_sum);
+  }
+  if (rp_row_algbw_known(w)) snprintf(algbw, sizeof algbw, "%.4f", rp_row_algbw(w));
+  if (rp_row_busbw_known(w)) snprintf(busbw, sizeof busbw, "%.4f", rp_row_busbw(w));
   fprintf(f,
-          "%s\n{\"collective\":\"%s\",\"nranks\":%d,\"size_from\":%" PRIu64 ",\"calls\":%" PRIu64
+          "%s\n{\"collective\":\"%s\",\"nranks\":%s,\"size_from\":%s,\"calls\":%" PRIu64
           ",\"gpu_timed\":%" PRIu64 ",\"estimated\":%" PRIu64 ",\"estimated_fallback\":%" PRIu64
           ",\"estimate_unknown\":%" PRIu64 ",\"gpu_timing_lost\":%" PRIu64
-          ",\"estimated_ns\":%" PRId64 ",\"estimated_error_ns\":%" PRId64 ",\"bytes\":%" PRIu64,
-          first_row ? "" : ",", rp_func_name(w->func), w->nranks,
-          w->bucket < 0 ? 0 : (uint64_t)1 << w->bucket, w->calls, w->timed, w->estimated,
-          w->est_fallback, w->unknown, w->lost, w->est_sum, rp_err_ns(&w->est_err), w->size_sum);
+          ",\"estimated_ns\":%" PRId64 ",\"estimated_error_ns\":%" PRId64 ",\"bytes\":%s",
+          first_row ? "" : ",", rp_func_name(w->func), nranks, size, w->calls, w->timed,
+          w->estimated, w->est_fallback, w->unknown, w->lost, w->est_sum, rp_err_ns(&w->est_err),
+          bytes);
   if (w->timed)
     fprintf(f,
             ",\"total_ns\":%.0f,\"median_ns\":%" PRId64 ",\"p99_ns\":%" PRId64
-            ",\"min_ns\":%" PRId64 ",\"max_ns\":%" PRId64 ",\"algbw_gbs\":%.4f,\"busbw_gbs\":%.4f",
+            ",\"min_ns\":%" PRId64 ",\"max_ns\":%" PRId64 ",\"algbw_gbs\":%s,\"busbw_gbs\":%s",
             w->time.sum, rp_quant_get(&w->time, 0.5), rp_quant_get(&w->time, 0.99), w->time.min,
-            w->time.max, rp_row_algbw(w), rp_row_busbw(w));
+            w->time.max, algbw, busbw);
   else
     fprintf(f,
             ",\"total_ns\":null,\"median_ns\":null,\"p99_ns\":null,\"min_ns\":null,\"max_ns\":null,"
@@ -472,18 +481,25 @@ void rp_render_csv(const rp_report *r, FILE *f) {
     int al, pr;
     double share;
     rp_row_top_choice(w, &al, &pr, &share);
-    char timed[128] = ",,,,"; /* no measured call: empty total, median, p99, algbw, busbw */
+    /* unknown (no measured call; no size or communicator size): an empty field */
+    char timed[128] = ",,,,", algbw[32] = "", busbw[32] = "", nranks[16] = "", size[24] = "",
+         bytes[24] = "";
+    if (rp_row_algbw_known(w)) snprintf(algbw, sizeof algbw, "%.4f", rp_row_algbw(w));
+    if (rp_row_busbw_known(w)) snprintf(busbw, sizeof busbw, "%.4f", rp_row_busbw(w));
+    if (rp_row_ranks_known(w)) snprintf(nranks, sizeof nranks, "%d", w->nranks);
+    if (rp_row_size_known(w)) {
+      snprintf(size, sizeof size, "%" PRIu64, w->bucket < 0 ? 0 : (uint64_t)1 << w->bucket);
+      snprintf(bytes, sizeof bytes, "%" PRIu64, w->size_sum);
+    }
     if (w->timed)
-      snprintf(timed, sizeof timed, "%.0f,%" PRId64 ",%" PRId64 ",%.4f,%.4f", w->time.sum,
-               rp_quant_get(&w->time, 0.5), rp_quant_get(&w->time, 0.99), rp_row_algbw(w),
-               rp_row_busbw(w));
+      snprintf(timed, sizeof timed, "%.0f,%" PRId64 ",%" PRId64 ",%s,%s", w->time.sum,
+               rp_quant_get(&w->time, 0.5), rp_quant_get(&w->time, 0.99), algbw, busbw);
     fprintf(f,
-            "collective,%s,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-            ",%s,%s,%s,%.4f,%d,%d,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRId64 ",%" PRId64,
-            rp_func_name(w->func), w->nranks, w->bucket < 0 ? 0 : (uint64_t)1 << w->bucket,
-            w->calls, w->timed, w->size_sum, timed, rp_algo_name(al), rp_proto_name(pr), share,
-            w->ch_max ? w->ch_min : 0, w->ch_max, w->estimated, w->unknown, w->lost, w->est_sum,
-            rp_err_ns(&w->est_err));
+            "collective,%s,%s,%s,%" PRIu64 ",%" PRIu64 ",%s,%s,%s,%s,%.4f,%d,%d,%" PRIu64
+            ",%" PRIu64 ",%" PRIu64 ",%" PRId64 ",%" PRId64,
+            rp_func_name(w->func), nranks, size, w->calls, w->timed, bytes, timed, rp_algo_name(al),
+            rp_proto_name(pr), share, w->ch_max ? w->ch_min : 0, w->ch_max, w->estimated,
+            w->unknown, w->lost, w->est_sum, rp_err_ns(&w->est_err));
     /* the variant: empty when none or they differ; the tag: empty when untagged */
     fprintf(f, ",%" PRIu64 ",%s", w->sym, w->sym && w->variants == 1 ? w->variant : "");
     if (r->have_tags && w->tag) fprintf(f, ",%" PRIu64, w->tag);

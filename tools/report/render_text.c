@@ -347,20 +347,27 @@ static void print_coll_row(FILE *f, const rp_row *w, int tags) {
   if (w->ch_max)
     snprintf(ch, sizeof ch, w->ch_min == w->ch_max ? "%d" : "%d-%d", w->ch_min, w->ch_max);
   else snprintf(ch, sizeof ch, "?");
-  char total_bytes[32];
-  rp_fmt_bytes(w->size_sum, total_bytes, sizeof total_bytes);
+  char total_bytes[32], nranks[16] = "?"; /* unknown sizes and ranks: "?" */
+  if (rp_row_size_known(w)) rp_fmt_bytes(w->size_sum, total_bytes, sizeof total_bytes);
+  else snprintf(total_bytes, sizeof total_bytes, "?");
+  if (rp_row_ranks_known(w)) snprintf(nranks, sizeof nranks, "%d", w->nranks);
   if (w->timed)
-    fprintf(f, "  %-14s %5d %10s %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %10s %12s %11s %11s",
-            rp_func_name(w->func), w->nranks, size, w->calls, w->timed, w->estimated, total_bytes,
+    fprintf(f, "  %-14s %5s %10s %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %10s %12s %11s %11s",
+            rp_func_name(w->func), nranks, size, w->calls, w->timed, w->estimated, total_bytes,
             dur(rp_dbl_ns(w->time.sum), a, sizeof a), dur(rp_quant_get(&w->time, 0.5), b, sizeof b),
             dur(rp_quant_get(&w->time, 0.99), c, sizeof c));
   else
-    fprintf(f, "  %-14s %5d %10s %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %10s %12s %11s %11s",
-            rp_func_name(w->func), w->nranks, size, w->calls, w->timed, w->estimated, total_bytes,
-            "-", "-", "-");
-  if (w->timed)
-    fprintf(f, " %9s %9s", gbs(rp_row_algbw(w), a, sizeof a), gbs(rp_row_busbw(w), b, sizeof b));
-  else fprintf(f, " %9s %9s", "-", "-");
+    fprintf(f, "  %-14s %5s %10s %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %10s %12s %11s %11s",
+            rp_func_name(w->func), nranks, size, w->calls, w->timed, w->estimated, total_bytes, "-",
+            "-", "-");
+  fprintf(f, " %9s",
+          !w->timed               ? "-"
+          : rp_row_algbw_known(w) ? gbs(rp_row_algbw(w), a, sizeof a)
+                                  : "?");
+  fprintf(f, " %9s",
+          !w->timed               ? "-"
+          : rp_row_busbw_known(w) ? gbs(rp_row_busbw(w), b, sizeof b)
+                                  : "?");
   fprintf(f, "  %-22s %s\n", choice, ch);
 }
 

@@ -130,6 +130,7 @@ typedef struct rp_coll {
   uint64_t comm;
   uint64_t seq;
   uint64_t bytes;              /* as the Coll event reports it (AG/RS: the per-rank part) */
+  int size_unknown;            /* 1: the input gives no size (a Kineto kernel without its op) */
   int64_t cpu_start, cpu_stop; /* aligned */
   int64_t gpu_start, gpu_stop; /* aligned; valid when timed */
   int timed;
@@ -360,9 +361,11 @@ int rp_exposed_all(const rp_omodel *m, int64_t comm, int64_t cov_comm, int64_t c
                    int64_t covered, int64_t *all, int64_t *est, int64_t *err);
 
 /* ---- the analysis (analyze.c and its stages, analyze.h) */
-typedef struct rp_row {     /* one collective type x communicator size x size bucket x user tag */
-  int func, nranks, bucket; /* bucket: floor(log2(size)), -1 for size 0 */
-  uint64_t tag;             /* the calls' user tag (NCCL 2.31+ ncclCollConfig_t), 0 untagged */
+#define RP_BUCKET_UNKNOWN (-2) /* a row of calls whose size the input does not give */
+typedef struct rp_row { /* one collective type x communicator size x size bucket x user tag */
+  /* bucket: floor(log2(size)), -1 for size 0, RP_BUCKET_UNKNOWN; nranks 0: unknown */
+  int func, nranks, bucket;
+  uint64_t tag; /* the calls' user tag (NCCL 2.31+ ncclCollConfig_t), 0 untagged */
   uint64_t calls, timed;
   uint64_t size_sum, timed_size_sum; /* nccl-tests sizes */
   rp_quant time;                     /* GPU duration per rank and call, ns */
@@ -379,11 +382,11 @@ typedef struct rp_row {     /* one collective type x communicator size x size bu
   int variants;
 } rp_row;
 /* A row's (function, communicator size, bucket, tag) packed into the 64-bit key rows are found by
- * in an rp_map (func < RP_MAX_FUNC, -1 <= bucket < 64, tag_index < 65536: a small number standing
- * for the tag in one analysis, 0 for untagged): one row per key. */
+ * in an rp_map (func < RP_MAX_FUNC, RP_BUCKET_UNKNOWN <= bucket < 64, tag_index < 65536: a small
+ * number standing for the tag in one analysis, 0 for untagged): one row per key. */
 static inline uint64_t rp_row_key(int func, int nranks, int bucket, uint32_t tag_index) {
   return (uint64_t)(uint32_t)nranks << 32 | (uint64_t)(tag_index & 0xffff) << 16 |
-         (uint64_t)(uint32_t)func << 8 | (uint64_t)(bucket + 1);
+         (uint64_t)(uint32_t)func << 8 | (uint64_t)(uint8_t)(bucket + 2);
 }
 /* The label of a row's algorithm/protocol cell: "Ring/Simple", "?" when unknown (Kineto), "sym
  * AGxLL_R" (a symmetric kernel's variant; "sym" when they differ). */
@@ -670,6 +673,12 @@ double rp_ratio(int64_t num, int64_t den); /* num/den, 0 when den <= 0 */
 double rp_row_mean_ns(const rp_row *row);
 double rp_row_algbw(const rp_row *row); /* GB/s from mean size / mean time */
 double rp_row_busbw(const rp_row *row);
+/* What a row knows: its size (bytes, bucket) and communicator size; its algbw (timed calls of a
+ * known size) and busbw (also a known communicator size). Unknown is shown as unknown, never 0. */
+int rp_row_size_known(const rp_row *row);
+int rp_row_ranks_known(const rp_row *row);
+int rp_row_algbw_known(const rp_row *row);
+int rp_row_busbw_known(const rp_row *row);
 void rp_row_top_choice(const rp_row *row, int *algo, int *proto, double *share);
 void rp_bucket_label(int bucket, char *buf, size_t len);
 void rp_fmt_bytes(uint64_t v, char *buf, size_t len);

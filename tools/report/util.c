@@ -228,6 +228,15 @@ double rp_row_busbw(const rp_row *row) {
   return rp_row_algbw(row) * rp_busbw_factor(row->func, row->nranks);
 }
 
+int rp_row_size_known(const rp_row *row) { return row->bucket != RP_BUCKET_UNKNOWN; }
+int rp_row_ranks_known(const rp_row *row) { return row->nranks > 0; }
+int rp_row_algbw_known(const rp_row *row) {
+  return row->timed > 0 && rp_row_size_known(row) && row->time.sum > 0;
+}
+int rp_row_busbw_known(const rp_row *row) {
+  return rp_row_algbw_known(row) && rp_row_ranks_known(row);
+}
+
 void rp_row_top_choice(const rp_row *row, int *algo, int *proto, double *share) {
   uint64_t best = 0, total = 0;
   *algo = *proto = -1;
@@ -256,6 +265,10 @@ void rp_fmt_bytes(uint64_t v, char *buf, size_t len) {
 }
 
 void rp_bucket_label(int bucket, char *buf, size_t len) {
+  if (bucket == RP_BUCKET_UNKNOWN) {
+    snprintf(buf, len, "?");
+    return;
+  }
   if (bucket < 0) {
     snprintf(buf, len, "0 B");
     return;
