@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
-# topo-demo with late kernel-channel callbacks on half the ranks (--starve SEED), then
-# topo-report --json: the report must name the configured straggler, keep every wait inside the
-# job's span, bound the alignment error, and cut no wait; the plugins run in their default
+# topo-demo with half the ranks short of CPU (--starve SEED: late kernel-channel callbacks, and
+# enqueues recorded 50-150 ms after their kernels ran), then topo-report --json: the report must
+# name the configured straggler, keep every wait inside the rank's span, bound the alignment error,
+# and cut no wait judged by GPU starts; the plugins run in their default
 # configuration. Run with -DDEMO=... -DREPORT=...
 # -DWORK=... -DSTRAGGLER=R -DSEEDS=1,2,3.
 string(REPLACE "," ";" SEEDS "${SEEDS}")

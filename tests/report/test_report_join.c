@@ -4,7 +4,9 @@
 // ended, after the untimed collectives enqueued behind it: every collective joins once, complete,
 // with the skew of its GPU starts; a record that truly never came is the only one missing; the
 // counts never exceed the collectives joined. Also the real 2 x H200 DDP traces
-// (tests/data/ddp-2xh200), whose two ranks wrote 3 timed records behind later ones.
+// (tests/data/ddp-2xh200), whose two ranks wrote 3 timed records behind later ones, and a rank
+// whose enqueues are recorded far later than its kernels ran (a process short of CPU in the
+// modelled demo job): every rank's wait stays inside its own kernels.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -194,6 +196,54 @@ static void test_a_record_later_than_the_join_holds_counts_late_once(void **stat
   remove_dir();
 }
 
+/* Three ranks, 40 AllReduces of 32 MiB; every 10th untimed on every rank (judged by CPU enqueue).
+ * GPU: kernels of 50 us, rank 1 starting 20 us after the others (the straggler). CPU: rank 2's
+ * enqueues recorded 100 ms late (its thread got the CPU late; its kernels did not wait for that).
+ * Waiting happens inside a rank's own kernel: no rank waits longer than its kernels last, however
+ * late an enqueue was recorded; the straggler is rank 1. */
+static void test_waits_stay_inside_the_ranks_own_kernels(void **state) {
+  (void)state;
+  make_dir();
+  for (int r = 0; r < RANKS; r++) {
+    topo_trace_header h;
+    tf_header_init(&h, 0x53, r, RANKS);
+    h.cupti_minus_realtime_ns = TOPO_TRACE_OFFSET_UNKNOWN;
+    tf_trace t;
+    tf_begin(&t, &h, NULL);
+    for (int i = 0; i < 40; i++) {
+      int64_t at = B + 1000000LL * i, g = at + 10000 + (r == 1 ? 20000 : 0);
+      int64_t q = at + (r == 2 ? 100000000 : 1000LL * r);
+      int timed = i % 10 != 5;
+      topo_trace_record rec = tf_coll(4, (uint64_t)i, 32 << 20, q, q + 500, timed ? g : 0,
+                                      timed ? at + 80000 : 0, 1, 2, 4, 1);
+      tf_add(&t, &rec);
+    }
+    tf_footer(&t, NULL);
+    char path[128];
+    snprintf(path, sizeof path, "%s/rank%d.trace", dir, r);
+    assert_int_equal(tf_save(&t, path), 0);
+    tf_free(&t);
+  }
+  rp_report r;
+  analyze(&r, NULL);
+  assert_int_equal(r.comms[0].joined, 40);
+  assert_int_equal(r.comms[0].incomplete, 0);
+  int64_t most = 0;
+  int straggler = -1;
+  for (int w = 0; w < RANKS; w++) {
+    const rp_rank *k = rank_of(&r, w);
+    /* its kernels: 36 measured (70 or 50 us) and 4 estimated */
+    int64_t kernels = 36 * (w == 1 ? 50000 : 70000) + 4 * 70000;
+    if (k->wait_total > kernels || k->wait_total > k->t.last - k->t.first)
+      fail_msg("rank %d waits %lld ns; its kernels last %lld ns, its span %lld ns", w,
+               (long long)k->wait_total, (long long)kernels, (long long)(k->t.last - k->t.first));
+    if (k->late_total > most) most = k->late_total, straggler = w;
+  }
+  assert_int_equal(straggler, 1);
+  rp_report_free(&r);
+  remove_dir();
+}
+
 /* Real traces: rank 0 wrote its timed AllReduces 88 and 152 after 93 and 156, rank 1 its 152
  * after 154; no rank lacks a record (178 collectives on each, seqs without a gap). */
 static void test_ddp_traces_join_complete(void **state) {
@@ -218,6 +268,7 @@ int main(void) {
       cmocka_unit_test(test_a_record_that_never_came_is_the_only_one_missing),
       cmocka_unit_test(test_counts_stay_inside_a_window),
       cmocka_unit_test(test_a_record_later_than_the_join_holds_counts_late_once),
+      cmocka_unit_test(test_waits_stay_inside_the_ranks_own_kernels),
       cmocka_unit_test(test_ddp_traces_join_complete),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -239,6 +239,16 @@ static int64_t starve_delay(const options *o, int rank, int i) {
   return (int64_t)(1.0 + (x + 1.0) * 49.5) * 1000000;
 }
 
+/* --starve: when a starved rank's enqueueing thread first gets the CPU, sim ns: 50-150 ms after
+ * the job's start; the ops due before then are enqueued at once, in order (their kernels, modelled,
+ * ran on time: the trace records enqueues after the kernels they launched, as a loaded machine
+ * makes the demo do). 0 for the other ranks. */
+static int64_t starve_start(const options *o, int rank) {
+  if (!starve_delay(o, rank, 0)) return 0;
+  double x = jitter(o->starve, rank, 11, 0, 1.0); /* [-1, 1] */
+  return (int64_t)(100.0 + x * 50.0) * 1000000;
+}
+
 /* Proxy thread: report each op's kernel channels once its GPU work is over. */
 static void *proxy_main(void *arg) {
   rank_ctx *c = arg;
@@ -371,8 +381,10 @@ static int run_rank(const options *o, int rank, int64_t mono0, int64_t real0) {
   }
   pthread_t proxy;
   pthread_create(&proxy, NULL, proxy_main, &c);
+  int64_t late = starve_start(o, rank);
   for (int i = 0; i < sim.nops; i++) {
-    sleep_until(mono0 + sim.ops[i].launch[rank]);
+    int64_t due = sim.ops[i].launch[rank];
+    sleep_until(mono0 + (due > late ? due : late));
     drv_issue(&c.prof, &c.ops[i], &c.pending[i]);
     atomic_store(&c.issued, i + 1);
   }
@@ -417,8 +429,9 @@ static void usage(FILE *f) {
           "  -p, --profiler PATH  libtopo-profiler.so (default: the installed or built one)\n"
           "  -t, --tuner PATH     libtopo-tuner.so; '' for none (default: installed or built)\n"
           "  -c, --cupti PATH     fake CUPTI library for the compute timeline; '' for none\n"
-          "  -x, --starve S       half the ranks (picked by S) report every kernel-channel stop\n"
-          "                       1-100 ms late, as threads short of CPU do (default 0: off)\n"
+          "  -x, --starve S       half the ranks (picked by S) are short of CPU: they report\n"
+          "                       every kernel-channel stop 1-100 ms late and enqueue their\n"
+          "                       first collectives 50-150 ms late (default 0: off)\n"
           "  -h, --help; -V, --version\n"
           "\n"
           "Examples:\n"
@@ -599,7 +612,7 @@ int main(int argc, char **argv) {
     printf("topo-demo: starving (seed %u): ranks", o.starve);
     for (int r = 0; r < o.ranks; r++)
       if (starve_delay(&o, r, 0)) printf(" %d", r);
-    printf(" report kernel-channel stops 1-100 ms late\n");
+    printf(" report kernel-channel stops 1-100 ms late and enqueue 50-150 ms late\n");
   }
   simulate(&o, 1000000); /* 1 ms of slack before the first kernel */
   /* Model time 0 lies 150 ms ahead: every rank has forked, loaded the plugins and opened its

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // GPU-clock alignment: one offset off = GPU clock - CLOCK_REALTIME per rank (process), chosen
 // before pass 1 so that every GPU time the analysis sees is on the host clock. Called by
-// analyze.c: rp_align_scan once per binary trace (pass 0, its own open/read/close), then
-// rp_align_solve once. Definitions and the reasoning: docs/metrics.md, Alignment.
+// analyze.c: rp_align_scan once per binary trace (pass 0, its own open/read/close; it hands the
+// trace's collectives to the caller's sink too), then rp_align_solve once. Definitions and the reasoning: docs/metrics.md, Alignment.
 //
 // Three kinds of evidence, none fooled by a late callback:
 //  - lower bounds: a stop is reported after it happened, so pTimer - realtime(callback) <= off
@@ -132,12 +132,27 @@ static void scan_record(void *vctx, int src, const topo_trace_record *rec) {
   }
 }
 
+/* The scan's sink context: the source's evidence, and the caller's sink for its collectives. */
+typedef struct scan_ctx {
+  align_src *as;
+  const rp_sink *also;
+} scan_ctx;
+
+static void scan_rec(void *vctx, int src, const topo_trace_record *rec) {
+  scan_record(((scan_ctx *)vctx)->as, src, rec);
+}
+
+static void scan_coll(void *vctx, int src, const rp_coll *c) {
+  const rp_sink *also = ((scan_ctx *)vctx)->also;
+  also->coll(also->ctx, src, c);
+}
+
 static int cmp_anchor(const void *a, const void *b) {
   uint64_t x = ((const anchor *)a)->key, y = ((const anchor *)b)->key;
   return (x > y) - (x < y);
 }
 
-topo_status rp_align_scan(rp_align **ap, int nsrc, rp_source *s) {
+topo_status rp_align_scan(rp_align **ap, int nsrc, rp_source *s, const rp_sink *also) {
   rp_align *a = *ap;
   if (!a) {
     if (!(a = topo_calloc(1, sizeof *a))) return TOPO_ERR_NOMEM;
@@ -166,7 +181,8 @@ topo_status rp_align_scan(rp_align **ap, int nsrc, rp_source *s) {
   as->mono_to_real = s->mono_to_real;
   int64_t h = s->header.gpu_minus_realtime_ns;
   if (h != TOPO_TRACE_OFFSET_UNKNOWN && h > -TIME_LIMIT && h < TIME_LIMIT) as->lower = h;
-  rp_sink sink = {as, NULL, NULL, NULL, scan_record, NULL};
+  scan_ctx sc = {as, also};
+  rp_sink sink = {&sc, also && also->coll ? scan_coll : NULL, NULL, NULL, scan_rec, NULL};
   while (rp_source_step(s, &sink, 0)) {}
   rp_source_close(s);
   qsort(as->a, as->n, sizeof *as->a, cmp_anchor);

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The analysis (rp_analyze), its passes in order: the inputs become sources (analyze_sources.c);
-// pass 0 reads each binary trace's alignment evidence (align.c) and groups ranks and
-// communicators; pass 1 (analyze_pass1.c) streams every input once, merged by time, into the
-// collective table, the fit points, the steps, the estimator and the cross-rank join; the
+// pass 0 reads each binary trace's alignment evidence (align.c) and its measured durations (the
+// estimator) and groups ranks and communicators; pass 1 (analyze_pass1.c) streams every input
+// once, merged by time, into the collective table, the fit points, the steps and the cross-rank
+// join; the
 // coverage (analyze_cover.c) and the plotted window (analyze_summary.c) follow; pass 2
 // (analyze_pass2.c) streams each rank's inputs again through the interval sweep; the step table
 // closes. Called by main.c, the benchmark and the tests; owns rp_report (rp_report_free).
@@ -56,13 +57,25 @@ static topo_status collect_sources(ctx *c, const char *const *paths, int npaths)
   return c->src_comm && c->src_slot && c->held ? TOPO_OK : TOPO_ERR_NOMEM;
 }
 
-/* Pass 0, one binary trace at a time (it opens and closes each): alignment evidence. Then the
- * binary traces are opened; those with a usable header are listed in bin (*nbin of them). */
+static void p0_coll(void *vc, int src, const rp_coll *co) {
+  (void)src;
+  an_est_learn(vc, co);
+}
+
+/* Pass 0, one binary trace at a time (it opens and closes each): alignment evidence, and every
+ * measured duration into the estimator, complete before pass 1 asks it (the join bounds waits by
+ * the kernels' durations, measured or estimated). Then the binary traces are opened; those with a
+ * usable header are listed in bin (*nbin of them). */
 static topo_status open_traces(ctx *c, int *bin, int *nbin) {
   rp_report *r = c->r;
+  if (!(c->est = rp_est_new())) return TOPO_ERR_NOMEM;
+  rp_sink learn = {c, p0_coll, NULL, NULL, NULL, NULL};
   for (int i = 0; i < r->nsrc; i++)
-    if (r->src[i].kind == RP_SRC_TRACE && rp_align_scan(&c->align, r->nsrc, &r->src[i]) != TOPO_OK)
+    if (r->src[i].kind == RP_SRC_TRACE &&
+        (rp_align_scan(&c->align, r->nsrc, &r->src[i], &learn) != TOPO_OK || c->st != TOPO_OK))
       return TOPO_ERR_NOMEM;
+  rp_est_finish(c->est);
+  if (rp_est_failed(c->est)) return TOPO_ERR_NOMEM;
   *nbin = 0;
   for (int i = 0; i < r->nsrc; i++) {
     rp_source *s = &r->src[i];
@@ -115,10 +128,9 @@ static topo_status name_ranks_and_comms(ctx *c, const int *bin, int nbin) {
   return TOPO_OK;
 }
 
-/* The estimator and the step detection pass 1 feeds. */
+/* The step detection pass 1 feeds. */
 static topo_status pass1_state(ctx *c) {
   rp_report *r = c->r;
-  if (!(c->est = rp_est_new())) return TOPO_ERR_NOMEM;
   size_t ntrackers = 0;
   for (int i = 0; i < r->nsrc; i++) ntrackers += c->src_comm[i] >= 0;
   c->steps = rp_steps_new(c->opt->steps, ntrackers);
@@ -127,7 +139,7 @@ static topo_status pass1_state(ctx *c) {
 }
 
 /* Between the passes: what each source counted goes to its rank; the steps settle; the plotted
- * window, the estimates and the coverage are fixed before pass 2 uses them. */
+ * window and the coverage are fixed before pass 2 uses them. */
 static void after_pass1(ctx *c) {
   rp_report *r = c->r;
   for (int i = 0; i < r->nsrc; i++) {
@@ -149,8 +161,6 @@ static void after_pass1(ctx *c) {
   an_cover_build(c); /* from every step, inside the window or not */
   an_steps_clip(r);
   an_choose_window(r);
-  rp_est_finish(c->est);
-  if (rp_est_failed(c->est)) c->st = TOPO_ERR_NOMEM;
 }
 
 static void ctx_free(ctx *c) {

@@ -38,7 +38,7 @@ typedef struct join_ring {
                   * (with its got bits) until the base passes it */
   int *have;
   int64_t *gpu, *cpu; /* cap x nslots */
-  int64_t *stop;      /* cap x nslots: GPU stop (gpu-timed entries) */
+  int64_t *dur;       /* cap x nslots: its kernel's duration, measured or estimated; -1 unknown */
   uint8_t *got;       /* cap x nslots: 1 cpu only, 2 gpu-timed */
   /* per slot: the lowest seq it has not delivered (at least the base once it delivered any); a slot
    * writes records out of seq order (a GPU-timed one after the untimed ones behind it), so its

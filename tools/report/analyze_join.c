@@ -30,16 +30,16 @@ static int join_grow(join_ring *g, const join_comm *j, size_t cap) {
   uint8_t *used = topo_calloc(cap, 1), *got = topo_calloc(cap * n, 1);
   int *have = topo_calloc(cap, sizeof *have);
   int64_t *gpu = topo_calloc(cap * n, sizeof *gpu), *cpu = topo_calloc(cap * n, sizeof *cpu);
-  int64_t *stop = topo_calloc(cap * n, sizeof *stop);
+  int64_t *dur = topo_calloc(cap * n, sizeof *dur);
   if (!g->low && (g->low = topo_malloc(2 * j->width * sizeof *g->low))) {
     for (size_t k = 0; k < 2 * j->width; k++) g->low[k] = UINT64_MAX;
     for (int k = 0; k < j->nslots; k++)
       if (j->live[k] > 0) low_set(j, g, k, 0);
   }
   if (!g->next) g->next = topo_calloc(n ? n : 1, sizeof *g->next);
-  if (!seq || !used || !got || !have || !gpu || !cpu || !stop || !g->low || !g->next) {
+  if (!seq || !used || !got || !have || !gpu || !cpu || !dur || !g->low || !g->next) {
     topo_free(seq), topo_free(used), topo_free(got), topo_free(have);
-    topo_free(gpu), topo_free(cpu), topo_free(stop);
+    topo_free(gpu), topo_free(cpu), topo_free(dur);
     return 0;
   }
   for (size_t i = 0; i < g->cap; i++) {
@@ -51,12 +51,12 @@ static int join_grow(join_ring *g, const join_comm *j, size_t cap) {
     memcpy(got + k * n, g->got + i * n, n);
     memcpy(gpu + k * n, g->gpu + i * n, n * sizeof *gpu);
     memcpy(cpu + k * n, g->cpu + i * n, n * sizeof *cpu);
-    memcpy(stop + k * n, g->stop + i * n, n * sizeof *stop);
+    memcpy(dur + k * n, g->dur + i * n, n * sizeof *dur);
   }
   topo_free(g->seq), topo_free(g->used), topo_free(g->got);
-  topo_free(g->have), topo_free(g->gpu), topo_free(g->cpu), topo_free(g->stop);
+  topo_free(g->have), topo_free(g->gpu), topo_free(g->cpu), topo_free(g->dur);
   g->seq = seq, g->used = used, g->got = got, g->have = have, g->gpu = gpu, g->cpu = cpu;
-  g->stop = stop;
+  g->dur = dur;
   g->cap = cap;
   return 1;
 }
@@ -91,9 +91,11 @@ static void join_count(ctx *c, join_comm *j, int func, size_t i) {
     for (size_t k = 0; k < n; k++)
       if (got[k] == 1) all_gpu = 0;
     /* GPU starts when every joined rank has them (the late rank's kernel starts last; the
-     * others' kernels wait inside), else CPU enqueue starts. A GPU wait ends by the rank's own
-     * kernel stop: more than that is alignment error, cut and counted. */
-    const int64_t *t = (all_gpu ? g->gpu : g->cpu) + i * n, *stop = g->stop + i * n;
+     * others' kernels wait inside), else CPU enqueue starts. A rank waits inside its own kernel:
+     * a wait (or a delay caused) longer than that kernel lasted (measured, else estimated) is cut
+     * to it and counted: with GPU starts it is alignment error; with enqueue starts, an enqueue
+     * recorded later than its kernel could have started (a thread short of CPU). */
+    const int64_t *t = (all_gpu ? g->gpu : g->cpu) + i * n, *dur = g->dur + i * n;
     int64_t mx = INT64_MIN, second = INT64_MIN, mn = INT64_MAX;
     size_t last = 0, first = 0, second_k = 0;
     for (size_t k = 0; k < n; k++) {
@@ -104,7 +106,7 @@ static void join_count(ctx *c, join_comm *j, int func, size_t i) {
     }
     int64_t skew = mx - mn;
     if (all_gpu) {
-      if (skew > stop[first] - mn) skew = stop[first] - mn, r->skew_clamped++;
+      if (skew > dur[first]) skew = dur[first], r->skew_clamped++;
       rp_quant_add(&r->skew_gpu_all, skew);
       j->sum->skew_gpu++;
       r->skew_gpu[func]++;
@@ -115,7 +117,11 @@ static void join_count(ctx *c, join_comm *j, int func, size_t i) {
       if (!got[k]) continue;
       rp_rank *rk = &r->ranks[j->slot_proc[k]];
       int64_t wait = mx - t[k];
-      if (all_gpu && wait > stop[k] - t[k]) wait = stop[k] - t[k], rk->wait_clamped++;
+      if (dur[k] >= 0 && wait > dur[k]) {
+        wait = dur[k];
+        if (all_gpu) rk->wait_clamped++;
+        else rk->wait_clamped_enqueue++;
+      }
       rk->joined++;
       rk->joined_gpu += (uint64_t)all_gpu;
       rk->wait_total = rp_add_sat(rk->wait_total, wait);
@@ -123,7 +129,7 @@ static void join_count(ctx *c, join_comm *j, int func, size_t i) {
     if (mx > second) {
       rp_rank *rk = &r->ranks[j->slot_proc[last]];
       int64_t late = mx - second;
-      if (all_gpu && late > stop[second_k] - second) late = stop[second_k] - second;
+      if (dur[second_k] >= 0 && late > dur[second_k]) late = dur[second_k];
       rk->last_count++;
       rk->late_total = rp_add_sat(rk->late_total, late);
     }
@@ -202,6 +208,16 @@ static int join_lower_base(ctx *c, join_comm *j, join_ring *g, uint64_t seq, siz
   return 1;
 }
 
+/* How long the collective's kernel lasted on that rank: measured, else estimated; -1 unknown. */
+static int64_t kernel_ns(const ctx *c, const rp_coll *co) {
+  if (co->timed) return co->gpu_stop - co->gpu_start;
+  rp_est_key k = an_est_key(co);
+  rp_estimate e;
+  if (rp_est_get(c->est, &k, rp_coll_size(k.func, co->bytes, co->nranks), &e) == RP_EST_UNKNOWN)
+    return -1;
+  return e.dur;
+}
+
 void an_join_add(ctx *c, join_comm *j, int slot, const rp_coll *co) {
   int func = co->func < RP_MAX_FUNC ? co->func : RP_MAX_FUNC - 1;
   join_ring *g = &j->ring[func];
@@ -240,7 +256,7 @@ void an_join_add(ctx *c, join_comm *j, int slot, const rp_coll *co) {
   if (got[slot]) return; /* duplicate */
   got[slot] = co->timed ? 2 : 1;
   g->gpu[i * n + (size_t)slot] = co->gpu_start;
-  g->stop[i * n + (size_t)slot] = co->gpu_stop;
+  g->dur[i * n + (size_t)slot] = kernel_ns(c, co);
   g->cpu[i * n + (size_t)slot] = co->cpu_start;
   if (++g->have[i] == j->nranks && g->used[i] == JOIN_OPEN) {
     join_count(c, j, func, i); /* complete: counted now, held until the base passes it */
@@ -274,7 +290,7 @@ void an_join_free(join_comm *j) {
   for (int f = 0; f < RP_MAX_FUNC; f++) {
     join_ring *g = &j->ring[f];
     topo_free(g->seq), topo_free(g->used), topo_free(g->have), topo_free(g->gpu);
-    topo_free(g->cpu), topo_free(g->got), topo_free(g->low), topo_free(g->stop);
+    topo_free(g->cpu), topo_free(g->got), topo_free(g->low), topo_free(g->dur);
     topo_free(g->next);
   }
 }

@@ -2,7 +2,7 @@
 // Pass 1 of the analysis (analyze.h): every input read once. Kineto / Chrome JSON first, one file
 // at a time (their ProfilerSteps give the ranks' step windows; a file without GPU events makes no
 // rank), then the binary traces merged by time into the collective table, the fit points, the
-// cross-rank join, the step detection, the estimator and the CUPTI coverage spans. Called by
+// cross-rank join, the step detection and the CUPTI coverage spans. Called by
 // analyze.c.
 #include <inttypes.h>
 #include <stdint.h>
@@ -147,7 +147,6 @@ static void p1_coll(void *vc, int src, const rp_coll *co) {
   rp_source *s = &r->src[src];
   /* Kineto NCCL kernels make the table in pass 2, once the rank's window is known */
   if (s->kind != RP_SRC_TRACE) return;
-  an_est_learn(c, co);
   c->bin_colls = 1;
   int jc = c->src_comm[src];
   if (jc >= 0 && !co->p2p)

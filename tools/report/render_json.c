@@ -133,8 +133,9 @@ static void bound_or_null(FILE *f, const char *key, int64_t v, int present) {
 static void alignment_json(FILE *f, const rp_rank *k) {
   fprintf(f,
           ",\"joined_gpu\":%" PRIu64 ",\"wait_clamped\":%" PRIu64
-          ",\"alignment\":{\"method\":\"%s\"",
-          k->joined_gpu, k->wait_clamped, rp_align_method_name(k->align_method));
+          ",\"wait_clamped_enqueue\":%" PRIu64 ",\"alignment\":{\"method\":\"%s\"",
+          k->joined_gpu, k->wait_clamped, k->wait_clamped_enqueue,
+          rp_align_method_name(k->align_method));
   int known = k->align_method != RP_ALIGN_NONE;
   bound_or_null(f, "gpu_offset_ns", k->gpu_offset, known);
   bound_or_null(f, "lower_ns", k->off_lower, known && k->off_lower != INT64_MIN);

@@ -424,6 +424,14 @@ static void print_stragglers(const rp_report *r, FILE *f) {
             dur(k->wait_total, b, sizeof b), k->missed);
   }
   free(order);
+  uint64_t cut = 0;
+  for (int i = 0; i < r->nranks; i++) cut += r->ranks[i].wait_clamped_enqueue;
+  if (cut)
+    fprintf(f,
+            "  %" PRIu64
+            " waits judged by CPU enqueue were cut to the rank's own kernel (measured or "
+            "estimated): their enqueues were recorded later than the kernels could wait\n",
+            cut);
 }
 
 /* Start skew across ranks per function, the clock alignment behind it, and the stragglers. */

@@ -414,12 +414,13 @@ typedef struct rp_rank {
   rp_step *steps;
   size_t nsteps, cap_steps;
   /* cross-rank */
-  uint64_t joined, last_count; /* collectives joined; times this rank started last */
-  int64_t wait_total;          /* sum of (last start - own start) */
-  int64_t late_total;          /* sum of skew when it was the last to start */
-  uint64_t missed;             /* joined collectives of its communicators it has no record of */
-  uint64_t joined_gpu;         /* of `joined`: judged by GPU start times (else CPU enqueue) */
-  uint64_t wait_clamped;       /* GPU waits cut to the rank's own kernel span (alignment off) */
+  uint64_t joined, last_count;   /* collectives joined; times this rank started last */
+  int64_t wait_total;            /* sum of (last start - own start) */
+  int64_t late_total;            /* sum of skew when it was the last to start */
+  uint64_t missed;               /* joined collectives of its communicators it has no record of */
+  uint64_t joined_gpu;           /* of `joined`: judged by GPU start times (else CPU enqueue) */
+  uint64_t wait_clamped;         /* GPU waits cut to the rank's own kernel span (alignment off) */
+  uint64_t wait_clamped_enqueue; /* enqueue-judged waits cut to its kernel (measured/estimated) */
   /* GPU-clock alignment (align.c; docs/metrics.md, Alignment). off = GPU clock - realtime. */
   int align_method;             /* enum rp_align_method */
   int align_inconsistent;       /* its bounds crossed (lower > upper): the lower bound was used */
@@ -631,8 +632,9 @@ enum rp_align_method {
 };
 const char *rp_align_method_name(int method);
 typedef struct rp_align rp_align;
-/* Pass 0 over one binary source (opened and closed here): its bounds and anchor samples. */
-topo_status rp_align_scan(rp_align **a, int nsrc, rp_source *s);
+/* Pass 0 over one binary source (opened and closed here): its bounds and anchor samples; each
+ * collective also goes to also->coll when given (GPU times not yet aligned: durations only). */
+topo_status rp_align_scan(rp_align **a, int nsrc, rp_source *s, const rp_sink *also);
 /* After every source is scanned and has its rank (s->proc): one offset per rank, written into
  * r->ranks[] (align_*, gpu_offset) and every binary source's gpu_to_real. Frees `a`. */
 topo_status rp_align_solve(rp_align *a, rp_report *r);
