@@ -501,10 +501,10 @@ static int read_mask(void) {
 
 /* ---- which operations get kernel channels ----
  * Rule: every operation of at least g.measure_min bytes; below that, each kind (function, log2
- * of the size) until PRED_FIRST of it were measured, and then 1 in g.sample_every. NCCL reads the mask
- * before the plugin hears of the operation, so the mask for operation k + 1 is set when
- * operation k starts, from a prediction of k + 1: the kind that followed the same context
- * last time. The context is (previous different kind, this kind, how many of this kind in a
+ * of the size) until PRED_FIRST of it were measured, and then 1 in g.sample_every (hashed, not
+ * periodic: sample_mix). NCCL reads the mask before the plugin hears of the operation, so the
+ * mask for operation k + 1 is set when operation k starts, from a prediction of k + 1: the kind
+ * that followed the same context last time. The context is (previous different kind, this kind, how many of this kind in a
  * row), which tells "the 12th of 12 equal AllReduces" from "the 11th"; when the context is new,
  * the kind that last followed this kind; when that is unknown too, the operation counts as small.
  * Training jobs repeat one sequence per step, so the prediction is right from the second step.
@@ -552,6 +552,19 @@ static void pred_reset(void) {
   atomic_store(&pred_asked_ops, 0);
 }
 
+/* splitmix64's finalizer: the sampled operations are those whose running count hashes to 0 mod
+ * sample_every. As often as every sample_every-th, but never in step with a job's period (every
+ * 32nd operation of a step of 64 is always the same two collectives, whose durations then stand
+ * for all: topo-report's estimates would be biased beyond any error it can state); the same
+ * choice on every rank, whose operations come in the same order. */
+static inline uint64_t sample_mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 /* Whether the operation predicted by `entry` (0 = unknown) gets kernel channels. */
 static int pred_wants(uint32_t entry) {
   if (entry & PRED_LARGE) return 1;
@@ -559,7 +572,7 @@ static int pred_wants(uint32_t entry) {
   if (kind && atomic_load_explicit(&pred_asked[kind - 1], memory_order_relaxed) < PRED_FIRST)
     return 1;
   uint64_t t = atomic_fetch_add_explicit(&g.tick, 1, memory_order_relaxed) + 1;
-  return t % g.sample_every == 0;
+  return sample_mix(t) % g.sample_every == 0;
 }
 
 /* An operation of `func` and `bytes` was issued, with kernel channels if `asked` (the mask NCCL

@@ -643,20 +643,17 @@ static void test_sampling_asks_kernel_channels_for_one_in_n(void **s) {
   topo_host_profiler_finalize(&p);
   topo_host_profiler_unload(&p);
   /* op 0 by the initial mask, op 2 as the second of its kind (after op 1 the successor of a
-   * 1 MB AllReduce is known), then every 4th */
+   * 1 MB AllReduce is known), then 1 in 4 on average (37 ops: 9.25 expected, sd 2.6), never in
+   * step with the sequence: a job repeating 4 operations of this kind would otherwise have the
+   * same one of them timed every time. */
   assert_true(asked[0]);
   assert_false(asked[1]);
   assert_true(asked[2]);
-  int last = -1, gaps = 0;
-  for (int i = 3; i < N; i++) {
-    if (!asked[i]) continue;
-    if (last >= 0) {
-      assert_int_equal(i - last, 4);
-      gaps++;
-    }
-    last = i;
-  }
-  assert_true(gaps >= 7);
+  int nasked = 0, phase[4] = {0};
+  for (int i = 3; i < N; i++)
+    if (asked[i]) nasked++, phase[i % 4]++;
+  assert_true(nasked >= 3 && nasked <= 17);
+  for (int k = 0; k < 4; k++) assert_true(phase[k] > 0);
   test_trace t;
   read_only_trace(&t);
   assert_true(t.header.flags & TOPO_TRACE_F_SAMPLED);

@@ -250,7 +250,7 @@ static void test_v4_ddp_steps_time_every_large_collective(void **s) {
   check_ddp(4);
 }
 
-/* ---- small operations: the first two of each kind, then exactly 1 in 32 ---- */
+/* ---- small operations: the first two of each kind, then 1 in 32 (hashed) ---- */
 static void test_small_operations_are_sampled_one_in_n_after_their_first(void **s) {
   (void)s;
   static issued is;
@@ -282,25 +282,27 @@ static void test_small_operations_are_sampled_one_in_n_after_their_first(void **
   test_trace t;
   read_checked(0x5a11, &is, &t, rec_of);
   int asked = 0, kind_asked[KINDS] = {0};
-  int last = -1, gaps = 0;
+  int last = -1, gap_min = 1 << 30, gap_max = 0;
   for (int i = 0; i < is.n; i++) {
     if (!is.asked[i]) continue;
     asked++;
     kind_asked[i % KINDS]++;
-    /* after the warm-up (three rounds), asked operations are exactly 32 apart */
+    /* after the warm-up (three rounds), asked operations are 32 apart on average, never in step
+     * with the job's sequence */
     if (i >= 3 * KINDS) {
       if (last >= 0) {
-        assert_int_equal(i - last, 32);
-        gaps++;
+        if (i - last < gap_min) gap_min = i - last;
+        if (i - last > gap_max) gap_max = i - last;
       }
       last = i;
     }
   }
-  for (int k = 0; k < KINDS; k++) assert_true(kind_asked[k] >= 2);
-  assert_true(gaps >= 15);
+  for (int k = 0; k < KINDS; k++) assert_true(kind_asked[k] >= 3); /* every kind sampled too */
+  assert_true(gap_min < gap_max);
+  /* 630 sampled operations at 1 in 32: 19.7 expected, sd 4.4 */
   int n = KINDS * ROUNDS;
-  assert_true(asked >= 2 * KINDS + n / 32 - 3);
-  assert_true(asked <= 2 * KINDS + n / 32 + 3);
+  assert_true(asked >= 2 * KINDS + (n - 2 * KINDS) / 32 - 13);
+  assert_true(asked <= 2 * KINDS + (n - 2 * KINDS) / 32 + 13);
   test_trace_free(&t);
 }
 
