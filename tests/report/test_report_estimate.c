@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Estimated durations of untimed collectives and compute coverage, exact to the nanosecond on
-// hand-made traces: the median of a key, the two fallbacks, unknown, asked-but-lost, placement on
+// hand-made traces: the mean of a key, the two fallbacks, unknown, asked-but-lost, placement on
 // the stream, error propagation; CUPTI span records (RECORDED / YIELDED / DECLINED / FAILED)
 // restricting compute, overlap, exposed and idle to the covered time; what the renderers print
 // where a figure is unknown; exposed communication estimated where compute was not recorded, from
@@ -85,13 +85,17 @@ static const rp_row *row_of(const rp_report *r, int bucket) {
 }
 
 /* One rank. Key A = (1 rank, AllReduce, 1 MiB bucket, Ring, LL, 4 channels):
- *   timed [0,100) and [200,500) on stream 1 -> durations {100, 300}: median (nearest rank) 100,
- *   p10 100, p90 300 -> spread 100; shared part 100 / sqrt(2) = 70 (ns, truncated).
- *   untimed, stream 1, enqueued at 400, 410, 420 (the last asked but lost): placed [500,600)
- *   (the stream busy until 500), [600,700), [700,800).
- * Same key with 8 channels, untimed, stream 2 at 2000: any-channel fallback, 100: [2000,2100).
+ *   timed [0,100) and [200,500) on stream 1 -> durations {100, 300}: mean 200, sd 141.42 (1
+ *   degree of freedom, and the key's spread over every trace, the same here, as one more: t (2)
+ *   4.303): scatter of a call 4.303 x 141.42 = 608, the mean's error shared by its calls
+ *   608 / sqrt(2) = 430 (ns, truncated).
+ *   untimed, stream 1, enqueued at 400, 410, 420 (the last asked but lost): placed [500,700)
+ *   (the stream busy until 500), [700,900), [900,1100).
+ * Same key with 8 channels, untimed, stream 2 at 2000: any-channel fallback, 200: [2000,2200),
+ *   borrowed from the key over every trace (t (1) 12.706): scatter 1796, shared 1796 x sqrt(1 +
+ *   1/2) = 2200.
  * AllReduce 2 MiB (bucket 21), 4 channels, untimed, stream 3 at 3000: nearest measured bucket
- *   (20) scaled by size x2: 200, error 200 (spread x2), shared max(141, 200/2) = 141.
+ *   (20) scaled by size x2: 400 [3000,3400), scatter and shared 2 x 2200 = 4401.
  * AllGather 4 KiB, untimed at 4000: nothing measured: unknown. */
 static void write_estimates(void) {
   make_dir();
@@ -111,7 +115,7 @@ static void write_estimates(void) {
   save(&t, "rank0.trace");
 }
 
-static void test_untimed_collectives_get_the_median_of_their_key(void **state) {
+static void test_untimed_collectives_get_the_mean_of_their_key(void **state) {
   (void)state;
   write_estimates();
   rp_report r;
@@ -126,24 +130,26 @@ static void test_untimed_collectives_get_the_median_of_their_key(void **state) {
   assert_int_equal(r.lost, 1);
   rp_derived d;
   rp_derive_rank(k, &d);
-  /* measured 100 + 300, estimated 3 x 100 + 100 + 200; the AllGather adds nothing */
-  assert_int_equal(d.comm, 1000);
-  assert_int_equal(d.comm_est, 600);
-  /* sqrt(3 x 100^2 + 100^2 + 200^2 + (3 x 70 + 70 + 141)^2) = sqrt(80000 + 421^2) = 507.2 */
-  assert_int_equal(d.comm_error, 507);
+  /* measured 100 + 300, estimated 3 x 200 + 200 + 400; the AllGather adds nothing */
+  assert_int_equal(d.comm, 1600);
+  assert_int_equal(d.comm_est, 1200);
+  /* scatter in quadrature, shared parts linearly: sqrt(3 x 608^2 + 1796^2 + 4401^2 + (3 x 430 +
+   * 2200 + 4401)^2) = 9272; no estimate hidden under other intervals */
+  assert_int_equal(d.comm_error, 9272);
   assert_int_equal(k->t.first, T + 0);
-  assert_int_equal(k->t.last, T + 3200); /* the scaled one: [3000,3200) */
+  assert_int_equal(k->t.last, T + 3400); /* the scaled one: [3000,3400) */
   const rp_row *a = row_of(&r, 20), *b = row_of(&r, 21);
   assert_int_equal(a->calls, 6);
   assert_int_equal(a->timed, 2);
   assert_int_equal(a->estimated, 4);
   assert_int_equal(a->est_fallback, 1);
-  assert_int_equal(a->est_sum, 400);
+  assert_int_equal(a->est_sum, 800);
+  assert_int_equal(rp_err_ns(&a->est_err), 4064); /* sqrt(3 x 608^2 + 1796^2 + 3490^2) */
   assert_int_equal(a->lost, 1);
   assert_int_equal(b->timed, 0);
   assert_int_equal(b->estimated, 1);
-  assert_int_equal(b->est_sum, 200);
-  assert_int_equal(rp_err_ns(&b->est_err), 245); /* sqrt(200^2 + 141^2) = 244.7, rounded */
+  assert_int_equal(b->est_sum, 400);
+  assert_int_equal(rp_err_ns(&b->est_err), 6224); /* sqrt(2 x 4401^2) = 6223.9, rounded */
   rp_report_free(&r);
   remove_dir();
 }
@@ -155,7 +161,7 @@ static void test_estimates_are_placed_after_the_previous_comm_on_their_stream(vo
   analyze(&r);
   const rp_rank *k = &r.ranks[0];
   /* the timeline keeps every interval: stream 1 holds [0,100) [200,500) then the estimates */
-  int64_t want[][2] = {{500, 600}, {600, 700}, {700, 800}};
+  int64_t want[][2] = {{500, 700}, {700, 900}, {900, 1100}};
   size_t found = 0;
   for (size_t i = 0; i < k->ntimeline; i++) {
     const rp_interval *iv = &k->timeline[i];
@@ -171,7 +177,7 @@ static void test_estimates_are_placed_after_the_previous_comm_on_their_stream(vo
 }
 
 /* --window from 405: the call enqueued at 400 counts outside it but is still placed, at
- * [500,600), so the next two keep their places of the whole run, [600,700) and [700,800). */
+ * [500,700), so the next two keep their places of the whole run, [700,900) and [900,1100). */
 static void test_placements_inside_a_window_are_those_of_the_whole_run(void **state) {
   (void)state;
   write_estimates();
@@ -179,7 +185,7 @@ static void test_placements_inside_a_window_are_those_of_the_whole_run(void **st
   analyze_window(&r, 405, 100000);
   const rp_rank *k = &r.ranks[0];
   assert_int_equal(k->est[RP_EST_KEY], 2);
-  int64_t want[][2] = {{600, 700}, {700, 800}};
+  int64_t want[][2] = {{700, 900}, {900, 1100}};
   size_t found = 0;
   for (size_t i = 0; i < k->ntimeline; i++) {
     const rp_interval *iv = &k->timeline[i];
@@ -194,17 +200,51 @@ static void test_placements_inside_a_window_are_those_of_the_whole_run(void **st
   remove_dir();
 }
 
+/* The error of an estimate follows from the spread and the number of the durations it comes
+ * from: key A measured 4 times {90, 100, 110, 100}: mean 100, sd 8.165 (3 degrees of freedom,
+ * and the key's spread over every trace, the same here, as one more: t (4) 2.776): scatter 22.7,
+ * shared 11.3; key B measured once (1000 ns): over every trace, the relative spread pooled over
+ * the keys measured more than once (8.165 %), as its one degree of freedom: sd 81.65, t (1)
+ * 12.706: scatter and shared 1037 (truncated to ns). Ten calls of A and one of B: the scatter in
+ * quadrature, the shared parts linearly. */
+static void test_error_follows_the_spread_and_the_count(void **state) {
+  (void)state;
+  rp_estimator *x = rp_est_new();
+  rp_est_key a = {2, 4, 24, 1, 2, 16, 0}, b = {2, 4, 27, 1, 2, 16, 0};
+  const int64_t durs[] = {90, 100, 110, 100};
+  for (int i = 0; i < 4; i++) rp_est_measured(x, &a, 16 * MiB, durs[i]);
+  rp_est_measured(x, &b, 128 * MiB, 1000);
+  rp_est_finish(x);
+  rp_estimate e;
+  rp_err sum = {0, 0, 0};
+  assert_int_equal(rp_est_get(x, &a, 16 * MiB, &e), RP_EST_KEY);
+  assert_int_equal(e.dur, 100);
+  assert_int_equal(e.err, 22);
+  assert_int_equal(e.bias, 11);
+  for (int i = 0; i < 10; i++) rp_err_add(&sum, &e);
+  assert_int_equal(rp_est_get(x, &b, 128 * MiB, &e), RP_EST_KEY);
+  assert_int_equal(e.dur, 1000);
+  assert_int_equal(e.err, 1037);
+  assert_int_equal(e.bias, 1037);
+  rp_err_add(&sum, &e);
+  assert_int_equal(rp_err_ns(&sum), 1548); /* sqrt(4840 + 1037^2 + 1147^2) = 1547.8 */
+  assert_true(rp_t975(1) > 12.7 && rp_t975(1) < 12.71);
+  assert_true(rp_t975(40) > 2.020 && rp_t975(40) < 2.022); /* 2.021 */
+  assert_true(rp_t975(1e9) > 1.959 && rp_t975(1e9) < 1.961);
+  rp_est_free(x);
+}
+
 static void test_estimator_fallbacks_directly(void **state) {
   (void)state;
   rp_estimator *x = rp_est_new();
-  rp_est_key k = {8, 4, 24, 1, 2, 16};
+  rp_est_key k = {8, 4, 24, 1, 2, 16, 0};
   rp_est_measured(x, &k, 16 * MiB, 1000);
   rp_est_finish(x);
   rp_estimate e;
   assert_int_equal(rp_est_get(x, &k, 16 * MiB, &e), RP_EST_KEY);
   assert_int_equal(e.dur, 1000);
-  assert_int_equal(e.err, 500); /* one measurement: no spread, half its value */
-  assert_int_equal(e.bias, 500);
+  assert_int_equal(e.err, 1000); /* one measurement, no spread measured anywhere: its value */
+  assert_int_equal(e.bias, 1000);
   rp_est_key other = k;
   other.proto = 0; /* another protocol is another key with no neighbour */
   assert_int_equal(rp_est_get(x, &other, 16 * MiB, &e), RP_EST_UNKNOWN);
@@ -228,7 +268,7 @@ static void test_scaled_estimate_takes_the_nearest_bucket_larger_on_ties(void **
   for (int algo = 0; algo < 10; algo++)
     for (int proto = 0; proto < 10; proto++)
       for (int b = 10; b <= 20; b += b == 10 ? 4 : 6) {
-        rp_est_key k = {8, 4, b, algo, proto, 2};
+        rp_est_key k = {8, 4, b, algo, proto, 2, 0};
         if (algo != 3 || proto != 5) k.bucket = b + 1; /* the neighbours' buckets differ */
         rp_est_measured(x, &k, (uint64_t)1 << b, 1000);
       }
@@ -237,13 +277,13 @@ static void test_scaled_estimate_takes_the_nearest_bucket_larger_on_ties(void **
     int bucket, from; /* asked, expected from */
   } want[] = {{5, 10}, {11, 10}, {12, 14}, {13, 14}, {16, 14}, {17, 20}, {18, 20}, {40, 20}};
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
-    rp_est_key k = {8, 4, want[i].bucket, 3, 5, 2};
+    rp_est_key k = {8, 4, want[i].bucket, 3, 5, 2, 0};
     rp_estimate e;
     assert_int_equal(rp_est_get(x, &k, (uint64_t)1 << want[i].bucket, &e), RP_EST_SCALED);
     double scale = (double)((uint64_t)1 << want[i].bucket) / (double)((uint64_t)1 << want[i].from);
     assert_int_equal(e.dur, (int64_t)(1000 * scale));
   }
-  rp_est_key none = {8, 4, 12, 3, 10, 2}; /* a protocol nothing was measured with */
+  rp_est_key none = {8, 4, 12, 3, 10, 2, 0}; /* a protocol nothing was measured with */
   rp_estimate e;
   assert_int_equal(rp_est_get(x, &none, 4096, &e), RP_EST_UNKNOWN);
   none.proto = 5, none.nranks = 16;
@@ -451,13 +491,14 @@ static void test_unknown_prints_na_null_and_empty_never_zero(void **state) {
   assert_non_null(strstr(json, "\"idle_share\":null"));
   assert_non_null(
       strstr(json, "\"compute_unknown_reason\":\"no compute timeline: no CUPTI window"));
-  assert_non_null(strstr(json, "\"comm_ns\":1000,\"comm_estimated_ns\":600,\"comm_error_ns\":507"));
+  assert_non_null(
+      strstr(json, "\"comm_ns\":1600,\"comm_estimated_ns\":1200,\"comm_error_ns\":9272"));
   assert_non_null(strstr(json, "\"busbw_gbs\":null")); /* the 2 MiB row: nothing measured */
   assert_null(strstr(json, "\"overlap_ns\":0,"));
   /* CSV: compute, overlap, exposed, idle empty; the 2 MiB row has empty total..busbw */
-  assert_non_null(strstr(csv, ",1000,,,,,"));
+  assert_non_null(strstr(csv, ",1600,,,,,"));
   assert_non_null(strstr(csv, ",2097152,1,0,2097152,,,,,,"));
-  assert_non_null(strstr(text, "1.00 us ±507 ns (est. 60%)"));
+  assert_non_null(strstr(text, "1.60 us ±9.27 us (est. 75%)"));
   assert_non_null(strstr(text, "n/a"));
   assert_non_null(strstr(text, "1 unknown"));
   free(json), free(csv), free(text);
@@ -719,10 +760,11 @@ static void test_real_ddp_traces_comm_reaches_the_physical_floor(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_untimed_collectives_get_the_median_of_their_key),
+      cmocka_unit_test(test_untimed_collectives_get_the_mean_of_their_key),
       cmocka_unit_test(test_estimates_are_placed_after_the_previous_comm_on_their_stream),
       cmocka_unit_test(test_placements_inside_a_window_are_those_of_the_whole_run),
       cmocka_unit_test(test_estimator_fallbacks_directly),
+      cmocka_unit_test(test_error_follows_the_spread_and_the_count),
       cmocka_unit_test(test_scaled_estimate_takes_the_nearest_bucket_larger_on_ties),
       cmocka_unit_test(test_cupti_windows_bound_the_compute_figures),
       cmocka_unit_test(test_cupti_coverage_is_whole_steps),

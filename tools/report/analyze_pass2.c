@@ -123,6 +123,7 @@ static void p2_coll(void *vc, int src, const rp_coll *co) {
   }
   w->estimated++;
   w->est_fallback += level != RP_EST_KEY;
+  w->est_scaled += level == RP_EST_SCALED;
   w->est_sum = rp_add_sat(w->est_sum, e.dur);
   rp_err_add(&w->est_err, &e);
   rp_interval iv = {co->cpu_start, 0, co->stream, RP_COMM, (uint8_t)key.func, RP_FROM_ESTIMATE, 0};
@@ -132,7 +133,11 @@ static void p2_coll(void *vc, int src, const rp_coll *co) {
   if (k->comm_from_kernels && an_in_cover(k, iv.start)) return; /* kernel records hold it */
   rp_err_add(&k->comm_err, &e);
   rp_step *st = step_at(k, iv.start);
-  if (st) st->est_var += (double)e.err * (double)e.err, st->est_bias += (double)e.bias;
+  if (st) {
+    st->est_var += (double)e.err * (double)e.err;
+    st->est_bias += (double)e.bias;
+    st->est_sum += (double)e.dur;
+  }
   sweep_add(c, &iv);
 }
 

@@ -48,6 +48,7 @@ topo_status an_step_summary(rp_report *r) {
       sum->comm_est = rp_add_sat(sum->comm_est, st->comm_est);
       sum->comm_err.var += st->est_var;
       sum->comm_err.bias += st->est_bias;
+      sum->comm_err.sum += st->est_sum;
       if (st->covered > 0) {
         sum->cov_ranks++;
         sum->covered = rp_add_sat(sum->covered, st->covered);

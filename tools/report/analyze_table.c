@@ -133,7 +133,8 @@ void an_table_add(ctx *c, const rp_coll *co) {
 rp_est_key an_est_key(const rp_coll *co) {
   int func = co->func < RP_MAX_FUNC ? co->func : RP_MAX_FUNC - 1;
   rp_est_key k = {co->nranks, func,      bucket_of(rp_coll_size(func, co->bytes, co->nranks)),
-                  co->algo,   co->proto, co->nchannels};
+                  co->algo,   co->proto, co->nchannels,
+                  co->src};
   return k;
 }
 

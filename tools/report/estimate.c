@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Estimated GPU durations for collectives that have none (not sampled, or their kernel-channel
-// events were lost): a table of the measured durations by (communicator size, function, size
-// bucket, algorithm, protocol, channels), filled in pass 1 of the analysis (analyze_pass1.c), frozen by
-// rp_est_finish, then asked once per untimed collective in pass 2. Rules and error model:
+// events were lost): the mean and spread of the measured durations by (communicator size,
+// function, size bucket, algorithm, protocol, channels), filled in pass 0 of the analysis
+// (analyze.c), frozen by rp_est_finish, then asked by the join (pass 1) and once per untimed
+// collective in pass 2. Rules and error model:
 // docs/metrics.md, "Estimated durations". Single-threaded; memory grows with distinct keys only.
 // A key is found through a hash table; the size-scaled fallback by a binary search over the pooled
 // entries sorted at rp_est_finish: each call costs O(log keys), however many keys the input names.
@@ -14,6 +15,7 @@
 #include "report.h"
 
 #define ANY_CHANNELS (-1)
+#define ANY_SOURCE   (-1)
 
 typedef struct scaled_ref {
   rp_est_key key;
@@ -21,10 +23,12 @@ typedef struct scaled_ref {
 } scaled_ref;
 
 typedef struct est_entry {
-  rp_est_key key; /* nchannels == ANY_CHANNELS: pooled over channel counts */
-  rp_quant time;
-  double size_sum;        /* nccl-tests sizes of the measured calls */
-  int64_t median, spread; /* set by rp_est_finish; spread = (p90 - p10) / 2 */
+  rp_est_key key;    /* nchannels == ANY_CHANNELS: pooled over channel counts */
+  uint64_t n;        /* measured calls */
+  double mean, m2;   /* their durations' running mean and sum of squared deviations (Welford) */
+  double size_sum;   /* nccl-tests sizes of the measured calls */
+  double sd, dof, q; /* set by rp_est_finish: the spread of one call, its degrees of freedom, and
+                      * the two-sided 95 % t quantile of those (1 when nothing gives a spread) */
 } est_entry;
 
 struct rp_estimator {
@@ -41,13 +45,14 @@ struct rp_estimator {
 
 static int key_eq(const rp_est_key *a, const rp_est_key *b) {
   return a->nranks == b->nranks && a->func == b->func && a->bucket == b->bucket &&
-         a->algo == b->algo && a->proto == b->proto && a->nchannels == b->nchannels;
+         a->algo == b->algo && a->proto == b->proto && a->nchannels == b->nchannels &&
+         a->src == b->src;
 }
 
 static uint64_t key_hash(const rp_est_key *k) {
-  const int v[6] = {k->nranks, k->func, k->bucket, k->algo, k->proto, k->nchannels};
+  const int v[7] = {k->nranks, k->func, k->bucket, k->algo, k->proto, k->nchannels, k->src};
   uint64_t h = 0x9e3779b97f4a7c15ull;
-  for (int i = 0; i < 6; i++) {
+  for (int i = 0; i < 7; i++) {
     h = (h ^ (uint32_t)v[i]) * 0xbf58476d1ce4e5b9ull;
     h ^= h >> 31;
   }
@@ -103,21 +108,42 @@ static long find_or_add(rp_estimator *x, const rp_est_key *k) {
 rp_estimator *rp_est_new(void) { return topo_calloc(1, sizeof(rp_estimator)); }
 
 static void add_to(est_entry *e, uint64_t size, int64_t dur) {
-  rp_quant_add(&e->time, dur);
+  double d = (double)dur - e->mean;
+  e->n++;
+  e->mean += d / (double)e->n;
+  e->m2 += d * ((double)dur - e->mean);
   e->size_sum += (double)size;
 }
 
+/* The two-sided 95 % quantile of Student's t with `dof` degrees of freedom: exact to 3 decimals up
+ * to 30, then the Cornish-Fisher expansion around the normal's 1.96 (error < 0.001). */
+double rp_t975(double dof) {
+  static const double t[30] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
+                               2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
+                               2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+                               2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+  if (dof < 1) return t[0];
+  if (dof <= 30 && dof == floor(dof)) return t[(int)dof - 1];
+  const double z = 1.959964;
+  return z + (z * z * z + z) / (4 * dof) +
+         (5 * pow(z, 5) + 16 * z * z * z + 3 * z) / (96 * dof * dof);
+}
+
+/* A measured call counts in its own key (its trace), in the key over every trace, and in the
+ * key over every trace and channel count. */
 void rp_est_measured(rp_estimator *x, const rp_est_key *k, uint64_t size, int64_t dur) {
-  rp_est_key pooled = *k;
+  rp_est_key all = *k, pooled = *k;
+  all.src = pooled.src = ANY_SOURCE;
   pooled.nchannels = ANY_CHANNELS;
-  long e = find_or_add(x, k);
-  long p = k->nchannels == ANY_CHANNELS ? e : find_or_add(x, &pooled);
-  if (e < 0 || p < 0) {
+  long at[3] = {find_or_add(x, k), -1, -1};
+  if (at[0] >= 0) at[1] = find_or_add(x, &all);
+  if (at[1] >= 0) at[2] = find_or_add(x, &pooled);
+  if (at[2] < 0) {
     x->oom = 1;
     return;
   }
-  add_to(&x->e[e], size, dur);
-  if (p != e) add_to(&x->e[p], size, dur);
+  for (int i = 0; i < 3; i++)
+    if (!i || at[i] != at[i - 1]) add_to(&x->e[at[i]], size, dur);
 }
 
 /* Order of the entries a size-scaled estimate may come from: by (nranks, func, algo, proto),
@@ -143,10 +169,46 @@ void rp_est_finish(rp_estimator *x) {
   topo_free(x->scaled);
   x->scaled = NULL;
   x->nscaled = 0;
+  /* Keys over every trace first: their own spread (n - 1 degrees of freedom); measured once, the
+   * relative spread pooled over the keys measured more than once (weighted by their degrees of
+   * freedom); nothing measured twice anywhere: the value itself, no coverage promised (q = 1). */
+  double cv2 = 0, dof = 0;
+  for (size_t i = 0; i < x->n; i++) {
+    const est_entry *e = &x->e[i];
+    if (e->key.nchannels == ANY_CHANNELS || e->key.src != ANY_SOURCE || e->n < 2 || !(e->mean > 0))
+      continue;
+    cv2 += e->m2 / (e->mean * e->mean);
+    dof += (double)(e->n - 1);
+  }
   for (size_t i = 0; i < x->n; i++) {
     est_entry *e = &x->e[i];
-    e->median = rp_quant_get(&e->time, 0.5);
-    e->spread = (rp_quant_get(&e->time, 0.9) - rp_quant_get(&e->time, 0.1)) / 2;
+    if (e->key.src != ANY_SOURCE) continue;
+    if (e->n >= 2) {
+      e->sd = sqrt(e->m2 / (double)(e->n - 1));
+      e->dof = (double)(e->n - 1);
+    } else if (dof > 0) {
+      e->sd = sqrt(cv2 / dof) * e->mean;
+      e->dof = dof;
+    } else {
+      e->sd = e->mean;
+      e->dof = 0;
+    }
+    e->q = e->dof > 0 ? rp_t975(e->dof) : 1;
+  }
+  /* A key of one trace (rank): its own spread, starting from its key's spread over every trace
+   * with the weight of one degree of freedom (a call or two tell little about a spread; many
+   * calls outweigh the start): sd^2 = ((n - 1) own^2 + all^2) / n, n degrees of freedom. */
+  for (size_t i = 0; i < x->n; i++) {
+    est_entry *e = &x->e[i];
+    if (e->key.src == ANY_SOURCE) continue;
+    rp_est_key k = e->key;
+    k.src = ANY_SOURCE;
+    const est_entry *all = find(x, &k);
+    double own = e->n >= 2 ? e->m2 : 0, prior = all ? all->sd * all->sd : e->mean * e->mean;
+    double prior_dof = all && all->dof > 0 ? 1 : 0;
+    e->dof = (double)(e->n - 1) + prior_dof;
+    e->sd = e->dof > 0 ? sqrt((own + prior_dof * prior) / e->dof) : e->mean;
+    e->q = e->dof > 0 ? rp_t975(e->dof) : 1;
   }
   if (!x->n) return;
   if (!(x->scaled = topo_malloc(x->n * sizeof *x->scaled))) {
@@ -155,7 +217,8 @@ void rp_est_finish(rp_estimator *x) {
   }
   for (size_t i = 0; i < x->n; i++) {
     const est_entry *c = &x->e[i];
-    if (c->key.nchannels == ANY_CHANNELS && c->time.n && c->key.bucket >= 0 && c->size_sum > 0)
+    if (c->key.nchannels == ANY_CHANNELS && c->key.src == ANY_SOURCE && c->n &&
+        c->key.bucket >= 0 && c->size_sum > 0)
       x->scaled[x->nscaled++] = (scaled_ref){c->key, (uint32_t)i};
   }
   qsort(x->scaled, x->nscaled, sizeof *x->scaled, cmp_scaled);
@@ -180,39 +243,42 @@ static const est_entry *nearest_bucket(const rp_estimator *x, const rp_est_key *
   return above ? &x->e[above->at] : below ? &x->e[below->at] : NULL;
 }
 
-/* The error terms of one estimate from an entry of k measurements: the scatter of one call
- * (the spread) and the uncertainty of the median that every call of the key shares
- * (spread / sqrt(k)). One measurement has no spread: half its value stands for both. */
-static void from_entry(const est_entry *e, double scale, rp_estimate *out) {
-  double k = (double)e->time.n;
-  double dur = (double)e->median * scale, spread = (double)e->spread * scale;
-  out->dur = rp_dbl_ns(dur);
-  if (e->time.n < 2) {
-    out->err = out->bias = rp_dbl_ns(dur / 2);
-    return;
-  }
-  out->err = rp_dbl_ns(spread);
-  out->bias = rp_dbl_ns(spread / sqrt(k));
+/* One estimate from an entry of k measurements (docs/metrics.md, Estimated durations): their
+ * mean, and as error terms at ~95 % (t quantile q of the spread's degrees of freedom) the scatter
+ * of one call, q x sd, and the error of the mean that every call estimated from the entry shares:
+ * q x sd / sqrt(k) for its own key; for a borrowed one (another channel count), whose mean may lie
+ * anywhere in the entry's spread, q x sd x sqrt(1 + 1 / k). */
+static void from_entry(const est_entry *e, double scale, int borrowed, rp_estimate *out) {
+  double k = (double)e->n, sd = e->sd * scale;
+  out->dur = rp_dbl_ns(e->mean * scale);
+  out->err = rp_dbl_ns(e->q * sd);
+  out->bias = rp_dbl_ns(e->q * sd * (borrowed ? sqrt(1 + 1 / k) : 1 / sqrt(k)));
 }
 
 int rp_est_get(const rp_estimator *x, const rp_est_key *k, uint64_t size, rp_estimate *out) {
   memset(out, 0, sizeof *out);
   const est_entry *e = find(x, k);
-  if (e && e->time.n) {
-    from_entry(e, 1.0, out);
+  if (e && e->n) {
+    from_entry(e, 1.0, 0, out);
     return out->level = RP_EST_KEY;
   }
   rp_est_key pooled = *k;
+  pooled.src = ANY_SOURCE;
+  e = find(x, &pooled);
+  if (e && e->n) { /* other ranks' calls: their mean may lie anywhere in their spread */
+    from_entry(e, 1.0, 1, out);
+    return out->level = RP_EST_OTHER_RANKS;
+  }
   pooled.nchannels = ANY_CHANNELS;
   e = find(x, &pooled);
-  if (e && e->time.n) {
-    from_entry(e, 1.0, out);
+  if (e && e->n) {
+    from_entry(e, 1.0, 1, out);
     return out->level = RP_EST_ANY_CHANNELS;
   }
   const est_entry *best = nearest_bucket(x, k);
   if (!best) return out->level = RP_EST_UNKNOWN;
-  double scale = (double)size / (best->size_sum / (double)best->time.n);
-  from_entry(best, scale, out);
+  double scale = (double)size / (best->size_sum / (double)best->n);
+  from_entry(best, scale, 1, out);
   /* The size scaling is a model: half the estimate is its error, shared by every call. */
   if (out->bias < out->dur / 2) out->bias = out->dur / 2;
   if (out->err < out->bias) out->err = out->bias;
@@ -223,7 +289,6 @@ int rp_est_failed(const rp_estimator *x) { return x->oom; }
 
 void rp_est_free(rp_estimator *x) {
   if (!x) return;
-  for (size_t i = 0; i < x->n; i++) rp_quant_free(&x->e[i].time);
   topo_free(x->e);
   topo_free(x->slot);
   topo_free(x->scaled);
@@ -233,11 +298,19 @@ void rp_est_free(rp_estimator *x) {
 void rp_err_add(rp_err *a, const rp_estimate *e) {
   a->var += (double)e->err * (double)e->err;
   a->bias += (double)e->bias;
+  a->sum += (double)e->dur;
 }
 
 void rp_err_sum(rp_err *a, const rp_err *b) {
   a->var += b->var;
   a->bias += b->bias;
+  a->sum += b->sum;
 }
 
 int64_t rp_err_ns(const rp_err *a) { return rp_dbl_ns(sqrt(a->var + a->bias * a->bias) + 0.5); }
+
+int64_t rp_comm_error_ns(int64_t est, const rp_err *a) {
+  if (!(a->sum > 0)) return 0;
+  double hidden = a->sum - (double)est;
+  return rp_add_sat(rp_err_ns(a), hidden > 0 ? rp_dbl_ns(hidden) : 0);
+}

@@ -494,6 +494,7 @@ static void deliver_record(rp_source *s, const rp_sink *sink, const topo_trace_r
     o.proto = c->proto == TOPO_UNKNOWN_U8 ? -1 : c->proto;
     o.nchannels = c->nchannels;
     o.nranks = s->nranks;
+    o.src = s->index;
     o.comm = s->header.comm_hash;
     o.seq = c->seq;
     o.bytes = c->bytes;

@@ -568,6 +568,7 @@ static void act(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e, int64_t
       rp_coll c;
       memset(&c, 0, sizeof c);
       c.func = func;
+      c.src = s->index;
       c.p2p = func >= 5 && func <= 7;
       /* The name gives the collective, never the algorithm/protocol that ran (an entry point's
        * suffix, none at all from NCCL 2.31), and PyTorch's record_param_comms arguments carry

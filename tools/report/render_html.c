@@ -53,8 +53,10 @@ static void fmt_est(int64_t ns, int64_t est, int64_t err, char *buf, size_t len)
   char a[32], b[32];
   rp_fmt_ns(ns, a, sizeof a);
   rp_fmt_ns(err, b, sizeof b);
-  if (!est && !err) snprintf(buf, len, "%s", a);
-  else snprintf(buf, len, "%s ±%s (est. %.0f%%)", a, b, rp_ratio(est, ns) * 100);
+  double p = rp_ratio(est, ns) * 100;
+  if (est <= 0 && err <= 0) snprintf(buf, len, "%s", a); /* nothing estimated: no error bar */
+  else if (p < 0.5) snprintf(buf, len, "%s ±%s (est. <1%%)", a, b);
+  else snprintf(buf, len, "%s ±%s (est. %.0f%%)", a, b, p);
 }
 
 /* A compute-side figure: "n/a" where the compute timeline is unknown. */
@@ -672,7 +674,7 @@ static void step_row_html(FILE *f, const rp_stepsum *s) {
   char a[32], b[80], c[32], d[32], x[80], o[32];
   rp_fmt_ns(s->span / (s->ranks ? s->ranks : 1), a, sizeof a);
   int kn = s->cov_ranks > 0;
-  fmt_est(s->comm, s->comm_est, rp_err_ns(&s->comm_err), b, sizeof b);
+  fmt_est(s->comm, s->comm_est, rp_comm_error_ns(s->comm_est, &s->comm_err), b, sizeof b);
   fmt_known(kn, s->cov_compute, c, sizeof c);
   fmt_known(kn, s->cov_comm - s->cov_overlap, d, sizeof d);
   fmt_all(s->ea_ranks > 0, s->ea_estimated, s->exposed_all, rp_err_ns(&s->exposed_err), x,

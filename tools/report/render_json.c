@@ -120,8 +120,9 @@ static void est_json(FILE *f, const uint64_t *est, uint64_t lost) {
   fprintf(f,
           ",\"estimated\":%" PRIu64 ",\"estimated_fallback\":%" PRIu64
           ",\"estimate_unknown\":%" PRIu64 ",\"gpu_timing_lost\":%" PRIu64,
-          est[RP_EST_KEY] + est[RP_EST_ANY_CHANNELS] + est[RP_EST_SCALED],
-          est[RP_EST_ANY_CHANNELS] + est[RP_EST_SCALED], est[RP_EST_UNKNOWN], lost);
+          est[RP_EST_KEY] + est[RP_EST_OTHER_RANKS] + est[RP_EST_ANY_CHANNELS] + est[RP_EST_SCALED],
+          est[RP_EST_OTHER_RANKS] + est[RP_EST_ANY_CHANNELS] + est[RP_EST_SCALED],
+          est[RP_EST_UNKNOWN], lost);
 }
 
 /* An int64 bound, or null when absent (INT64_MIN / INT64_MAX) or unbounded (< 0 for errors). */
@@ -184,7 +185,7 @@ static void source_json(FILE *f, const rp_source *s, int first) {
 
 /* One rank's profiler steps (m: the rank's overlap model). */
 static void rank_step_json(FILE *f, const rp_step *st, const rp_omodel *m, int first) {
-  rp_err e = {st->est_var, st->est_bias};
+  rp_err e = {st->est_var, st->est_bias, st->est_sum};
   int kn = st->covered > 0;
   int64_t all, est, err;
   int ea = rp_exposed_all(m, st->comm, st->cov_comm, st->cov_comm - st->cov_overlap, st->covered,
@@ -194,7 +195,7 @@ static void rank_step_json(FILE *f, const rp_step *st, const rp_omodel *m, int f
           ",\"comm_ns\":%" PRId64 ",\"comm_estimated_ns\":%" PRId64 ",\"comm_error_ns\":%" PRId64
           ",\"covered_ns\":%" PRId64,
           first ? "" : ",", st->value, st->start, st->stop - st->start, st->comm, st->comm_est,
-          rp_err_ns(&e), st->covered);
+          rp_comm_error_ns(st->comm_est, &e), st->covered);
   ns_or_null(f, "compute_ns", kn, st->cov_compute);
   ns_or_null(f, "overlap_ns", kn, st->cov_overlap);
   ns_or_null(f, "exposed_comm_ns", kn, st->cov_comm - st->cov_overlap);
@@ -380,7 +381,7 @@ static void steps_json(FILE *f, const rp_report *r) {
             ",\"comm_estimated_ns\":%" PRId64 ",\"comm_error_ns\":%" PRId64
             ",\"ranks_with_compute\":%d,\"covered_ns\":%" PRId64,
             i ? "," : "", s->value, s->ranks, s->span, s->comm, s->comm_est,
-            rp_err_ns(&s->comm_err), s->cov_ranks, s->covered);
+            rp_comm_error_ns(s->comm_est, &s->comm_err), s->cov_ranks, s->covered);
     ns_or_null(f, "compute_ns", kn, s->cov_compute);
     ns_or_null(f, "overlap_ns", kn, s->cov_overlap);
     ns_or_null(f, "exposed_comm_ns", kn, s->cov_comm - s->cov_overlap);

@@ -33,9 +33,13 @@ static void rank_label(const rp_rank *k, char *buf, size_t len) {
 static const char *dur_est(int64_t ns, int64_t est, int64_t err, char *buf, size_t len) {
   char a[32], b[32];
   rp_fmt_ns(ns, a, sizeof a);
-  if (!est && !err) snprintf(buf, len, "%s", a);
-  else
-    snprintf(buf, len, "%s ±%s (est. %.0f%%)", a, dur(err, b, sizeof b), rp_ratio(est, ns) * 100);
+  if (est <= 0 && err <= 0) { /* nothing of it estimated: no error bar */
+    snprintf(buf, len, "%s", a);
+    return buf;
+  }
+  double p = rp_ratio(est, ns) * 100;
+  if (p < 0.5) snprintf(buf, len, "%s ±%s (est. <1%%)", a, dur(err, b, sizeof b));
+  else snprintf(buf, len, "%s ±%s (est. %.0f%%)", a, dur(err, b, sizeof b), p);
   return buf;
 }
 
@@ -492,7 +496,7 @@ static void print_step_row(FILE *f, const rp_stepsum *s) {
   if (kn) snprintf(cv, sizeof cv, "%.0f%%", rp_ratio(s->covered, s->span) * 100);
   fprintf(f, "  %-8" PRIu64 " %5d %12s %32s %12s %12s %24s %7s %8s %8s\n", s->value, s->ranks,
           dur(s->span / (s->ranks ? s->ranks : 1), a, sizeof a),
-          dur_est(s->comm, s->comm_est, rp_err_ns(&s->comm_err), cm, sizeof cm),
+          dur_est(s->comm, s->comm_est, rp_comm_error_ns(s->comm_est, &s->comm_err), cm, sizeof cm),
           dur_known(kn, s->cov_compute, c, sizeof c),
           dur_known(kn, s->cov_comm - s->cov_overlap, d, sizeof d),
           dur_all(s->ea_ranks > 0, s->ea_estimated, s->exposed_all, rp_err_ns(&s->exposed_err), x,

@@ -82,9 +82,10 @@ typedef struct rp_step {
   /* inside the rank's compute coverage (docs/metrics.md, Coverage): its length, and the unions
    * there; compute, overlap and exposed of a step are known only over `covered` */
   int64_t covered, cov_comm, cov_compute, cov_overlap, cov_busy;
-  double est_var, est_bias; /* error terms of the estimates that start in it (rp_err) */
-  int from_kineto;          /* a Kineto ProfilerStep (else a topo step mark or a period) */
-  int period;               /* > 0: detected from topo traces, this many collectives per step */
+  double est_var, est_bias, est_sum; /* error terms and durations of the estimates that start
+                                        * in it (rp_err) */
+  int from_kineto;                   /* a Kineto ProfilerStep (else a topo step mark or a period) */
+  int period; /* > 0: detected from topo traces, this many collectives per step */
 } rp_step;
 
 typedef struct rp_times {
@@ -131,6 +132,7 @@ typedef struct rp_coll {
   uint64_t seq;
   uint64_t bytes;              /* as the Coll event reports it (AG/RS: the per-rank part) */
   int size_unknown;            /* 1: the input gives no size (a Kineto kernel without its op) */
+  int src;                     /* the rp_source it comes from */
   int64_t cpu_start, cpu_stop; /* aligned */
   int64_t gpu_start, gpu_stop; /* aligned; valid when timed */
   int timed;
@@ -288,20 +290,24 @@ uint64_t rp_kineto_parse_chunks(const char *data, size_t len, size_t chunk, size
 /* ---- estimated durations of untimed collectives (estimate.c; docs/metrics.md) */
 typedef struct rp_est_key {
   int nranks, func, bucket, algo, proto, nchannels;
+  int src; /* the trace (one rank's communicator) of the call: rp_source index */
 } rp_est_key;
 enum rp_est_level {
   RP_EST_UNKNOWN = 0,      /* nothing measured to estimate from: adds nothing (a lower bound) */
-  RP_EST_KEY = 1,          /* median of the same key */
-  RP_EST_ANY_CHANNELS = 2, /* same key, any channel count */
-  RP_EST_SCALED = 3,       /* nearest measured size bucket, scaled by size */
+  RP_EST_KEY = 1,          /* mean of the same key in the same trace */
+  RP_EST_OTHER_RANKS = 2,  /* same key, measured in other traces (ranks) only */
+  RP_EST_ANY_CHANNELS = 3, /* same key, any channel count, any trace */
+  RP_EST_SCALED = 4,       /* nearest measured size bucket, scaled by size */
   RP_EST_LEVELS
 };
 typedef struct rp_estimate {
   int level;
   int64_t dur;  /* estimated GPU duration, ns */
-  int64_t err;  /* scatter of one call (independent between calls), ns */
-  int64_t bias; /* error shared by every call estimated the same way, ns */
+  int64_t err;  /* scatter of one call (independent between calls), ns, at ~95 % */
+  int64_t bias; /* error shared by every call estimated the same way, ns, at ~95 % */
 } rp_estimate;
+/* The two-sided 95 % quantile of Student's t with `dof` degrees of freedom. */
+double rp_t975(double dof);
 typedef struct rp_estimator rp_estimator;
 rp_estimator *rp_est_new(void);
 /* One measured call of `size` (nccl-tests size) and GPU duration `dur`. */
@@ -316,10 +322,15 @@ void rp_est_free(rp_estimator *x);
  * shared errors add linearly). */
 typedef struct rp_err {
   double var, bias;
+  double sum; /* the estimated durations, ns */
 } rp_err;
 void rp_err_add(rp_err *a, const rp_estimate *e);
 void rp_err_sum(rp_err *a, const rp_err *b);
 int64_t rp_err_ns(const rp_err *a);
+/* The error of a comm figure (a union) of whose time `est` ns only estimated intervals cover: 0
+ * when it counts no estimate; else the durations' error plus the estimated time the union hid
+ * under other intervals (their placement is approximate: that time may as well lie outside). */
+int64_t rp_comm_error_ns(int64_t est, const rp_err *a);
 
 /* ---- the overlap model (util.c; docs/metrics.md, Coverage): what exposed communication is where
  * compute was not recorded, learned from the rank's covered chunks of the whole input (its steps
@@ -373,7 +384,8 @@ typedef struct rp_row { /* one collective type x communicator size x size bucket
   int ch_min, ch_max;
   /* untimed calls (pass 2): estimated, of which by fallback; unknown; GPU timing asked but lost */
   uint64_t estimated, est_fallback, unknown, lost;
-  int64_t est_sum; /* sum of their estimated durations, ns */
+  uint64_t est_scaled; /* of est_fallback: scaled from another size (a model, no ~95 % promise) */
+  int64_t est_sum;     /* sum of their estimated durations, ns */
   rp_err est_err;
   /* calls a symmetric kernel ran (counted as algorithm/protocol unknown in algo_proto) and their
    * kernel variant: the first seen, `variants` > 1 when they differ */

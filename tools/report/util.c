@@ -430,14 +430,14 @@ static void derive_exposed_all(const rp_rank *k, rp_derived *d) {
 
 void rp_derive_rank(const rp_rank *k, rp_derived *d) {
   rp_derive(&k->t, d);
-  d->comm_error = rp_err_ns(&k->comm_err);
+  d->comm_error = rp_comm_error_ns(d->comm_est, &k->comm_err);
   derive_exposed_all(k, d);
 }
 
 /* Sums over ranks; the compute-side sums only over the ranks where it is known. */
 void rp_derive_overall(const rp_report *r, rp_derived *d) {
   memset(d, 0, sizeof *d);
-  rp_err err = {0, 0}, ea_err = {0, 0};
+  rp_err err = {0, 0, 0}, ea_err = {0, 0, 0};
   int64_t cov_comm = 0, ea_span = 0, ea_comm = 0;
   for (int i = 0; i < r->nranks; i++) {
     const rp_rank *k = &r->ranks[i];
@@ -469,7 +469,7 @@ void rp_derive_overall(const rp_report *r, rp_derived *d) {
     d->memory = rp_add_sat(d->memory, x.memory);
     d->busy = rp_add_sat(d->busy, x.busy);
   }
-  d->comm_error = rp_err_ns(&err);
+  d->comm_error = rp_comm_error_ns(d->comm_est, &err);
   rp_omodel_finish(&d->model, RP_OMODEL_NO_RANK);
   d->exposed_all_known = d->ranks_exposed_all > 0;
   d->overlap_all_defined = d->exposed_all_known && ea_comm > 0;
