@@ -55,7 +55,7 @@ static void fmt_est(int64_t ns, int64_t est, int64_t err, char *buf, size_t len)
   rp_fmt_ns(err, b, sizeof b);
   double p = rp_ratio(est, ns) * 100;
   if (est <= 0 && err <= 0) snprintf(buf, len, "%s", a); /* nothing estimated: no error bar */
-  else if (p < 0.5) snprintf(buf, len, "%s ±%s (est. <1%%)", a, b);
+  else if (p < 0.95) snprintf(buf, len, "%s ±%s (est. %.1f%%)", a, b, p);
   else snprintf(buf, len, "%s ±%s (est. %.0f%%)", a, b, p);
 }
 

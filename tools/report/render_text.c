@@ -38,7 +38,7 @@ static const char *dur_est(int64_t ns, int64_t est, int64_t err, char *buf, size
     return buf;
   }
   double p = rp_ratio(est, ns) * 100;
-  if (p < 0.5) snprintf(buf, len, "%s ±%s (est. <1%%)", a, dur(err, b, sizeof b));
+  if (p < 0.95) snprintf(buf, len, "%s ±%s (est. %.1f%%)", a, dur(err, b, sizeof b), p);
   else snprintf(buf, len, "%s ±%s (est. %.0f%%)", a, dur(err, b, sizeof b), p);
   return buf;
 }
