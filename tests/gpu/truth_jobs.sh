@@ -23,6 +23,7 @@
 #   TAG       results under $OUT/jobs-$TAG (default: $VARIANT)
 #   PARALLEL  1: run the jobs at the same time (they share the GPUs; each still compares its own
 #             topo and Kineto traces of the same steps)
+#   DELAY_RANK, DELAY_MS  the straggler and its host delay per step (1, 20 ms; see delay_of)
 # Results: $OUT/jobs-$TAG/<job>/{traces,kineto,job.log,job.json,steps-rank*.json},
 # $OUT/jobs-$TAG/truth.txt (PASS/FAIL lines, default variant).
 set -u
@@ -64,6 +65,13 @@ job_args() {
   esac
 }
 
+# The host delay of the delayed rank. Four ranks time-slicing one GPU start the kernels of one
+# collective up to ~50 ms apart whoever is late (p99 34 ms on the tpdp job): there the delay is
+# DELAY_MS_SHARED4 (default 80 ms), so that what was injected stands out of what the sharing adds.
+delay_of() {
+  if [ "$1" = tpdp ] && [ ${#share[@]} -gt 0 ]; then echo "${DELAY_MS_SHARED4:-80}"; else echo "$delay_ms"; fi
+}
+
 run_job() { # job index
   local job=$1 idx=$2 args j kin=() ks t0
   args=$(job_args "$job") || die "unknown job $job"
@@ -79,7 +87,7 @@ run_job() { # job index
   env "${penv[@]}" "${venv[@]}" "${plugins[@]}" \
     TOPO_PROFILER_DIR="$j/traces" \
     timeout -k 10 "$(inner_timeout $((secs * 4 + 150)))" "$PYTHON" "$GPU_DIR/train_job.py" $args "${share[@]}" \
-    --seconds "$secs" --delay-rank "$delay_rank" --delay-ms "$delay_ms" --out "$j" --port $((29400 + 11 * idx)) \
+    --seconds "$secs" --delay-rank "$delay_rank" --delay-ms "$(delay_of "$job")" --out "$j" --port $((29400 + 11 * idx)) \
     "${kin[@]}" >"$j/job.log" 2>&1
   log "job $job ($variant) exit $? in $(( $(date +%s) - t0 )) s: $(grep -h '^{"mode"' "$j/job.log")"
 }
