@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (null) {
       rp_render_text(&r, null);
       rp_render_json(&r, null);
-      rp_render_csv(&r, null);
+      for (int t = 0; t < RP_CSV_TABLES; t++) rp_render_csv_table(&r, t, null);
       fclose(null);
     }
   }

@@ -222,11 +222,24 @@ static void test_text_json_csv_and_html(void **state) {
   assert_non_null(
       strstr(out, "\"collective\":\"AllReduce\",\"nranks\":2,\"size_from\":1048576,\"calls\":8"));
   free(out);
-  snprintf(args, sizeof args, "--csv %s/a", dir);
+  snprintf(args, sizeof args, "--csv-table collectives %s/a", dir);
   assert_int_equal(run(args, &out), 0);
-  assert_true(strncmp(out, "table,rank,host", 15) == 0);
-  assert_non_null(strstr(out, "\ncollective,AllReduce,2,4194304,8,8,"));
+  assert_true(strncmp(out, "collective,nranks,size_from,", 28) == 0);
+  assert_non_null(strstr(out, "\nAllReduce,2,4194304,8,8,"));
+  assert_null(strstr(out, "rank,host")); /* one table only */
   free(out);
+  snprintf(args, sizeof args, "--csv %s/csv %s/a", dir, dir);
+  assert_int_equal(run(args, &out), 0);
+  assert_non_null(strstr(out, "/csv/ranks.csv\n"));
+  free(out);
+  char *ranks = slurp("csv/ranks.csv"), *colls = slurp("csv/collectives.csv");
+  assert_non_null(ranks);
+  assert_non_null(colls);
+  assert_true(strncmp(ranks, "rank,host,pid,", 14) == 0);
+  assert_true(strncmp(colls, "collective,nranks,", 18) == 0);
+  free(ranks), free(colls);
+  snprintf(args, sizeof args, "--csv %s/a", dir); /* the old spelling: a directory, no traces */
+  assert_int_equal(run(args, NULL), 2);
   snprintf(args, sizeof args, "--html %s/r.html -o %s/out.txt %s/a", dir, dir, dir);
   assert_int_equal(run(args, NULL), 0);
   char *html = slurp("r.html");
@@ -274,7 +287,7 @@ static void test_dump_export_diff(void **state) {
   assert_int_equal(lines, 1 + 29 + 1); /* header; string + 4 x (3 kernels, 3 colls, 1 mark); end */
   assert_non_null(strstr(out, "{\"header\":{\"version\":1,\"minor_version\":0,"));
   assert_non_null(strstr(
-      out, "\"sample_every\":1,\"measure_min_bytes\":0,\"nccl_version\":0,\"host\":\"host0\""));
+      out, "\"sample_every\":1,\"measure_min_bytes\":0,\"nccl_version\":null,\"host\":\"host0\""));
   assert_non_null(
       strstr(out, "\"type\":\"coll\",\"func\":\"AllReduce\",\"seq\":0,\"bytes\":1048576"));
   assert_non_null(strstr(out, "{\"end\":{\"records\":29,"));

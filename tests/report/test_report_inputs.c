@@ -98,10 +98,10 @@ static void test_overlap_without_communication_is_undefined(void **state) {
   assert_non_null(row);
   char line[256];
   sscanf(row + 1, "%255[^\n]", line);
-  assert_int_equal(count_lines(line, "%"), 1); /* comm% only: overlap% is n/a */
+  assert_int_equal(count_lines(line, "%"), 2); /* comm% and covered only: overlap% is n/a */
   assert_int_equal(count_lines(line, "n/a"), 1);
   free(out);
-  snprintf(args, sizeof args, "--csv %s/nocomm", dir);
+  snprintf(args, sizeof args, "--csv-table ranks %s/nocomm", dir);
   assert_int_equal(run(args, &out, NULL), 0);
   assert_non_null(strstr(out, ",0.000000,,")); /* comm_share 0, overlap_ratio empty */
   free(out);
@@ -201,7 +201,7 @@ static void test_tensorboard_directory_runs_are_not_mixed(void **state) {
   assert_non_null(strstr(out, "\"span_ns\":50000,")); /* rank 0 of the third run */
   assert_non_null(strstr(out, "\"span_ns\":60000,"));
   free(out), free(err);
-  snprintf(args, sizeof args, "--run 2 %s/tb", dir);
+  snprintf(args, sizeof args, "--wide --run 2 %s/tb", dir);
   assert_int_equal(run(args, &out, &err), 0);
   assert_non_null(strstr(out, "run: "));
   assert_non_null(strstr(
@@ -254,7 +254,7 @@ static void test_step_window_is_stated(void **state) {
       "\nevents: all (the default; --steps complete keeps the complete profiler steps only)\n"));
   assert_non_null(strstr(out, "40 collectives"));
   free(out);
-  snprintf(args, sizeof args, "--steps complete %s", trace);
+  snprintf(args, sizeof args, "--wide --steps complete %s", trace);
   assert_int_equal(run(args, &out, NULL), 0);
   assert_non_null(
       strstr(out,

@@ -242,6 +242,7 @@ void rp_report_free(rp_report *r) {
   topo_free(r->runs);
   for (size_t i = 0; i < r->nrows; i++) {
     rp_quant_free(&r->rows[i]->time);
+    rp_quant_free(&r->rows[i]->xfer);
     topo_free(r->rows[i]);
   }
   topo_free(r->rows);

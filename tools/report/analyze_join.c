@@ -31,15 +31,20 @@ static int join_grow(join_ring *g, const join_comm *j, size_t cap) {
   int *have = topo_calloc(cap, sizeof *have);
   int64_t *gpu = topo_calloc(cap * n, sizeof *gpu), *cpu = topo_calloc(cap * n, sizeof *cpu);
   int64_t *dur = topo_calloc(cap * n, sizeof *dur);
+  uint64_t *bytes = topo_calloc(cap, sizeof *bytes);
+  int *nranks = topo_calloc(cap, sizeof *nranks);
+  uint64_t *tag = topo_calloc(cap, sizeof *tag);
   if (!g->low && (g->low = topo_malloc(2 * j->width * sizeof *g->low))) {
     for (size_t k = 0; k < 2 * j->width; k++) g->low[k] = UINT64_MAX;
     for (int k = 0; k < j->nslots; k++)
       if (j->live[k] > 0) low_set(j, g, k, 0);
   }
   if (!g->next) g->next = topo_calloc(n ? n : 1, sizeof *g->next);
-  if (!seq || !used || !got || !have || !gpu || !cpu || !dur || !g->low || !g->next) {
+  if (!seq || !used || !got || !have || !gpu || !cpu || !dur || !bytes || !nranks || !tag ||
+      !g->low || !g->next) {
     topo_free(seq), topo_free(used), topo_free(got), topo_free(have);
     topo_free(gpu), topo_free(cpu), topo_free(dur);
+    topo_free(bytes), topo_free(nranks), topo_free(tag);
     return 0;
   }
   for (size_t i = 0; i < g->cap; i++) {
@@ -48,6 +53,9 @@ static int join_grow(join_ring *g, const join_comm *j, size_t cap) {
     seq[k] = g->seq[i];
     used[k] = g->used[i];
     have[k] = g->have[i];
+    bytes[k] = g->bytes[i];
+    nranks[k] = g->nranks[i];
+    tag[k] = g->tag[i];
     memcpy(got + k * n, g->got + i * n, n);
     memcpy(gpu + k * n, g->gpu + i * n, n * sizeof *gpu);
     memcpy(cpu + k * n, g->cpu + i * n, n * sizeof *cpu);
@@ -55,8 +63,9 @@ static int join_grow(join_ring *g, const join_comm *j, size_t cap) {
   }
   topo_free(g->seq), topo_free(g->used), topo_free(g->got);
   topo_free(g->have), topo_free(g->gpu), topo_free(g->cpu), topo_free(g->dur);
+  topo_free(g->bytes), topo_free(g->nranks), topo_free(g->tag);
   g->seq = seq, g->used = used, g->got = got, g->have = have, g->gpu = gpu, g->cpu = cpu;
-  g->dur = dur;
+  g->dur = dur, g->bytes = bytes, g->nranks = nranks, g->tag = tag;
   g->cap = cap;
   return 1;
 }
@@ -125,6 +134,11 @@ static void join_count(ctx *c, join_comm *j, int func, size_t i) {
       rk->joined++;
       rk->joined_gpu += (uint64_t)all_gpu;
       rk->wait_total = rp_add_sat(rk->wait_total, wait);
+      /* the transfer after the last rank started (its own stop, measured): the busbw that
+       * excludes waiting for it */
+      int64_t stop = t[k] + dur[k];
+      if (all_gpu && g->have[i] == j->nranks && got[k] == 2 && dur[k] >= 0 && stop > mx)
+        an_table_xfer(c, func, g->bytes[i], g->nranks[i], g->tag[i], stop - mx);
     }
     if (mx > second) {
       rp_rank *rk = &r->ranks[j->slot_proc[last]];
@@ -251,6 +265,9 @@ void an_join_add(ctx *c, join_comm *j, int slot, const rp_coll *co) {
     g->used[i] = JOIN_OPEN;
     g->seq[i] = co->seq;
     g->have[i] = 0;
+    g->bytes[i] = co->bytes;
+    g->nranks[i] = co->nranks;
+    g->tag[i] = co->user_tag;
   }
   uint8_t *got = g->got + i * n;
   if (got[slot]) return; /* duplicate */
@@ -291,6 +308,6 @@ void an_join_free(join_comm *j) {
     join_ring *g = &j->ring[f];
     topo_free(g->seq), topo_free(g->used), topo_free(g->have), topo_free(g->gpu);
     topo_free(g->cpu), topo_free(g->got), topo_free(g->low), topo_free(g->dur);
-    topo_free(g->next);
+    topo_free(g->next), topo_free(g->bytes), topo_free(g->nranks), topo_free(g->tag);
   }
 }

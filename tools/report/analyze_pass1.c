@@ -219,7 +219,17 @@ static void pass1_json(ctx *c, int i, const rp_sink *s1) {
     if (s->proc >= nranks_before) s->proc = -1;
   }
   int p = empty ? s->proc : kineto_rank(c, s);
-  if (p >= 0) r->ranks[p].kineto = 1;
+  if (p >= 0) {
+    rp_rank *k = &r->ranks[p];
+    k->kineto = 1;
+    /* its process, where the trace says: the pid of its runtime calls, the host from a
+     * tensorboard_trace_handler file name; a rank with topo traces keeps their header's */
+    uint32_t pid = info.pid;
+    if (!k->host[0] && rp_kineto_host_from_name(s->path, pid, k->host, sizeof k->host, &pid) &&
+        !k->pid)
+      k->pid = pid;
+    if (!k->pid) k->pid = info.pid;
+  }
   an_close_src(c, s);
 }
 

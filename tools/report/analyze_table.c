@@ -129,6 +129,18 @@ void an_table_add(ctx *c, const rp_coll *co) {
   }
 }
 
+void an_table_xfer(ctx *c, int func, uint64_t bytes, int nranks, uint64_t tag, int64_t xfer) {
+  if (func >= RP_MAX_FUNC) func = RP_MAX_FUNC - 1;
+  uint64_t size = rp_coll_size(func, bytes, nranks);
+  rp_row *w = an_row_get(c, func, nranks, bucket_of(size), tag);
+  if (!w) {
+    c->st = TOPO_ERR_NOMEM;
+    return;
+  }
+  rp_quant_add(&w->xfer, xfer);
+  w->xfer_size_sum += size;
+}
+
 /* ---- estimates of untimed collectives (estimate.c) */
 rp_est_key an_est_key(const rp_coll *co) {
   int func = co->func < RP_MAX_FUNC ? co->func : RP_MAX_FUNC - 1;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // `topo-report dump FILE`: a binary trace as JSON lines: the header, one line per record (raw
-// clocks, as stored), and a last line with what the reader found (footer, drops, problems).
+// clocks, as stored), and a last line with what the reader found (footer, drops, problems). A
+// field the trace marks unknown (an offset not measured, the GPU times of an untimed collective,
+// no datatype, stream or name) is null, never its sentinel value.
 #include <inttypes.h>
 #include <string.h>
 
@@ -10,6 +12,19 @@
 static void drops(FILE *f, const uint64_t *d) {
   fprintf(f, "[%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", d[0],
           d[1], d[2], d[3], d[4], d[5]);
+}
+
+/* ,"key":v, or null when v is the trace's "unknown" (`known` 0). */
+static void i64_or_null(FILE *f, const char *key, int known, int64_t v) {
+  if (known) fprintf(f, ",\"%s\":%" PRId64, key, v);
+  else fprintf(f, ",\"%s\":null", key);
+}
+
+/* ,"key":"text", or null for an empty string (string id 0: none). */
+static void str_or_null(FILE *f, const char *key, const char *s) {
+  fprintf(f, ",\"%s\":", key);
+  if (s && *s) rp_json_string(f, s);
+  else fprintf(f, "null");
 }
 
 static void text(FILE *f, const char *s, size_t n) {
@@ -22,17 +37,25 @@ static void text(FILE *f, const char *s, size_t n) {
 
 /* The header line. */
 static void dump_header(FILE *f, const topo_trace_header *h) {
-  fprintf(
-      f,
-      "{\"header\":{\"version\":%u,\"minor_version\":%u,\"flags\":%u,\"comm_hash\":\"%016" PRIx64
-      "\",\"rank\":%d,\"nranks\":%d,\"nnodes\":%d,\"pid\":%u,\"mono_ns\":%" PRId64
-      ",\"realtime_ns\":%" PRId64 ",\"gpu_minus_realtime_ns\":%" PRId64
-      ",\"cupti_minus_realtime_ns\":%" PRId64
-      ",\"abi_version\":%u,\"event_mask\":%u,"
-      "\"sample_every\":%u,\"measure_min_bytes\":%" PRIu64 ",\"nccl_version\":%u,\"host\":",
-      h->version, h->minor_version, h->flags, h->comm_hash, h->rank, h->nranks, h->nnodes, h->pid,
-      h->mono_ns, h->realtime_ns, h->gpu_minus_realtime_ns, h->cupti_minus_realtime_ns,
-      h->abi_version, h->event_mask, h->sample_every, h->measure_min_bytes, h->nccl_version);
+  fprintf(f, "{\"header\":{\"version\":%u,\"minor_version\":%u,\"flags\":%u,\"comm_hash\":",
+          h->version, h->minor_version, h->flags);
+  if (h->comm_hash) fprintf(f, "\"%016" PRIx64 "\"", h->comm_hash);
+  else fprintf(f, "null"); /* a process-wide trace (CUPTI): no communicator */
+  i64_or_null(f, "rank", h->rank >= 0, h->rank);
+  i64_or_null(f, "nranks", h->nranks > 0, h->nranks);
+  i64_or_null(f, "nnodes", h->nnodes > 0, h->nnodes);
+  fprintf(f, ",\"pid\":%u,\"mono_ns\":%" PRId64 ",\"realtime_ns\":%" PRId64, h->pid, h->mono_ns,
+          h->realtime_ns);
+  i64_or_null(f, "gpu_minus_realtime_ns", h->gpu_minus_realtime_ns != TOPO_TRACE_OFFSET_UNKNOWN,
+              h->gpu_minus_realtime_ns);
+  i64_or_null(f, "cupti_minus_realtime_ns", h->cupti_minus_realtime_ns != TOPO_TRACE_OFFSET_UNKNOWN,
+              h->cupti_minus_realtime_ns);
+  fprintf(f,
+          ",\"abi_version\":%u,\"event_mask\":%u,"
+          "\"sample_every\":%u,\"measure_min_bytes\":%" PRIu64,
+          h->abi_version, h->event_mask, h->sample_every, h->measure_min_bytes);
+  i64_or_null(f, "nccl_version", h->nccl_version != 0, h->nccl_version); /* 0: not known */
+  fprintf(f, ",\"host\":");
   rp_json_string(f, h->host);
   fprintf(f, ",\"comm_name\":");
   rp_json_string(f, h->comm_name);
@@ -44,23 +67,27 @@ static void dump_header(FILE *f, const topo_trace_header *h) {
 /* A collective or p2p record. */
 static void dump_coll(FILE *f, const topo_trace_record *rec) {
   const topo_rec_coll *c = &rec->coll;
-  fprintf(f,
-          "{\"type\":\"%s\",\"func\":\"%s\",\"seq\":%" PRIu64 ",\"bytes\":%" PRIu64
-          ",\"algo\":\"%s\",\"proto\":\"%s\",\"nchannels\":%u,\"nwarps\":%u,"
-          "\"datatype\":%u,\"flags\":%u,\"cpu_start_ns\":%" PRId64 ",\"cpu_stop_ns\":%" PRId64
-          ",\"gpu_start_ns\":%" PRId64 ",\"gpu_stop_ns\":%" PRId64 ",\"peer\":%d,\"stream\":%u}\n",
-          rec->type == TOPO_REC_COLL ? "coll" : "p2p", rp_func_name(c->func), c->seq, c->bytes,
-          rp_algo_name(c->algo == TOPO_UNKNOWN_U8 ? -1 : c->algo),
-          rp_proto_name(c->proto == TOPO_UNKNOWN_U8 ? -1 : c->proto), c->nchannels, c->nwarps,
-          c->datatype, c->flags, c->cpu_start_ns, c->cpu_stop_ns, c->gpu_start_ns, c->gpu_stop_ns,
-          c->peer, c->stream_id);
+  int timed = (c->flags & TOPO_COLL_F_GPU_TIMED) != 0;
+  fprintf(f, "{\"type\":\"%s\",\"func\":\"%s\",\"seq\":%" PRIu64 ",\"bytes\":%" PRIu64,
+          rec->type == TOPO_REC_COLL ? "coll" : "p2p", rp_func_name(c->func), c->seq, c->bytes);
+  str_or_null(f, "algo", c->algo == TOPO_UNKNOWN_U8 ? "" : rp_algo_name(c->algo));
+  str_or_null(f, "proto", c->proto == TOPO_UNKNOWN_U8 ? "" : rp_proto_name(c->proto));
+  fprintf(f, ",\"nchannels\":%u,\"nwarps\":%u", c->nchannels, c->nwarps);
+  i64_or_null(f, "datatype", c->datatype != TOPO_UNKNOWN_U8, c->datatype);
+  fprintf(f, ",\"flags\":%u,\"cpu_start_ns\":%" PRId64 ",\"cpu_stop_ns\":%" PRId64, c->flags,
+          c->cpu_start_ns, c->cpu_stop_ns);
+  i64_or_null(f, "gpu_start_ns", timed, c->gpu_start_ns); /* untimed: no GPU times */
+  i64_or_null(f, "gpu_stop_ns", timed, c->gpu_stop_ns);
+  i64_or_null(f, "peer", c->peer >= 0, c->peer);
+  i64_or_null(f, "stream", c->stream_id != 0, c->stream_id);
+  fprintf(f, "}\n");
 }
 
 /* A GPU kernel, memcpy or memset (CUPTI). */
 static void dump_kernel(FILE *f, const topo_trace_reader *r, const topo_trace_record *rec) {
   const topo_rec_kernel *k = &rec->kernel;
-  fprintf(f, "{\"type\":\"kernel\",\"kind\":%u,\"name\":", k->kind);
-  rp_json_string(f, topo_trace_reader_string(r, k->name_id));
+  fprintf(f, "{\"type\":\"kernel\",\"kind\":%u", k->kind);
+  str_or_null(f, "name", topo_trace_reader_string(r, k->name_id));
   fprintf(f,
           ",\"device\":%u,\"gpu_start_ns\":%" PRId64 ",\"gpu_stop_ns\":%" PRId64
           ",\"correlation\":%" PRIu64 ",\"stream\":%u,\"context\":%u,\"bytes\":%" PRIu64 "}\n",
@@ -127,8 +154,8 @@ static void dump_proxy(FILE *f, const topo_trace_record *rec) {
 /* A step mark. */
 static void dump_mark(FILE *f, const topo_trace_reader *r, const topo_trace_record *rec) {
   const topo_rec_mark *m = &rec->mark;
-  fprintf(f, "{\"type\":\"mark\",\"name\":");
-  rp_json_string(f, topo_trace_reader_string(r, m->name_id));
+  fprintf(f, "{\"type\":\"mark\"");
+  str_or_null(f, "name", topo_trace_reader_string(r, m->name_id));
   fprintf(f, ",\"cpu_start_ns\":%" PRId64 ",\"cpu_stop_ns\":%" PRId64 ",\"value\":%" PRIu64 "}\n",
           m->cpu_start_ns, m->cpu_stop_ns, m->value);
 }
@@ -137,9 +164,9 @@ static void dump_mark(FILE *f, const topo_trace_reader *r, const topo_trace_reco
 static void dump_cupti(FILE *f, const topo_trace_reader *r, const topo_trace_record *rec) {
   static const char *const states[] = {"?", "recorded", "yielded", "declined", "failed"};
   const topo_rec_cupti *cu = &rec->cupti;
-  fprintf(f, "{\"type\":\"cupti\",\"state\":\"%s\",\"name\":",
-          cu->state <= 4 ? states[cu->state] : "?");
-  rp_json_string(f, topo_trace_reader_string(r, cu->name_id));
+  fprintf(f, "{\"type\":\"cupti\"");
+  str_or_null(f, "state", cu->state >= 1 && cu->state <= 4 ? states[cu->state] : "");
+  str_or_null(f, "name", topo_trace_reader_string(r, cu->name_id));
   fprintf(f,
           ",\"cpu_start_ns\":%" PRId64 ",\"cpu_stop_ns\":%" PRId64 ",\"records\":%" PRIu64
           ",\"dropped\":%" PRIu64 "}\n",

@@ -177,7 +177,10 @@ void rp_heap_free(rp_heap *h);
 /* ---- renderers (render_kernels.c, kdiff.c) */
 void rp_render_kernels_text(const rp_report *r, FILE *f);
 void rp_render_kernels_json(const rp_report *r, FILE *f); /* `,"kernel_analyses":{...}` */
-void rp_render_kernels_csv(const rp_report *r, FILE *f);
+/* One kernel-level CSV table: 0 temporal, 1 kernels, 2 streams, 3 memcpy (header only when r has
+ * no kernel analyses). */
+void rp_render_kernels_csv(const rp_report *r, int which, FILE *f);
+int rp_render_kernels_any(const rp_report *r);            /* a rank has kernel analyses */
 void rp_render_kernels_html(const rp_report *r, FILE *f); /* sections of render_html.c's page */
 void rp_html_esc(FILE *f, const char *s);                 /* text for HTML (render_html.c) */
 void rp_render_kernel_diff(const rp_report *a, const rp_report *b, FILE *f);

@@ -55,6 +55,7 @@ typedef struct jev {
   double bw_gbps; /* args."memory bandwidth (GB/s)" */
   char cat_name[32];
   int64_t tid; /* decoded "tid", INT64_MIN until asked for (ev_tid) */
+  int64_t pid; /* "pid" when a number (-1 absent): the process of CPU-side events */
 } jev;
 
 /* Step attribution (HTA's): a GPU event belongs to the ProfilerStep whose CPU range holds the
@@ -98,6 +99,7 @@ struct rp_kineto {
   int base_fixed;      /* base given by pass 1: ignore the key */
   int quiet;
   int rank, world;
+  uint32_t pid;       /* the process, from its CUDA runtime calls (0 unknown) */
   int io_error;       /* errno of a failed read of the file or of pass 1's record; 0 none */
   int has_events_key; /* the top-level object has "traceEvents" (or the file is an array) */
   int own_export;     /* otherData.tool is "topo-report": topo-report's Chrome export */
@@ -244,6 +246,7 @@ static void event_reset(jev *e) {
   e->tid_s.p = NULL;
   e->tid_s.n = 0;
   e->tid = INT64_MIN;
+  e->pid = -1;
   e->name_c = e->cat_c = NULL;
   e->stream = -1;
   e->in_nelems = e->out_nelems = e->group_size = -1;
@@ -286,6 +289,10 @@ static js_status parse_event(const char **pp, const char *end, jev *e) {
       if ((st = js_number(&p, end, &v)) != JS_OK) return st;
       e->dur = js_us_to_ns(v);
       e->has_dur = 1;
+      read = 1;
+    } else if (key.n == 3 && JS_EQ(key, "pid") && is_num_start(c)) {
+      if ((st = js_number(&p, end, &v)) != JS_OK) return st;
+      e->pid = js_int(v);
       read = 1;
     } else if (key.n == 3 && JS_EQ(key, "tid") && (c == '"' || is_num_start(c))) {
       st = c == '"' ? js_string(&p, end, &e->tid_s) : js_number(&p, end, &e->tid_s);
@@ -491,6 +498,9 @@ static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e) {
   if (e->skipped || !e->ph_x || !e->has_ts) return;
   k->x_events++;
   k->cpu_events += e->cat == KC_CPU || e->cat == KC_RUNTIME;
+  /* the process: a runtime call's pid (GPU events carry the device there instead) */
+  if (!k->pid && e->cat == KC_RUNTIME && e->pid > 0 && e->pid <= UINT32_MAX)
+    k->pid = (uint32_t)e->pid;
   /* keep every time within +-2^62 ns so that differences fit in int64 */
   const int64_t lim = (int64_t)1 << 61;
   if (e->ts <= -lim || e->ts >= lim || e->dur < 0 || e->dur >= lim || k->base_ns <= -lim ||
@@ -1285,6 +1295,29 @@ uint64_t rp_kineto_offset(const rp_kineto *k) { return js_file_offset(&k->in); }
 
 int rp_kineto_io_error(const rp_kineto *k) { return k->io_error; }
 
+int rp_kineto_host_from_name(const char *path, uint32_t pid, char *host, size_t len,
+                             uint32_t *pid_out) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  const char *dot = strchr(base, '.'), *us = NULL;
+  if (!dot) return 0;
+  for (const char *p = base; p < dot; p++)
+    if (*p == '_') us = p;
+  if (!us || us == base || us + 1 == dot) return 0;
+  uint64_t v = 0;
+  for (const char *p = us + 1; p < dot; p++) {
+    if (*p < '0' || *p > '9' || v > UINT32_MAX / 10) return 0;
+    v = v * 10 + (uint64_t)(*p - '0');
+  }
+  const char *p = dot + 1; /* the stamp, then ".pt.trace.json" */
+  while (*p >= '0' && *p <= '9') p++;
+  if (p == dot + 1 || strncmp(p, ".pt.trace.json", 14)) return 0;
+  if (!v || v > UINT32_MAX || (pid && v != pid)) return 0;
+  snprintf(host, len, "%.*s", (int)(us - base), base);
+  if (pid_out) *pid_out = (uint32_t)v;
+  return 1;
+}
+
 void rp_kineto_stats(const rp_kineto *k, rp_kineto_info *out) {
   memset(out, 0, sizeof *out);
   out->events = k->events;
@@ -1297,6 +1330,7 @@ void rp_kineto_stats(const rp_kineto *k, rp_kineto_info *out) {
   out->gzip = k->in.gzip;
   out->rank = k->rank;
   out->world = k->world;
+  out->pid = k->pid;
   for (int i = 0; i < SEEN_CATS && k->seen_cat_n[i]; i++) {
     snprintf(out->cat[i], sizeof out->cat[i], "%s", k->seen_cat[i]);
     out->cat_n[i] = k->seen_cat_n[i];

@@ -38,7 +38,10 @@ static const char usage[] =
     "\n"
     "Options:\n"
     "  --json             the report as one JSON object (times in ns)\n"
-    "  --csv              the rank and collective tables as CSV\n"
+    "  --csv DIR          every table as CSV, one file each: DIR/ranks.csv, collectives.csv,\n"
+    "                     steps.csv (and temporal, kernels, streams, memcpy from Kineto traces)\n"
+    "  --csv-table NAME   one of those tables as CSV on stdout (or -o FILE)\n"
+    "  --wide             tables at their natural width (default: fitted to 100 columns)\n"
     "  --html FILE        also write a self-contained HTML page with SVG plots\n"
     "  -o, --output FILE  write the report (or profile) to FILE instead of stdout\n"
     "  --base PROFILE     fit: the profile refined; its terms stay where the traces have none\n"
@@ -47,7 +50,7 @@ static const char usage[] =
     "  --from NS, --to NS the same, one end at a time\n"
     "  --reorder-window N intervals held to sort each rank's timeline (default 65536)\n"
     "  --profile FILE     a tuner profile (topo-calibrate): its measured link bandwidth is the\n"
-    "                     reference line of the HTML busbw plot\n"
+    "                     busbw reference (the HTML plot's line, the next steps' check)\n"
     "  --gpu NAME         without --profile: the built-in link peak of H200, H100 or A100 is\n"
     "                     that reference (fit: the GPU the profile is for)\n"
     "  --top N            top kernels per rank and type in the kernel table (default 10,\n"
@@ -67,7 +70,7 @@ static const char usage[] =
     "  -h, --help         this text;  --version  the version\n"
     "\n"
     "Subcommands take the options that apply to them: dump -o, --json; export --chrome,\n"
-    "--progress; diff -o and the analysis options (--window, --from, --to, --steps,\n"
+    "--progress; diff -o, --wide and the analysis options (--window, --from, --to, --steps,\n"
     "--step-period, --run, --all-runs, --reorder-window, --progress); fit -o, --gpu, --base and\n"
     "the analysis options. Another option is refused (exit 2). Exit status: 0 done, 1 an input\n"
     "was unusable or an output failed (one line says which), 2 misuse.\n"
@@ -84,7 +87,8 @@ static const char usage[] =
 
 typedef struct args {
   const char *cmd; /* "report", "dump", "export", "diff" or "fit" */
-  int json, csv, quiet, verbose;
+  int json, quiet, verbose, wide;
+  const char *csv_dir, *csv_table;
   int progress;
   const char *html, *output, *gpu, *chrome, *base, *profile;
   size_t reorder;
@@ -101,6 +105,8 @@ typedef struct args {
 enum {
   OPT_JSON = 256,
   OPT_CSV,
+  OPT_CSV_TABLE,
+  OPT_WIDE,
   OPT_PROGRESS,
   OPT_NO_PROGRESS,
   OPT_ALL_RUNS,
@@ -121,7 +127,9 @@ enum {
 };
 
 static const struct option long_opts[] = {{"json", no_argument, 0, OPT_JSON},
-                                          {"csv", no_argument, 0, OPT_CSV},
+                                          {"csv", required_argument, 0, OPT_CSV},
+                                          {"csv-table", required_argument, 0, OPT_CSV_TABLE},
+                                          {"wide", no_argument, 0, OPT_WIDE},
                                           {"quiet", no_argument, 0, 'q'},
                                           {"verbose", no_argument, 0, 'v'},
                                           {"progress", no_argument, 0, OPT_PROGRESS},
@@ -153,6 +161,8 @@ static const struct {
   unsigned where;
 } option_where[] = {{OPT_JSON, SUB_REPORT | SUB_DUMP},
                     {OPT_CSV, SUB_REPORT},
+                    {OPT_CSV_TABLE, SUB_REPORT},
+                    {OPT_WIDE, SUB_REPORT | SUB_DIFF},
                     {OPT_HTML, SUB_REPORT},
                     {'o', SUB_REPORT | SUB_DUMP | SUB_DIFF | SUB_FIT},
                     {OPT_GPU, SUB_REPORT | SUB_FIT},
@@ -241,7 +251,16 @@ static int apply_option(args *a, int id, const char *v) {
   long n;
   switch (id) {
   case OPT_JSON: a->json = 1; return 0;
-  case OPT_CSV: a->csv = 1; return 0;
+  case OPT_CSV: a->csv_dir = v; return 0;
+  case OPT_CSV_TABLE:
+    if (rp_csv_table_find(v) < 0)
+      return topo_cli_usage(
+          "--csv-table wants ranks, collectives, steps, temporal, kernels, "
+          "streams or memcpy, not '%s'",
+          v);
+    a->csv_table = v;
+    return 0;
+  case OPT_WIDE: a->wide = 1; return 0;
   case 'q': a->quiet = 1; return 0;
   case 'v': a->verbose = 1; return 0;
   case OPT_PROGRESS: a->progress = 1; return 0;
@@ -314,10 +333,10 @@ static int parse(int argc, char **argv, unsigned sub, args *a) {
   if (a->have_from && a->have_to && a->to <= a->from)
     return topo_cli_usage("the window's end (%lld) is not after its start (%lld)", (long long)a->to,
                           (long long)a->from);
-  if (a->json && a->csv) return topo_cli_usage("--json and --csv exclude each other");
-  if (sub == SUB_REPORT && !a->html && (a->profile || a->gpu))
-    return topo_cli_usage("--%s sets the busbw reference line of the HTML page: it needs --html",
-                          a->profile ? "profile" : "gpu");
+  if ((a->csv_dir != NULL) + (a->csv_table != NULL) + a->json > 1)
+    return topo_cli_usage("--json, --csv and --csv-table exclude each other");
+  if (a->csv_dir && a->output)
+    return topo_cli_usage("--csv DIR writes its own files: no -o with it");
   return -1;
 }
 
@@ -350,7 +369,7 @@ static int close_out(FILE *f) {
   return fclose(f) == 0 ? 0 : 1;
 }
 
-/* The busbw reference of the HTML plot: the link bandwidth of `profile` (measured by
+/* The busbw reference (the HTML plot's line, the next steps' check): the link bandwidth of `profile` (measured by
  * topo-calibrate, or the built-in figure it fell back to), else the built-in link peak of `gpu`;
  * NVLink on one host, the network across hosts. 1 when the profile given cannot be used. */
 static int busbw_reference(rp_report *r, const char *profile, const char *gpu) {
@@ -366,7 +385,7 @@ static int busbw_reference(rp_report *r, const char *profile, const char *gpu) {
   topo_status st = profile ? topo_profile_load(profile, &want, &p) : topo_profile_builtin(gpu, &p);
   int bad = profile ? st != TOPO_OK : st == TOPO_ERR_INVALID;
   if (bad) {
-    topo_cli_error("%s: %s; the busbw plot has no reference line", profile ? profile : gpu,
+    topo_cli_error("%s: %s; no busbw reference line", profile ? profile : gpu,
                    profile ? "no usable profile section" : "unknown GPU model (H200, H100, A100)");
   } else {
     r->ref_busbw = p.link[cls].bw_gbs;
@@ -550,6 +569,7 @@ static int cmd_diff(const args *a) {
   }
   if (rc == TOPO_CLI_DONE) {
     FILE *out = open_out(a->output);
+    r[0].text_width = r[1].text_width = a->wide ? -1 : 0;
     if (!out) rc = TOPO_CLI_FAILED;
     else {
       rp_render_diff(&r[0], &r[1], a->paths[0], a->paths[1], out);
@@ -560,18 +580,46 @@ static int cmd_diff(const args *a) {
   return rc ? rc : partial ? TOPO_CLI_FAILED : TOPO_CLI_DONE;
 }
 
-/* The report in the format asked for (text, JSON or CSV, and the HTML page). 0 or 1. */
+/* --csv DIR: every table that applies to r, one file each (DIR created when missing); one line
+ * per file on stdout. 0 or 1. */
+static int write_csv_dir(const char *dir, const rp_report *r) {
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    return topo_cli_error("cannot create %s: %s", dir, strerror(errno));
+  for (int t = 0; t < RP_CSV_TABLES; t++) {
+    if (!rp_csv_table_applies(r, t)) continue;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.csv", dir, rp_csv_table_name(t));
+    FILE *f = fopen(path, "w");
+    if (!f) return topo_cli_error("cannot write %s: %s", path, strerror(errno));
+    rp_render_csv_table(r, t, f);
+    if (fclose(f) != 0) return topo_cli_error("cannot write %s", path);
+    printf("wrote %s\n", path);
+  }
+  return TOPO_CLI_DONE;
+}
+
+/* The report in the format asked for (text, JSON or a CSV table or tables, and the HTML page).
+ * 0 or 1. */
 static int write_report(const args *a, const rp_report *r) {
-  FILE *out = open_out(a->output);
-  if (!out) return TOPO_CLI_FAILED;
-  if (a->json) rp_render_json(r, out);
-  else if (a->csv) rp_render_csv(r, out);
-  else rp_render_text(r, out);
-  int rc = close_out(out) ? topo_cli_error("cannot write %s", a->output ? a->output : "stdout")
-                          : TOPO_CLI_DONE;
+  int rc;
+  FILE *out = NULL;
+  if (a->csv_dir) {
+    rc = write_csv_dir(a->csv_dir, r);
+  } else {
+    if (!(out = open_out(a->output))) return TOPO_CLI_FAILED;
+    if (a->json) rp_render_json(r, out);
+    else if (a->csv_table) {
+      int t = rp_csv_table_find(a->csv_table);
+      if (!rp_csv_table_applies(r, t) && !a->quiet)
+        TOPO_WARN("--csv-table %s: no rows: it needs a Kineto trace", a->csv_table);
+      rp_render_csv_table(r, t, out);
+    } else rp_render_text(r, out);
+    rc = close_out(out) ? topo_cli_error("cannot write %s", a->output ? a->output : "stdout")
+                        : TOPO_CLI_DONE;
+  }
   if (a->html) {
     if (rp_render_html(r, a->html) != TOPO_OK) rc = topo_cli_error("cannot write %s", a->html);
-    else if (!a->quiet && !a->json && !a->csv && out == stdout)
+    else if (!a->quiet && !a->json && !a->csv_table && out == stdout)
       fprintf(stdout, "\nwrote %s\n", a->html);
   }
   return rc;
@@ -581,6 +629,10 @@ static int write_report(const args *a, const rp_report *r) {
  * or the fitted profile. */
 static int cmd_report(const args *a) {
   int fit = !strcmp(a->cmd, "fit");
+  if (!a->npaths && a->csv_dir)
+    return topo_cli_usage(
+        "no traces given (--csv takes the directory to write the tables to: "
+        "--csv DIR TRACES...)");
   if (!a->npaths) return topo_cli_usage("no traces given");
   if (fit && !a->output) return topo_cli_usage("fit needs -o PROFILE");
   rp_options opt = analysis_options(a);
@@ -600,7 +652,8 @@ static int cmd_report(const args *a) {
   if (usable) {
     int failed = 0;
     if (a->top) rp_gpu_mark_top(&r, a->top, 0);
-    if (a->html && busbw_reference(&r, a->profile, a->gpu)) failed = 1;
+    r.text_width = a->wide ? -1 : 0;
+    if (!fit && busbw_reference(&r, a->profile, a->gpu)) failed = 1;
     if (fit) failed |= rp_fit(&r, a->gpu, a->base, a->output, stdout) != TOPO_OK;
     else failed |= write_report(a, &r) != 0;
     if (failed) rc = TOPO_CLI_FAILED;

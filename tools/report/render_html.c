@@ -533,12 +533,15 @@ static void rank_table_html(FILE *f, const rp_report *r) {
             sizeof x);
     snprintf(h, sizeof h, "%.1f%%", dv.comm_share * 100);
     pct_known(dv.known && dv.overlap_defined, dv.overlap_ratio, o, sizeof o);
-    fprintf(f, "<tr><td>%s</td><td>", name);
-    esc(f, k->host);
+    fprintf(f, "<tr><td>%s</td><td%s>", name,
+            k->host[0] && k->pid ? "" : " title=\"?: not in the trace\"");
+    esc(f, k->host[0] ? k->host : "?"); /* unknown (a Kineto trace names no host): ? */
+    if (k->pid) fprintf(f, ":%u", k->pid);
+    else fprintf(f, ":?");
     fprintf(f,
-            ":%u</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</"
+            "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</"
             "td><td>%s</td><td>%s</td><td>%" PRIu64 "</td></tr>\n",
-            k->pid, a, b, c, d, e, x, g, h, o, k->colls);
+            a, b, c, d, e, x, g, h, o, k->colls);
   }
   fprintf(f, "</table>\n");
   exposed_all_notes_html(f, r);

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Machine-readable outputs: --json (one object with inputs, ranks, overall, collectives, skew,
-// communicators, steps; every time in ns; null where unknown) and --csv (the rank and collective
-// tables; empty where unknown). Reads rp_report.
+// communicators, steps, next steps; every time in ns; null where unknown) and the CSV tables (one
+// table per file or per --csv-table: ranks, collectives, steps and the kernel-level ones; empty
+// where unknown). Reads rp_report.
 #include <inttypes.h>
 #include <string.h>
 
 #include "kernels.h"
+#include "next.h"
 #include "report.h"
 #include "topo_version.h"
 
@@ -41,6 +43,20 @@ void rp_json_string(FILE *f, const char *s) {
     else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
     else fwrite(p, 1, (size_t)n, f);
     p += n;
+  }
+  fputc('"', f);
+}
+
+/* A CSV field: quoted when it holds a comma, a quote or a line break (RFC 4180). */
+static void csv_field(FILE *f, const char *s) {
+  if (!strpbrk(s, ",\"\r\n")) {
+    fputs(s, f);
+    return;
+  }
+  fputc('"', f);
+  for (; *s; s++) {
+    if (*s == '"') fputc('"', f);
+    fputc(*s, f);
   }
   fputc('"', f);
 }
@@ -139,9 +155,19 @@ static void alignment_json(FILE *f, const rp_rank *k) {
           rp_align_method_name(k->align_method));
   int known = k->align_method != RP_ALIGN_NONE;
   bound_or_null(f, "gpu_offset_ns", k->gpu_offset, known);
+  /* crossed bounds (lower > upper): the upper bound is invalid, null; its value stays apart */
+  int crossed = known && k->off_lower != INT64_MIN && k->off_upper != INT64_MAX &&
+                k->off_lower > k->off_upper;
   bound_or_null(f, "lower_ns", k->off_lower, known && k->off_lower != INT64_MIN);
-  bound_or_null(f, "upper_ns", k->off_upper, known && k->off_upper != INT64_MAX);
+  bound_or_null(f, "upper_ns", k->off_upper, known && k->off_upper != INT64_MAX && !crossed);
+  bound_or_null(f, "upper_crossed_ns", k->off_upper, crossed);
   bound_or_null(f, "error_ns", k->align_err, known && k->align_err >= 0);
+  fprintf(f, ",\"error_from\":\"%s\"",
+          !known                                 ? "none"
+          : k->align_method == RP_ALIGN_ANCHORED ? "anchors"
+          : k->align_err < 0                     ? "unbounded"
+          : crossed                              ? "crossed_bounds"
+                                                 : "bounds");
   fprintf(f, ",\"anchors\":%" PRIu64 ",\"inconsistent\":%s}", k->anchors,
           k->align_inconsistent && known ? "true" : "false");
 }
@@ -171,14 +197,22 @@ static void dropped_json(FILE *f, const uint64_t *d) {
 static void source_json(FILE *f, const rp_source *s, int first) {
   fprintf(f, "%s{\"path\":", first ? "" : ",");
   rp_json_string(f, s->path);
+  fprintf(f, ",\"kind\":\"%s\",\"rank\":", s->kind == RP_SRC_TRACE ? "trace" : "json");
+  if (s->rank >= 0) fprintf(f, "%d", s->rank); /* unknown: null */
+  else fprintf(f, "null");
+  fprintf(f, ",\"nranks\":");
+  if (s->nranks > 0) fprintf(f, "%d", s->nranks);
+  else fprintf(f, "null");
+  fprintf(f, ",\"comm_hash\":");
+  if (s->kind == RP_SRC_TRACE && s->header.comm_hash)
+    fprintf(f, "\"%016" PRIx64 "\"", s->header.comm_hash);
+  else fprintf(f, "null"); /* a Kineto trace, a process-wide CUPTI trace: no communicator */
   fprintf(f,
-          ",\"kind\":\"%s\",\"rank\":%d,\"nranks\":%d,\"comm_hash\":\"%016" PRIx64
-          "\",\"records\":%" PRIu64 ",\"collectives\":%" PRIu64 ",\"gpu_timed\":%" PRIu64
+          ",\"records\":%" PRIu64 ",\"collectives\":%" PRIu64 ",\"gpu_timed\":%" PRIu64
           ",\"nccl_kernels\":%" PRIu64 ",\"compute_kernels\":%" PRIu64
           ",\"problems\":%u,\"footer\":%s,\"dropped\":",
-          s->kind == RP_SRC_TRACE ? "trace" : "json", s->rank, s->nranks,
-          s->kind == RP_SRC_TRACE ? s->header.comm_hash : 0, s->records, s->colls, s->timed_colls,
-          s->nccl_kernels, s->compute_kernels, s->problems, s->footer ? "true" : "false");
+          s->records, s->colls, s->timed_colls, s->nccl_kernels, s->compute_kernels, s->problems,
+          s->footer ? "true" : "false");
   dropped_json(f, s->dropped);
   fputc('}', f);
 }
@@ -213,10 +247,18 @@ static void rank_step_json(FILE *f, const rp_step *st, const rp_omodel *m, int f
 static void rank_json(FILE *f, const rp_report *r, const rp_rank *k, int first) {
   rp_derived d;
   rp_derive_rank(k, &d);
-  fprintf(f, "%s\n{\"rank\":%d,\"host\":", first ? "" : ",", k->world_rank);
-  rp_json_string(f, k->host);
-  fprintf(f, ",\"pid\":%u,\"first_ns\":%" PRId64 ",\"last_ns\":%" PRId64 ",", k->pid,
-          k->t.first == INT64_MAX ? 0 : k->t.first, k->t.last == INT64_MIN ? 0 : k->t.last);
+  fprintf(f, "%s\n{\"rank\":", first ? "" : ",");
+  if (k->world_rank >= 0) fprintf(f, "%d", k->world_rank);
+  else fprintf(f, "null");
+  fprintf(f, ",\"host\":"); /* unknown (a Kineto trace names none): null */
+  if (k->host[0]) rp_json_string(f, k->host);
+  else fprintf(f, "null");
+  fprintf(f, ",\"pid\":");
+  if (k->pid) fprintf(f, "%u", k->pid);
+  else fprintf(f, "null");
+  ns_or_null(f, "first_ns", k->t.first != INT64_MAX, k->t.first);
+  ns_or_null(f, "last_ns", k->t.last != INT64_MIN, k->t.last);
+  fputc(',', f);
   derived_json(f, &d, rp_rank_unknown_reason(k));
   exposed_all_json(f, &d);
   /* what the model's chunks are: whole steps, or CUPTI windows (shorter than a step: parts) */
@@ -297,6 +339,13 @@ static void row_json(FILE *f, const rp_row *w, int first_row, int tags) {
     fprintf(f,
             ",\"total_ns\":null,\"median_ns\":null,\"p99_ns\":null,\"min_ns\":null,\"max_ns\":null,"
             "\"algbw_gbs\":null,\"busbw_gbs\":null");
+  /* the transfer after the last rank's start (joined calls with every rank's GPU start) */
+  fprintf(f,
+          ",\"after_last_start_samples\":%" PRIu64 ",\"after_last_start_median_ns\":", w->xfer.n);
+  if (w->xfer.n)
+    fprintf(f, "%" PRId64 ",\"busbw_after_last_start_gbs\":%.4f", rp_quant_get(&w->xfer, 0.5),
+            rp_row_busbw_xfer(w));
+  else fprintf(f, "null,\"busbw_after_last_start_gbs\":null");
   fprintf(f,
           ",\"quantiles_exact\":%s,\"algorithm\":\"%s\",\"protocol\":\"%s\",\"choice_share\":%.4f,"
           "\"channels_min\":%d,\"channels_max\":%d,\"choices\":[",
@@ -342,6 +391,14 @@ static void skew_json(FILE *f, const rp_report *r) {
   fprintf(f, "],\n\"alignment\":{\"gpu_skews\":%" PRIu64, r->skew_gpu_all.n);
   ns_or_null(f, "gpu_skew_median_ns", rp_quant_get(&r->skew_gpu_all, 0.5), r->skew_gpu_all.n > 0);
   bound_or_null(f, "error_ns", r->align_err, r->align_err >= 0);
+  /* an error of 0 from anchors is exact agreement (modelled or replayed clocks), not a bound */
+  int exact = 0, crossed = 0;
+  for (int i = 0; i < r->nranks; i++) {
+    exact |= r->ranks[i].align_method == RP_ALIGN_ANCHORED;
+    crossed += r->ranks[i].align_inconsistent && r->ranks[i].align_method != RP_ALIGN_NONE;
+  }
+  fprintf(f, ",\"anchors_agree_exactly\":%s,\"ranks_with_crossed_bounds\":%d",
+          exact && r->align_err == 0 ? "true" : "false", crossed);
   fprintf(f, ",\"skews_clamped\":%" PRIu64 ",\"warning\":", r->skew_clamped);
   if (!r->align_warn) fprintf(f, "null");
   else if (r->align_err < 0)
@@ -432,12 +489,15 @@ void rp_render_json(const rp_report *r, FILE *f) {
   fprintf(f, "],\n");
   steps_json(f, r);
   rp_render_kernels_json(r, f);
+  rp_render_next_json(r, f);
   fprintf(f, "}\n");
 }
 
-void rp_render_csv(const rp_report *r, FILE *f) {
+/* ---- CSV: one table per call (one file each with --csv DIR), a header line then its rows;
+ * empty fields where unknown. */
+static void csv_ranks(const rp_report *r, FILE *f) {
   fprintf(f,
-          "table,rank,host,pid,span_ns,comm_ns,compute_ns,overlap_ns,exposed_comm_ns,idle_ns,"
+          "rank,host,pid,span_ns,comm_ns,compute_ns,overlap_ns,exposed_comm_ns,idle_ns,"
           "comm_share,overlap_ratio,started_last,delay_caused_ns,wait_ns,missed,comm_estimated_ns,"
           "comm_error_ns,covered_ns,estimate_unknown,joined,joined_gpu,align_method,align_error_ns,"
           "exposed_all_ns,exposed_all_error_ns,exposed_estimated_ns,overlap_all_ratio,"
@@ -446,7 +506,8 @@ void rp_render_csv(const rp_report *r, FILE *f) {
     const rp_rank *k = &r->ranks[i];
     rp_derived d;
     rp_derive_rank(k, &d);
-    char cp[24] = "", ov[24] = "", ex[24] = "", id[24] = "", ovr[24] = "";
+    char cp[24] = "", ov[24] = "", ex[24] = "", id[24] = "", ovr[24] = "", rk[16] = "",
+         pid[16] = "";
     if (d.known) { /* unknown: empty fields */
       snprintf(cp, sizeof cp, "%" PRId64, d.compute);
       snprintf(ov, sizeof ov, "%" PRId64, d.overlap);
@@ -454,12 +515,15 @@ void rp_render_csv(const rp_report *r, FILE *f) {
       snprintf(id, sizeof id, "%" PRId64, d.idle);
       if (d.overlap_defined) snprintf(ovr, sizeof ovr, "%.6f", d.overlap_ratio);
     }
+    if (k->world_rank >= 0) snprintf(rk, sizeof rk, "%d", k->world_rank);
+    if (k->pid) snprintf(pid, sizeof pid, "%u", k->pid);
+    fprintf(f, "%s,", rk);
+    csv_field(f, k->host);
     fprintf(f,
-            "rank,%d,%s,%u,%" PRId64 ",%" PRId64 ",%s,%s,%s,%s,%.6f,%s,%" PRIu64 ",%" PRId64
-            ",%" PRId64 ",%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRIu64,
-            k->world_rank, strchr(k->host, ',') ? "?" : k->host, k->pid, d.span, d.comm, cp, ov, ex,
-            id, d.comm_share, ovr, k->last_count, k->late_total, k->wait_total, k->missed,
-            d.comm_est, d.comm_error, d.covered, k->est[RP_EST_UNKNOWN]);
+            ",%s,%" PRId64 ",%" PRId64 ",%s,%s,%s,%s,%.6f,%s,%" PRIu64 ",%" PRId64 ",%" PRId64
+            ",%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRIu64,
+            pid, d.span, d.comm, cp, ov, ex, id, d.comm_share, ovr, k->last_count, k->late_total,
+            k->wait_total, k->missed, d.comm_est, d.comm_error, d.covered, k->est[RP_EST_UNKNOWN]);
     fprintf(f, ",%" PRIu64 ",%" PRIu64 ",%s,", k->joined, k->joined_gpu,
             rp_align_method_name(k->align_method));
     if (k->align_method != RP_ALIGN_NONE && k->align_err >= 0) fprintf(f, "%" PRId64, k->align_err);
@@ -472,11 +536,14 @@ void rp_render_csv(const rp_report *r, FILE *f) {
       fprintf(f, ",%.6f,%.6f,%" PRIu64 "\n", d.model.ratio, d.model.spread, d.model.chunks);
     else fprintf(f, ",,,\n");
   }
+}
+
+static void csv_collectives(const rp_report *r, FILE *f) {
   fprintf(f,
-          "\ntable,collective,nranks,size_from,calls,gpu_timed,bytes,total_ns,median_ns,p99_ns,"
-          "algbw_gbs,busbw_gbs,algorithm,protocol,choice_share,channels_min,channels_max,estimated,"
-          "estimate_unknown,gpu_timing_lost,estimated_ns,estimated_error_ns,symmetric_calls,"
-          "kernel_variant%s\n",
+          "collective,nranks,size_from,calls,gpu_timed,bytes,total_ns,median_ns,p99_ns,"
+          "algbw_gbs,busbw_gbs,busbw_after_last_start_gbs,algorithm,protocol,choice_share,"
+          "channels_min,channels_max,estimated,estimate_unknown,gpu_timing_lost,estimated_ns,"
+          "estimated_error_ns,symmetric_calls,kernel_variant%s\n",
           r->have_tags ? ",tag" : "");
   for (size_t i = 0; i < r->nrows; i++) {
     const rp_row *w = r->rows[i];
@@ -496,17 +563,66 @@ void rp_render_csv(const rp_report *r, FILE *f) {
     if (w->timed)
       snprintf(timed, sizeof timed, "%.0f,%" PRId64 ",%" PRId64 ",%s,%s", w->time.sum,
                rp_quant_get(&w->time, 0.5), rp_quant_get(&w->time, 0.99), algbw, busbw);
+    char xf[32] = "", ch[16] = "", chx[16] = "";
+    if (w->xfer.n && rp_row_busbw_known(w)) snprintf(xf, sizeof xf, "%.4f", rp_row_busbw_xfer(w));
+    if (w->ch_max)
+      snprintf(ch, sizeof ch, "%d", w->ch_min), snprintf(chx, sizeof chx, "%d", w->ch_max);
     fprintf(f,
-            "collective,%s,%s,%s,%" PRIu64 ",%" PRIu64 ",%s,%s,%s,%s,%.4f,%d,%d,%" PRIu64
-            ",%" PRIu64 ",%" PRIu64 ",%" PRId64 ",%" PRId64,
-            rp_func_name(w->func), nranks, size, w->calls, w->timed, bytes, timed, rp_algo_name(al),
-            rp_proto_name(pr), share, w->ch_max ? w->ch_min : 0, w->ch_max, w->estimated,
-            w->unknown, w->lost, w->est_sum, rp_err_ns(&w->est_err));
+            "%s,%s,%s,%" PRIu64 ",%" PRIu64 ",%s,%s,%s,%s,%s,%.4f,%s,%s,%" PRIu64 ",%" PRIu64
+            ",%" PRIu64 ",%" PRId64 ",%" PRId64,
+            rp_func_name(w->func), nranks, size, w->calls, w->timed, bytes, timed, xf,
+            al < 0 ? "" : rp_algo_name(al), pr < 0 ? "" : rp_proto_name(pr), share, ch, chx,
+            w->estimated, w->unknown, w->lost, w->est_sum, rp_err_ns(&w->est_err));
     /* the variant: empty when none or they differ; the tag: empty when untagged */
-    fprintf(f, ",%" PRIu64 ",%s", w->sym, w->sym && w->variants == 1 ? w->variant : "");
+    fprintf(f, ",%" PRIu64 ",", w->sym);
+    if (w->sym && w->variants == 1) csv_field(f, w->variant);
     if (r->have_tags && w->tag) fprintf(f, ",%" PRIu64, w->tag);
     else if (r->have_tags) fputc(',', f);
     fputc('\n', f);
   }
-  rp_render_kernels_csv(r, f);
+}
+
+static void csv_steps(const rp_report *r, FILE *f) {
+  fprintf(f,
+          "step,ranks,span_ns,comm_ns,comm_estimated_ns,comm_error_ns,ranks_with_compute,"
+          "covered_ns,compute_ns,overlap_ns,exposed_comm_ns,exposed_all_ns,exposed_all_error_ns\n");
+  for (size_t i = 0; i < r->nstepsum; i++) {
+    const rp_stepsum *s = &r->stepsum[i];
+    fprintf(f, "%" PRIu64 ",%d,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%d,%" PRId64,
+            s->value, s->ranks, s->span, s->comm, s->comm_est,
+            rp_comm_error_ns(s->comm_est, &s->comm_err), s->cov_ranks, s->covered);
+    if (s->cov_ranks > 0)
+      fprintf(f, ",%" PRId64 ",%" PRId64 ",%" PRId64, s->cov_compute, s->cov_overlap,
+              s->cov_comm - s->cov_overlap);
+    else fprintf(f, ",,,");
+    if (s->ea_ranks > 0)
+      fprintf(f, ",%" PRId64 ",%" PRId64 "\n", s->exposed_all, rp_err_ns(&s->exposed_err));
+    else fprintf(f, ",,\n");
+  }
+}
+
+static const char *const csv_names[RP_CSV_TABLES] = {"ranks",   "collectives", "steps", "temporal",
+                                                     "kernels", "streams",     "memcpy"};
+
+const char *rp_csv_table_name(int table) {
+  return table >= 0 && table < RP_CSV_TABLES ? csv_names[table] : NULL;
+}
+
+int rp_csv_table_find(const char *name) {
+  for (int i = 0; i < RP_CSV_TABLES; i++)
+    if (!strcmp(name, csv_names[i])) return i;
+  return -1;
+}
+
+int rp_csv_table_applies(const rp_report *r, int table) {
+  return table < RP_CSV_TEMPORAL || rp_render_kernels_any(r);
+}
+
+void rp_render_csv_table(const rp_report *r, int table, FILE *f) {
+  switch (table) {
+  case RP_CSV_RANKS: csv_ranks(r, f); break;
+  case RP_CSV_COLLECTIVES: csv_collectives(r, f); break;
+  case RP_CSV_STEPS: csv_steps(r, f); break;
+  default: rp_render_kernels_csv(r, table - RP_CSV_TEMPORAL, f); break;
+  }
 }

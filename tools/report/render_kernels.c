@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Text, JSON, CSV and HTML sections of the kernel-level analyses (kernels.h): temporal breakdown per rank and
+// Text (fitted to the report's width), JSON, CSV and HTML sections of the kernel-level analyses (kernels.h): temporal breakdown per rank and
 // step, kernel types across ranks, the top kernels, idle time, launch delay and queue length per
 // stream, memcpy/memset bandwidth. Figures that are undefined (a ratio of nothing, the spread of
 // one value) print "n/a" / null / an empty CSV field, never 0. Called by render_text.c,
@@ -9,6 +9,9 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "textout.h"
+
+#define NAME_SHORT 512 /* a short kernel name (kernels.c copies at most NAME_MAX_LEN) */
 
 static int any(const rp_report *r) {
   for (int i = 0; i < r->nranks; i++)
@@ -50,67 +53,112 @@ static void each_rank(const rp_report *r, FILE *f, void (*rows)(FILE *f, const r
     if (r->ranks[i].gpu) rows(f, &r->ranks[i]);
 }
 
-/* ---- text */
+/* ---- text: tables fitted to the report's width (textout.h) */
+static rp_tab *table(const char *const *head, int n, int keys) {
+  rp_tab *t = rp_tab_new(n);
+  for (int c = 0; c < n; c++) rp_tab_col(t, c, head[c], c < keys ? RP_TAB_LEFT | RP_TAB_KEY : 0);
+  return t;
+}
+
 /* The span of one rank split into idle, compute and non-compute. */
-static void text_temporal_row(FILE *f, const rp_rank *rank) {
+static void text_temporal_row(rp_tab *t, const rp_rank *rank) {
   const rp_gpu *g = rank->gpu;
   char rk[16], a[40], b[40], c[40], d[40];
   rank_of(rank, rk, sizeof rk);
   if (!g->gpu_events) return;
   int64_t span = g->last - g->first;
-  fprintf(f, "  %-6s %12s %22s %22s %22s\n", rk, ns_s(span, a, sizeof a),
-          part(span - g->busy, span, b, sizeof b), part(g->compute, span, c, sizeof c),
-          part(g->busy - g->compute, span, d, sizeof d));
+  rp_tab_cell(t, "%s", rk);
+  rp_tab_cell(t, "%s", ns_s(span, a, sizeof a));
+  rp_tab_cell(t, "%s", part(span - g->busy, span, b, sizeof b));
+  rp_tab_cell(t, "%s", part(g->compute, span, c, sizeof c));
+  rp_tab_cell(t, "%s", part(g->busy - g->compute, span, d, sizeof d));
+  rp_tab_end_row(t);
 }
 
 /* The same split for each step of one rank. */
-static void text_temporal_step_rows(FILE *f, const rp_rank *rank) {
+static void text_temporal_step_rows(rp_tab *t, const rp_rank *rank) {
   const rp_gpu *g = rank->gpu;
   char rk[16], a[40], b[40], c[40], d[40];
   rank_of(rank, rk, sizeof rk);
   for (size_t s = 0; s < g->nsteps; s++) {
     const rp_gstep *st = &g->steps[s];
     int64_t span = st->stop - st->start;
-    fprintf(f, "  %-6s %6" PRIu64 " %12s %22s %22s %22s\n", rk, st->value, ns_s(span, a, sizeof a),
-            part(span - st->busy, span, b, sizeof b), part(st->compute, span, c, sizeof c),
-            part(st->busy - st->compute, span, d, sizeof d));
+    rp_tab_cell(t, "%s", rk);
+    rp_tab_cell(t, "%" PRIu64, st->value);
+    rp_tab_cell(t, "%s", ns_s(span, a, sizeof a));
+    rp_tab_cell(t, "%s", part(span - st->busy, span, b, sizeof b));
+    rp_tab_cell(t, "%s", part(st->compute, span, c, sizeof c));
+    rp_tab_cell(t, "%s", part(st->busy - st->compute, span, d, sizeof d));
+    rp_tab_end_row(t);
   }
 }
 
-static void text_temporal(const rp_report *r, FILE *f) {
-  fprintf(f, "\nTemporal breakdown (GPU events; span = first GPU start to last GPU end)\n");
-  fprintf(f, "  %-6s %12s %22s %22s %22s\n", "rank", "span", "idle", "compute", "non-compute");
-  each_rank(r, f, text_temporal_row);
+/* Calls rows(t, rank) for every rank with kernel analyses, in rank order. */
+static void each_rank_tab(const rp_report *r, rp_tab *t, void (*rows)(rp_tab *t, const rp_rank *)) {
+  for (int i = 0; i < r->nranks; i++)
+    if (r->ranks[i].gpu) rows(t, &r->ranks[i]);
+}
+
+static void text_temporal(const rp_report *r, FILE *f, int width) {
+  fprintf(f, "\n");
+  rp_note(f, width, 0, "Temporal breakdown (GPU events; span = first GPU start to last GPU end)");
+  static const char *const head[] = {"rank", "span", "idle", "compute", "non-compute"};
+  rp_tab *t = table(head, 5, 1);
+  each_rank_tab(r, t, text_temporal_row);
+  rp_tab_print(t, f, width, 2);
+  rp_tab_free(t);
   int steps = 0;
   for (int i = 0; i < r->nranks; i++) steps += r->ranks[i].gpu && r->ranks[i].gpu->nsteps;
   if (!steps) {
-    fprintf(f, "  per step: n/a (no ProfilerStep in the Kineto traces)\n");
+    rp_note(f, width, 2, "per step: n/a (no ProfilerStep in the Kineto traces)");
     return;
   }
-  fprintf(f, "  per step (each step's GPU window):\n");
-  fprintf(f, "  %-6s %6s %12s %22s %22s %22s\n", "rank", "step", "span", "idle", "compute",
-          "non-compute");
-  each_rank(r, f, text_temporal_step_rows);
+  rp_note(f, width, 2, "per step (each step's GPU window):");
+  static const char *const shead[] = {"rank", "step", "span", "idle", "compute", "non-compute"};
+  t = table(shead, 6, 2);
+  each_rank_tab(r, t, text_temporal_step_rows);
+  rp_tab_print(t, f, width, 2);
+  rp_tab_free(t);
 }
 
-static void text_types(const rp_report *r, FILE *f) {
-  rp_gpu_totals t;
-  rp_gpu_totals_get(r, &t);
+static void text_types(const rp_report *r, FILE *f, int width) {
+  rp_gpu_totals tot;
+  rp_gpu_totals_get(r, &tot);
   int64_t all = 0;
-  for (int m = 1; m < 8; m++) all += t.combo[m];
-  fprintf(f, "\nKernel types, all %d rank%s (time while running; HTA's kernel-type table)\n",
-          t.ranks, t.ranks == 1 ? "" : "s");
+  for (int m = 1; m < 8; m++) all += tot.combo[m];
+  fprintf(f, "\n");
+  rp_note(f, width, 0, "Kernel types, all %d rank%s (time while running; HTA's kernel-type table)",
+          tot.ranks, tot.ranks == 1 ? "" : "s");
+  static const char *const head[] = {"kernel types running", "time"};
+  rp_tab *t = table(head, 2, 1);
   static const int order[] = {1, 2, 4, 3, 5, 6, 7};
   for (size_t i = 0; i < sizeof order / sizeof *order; i++) {
     char a[40];
     int m = order[i];
-    if (!t.combo[m] && m > 4) continue;
-    fprintf(f, "  %-56s %22s\n", rp_combo_name(m), part(t.combo[m], all, a, sizeof a));
+    if (!tot.combo[m] && m > 4) continue;
+    rp_tab_cell(t, "%s", rp_combo_name(m));
+    rp_tab_cell(t, "%s", part(tot.combo[m], all, a, sizeof a));
+    rp_tab_end_row(t);
   }
+  rp_tab_print(t, f, width, 2);
+  rp_tab_free(t);
 }
 
-/* One rank's top kernels per type, the rest summed as 'others'. */
-static void text_kernel_rows(FILE *f, const rp_rank *rank) {
+/* 1 when another top kernel of the rank has the same short name (their names then print whole). */
+static int short_name_shared(const rp_gpu *g, size_t j, const char *shortname) {
+  char other[NAME_SHORT];
+  for (size_t i = 0; i < g->nkern; i++) {
+    if (i == j || !g->kern[i].top) continue;
+    rp_kernel_short_name(g->kern[i].name, other, sizeof other);
+    if (!strcmp(other, shortname)) return 1;
+  }
+  return 0;
+}
+
+/* One rank's top kernels per type, the rest summed as 'others'. The name is the short one
+ * (without template and call arguments) unless another top kernel shares it: then the full one,
+ * wrapped; id is the kernel's index in --json's and the kernels CSV table's list. */
+static void text_kernel_rows(rp_tab *t, const rp_rank *rank) {
   const rp_gpu *g = rank->gpu;
   char rk[16];
   rank_of(rank, rk, sizeof rk);
@@ -124,57 +172,88 @@ static void text_kernel_rows(FILE *f, const rp_rank *rank) {
         on++, oc += k->n, osum += k->sum;
         continue;
       }
-      char nm[41], tot[24], mean[24], mn[24], mx[24], sd[24];
+      char nm[NAME_SHORT], tot[24], mean[24], mn[24], mx[24], sd[24];
       rp_kernel_short_name(k->name, nm, sizeof nm);
       double s = kstd(k);
       if (s == s) rp_fmt_ns((int64_t)llround(s), sd, sizeof sd);
       else snprintf(sd, sizeof sd, "n/a");
-      fprintf(f, "  %-5s %-13s %-40s %8" PRIu64 " %11s %10s %10s %10s %10s\n", rk,
-              rp_ktype_name(type), nm, k->n, ns_s(k->sum, tot, sizeof tot),
-              ns_s((int64_t)llround(k->mean), mean, sizeof mean), ns_s(k->min, mn, sizeof mn),
-              ns_s(k->max, mx, sizeof mx), sd);
+      rp_tab_cell(t, "%s", rk);
+      rp_tab_cell(t, "%s", rp_ktype_name(type));
+      rp_tab_cell(t, "%zu", j);
+      rp_tab_cell(t, "%s", short_name_shared(g, j, nm) ? k->name : nm);
+      rp_tab_cell(t, "%" PRIu64, k->n);
+      rp_tab_cell(t, "%s", ns_s(k->sum, tot, sizeof tot));
+      rp_tab_cell(t, "%s", ns_s((int64_t)llround(k->mean), mean, sizeof mean));
+      rp_tab_cell(t, "%s", ns_s(k->min, mn, sizeof mn));
+      rp_tab_cell(t, "%s", ns_s(k->max, mx, sizeof mx));
+      rp_tab_cell(t, "%s", sd);
+      rp_tab_end_row(t);
     }
     if (on) {
-      char nm[48], tot[24];
-      snprintf(nm, sizeof nm, "others (%" PRIu64 " kernel%s)", on, on == 1 ? "" : "s");
-      fprintf(f, "  %-5s %-13s %-40s %8" PRIu64 " %11s\n", rk, rp_ktype_name(type), nm, oc,
-              ns_s(osum, tot, sizeof tot));
+      char tot[24];
+      rp_tab_cell(t, "%s", rk);
+      rp_tab_cell(t, "%s", rp_ktype_name(type));
+      rp_tab_cell(t, "%s", "");
+      rp_tab_cell(t, "others (%" PRIu64 " kernel%s)", on, on == 1 ? "" : "s");
+      rp_tab_cell(t, "%" PRIu64, oc);
+      rp_tab_cell(t, "%s", ns_s(osum, tot, sizeof tot));
+      rp_tab_end_row(t);
     }
   }
 }
 
-static void text_kernels(const rp_report *r, FILE *f) {
-  fprintf(f, "\nTop kernels per rank and type (by total time; the rest summed as 'others')\n");
-  fprintf(f, "  %-5s %-13s %-40s %8s %11s %10s %10s %10s %10s\n", "rank", "type", "kernel", "count",
-          "total", "mean", "min", "max", "std");
-  each_rank(r, f, text_kernel_rows);
+static void text_kernels(const rp_report *r, FILE *f, int width) {
+  fprintf(f, "\n");
+  rp_note(f, width, 0,
+          "Top kernels per rank and type (by total time; the rest summed as 'others')");
+  static const char *const head[] = {"rank",  "type", "id",  "kernel", "count",
+                                     "total", "mean", "min", "max",    "std"};
+  rp_tab *t = rp_tab_new(10);
+  for (int c = 0; c < 10; c++)
+    rp_tab_col(t, c, head[c],
+               c < 2    ? RP_TAB_LEFT | RP_TAB_KEY
+               : c == 3 ? RP_TAB_LEFT | RP_TAB_WRAP
+                        : 0);
+  each_rank_tab(r, t, text_kernel_rows);
+  rp_tab_print(t, f, width, 2);
+  rp_tab_free(t);
+  rp_note(f, width, 2,
+          "kernel: the name without template and call arguments, whole where two kernels would "
+          "read alike; id: its index in --json kernel_analyses.ranks[].kernels and in the kernels "
+          "CSV table (kernel_id), which hold every kernel's full name");
 }
 
 /* Launch delay and queue length of one rank's streams. */
-static void text_launch_rows(FILE *f, const rp_rank *rank) {
+static void text_launch_rows(rp_tab *t, const rp_rank *rank) {
   const rp_gpu *g = rank->gpu;
   char rk[16];
   rank_of(rank, rk, sizeof rk);
   for (size_t j = 0; j < g->nstreams; j++) {
     const rp_gstream *s = &g->streams[j];
+    rp_tab_cell(t, "%s", rk);
+    rp_tab_cell(t, "%" PRId64, s->stream);
     if (!s->delay.n) {
-      fprintf(f, "  %-5s %7" PRId64 " %8d %10s (no launch call found for its events)\n", rk,
-              s->stream, 0, "n/a");
+      rp_tab_cell(t, "0");
+      rp_tab_cell(t, "n/a (no launch call found for its events)");
+      rp_tab_end_row(t);
       continue;
     }
-    char a[24], b[24], c[24], q[24];
-    snprintf(q, sizeof q, "%.2f", s->q_sum / (double)s->q_n);
-    fprintf(f,
-            "  %-5s %7" PRId64 " %8" PRIu64 " %10s %10s %10s %7" PRIu64 " %9" PRIu64 " %6" PRIu64
-            " %9s %6" PRId64 "\n",
-            rk, s->stream, s->delay.n, ns_s(rp_quant_get(&s->delay, 0.5), a, sizeof a),
-            ns_s(rp_quant_get(&s->delay, 0.95), b, sizeof b), ns_s(s->delay.max, c, sizeof c),
-            s->delay_outliers, s->runtime_outliers, s->short_kernels, q, s->q_max);
+    char a[24], b[24], c[24];
+    rp_tab_cell(t, "%" PRIu64, s->delay.n);
+    rp_tab_cell(t, "%s", ns_s(rp_quant_get(&s->delay, 0.5), a, sizeof a));
+    rp_tab_cell(t, "%s", ns_s(rp_quant_get(&s->delay, 0.95), b, sizeof b));
+    rp_tab_cell(t, "%s", ns_s(s->delay.max, c, sizeof c));
+    rp_tab_cell(t, "%" PRIu64, s->delay_outliers);
+    rp_tab_cell(t, "%" PRIu64, s->runtime_outliers);
+    rp_tab_cell(t, "%" PRIu64, s->short_kernels);
+    rp_tab_cell(t, "%.2f", s->q_sum / (double)s->q_n);
+    rp_tab_cell(t, "%" PRId64, s->q_max);
+    rp_tab_end_row(t);
   }
 }
 
 /* Idle time of one rank's streams. */
-static void text_idle_rows(FILE *f, const rp_rank *rank) {
+static void text_idle_rows(rp_tab *t, const rp_rank *rank) {
   const rp_gpu *g = rank->gpu;
   char rk[16];
   rank_of(rank, rk, sizeof rk);
@@ -182,34 +261,48 @@ static void text_idle_rows(FILE *f, const rp_rank *rank) {
     const rp_gstream *s = &g->streams[j];
     int64_t idle = s->idle[0] + s->idle[1] + s->idle[2];
     char a[24], b[40], c[40], d[40];
-    fprintf(f, "  %-5s %7" PRId64 " %8" PRIu64 " %11s %20s %20s %20s\n", rk, s->stream, s->events,
-            ns_s(idle, a, sizeof a), part(s->idle[RP_IDLE_HOST], idle, b, sizeof b),
-            part(s->idle[RP_IDLE_KERNEL], idle, c, sizeof c),
-            part(s->idle[RP_IDLE_OTHER], idle, d, sizeof d));
+    rp_tab_cell(t, "%s", rk);
+    rp_tab_cell(t, "%" PRId64, s->stream);
+    rp_tab_cell(t, "%" PRIu64, s->events);
+    rp_tab_cell(t, "%s", ns_s(idle, a, sizeof a));
+    rp_tab_cell(t, "%s", part(s->idle[RP_IDLE_HOST], idle, b, sizeof b));
+    rp_tab_cell(t, "%s", part(s->idle[RP_IDLE_KERNEL], idle, c, sizeof c));
+    rp_tab_cell(t, "%s", part(s->idle[RP_IDLE_OTHER], idle, d, sizeof d));
+    rp_tab_end_row(t);
   }
 }
 
-static void text_streams(const rp_report *r, FILE *f) {
-  fprintf(f,
-          "\nIdle time per stream (gap before each kernel/memcpy/memset; host wait: launched after "
-          "the previous one ended; kernel wait: gap < 30 us)\n");
-  fprintf(f, "  %-5s %7s %8s %11s %20s %20s %20s\n", "rank", "stream", "events", "idle",
-          "host wait", "kernel wait", "other");
-  each_rank(r, f, text_idle_rows);
-  fprintf(f, "\nLaunch delay (GPU start - end of its launch call) and queue length per stream\n");
-  fprintf(f, "  %-5s %7s %8s %10s %10s %10s %7s %8s %6s %9s %6s\n", "rank", "stream", "launched",
-          "delay p50", "p95", "max", ">100us", "call>50us", "short", "queue avg", "max");
-  each_rank(r, f, text_launch_rows);
+static void text_streams(const rp_report *r, FILE *f, int width) {
+  fprintf(f, "\n");
+  rp_note(f, width, 0,
+          "Idle time per stream (gap before each kernel/memcpy/memset; host wait: launched after "
+          "the previous one ended; kernel wait: gap < 30 us)");
+  static const char *const ihead[] = {"rank",      "stream",      "events", "idle",
+                                      "host wait", "kernel wait", "other"};
+  rp_tab *t = table(ihead, 7, 2);
+  each_rank_tab(r, t, text_idle_rows);
+  rp_tab_print(t, f, width, 2);
+  rp_tab_free(t);
+  fprintf(f, "\n");
+  rp_note(f, width, 0,
+          "Launch delay (GPU start - end of its launch call) and queue length per stream");
+  static const char *const lhead[] = {"rank",  "stream",    "launched", "delay p50",
+                                      "p95",   "max",       ">100us",   "call>50us",
+                                      "short", "queue avg", "queue max"};
+  t = table(lhead, 11, 2);
+  each_rank_tab(r, t, text_launch_rows);
+  rp_tab_print(t, f, width, 2);
+  rp_tab_free(t);
 }
 
 /* Memcpy/memset bandwidth of one rank per kind. */
-static void text_memcpy_rows(FILE *f, const rp_rank *rank) {
+static void text_memcpy_rows(rp_tab *t, const rp_rank *rank) {
   const rp_gpu *g = rank->gpu;
   char rk[16];
   rank_of(rank, rk, sizeof rk);
   for (size_t j = 0; j < g->nmem; j++) {
     const rp_memkind *m = &g->mem[j];
-    char by[24] = "n/a", t[24], bw[24] = "n/a", p50[24] = "n/a", ca[24] = "n/a", cm[24] = "n/a";
+    char by[24] = "n/a", tm[24], bw[24] = "n/a", p50[24] = "n/a", ca[24] = "n/a", cm[24] = "n/a";
     if (m->with_bytes) rp_fmt_bytes(m->bytes, by, sizeof by);
     if (m->dur_with_bytes > 0)
       snprintf(bw, sizeof bw, "%.3f", (double)m->bytes / (double)m->dur_with_bytes);
@@ -218,24 +311,37 @@ static void text_memcpy_rows(FILE *f, const rp_rank *rank) {
       snprintf(ca, sizeof ca, "%.3f", m->s_sum / (double)m->s_n);
       snprintf(cm, sizeof cm, "%.3f", m->s_max);
     }
-    fprintf(f, "  %-5s %-15s %7" PRIu64 " %12s %11s %10s %12s %14s %14s\n", rk, m->kind, m->n, by,
-            ns_s(m->dur, t, sizeof t), bw, p50, ca, cm);
+    rp_tab_cell(t, "%s", rk);
+    rp_tab_cell(t, "%s", m->kind);
+    rp_tab_cell(t, "%" PRIu64, m->n);
+    rp_tab_cell(t, "%s", by);
+    rp_tab_cell(t, "%s", ns_s(m->dur, tm, sizeof tm));
+    rp_tab_cell(t, "%s", bw);
+    rp_tab_cell(t, "%s", p50);
+    rp_tab_cell(t, "%s", ca);
+    rp_tab_cell(t, "%s", cm);
+    rp_tab_end_row(t);
   }
 }
 
-static void text_memcpy(const rp_report *r, FILE *f) {
+static void text_memcpy(const rp_report *r, FILE *f, int width) {
   int have = 0;
   for (int i = 0; i < r->nranks; i++) have |= r->ranks[i].gpu && r->ranks[i].gpu->nmem;
+  fprintf(f, "\n");
   if (!have) {
-    fprintf(f, "\nMemcpy/memset bandwidth: n/a (no memcpy or memset on the GPU)\n");
+    rp_note(f, width, 0, "Memcpy/memset bandwidth: n/a (no memcpy or memset on the GPU)");
     return;
   }
-  fprintf(f,
-          "\nMemcpy/memset bandwidth per kind (bytes / time; concurrent: summed GB/s of the "
-          "operations running, HTA's series)\n");
-  fprintf(f, "  %-5s %-15s %7s %12s %11s %10s %12s %14s %14s\n", "rank", "kind", "ops", "bytes",
-          "time", "GB/s", "op GB/s p50", "concurrent avg", "concurrent max");
-  each_rank(r, f, text_memcpy_rows);
+  rp_note(f, width, 0,
+          "Memcpy/memset bandwidth per kind (bytes / time; concurrent: summed GB/s of the "
+          "operations running, HTA's series)");
+  static const char *const head[] = {"rank",        "kind",           "ops",
+                                     "bytes",       "time",           "GB/s",
+                                     "op GB/s p50", "concurrent avg", "concurrent max"};
+  rp_tab *t = table(head, 9, 2);
+  each_rank_tab(r, t, text_memcpy_rows);
+  rp_tab_print(t, f, width, 2);
+  rp_tab_free(t);
 }
 
 /* Why one rank's figures may be incomplete. */
@@ -253,14 +359,16 @@ static void text_warning_rows(FILE *f, const rp_rank *rank) {
 
 void rp_render_kernels_text(const rp_report *r, FILE *f) {
   if (!any(r)) return;
-  fprintf(f,
-          "\nKernel-level analyses of the Kineto traces (Holistic Trace Analysis' definitions; "
-          "docs/metrics.md)\n");
-  text_temporal(r, f);
-  text_types(r, f);
-  text_kernels(r, f);
-  text_streams(r, f);
-  text_memcpy(r, f);
+  int width = rp_text_width(r);
+  fprintf(f, "\n");
+  rp_note(f, width, 0,
+          "Kernel-level analyses of the Kineto traces (Holistic Trace Analysis' definitions; "
+          "docs/metrics.md)");
+  text_temporal(r, f, width);
+  text_types(r, f, width);
+  text_kernels(r, f, width);
+  text_streams(r, f, width);
+  text_memcpy(r, f, width);
   each_rank(r, f, text_warning_rows);
 }
 
@@ -290,8 +398,8 @@ static void json_step(FILE *f, const rp_gstep *st, int first) {
 }
 
 /* One row of a rank's kernel table. */
-static void json_kernel(FILE *f, const rp_kstat *kk, int first) {
-  fprintf(f, "%s\n  {\"name\":", first ? "" : ",");
+static void json_kernel(FILE *f, const rp_kstat *kk, size_t id) {
+  fprintf(f, "%s\n  {\"id\":%zu,\"name\":", id ? "," : "", id);
   rp_json_string(f, kk->name);
   fprintf(f,
           ",\"type\":\"%s\",\"top\":%s,\"count\":%" PRIu64 ",\"total_ns\":%" PRId64
@@ -398,7 +506,7 @@ static void json_rank(const rp_rank *k, FILE *f) {
     fprintf(f, "%s\"%s\":{\"count\":%" PRIu64 ",\"total_ns\":%" PRId64 "}", t ? "," : "",
             rp_ktype_name(t), g->type_n[t], g->type_time[t]);
   fprintf(f, "},\n \"kernels\":[");
-  for (size_t j = 0; j < g->nkern; j++) json_kernel(f, &g->kern[j], j == 0);
+  for (size_t j = 0; j < g->nkern; j++) json_kernel(f, &g->kern[j], j);
   fprintf(f, "],\n \"streams\":[");
   for (size_t j = 0; j < g->nstreams; j++) json_stream(f, &g->streams[j], j == 0);
   fprintf(f, "],\n \"memcpy\":[");
@@ -458,7 +566,7 @@ static void csv_memcpy_rows(FILE *f, const rp_rank *rank) {
   const rp_gpu *g = rank->gpu;
   for (size_t j = 0; j < g->nmem; j++) {
     const rp_memkind *m = &g->mem[j];
-    fprintf(f, "memcpy,%d,%s,%" PRIu64 ",", rank->world_rank, m->kind, m->n);
+    fprintf(f, "%d,%s,%" PRIu64 ",", rank->world_rank, m->kind, m->n);
     if (m->with_bytes) fprintf(f, "%" PRIu64, m->bytes);
     fprintf(f, ",%" PRId64 ",", m->dur);
     if (m->dur_with_bytes > 0) fprintf(f, "%.6g", (double)m->bytes / (double)m->dur_with_bytes);
@@ -474,7 +582,7 @@ static void csv_stream_rows(FILE *f, const rp_rank *rank) {
   const rp_gpu *g = rank->gpu;
   for (size_t j = 0; j < g->nstreams; j++) {
     const rp_gstream *s = &g->streams[j];
-    fprintf(f, "stream,%d,%" PRId64 ",%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRIu64,
+    fprintf(f, "%d,%" PRId64 ",%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRIu64,
             rank->world_rank, s->stream, s->events, s->idle[0], s->idle[1], s->idle[2], s->delay.n);
     if (s->delay.n)
       fprintf(f, ",%.1f,%" PRId64 ",%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
@@ -486,12 +594,12 @@ static void csv_stream_rows(FILE *f, const rp_rank *rank) {
   }
 }
 
-/* One rank's kernel table. */
+/* One rank's kernel table; kernel_id is the kernel's index in the rank's JSON "kernels". */
 static void csv_kernel_rows(FILE *f, const rp_rank *rank) {
   const rp_gpu *g = rank->gpu;
   for (size_t j = 0; j < g->nkern; j++) {
     const rp_kstat *k = &g->kern[j];
-    fprintf(f, "kernel,%d,%s,", rank->world_rank, rp_ktype_name(k->type));
+    fprintf(f, "%d,%zu,%s,", rank->world_rank, j, rp_ktype_name(k->type));
     csv_name(f, k->name);
     fprintf(f, ",%d,%" PRIu64 ",%" PRId64 ",%.1f,%" PRId64 ",%" PRId64 ",", k->top, k->n, k->sum,
             k->mean, k->min, k->max);
@@ -501,12 +609,12 @@ static void csv_kernel_rows(FILE *f, const rp_rank *rank) {
   }
 }
 
-/* One rank's temporal breakdown, whole span and per step. */
+/* One rank's temporal breakdown, whole span (step empty) and per step. */
 static void csv_temporal_rows(FILE *f, const rp_rank *rank) {
   const rp_gpu *g = rank->gpu;
   if (!g->gpu_events) return;
   int64_t span = g->last - g->first;
-  fprintf(f, "temporal,%d,,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64, rank->world_rank, span,
+  fprintf(f, "%d,,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64, rank->world_rank, span,
           span - g->busy, g->compute, g->busy - g->compute);
   csv_ratio(f, span - g->busy, span);
   csv_ratio(f, g->compute, span);
@@ -515,8 +623,8 @@ static void csv_temporal_rows(FILE *f, const rp_rank *rank) {
   for (size_t s = 0; s < g->nsteps; s++) {
     const rp_gstep *st = &g->steps[s];
     int64_t sp = st->stop - st->start;
-    fprintf(f, "temporal_step,%d,%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64,
-            rank->world_rank, st->value, sp, sp - st->busy, st->compute, st->busy - st->compute);
+    fprintf(f, "%d,%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64, rank->world_rank,
+            st->value, sp, sp - st->busy, st->compute, st->busy - st->compute);
     csv_ratio(f, sp - st->busy, sp);
     csv_ratio(f, st->compute, sp);
     csv_ratio(f, st->busy - st->compute, sp);
@@ -524,22 +632,22 @@ static void csv_temporal_rows(FILE *f, const rp_rank *rank) {
   }
 }
 
-void rp_render_kernels_csv(const rp_report *r, FILE *f) {
-  if (!any(r)) return;
-  fprintf(f,
-          "\ntable,rank,step,span_ns,idle_ns,compute_ns,non_compute_ns,idle_share,compute_share,"
-          "non_compute_share\n");
-  each_rank(r, f, csv_temporal_rows);
-  fprintf(f, "\ntable,rank,type,kernel,top,count,total_ns,mean_ns,min_ns,max_ns,std_ns\n");
-  each_rank(r, f, csv_kernel_rows);
-  fprintf(f,
-          "\ntable,rank,stream,events,host_wait_ns,kernel_wait_ns,other_idle_ns,launched,"
-          "launch_delay_mean_ns,launch_delay_p50_ns,launch_delay_max_ns,delay_outliers,runtime_"
-          "outliers,"
-          "short_kernels,queue_mean,queue_max\n");
-  each_rank(r, f, csv_stream_rows);
-  fprintf(f, "\ntable,rank,kind,ops,bytes,time_ns,gbps,concurrent_gbps_mean,concurrent_gbps_max\n");
-  each_rank(r, f, csv_memcpy_rows);
+int rp_render_kernels_any(const rp_report *r) { return any(r); }
+
+void rp_render_kernels_csv(const rp_report *r, int which, FILE *f) {
+  static const char *const head[] = {
+      "rank,step,span_ns,idle_ns,compute_ns,non_compute_ns,idle_share,compute_share,"
+      "non_compute_share",
+      "rank,kernel_id,type,kernel,top,count,total_ns,mean_ns,min_ns,max_ns,std_ns",
+      "rank,stream,events,host_wait_ns,kernel_wait_ns,other_idle_ns,launched,"
+      "launch_delay_mean_ns,launch_delay_p50_ns,launch_delay_max_ns,delay_outliers,"
+      "runtime_outliers,short_kernels,queue_mean,queue_max",
+      "rank,kind,ops,bytes,time_ns,gbps,concurrent_gbps_mean,concurrent_gbps_max"};
+  static void (*const rows[])(FILE *, const rp_rank *) = {csv_temporal_rows, csv_kernel_rows,
+                                                          csv_stream_rows, csv_memcpy_rows};
+  if (which < 0 || which > 3) return;
+  fprintf(f, "%s\n", head[which]);
+  if (any(r)) each_rank(r, f, rows[which]);
 }
 
 /* ---- HTML: the kernel-type chart, the per-step temporal table, top kernels, streams */

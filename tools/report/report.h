@@ -273,10 +273,16 @@ typedef struct rp_kineto_info {
   int sniff_complete;  /* rp_kineto_sniff: the top level was read to traceEvents or its end */
   int failed, gzip;
   int rank, world; /* distributedInfo (-1 / 0 unknown) */
+  uint32_t pid;    /* the process of its CUDA runtime calls (0 unknown) */
   char cat[4][32]; /* categories of the complete events that are not GPU work */
   uint64_t cat_n[4];
 } rp_kineto_info;
 void rp_kineto_stats(const rp_kineto *k, rp_kineto_info *out);
+/* The host of a Kineto trace written by torch.profiler's tensorboard_trace_handler, from its file
+ * name "<host>_<pid>.<stamp>.pt.trace.json[.gz]" when that pid is `pid` (or `pid` is 0; *pid_out
+ * then gets it): 1 and `host`, else 0 (another name: the host is unknown). */
+int rp_kineto_host_from_name(const char *path, uint32_t pid, char *host, size_t len,
+                             uint32_t *pid_out);
 /* Read a JSON file's top level up to its traceEvents (a few KiB): what kind of file it is and,
  * for Kineto traces, distributedInfo. TOPO_ERR_IO when it cannot be opened. */
 topo_status rp_kineto_sniff(const char *path, rp_kineto_info *out);
@@ -392,6 +398,11 @@ typedef struct rp_row { /* one collective type x communicator size x size bucket
   uint64_t sym;
   char variant[TOPO_EXT_VARIANT_MAX + 1];
   int variants;
+  /* joined calls with every rank's GPU start (analyze_join.c): per rank and call, the time from
+   * the last rank's kernel start to its own stop (the transfer without waiting for the last rank),
+   * and the sum of their sizes */
+  rp_quant xfer;
+  uint64_t xfer_size_sum;
 } rp_row;
 /* A row's (function, communicator size, bucket, tag) packed into the 64-bit key rows are found by
  * in an rp_map (func < RP_MAX_FUNC, RP_BUCKET_UNKNOWN <= bucket < 64, tag_index < 65536: a small
@@ -607,6 +618,9 @@ typedef struct rp_report {
   /* busbw reference for the HTML plot (set by the caller; 0: none): GB/s and what it is */
   double ref_busbw;
   char ref_label[320];
+  /* width the text renderers fit (set by the caller): 0 the default (RP_TEXT_WIDTH, textout.h),
+   * -1 no limit (--wide), else that many columns */
+  int text_width;
   rp_run_note *runs; /* directories holding JSON traces: their runs */
   size_t nruns;
 } rp_report;
@@ -693,6 +707,8 @@ int rp_row_size_known(const rp_row *row);
 int rp_row_ranks_known(const rp_row *row);
 int rp_row_algbw_known(const rp_row *row);
 int rp_row_busbw_known(const rp_row *row);
+/* busbw from the time after the last rank's start (rp_row.xfer); 0 when none was measured. */
+double rp_row_busbw_xfer(const rp_row *row);
 void rp_row_top_choice(const rp_row *row, int *algo, int *proto, double *share);
 void rp_bucket_label(int bucket, char *buf, size_t len);
 void rp_fmt_bytes(uint64_t v, char *buf, size_t len);
@@ -706,7 +722,22 @@ void rp_fmt_utc(int64_t ns, char *buf, size_t len);
 /* ---- renderers (render_*.c, export_chrome.c, fit.c) */
 void rp_render_text(const rp_report *r, FILE *f);
 void rp_render_json(const rp_report *r, FILE *f);
-void rp_render_csv(const rp_report *r, FILE *f);
+/* CSV tables, one per file (--csv DIR) or per --csv-table NAME: a header line, then the rows. */
+enum {
+  RP_CSV_RANKS = 0,
+  RP_CSV_COLLECTIVES,
+  RP_CSV_STEPS,
+  RP_CSV_TEMPORAL, /* the kernel-level ones (a Kineto trace): temporal, kernels, streams, memcpy */
+  RP_CSV_KERNELS,
+  RP_CSV_STREAMS,
+  RP_CSV_MEMCPY,
+  RP_CSV_TABLES
+};
+const char *rp_csv_table_name(int table); /* "ranks", ...; NULL out of range */
+int rp_csv_table_find(const char *name);  /* the table of that name, -1 none */
+/* 1 when the table can have rows for r (the kernel-level ones need a Kineto trace). */
+int rp_csv_table_applies(const rp_report *r, int table);
+void rp_render_csv_table(const rp_report *r, int table, FILE *f);
 topo_status rp_render_html(const rp_report *r, const char *path);
 void rp_json_string(FILE *f, const char *s);
 /* rp_export_chrome: TOPO_ERR_PARSE when no input holds a topo trace (no file written), TOPO_ERR_IO

@@ -237,6 +237,13 @@ int rp_row_busbw_known(const rp_row *row) {
   return rp_row_algbw_known(row) && rp_row_ranks_known(row);
 }
 
+double rp_row_busbw_xfer(const rp_row *row) {
+  if (!row->xfer.n || row->xfer.sum <= 0) return 0.0;
+  double size = (double)row->xfer_size_sum / (double)row->xfer.n,
+         t = row->xfer.sum / (double)row->xfer.n;
+  return size / t * rp_busbw_factor(row->func, row->nranks);
+}
+
 void rp_row_top_choice(const rp_row *row, int *algo, int *proto, double *share) {
   uint64_t best = 0, total = 0;
   *algo = *proto = -1;
