@@ -12,7 +12,9 @@
 #include "alloc.h"
 #include "kernels.h"
 #include "log.h"
+#include "next.h"
 #include "report.h"
+#include "textout.h"
 #include "topo_version.h"
 
 #define C_COMPUTE "#4e79a7"
@@ -168,7 +170,8 @@ static void timeline(FILE *f, const rp_report *r) {
       " Upper lane: compute kernels (and memory copies); lower lane: communication. Where both are "
       "coloured at once, communication is overlapped. Hover a bar for its start and length.</p>\n");
   if (nr < r->nranks) fprintf(f, "<p class=note>The first %d of %d ranks.</p>\n", nr, r->nranks);
-  fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" role=img>\n", W + L + 10,
+  /* 50 on the right: a tick label at the right edge is centred on it */
+  fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" role=img>\n", W + L + 50,
           H + 18);
   double step = nice_step((double)(to - from), 8);
   double first = ceil((double)(from - t0) / step) * step;
@@ -227,8 +230,13 @@ static void breakdown(FILE *f, const rp_report *r) {
       "last GPU activity), over the time where compute was recorded (a rank without any shows its "
       "communication only). Overlap ratio = overlapped / communication, as Holistic Trace Analysis "
       "defines it.</p>\n");
-  fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" role=img>\n", W + L + 240,
-          H);
+  fprintf(f,
+          "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" role=img><defs><pattern "
+          "id=unrec width=6 height=6 patternUnits=userSpaceOnUse patternTransform=\"rotate(45)\">"
+          "<rect width=6 height=6 fill=\"#fff\"/><line x1=0 y1=0 x2=0 y2=6 stroke=\"#c8c8c8\" "
+          "stroke-width=\"2\"/></pattern></defs>\n",
+          W + L + 240, H);
+  int partial = 0;
   for (int i = 0; i < r->nranks; i++) {
     rp_derived d;
     rp_derive_rank(&r->ranks[i], &d);
@@ -255,7 +263,9 @@ static void breakdown(FILE *f, const rp_report *r) {
                  {d.overlap, C_OVERLAP, "overlapped communication"},
                  {d.exposed, C_COMM, "exposed communication"},
                  {d.busy - d.compute - d.exposed, C_MEMORY, "memory copies only"},
-                 {d.idle, C_IDLE, "idle"}};
+                 {d.idle, C_IDLE, "idle"},
+                 {d.span - d.covered, "url(#unrec)", "compute not recorded (figures n/a there)"}};
+    partial |= d.covered < d.span;
     for (size_t p = 0; p < sizeof parts / sizeof *parts; p++) {
       double w = d.span > 0 ? W * (double)parts[p].v / (double)d.span : 0;
       if (w <= 0) continue;
@@ -270,17 +280,20 @@ static void breakdown(FILE *f, const rp_report *r) {
     }
     char ov[24] = "n/a";
     if (d.overlap_defined) snprintf(ov, sizeof ov, "%.1f%%", d.overlap_ratio * 100);
-    fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab>comm %.1f%% · overlap %s%s</text>\n",
-            L + W + 8, y + bar - 5, d.comm_share * 100, ov,
-            d.covered < d.span ? " (covered part)" : "");
+    fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab>comm %.1f%% · overlap %s</text>\n", L + W + 8,
+            y + bar - 5, d.comm_share * 100, ov);
   }
   fprintf(f,
           "</svg>\n<div class=legend><span style=\"background:%s\"></span>compute only "
           "<span style=\"background:%s\"></span>overlapped communication <span "
           "style=\"background:%s\"></span>exposed communication "
           "<span style=\"background:%s\"></span>memory only <span style=\"background:%s;border:1px "
-          "solid #ccc\"></span>idle</div>\n",
-          C_COMPUTE, C_OVERLAP, C_COMM, C_MEMORY, C_IDLE);
+          "solid #ccc\"></span>idle%s</div>\n",
+          C_COMPUTE, C_OVERLAP, C_COMM, C_MEMORY, C_IDLE,
+          partial ? " <span style=\"background:repeating-linear-gradient(45deg,#fff 0 3px,#c8c8c8 "
+                    "3px 5px);border:1px solid #ccc\"></span>compute not recorded (overlap "
+                    "over the rest)"
+                  : "");
 }
 
 /* The busbw plot's frame: plot area W x H at (L, T), B below for the x labels; x spans the size
@@ -316,8 +329,8 @@ static void bw_axes(FILE *f, const bw_plot *g, double ystep) {
             x, x, BW_T, BW_T + BW_H, x, BW_T + BW_H + 16, lab);
   }
   fprintf(f,
-          "<text x=\"%.0f\" y=\"%.0f\" class=lab text-anchor=middle>message size (nccl-tests size, "
-          "bucket lower bound)</text>\n",
+          "<text x=\"%.0f\" y=\"%.0f\" class=lab text-anchor=middle>message size (nccl-tests size; "
+          "a point at its calls' mean size)</text>\n",
           BW_L + BW_W / 2, BW_T + BW_H + 38);
   fprintf(f,
           "<text transform=\"translate(16 %.0f) rotate(-90)\" class=lab text-anchor=middle>busbw "
@@ -377,31 +390,57 @@ static int cmp_bw_span(const void *a, const void *b) {
   return (x->first > y->first) - (x->first < y->first);
 }
 
-/* One series (rows[0, n), in the report's order), its line, its points and its legend entry (the
- * series-th); `scratch` holds n rows. */
+/* log2 of a row's mean size: where its point sits on the x axis (its calls' sizes, not its
+ * bucket's lower bound). */
+static double row_x(const rp_row *w) {
+  double mean = w->timed ? (double)w->timed_size_sum / (double)w->timed : 0;
+  return mean > 0 ? log2(mean) : (double)w->bucket;
+}
+
+/* One line of a series through its rows (sorted by size): whole-kernel busbw (xfer 0) or busbw
+ * after the last rank's start (xfer 1, rows that have it). */
+static void bw_line(FILE *f, const bw_plot *g, const bw_row *rows, size_t n, const char *color,
+                    int xfer) {
+  fprintf(f, "<polyline fill=none stroke=\"%s\" stroke-width=%s points=\"", color,
+          xfer ? "2" : "1.2 stroke-dasharray=\"4 3\"");
+  for (size_t i = 0; i < n; i++) {
+    const rp_row *w = rows[i].w;
+    if (w->bucket < 0 || (xfer && !w->xfer.n)) continue;
+    fprintf(f, "%.1f,%.1f ", bw_x(g, row_x(w)),
+            bw_y(g, xfer ? rp_row_busbw_xfer(w) : rp_row_busbw(w)));
+  }
+  fprintf(f, "\"/>\n");
+}
+
+/* One series (rows[0, n), in the report's order): its lines, its points (hollow: the whole kernel
+ * time, which includes waiting for the last rank; filled: after the last rank's start) and its
+ * legend entry (the series-th); `scratch` holds n rows. */
 static void bw_series(FILE *f, const bw_plot *g, const bw_row *rows, size_t n, bw_row *scratch,
                       int series) {
   const char *color = palette[series % 10];
   const rp_row *first = rows[0].w;
-  fprintf(f, "<polyline fill=none stroke=\"%s\" stroke-width=2 points=\"", color);
   memcpy(scratch, rows, n * sizeof *rows);
   qsort(scratch, n, sizeof *scratch, cmp_bw_bucket);
-  for (size_t i = 0; i < n; i++) {
-    const rp_row *w = scratch[i].w;
-    if (w->bucket >= g->lo && w->bucket <= g->hi)
-      fprintf(f, "%.1f,%.1f ", bw_x(g, w->bucket), bw_y(g, rp_row_busbw(w)));
-  }
-  fprintf(f, "\"/>\n");
+  bw_line(f, g, scratch, n, color, 0);
+  bw_line(f, g, scratch, n, color, 1);
   for (size_t i = 0; i < n; i++) {
     const rp_row *w = rows[i].w;
     if (w->bucket < 0) continue;
-    char lab[32];
-    rp_bucket_label(w->bucket, lab, sizeof lab);
+    char size[32];
+    rp_fmt_bytes((uint64_t)(w->timed_size_sum / w->timed), size, sizeof size);
     fprintf(f,
-            "<circle cx=\"%.1f\" cy=\"%.1f\" r=3.5 fill=\"%s\"><title>%s, %d ranks, %s: busbw %.2f "
-            "GB/s, %" PRIu64 " calls</title></circle>",
-            bw_x(g, w->bucket), bw_y(g, rp_row_busbw(w)), color, rp_func_name(w->func), w->nranks,
-            lab, rp_row_busbw(w), w->calls);
+            "<circle cx=\"%.1f\" cy=\"%.1f\" r=3.5 fill=\"#fff\" stroke=\"%s\" stroke-width=1.5>"
+            "<title>%s, %d ranks, mean size %s: busbw %.2f GB/s from the whole kernel time "
+            "(waiting for the last rank included), %" PRIu64 " GPU-timed calls</title></circle>",
+            bw_x(g, row_x(w)), bw_y(g, rp_row_busbw(w)), color, rp_func_name(w->func), w->nranks,
+            size, rp_row_busbw(w), w->timed);
+    if (w->xfer.n)
+      fprintf(f,
+              "<circle cx=\"%.1f\" cy=\"%.1f\" r=4 fill=\"%s\"><title>%s, %d ranks, mean size %s: "
+              "busbw %.2f GB/s after the last rank's start (%" PRIu64
+              " rank-calls)</title></circle>",
+              bw_x(g, row_x(w)), bw_y(g, rp_row_busbw_xfer(w)), color, rp_func_name(w->func),
+              w->nranks, size, rp_row_busbw_xfer(w), w->xfer.n);
   }
   fprintf(f,
           "<rect x=\"%.0f\" y=\"%.0f\" width=12 height=12 fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\" "
@@ -438,21 +477,37 @@ static int bw_all_series(FILE *f, const rp_report *r, const bw_plot *g) {
     if (in_func < 64)
       bw_series(f, g, rows + span[k].start, span[k].end - span[k].start, scratch, series++);
   }
+  /* what the two markers mean, under the series */
+  double y = BW_T + 21 + series * 20 + 10;
+  fprintf(
+      f,
+      "<circle cx=\"%.0f\" cy=\"%.0f\" r=3.5 fill=\"#fff\" stroke=\"#555\" stroke-width=\"1.5\"/>"
+      "<text x=\"%.0f\" y=\"%.0f\" class=tick>whole kernel</text>"
+      "<circle cx=\"%.0f\" cy=\"%.0f\" r=4 fill=\"#555\"/>"
+      "<text x=\"%.0f\" y=\"%.0f\" class=tick>after last start</text>\n",
+      BW_L + BW_W + 26, y - 4, BW_L + BW_W + 38, y, BW_L + BW_W + 26, y + 16, BW_L + BW_W + 38,
+      y + 20);
   topo_free(rows), topo_free(scratch), topo_free(span);
   return 1;
 }
 
 /* Bus bandwidth against message size: one series per (function, communicator size) with a
- * GPU-timed call, and the reference line. */
+ * GPU-timed call, each point at its calls' mean size; the whole-kernel busbw (which includes
+ * waiting for the last rank) and, where every rank's GPU start is known, the busbw after the last
+ * rank's start; and the reference line. */
 static void busbw_plot(FILE *f, const rp_report *r) {
   bw_plot g = {64, -1, 0};
   double maxbw = 0;
+  int xfer = 0;
   for (size_t i = 0; i < r->nrows; i++) {
     const rp_row *w = r->rows[i];
     if (!rp_row_busbw_known(w) || w->bucket < 0 || w->func > 10) continue;
-    if (w->bucket < g.lo) g.lo = w->bucket;
-    if (w->bucket > g.hi) g.hi = w->bucket;
+    double x = row_x(w);
+    if ((int)floor(x) < g.lo) g.lo = (int)floor(x);
+    if ((int)ceil(x) > g.hi) g.hi = (int)ceil(x);
     if (rp_row_busbw(w) > maxbw) maxbw = rp_row_busbw(w);
+    if (w->xfer.n && rp_row_busbw_xfer(w) > maxbw) maxbw = rp_row_busbw_xfer(w);
+    xfer |= w->xfer.n > 0;
   }
   if (g.hi < 0 || maxbw <= 0) return;
   if (g.hi == g.lo) g.hi = g.lo + 1;
@@ -462,9 +517,14 @@ static void busbw_plot(FILE *f, const rp_report *r) {
   fprintf(
       f,
       "<h2>Bus bandwidth against message size</h2><p class=note>busbw = algbw × the nccl-tests "
-      "factor (AllReduce 2(n−1)/n; AllGather, ReduceScatter (n−1)/n; others 1), from the mean "
-      "GPU time of each size bucket; buckets without a GPU-timed call are not drawn (their rows "
-      "below show &ldquo;-&rdquo;).%s</p>\n",
+      "factor (AllReduce 2(n−1)/n; AllGather, ReduceScatter (n−1)/n; others 1), one point per "
+      "size bucket at its calls' mean size. Hollow, dashed: from the mean GPU time of the whole "
+      "kernel, which includes waiting for the last rank to start (a straggler lowers it).%s "
+      "Sizes without a GPU-timed call are not drawn (their rows below show "
+      "&ldquo;-&rdquo;).%s</p>\n",
+      xfer ? " Filled, solid: from the last rank's kernel start to each rank's stop, the transfer "
+             "alone (where every rank's GPU start is known)."
+           : " No point without the wait: the GPU starts of every rank are not known.",
       r->ref_busbw > 0 ? " Dashed red: the reference bandwidth."
                        : " No reference line: give --profile (a calibrated profile) or --gpu (the "
                          "built-in link peak).");
@@ -486,22 +546,56 @@ static int cmp_row(const void *a, const void *b) {
   return (x->tag > y->tag) - (x->tag < y->tag);
 }
 
+/* A table cell holding a figure and its error: the figure, then "±..." on a second line of its
+ * own (never wrapped inside a number). */
+static void cell_split(FILE *f, const char *text) {
+  const char *pm = strstr(text, " ±");
+  fprintf(f, "<td>");
+  if (!pm) {
+    esc(f, text);
+  } else {
+    fprintf(f, "%.*s<span class=sub>", (int)(pm - text), text);
+    esc(f, pm + 1);
+    fprintf(f, "</span>");
+  }
+  fprintf(f, "</td>");
+}
+
+/* Per-rank notes, one paragraph per kind with the ranks it holds for ("ranks 0-7: ..."). */
+static void notes_print(FILE *f, rp_fold *fo) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  if (!m) return;
+  rp_fold_print(fo, m, 0, 0);
+  fclose(m);
+  for (char *line = buf; line && *line;) {
+    char *nl = strchr(line, '\n');
+    if (nl) *nl = 0;
+    fprintf(f, "<p class=note>");
+    esc(f, line);
+    fprintf(f, "</p>\n");
+    line = nl ? nl + 1 : NULL;
+  }
+  free(buf);
+}
+
 /* Under the rank table: how "exposed (all)" was estimated, and why it is n/a where compute is
- * known somewhere. */
-static void exposed_all_notes_html(FILE *f, const rp_report *r) {
+ * known somewhere; folded across ranks. */
+static void exposed_all_notes_html(FILE *f, const rp_report *r, rp_fold *fo) {
   int est = 0;
   for (int i = 0; i < r->nranks; i++) {
     rp_derived dv;
     rp_derive_rank(&r->ranks[i], &dv);
-    char name[32];
-    rank_name(&r->ranks[i], name, sizeof name);
     est |= dv.exposed_all_estimated;
     if (dv.known && !dv.exposed_all_known) {
-      fprintf(f, "<p class=note>%s: exposed (all) n/a: ", name);
-      esc(f, dv.model.reason ? dv.model.reason : RP_OMODEL_NO_COVER);
-      fprintf(f, "</p>\n");
+      char note[320];
+      snprintf(note, sizeof note, "exposed (all) n/a: %s",
+               dv.model.reason ? dv.model.reason : RP_OMODEL_NO_COVER);
+      rp_fold_add(fo, r->ranks[i].world_rank, note);
     }
   }
+  notes_print(f, fo);
   if (est)
     fprintf(f,
             "<p class=note>exposed (all): over the whole span; est.: where compute was not "
@@ -511,15 +605,15 @@ static void exposed_all_notes_html(FILE *f, const rp_report *r) {
             "docs/metrics.md, Coverage)</p>\n");
 }
 
-/* The per-rank table and, under it, why a rank's compute figures are n/a or partial. */
+/* The per-rank table (the rank's host:pid under its name) and, under it, why a rank's compute
+ * figures are n/a or partial, folded across ranks. */
 static void rank_table_html(FILE *f, const rp_report *r) {
   char a[32], b[80], c[32], d[32], e[32], x[80], g[32], h[32], o[32];
   fprintf(f,
-          "<h2>Per "
-          "rank</h2><table><tr><th>rank</th><th>host:pid</th><th>span</th><th>communication</"
-          "th><th>compute</th>"
-          "<th>overlapped</th><th>exposed</th><th>exposed (all)</th><th>idle</th><th>comm "
-          "share</th><th>overlap ratio</th><th>collectives</th></tr>\n");
+          "<h2>Per rank</h2><div class=tw><table><tr><th>rank (host:pid)</th><th>span</th>"
+          "<th>communication</th><th>compute</th><th>overlapped</th><th>exposed</th>"
+          "<th>exposed (all)</th><th>idle</th><th>comm share</th><th>overlap ratio</th>"
+          "<th>collectives</th></tr>\n");
   for (int i = 0; i < r->nranks; i++) {
     const rp_rank *k = &r->ranks[i];
     rp_derived dv;
@@ -533,39 +627,45 @@ static void rank_table_html(FILE *f, const rp_report *r) {
             sizeof x);
     snprintf(h, sizeof h, "%.1f%%", dv.comm_share * 100);
     pct_known(dv.known && dv.overlap_defined, dv.overlap_ratio, o, sizeof o);
-    fprintf(f, "<tr><td>%s</td><td%s>", name,
+    fprintf(f, "<tr><td>%s<span class=sub%s>", name,
             k->host[0] && k->pid ? "" : " title=\"?: not in the trace\"");
     esc(f, k->host[0] ? k->host : "?"); /* unknown (a Kineto trace names no host): ? */
     if (k->pid) fprintf(f, ":%u", k->pid);
     else fprintf(f, ":?");
-    fprintf(f,
-            "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</"
-            "td><td>%s</td><td>%s</td><td>%" PRIu64 "</td></tr>\n",
-            a, b, c, d, e, x, g, h, o, k->colls);
+    fprintf(f, "</span></td><td>%s</td>", a);
+    cell_split(f, b);
+    fprintf(f, "<td>%s</td><td>%s</td><td>%s</td>", c, d, e);
+    cell_split(f, x);
+    fprintf(f, "<td>%s</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td></tr>\n", g, h, o, k->colls);
   }
-  fprintf(f, "</table>\n");
-  exposed_all_notes_html(f, r);
+  fprintf(f, "</table></div>\n");
+  rp_fold *fo = rp_fold_new();
+  exposed_all_notes_html(f, r, fo);
   for (int i = 0; i < r->nranks; i++) {
     rp_derived dv;
     rp_derive_rank(&r->ranks[i], &dv);
     const char *why = rp_rank_unknown_reason(&r->ranks[i]);
-    char name[32];
-    rank_name(&r->ranks[i], name, sizeof name);
+    char note[480];
     if (!dv.known || (dv.covered < dv.span && *why)) {
-      fprintf(f, "<p class=note>%s: ", name);
       if (dv.known)
-        fprintf(f, "compute recorded over %.0f%% of the span; elsewhere ", dv.covered_share * 100);
-      else fprintf(f, "compute, overlap, exposed and idle n/a: ");
-      esc(f, *why ? why : "the compute windows do not overlap its GPU activity");
-      fprintf(f, "</p>\n");
+        snprintf(note, sizeof note,
+                 "compute recorded over part of the span only (where the bar's \"not recorded\" "
+                 "part is not); elsewhere %s",
+                 *why ? why : "the compute windows do not overlap its GPU activity");
+      else
+        snprintf(note, sizeof note, "compute, overlap, exposed and idle n/a: %s",
+                 *why ? why : "the compute windows do not overlap its GPU activity");
+      rp_fold_add(fo, r->ranks[i].world_rank, note);
     }
   }
+  notes_print(f, fo);
+  rp_fold_free(fo);
 }
 
 /* One row of the collective table; "-" for every figure a row has no measurement of; its tag
- * cell only when `tags`. */
+ * cell only when `tags`. The calls cell says under it how many were GPU-timed and estimated. */
 static void coll_row_html(FILE *f, const rp_row *w, int tags) {
-  char a[32], b[32], c[32], d[32], e[32];
+  char a[32], b[32], c[32], d[32], e[32], x[32] = "-";
   char size[32];
   rp_bucket_label(w->bucket, size, sizeof size);
   int al, pr;
@@ -580,6 +680,7 @@ static void coll_row_html(FILE *f, const rp_row *w, int tags) {
   snprintf(d, sizeof d, "%s", w->timed ? "?" : "-"), snprintf(e, sizeof e, "%s", d);
   if (rp_row_algbw_known(w)) snprintf(d, sizeof d, "%.2f", rp_row_algbw(w));
   if (rp_row_busbw_known(w)) snprintf(e, sizeof e, "%.2f", rp_row_busbw(w));
+  if (w->xfer.n && rp_row_busbw_known(w)) snprintf(x, sizeof x, "%.2f", rp_row_busbw_xfer(w));
   char tb[32] = "?", nr[16] = "?";
   if (rp_row_size_known(w)) rp_fmt_bytes(w->size_sum, tb, sizeof tb);
   if (rp_row_ranks_known(w)) snprintf(nr, sizeof nr, "%d", w->nranks);
@@ -589,11 +690,13 @@ static void coll_row_html(FILE *f, const rp_row *w, int tags) {
   if (tags && w->tag) fprintf(f, "<td>%" PRIu64 "</td>", w->tag);
   else if (tags) fprintf(f, "<td>-</td>");
   fprintf(f,
-          "<td>%s</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64
-          "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>",
-          rp_func_name(w->func), nr, size, w->calls, w->timed, w->estimated, tb, a, b, c, d, e);
+          "<td>%s</td><td>%s</td><td>%s</td><td>%" PRIu64 "<span class=sub>%" PRIu64
+          " timed, %" PRIu64
+          " est.</span></td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+          "<td>%s</td><td>%s</td><td>%s</td><td>",
+          rp_func_name(w->func), nr, size, w->calls, w->timed, w->estimated, tb, a, b, c, d, e, x);
   esc(f, label);
-  fprintf(f, " (%.0f%%)</td><td>", share * 100);
+  fprintf(f, "<span class=sub>%.0f%% of calls</span></td><td>", share * 100);
   if (w->ch_max) fprintf(f, w->ch_min == w->ch_max ? "%d" : "%d–%d", w->ch_min, w->ch_max);
   else fputs("?", f);
   fprintf(f, "</td></tr>\n");
@@ -606,31 +709,90 @@ static void collectives_html(FILE *f, const rp_report *r) {
   if (!rows) return;
   memcpy(rows, r->rows, r->nrows * sizeof *rows);
   qsort(rows, r->nrows, sizeof *rows, cmp_row);
-  fprintf(f, "<h2>Collectives</h2><table><tr>%s", r->have_tags ? "<th>tag</th>" : "");
+  fprintf(
+      f,
+      "<h2>Collectives</h2><p class=note>GPU time per rank and call, of the GPU-timed calls: "
+      "the whole kernel, which includes waiting for the last rank to start; busbw after last "
+      "start: from the last rank's kernel start to each rank's stop (the transfer alone), where "
+      "every rank's GPU start is known.</p><div class=tw><table><tr>%s",
+      r->have_tags ? "<th>tag</th>" : "");
   fprintf(f,
-          "<th>collective</th><th>ranks</th><th>size</th><th>calls</"
-          "th><th>GPU-timed</th><th>estimated</th><th>bytes</th>"
-          "<th>timed total</th><th>median</th><th>p99</th><th>algbw GB/s</th><th>busbw "
-          "GB/s</th><th>algorithm / protocol</th><th>channels</th></tr>\n");
+          "<th>collective</th><th>ranks</th><th>size</th><th>calls</th><th>bytes</th>"
+          "<th>timed total</th><th>median</th><th>p99</th><th>algbw GB/s</th><th>busbw GB/s</th>"
+          "<th>busbw after last start</th><th>algorithm / protocol</th><th>channels</th></tr>\n");
   for (size_t i = 0; i < r->nrows; i++) coll_row_html(f, rows[i], r->have_tags);
-  fprintf(f, "</table>\n");
+  fprintf(f, "</table></div>\n");
   topo_free(rows);
 }
 
-/* Stragglers per rank, the clock alignment behind them, and the start skew per function. */
+/* How the GPU clocks were aligned across ranks, as the text report says it (an error of 0 from
+ * anchors in words; crossed bounds as invalid). */
+static void alignment_html(FILE *f, const rp_report *r) {
+  char a[32];
+  int anchored = 0, crossed = 0;
+  for (int i = 0; i < r->nranks; i++) {
+    anchored += r->ranks[i].align_method == RP_ALIGN_ANCHORED;
+    crossed += r->ranks[i].align_inconsistent && r->ranks[i].align_method != RP_ALIGN_NONE;
+  }
+  fprintf(f, "<p class=note>GPU clocks aligned across ranks: ");
+  if (r->align_err < 0) fprintf(f, "error n/a (unbounded: a rank has no upper bound, no anchor)");
+  else if (r->align_err == 0 && anchored)
+    fprintf(f,
+            "error not measurable: the anchors' GPU stops agree to the ns on every rank (modelled "
+            "or replayed clocks; real GPUs differ by microseconds)");
+  else rp_fmt_ns(r->align_err, a, sizeof a), fprintf(f, "to within %s", a);
+  if (crossed)
+    fprintf(f,
+            ". Enqueue bounds crossed on %d rank%s: the upper bound is invalid there, so GPU "
+            "against CPU times are placed from below only",
+            crossed, crossed == 1 ? "" : "s");
+  if (r->align_warn && r->skew_gpu_all.n)
+    fprintf(f,
+            ". <b>Warning:</b> the alignment error is not below the median GPU start skew; "
+            "skew and stragglers below it are not resolved");
+  fprintf(f, ".</p>\n");
+}
+
+/* Stragglers per rank, the clock alignment behind them, and the start skew per function; or why
+ * they cannot be computed (and, Kineto only, the time inside NCCL kernels per step). */
 static void stragglers_html(FILE *f, const rp_report *r) {
   char a[32], b[32], c[32];
   int any = 0;
   for (int i = 0; i < RP_MAX_FUNC; i++) any |= r->skew[i].n > 0;
-  if (!any) return;
+  if (!any) {
+    const char *why = rp_skew_unknown_reason(r);
+    if (!*why) return;
+    fprintf(f, "<h2>Stragglers</h2><p class=note>Start skew and stragglers: n/a: ");
+    esc(f, why);
+    fprintf(f, ".</p>\n");
+    rp_comm_hint h;
+    rp_comm_hint_get(r, &h);
+    if (h.ok) {
+      fprintf(f,
+              "<p class=note>Time inside NCCL kernels per step (mean over the %zu steps every "
+              "rank has). The kernels of the ranks that start first wait inside for the last one: "
+              "the rank with the least time is the likely straggler. An inference from Kineto "
+              "alone, not a measured skew.</p><div class=tw><table><tr><th>rank</th><th>in NCCL "
+              "kernels per step</th></tr>\n",
+              h.steps);
+      for (int i = 0; i < r->nranks; i++) {
+        if (h.per_rank[i] < 0) continue;
+        rp_fmt_ns(h.per_rank[i], a, sizeof a);
+        fprintf(f, "<tr><td>rank %d%s</td><td>%s</td></tr>\n", r->ranks[i].world_rank,
+                i == h.likely ? " (likely straggler)" : "", a);
+      }
+      fprintf(f, "</table></div>\n");
+    }
+    rp_comm_hint_free(&h);
+    return;
+  }
   fprintf(
       f,
       "<h2>Stragglers</h2><p class=note>Each collective is joined across ranks by (communicator, "
       "function, sequence number). The rank that starts last makes the others wait; “delay caused” "
-      "sums, "
-      "over the collectives it started last, the gap to the second-to-last rank.</p>"
-      "<table><tr><th>rank</th><th>started last</th><th>of joined</th><th>judged by GPU "
-      "starts</th><th>delay caused</th><th>time waiting for others</th><th>missing "
+      "sums, over the collectives it started last, the gap to the second-to-last rank.</p>"
+      "<div class=tw><table><tr><th>rank</th><th>started last</th><th>of joined</th><th>judged by "
+      "GPU starts</th><th>delay caused</th><th>time waiting for others</th><th>missing "
       "records</th></tr>\n");
   for (int i = 0; i < r->nranks; i++) {
     const rp_rank *k = &r->ranks[i];
@@ -643,21 +805,11 @@ static void stragglers_html(FILE *f, const rp_report *r) {
             "</td><td>%s</td><td>%s</td><td>%" PRIu64 "</td></tr>\n",
             name, k->last_count, k->joined, k->joined_gpu, a, b, k->missed);
   }
-  if (r->align_err < 0)
-    fprintf(f,
-            "</table><p class=note>GPU clocks aligned across ranks: error n/a (unbounded: no upper "
-            "bound, no anchor)");
-  else
-    rp_fmt_ns(r->align_err, a, sizeof a),
-        fprintf(f, "</table><p class=note>GPU clocks aligned across ranks to within %s", a);
-  if (r->align_warn && r->skew_gpu_all.n)
-    fprintf(f,
-            ". <b>Warning:</b> the alignment error is not below the median GPU start skew; "
-            "skew and stragglers below it are not resolved");
-  fprintf(f, ".</p>\n");
+  fprintf(f, "</table></div>\n");
+  alignment_html(f, r);
   fprintf(f,
-          "<table><tr><th>collective</th><th>by GPU starts</th><th>by CPU enqueue</th><th>start "
-          "skew median</th><th>p99</th><th>max</th></tr>\n");
+          "<div class=tw><table><tr><th>collective</th><th>by GPU starts</th><th>by CPU "
+          "enqueue</th><th>start skew median</th><th>p99</th><th>max</th></tr>\n");
   for (int i = 0; i < RP_MAX_FUNC; i++) {
     const rp_quant *q = &r->skew[i];
     if (!q->n) continue;
@@ -669,7 +821,7 @@ static void stragglers_html(FILE *f, const rp_report *r) {
             "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
             rp_func_name(i), r->skew_gpu[i], q->n - r->skew_gpu[i], a, b, c);
   }
-  fprintf(f, "</table>\n");
+  fprintf(f, "</table></div>\n");
 }
 
 /* One row of the step table. */
@@ -683,11 +835,11 @@ static void step_row_html(FILE *f, const rp_stepsum *s) {
   fmt_all(s->ea_ranks > 0, s->ea_estimated, s->exposed_all, rp_err_ns(&s->exposed_err), x,
           sizeof x);
   pct_known(kn && s->cov_comm > 0, rp_ratio(s->cov_overlap, s->cov_comm), o, sizeof o);
-  fprintf(f,
-          "<tr><td>%" PRIu64
-          "</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</"
-          "td><td>%s</td></tr>\n",
-          s->value, s->ranks, a, b, c, d, x, rp_ratio(s->comm, s->span) * 100, o);
+  fprintf(f, "<tr><td>%" PRIu64 "</td><td>%d</td><td>%s</td>", s->value, s->ranks, a);
+  cell_split(f, b);
+  fprintf(f, "<td>%s</td><td>%s</td>", c, d);
+  cell_split(f, x);
+  fprintf(f, "<td>%.1f%%</td><td>%s</td></tr>\n", rp_ratio(s->comm, s->span) * 100, o);
 }
 
 /* The step table, or why there is none. */
@@ -703,11 +855,11 @@ static void steps_html(FILE *f, const rp_report *r) {
               "; n/a: no compute was recorded (give the Kineto traces of these steps, or widen the "
               "profiler's CUPTI windows: TOPO_PROFILER_CUPTI=on)");
     fprintf(f,
-            "</div><table><tr><th>step</th><th>ranks</th><th>mean "
+            "</div><div class=tw><table><tr><th>step</th><th>ranks</th><th>mean "
             "span</th><th>communication</th><th>compute</th><th>exposed</th><th>exposed "
             "(all)</th><th>comm share</th><th>overlap ratio</th></tr>\n");
     for (size_t i = 0; i < r->nstepsum; i++) step_row_html(f, &r->stepsum[i]);
-    fprintf(f, "</table>\n");
+    fprintf(f, "</table></div>\n");
   } else if (r->steps_detect == RP_STEPS_NONE) {
     fprintf(f, "<h2>Steps</h2><div class=note>");
     esc(f, RP_STEPS_NONE_TEXT);
@@ -730,7 +882,7 @@ static void page_head(FILE *f) {
       "charset=utf-8><title>topo-report</title>\n<style>\n"
       "body{font:14px/1.45 system-ui,-apple-system,'Segoe "
       "UI',Roboto,sans-serif;margin:0;background:#fafafa;color:#222}\n"
-      "main{max-width:1280px;margin:0 auto;padding:24px 32px 64px}\n"
+      "main{max-width:1280px;margin:0 auto;padding:20px clamp(10px,2.5vw,32px) 64px}\n"
       "h1{font-size:24px;margin:0 0 4px}h2{font-size:18px;margin:36px 0 6px;border-bottom:1px "
       "solid #e5e5e5;padding-bottom:4px}\n"
       ".meta{color:#666;font-size:13px}.note{color:#555;font-size:13px;margin:2px 0 10px}\n"
@@ -745,11 +897,15 @@ static void page_head(FILE *f) {
       ".legend{font-size:13px;color:#444;margin:6px 0}.legend "
       "span{display:inline-block;width:12px;height:12px;margin:0 5px 0 "
       "14px;vertical-align:-1px;border-radius:2px}\n"
+      ".tw{overflow-x:auto;max-width:100%%}\n" /* a table wider than a phone scrolls in its box */
       "table{border-collapse:collapse;background:#fff;margin:8px "
-      "0;font-size:13px;font-variant-numeric:tabular-nums}\n"
-      "th,td{border:1px solid #e5e5e5;padding:4px "
-      "10px;text-align:right}th{background:#f3f3f3;font-weight:600}td:first-child,th:first-child{"
-      "text-align:left}\n"
+      "0;font-size:12.5px;font-variant-numeric:tabular-nums}\n"
+      "th,td{border:1px solid #e5e5e5;padding:3px 6px;text-align:right}"
+      "td{white-space:nowrap}td.name{white-space:normal;overflow-wrap:anywhere;text-align:left}"
+      "th{background:#f3f3f3;font-weight:600}td:first-child,th:first-child{text-align:left}\n"
+      ".sub{display:block;font-size:11px;color:#777}\n" /* a cell's second line: error, host */
+      "ol.next li{margin:0 0 10px}ol.next code{font-size:12px;background:#f3f3f3;padding:1px 4px;"
+      "white-space:normal;overflow-wrap:anywhere}\n"
       "</style></head><body><main>\n");
 }
 
@@ -874,6 +1030,7 @@ topo_status rp_render_html(const rp_report *r, const char *path) {
   rp_render_kernels_html(r, f);
   busbw_plot(f, r);
   tables(f, r);
+  rp_render_next_html(r, f);
   fprintf(f,
           "<p class=meta style=\"margin-top:40px\">Definitions: docs/metrics.md. Generated by "
           "topo-report %s.</p></main></body></html>\n",

@@ -744,10 +744,11 @@ static void html_steps(const rp_report *r, FILE *f) {
       "<p class=note>Each step's GPU window (first to last GPU event it launched): idle = no GPU "
       "event running; compute = a computation kernel running; non-compute = the rest "
       "(communication, memory, other not overlapped by computation). Holistic Trace Analysis' "
-      "temporal breakdown, per step.</p>\n<table><tr><th>rank</th><th>step</th><th>span</th>"
+      "temporal breakdown, per step.</p>\n<div "
+      "class=tw><table><tr><th>rank</th><th>step</th><th>span</th>"
       "<th>idle</th><th>compute</th><th>non-compute</th><th>communication overlapped</th></tr>\n");
   each_rank(r, f, html_step_rows);
-  fprintf(f, "</table>\n");
+  fprintf(f, "</table></div>\n");
 }
 
 /* One rank's top kernels. */
@@ -756,17 +757,25 @@ static void html_kernel_rows(FILE *f, const rp_rank *rank) {
   for (size_t j = 0; g && j < g->nkern; j++) {
     const rp_kstat *k = &g->kern[j];
     if (!k->top) continue;
-    char nm[96], a[32], b[32], c[32], d[32];
+    char nm[NAME_SHORT], a[32], b[32], c[32], d[32];
     rp_kernel_short_name(k->name, nm, sizeof nm);
     rp_fmt_ns(k->sum, a, sizeof a);
     rp_fmt_ns((int64_t)llround(k->mean), b, sizeof b);
     rp_fmt_ns(k->min, c, sizeof c);
     rp_fmt_ns(k->max, d, sizeof d);
-    fprintf(f, "<tr><td>rank %d</td><td>%s</td><td style=\"text-align:left\" title=\"",
-            rank->world_rank, rp_ktype_name(k->type));
+    fprintf(f, "<tr><td>rank %d</td><td>%s</td><td>%zu</td><td class=name title=\"",
+            rank->world_rank, rp_ktype_name(k->type), j);
     rp_html_esc(f, k->name);
     fprintf(f, "\">");
-    rp_html_esc(f, nm);
+    if (short_name_shared(g, j, nm)) { /* reads like another: its full name one click away */
+      fprintf(f, "<details><summary>");
+      rp_html_esc(f, nm);
+      fprintf(f, " …</summary>");
+      rp_html_esc(f, k->name);
+      fprintf(f, "</details>");
+    } else {
+      rp_html_esc(f, nm);
+    }
     fprintf(f, "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", k->n,
             a, b, c, d);
   }
@@ -776,12 +785,13 @@ static void html_kernels(const rp_report *r, FILE *f) {
   fprintf(
       f,
       "<h2>Top kernels</h2><p class=note>Per rank and type, by total time (HTA's rule: at most 10, "
-      "within 80%% of the type's time; --top N); hover a name for the full one.</p>\n"
-      "<table><tr><th>rank</th><th>type</th><th>kernel</th><th>count</th><th>total</th><th>mean</"
-      "th>"
-      "<th>min</th><th>max</th></tr>\n");
+      "within 80%% of the type's time; --top N). Names without template and call arguments; where "
+      "two read alike, open one for its full name (hover any for it). id: the kernel's index in "
+      "--json kernel_analyses.ranks[].kernels and in the kernels CSV table.</p>\n"
+      "<div class=tw><table><tr><th>rank</th><th>type</th><th>id</th><th>kernel</th><th>count</th>"
+      "<th>total</th><th>mean</th><th>min</th><th>max</th></tr>\n");
   each_rank(r, f, html_kernel_rows);
-  fprintf(f, "</table>\n");
+  fprintf(f, "</table></div>\n");
 }
 
 /* One rank's streams. */
@@ -813,11 +823,12 @@ static void html_streams(const rp_report *r, FILE *f) {
       "each kernel, memcpy or memset on its stream; host wait when its launch call began after the "
       "previous one ended, kernel wait when the gap is under 30 us, else other. Launch delay: GPU "
       "start minus the end of the launch call. Queue: launched but not started, after each launch "
-      "and start.</p>\n<table><tr><th>rank</th><th>stream</th><th>events</th><th>host wait</th>"
+      "and start.</p>\n<div "
+      "class=tw><table><tr><th>rank</th><th>stream</th><th>events</th><th>host wait</th>"
       "<th>kernel wait</th><th>other idle</th><th>launch delay median</th><th>max</th>"
       "<th>&gt; 100 us</th><th>queue mean</th><th>queue max</th></tr>\n");
   each_rank(r, f, html_stream_rows);
-  fprintf(f, "</table>\n");
+  fprintf(f, "</table></div>\n");
 }
 
 void rp_render_kernels_html(const rp_report *r, FILE *f) {

@@ -357,7 +357,7 @@ static void check_busbw(const rp_report *r, rp_next **v, size_t *n, size_t *cap,
     if (waiting) {
       snprintf(x->todo, sizeof x->todo,
                "the transfer itself runs near the line: the gap is time spent waiting for the "
-               "last rank to start (see the straggler step); nothing to gain from the algorithm");
+               "last rank to start (the straggler above); nothing to gain from the algorithm");
       snprintf(x->verify, sizeof x->verify, "%s: busbw and busbw after last start of %s at %s",
                verify_diff, rp_func_name(w->func), size);
     } else {
@@ -489,8 +489,8 @@ rp_next *rp_next_list(const rp_report *r, size_t *n, char *passed, size_t len) {
   *n = 0;
   passed[0] = 0;
   check_exposed(r, &v, n, &cap, passed, len);
-  check_busbw(r, &v, n, &cap, passed, len);
   check_straggler(r, &v, n, &cap, passed, len);
+  check_busbw(r, &v, n, &cap, passed, len);
   check_idle(r, &v, n, &cap, passed, len);
   return v;
 }
