@@ -227,6 +227,40 @@ static void test_gain_and_evidence_from_the_same_profile(void **state) {
   topo_profile_free(&p);
 }
 
+/* The text folds sizes that pick alike into one line (ranges over them) and says where topo
+ * switches from NCCL's pick and on what evidence, or why no switch is measured. */
+static void test_rows_fold_and_switches_are_explained(void **state) {
+  (void)state;
+  char *out;
+  assert_int_equal(run("--gpu H200 --nranks 8 --coll allreduce --min 1K --max 1G", &out), 0);
+  int rows = 0;
+  for (const char *l = strstr(out, "evidence\n"); l && (l = strchr(l, '\n')) && l[1] == ' '; l++)
+    rows += strstr(l, " | ") && strstr(l, " | ") < strchr(l + 1, '\n');
+  assert_true(rows >= 1 && rows <= 4); /* 21 sizes, three picks of NCCL's */
+  assert_non_null(strstr(out, "     1K-"));
+  assert_non_null(strstr(out, "-1G | ring/simple"));
+  assert_non_null(strstr(out, "topo keeps NCCL 2.28's pick at every size (21 sizes)"));
+  assert_non_null(strstr(out, "no switch is measured: builtin:H200 holds no measured point"));
+  free(out);
+  /* Ring/Simple and Ring/LL128 both measured at 8 MiB, Simple twice as fast: a measured switch */
+  char path[128], args[256];
+  snprintf(path, sizeof path, "%s/switch.profile", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(
+      "topo-profile 2\nsection gpu=H200 nranks=8 nnodes=1\n"
+      "point allreduce ring ll128 bytes=8388608 median_us=200 noise_us=2\n"
+      "point allreduce ring simple bytes=8388608 median_us=100 noise_us=1\n",
+      f);
+  assert_int_equal(fclose(f), 0);
+  snprintf(args, sizeof args,
+           "--profile %s --gpu H200 --nranks 8 --coll allreduce --min 8M --max 8M", path);
+  assert_int_equal(run(args, &out), 0);
+  assert_non_null(strstr(out, "topo switches from NCCL 2.28's pick at 1 of 1 sizes: 1 measured"));
+  assert_null(strstr(out, "no switch is measured"));
+  free(out);
+}
+
 /* Two nodes on built-in figures: the network link is nominal and every row says so; a profile
  * that gives the network link its own figures is not marked. */
 static void test_nominal_network_marked(void **state) {
@@ -262,6 +296,7 @@ int main(void) {
       cmocka_unit_test(test_size_that_overflows_is_rejected),
       cmocka_unit_test(test_gain_and_evidence_from_the_same_profile),
       cmocka_unit_test(test_nominal_network_marked),
+      cmocka_unit_test(test_rows_fold_and_switches_are_explained),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

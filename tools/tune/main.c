@@ -115,6 +115,17 @@ static const char *human(unsigned long long b, char *buf, size_t len) {
   return buf;
 }
 
+/* A size for prose: exact ("16M") where it is a whole unit, else to 3 digits ("24.7M"). */
+static const char *approx(unsigned long long b, char *buf, size_t len) {
+  unsigned long long unit = b >= (1ull << 30) ? 1ull << 30 : b >= (1ull << 20) ? 1ull << 20 : 1024;
+  if (b < 1024 || b % unit == 0) return human(b, buf, len);
+  snprintf(buf, len, "%.3g%s", (double)b / (double)unit,
+           unit == 1ull << 30   ? "G"
+           : unit == 1ull << 20 ? "M"
+                                : "K");
+  return buf;
+}
+
 static int is_known_gpu(const char *gpu) {
   topo_profile p;
   return gpu && *gpu && strcasecmp(gpu, "generic") != 0 && topo_profile_builtin(gpu, &p) == TOPO_OK;
@@ -393,10 +404,12 @@ static void print_coll_header(const tune_args *a, int coll, int first) {
     printf("%s{\"collective\":\"%s\",\"rows\":[", first ? "" : ",", name);
     return;
   }
-  printf("\n%s\n", name);
-  printf("%8s | %-15s %3s %11s %10s | %-15s %3s %11s %11s | %8s %-14s\n", "bytes", "topo pick",
-         "ch", "profile us", "busbw GB/s", "NCCL 2.28 pick", "ch", "NCCL's us", "profile us",
-         "gain", "evidence");
+  printf(
+      "\n%s (sizes that pick alike on one line, figures as ranges over them; --json: every size)\n",
+      name);
+  printf("%11s | %-12s %3s %15s %13s | %-12s %5s %15s %15s | %8s %s\n", "bytes", "topo pick", "ch",
+         "profile us", "busbw GB/s", "NCCL 2.28", "ch", "NCCL's us", "profile us", "gain",
+         "evidence");
 }
 
 static void print_row_json(const tune_row *r, unsigned long long b, int first) {
@@ -417,21 +430,13 @@ static void print_row_json(const tune_row *r, unsigned long long b, int first) {
       ev_names[r->ev_n], g, ev_names[r->ev], r->nominal ? "true" : "false");
 }
 
-static void print_row_text(const tune_row *r, unsigned long long b) {
-  char tp[40], np[40], tt[32], bw[32], nt[32], g[32], e[24], hb[32];
-  snprintf(tp, sizeof tp, "%s/%s", topo_nccl_algo_name(r->t.algo, TOPO_NCCL_FILE),
-           topo_nccl_proto_name(r->t.proto, TOPO_NCCL_FILE));
-  snprintf(np, sizeof np, "%s/%s", topo_nccl_algo_name(r->nc.algo, TOPO_NCCL_FILE),
-           topo_nccl_proto_name(r->nc.proto, TOPO_NCCL_FILE));
-  text_num(tt, sizeof tt, r->have_t, r->t.time_us);
-  text_num(bw, sizeof bw, r->have_t, r->busbw);
-  text_num(nt, sizeof nt, r->have_n, r->prof_for_nccl);
-  if (!r->have_t || !r->have_n) snprintf(g, sizeof g, "n/a");
-  else if (r->ev == EV_MODEL) snprintf(g, sizeof g, "(%.2fx)", r->gain);
-  else snprintf(g, sizeof g, "%.2fx", r->gain);
-  snprintf(e, sizeof e, "%s%s", ev_names[r->ev], r->nominal ? " *" : "");
-  printf("%8s | %-15s %3d %11s %10s | %-15s %3d %11.2f %11s | %8s %-14s\n", human(b, hb, sizeof hb),
-         tp, r->t.nch, tt, bw, np, r->nc.nchannels, r->nc.time_us, nt, g, e);
+/* "a-b" for a range of two figures, "a" when they print alike. */
+static void text_range(char *buf, size_t len, int have, double lo, double hi) {
+  char x[32], y[32];
+  text_num(x, sizeof x, have, lo);
+  text_num(y, sizeof y, have, hi);
+  if (!strcmp(x, y)) snprintf(buf, len, "%s", x);
+  else snprintf(buf, len, "%s-%s", x, y);
 }
 
 /* --verbose: the points of one setting that decide its evidence at `bytes`: the one at the size
@@ -467,23 +472,131 @@ static void print_points(const char *who, const topo_profile *p, int coll, int a
   printf("%s\n", line);
 }
 
-/* Every size from --min to --max (x2) of one collective. */
+/* The gain as the table prints it: "1.23x", "(1.23x)" when model-only, "n/a". */
+static void gain_text(const tune_row *r, char *g, size_t len) {
+  if (!r->have_t || !r->have_n) snprintf(g, len, "n/a");
+  else if (r->ev == EV_MODEL) snprintf(g, len, "(%.2fx)", r->gain);
+  else snprintf(g, len, "%.2fx", r->gain);
+}
+
+/* 1 when two rows print alike but for their sizes and times: the same picks, channels of topo's
+ * pick, evidence and gain (the text folds them into one line). */
+static int same_pick(const tune_row *x, const tune_row *y) {
+  char gx[32], gy[32];
+  gain_text(x, gx, sizeof gx);
+  gain_text(y, gy, sizeof gy);
+  return x->t.algo == y->t.algo && x->t.proto == y->t.proto && x->t.nch == y->t.nch &&
+         x->nc.algo == y->nc.algo && x->nc.proto == y->nc.proto && x->ev == y->ev &&
+         x->nominal == y->nominal && x->have_t == y->have_t && x->have_n == y->have_n &&
+         !strcmp(gx, gy);
+}
+
+/* One line for rows [0, n) (sizes b[0..n), x2 steps) that print alike: their sizes as a range and
+ * each figure as its range over them. */
+static void print_rows_text(const tune_row *r, const unsigned long long *b, int n) {
+  char tp[40], np[40], tt[72], bw[72], nt[72], pn[72], g[32], e[24], hb[56], lo[24], hi[24], ch[24];
+  const tune_row *f = &r[0], *l = &r[n - 1];
+  snprintf(tp, sizeof tp, "%s/%s", topo_nccl_algo_name(f->t.algo, TOPO_NCCL_FILE),
+           topo_nccl_proto_name(f->t.proto, TOPO_NCCL_FILE));
+  snprintf(np, sizeof np, "%s/%s", topo_nccl_algo_name(f->nc.algo, TOPO_NCCL_FILE),
+           topo_nccl_proto_name(f->nc.proto, TOPO_NCCL_FILE));
+  if (n == 1) snprintf(hb, sizeof hb, "%s", human(b[0], lo, sizeof lo));
+  else snprintf(hb, sizeof hb, "%s-%s", human(b[0], lo, sizeof lo), human(b[n - 1], hi, sizeof hi));
+  text_range(tt, sizeof tt, f->have_t, f->t.time_us, l->t.time_us);
+  text_range(bw, sizeof bw, f->have_t, f->busbw, l->busbw);
+  text_range(pn, sizeof pn, f->have_n, f->prof_for_nccl, l->prof_for_nccl);
+  text_range(nt, sizeof nt, 1, f->nc.time_us, l->nc.time_us);
+  if (f->nc.nchannels == l->nc.nchannels) snprintf(ch, sizeof ch, "%d", f->nc.nchannels);
+  else snprintf(ch, sizeof ch, "%d-%d", f->nc.nchannels, l->nc.nchannels);
+  gain_text(f, g, sizeof g);
+  snprintf(e, sizeof e, "%s%s", ev_names[f->ev], f->nominal ? " *" : "");
+  printf("%11s | %-12s %3d %15s %13s | %-12s %5s %15s %15s | %8s %s\n", hb, tp, f->t.nch, tt, bw,
+         np, ch, nt, pn, g, e);
+}
+
+/* What a reader needs under a collective's map: where topo's pick differs from NCCL's and on
+ * what evidence; where it never does on a measurement, why (what the profile measured). */
+static void print_switches(const tune_setup *t, int coll, const tune_row *r, int n) {
+  int sw[3] = {0, 0, 0}, total = 0;
+  for (int i = 0; i < n; i++)
+    if (r[i].t.algo != r[i].nc.algo || r[i].t.proto != r[i].nc.proto) sw[r[i].ev]++, total++;
+  if (total)
+    printf(
+        "  topo switches from NCCL 2.28's pick at %d of %d sizes: %d measured, %d interpolated, "
+        "%d model-only\n",
+        total, n, sw[EV_MEASURED], sw[EV_INTERPOLATED], sw[EV_MODEL]);
+  else printf("  topo keeps NCCL 2.28's pick at every size (%d sizes): no switch\n", n);
+  if (sw[EV_MEASURED]) return;
+  /* the profile's measured points of this collective, per setting */
+  int settings = 0, points = 0;
+  char what[512] = "";
+  size_t at = 0;
+  for (int i = 0; i < t->prof.npoints;) {
+    const topo_profile_point *p = &t->prof.points[i];
+    int j = i;
+    uint64_t lo = p->bytes, hi = p->bytes;
+    for (; j < t->prof.npoints && t->prof.points[j].coll == p->coll &&
+           t->prof.points[j].algo == p->algo && t->prof.points[j].proto == p->proto &&
+           t->prof.points[j].nchannels == p->nchannels;
+         j++)
+      hi = t->prof.points[j].bytes;
+    if (p->coll == coll) {
+      char a[24], b[24];
+      settings++, points += j - i;
+      if (at < sizeof what)
+        at += (size_t)snprintf(
+            what + at, sizeof what - at, "%s%s/%s at %d size%s (%s%s%s)", settings > 1 ? ", " : "",
+            topo_nccl_algo_name(p->algo, TOPO_NCCL_FILE),
+            topo_nccl_proto_name(p->proto, TOPO_NCCL_FILE), j - i, j - i == 1 ? "" : "s",
+            approx(lo, a, sizeof a), lo == hi ? "" : "-", lo == hi ? "" : approx(hi, b, sizeof b));
+    }
+    i = j;
+  }
+  if (!points)
+    printf(
+        "  no switch is measured: %s holds no measured point of this collective, and the tuner\n"
+        "  switches only where measurements show a gain beyond their noise (docs/tuner-model.md);\n"
+        "  measure with topo-calibrate (GPUs) or topo-report fit (traces), then topo-tune "
+        "--profile\n",
+        t->prof.source);
+  else
+    printf(
+        "  no switch is measured: %s measured %s;\n"
+        "  a switch needs two settings measured at one size, and none is (topo-calibrate\n"
+        "  measures every setting; topo-report fit only what the job ran)\n",
+        t->prof.source, what);
+}
+
+/* Every size from --min to --max (x2) of one collective; in text, rows that print alike folded
+ * into one line (--verbose: every size, with its points), then what switches and why. */
 static void print_collective(const tune_args *a, const tune_setup *t, int coll, int first_coll) {
   print_coll_header(a, coll, first_coll);
-  int first = 1;
-  for (unsigned long long b = a->min_bytes; b <= a->max_bytes; b *= 2) {
-    tune_row r;
-    if (!compute_row(a, t, coll, b, &r)) continue;
-    if (a->json) print_row_json(&r, b, first);
-    else print_row_text(&r, b);
-    if (!a->json && a->verbose) {
-      print_points("topo", &t->prof, coll, r.t.algo, r.t.proto, r.t.nch, b);
-      print_points("NCCL", &t->prof, coll, r.nc.algo, r.nc.proto, 0, b);
+  tune_row rows[64];
+  unsigned long long sizes[64];
+  int n = 0;
+  for (unsigned long long b = a->min_bytes; b <= a->max_bytes && n < 64; b *= 2) {
+    if (compute_row(a, t, coll, b, &rows[n])) {
+      if (a->json) print_row_json(&rows[n], b, n == 0);
+      sizes[n++] = b;
     }
-    first = 0;
     if (b > a->max_bytes / 2) break;
   }
-  if (a->json) printf("]}");
+  if (a->json) {
+    printf("]}");
+    return;
+  }
+  for (int i = 0; i < n;) { /* --verbose: every size, each with the points behind its evidence */
+    int j = i + 1;
+    while (!a->verbose && j < n && same_pick(&rows[i], &rows[j])) j++;
+    print_rows_text(rows + i, sizes + i, j - i);
+    if (a->verbose) {
+      print_points("topo", &t->prof, coll, rows[i].t.algo, rows[i].t.proto, rows[i].t.nch,
+                   sizes[i]);
+      print_points("NCCL", &t->prof, coll, rows[i].nc.algo, rows[i].nc.proto, 0, sizes[i]);
+    }
+    i = j;
+  }
+  print_switches(t, coll, rows, n);
 }
 
 int main(int argc, char **argv) {
