@@ -6,7 +6,7 @@ rank 1 the straggler) and on a real Kineto-only job with a delayed rank
 
 Usage (CTest runs one check per test): presentation.py CHECK --report TOPO_REPORT --demo DIR
 --kineto DIR --work DIR. Checks: text_fits, notes_fold, alignment, csv_tables, kernel_names, dump,
-kineto_process, kineto_skew, busbw_after_last_start, next_steps. Each prints what it compared and
+kineto_process, kineto_skew, busbw_after_last_start, fit_times, next_steps. Each prints what it compared and
 exits 1 on the first mismatch. Standard library only (the CSV files are read with the csv module).
 """
 import argparse
@@ -225,6 +225,23 @@ def busbw_after_last_start(a):
     print(f"AllReduce busbw {ar['busbw_gbs']:.1f} GB/s whole kernel, {x:.1f} after last start")
 
 
+def fit_times(a):
+    """fit gives the tuner the transfer's time, not the wait for the straggler: the demo's 25 MB
+    AllReduce on 8 ranks is modelled at 25 MB x 2 x 7/8 / 350 GB/s + 8 us = 139 us."""
+    prof = os.path.join(a.work, "demo.profile")
+    report(a, "fit", "--gpu", "H200", "-o", prof, a.demo)
+    lines = [l for l in open(prof) if l.startswith("# measured allreduce ring simple")]
+    check(lines, "no measured AllReduce point")
+    f = dict(kv.split("=") for kv in lines[0].split() if "=" in kv)
+    want = int(f["bytes"]) * 2 * 7 / 8 / 350e3 + 8
+    check(f.get("time") == "after_last_start", f"point time {f.get('time')}")
+    check(abs(float(f["median_us"]) - want) < 0.1 * want,
+          f"median {f['median_us']} us, the modelled transfer is {want:.0f} us")
+    check(any(l.startswith("point allreduce ring simple") for l in open(prof)),
+          "no point line: the transfer's spread gives its noise")
+    print(f"AllReduce point {float(f['median_us']):.1f} us after the last start (modelled {want:.1f})")
+
+
 def next_steps(a):
     """Next steps come from measured figures and name the command that verifies each."""
     j = report_json(a, a.demo, "--gpu", "H200")
@@ -249,7 +266,7 @@ def next_steps(a):
 
 CHECKS = {f.__name__: f for f in (text_fits, notes_fold, alignment, csv_tables, kernel_names,
                                   dump, kineto_process, kineto_skew, busbw_after_last_start,
-                                  next_steps)}
+                                  fit_times, next_steps)}
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser()

@@ -248,6 +248,7 @@ void rp_report_free(rp_report *r) {
   topo_free(r->rows);
   for (size_t i = 0; i < r->nfit; i++) {
     rp_quant_free(&r->fit[i]->time);
+    rp_quant_free(&r->fit[i]->xfer);
     topo_free(r->fit[i]);
   }
   topo_free(r->fit);

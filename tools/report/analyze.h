@@ -37,12 +37,13 @@ typedef struct join_ring {
   uint8_t *used; /* JOIN_FREE, JOIN_OPEN, or JOIN_DONE: counted when it became complete, kept
                   * (with its got bits) until the base passes it */
   int *have;
-  int64_t *gpu, *cpu; /* cap x nslots */
-  int64_t *dur;       /* cap x nslots: its kernel's duration, measured or estimated; -1 unknown */
-  uint64_t *bytes;    /* cap: the collective's bytes as its first record says */
-  int *nranks;        /* cap: its communicator size as that record says */
-  uint64_t *tag;      /* cap: its user tag as that record says (0 none) */
-  uint8_t *got;       /* cap x nslots: 1 cpu only, 2 gpu-timed */
+  int64_t *gpu, *cpu;   /* cap x nslots */
+  int64_t *dur;         /* cap x nslots: its kernel's duration, measured or estimated; -1 unknown */
+  uint64_t *bytes;      /* cap: the collective's bytes as its first record says */
+  int *nranks;          /* cap: its communicator size as that record says */
+  uint64_t *tag;        /* cap: its user tag as that record says (0 none) */
+  int8_t *algo, *proto; /* cap: its algorithm and protocol as that record says (-1 unknown) */
+  uint8_t *got;         /* cap x nslots: 1 cpu only, 2 gpu-timed */
   /* per slot: the lowest seq it has not delivered (at least the base once it delivered any); a slot
    * writes records out of seq order (a GPU-timed one after the untimed ones behind it), so its
    * latest seq says nothing about the ones still to come */
@@ -152,8 +153,9 @@ topo_status an_add_sources(rp_report *r, char **files, int nfiles, const rp_opti
 rp_row *an_row_get(ctx *c, int func, int nranks, int bucket, uint64_t tag);
 /* A collective into its row (and fit point, when GPU-timed). */
 void an_table_add(ctx *c, const rp_coll *co);
-/* A joined call's time after the last rank's start on one rank (rp_row.xfer). */
-void an_table_xfer(ctx *c, int func, uint64_t bytes, int nranks, uint64_t tag, int64_t xfer);
+/* A joined call's time after the last rank's start on one rank (rp_row.xfer, rp_fitpt.xfer). */
+void an_table_xfer(ctx *c, int func, int algo, int proto, uint64_t bytes, int nranks, uint64_t tag,
+                   int64_t xfer);
 /* The estimator's key of a collective. */
 rp_est_key an_est_key(const rp_coll *co);
 /* A GPU-timed collective's duration into the estimator. */

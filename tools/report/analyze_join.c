@@ -34,6 +34,7 @@ static int join_grow(join_ring *g, const join_comm *j, size_t cap) {
   uint64_t *bytes = topo_calloc(cap, sizeof *bytes);
   int *nranks = topo_calloc(cap, sizeof *nranks);
   uint64_t *tag = topo_calloc(cap, sizeof *tag);
+  int8_t *algo = topo_calloc(cap, 1), *proto = topo_calloc(cap, 1);
   if (!g->low && (g->low = topo_malloc(2 * j->width * sizeof *g->low))) {
     for (size_t k = 0; k < 2 * j->width; k++) g->low[k] = UINT64_MAX;
     for (int k = 0; k < j->nslots; k++)
@@ -41,10 +42,10 @@ static int join_grow(join_ring *g, const join_comm *j, size_t cap) {
   }
   if (!g->next) g->next = topo_calloc(n ? n : 1, sizeof *g->next);
   if (!seq || !used || !got || !have || !gpu || !cpu || !dur || !bytes || !nranks || !tag ||
-      !g->low || !g->next) {
+      !algo || !proto || !g->low || !g->next) {
     topo_free(seq), topo_free(used), topo_free(got), topo_free(have);
     topo_free(gpu), topo_free(cpu), topo_free(dur);
-    topo_free(bytes), topo_free(nranks), topo_free(tag);
+    topo_free(bytes), topo_free(nranks), topo_free(tag), topo_free(algo), topo_free(proto);
     return 0;
   }
   for (size_t i = 0; i < g->cap; i++) {
@@ -56,6 +57,8 @@ static int join_grow(join_ring *g, const join_comm *j, size_t cap) {
     bytes[k] = g->bytes[i];
     nranks[k] = g->nranks[i];
     tag[k] = g->tag[i];
+    algo[k] = g->algo[i];
+    proto[k] = g->proto[i];
     memcpy(got + k * n, g->got + i * n, n);
     memcpy(gpu + k * n, g->gpu + i * n, n * sizeof *gpu);
     memcpy(cpu + k * n, g->cpu + i * n, n * sizeof *cpu);
@@ -63,9 +66,11 @@ static int join_grow(join_ring *g, const join_comm *j, size_t cap) {
   }
   topo_free(g->seq), topo_free(g->used), topo_free(g->got);
   topo_free(g->have), topo_free(g->gpu), topo_free(g->cpu), topo_free(g->dur);
-  topo_free(g->bytes), topo_free(g->nranks), topo_free(g->tag);
+  topo_free(g->bytes), topo_free(g->nranks), topo_free(g->tag), topo_free(g->algo);
+  topo_free(g->proto);
   g->seq = seq, g->used = used, g->got = got, g->have = have, g->gpu = gpu, g->cpu = cpu;
-  g->dur = dur, g->bytes = bytes, g->nranks = nranks, g->tag = tag;
+  g->dur = dur, g->bytes = bytes, g->nranks = nranks, g->tag = tag, g->algo = algo;
+  g->proto = proto;
   g->cap = cap;
   return 1;
 }
@@ -138,7 +143,8 @@ static void join_count(ctx *c, join_comm *j, int func, size_t i) {
        * excludes waiting for it */
       int64_t stop = t[k] + dur[k];
       if (all_gpu && g->have[i] == j->nranks && got[k] == 2 && dur[k] >= 0 && stop > mx)
-        an_table_xfer(c, func, g->bytes[i], g->nranks[i], g->tag[i], stop - mx);
+        an_table_xfer(c, func, g->algo[i], g->proto[i], g->bytes[i], g->nranks[i], g->tag[i],
+                      stop - mx);
     }
     if (mx > second) {
       rp_rank *rk = &r->ranks[j->slot_proc[last]];
@@ -268,6 +274,8 @@ void an_join_add(ctx *c, join_comm *j, int slot, const rp_coll *co) {
     g->bytes[i] = co->bytes;
     g->nranks[i] = co->nranks;
     g->tag[i] = co->user_tag;
+    g->algo[i] = (int8_t)(co->algo >= 0 && co->algo < 7 ? co->algo : -1);
+    g->proto[i] = (int8_t)(co->proto >= 0 && co->proto < 3 ? co->proto : -1);
   }
   uint8_t *got = g->got + i * n;
   if (got[slot]) return; /* duplicate */
@@ -309,5 +317,6 @@ void an_join_free(join_comm *j) {
     topo_free(g->seq), topo_free(g->used), topo_free(g->have), topo_free(g->gpu);
     topo_free(g->cpu), topo_free(g->got), topo_free(g->low), topo_free(g->dur);
     topo_free(g->next), topo_free(g->bytes), topo_free(g->nranks), topo_free(g->tag);
+    topo_free(g->algo), topo_free(g->proto);
   }
 }

@@ -129,16 +129,24 @@ void an_table_add(ctx *c, const rp_coll *co) {
   }
 }
 
-void an_table_xfer(ctx *c, int func, uint64_t bytes, int nranks, uint64_t tag, int64_t xfer) {
+void an_table_xfer(ctx *c, int func, int algo, int proto, uint64_t bytes, int nranks, uint64_t tag,
+                   int64_t xfer) {
   if (func >= RP_MAX_FUNC) func = RP_MAX_FUNC - 1;
   uint64_t size = rp_coll_size(func, bytes, nranks);
-  rp_row *w = an_row_get(c, func, nranks, bucket_of(size), tag);
+  int bucket = bucket_of(size);
+  rp_row *w = an_row_get(c, func, nranks, bucket, tag);
   if (!w) {
     c->st = TOPO_ERR_NOMEM;
     return;
   }
   rp_quant_add(&w->xfer, xfer);
   w->xfer_size_sum += size;
+  if (func > 4 || algo < 0 || algo >= 7 || proto < 0 || proto >= 3) return;
+  rp_fitpt *fp = fit_get(c, func, algo, proto, nranks, bucket);
+  if (fp) {
+    rp_quant_add(&fp->xfer, xfer);
+    fp->xfer_size_sum += (double)size;
+  }
 }
 
 /* ---- estimates of untimed collectives (estimate.c) */

@@ -3,7 +3,8 @@
 // (common/profile.h) that libtopo-tuner.so reads: the loop from production back to the tuner.
 // One section per communicator size seen. Per (collective, algorithm, protocol), the traces give
 // one point per message-size bucket (its mean size, the median of its GPU times, its spread and
-// count):
+// count); a GPU time is the time after the last rank's kernel start where every rank's start is
+// known (waiting for a late rank is no cost of the setting), else the whole kernel:
 //   - two sizes or more: a piecewise fit time = lat + size/bw (topo_profile_fit_piecewise, the
 //     fewest size ranges each within TOPO_PROFILE_PIECE_ERR), terms over the measured range;
 //   - one size alone (a DDP job's buckets): the measured point as a term through its median,
@@ -75,23 +76,32 @@ typedef struct point {
   const rp_fitpt *q;
   uint64_t bytes; /* mean size */
   double median_us, spread;
+  uint64_t n;           /* samples behind the median */
+  int after_last_start; /* 1: times after the last rank's start (else the whole kernel) */
 } point;
 
+/* The points of one setting. A point's time is what the setting costs: from the last rank's
+ * kernel start to each rank's stop where the traces give every rank's GPU start (rp_fitpt.xfer:
+ * waiting for a late rank is no property of the algorithm or protocol), else the whole kernel. */
 static int collect(const rp_report *r, int nranks, int func, int algo, int proto, point *pts) {
   int n = 0;
   for (size_t i = 0; i < r->nfit && n < MAX_POINTS; i++) {
     const rp_fitpt *q = r->fit[i];
     if (q->func != func || q->algo != algo || q->proto != proto || q->nranks != nranks || !q->n)
       continue;
-    double mean = q->size_sum / (double)q->n;
-    double med = (double)rp_quant_get(&q->time, 0.5) / 1e3;
+    int x = q->xfer.n >= 2;
+    const rp_quant *t = x ? &q->xfer : &q->time;
+    double mean = x ? q->xfer_size_sum / (double)q->xfer.n : q->size_sum / (double)q->n;
+    double med = (double)rp_quant_get(t, 0.5) / 1e3;
     if (!(med > 0) || !(mean >= 1)) continue; /* a zero time is no measurement */
-    double p25 = (double)rp_quant_get(&q->time, 0.25) / 1e3;
-    double p75 = (double)rp_quant_get(&q->time, 0.75) / 1e3;
+    double p25 = (double)rp_quant_get(t, 0.25) / 1e3;
+    double p75 = (double)rp_quant_get(t, 0.75) / 1e3;
     pts[n].q = q;
     pts[n].bytes = mean < 1.8e19 ? (uint64_t)mean : UINT64_MAX;
     pts[n].median_us = med;
-    pts[n].spread = q->n > 1 && p75 >= p25 ? (p75 - p25) / (2 * med) : 0;
+    pts[n].n = t->n;
+    pts[n].after_last_start = x;
+    pts[n].spread = t->n > 1 && p75 >= p25 ? (p75 - p25) / (2 * med) : 0;
     n++;
   }
   return n;
@@ -130,7 +140,7 @@ static topo_status fit_section(const rp_report *r, int nranks, topo_profile *p, 
           t->min_bytes = q->size_min ? q->size_min : pts[0].bytes;
           t->max_bytes = q->size_max >= t->min_bytes ? q->size_max : t->min_bytes;
           t->rel_err = pts[0].spread;
-          t->npoints = q->n > (uint64_t)1000000000 ? 1000000000 : (int)q->n;
+          t->npoints = pts[0].n > (uint64_t)1000000000 ? 1000000000 : (int)pts[0].n;
           np = single = 1;
         }
         for (int k = 0; k < np; k++) {
@@ -153,10 +163,10 @@ static topo_status fit_section(const rp_report *r, int nranks, topo_profile *p, 
             char lo[32], hi[32];
             rp_fmt_bytes(t.min_bytes, lo, sizeof lo);
             rp_fmt_bytes(t.max_bytes, hi, sizeof hi);
-            fprintf(summary, "%-14s %5d %-10s %-7s %-8s %7d %10.2f %10.2f %7.1f%%  %s - %s\n",
+            fprintf(summary, "%-14s %5d %-10s %-7s %-8s %7d %10.2f %10.2f %7.1f%%  %s - %s%s\n",
                     rp_func_name(func), nranks, rp_algo_name(algo), rp_proto_name(proto),
                     single ? "measured" : "fitted", t.npoints, t.lat_us, t.bw_gbs, t.rel_err * 100,
-                    lo, hi);
+                    lo, hi, pts[0].after_last_start ? "" : " (whole kernel)");
           }
         }
         for (int i = 0; i < n; i++) {
@@ -190,11 +200,12 @@ static void write_points(FILE *f, const rp_report *r, int nranks) {
           else snprintf(ch, sizeof ch, "%s", pts[i].q->nchannels < 0 ? "mixed" : "unknown");
           fprintf(f,
                   "# measured %s %s %s channels=%s bytes=%" PRIu64 " min_bytes=%" PRIu64
-                  " max_bytes=%" PRIu64 " median_us=%.3f spread=%.4f n=%" PRIu64 "\n",
+                  " max_bytes=%" PRIu64 " median_us=%.3f spread=%.4f n=%" PRIu64 " time=%s\n",
                   topo_nccl_func_name(func, TOPO_NCCL_FILE),
                   topo_nccl_algo_name(algo, TOPO_NCCL_FILE),
                   topo_nccl_proto_name(proto, TOPO_NCCL_FILE), ch, pts[i].bytes, pts[i].q->size_min,
-                  pts[i].q->size_max, pts[i].median_us, pts[i].spread, pts[i].q->n);
+                  pts[i].q->size_max, pts[i].median_us, pts[i].spread, pts[i].n,
+                  pts[i].after_last_start ? "after_last_start" : "whole_kernel");
         }
       }
 }
@@ -295,9 +306,12 @@ topo_status rp_fit(const rp_report *r, const char *gpu, const char *base_path, c
   topo_status st = TOPO_OK;
   fit_count total = {0, 0, 0, 0, 0};
   if (summary)
-    fprintf(summary, "%-14s %5s %-10s %-7s %-8s %7s %10s %10s %8s  %s\n", "collective", "ranks",
-            "algorithm", "proto", "from", "points", "lat (us)", "bw (GB/s)", "rms err",
-            "size range");
+    fprintf(summary,
+            "times: after the last rank's kernel start where every rank's GPU start is known\n"
+            "(waiting for a late rank is no cost of the setting), else the whole kernel (said)\n"
+            "%-14s %5s %-10s %-7s %-8s %7s %10s %10s %8s  %s\n",
+            "collective", "ranks", "algorithm", "proto", "from", "points", "lat (us)", "bw (GB/s)",
+            "rms err", "size range");
   for (int si = 0; si < nsizes && st == TOPO_OK; si++)
     st = fit_size(r, sizes[si], gpu, base_path, out, summary, &total);
   if (fflush(out) != 0 || ferror(out) || fsync(fileno(out)) != 0)

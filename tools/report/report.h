@@ -422,6 +422,9 @@ typedef struct rp_fitpt { /* fit input: (func, algo, proto, nranks, bucket) */
   uint64_t size_min, size_max; /* smallest / largest size of its calls */
   int nchannels;               /* channels its calls ran; 0 unknown, -1 they differ */
   rp_quant time;
+  /* the time after the last rank's start (rp_row.xfer) of its joined calls, and their sizes */
+  rp_quant xfer;
+  double xfer_size_sum;
 } rp_fitpt;
 
 typedef struct rp_rank {
