@@ -161,7 +161,9 @@ static void simulate(const options *o, int64_t t0) {
         op->start[r] = s;
         if (s > last) last = s;
       }
-      op->end = last + nccl_duration(op->bytes, o->ranks, 0);
+      /* the transfer varies by a few percent from call to call, as on real links */
+      op->end = last + (int64_t)((double)nccl_duration(op->bytes, o->ranks, 0) *
+                                 (1.0 + jitter(o->seed, MAX_RANKS, step, 100000 + i, 0.03)));
       for (int r = 0; r < o->ranks; r++) stream_free[r] = op->end;
     }
     /* optimizer after the last bucket; then an AllGather of 8 floats of metrics */
@@ -210,6 +212,12 @@ static void rank_kernels(const options *o, int r, int64_t t0) {
     t = sim.ops[ag].end + 200000;
     ag++;
   }
+}
+
+/* Where op i ends on rank `rank`: every rank together, to within a microsecond (the last step of
+ * a ring reaches the ranks a little apart). */
+static int64_t rank_end(const options *o, const sim_op *s, int rank, int i) {
+  return s->end + (int64_t)(1000.0 * jitter(o->seed, rank, 7, 200000 + i, 1.0));
 }
 
 static void sleep_until(int64_t mono_target) {
@@ -377,7 +385,8 @@ static int run_rank(const options *o, int rank, int64_t mono0, int64_t real0) {
     op->stream = (void *)0x7f00000a0000;
     choose(&tuner, have_tuner, s->allgather, s->bytes, o->ranks, op);
     uint64_t start = (uint64_t)(c.gpu0 + s->start[rank]);
-    drv_set_gpu(op, start, 40, (uint64_t)(s->end - s->start[rank]) - 40 * (uint64_t)op->nch);
+    drv_set_gpu(op, start, 40,
+                (uint64_t)(rank_end(o, s, rank, i) - s->start[rank]) - 40 * (uint64_t)op->nch);
   }
   pthread_t proxy;
   pthread_create(&proxy, NULL, proxy_main, &c);
@@ -399,8 +408,8 @@ static int run_rank(const options *o, int rank, int64_t mono0, int64_t real0) {
       char name[96];
       snprintf(name, sizeof name, "ncclDevKernel_%s_%s_%s",
                s->allgather ? "AllGather" : "AllReduce_Sum_bf16", c.ops[i].algo, c.ops[i].proto);
-      kernel(name, (uint64_t)(cupti0 + s->start[rank]), (uint64_t)(cupti0 + s->end), 13, 0,
-             (uint32_t)(MAX_KERNELS + i));
+      kernel(name, (uint64_t)(cupti0 + s->start[rank]),
+             (uint64_t)(cupti0 + rank_end(o, s, rank, i)), 13, 0, (uint32_t)(MAX_KERNELS + i));
     }
   }
   topo_host_profiler_finalize(&c.prof);
