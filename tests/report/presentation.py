@@ -5,8 +5,8 @@ rank 1 the straggler) and on a real Kineto-only job with a delayed rank
 (tests/data/truth-1xh200/kineto, rank 1 sleeping 20 ms before each step).
 
 Usage (CTest runs one check per test): presentation.py CHECK --report TOPO_REPORT --demo DIR
---kineto DIR --work DIR. Checks: text_fits, notes_fold, alignment, csv_tables, kernel_names, dump,
-kineto_process, kineto_skew, busbw_after_last_start, fit_times, next_steps. Each prints what it compared and
+--kineto DIR --work DIR [--tune TOPO_TUNE]. Checks: text_fits, notes_fold, alignment, csv_tables, kernel_names, dump,
+kineto_process, kineto_skew, busbw_after_last_start, fit_times, closed_loop, next_steps. Each prints what it compared and
 exits 1 on the first mismatch. Standard library only (the CSV files are read with the csv module).
 """
 import argparse
@@ -242,6 +242,20 @@ def fit_times(a):
     print(f"AllReduce point {float(f['median_us']):.1f} us after the last start (modelled {want:.1f})")
 
 
+def closed_loop(a):
+    """The embedded default's loop: the demo's traces fitted into a profile that topo-tune reads
+    back, saying what was measured and where a switch is (or why none is) measured."""
+    prof = os.path.join(a.work, "loop.profile")
+    report(a, "fit", "--gpu", "H200", "-o", prof, a.demo)
+    out = run([a.tune, "--profile", prof, "--gpu", "H200", "--nranks", "8", "--coll", "allreduce",
+               "--min", "1K", "--max", "1G"])
+    check(f"{prof}:2" in out, "topo-tune did not read the fitted profile")
+    check(re.search(r"measured ring/simple at 1 size \(2[0-9.]+M\)", out),
+          f"the measured AllReduce point not named: {out[-400:]}")
+    check("a switch needs two settings measured at one size" in out, "why no switch: not said")
+    print("fit -> topo-tune --profile: the measured point named, no switch and why")
+
+
 def next_steps(a):
     """Next steps come from measured figures and name the command that verifies each."""
     j = report_json(a, a.demo, "--gpu", "H200")
@@ -266,7 +280,7 @@ def next_steps(a):
 
 CHECKS = {f.__name__: f for f in (text_fits, notes_fold, alignment, csv_tables, kernel_names,
                                   dump, kineto_process, kineto_skew, busbw_after_last_start,
-                                  fit_times, next_steps)}
+                                  fit_times, closed_loop, next_steps)}
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser()
@@ -275,6 +289,7 @@ if __name__ == "__main__":
     p.add_argument("--demo", required=True)
     p.add_argument("--kineto", required=True)
     p.add_argument("--work", required=True)
+    p.add_argument("--tune", default="topo-tune")
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
     CHECKS[args.check](args)
