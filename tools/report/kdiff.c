@@ -2,13 +2,15 @@
 // The kernel-level part of `topo-report diff A B`: every GPU kernel name of either run with its
 // count and total time summed over the ranks (HTA's compare_traces columns: counts, total
 // durations, their differences and a change mark '=', '+', '-'), largest change in total time
-// first. Memory: one row per distinct name of each run. Called by render_diff.c.
+// first; names whole (wrapped) where two shown would read alike, fitted to A's text width.
+// Memory: one row per distinct name of each run. Called by render_diff.c.
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alloc.h"
 #include "kernels.h"
+#include "textout.h"
 
 #define DIFF_ROWS 25 /* rows printed; the total line counts them all */
 
@@ -94,29 +96,49 @@ void rp_render_kernel_diff(const rp_report *a, const rp_report *b, FILE *f) {
   int64_t ta = 0, tb = 0;
   for (size_t k = 0; k < n; k++) ta += rows[k].sa, tb += rows[k].sb;
   char x[32], y[32], d[32];
-  fprintf(f,
-          "\nKernels (count and total GPU time summed over ranks; largest change in time first)\n");
-  fprintf(f, "  %-44s %9s %9s %12s %12s %12s %s\n", "kernel", "count A", "count B", "total A",
-          "total B", "change", "");
-  for (size_t k = 0; k < n && k < DIFF_ROWS; k++) {
+  int width = rp_text_width(a);
+  fprintf(f, "\n");
+  rp_note(f, width, 0,
+          "Kernels (count and total GPU time summed over ranks; largest change in time first; "
+          "names without template and call arguments, with the first name of them where two "
+          "would read alike)");
+  static const char *const head[] = {"kernel",  "count A", "count B", "total A",
+                                     "total B", "change",  "count"};
+  rp_tab *t = rp_tab_new(7);
+  for (int c = 0; c < 7; c++)
+    rp_tab_col(t, c, head[c], c ? 0 : RP_TAB_LEFT | RP_TAB_KEY | RP_TAB_WRAP);
+  size_t shown = n < DIFF_ROWS ? n : DIFF_ROWS;
+  const char *full[DIFF_ROWS];
+  char names[DIFF_ROWS][512];
+  for (size_t k = 0; k < shown; k++) full[k] = rows[k].name;
+  rp_kernel_display_names(full, shown, names);
+  for (size_t k = 0; k < shown; k++) {
     const krow *w = &rows[k];
-    char nm[45];
-    rp_kernel_short_name(w->name, nm, sizeof nm);
     rp_fmt_ns(w->sa, x, sizeof x);
     rp_fmt_ns(w->sb, y, sizeof y);
     rp_fmt_ns(absdiff(w), d, sizeof d);
-    fprintf(f, "  %-44s %9" PRIu64 " %9" PRIu64 " %12s %12s %c%11s %c\n", nm, w->na, w->nb, x, y,
-            w->sb >= w->sa ? '+' : '-', d,
-            w->nb == w->na  ? '='
-            : w->nb > w->na ? '+'
-                            : '-');
+    rp_tab_cell(t, "%s", names[k]);
+    rp_tab_cell(t, "%" PRIu64, w->na);
+    rp_tab_cell(t, "%" PRIu64, w->nb);
+    rp_tab_cell(t, "%s", x);
+    rp_tab_cell(t, "%s", y);
+    rp_tab_cell(t, "%c%s", w->sb >= w->sa ? '+' : '-', d);
+    rp_tab_cell(t, "%c", w->nb == w->na ? '=' : w->nb > w->na ? '+' : '-');
+    rp_tab_end_row(t);
   }
-  if (n > DIFF_ROWS) fprintf(f, "  ... %zu more kernels\n", n - DIFF_ROWS);
+  if (n > DIFF_ROWS) rp_tab_line(t, "... %zu more kernels", n - DIFF_ROWS);
   rp_fmt_ns(ta, x, sizeof x);
   rp_fmt_ns(tb, y, sizeof y);
   rp_fmt_ns(tb > ta ? tb - ta : ta - tb, d, sizeof d);
-  fprintf(f, "  %-44s %9s %9s %12s %12s %c%11s\n", "all kernels", "", "", x, y,
-          tb >= ta ? '+' : '-', d);
+  rp_tab_cell(t, "all kernels");
+  rp_tab_cell(t, "%s", "");
+  rp_tab_cell(t, "%s", "");
+  rp_tab_cell(t, "%s", x);
+  rp_tab_cell(t, "%s", y);
+  rp_tab_cell(t, "%c%s", tb >= ta ? '+' : '-', d);
+  rp_tab_end_row(t);
+  rp_tab_print(t, f, width, 2);
+  rp_tab_free(t);
   topo_free(rows);
   topo_free(ka);
   topo_free(kb);

@@ -38,6 +38,11 @@ const char *rp_ktype_name(int type); /* "communication", "memory", "computation"
 void rp_memcpy_kind(const char *name, char *out, size_t len);
 /* A kernel name without template and call arguments ("at::native::foo"), for tables. */
 void rp_kernel_short_name(const char *name, char *out, size_t len);
+/* The names a table shows for `n` kernels (full names) side by side, into out[i] (len bytes each):
+ * the short name; where two read alike, the short name with the first name of the template
+ * arguments ("at::native::vectorized_elementwise_kernel<GeluCUDAKernelImpl…>"); where that still
+ * reads alike, the full name. render_kernels.c. */
+void rp_kernel_display_names(const char *const *full, size_t n, char (*out)[512]);
 
 typedef struct rp_kstat { /* one kernel name on one rank */
   char *name;

@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "kernels.h"
 #include "textout.h"
 
@@ -144,15 +145,77 @@ static void text_types(const rp_report *r, FILE *f, int width) {
   rp_tab_free(t);
 }
 
-/* 1 when another top kernel of the rank has the same short name (their names then print whole). */
-static int short_name_shared(const rp_gpu *g, size_t j, const char *shortname) {
-  char other[NAME_SHORT];
-  for (size_t i = 0; i < g->nkern; i++) {
-    if (i == j || !g->kern[i].top) continue;
-    rp_kernel_short_name(g->kern[i].name, other, sizeof other);
-    if (!strcmp(other, shortname)) return 1;
+/* The first name inside a kernel's template arguments that is no namespace or class qualifier
+ * ("GeluCUDAKernelImpl" in "void at::native::vectorized_elementwise_kernel<8,
+ * at::native::GeluCUDAKernelImpl(...)...>"); "" when there is none. */
+static void template_tag(const char *name, char *out, size_t len) {
+  out[0] = 0;
+  const char *p = strchr(name, '<');
+  if (!p) return;
+  for (p++; *p && *p != '>';) {
+    if (!strncmp(p, "(anonymous namespace)::", 23)) {
+      p += 23;
+      continue;
+    }
+    if (*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z')) {
+      const char *s = p;
+      while (*p == '_' || (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+             (*p >= '0' && *p <= '9'))
+        p++;
+      if (p[0] == ':' && p[1] == ':') { /* a qualifier: the name comes after it */
+        p += 2;
+        continue;
+      }
+      snprintf(out, len, "%.*s", (int)(p - s), s);
+      return;
+    }
+    p++;
   }
+}
+
+/* 1 when names[i] equals another of names[0..n). */
+static int alike(char (*names)[512], size_t n, size_t i) {
+  for (size_t k = 0; k < n; k++)
+    if (k != i && !strcmp(names[k], names[i])) return 1;
   return 0;
+}
+
+void rp_kernel_display_names(const char *const *full, size_t n, char (*out)[512]) {
+  for (size_t i = 0; i < n; i++) rp_kernel_short_name(full[i], out[i], sizeof out[i]);
+  uint8_t *tag = topo_calloc(n ? n : 1, 1);
+  if (!tag) return;
+  for (size_t i = 0; i < n; i++) tag[i] = (uint8_t)alike(out, n, i);
+  for (size_t i = 0; i < n; i++) {
+    char t[128];
+    if (!tag[i]) continue;
+    template_tag(full[i], t, sizeof t);
+    if (!t[0]) continue;
+    size_t at = strlen(out[i]);
+    snprintf(out[i] + at, sizeof out[i] - at, "<%s…>", t);
+  }
+  for (size_t i = 0; i < n; i++) tag[i] = (uint8_t)alike(out, n, i);
+  for (size_t i = 0; i < n; i++)
+    if (tag[i]) snprintf(out[i], sizeof out[i], "%s", full[i]);
+  topo_free(tag);
+}
+
+/* The names shown for one rank's top kernels (indexed like g->kern; NULL out of memory). */
+static char (*top_names(const rp_gpu *g))[512] {
+  char(*names)[512] = topo_calloc(g->nkern ? g->nkern : 1, sizeof *names);
+  const char **full = topo_calloc(g->nkern ? g->nkern : 1, sizeof *full);
+  size_t *at = topo_calloc(g->nkern ? g->nkern : 1, sizeof *at);
+  char(*shown)[512] = topo_calloc(g->nkern ? g->nkern : 1, sizeof *shown);
+  if (!names || !full || !at || !shown) {
+    topo_free(names), topo_free(full), topo_free(at), topo_free(shown);
+    return NULL;
+  }
+  size_t n = 0;
+  for (size_t j = 0; j < g->nkern; j++)
+    if (g->kern[j].top) full[n] = g->kern[j].name, at[n++] = j;
+  rp_kernel_display_names(full, n, shown);
+  for (size_t k = 0; k < n; k++) memcpy(names[at[k]], shown[k], sizeof shown[k]);
+  topo_free(full), topo_free(at), topo_free(shown);
+  return names;
 }
 
 /* One rank's top kernels per type, the rest summed as 'others'. The name is the short one
@@ -162,6 +225,7 @@ static void text_kernel_rows(rp_tab *t, const rp_rank *rank) {
   const rp_gpu *g = rank->gpu;
   char rk[16];
   rank_of(rank, rk, sizeof rk);
+  char(*names)[512] = top_names(g);
   for (size_t j = 0; j < g->nkern;) {
     int type = g->kern[j].type;
     uint64_t on = 0, oc = 0;
@@ -173,14 +237,15 @@ static void text_kernel_rows(rp_tab *t, const rp_rank *rank) {
         continue;
       }
       char nm[NAME_SHORT], tot[24], mean[24], mn[24], mx[24], sd[24];
-      rp_kernel_short_name(k->name, nm, sizeof nm);
+      if (names) snprintf(nm, sizeof nm, "%s", names[j]);
+      else rp_kernel_short_name(k->name, nm, sizeof nm);
       double s = kstd(k);
       if (s == s) rp_fmt_ns((int64_t)llround(s), sd, sizeof sd);
       else snprintf(sd, sizeof sd, "n/a");
       rp_tab_cell(t, "%s", rk);
       rp_tab_cell(t, "%s", rp_ktype_name(type));
       rp_tab_cell(t, "%zu", j);
-      rp_tab_cell(t, "%s", short_name_shared(g, j, nm) ? k->name : nm);
+      rp_tab_cell(t, "%s", nm);
       rp_tab_cell(t, "%" PRIu64, k->n);
       rp_tab_cell(t, "%s", ns_s(k->sum, tot, sizeof tot));
       rp_tab_cell(t, "%s", ns_s((int64_t)llround(k->mean), mean, sizeof mean));
@@ -200,6 +265,7 @@ static void text_kernel_rows(rp_tab *t, const rp_rank *rank) {
       rp_tab_end_row(t);
     }
   }
+  topo_free(names);
 }
 
 static void text_kernels(const rp_report *r, FILE *f, int width) {
@@ -212,15 +278,17 @@ static void text_kernels(const rp_report *r, FILE *f, int width) {
   for (int c = 0; c < 10; c++)
     rp_tab_col(t, c, head[c],
                c < 2    ? RP_TAB_LEFT | RP_TAB_KEY
+               : c == 2 ? RP_TAB_KEY
                : c == 3 ? RP_TAB_LEFT | RP_TAB_WRAP
                         : 0);
   each_rank_tab(r, t, text_kernel_rows);
   rp_tab_print(t, f, width, 2);
   rp_tab_free(t);
   rp_note(f, width, 2,
-          "kernel: the name without template and call arguments, whole where two kernels would "
-          "read alike; id: its index in --json kernel_analyses.ranks[].kernels and in the kernels "
-          "CSV table (kernel_id), which hold every kernel's full name");
+          "kernel: the name without template and call arguments; where two would read alike, with "
+          "the first name of its template arguments (<...…>), and whole where that still reads "
+          "alike; id: its index in --json kernel_analyses.ranks[].kernels and in the kernels CSV "
+          "table (kernel_id), which hold every kernel's full name");
 }
 
 /* Launch delay and queue length of one rank's streams. */
@@ -754,11 +822,13 @@ static void html_steps(const rp_report *r, FILE *f) {
 /* One rank's top kernels. */
 static void html_kernel_rows(FILE *f, const rp_rank *rank) {
   const rp_gpu *g = rank->gpu;
+  char(*names)[512] = g ? top_names(g) : NULL;
   for (size_t j = 0; g && j < g->nkern; j++) {
     const rp_kstat *k = &g->kern[j];
     if (!k->top) continue;
-    char nm[NAME_SHORT], a[32], b[32], c[32], d[32];
-    rp_kernel_short_name(k->name, nm, sizeof nm);
+    char nm[NAME_SHORT], shortname[NAME_SHORT], a[32], b[32], c[32], d[32];
+    rp_kernel_short_name(k->name, shortname, sizeof shortname);
+    snprintf(nm, sizeof nm, "%s", names ? names[j] : shortname);
     rp_fmt_ns(k->sum, a, sizeof a);
     rp_fmt_ns((int64_t)llround(k->mean), b, sizeof b);
     rp_fmt_ns(k->min, c, sizeof c);
@@ -767,7 +837,7 @@ static void html_kernel_rows(FILE *f, const rp_rank *rank) {
             rank->world_rank, rp_ktype_name(k->type), j);
     rp_html_esc(f, k->name);
     fprintf(f, "\">");
-    if (short_name_shared(g, j, nm)) { /* reads like another: its full name one click away */
+    if (strcmp(nm, shortname)) { /* it read like another: its full name one click away */
       fprintf(f, "<details><summary>");
       rp_html_esc(f, nm);
       fprintf(f, " …</summary>");
@@ -779,6 +849,7 @@ static void html_kernel_rows(FILE *f, const rp_rank *rank) {
     fprintf(f, "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", k->n,
             a, b, c, d);
   }
+  topo_free(names);
 }
 
 static void html_kernels(const rp_report *r, FILE *f) {

@@ -11,7 +11,7 @@
 #include "alloc.h"
 
 #define TAB_SEP      2  /* spaces between columns */
-#define TAB_WRAP_MIN 16 /* a wrapped column is never narrower than this */
+#define TAB_WRAP_MIN 32 /* a wrapped column is never narrower than this */
 
 typedef struct tab_col {
   char *header;
