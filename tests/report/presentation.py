@@ -6,7 +6,8 @@ rank 1 the straggler) and on a real Kineto-only job with a delayed rank
 
 Usage (CTest runs one check per test): presentation.py CHECK --report TOPO_REPORT --demo DIR
 --kineto DIR --work DIR [--tune TOPO_TUNE]. Checks: text_fits, notes_fold, alignment, csv_tables, kernel_names, dump,
-kineto_process, kineto_skew, busbw_after_last_start, fit_times, closed_loop, next_steps. Each prints what it compared and
+kineto_process, kineto_skew, busbw_after_last_start, fit_times, closed_loop, json_nulls,
+next_steps. Each prints what it compared and
 exits 1 on the first mismatch. Standard library only (the CSV files are read with the csv module).
 """
 import argparse
@@ -242,6 +243,23 @@ def fit_times(a):
     print(f"AllReduce point {float(f['median_us']):.1f} us after the last start (modelled {want:.1f})")
 
 
+def json_nulls(a):
+    """null where unknown, never 0 or '?': Kineto kernels name no algorithm, protocol or channel
+    count; the median GPU skew is the skew's median (not a count)."""
+    k = report_json(a, a.kineto)
+    for c in k["collectives"]:
+        for key in ("algorithm", "protocol", "channels_min", "channels_max"):
+            check(c[key] is None, f"Kineto collective {key} = {c[key]!r}, not null")
+    for s in k["inputs"]:
+        check(s["comm_hash"] is None, f"a Kineto input with comm_hash {s['comm_hash']}")
+    d = report_json(a, a.demo)
+    med = d["alignment"]["gpu_skew_median_ns"]
+    top = max(s["max_ns"] for s in d["skew"])
+    check(med is not None and 1000 < med <= top,
+          f"gpu_skew_median_ns {med}: not within the skews (max {top} ns)")
+    print(f"Kineto algorithm/protocol/channels null; median GPU skew {med} ns")
+
+
 def closed_loop(a):
     """The embedded default's loop: the demo's traces fitted into a profile that topo-tune reads
     back, saying what was measured and where a switch is (or why none is) measured."""
@@ -280,7 +298,7 @@ def next_steps(a):
 
 CHECKS = {f.__name__: f for f in (text_fits, notes_fold, alignment, csv_tables, kernel_names,
                                   dump, kineto_process, kineto_skew, busbw_after_last_start,
-                                  fit_times, closed_loop, next_steps)}
+                                  fit_times, closed_loop, json_nulls, next_steps)}
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser()

@@ -66,6 +66,11 @@ static void ns_or_null(FILE *f, const char *key, int known, int64_t v) {
   else fprintf(f, ",\"%s\":null", key);
 }
 
+static void name_or_null(FILE *f, const char *key, int known, const char *name) {
+  if (known) fprintf(f, ",\"%s\":\"%s\"", key, name);
+  else fprintf(f, ",\"%s\":null", key);
+}
+
 static void ratio_or_null(FILE *f, const char *key, int known, double v) {
   if (known) fprintf(f, ",\"%s\":%.6f", key, v);
   else fprintf(f, ",\"%s\":null", key);
@@ -294,9 +299,11 @@ static void overall_json(FILE *f, const rp_report *r) {
   rp_derive_overall(r, &o);
   fprintf(f,
           "\"overall\":{\"ranks\":%d,\"collectives\":%" PRIu64 ",\"gpu_timed\":%" PRIu64
-          ",\"p2p\":%" PRIu64 ",\"wall_span_ns\":%" PRId64 ",",
-          r->nranks, r->colls, r->timed_colls, r->p2p,
-          r->overall.last > r->overall.first ? r->overall.last - r->overall.first : 0);
+          ",\"p2p\":%" PRIu64,
+          r->nranks, r->colls, r->timed_colls, r->p2p);
+  ns_or_null(f, "wall_span_ns", r->overall.last > r->overall.first,
+             r->overall.last - r->overall.first); /* no GPU activity: null */
+  fputc(',', f);
   derived_json(f, &o, NULL);
   fprintf(f, ",\"ranks_with_compute\":%d,\"ranks_with_exposed_all\":%d", o.ranks_known,
           o.ranks_exposed_all);
@@ -346,18 +353,22 @@ static void row_json(FILE *f, const rp_row *w, int first_row, int tags) {
     fprintf(f, "%" PRId64 ",\"busbw_after_last_start_gbs\":%.4f", rp_quant_get(&w->xfer, 0.5),
             rp_row_busbw_xfer(w));
   else fprintf(f, "null,\"busbw_after_last_start_gbs\":null");
-  fprintf(f,
-          ",\"quantiles_exact\":%s,\"algorithm\":\"%s\",\"protocol\":\"%s\",\"choice_share\":%.4f,"
-          "\"channels_min\":%d,\"channels_max\":%d,\"choices\":[",
-          rp_quant_is_exact(&w->time) ? "true" : "false", rp_algo_name(al), rp_proto_name(pr),
-          share, w->ch_max ? w->ch_min : 0, w->ch_max);
+  /* an algorithm, protocol or channel count NCCL did not say (Kineto kernels): null */
+  fprintf(f, ",\"quantiles_exact\":%s", rp_quant_is_exact(&w->time) ? "true" : "false");
+  name_or_null(f, "algorithm", al >= 0 && al < 7, rp_algo_name(al));
+  name_or_null(f, "protocol", pr >= 0 && pr < 3, rp_proto_name(pr));
+  fprintf(f, ",\"choice_share\":%.4f", share);
+  ns_or_null(f, "channels_min", w->ch_max > 0, w->ch_min);
+  ns_or_null(f, "channels_max", w->ch_max > 0, w->ch_max);
+  fprintf(f, ",\"choices\":[");
   int first = 1;
   for (int a = 0; a < 8; a++)
     for (int p = 0; p < 4; p++)
       if (w->algo_proto[a][p]) {
-        fprintf(f, "%s{\"algorithm\":\"%s\",\"protocol\":\"%s\",\"calls\":%" PRIu64 "}",
-                first ? "" : ",", rp_algo_name(a == 7 ? -1 : a), rp_proto_name(p == 3 ? -1 : p),
-                w->algo_proto[a][p]);
+        fprintf(f, "%s{\"calls\":%" PRIu64, first ? "" : ",", w->algo_proto[a][p]);
+        name_or_null(f, "algorithm", a < 7, rp_algo_name(a));
+        name_or_null(f, "protocol", p < 3, rp_proto_name(p));
+        fputc('}', f);
         first = 0;
       }
   fputc(']', f);
@@ -389,7 +400,7 @@ static void skew_json(FILE *f, const rp_report *r) {
     first = 0;
   }
   fprintf(f, "],\n\"alignment\":{\"gpu_skews\":%" PRIu64, r->skew_gpu_all.n);
-  ns_or_null(f, "gpu_skew_median_ns", rp_quant_get(&r->skew_gpu_all, 0.5), r->skew_gpu_all.n > 0);
+  ns_or_null(f, "gpu_skew_median_ns", r->skew_gpu_all.n > 0, rp_quant_get(&r->skew_gpu_all, 0.5));
   bound_or_null(f, "error_ns", r->align_err, r->align_err >= 0);
   /* an error of 0 from anchors is exact agreement (modelled or replayed clocks), not a bound */
   int exact = 0, crossed = 0;
@@ -412,11 +423,12 @@ static void comm_json(FILE *f, const rp_comm_summary *c, int first) {
   fprintf(f,
           "%s{\"comm_hash\":\"%016" PRIx64 "\",\"nranks\":%d,\"ranks_seen\":%d,\"joined\":%" PRIu64
           ",\"incomplete\":%" PRIu64 ",\"late_records\":%" PRIu64 ",\"skew_from_gpu\":%" PRIu64
-          ",\"skew_from_cpu_enqueue\":%" PRIu64 ",\"skew_median_ns\":%" PRId64
-          ",\"skew_p99_ns\":%" PRId64 "}",
+          ",\"skew_from_cpu_enqueue\":%" PRIu64,
           first ? "" : ",", c->hash, c->nranks, c->ranks_seen, c->joined, c->incomplete, c->late,
-          c->skew_gpu, c->skew.n - c->skew_gpu, rp_quant_get(&c->skew, 0.5),
-          rp_quant_get(&c->skew, 0.99));
+          c->skew_gpu, c->skew.n - c->skew_gpu);
+  ns_or_null(f, "skew_median_ns", c->skew.n > 0, rp_quant_get(&c->skew, 0.5)); /* no join: null */
+  ns_or_null(f, "skew_p99_ns", c->skew.n > 0, rp_quant_get(&c->skew, 0.99));
+  fputc('}', f);
 }
 
 /* Where the steps come from, and the step table. */
