@@ -265,8 +265,8 @@ static void check_exposed(const rp_report *r, rp_next **v, size_t *n, size_t *ca
   rp_fmt_ns(ns, a, sizeof a);
   if (share < RP_NEXT_EXPOSED_MIN) {
     size_t at = strlen(passed);
-    snprintf(passed + at, len - at, "%sexposed communication %.1f%% of the span (< %.0f%%)",
-             at ? "; " : "", share * 100, RP_NEXT_EXPOSED_MIN * 100);
+    snprintf(passed + at, len - at, "%sexposed communication %.1f%% of the %s (< %.0f%%)",
+             at ? "; " : "", share * 100, all ? "span" : "covered time", RP_NEXT_EXPOSED_MIN * 100);
     return;
   }
   rp_next *x = add(v, n, cap);
@@ -276,10 +276,11 @@ static void check_exposed(const rp_report *r, rp_next **v, size_t *n, size_t *ca
   x->value = share;
   x->unit = "share";
   snprintf(x->what, sizeof x->what,
-           "exposed communication is %.1f%% of the GPU span (%s over %d rank%s%s)", share * 100, a,
+           "exposed communication is %.1f%% of the %s (%s over %d rank%s%s)", share * 100,
+           all ? "GPU span" : "time compute was recorded", a,
            all ? o.ranks_exposed_all : o.ranks_known,
            (all ? o.ranks_exposed_all : o.ranks_known) == 1 ? "" : "s",
-           all ? (o.exposed_all_estimated ? ", part estimated" : "") : ", covered time only");
+           all && o.exposed_all_estimated ? ", part estimated" : "");
   int64_t pos[3];
   uint64_t step = 0;
   int pr = exposed_position(r, pos, &step);
