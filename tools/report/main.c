@@ -382,12 +382,15 @@ static int busbw_reference(rp_report *r, const char *profile, const char *gpu) {
   memset(&p, 0, sizeof p);
   topo_profile_key want = {"", 0, 0, 0};
   if (gpu) snprintf(want.gpu, sizeof want.gpu, "%s", gpu);
+  topo_cli_hold(); /* the loader's warnings: one error line when the profile is unusable */
   topo_status st = profile ? topo_profile_load(profile, &want, &p) : topo_profile_builtin(gpu, &p);
   int bad = profile ? st != TOPO_OK : st == TOPO_ERR_INVALID;
   if (bad) {
-    topo_cli_error("%s: %s; no busbw reference line", profile ? profile : gpu,
-                   profile ? "no usable profile section" : "unknown GPU model (H200, H100, A100)");
+    topo_cli_error_held(
+        "%s: %s; no busbw reference line", profile ? profile : gpu,
+        profile ? "no usable profile section" : "unknown GPU model (H200, H100, A100)");
   } else {
+    topo_cli_release(-1);
     r->ref_busbw = p.link[cls].bw_gbs;
     snprintf(r->ref_label, sizeof r->ref_label, "%s %s busbw, %s",
              profile ? "calibrated" : "built-in peak", cls == TOPO_LINK_NET ? "network" : "NVLink",
