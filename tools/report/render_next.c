@@ -310,6 +310,21 @@ static void check_exposed(const rp_report *r, rp_next **v, size_t *n, size_t *ca
              "bucket sizes) or prefetching (FSDP forward/backward prefetch); the HTML timeline "
              "shows where it sits in a step");
   }
+  /* ranks waiting inside their kernels for a late rank count as exposed: that part goes with
+   * the straggler, not with the bucket size */
+  int64_t wait = 0;
+  for (int i = 0; i < r->nranks; i++) wait = rp_add_sat(wait, r->ranks[i].wait_total);
+  if (all && !r->align_warn && wait > 0 && ns > 0) {
+    char w[32], both[2 * sizeof x->todo];
+    rp_fmt_ns(wait > ns ? ns : wait, w, sizeof w);
+    snprintf(both, sizeof both,
+             "up to %s of it (%.0f%%) is ranks waiting inside their kernels for a late rank (time "
+             "waiting): that part goes with the straggler; for the rest: %s",
+             w, 100.0 * (double)(wait > ns ? ns : wait) / (double)ns, x->todo);
+    size_t k = strlen(both) < sizeof x->todo ? strlen(both) : sizeof x->todo - 1;
+    memcpy(x->todo, both, k);
+    x->todo[k] = 0;
+  }
   snprintf(x->verify, sizeof x->verify, "%s: exposed (all) per rank and step", verify_diff);
 }
 
@@ -362,15 +377,22 @@ static void check_busbw(const rp_report *r, rp_next **v, size_t *n, size_t *cap,
       snprintf(x->verify, sizeof x->verify, "%s: busbw and busbw after last start of %s at %s",
                verify_diff, rp_func_name(w->func), size);
     } else {
+      char ch[32] = "channels unknown", coll[32];
+      if (w->ch_max)
+        snprintf(ch, sizeof ch, w->ch_min == w->ch_max ? "%d channels" : "%d-%d channels",
+                 w->ch_min, w->ch_max);
+      snprintf(coll, sizeof coll, "%s", rp_func_name(w->func));
+      for (char *c = coll; *c; c++)
+        if (*c >= 'A' && *c <= 'Z') *c = (char)(*c - 'A' + 'a');
       snprintf(x->todo, sizeof x->todo,
-               "the transfer is slow at this size (%s/%s, channels %d-%d): measure this machine "
+               "the transfer is slow at this size (%s/%s, %s): measure this machine "
                "(topo-calibrate -o machine.profile) and let the tuner choose from it "
                "(NCCL_TUNER_PLUGIN=libtopo-tuner.so TOPO_TUNER_PROFILE=machine.profile)",
-               rp_algo_name(al), rp_proto_name(pr), w->ch_max ? w->ch_min : 0, w->ch_max);
+               rp_algo_name(al), rp_proto_name(pr), ch);
       snprintf(x->verify, sizeof x->verify,
                "topo-tune --profile machine.profile --nranks %d --coll %s (the switches it makes "
                "and their evidence), then %s",
-               w->nranks, rp_func_name(w->func), verify_diff);
+               w->nranks, coll, verify_diff);
     }
   }
   if (checked && !found) {

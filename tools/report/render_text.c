@@ -653,7 +653,7 @@ static void print_steps(const rp_report *r, FILE *f, int width) {
     int known = 0;
     for (size_t i = 0; i < r->nstepsum; i++) known |= r->stepsum[i].cov_ranks > 0;
     size_t from = r->nstepsum > 20 ? r->nstepsum - 20 : 0;
-    if (from) rp_tab_line(t, "(last 20 of %zu steps; --json has all)", r->nstepsum);
+    if (from) rp_note(f, width, 2, "(the last 20 of %zu steps; --json has all)", r->nstepsum);
     for (size_t i = from; i < r->nstepsum; i++) step_row(t, &r->stepsum[i]);
     rp_tab_print(t, f, width, 2);
     rp_tab_free(t);

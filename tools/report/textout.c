@@ -359,18 +359,30 @@ void rp_tab_print(const rp_tab *t, FILE *f, int width, int indent) {
   }
   if (width <= 0 || total(w, all, nc, indent) <= width) {
     print_block(t, f, w, all, nc, indent, width, wrap_headers);
-  } else { /* blocks: the key columns, then as many others as fit */
-    int nkeys = 0;
+  } else { /* blocks: the key columns, then the others in as few blocks as fit, evened out */
+    int nkeys = 0, keyw = indent, rest = 0;
     for (int c = 0; c < nc; c++)
-      if (t->col[c].flags & RP_TAB_KEY) block[nkeys++] = c;
-    int c = 0, first = 1;
-    while (c < nc) {
-      int n = nkeys;
+      if (t->col[c].flags & RP_TAB_KEY) block[nkeys++] = c, keyw += w[c] + TAB_SEP;
+      else rest += w[c] + TAB_SEP;
+    int nblocks = 0;
+    for (int c = 0; c < nc; nblocks++) { /* greedy: how many blocks are needed */
+      int used = keyw, any = 0;
       for (; c < nc; c++) {
         if (t->col[c].flags & RP_TAB_KEY) continue;
-        block[n] = c;
-        if (n > nkeys && total(w, block, n + 1, indent) > width) break;
-        n++;
+        if (any && used + w[c] > width) break;
+        used += w[c] + TAB_SEP, any = 1;
+      }
+      if (!any) break;
+    }
+    int target = nblocks > 0 ? keyw + (rest + nblocks - 1) / nblocks : width;
+    int c = 0, first = 1;
+    while (c < nc) {
+      int n = nkeys, used = keyw;
+      for (; c < nc; c++) {
+        if (t->col[c].flags & RP_TAB_KEY) continue;
+        if (n > nkeys && (used + w[c] > width || used >= target)) break;
+        block[n++] = c;
+        used += w[c] + TAB_SEP;
       }
       if (n == nkeys) break;
       if (!first) fputc('\n', f);
