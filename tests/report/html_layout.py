@@ -12,7 +12,8 @@ a real Kineto-only job (tests/data/truth-1xh200/kineto, kernel-level sections).
 
 Usage: html_layout.py --report TOPO_REPORT --demo DIR --kineto DIR --work DIR [--chromium PATH]
 Screenshots of every page and size are left in DIR (work) for a person to look at. Chromium runs
-with --headless --no-sandbox --disable-gpu and a fresh profile directory, no network.
+with --headless --no-sandbox --disable-gpu and a fresh profile directory, no network, with its
+scrollbars shown (a laptop's page is the window less its scrollbar).
 """
 import argparse
 import html
@@ -80,7 +81,7 @@ def fail(msg):
 def chromium_args(chromium, profile, w, h):
     return [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--hide-scrollbars", f"--user-data-dir={profile}", f"--window-size={w},{h}"]
+            f"--user-data-dir={profile}", f"--window-size={w},{h}"]
 
 
 def measure(chromium, page, w, h, work, name):

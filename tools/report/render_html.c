@@ -900,7 +900,7 @@ static void page_head(FILE *f) {
       ".tw{overflow-x:auto;max-width:100%%}\n" /* a table wider than a phone scrolls in its box */
       "table{border-collapse:collapse;background:#fff;margin:8px "
       "0;font-size:12.5px;font-variant-numeric:tabular-nums}\n"
-      "th,td{border:1px solid #e5e5e5;padding:3px 6px;text-align:right}"
+      "th,td{border:1px solid #e5e5e5;padding:3px 5px;text-align:right}"
       "td{white-space:nowrap}td.name{white-space:normal;overflow-wrap:anywhere;text-align:left}"
       "th{background:#f3f3f3;font-weight:600}td:first-child,th:first-child{text-align:left}\n"
       ".sub{display:block;font-size:11px;color:#777}\n" /* a cell's second line: error, host */
