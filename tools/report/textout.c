@@ -66,6 +66,7 @@ static char *dup_str(const char *s) {
 }
 
 /* A formatted string on the heap; NULL out of memory. */
+static char *vformat(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 static char *vformat(const char *fmt, va_list ap) {
   va_list aq;
   va_copy(aq, ap);
