@@ -108,7 +108,8 @@ topo_status rp_paths_expand(const char *const *paths, int npaths, char ***out, i
       }
     }
     closedir(d);
-    qsort(v + first, (size_t)(n - first), sizeof *v, cmp_str);
+    if (n > first)
+      qsort(v + first, (size_t)(n - first), sizeof *v, cmp_str); /* v NULL when empty */
   }
   *out = v;
   *nout = n;
