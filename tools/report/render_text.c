@@ -371,7 +371,13 @@ static void print_rank_table(const rp_report *r, FILE *f, int width) {
       "",         "span",    "comm",          "comm%", "compute", "overlapped",
       "overlap%", "exposed", "exposed (all)", "idle",  "covered"};
   rp_tab *t = rp_tab_new(11);
-  for (int c = 0; c < 11; c++) rp_tab_col(t, c, head[c], c ? 0 : RP_TAB_LEFT | RP_TAB_KEY);
+  /* each figure's widest form, so that the table keeps its shape: durations "999.999 ms",
+   * an estimated total "999.999 ms ±999.99 us (est. 99%)", "~999.999 ms ±999.99 us", "99.9%" */
+  static const int min[] = {15, 10, 31, 6, 10, 10, 8, 10, 22, 10, 7};
+  for (int c = 0; c < 11; c++) {
+    rp_tab_col(t, c, head[c], c ? 0 : RP_TAB_LEFT | RP_TAB_KEY);
+    rp_tab_min(t, c, min[c]);
+  }
   for (int i = 0; i < r->nranks; i++) {
     rp_derived dv;
     rp_derive_rank(&r->ranks[i], &dv);
@@ -474,8 +480,11 @@ static void print_collectives(const rp_report *r, FILE *f, int width) {
                                      "channels"};
   int tags = r->have_tags != 0, skip = !tags; /* the tag column only when a row has a tag */
   rp_tab *t = rp_tab_new(16 - skip);
-  for (int c = skip; c < 16; c++)
+  static const int min[] = {0, 10, 5, 8, 6, 6, 5, 9, 10, 10, 10, 7, 7, 7, 18, 5};
+  for (int c = skip; c < 16; c++) {
     rp_tab_col(t, c - skip, head[c], c <= 1 ? RP_TAB_LEFT | RP_TAB_KEY : c == 14 ? RP_TAB_LEFT : 0);
+    rp_tab_min(t, c - skip, min[c]);
+  }
   for (size_t i = 0; i < r->nrows; i++) coll_row(t, rows[i], tags);
   rp_tab_print(t, f, width, 2);
   rp_tab_free(t);
@@ -649,7 +658,11 @@ static void print_steps(const rp_report *r, FILE *f, int width) {
                                        "comm%",    "compute", "exposed",   "exposed (all)",
                                        "overlap%", "covered"};
     rp_tab *t = rp_tab_new(10);
-    for (int c = 0; c < 10; c++) rp_tab_col(t, c, head[c], c ? 0 : RP_TAB_LEFT | RP_TAB_KEY);
+    static const int min[] = {4, 5, 10, 31, 6, 10, 10, 22, 8, 7};
+    for (int c = 0; c < 10; c++) {
+      rp_tab_col(t, c, head[c], c ? 0 : RP_TAB_LEFT | RP_TAB_KEY);
+      rp_tab_min(t, c, min[c]);
+    }
     int known = 0;
     for (size_t i = 0; i < r->nstepsum; i++) known |= r->stepsum[i].cov_ranks > 0;
     size_t from = r->nstepsum > 20 ? r->nstepsum - 20 : 0;

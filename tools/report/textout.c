@@ -16,6 +16,7 @@
 typedef struct tab_col {
   char *header;
   int flags;
+  int min; /* narrowest width */
 } tab_col;
 
 /* A cell, or a full-width line (col == -1) between rows. */
@@ -88,6 +89,10 @@ rp_tab *rp_tab_new(int ncols) {
   }
   t->ncols = ncols;
   return t;
+}
+
+void rp_tab_min(rp_tab *t, int col, int cols) {
+  if (t && col >= 0 && col < t->ncols) t->col[col].min = cols;
 }
 
 void rp_tab_col(rp_tab *t, int col, const char *header, int flags) {
@@ -209,6 +214,7 @@ static void natural(const rp_tab *t, int *w, int wrap_headers) {
     const char *h = t->col[c].header ? t->col[c].header : "";
     int half = (rp_text_cols(h) + 1) / 2; /* wrapped headers take about two lines at most */
     w[c] = wrap_headers ? (longest_word(h) > half ? longest_word(h) : half) : rp_text_cols(h);
+    if (w[c] < t->col[c].min) w[c] = t->col[c].min;
   }
   for (size_t i = 0; i < t->n; i++) {
     const tab_cell *c = &t->cell[i];

@@ -34,6 +34,9 @@ typedef struct rp_tab rp_tab;
 rp_tab *rp_tab_new(int ncols);
 /* Column `col`'s header (words may wrap onto several lines) and flags. */
 void rp_tab_col(rp_tab *t, int col, const char *header, int flags);
+/* Column `col` is never narrower than `cols` (a figure's widest form: "999.999 ms"), so that a
+ * table keeps its shape, and splits alike, whatever its figures. */
+void rp_tab_min(rp_tab *t, int col, int cols);
 /* The next cell of the current row, printf-style; a row ends with rp_tab_end_row (missing cells
  * print empty). */
 void rp_tab_cell(rp_tab *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
