@@ -39,10 +39,15 @@ struct topo_step_learner {
   uint32_t period, tol, mism_count;
   uint64_t anchor; /* an operation that begins a step */
   uint64_t step_no, bf_first, bf_count;
+  uint64_t since;       /* the stream before a step's stretch is counted from here */
+  uint64_t trusted_at;  /* the step is trusted (steady may hold) from this operation on */
+  uint32_t good_period; /* the period of the last step that was trusted (0: none) */
   int64_t last_t;
   int64_t dur[RING], gap[RING];
   uint32_t ndur, ngap;
+  uint32_t since_trust;    /* step durations measured since the step was trusted */
   int64_t step_ns, gap_ns; /* medians of dur and gap */
+  uint64_t stretch;        /* where the stretch the step was found in began */
   uint8_t verdicts;        /* the last 8 steps: bit set where the boundary gap did not stand out */
   uint8_t nverdicts;
   uint8_t steady;
@@ -147,6 +152,7 @@ void topo_step_learn_free(topo_step_learner *l) {
 }
 
 static void unlock(topo_step_learner *l) {
+  if (l->locked) l->since = l->stretch;
   l->q_tried = l->len_tried = 0;
   l->locked = 0;
   l->period = 0;
@@ -158,6 +164,9 @@ static void unlock(topo_step_learner *l) {
 }
 
 void topo_step_learn_reset(topo_step_learner *l) {
+  l->locked = 0;
+  l->since = 0;
+  l->good_period = 0;
   memset(l->run, 0, (size_t)l->pmax * sizeof *l->run);
   memset(l->sig2, 0, 2 * (size_t)l->hist * sizeof *l->sig2);
   memset(l->t, 0, (size_t)l->hist * sizeof *l->t);
@@ -226,8 +235,17 @@ static void cand_add(uint32_t *cand, uint32_t *n, uint32_t d) {
 
 /* Found: the step is d operations long, beginning at operation `anchor`; cur is the operation
  * being fed. Its earlier boundaries give the first durations and gaps. */
-static void lock(topo_step_learner *l, uint64_t cur, uint32_t d, uint64_t anchor) {
+static void lock(topo_step_learner *l, uint64_t cur, uint32_t d, uint64_t anchor, uint64_t start) {
   l->locked = 1;
+  /* A step is trusted once its stretch has lasted three times as long as the stream before it
+   * (from the start, or from the stretch of the step lost before; at most the history): a
+   * pattern inside the real step (its layers, its microbatches) ends sooner than that, the first
+   * time the real step's other part comes. A period that was trusted before is trusted again. */
+  uint64_t before = start > l->since ? start - l->since : 0;
+  if (before > l->hist) before = l->hist;
+  l->trusted_at = d == l->good_period ? cur : start + 3 * before;
+  l->since_trust = d == l->good_period ? l->steady_k : 0;
+  l->stretch = start;
   l->period = d;
   l->tol = d / 16 > 1 ? d / 16 : 1;
   l->mism_count = 0;
@@ -250,9 +268,12 @@ static void lock(topo_step_learner *l, uint64_t cur, uint32_t d, uint64_t anchor
 }
 
 /* The steady state: the last steady_k durations within a factor of 1.5 of each other. */
-static void judge_steady(topo_step_learner *l) {
+static void judge_steady(topo_step_learner *l, uint64_t cur) {
   l->steady = 0;
-  if (l->ndur < l->steady_k) return;
+  if (cur < l->trusted_at) return;
+  if (l->since_trust < l->steady_k) l->since_trust++;
+  if (l->since_trust < l->steady_k || l->ndur < l->steady_k) return;
+  l->good_period = l->period;
   int64_t lo = INT64_MAX, hi = 0;
   for (uint32_t i = 0; i < l->steady_k; i++) {
     int64_t v = l->dur[(l->ndur - 1 - i) % RING];
@@ -353,7 +374,7 @@ static void follow(topo_step_learner *l, uint64_t cur, uint32_t sig, int64_t t,
   l->last_t = t;
   l->step_ns = ring_median(l->dur, l->ndur);
   l->gap_ns = ring_median(l->gap, l->ngap);
-  judge_steady(l);
+  judge_steady(l, cur);
 }
 
 /* run[] after operation cur (symbol sig): every period's run of repetitions. Four periods at a
@@ -408,7 +429,7 @@ static void seek(topo_step_learner *l, uint64_t cur, uint32_t sig, int64_t t, to
   uint64_t anchor;
   if (!search(l, cur, q, best, &period, &anchor)) return;
   if (wide > best && !holds_over(l, cur, wide, period, anchor)) return;
-  lock(l, cur, period, anchor);
+  lock(l, cur, period, anchor, cur + 1 - best);
   ev->found = 1;
   follow(l, cur, sig, t, ev);
 }
@@ -428,6 +449,7 @@ void topo_step_learn_add(topo_step_learner *l, const topo_step_op *op, topo_step
     seek(l, cur, sig, op->t_ns, ev);
   }
   ev->period = l->locked ? l->period : 0;
+  ev->trusted = l->locked && cur >= l->trusted_at;
   ev->steady = l->locked && l->steady;
   ev->step_ns = l->locked ? l->step_ns : 0;
   ev->gap_ns = l->locked ? l->gap_ns : 0;

@@ -24,8 +24,12 @@
  * Once found, the step is followed in O(1) per operation and kept while at most max(1, P / 16)
  * of the last P operations differ from one step earlier and fewer than 3 of the last 8 steps
  * lost the step's timing (boundary gap under twice the median of the step's other gaps); else
- * it is lost and searched again. Steady: the last `steady_steps` step durations (boundary to
- * boundary) lie within a factor of 1.5 of each other.
+ * it is lost and searched again. Trusted: its stretch has lasted three times as long as the
+ * stream before it (from the start, or from the stretch of the step lost before; at most the
+ * history), or its period was trusted before - a pattern inside the real step ends sooner, the
+ * first time the step's other part comes (a pattern that begins the stream, with nothing before
+ * it, is trusted at once). Steady: trusted, and the last `steady_steps` step durations (boundary
+ * to boundary), all measured since, lie within a factor of 1.5 of each other.
  *
  * Cost: memory fixed at topo_step_learn_new (about 50 bytes per operation of max_period), no
  * allocation after it. Per operation: O(1) while the step is known; while searching, one
@@ -73,7 +77,9 @@ typedef struct topo_step_event {
   uint8_t boundary; /* this operation begins a step */
   uint8_t found;    /* the step was found at this operation (topo_step_learn_backfill) */
   uint8_t lost;     /* the step was lost at this operation (the sequence stopped repeating) */
-  uint8_t steady;   /* a step is known and the last steady_steps durations agree */
+  uint8_t trusted;  /* the step has outlasted a pattern inside a step (its stretch lasted three
+                     * times as long as the stream before it, or its period was trusted before) */
+  uint8_t steady;   /* trusted, and the last steady_steps durations agree */
 } topo_step_event;
 
 typedef struct topo_step_learner topo_step_learner;
