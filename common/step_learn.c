@@ -48,6 +48,7 @@ struct topo_step_learner {
   uint32_t since_trust;    /* step durations measured since the step was trusted */
   int64_t step_ns, gap_ns; /* medians of dur and gap */
   uint64_t stretch;        /* where the stretch the step was found in began */
+  uint64_t watch_until;    /* until then the repetitions of every period are still counted */
   uint8_t verdicts;        /* the last 8 steps: bit set where the boundary gap did not stand out */
   uint8_t nverdicts;
   uint8_t steady;
@@ -110,10 +111,12 @@ static void ring_push(int64_t *ring, uint32_t *count, int64_t v) { ring[(*count)
 
 /* ---- configuration and lifetime */
 topo_step_learner *topo_step_learn_new(const topo_step_config *cfg) {
-  topo_step_config c = cfg ? *cfg : (topo_step_config){0, 0, 0};
+  topo_step_config c = cfg ? *cfg : (topo_step_config){0, 0, 0, 0};
   if (!c.max_period) c.max_period = TOPO_STEP_MAX_PERIOD_DEFAULT;
   if (c.max_period < 2) c.max_period = 2;
-  if (c.max_period > 16384) c.max_period = 16384;
+  if (c.force_period > TOPO_STEP_MAX_PERIOD_LIMIT) c.force_period = TOPO_STEP_MAX_PERIOD_LIMIT;
+  if (c.force_period > c.max_period) c.max_period = c.force_period;
+  if (c.max_period > TOPO_STEP_MAX_PERIOD_LIMIT) c.max_period = TOPO_STEP_MAX_PERIOD_LIMIT;
   c.max_period = (c.max_period + 7) / 8 * 8; /* whole vectors in count_runs */
   if (c.repeats < 2) c.repeats = c.repeats ? 2 : TOPO_STEP_REPEATS_DEFAULT;
   if (c.repeats > 8) c.repeats = 8;
@@ -244,6 +247,7 @@ static void lock(topo_step_learner *l, uint64_t cur, uint32_t d, uint64_t anchor
   uint64_t before = start > l->since ? start - l->since : 0;
   if (before > l->hist) before = l->hist;
   l->trusted_at = d == l->good_period ? cur : start + 3 * before;
+  l->watch_until = cur + l->hist;
   l->since_trust = d == l->good_period ? l->steady_k : 0;
   l->stretch = start;
   l->period = d;
@@ -305,10 +309,37 @@ static int holds_over(topo_step_learner *l, uint64_t cur, uint32_t len, uint32_t
   return all && ok * 4 >= all * 3;
 }
 
+/* Whether period D (a multiple of d) is the step rather than d: in >= 75 % of its repetitions
+ * over [s, s + len), the gap before its longest-gap phase is at least 4 times the median of the
+ * gaps at its other phases that are d's boundaries. *phase: that phase. */
+static int dominates(topo_step_learner *l, uint64_t s, uint32_t len, uint32_t d, uint32_t D,
+                     uint32_t *phase) {
+  uint32_t reps = len / D;
+  if (reps < 2 * l->reps || D / d < 2) return 0; /* more evidence than a find needs */
+  int64_t *v = l->scratch;
+  uint32_t b = 0;
+  for (uint32_t ph = 0; ph < D; ph++) {
+    for (uint32_t r = 0; r < reps; r++) v[r] = gap_at(l, s + ph + (uint64_t)r * D);
+    l->phase_med[ph] = median(v, reps);
+    if (l->phase_med[ph] > l->phase_med[b]) b = ph;
+  }
+  uint32_t ok = 0;
+  for (uint32_t r = 0; r < reps; r++) {
+    uint32_t k = 0;
+    for (uint32_t ph = b % d; ph < D; ph += d)
+      if (ph != b) v[k++] = gap_at(l, s + ph + (uint64_t)r * D);
+    int64_t other = median(v, k), g = gap_at(l, s + b + (uint64_t)r * D);
+    ok += g > 0 && g >= 4 * other;
+  }
+  *phase = b;
+  return (uint64_t)ok * 4 >= (uint64_t)reps * 3;
+}
+
 /* Search the stretch of the last `len` operations (ending at cur), periodic with q, for the
- * step: 1 when found, with its period and an operation that begins a step. */
+ * step: 1 when found, with its period, an operation that begins a step and its median boundary
+ * gap. */
 static int search(topo_step_learner *l, uint64_t cur, uint32_t q, uint32_t len, uint32_t *period,
-                  uint64_t *anchor) {
+                  uint64_t *anchor, int64_t *gap) {
   uint64_t s = cur + 1 - len;
   uint32_t cand[MAX_CAND], nc = 0;
   if (len >= l->reps * q) cand_add(cand, &nc, q);
@@ -329,15 +360,33 @@ static int search(topo_step_learner *l, uint64_t cur, uint32_t q, uint32_t len, 
     }
     recent[nrecent++ % NEXT_LARGE] = x;
   }
+  /* Of the candidates that stand out, the smallest - unless a multiple of it that stands out
+   * too has a gap far longer than its other boundaries in the same repetition: a pattern inside
+   * the step (a layer's AllGather and ReduceScatter) stands out as well, with a gap far shorter
+   * than the step's own. */
+  uint32_t found = 0, found_phase = 0;
+  int64_t found_gap = 0;
   for (uint32_t i = 0; i < nc; i++) {
-    uint32_t phase;
-    if (stands_out(l, s, len, cand[i], &phase)) {
-      *period = cand[i];
-      *anchor = s + phase;
-      return 1;
-    }
+    uint32_t phase, d = cand[i];
+    if (found && (d % found || !dominates(l, s, len, found, d, &phase))) continue;
+    if (!stands_out(l, s, len, d, &phase)) continue;
+    found = d;
+    found_phase = phase;
+    found_gap = l->phase_med[phase];
   }
-  return 0;
+  if (!found) return 0;
+  *period = found;
+  *anchor = s + found_phase;
+  *gap = found_gap;
+  return 1;
+}
+
+/* The longest host gap among operations [cur + 1 - len, cur]. */
+static int64_t longest_gap(const topo_step_learner *l, uint64_t cur, uint32_t len) {
+  int64_t m = 0;
+  for (uint64_t x = cur + 1 - len; x <= cur; x++)
+    if (gap_at(l, x) > m) m = gap_at(l, x);
+  return m;
 }
 
 /* ---- per operation */
@@ -358,7 +407,7 @@ static void follow(topo_step_learner *l, uint64_t cur, uint32_t sig, int64_t t,
   /* The step that ends here keeps the step's own timing when its boundary gap is at least twice
    * the median of its other gaps; a pattern inside the real step (a layer) fails that in the
    * part of the step where it does not have the step's gap. 3 failures in the last 8: lost. */
-  if (p >= 2) {
+  if (p >= 2 && !l->cfg.force_period) {
     l->verdicts = (uint8_t)(l->verdicts << 1 | !keeps_timing(l, cur, p));
     if (l->nverdicts < 8) l->nverdicts++;
     if (__builtin_popcount(l->verdicts) >= 3) {
@@ -409,9 +458,57 @@ static void rebuild_runs(topo_step_learner *l, uint64_t cur) {
  * that has repeated at least half a time (a step whose layers repeat inside it, the step after
  * the first one) must then agree: the step found keeps its own timing in >= 75 % of its steps
  * there too, else it is a pattern inside the real step and no step is taken yet. */
+/* Whether a step of period p (boundaries at anchor + k p, median boundary gap `gap`) fits the
+ * longer stretch of the last `len` operations, in which a larger period is emerging: it keeps
+ * its timing there (holds_over), and no gap there is more than 4 times its boundary gap (the
+ * larger unit's own gap: the step found would be a part of it). */
+static int fits(topo_step_learner *l, uint64_t cur, uint32_t len, uint32_t p, uint64_t anchor,
+                int64_t gap) {
+  return holds_over(l, cur, len, p, anchor) && longest_gap(l, cur, len) <= 4 * gap;
+}
+
+/* For a while after the step was found: a longer stretch of a larger period has emerged (the
+ * real step, repeating, of which the step found is a part) and the step found does not keep its
+ * timing over it. The step is then lost and searched again. */
+static int outgrown(topo_step_learner *l, uint64_t cur) {
+  /* (fits: below) */
+  if (l->cfg.force_period) return 0;
+  uint32_t pmax = l->pmax, p = l->period, cap = l->hist - 1, wide = 0;
+  uint32_t mine = l->run[pmax - p] + p < cap ? l->run[pmax - p] + p : cap;
+  for (uint32_t q = p + 1; q <= pmax; q++) {
+    uint32_t m = l->run[pmax - q];
+    if (2 * m < q || !m) continue;
+    uint32_t cover = m + q < cap ? m + q : cap;
+    if (cover > wide) wide = cover;
+  }
+  return wide > mine + p && !fits(l, cur, wide, p, l->anchor, l->gap_ns);
+}
+
+/* A forced period: the phase of the longest median gap over its repetitions. */
+static void seek_forced(topo_step_learner *l, uint64_t cur, uint32_t sig, int64_t t,
+                        topo_step_event *ev) {
+  uint32_t p = l->cfg.force_period, m = l->run[l->pmax - p], cap = l->hist - 1;
+  if (m < (l->reps - 1) * p) return;
+  uint32_t len = m + p < cap ? m + p : cap, reps = len / p;
+  uint64_t s = cur + 1 - len;
+  uint32_t best = 0;
+  for (uint32_t ph = 0; ph < p; ph++) {
+    for (uint32_t r = 0; r < reps; r++) l->scratch[r] = gap_at(l, s + ph + (uint64_t)r * p);
+    l->phase_med[ph] = median(l->scratch, reps);
+    if (l->phase_med[ph] > l->phase_med[best]) best = ph;
+  }
+  lock(l, cur, p, s + best, s);
+  ev->found = 1;
+  follow(l, cur, sig, t, ev);
+}
+
 static void seek(topo_step_learner *l, uint64_t cur, uint32_t sig, int64_t t, topo_step_event *ev) {
   uint32_t pmax = l->pmax, q = 0, best = 0, wide = 0, cap = l->hist - 1;
   const uint32_t *run = l->run;
+  if (l->cfg.force_period) {
+    seek_forced(l, cur, sig, t, ev);
+    return;
+  }
   if (cur % 8) return; /* looked at every 8th operation: a step is found at most 7 later */
   for (uint32_t p = 1; p <= pmax; p++) {
     uint32_t m = run[pmax - p];
@@ -427,8 +524,9 @@ static void seek(topo_step_learner *l, uint64_t cur, uint32_t sig, int64_t t, to
   l->len_tried = best;
   uint32_t period;
   uint64_t anchor;
-  if (!search(l, cur, q, best, &period, &anchor)) return;
-  if (wide > best && !holds_over(l, cur, wide, period, anchor)) return;
+  int64_t gap;
+  if (!search(l, cur, q, best, &period, &anchor, &gap)) return;
+  if (wide > best && !fits(l, cur, wide, period, anchor, gap)) return;
   lock(l, cur, period, anchor, cur + 1 - best);
   ev->found = 1;
   follow(l, cur, sig, t, ev);
@@ -442,8 +540,14 @@ void topo_step_learn_add(topo_step_learner *l, const topo_step_op *op, topo_step
   l->t[pos] = op->t_ns;
   ev->index = cur;
   if (l->locked) {
+    int watching = cur < l->watch_until;
+    if (watching) count_runs(l, cur, sig);
     follow(l, cur, sig, op->t_ns, ev);
-    if (ev->lost) rebuild_runs(l, cur);
+    if (!ev->lost && watching && !(cur % 8) && outgrown(l, cur)) {
+      unlock(l);
+      ev->lost = 1;
+    }
+    if (ev->lost && !watching) rebuild_runs(l, cur);
   } else {
     count_runs(l, cur, sig);
     seek(l, cur, sig, op->t_ns, ev);

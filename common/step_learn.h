@@ -48,12 +48,16 @@
 #define TOPO_STEP_MAX_PERIOD_DEFAULT 2048u
 #define TOPO_STEP_REPEATS_DEFAULT    3u
 #define TOPO_STEP_STEADY_DEFAULT     3u
+#define TOPO_STEP_MAX_PERIOD_LIMIT   16384u /* the largest max_period (and forced period) */
 
 typedef struct topo_step_config {
   uint32_t max_period;   /* the longest step, in operations, rounded up to a multiple of 8 (0:
                           * TOPO_STEP_MAX_PERIOD_DEFAULT) */
   uint32_t repeats;      /* repetitions that make a period, >= 2 (0: the default, 3) */
   uint32_t steady_steps; /* step durations that must agree for the steady state (0: 3) */
+  uint32_t force_period; /* > 0: the step is this many operations, wherever they have repeated
+                          * `repeats` times (topo-report --steps P); it begins after the phase of
+                          * the longest median gap, timing or not; at most max_period */
 } topo_step_config;
 
 /* One operation, as both the profiler's records and the report's collectives give it. */
