@@ -21,8 +21,10 @@ static void test_demo_writes_a_trace_per_rank_with_a_compute_timeline(void **s) 
   char dir[] = "/tmp/topo-demo-test-XXXXXX";
   assert_non_null(mkdtemp(dir));
   char cmd[1024];
-  snprintf(cmd, sizeof cmd, "%s --out %s --ranks 4 --seed 3 --straggler 2 >/dev/null",
-           TOPO_TEST_DEMO, dir); /* 14 steps, the default */
+  /* 24 steps: the default 14 leave room for the warm-up, the learning and one window; on a
+   * machine short of CPU the demo's real-time pacing jitters and the steady state comes later */
+  snprintf(cmd, sizeof cmd, "%s --out %s --ranks 4 --steps 24 --seed 3 --straggler 2 >/dev/null",
+           TOPO_TEST_DEMO, dir);
   assert_int_equal(system(cmd), 0);
   char **paths;
   size_t n = test_trace_list(dir, &paths);
@@ -44,13 +46,13 @@ static void test_demo_writes_a_trace_per_rank_with_a_compute_timeline(void **s) 
       }
       /* fwd+bwd layers + Adam per step: 4 whole steps at least, not the warm-up's */
       assert_true(compute >= 4 * (24 * 7 * 2 + 1));
-      assert_true(compute <= 8 * (24 * 7 * 2 + 1));
+      assert_true(compute <= 10 * (24 * 7 * 2 + 1));
       assert_true(nccl >= 4 * 28);
       free(k);
       const topo_rec_cupti *span = NULL;
       for (size_t j = 0; j < t.count; j++)
         if (t.records[j].type == TOPO_REC_CUPTI) {
-          assert_null(span); /* one window in 14 steps: the next is 5 s later */
+          assert_null(span); /* one window in 24 steps: the next is 5 s later */
           span = &t.records[j].cupti;
         }
       assert_non_null(span);
@@ -63,7 +65,7 @@ static void test_demo_writes_a_trace_per_rank_with_a_compute_timeline(void **s) 
       assert_int_equal(t.header.nranks, 4);
       const topo_trace_record **c, **st;
       size_t nc = test_trace_select(&t, TOPO_REC_COLL, &c);
-      assert_int_equal(nc, 14 * 28);
+      assert_int_equal(nc, 24 * 28);
       /* the steps the profiler learned: the first after the 2 slower warm-up steps, each begun by
        * a step's first bucket, and the window's five boundaries among them */
       size_t ns = test_trace_select(&t, TOPO_REC_STEP, &st), in_window = 0;
@@ -91,9 +93,9 @@ static void test_demo_writes_a_trace_per_rank_with_a_compute_timeline(void **s) 
           wait_us[t.header.rank] +=
               (double)(c[j]->coll.gpu_stop_ns - c[j]->coll.gpu_start_ns) / 1e3;
       }
-      assert_true(big >= 14 * 20);
+      assert_true(big >= 24 * 20);
       assert_true(big_timed + 4 >= big);
-      assert_int_equal(grad, 14 * 24 * (uint64_t)(350e6 * 2 / 24)); /* 14 steps of gradients */
+      assert_int_equal(grad, 24 * 24 * (uint64_t)(350e6 * 2 / 24)); /* 24 steps of gradients */
       free(c);
     }
     test_trace_free(&t);
