@@ -548,11 +548,21 @@ static void rank_table_html(FILE *f, const rp_report *r) {
     const char *why = rp_rank_unknown_reason(&r->ranks[i]);
     char name[32];
     rank_name(&r->ranks[i], name, sizeof name);
+    char steps[192];
+    rp_rank_cover_steps(&r->ranks[i], steps, sizeof steps);
     if (!dv.known || (dv.covered < dv.span && *why)) {
       fprintf(f, "<p class=note>%s: ", name);
-      if (dv.known)
-        fprintf(f, "compute recorded over %.0f%% of the span; elsewhere ", dv.covered_share * 100);
-      else fprintf(f, "compute, overlap, exposed and idle n/a: ");
+      if (dv.known) {
+        fprintf(f, "compute recorded over %.0f%% of the span", dv.covered_share * 100);
+        if (*steps) {
+          fprintf(f, " (");
+          esc(f, steps);
+          fprintf(f, ")");
+        }
+        fprintf(f, "; elsewhere ");
+      } else {
+        fprintf(f, "compute, overlap, exposed and idle n/a: ");
+      }
       esc(f, *why ? why : "the compute windows do not overlap its GPU activity");
       fprintf(f, "</p>\n");
     }
@@ -682,9 +692,10 @@ static void step_row_html(FILE *f, const rp_stepsum *s) {
   pct_known(kn && s->cov_comm > 0, rp_ratio(s->cov_overlap, s->cov_comm), o, sizeof o);
   fprintf(f,
           "<tr><td>%" PRIu64
-          "</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</"
+          "%s</td><td>%d</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</"
           "td><td>%s</td></tr>\n",
-          s->value, s->ranks, a, b, c, d, x, rp_ratio(s->comm, s->span) * 100, o);
+          s->value, s->warmup ? " (warm-up)" : "", s->ranks, a, b, c, d, x,
+          rp_ratio(s->comm, s->span) * 100, o);
 }
 
 /* The step table, or why there is none. */

@@ -187,10 +187,14 @@ static void print_coverage(const rp_report *r, FILE *f) {
     if (!d.known)
       fprintf(f, "  %s: compute, overlap, exposed and idle n/a: %s\n", label,
               *why ? why : "the compute windows do not overlap its GPU activity");
-    else if (d.covered < d.span && d.overlap_defined)
-      fprintf(f, "  %s: overlap %.1f%% over %.0f%% of the span covered by %s%s%s\n", label,
+    else if (d.covered < d.span && d.overlap_defined) {
+      char steps[192];
+      rp_rank_cover_steps(k, steps, sizeof steps);
+      fprintf(f, "  %s: overlap %.1f%% over %.0f%% of the span covered by %s%s%s%s%s%s\n", label,
               d.overlap_ratio * 100, d.covered_share * 100,
-              k->kineto ? "the Kineto trace" : "CUPTI windows", *why ? "; elsewhere: " : "", why);
+              k->kineto ? "the Kineto trace" : "CUPTI windows", *steps ? " (" : "", steps,
+              *steps ? ")" : "", *why ? "; elsewhere: " : "", why);
+    }
     if (d.known && !d.overlap_defined)
       fprintf(f, "  %s: overlap%% n/a: no communication in the time its compute is known\n", label);
   }
@@ -494,7 +498,9 @@ static void print_step_row(FILE *f, const rp_stepsum *s) {
   char a[48], c[48], d[48], x[80], e[32], g[32], cm[80], cv[48];
   int kn = s->cov_ranks > 0;
   if (kn) snprintf(cv, sizeof cv, "%.0f%%", rp_ratio(s->covered, s->span) * 100);
-  fprintf(f, "  %-8" PRIu64 " %5d %12s %32s %12s %12s %24s %7s %8s %8s\n", s->value, s->ranks,
+  char num[32];
+  snprintf(num, sizeof num, "%" PRIu64 "%s", s->value, s->warmup ? " w" : "");
+  fprintf(f, "  %-8s %5d %12s %32s %12s %12s %24s %7s %8s %8s\n", num, s->ranks,
           dur(s->span / (s->ranks ? s->ranks : 1), a, sizeof a),
           dur_est(s->comm, s->comm_est, rp_comm_error_ns(s->comm_est, &s->comm_err), cm, sizeof cm),
           dur_known(kn, s->cov_compute, c, sizeof c),
@@ -522,7 +528,16 @@ static void print_steps(const rp_report *r, FILE *f) {
     for (size_t i = 0; i < r->nstepsum; i++) known |= r->stepsum[i].cov_ranks > 0;
     size_t from = r->nstepsum > 20 ? r->nstepsum - 20 : 0;
     if (from) fprintf(f, "  (last 20 of %zu steps; --json has all)\n", r->nstepsum);
-    for (size_t i = from; i < r->nstepsum; i++) print_step_row(f, &r->stepsum[i]);
+    int warm = 0;
+    for (size_t i = from; i < r->nstepsum; i++) {
+      print_step_row(f, &r->stepsum[i]);
+      warm |= r->stepsum[i].warmup;
+    }
+    if (warm)
+      fprintf(f,
+              "  w: before the steady state on some rank (warm-up: the step's duration had not "
+              "settled yet); start-up is left out of the rank table's compute, overlap and "
+              "exposed figures\n");
     if (!known)
       fprintf(f,
               "  n/a: no compute was recorded (give the Kineto traces of these steps, or widen the "

@@ -460,6 +460,11 @@ typedef struct rp_rank {
   int cupti_trace;       /* a topo process-wide CUPTI trace of it was read */
   uint64_t largest_coll; /* bytes of its largest Coll/P2p record (topo traces) */
   char cover_note[160];  /* why compute is unknown (everywhere or outside the windows) */
+  /* Start-up left out of the coverage (docs/metrics.md, Coverage): warm-up steps inside its CUPTI
+   * windows, and windows that ended before its first steady step; and the steady steps the
+   * coverage holds (their numbers first..last) */
+  size_t startup_steps, startup_windows, cover_steps;
+  uint64_t cover_first, cover_last;
   uint64_t dropped[TOPO_DROP_KINDS];
   uint32_t problems;
   rp_interval *timeline;
@@ -506,6 +511,7 @@ typedef struct rp_stepsum { /* one step number, summed over the ranks that have 
   int ea_ranks, ea_estimated; /* ea_estimated: part of it estimated on some rank */
   int64_t exposed_all, exposed_est;
   rp_err exposed_err;
+  int warmup; /* some rank had it before its steady state (steps from topo traces) */
 } rp_stepsum;
 
 /* Figures derived from a rank's unions (docs/metrics.md). comm and comm_share hold over the whole
@@ -536,6 +542,9 @@ void rp_derive(const rp_times *t, rp_derived *d);
 void rp_derive_rank(const rp_rank *k, rp_derived *d);
 /* Why compute is unknown for a rank (never NULL; "" when known everywhere). */
 const char *rp_rank_unknown_reason(const rp_rank *k);
+/* Which steps the rank's compute coverage holds and what start-up was left out of it, in words
+ * ("steady steps 8-11; start-up left out: 2 warm-up steps"); "" when it has no steps there. */
+const char *rp_rank_cover_steps(const rp_rank *k, char *buf, size_t len);
 /* Overall: sums over ranks (rank-time), ratios of the sums. */
 void rp_derive_overall(const rp_report_fwd *r, rp_derived *d);
 

@@ -81,6 +81,7 @@ typedef struct st_proc {
   size_t lock_from; /* the current lock's first boundary in b[] */
   uint64_t last_b;  /* index of its last boundary in the stream */
   uint32_t period;
+  int cut, cut_start_ok; /* the cut its steps allow (allowed_cut) */
 } st_proc;
 
 struct rp_steps {
@@ -343,6 +344,69 @@ static int64_t cut_at(const st_bound *b, int cut) {
 /* Whether consecutive boundaries i and i + 1 make a step (one lock, and not past a loss). */
 static int is_step(const st_proc *p, size_t i) { return p->b[i].lock == p->b[i + 1].lock; }
 
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* Warm-up, judged in hindsight over each stretch of one found step: the steps before the first
+ * three in a row whose durations (boundary to boundary, CPU enqueue) lie within a factor of 1.5
+ * of the stretch's median are warm-up; the rest are steady. The learner's own steady flag is
+ * what a live reader could know (the profiler opens its windows on it); the report has the whole
+ * run and judges the first steps by the ones that came after. Sets b[].steady. */
+static void judge_warmup(rp_steps *d, st_proc *p) {
+  if (!p->nb) return;
+  int64_t *dur = topo_malloc(2 * p->nb * sizeof *dur), *sorted = dur ? dur + p->nb : NULL;
+  if (!dur) {
+    d->oom = 1;
+    return;
+  }
+  for (size_t a = 0; a < p->nb;) {
+    size_t z = a; /* the stretch: boundaries a..z of one lock */
+    while (z + 1 < p->nb && is_step(p, z)) z++;
+    size_t n = 0;
+    for (size_t j = a; j < z; j++) dur[n++] = p->b[j + 1].at.cpu_start - p->b[j].at.cpu_start;
+    memcpy(sorted, dur, n * sizeof *dur);
+    qsort(sorted, n, sizeof *sorted, cmp_i64);
+    int64_t med = n ? sorted[(n - 1) / 2] : 0;
+    size_t first = n < 3 ? 0 : n; /* the first of three settled durations in a row */
+    for (size_t j = 0; j + 2 < n && first == n; j++) {
+      int ok = 1;
+      for (size_t i = j; i < j + 3; i++) ok &= 2 * dur[i] <= 3 * med && 3 * dur[i] >= 2 * med;
+      if (ok) first = j;
+    }
+    for (size_t j = a; j <= z; j++) p->b[j].steady = j - a >= first;
+    a = z + 1;
+  }
+  topo_free(dur);
+}
+
+/* The cut a rank's steps allow: GPU times where (nearly) every boundary of its steady steps has
+ * them: the steps then cut the GPU timeline between the same phases of the job every time (the
+ * CPU runs ahead of the GPU by a varying queue); a step that cannot be cut so is left out
+ * (warm-up, while the sampling's prediction of the next operation is still learning, or a
+ * boundary it did not time). Without steady steps, over all of them. The end of a step's last
+ * operation first, the start of its first next (*start_ok: that one is allowed). */
+static int allowed_cut(const st_proc *p, int *start_ok) {
+  size_t all = 0, gpu_end = 0, gpu_start = 0;
+  int steady = 0;
+  for (size_t j = 0; j + 1 < p->nb; j++) steady |= is_step(p, j) && p->b[j].steady;
+  for (size_t j = 0; j + 1 < p->nb; j++) {
+    if (!is_step(p, j) || (steady && !p->b[j].steady)) continue;
+    all++;
+    gpu_end += cut_at(&p->b[j], CUT_GPU_END) != INT64_MIN &&
+               cut_at(&p->b[j + 1], CUT_GPU_END) != INT64_MIN;
+    gpu_start += cut_at(&p->b[j], CUT_GPU_START) != INT64_MIN &&
+                 (cut_at(&p->b[j + 1], CUT_GPU_START) != INT64_MIN || p->b[j + 1].closing);
+  }
+  /* >= 90 %: a boundary the sampling did not time now and then leaves its step out */
+  *start_ok = all && gpu_start * 10 >= all * 9;
+  return !all                      ? CUT_CPU
+         : gpu_end * 10 >= all * 9 ? CUT_GPU_END
+         : *start_ok               ? CUT_GPU_START
+                                   : CUT_CPU;
+}
+
 topo_status rp_steps_finish(rp_steps *d, rp_report *r) {
   if (!d) return TOPO_OK;
   for (size_t i = 0; i < d->np; i++) {
@@ -354,25 +418,24 @@ topo_status rp_steps_finish(rp_steps *d, rp_report *r) {
     if (p->locked) lost(d, p, 1); /* the stream ends: as if the step were lost there */
   }
   if (d->oom) return TOPO_ERR_NOMEM;
-  int tried = 0;
+  /* The cut each rank allows; one for all where every rank allows it (a step then holds the
+   * same phases of the job on every rank), else each rank its own. */
+  int tried = 0, all_end = 1, all_start = 1;
+  for (int pi = 0; pi < r->nranks; pi++) {
+    st_proc *p = (size_t)pi < d->np ? &d->p[pi] : NULL;
+    if (r->ranks[pi].nsteps || !p || !p->fed) continue; /* Kineto steps or step marks win */
+    judge_warmup(d, p);
+    if (d->oom) return TOPO_ERR_NOMEM;
+    p->cut = allowed_cut(p, &p->cut_start_ok);
+    all_end &= p->cut == CUT_GPU_END;
+    all_start &= p->cut_start_ok;
+  }
   for (int pi = 0; pi < r->nranks; pi++) {
     rp_rank *k = &r->ranks[pi];
     st_proc *p = (size_t)pi < d->np ? &d->p[pi] : NULL;
-    if (k->nsteps || !p || !p->fed) continue; /* Kineto steps or step marks win */
+    if (k->nsteps || !p || !p->fed) continue;
     tried = 1;
-    /* GPU times where every boundary of the rank's steps has them: the steps then cut the GPU
-     * timeline between the same phases of the job every time (the CPU runs ahead of the GPU by
-     * a varying queue) */
-    int cut = CUT_CPU, gpu_end = 1, gpu_start = 1, any = 0;
-    for (size_t j = 0; j + 1 < p->nb; j++) {
-      if (!is_step(p, j)) continue;
-      any = 1;
-      for (size_t e = j; e <= j + 1; e++) {
-        gpu_end &= p->b[e].cut.timed || p->b[e].first; /* step 0's start may be CPU-timed */
-        gpu_start &= p->b[e].at.timed || p->b[e].closing;
-      }
-    }
-    if (any) cut = gpu_end ? CUT_GPU_END : gpu_start ? CUT_GPU_START : CUT_CPU;
+    int cut = all_end ? CUT_GPU_END : all_start ? CUT_GPU_START : p->cut;
     k->steps_gpu = cut;
     for (size_t j = 0; j + 1 < p->nb; j++) {
       if (!is_step(p, j)) continue;
