@@ -11,7 +11,9 @@
 #  - Without GPUs: the embedded default. tools/demo/topo-demo loads both plugins through the
 #    plugin host exactly as NCCL does and drives them with an NCCL 2.28 event stream modelled on
 #    an 8-rank data-parallel step (bf16 ~350M parameters, 25 MB gradient buckets overlapping the
-#    backward pass, one slow rank); the plugins write real trace files; topo-report reads them.
+#    backward pass, two slower warm-up steps, one slow rank) over 14 steps, long enough for the
+#    profiler to learn the step and record one CUPTI window of whole steady steps; the plugins write
+#    real trace files; topo-report reads them.
 # Usage: bash scripts/main.sh [--cpu]   (MAIN_OUT=dir to change ./topo-run; MAIN_BUILD=dir: the
 # embedded default runs that build's tools instead of configuring and building build-main, as
 # tests/newcomer.sh does)
@@ -77,7 +79,7 @@ fi
 echo "topo: ${why:-no GPU here}: running the embedded default (8 modelled ranks driving the real" \
      "plugins in their default configuration)"
 rm -rf "$out/traces"
-"$bm"/tools/demo/topo-demo --out "$out/traces" --ranks 8 --steps 3
+"$bm"/tools/demo/topo-demo --out "$out/traces" --ranks 8
 echo
 "$bm"/tools/report/topo-report "$out/traces" --html "$out/report.html"
 "$bm"/tools/report/topo-report export --chrome "$out/trace.json" "$out/traces" >/dev/null
