@@ -19,7 +19,8 @@
 
 struct topo_sched {
   topo_sched_config cfg;
-  topo_step_learner *learner;
+  topo_step_learner *learner; /* with the heap: NULL until the first operation (ready) */
+  int broken;                 /* they could not be allocated */
   /* operations held for order: a min-heap by enqueue time */
   topo_sched_op *heap;
   uint32_t nheap;
@@ -70,15 +71,26 @@ topo_sched *topo_sched_new(const topo_sched_config *cfg) {
   if (!s) return NULL;
   s->cfg = *cfg;
   if (s->cfg.steps < 1) s->cfg.steps = 1;
-  topo_step_config lc = {.max_period = cfg->max_period};
-  s->learner = topo_step_learn_new(&lc);
-  s->heap = topo_malloc(HEAP_MAX * sizeof *s->heap);
-  if (!s->learner || !s->heap) {
-    topo_sched_free(s);
-    return NULL;
-  }
   s->earliest = INT64_MAX;
   return s;
+}
+
+/* The learner and the heap (~400 KB) come with the first operation, on the caller's thread (the
+ * writer's): a process without traffic carries none of it. 0 when they cannot be had: the
+ * operations are then not learned from (no step: windows of a fixed length). */
+static int ready(topo_sched *s) {
+  if (s->learner) return 1;
+  if (s->broken) return 0;
+  topo_step_config lc = {.max_period = s->cfg.max_period};
+  s->learner = topo_step_learn_new(&lc);
+  s->heap = topo_malloc(HEAP_MAX * sizeof *s->heap);
+  if (s->learner && s->heap) return 1;
+  topo_step_learn_free(s->learner);
+  topo_free(s->heap);
+  s->learner = NULL;
+  s->heap = NULL;
+  s->broken = 1;
+  return 0;
 }
 
 void topo_sched_free(topo_sched *s) {
@@ -178,6 +190,7 @@ static void feed(topo_sched *s, const topo_sched_op *op, topo_sched_emit_fn emit
 }
 
 void topo_sched_add(topo_sched *s, const topo_sched_op *op, int64_t now) {
+  if (!ready(s)) return;
   int64_t late = now - op->cpu_start_ns;
   if (now - s->late_since >= 1000000000LL) {
     s->late[1] = now - s->late_since < 2000000000LL ? s->late[0] : 0;
@@ -195,6 +208,7 @@ void topo_sched_add(topo_sched *s, const topo_sched_op *op, int64_t now) {
 }
 
 int64_t topo_sched_poll(topo_sched *s, int64_t now, topo_sched_emit_fn emit, void *arg) {
+  if (!s->learner) return INT64_MAX;
   int64_t hold = hold_ns(s);
   while (s->nheap && s->heap[0].cpu_start_ns <= now - hold) {
     topo_sched_op op = heap_pop(s);

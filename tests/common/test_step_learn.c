@@ -36,6 +36,11 @@ static void stream_init(stream *s, uint64_t seed) {
   s->rng = seed * 2862933555777941757ull + 3037000493ull;
 }
 
+static void stream_free(stream *s) {
+  free(s->op);
+  s->op = NULL;
+}
+
 /* Deterministic jitter in [-pct, +pct] percent of v. */
 static int64_t jit(stream *s, int64_t v, int pct) {
   s->rng = s->rng * 6364136223846793005ull + 1442695040888963407ull;
@@ -141,6 +146,7 @@ static void test_ddp_step_is_the_bucket_sequence(void **state) {
   assert_int_equal(r.last_step, 19);
   assert_true(r.steady > 0);
   assert_int_equal(r.lost, 0);
+  stream_free(&s);
 }
 
 /* ---- FSDP: L AllGathers forward, then (AllGather, ReduceScatter) x L backward */
@@ -172,6 +178,7 @@ static void test_fsdp_step_is_not_a_layer(void **state) {
   assert_true(r.last_found < 5 * 36);
   assert_int_equal(r.boundary[0], 0);
   assert_true(r.steady > 0);
+  stream_free(&s);
 }
 
 static void test_period_of_several_steps_folds_to_one(void **state) {
@@ -186,12 +193,14 @@ static void test_period_of_several_steps_folds_to_one(void **state) {
   assert_true(r.last_lost < 3 * 36); /* false starts on the layers only in the first steps */
   assert_true(r.last_found < 8 * 36);
   /* every 4th step: the exact period is 144 = 4 steps of 36 */
+  stream_free(&s);
   stream_init(&s, 4);
   fsdp(&s, 40, 12, 4);
   learn(&s, NULL, &r);
   assert_boundaries(&r, 36, 0, 0);
   assert_true(r.last_lost < 5 * 36); /* after the first odd step no larger unit holds it back */
   assert_true(r.last_found < 8 * 36);
+  stream_free(&s);
 }
 
 /* ---- TP + DP: per layer two TP AllReduces forward and backward (comm A), DP buckets (comm B)
@@ -219,6 +228,7 @@ static void test_two_communicators_make_one_step(void **state) {
   learn(&s, NULL, &r);
   assert_boundaries(&r, 8 * 4 + 4, 0, 0);
   assert_int_equal(r.boundary[0], 0);
+  stream_free(&s);
 }
 
 /* ---- TP alone: every operation the same; the step shows only in the timing */
@@ -232,6 +242,7 @@ static void test_one_kind_of_operation_steps_by_its_gap(void **state) {
   result r;
   learn(&s, NULL, &r);
   assert_boundaries(&r, 20, 0, 0);
+  stream_free(&s);
 }
 
 static void test_even_pace_of_one_operation_has_no_step(void **state) {
@@ -243,6 +254,7 @@ static void test_even_pace_of_one_operation_has_no_step(void **state) {
   learn(&s, NULL, &r);
   assert_int_equal(r.found, -1);
   assert_int_equal(r.period, 0);
+  stream_free(&s);
 }
 
 /* ---- PP: one stage's sends and receives, 1F1B: warm-up forwards, steady pairs, cool-down */
@@ -274,6 +286,7 @@ static void test_pipeline_step_is_the_whole_schedule(void **state) {
   assert_boundaries(&r, 2 * 2 + 4 * 6 + 2 * 2, 0, 0);
   /* the first step found (after any false start on a microbatch) holds to the end */
   assert_true(r.nb >= 15);
+  stream_free(&s);
 }
 
 /* ---- irregular traffic: sizes change all the time */
@@ -288,6 +301,7 @@ static void test_changing_shapes_have_no_step(void **state) {
   result r;
   learn(&s, NULL, &r);
   assert_int_equal(r.found, -1);
+  stream_free(&s);
 }
 
 /* ---- the step changes: lost, then the new one is found */
@@ -305,6 +319,7 @@ static void test_changed_step_is_lost_and_found_again(void **state) {
   assert_int_equal(r.period, 18);
   assert_true(r.boundary[0] >= (long)switch_at);
   assert_int_equal((r.boundary[0] - (long)switch_at) % 18, 0);
+  stream_free(&s);
 }
 
 /* ---- warm-up: the first steps are slower; steady only once durations agree */
@@ -325,6 +340,7 @@ static void test_steady_after_durations_agree(void **state) {
    * ends the third step of about 82 ms */
   assert_true(r.steady >= 7 * 8);
   assert_true(r.steady <= 8 * 8);
+  stream_free(&s);
 }
 
 static void test_step_longer_than_the_limit_is_not_found(void **state) {
@@ -339,6 +355,7 @@ static void test_step_longer_than_the_limit_is_not_found(void **state) {
   cfg.max_period = 14;
   learn(&s, &cfg, &r);
   assert_int_equal(r.period, 14);
+  stream_free(&s);
 }
 
 static void test_same_stream_same_answer(void **state) {
@@ -352,6 +369,7 @@ static void test_same_stream_same_answer(void **state) {
   assert_memory_equal(a, b, sizeof *a);
   free(a);
   free(b);
+  stream_free(&s);
 }
 
 int main(void) {
