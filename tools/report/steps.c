@@ -79,6 +79,7 @@ typedef struct st_proc {
   uint64_t per_step; /* operations of the boundary's kind per step (its seq advances by it) */
   int locked, trusted;
   size_t lock_from; /* the current lock's first boundary in b[] */
+  size_t live;      /* its boundaries since it was found */
   uint64_t last_b;  /* index of its last boundary in the stream */
   uint32_t period;
   int cut, cut_start_ok; /* the cut its steps allow (allowed_cut) */
@@ -178,9 +179,6 @@ static int same_kind(const st_op *a, const st_op *b) {
 
 static void bound_add(rp_steps *d, st_proc *p, const st_op *at, const st_op *cut, uint32_t period,
                       int steady) {
-  /* a boundary found looking back that an earlier step already passed is not a new one */
-  if (p->nb && p->b[p->nb - 1].lock != p->lock && at->cpu_start <= p->b[p->nb - 1].at.cpu_start)
-    return;
   if (p->nb == p->cap_b) {
     size_t cap = p->cap_b ? 2 * p->cap_b : 64;
     st_bound *v = topo_realloc(p->b, cap * sizeof *v);
@@ -214,9 +212,14 @@ static void found(rp_steps *d, st_proc *p, uint64_t cur, uint32_t period) {
   p->locked = 1;
   p->trusted = 0;
   p->period = period;
-  p->lock_from = p->nb;
   uint64_t first, count;
   if (!topo_step_learn_backfill(p->l, &first, &count)) first = cur, count = 0;
+  /* The stretch the step was found in explains its time with this step: boundaries of earlier
+   * steps inside it were of a pattern the stretch shows was not the step (a false start). */
+  int64_t from = p->ring[(count ? first : cur) % p->hist].cpu_start;
+  while (p->nb && p->b[p->nb - 1].at.cpu_start >= from) p->nb--;
+  p->lock_from = p->nb;
+  p->live = 0;
   const st_op *b0 = &p->ring[first % p->hist];
   p->per_step = 0;
   for (uint64_t x = first; x < first + period && x <= cur; x++)
@@ -230,11 +233,11 @@ static void found(rp_steps *d, st_proc *p, uint64_t cur, uint32_t period) {
 }
 
 /* The step was lost (`end`: the stream ended): a lock never trusted, or lost mid-stream after
- * fewer than SHORT_LOCK boundaries (a pattern inside a step, taken in a job's first step, ends
- * in the next; a real step lasts) leaves no steps; else it ends with its last complete
- * repetition. */
+ * fewer than SHORT_LOCK boundaries since it was found (a pattern inside a step, taken in a job's
+ * first step, ends in the next; a real step lasts) leaves no steps; else it ends with its last
+ * complete repetition. */
 static void lost(rp_steps *d, st_proc *p, int end) {
-  if (!p->trusted || (!end && p->nb - p->lock_from < SHORT_LOCK)) p->nb = p->lock_from;
+  if (!p->trusted || (!end && p->live < SHORT_LOCK)) p->nb = p->lock_from;
   else if (p->have_prev && p->fed - p->last_b == p->period && p->nb) {
     /* the repetition after the last boundary was whole: it ends at its last operation */
     bound_add(d, p, &p->prev, &p->prev, p->period, 0);
@@ -258,6 +261,7 @@ static void feed(rp_steps *d, st_proc *p, const st_op *op) {
   if (ev.boundary) {
     bound_add(d, p, op, p->have_prev ? &p->prev : NULL, ev.period, ev.steady);
     p->last_b = ev.index;
+    p->live++;
   }
   p->trusted |= ev.trusted;
   p->prev = *op;
