@@ -30,8 +30,9 @@
 /* minor: what a writer may add within major 1, each a superset of the one before; a reader
  * takes every minor (it skips record types and flags it does not know).
  *   0  the first writers (the header's minor_version and nccl_version hold 0)
- *   1  COLL_EXT and PHASE records, TOPO_COLL_F_SYM / _EXT, TOPO_TRACE_F_PHASE, nccl_version */
-#define TOPO_TRACE_MINOR_VERSION     1
+ *   1  COLL_EXT and PHASE records, TOPO_COLL_F_SYM / _EXT, TOPO_TRACE_F_PHASE, nccl_version
+ *   2  STEP records; the CUPTI record's window, period, steps and step_ns */
+#define TOPO_TRACE_MINOR_VERSION     2
 #define TOPO_TRACE_BLOCK_MAGIC       0x4b4c4254u /* "TBLK" */
 #define TOPO_TRACE_FOOTER_MAGIC      0x444e4554u /* "TEND" */
 #define TOPO_TRACE_RECORD_SIZE       64
@@ -115,6 +116,7 @@ enum topo_rec_type {
   TOPO_REC_CUPTI = 9,     /* topo_rec_cupti: a span during which CUPTI recorded (or was declined) */
   TOPO_REC_COLL_EXT = 10, /* topo_rec_coll_ext: a COLL/P2P's user tag and kernel variant (1.1) */
   TOPO_REC_PHASE = 11,    /* topo_rec_phase: one phase of a symmetric kernel's channel (1.1) */
+  TOPO_REC_STEP = 12,     /* topo_rec_step: a training step boundary the profiler learned (1.2) */
 };
 
 /* topo_rec_coll.flags */
@@ -231,16 +233,29 @@ enum topo_cupti_state {
   TOPO_CUPTI_FAILED = 4,   /* nothing recorded: CUPTI could not be loaded or enabled */
 };
 
+/* topo_rec_cupti.window: what the span was opened for (0 in traces of writers before it). */
+enum topo_cupti_window {
+  TOPO_CUPTI_WINDOW_UNSAID = 0,     /* an older writer */
+  TOPO_CUPTI_WINDOW_STEPS = 1,      /* at a step boundary, for `steps` whole steps */
+  TOPO_CUPTI_WINDOW_TIME = 2,       /* no step known: a window of a fixed length */
+  TOPO_CUPTI_WINDOW_CONTINUOUS = 3, /* TOPO_PROFILER_CUPTI=on */
+  TOPO_CUPTI_WINDOW_TRIGGER = 4,    /* while the trigger file existed */
+};
+
 typedef struct topo_rec_cupti {
-  uint8_t type;  /* TOPO_REC_CUPTI */
-  uint8_t state; /* topo_cupti_state */
-  uint8_t reserved0[2];
+  uint8_t type;   /* TOPO_REC_CUPTI */
+  uint8_t state;  /* topo_cupti_state */
+  uint8_t window; /* topo_cupti_window */
+  uint8_t reserved0;
   uint32_t name_id;     /* topo_rec_string id of the other client / the error text, 0 = none */
   int64_t cpu_start_ns; /* CLOCK_MONOTONIC */
   int64_t cpu_stop_ns;  /* == cpu_start_ns for DECLINED / FAILED */
   uint64_t records;     /* activity records delivered in the span */
   uint64_t dropped;     /* activity records CUPTI reported dropped in the span */
-  uint8_t reserved1[24];
+  uint32_t period;      /* STEPS: operations per step */
+  uint32_t steps;       /* STEPS: whole steps the window was to hold */
+  int64_t step_ns;      /* STEPS: the step's duration when it opened (enqueue to enqueue) */
+  uint8_t reserved1[8];
 } topo_rec_cupti;
 
 /* What NCCL 2.31+ adds to a collective or p2p (profiler ABI v7): written just before the
@@ -274,6 +289,28 @@ typedef struct topo_rec_phase {
   uint8_t reserved1[32];
 } topo_rec_phase;
 
+/* topo_rec_step.flags */
+#define TOPO_STEP_F_STEADY 0x1 /* the steady state held at this boundary (warm-up is over) */
+#define TOPO_STEP_F_WINDOW 0x2 /* one of the boundaries a STEPS window was opened to hold */
+
+/* A step boundary: the operation that begins a step (in the file of its communicator) and the
+ * one before it, which ends the previous step. Written by the profiler's writer thread for every
+ * boundary from the moment it learned the step (docs/profiler.md, Windows at step boundaries). */
+typedef struct topo_rec_step {
+  uint8_t type;             /* TOPO_REC_STEP */
+  uint8_t flags;            /* TOPO_STEP_F_* */
+  uint8_t func;             /* the boundary operation's function */
+  uint8_t cut_func;         /* the function of the operation before it */
+  uint32_t period;          /* operations per step */
+  uint64_t seq;             /* the boundary operation's seq (this file's communicator) */
+  int64_t cpu_start_ns;     /* its enqueue, CLOCK_MONOTONIC */
+  uint64_t cut_comm_hash;   /* the operation before it: its communicator, */
+  uint64_t cut_seq;         /* seq */
+  int64_t cut_cpu_start_ns; /* and enqueue */
+  uint64_t step;            /* the step's number from the one the step was learned at */
+  int64_t step_ns;          /* the step's duration then (median, enqueue to enqueue) */
+} topo_rec_step;
+
 typedef struct topo_rec_stats {
   uint8_t type; /* TOPO_REC_STATS */
   uint8_t reserved0[7];
@@ -293,6 +330,7 @@ typedef union topo_trace_record {
   topo_rec_cupti cupti;
   topo_rec_coll_ext ext;
   topo_rec_phase phase;
+  topo_rec_step step;
   uint8_t raw[TOPO_TRACE_RECORD_SIZE];
 } topo_trace_record;
 
@@ -310,6 +348,8 @@ _Static_assert(sizeof(topo_rec_channel) == 64, "channel record is 64 bytes");
 _Static_assert(sizeof(topo_rec_proxy) == 64, "proxy record is 64 bytes");
 _Static_assert(sizeof(topo_rec_mark) == 64, "mark record is 64 bytes");
 _Static_assert(sizeof(topo_rec_cupti) == 64, "cupti record is 64 bytes");
+_Static_assert(offsetof(topo_rec_cupti, period) == 40, "cupti record layout");
+_Static_assert(sizeof(topo_rec_step) == 64, "step record is 64 bytes");
 _Static_assert(sizeof(topo_rec_stats) == 64, "stats record is 64 bytes");
 _Static_assert(sizeof(topo_rec_coll_ext) == 64, "coll ext record is 64 bytes");
 _Static_assert(offsetof(topo_rec_coll_ext, variant) == 24, "coll ext record layout");

@@ -22,6 +22,7 @@
 #include "log.h"
 #include "nccl/profiler_common.h"
 #include "nccl_vocab.h"
+#include "step_sched.h"
 #include "topo_version.h"
 
 /* ---- handles ----
@@ -170,6 +171,7 @@ static struct {
   pid_t pid;
   uint32_t gen_base;     /* the generation of objects handed out fresh (see obj_alloc) */
   topo_comm *cupti_comm; /* the process-wide CUPTI stream; NULL when CUPTI is off */
+  topo_sched *sched;     /* the step schedule of the CUPTI windows (`window` mode), writer-owned */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cupti_lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* NCCL passes the same static name strings again and again: a direct-mapped cache from the
@@ -799,8 +801,35 @@ static int64_t cupti_tick(topo_writer *w, int64_t now) {
   return INT64_MAX;
 }
 
+/* ---- the step schedule (step_sched.h): fed on the writer thread from the records it drains,
+ * its step records written by it into the boundary operation's trace ---- */
+static void sched_observe(void *sched, topo_comm *c, uint32_t life, const topo_trace_record *r,
+                          int64_t now) {
+  const topo_rec_coll *co = &r->coll;
+  topo_sched_op op = {.comm_hash = c->hash,
+                      .seq = co->seq,
+                      .bytes = co->bytes,
+                      .cpu_start_ns = co->cpu_start_ns,
+                      .peer = co->peer,
+                      .func = co->func,
+                      .p2p = r->type == TOPO_REC_P2P,
+                      .gpu_timed = (co->flags & TOPO_COLL_F_GPU_TIMED) != 0,
+                      .slot = c->slot,
+                      .life = life};
+  topo_sched_add(sched, &op, now);
+}
+
+static void sched_emit(void *arg, uint32_t slot, uint32_t life, const topo_trace_record *r) {
+  topo_writer_append_local(arg, slot, life, r, topo_clock_monotonic_ns());
+}
+
 static int64_t writer_tick(topo_writer *w, int64_t now) {
   int64_t due = reap(now), cupti = cupti_tick(w, now);
+  topo_sched *sched = g.sched;
+  if (sched) {
+    int64_t held = topo_sched_poll(sched, now, sched_emit, w);
+    if (held < due) due = held;
+  }
   return cupti < due ? cupti : due;
 }
 
@@ -891,14 +920,31 @@ static int global_start(int abi_version) {
       g.cupti = 0;
     }
   }
+  /* `window` mode: the windows follow the job's steps, learned on the writer thread; without
+   * memory for the learner (~200 KB) they keep a fixed length */
+  g.sched = NULL;
+  if (g.cupti && topo_cupti_windowed()) {
+    topo_sched_config sc;
+    topo_sched_config_default(&sc, topo_env_int(TOPO_ENV_PROFILER_CUPTI_WINDOW_MS) * 1000000LL,
+                              topo_env_int(TOPO_ENV_PROFILER_CUPTI_PERIOD_S) * 1000000000LL,
+                              g.gpu_timeout_ns);
+    sc.steps = (uint32_t)topo_env_int(TOPO_ENV_PROFILER_CUPTI_STEPS);
+    g.sched = topo_sched_new(&sc);
+  }
+  topo_cupti_set_sched(g.sched);
   uint32_t ring = 1;
   while (ring < (uint32_t)topo_env_int(TOPO_ENV_PROFILER_RING)) ring <<= 1;
   topo_writer_config wc = {.dir = topo_env_str(TOPO_ENV_PROFILER_DIR),
                            .ring_size = ring,
                            .idle_flush_ns = topo_env_int(TOPO_ENV_PROFILER_FLUSH_MS) * 1000000LL,
-                           .tick = writer_tick};
+                           .tick = writer_tick,
+                           .observe = g.sched ? sched_observe : NULL,
+                           .observer = g.sched};
   g.writer = topo_writer_start(&wc);
   if (!g.writer) {
+    topo_cupti_set_sched(NULL);
+    topo_sched_free(g.sched);
+    g.sched = NULL;
     if (g.cupti_comm) { /* never handed to a writer */
       ctx_end(g.cupti_comm);
       atomic_store(&g.cupti_comm->closed, 1);
@@ -950,6 +996,10 @@ static void global_stop(void) {
   }
   g.writer = NULL;
   g.cupti_comm = NULL;
+  /* A writer that did not finish may still be inside the schedule's calls: then it is kept. */
+  topo_cupti_set_sched(NULL);
+  if (finished) topo_sched_free(g.sched);
+  g.sched = NULL;
   g.gen_base = next_gen_base();
   pool_destroy(&g.pools[POOL_PARENTS]);
   pool_destroy(&g.pools[POOL_CHILDREN]);

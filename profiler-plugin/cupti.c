@@ -37,14 +37,16 @@
 #include "env.h"
 #include "internal.h"
 #include "log.h"
+#include "step_sched.h"
 
 extern char **environ;
 
 enum { MODE_OFF = 0, MODE_ON, MODE_WINDOW };
 
-static int mode;         /* set by topo_cupti_configure (init thread, before any start) */
-static int64_t defer_ns; /* likewise: how long the start may wait for traffic (0 = none) */
-static char description[96];
+static int mode;          /* set by topo_cupti_configure (init thread, before any start) */
+static topo_sched *sched; /* the step schedule (window mode), set before the writer starts */
+static int64_t defer_ns;  /* likewise: how long the start may wait for traffic (0 = none) */
+static char description[192];
 
 static int parse_mode(void) {
   static const char *off[] = {"off", "0", "false", "no"};
@@ -109,8 +111,9 @@ static int parse_mode(void) {
  * Not faster: a flush while another client runs can land its buffers in its queue just before
  * it clears that queue (torch.profiler between warm-up and recording): with a flush every 20 ms
  * torch kept 1552-1553 of its 1556 GPU events, with 500 ms all (tests/gpu/cupti_coexist.sh). */
-#define POLL_NS    500000000LL
-#define TRIGGER_NS 500000000LL /* the trigger file: checked this often */
+#define POLL_NS        500000000LL
+#define TRIGGER_NS     500000000LL  /* the trigger file: checked this often */
+#define TIME_WINDOW_NS 2000000000LL /* a window of fixed length lasts min(this, the cap) */
 
 typedef struct api {
   void *lib;
@@ -158,6 +161,8 @@ static struct {
   int64_t next_start; /* next scheduled start attempt */
   int64_t span_start, window_end, last_alone, next_poll, next_trigger_check, retry_after;
   uint64_t dropped_at_start;
+  topo_sched_window win; /* what the open span (or the last start) was for */
+  int64_t sched_next;    /* when the step schedule wants to be asked again */
 } st;
 
 static struct {
@@ -347,6 +352,12 @@ static void span_record(int state, int64_t start, int64_t stop, const char *name
   r.cupti.name_id = name_id(name);
   r.cupti.cpu_start_ns = start;
   r.cupti.cpu_stop_ns = stop;
+  r.cupti.window = st.win.kind;
+  if (st.win.kind == TOPO_CUPTI_WINDOW_STEPS) {
+    r.cupti.period = st.win.period;
+    r.cupti.steps = st.win.steps;
+    r.cupti.step_ns = st.win.step_ns;
+  }
   if (state == TOPO_CUPTI_RECORDED || state == TOPO_CUPTI_YIELDED) {
     r.cupti.records = atomic_load(&delivered);
     r.cupti.dropped = atomic_load(&st.c->dropped[TOPO_DROP_CUPTI]) - st.dropped_at_start;
@@ -540,6 +551,7 @@ int topo_cupti_load(topo_comm *c) {
   memset(&st, 0, sizeof st);
   st.c = c;
   st.window_ns = topo_env_int(TOPO_ENV_PROFILER_CUPTI_WINDOW_MS) * 1000000LL;
+  if (st.window_ns > TIME_WINDOW_NS) st.window_ns = TIME_WINDOW_NS; /* without the schedule */
   st.period_ns = topo_env_int(TOPO_ENV_PROFILER_CUPTI_PERIOD_S) * 1000000000LL;
   snprintf(st.trigger, sizeof st.trigger, "%s", topo_env_str(TOPO_ENV_PROFILER_CUPTI_TRIGGER));
   find_injection();
@@ -552,6 +564,11 @@ int topo_cupti_load(topo_comm *c) {
   return 1;
 }
 
+/* Windows that follow the step schedule: `window` mode with the schedule, outside a trigger. */
+static int scheduled(void) {
+  return mode == MODE_WINDOW && sched && st.win.kind != TOPO_CUPTI_WINDOW_TRIGGER;
+}
+
 /* When the poll next has something to do. */
 static void schedule(int64_t now) {
   int64_t due = INT64_MAX;
@@ -562,6 +579,9 @@ static void schedule(int64_t now) {
   if (st.recording) {
     due = st.next_poll;
     if (st.window_end > now && st.window_end < due) due = st.window_end;
+    if (scheduled() && st.sched_next < due) due = st.sched_next;
+  } else if (scheduled()) {
+    due = st.sched_next > st.retry_after ? st.sched_next : st.retry_after;
   } else {
     while (st.next_start <= now) st.next_start += st.period_ns;
     due = st.next_start;
@@ -593,22 +613,48 @@ void topo_cupti_note_traffic(void) {
     atomic_store_explicit(&next_due, 0, memory_order_relaxed); /* the next writer tick acts */
 }
 
+/* A span the step schedule asked for (w) starts; when it cannot (another client, a failure), the
+ * schedule tries again a period later. */
+static void start_scheduled(int64_t now, const topo_sched_window *w) {
+  st.win = *w;
+  st.window_end = 0;
+  start_span(now);
+  if (st.recording) topo_sched_opened(sched, now, w);
+  else topo_sched_closed(sched, now, 1);
+}
+
+/* The open span ends at now (another client there: `other`); the step schedule hears of it. */
+static void end_scheduled(int64_t now, int other) {
+  int was = scheduled();
+  end_span(now, other);
+  if (was) topo_sched_closed(sched, now, other);
+  st.win.kind = 0;
+}
+
 /* One step of the span schedule at `now`. api_lock held. */
 static void step(int64_t now) {
   /* `window`: the schedule starts over at the first large collective (topo_cupti_note_traffic)
    * when that comes after the window opened at init: the job's steady state, not its setup. */
   if (mode == MODE_WINDOW && !st.anchored && !st.recording && atomic_load(&first_traffic)) {
     st.anchored = 1;
-    if (atomic_load(&first_traffic) >= st.t0 + st.window_ns) st.t0 = st.next_start = now;
+    if (sched && atomic_load(&first_traffic) > st.t0) topo_sched_restart(sched, now);
+    else if (atomic_load(&first_traffic) >= st.t0 + st.window_ns) st.t0 = st.next_start = now;
   }
   int trigger = trigger_present(now);
   if (st.recording) {
-    int wanted = mode == MODE_ON || now < st.window_end || trigger;
+    topo_sched_window w = {0};
+    if (scheduled()) {
+      topo_sched_decide(sched, now, &w);
+      st.sched_next = w.next;
+    }
+    int wanted =
+        mode == MODE_ON || trigger ||
+        (scheduled() ? w.open : st.win.kind != TOPO_CUPTI_WINDOW_TRIGGER && now < st.window_end);
     if (!wanted) {
-      end_span(now, probe(NULL) == PROBE_OTHER);
+      end_scheduled(now, probe(NULL) == PROBE_OTHER);
     } else if (now >= st.next_poll) {
       if (probe(NULL) == PROBE_OTHER) {
-        end_span(now, 1);
+        end_scheduled(now, 1);
       } else {
         cu.flush_all(0);
         st.last_alone = now;
@@ -620,8 +666,21 @@ static void step(int64_t now) {
         }
       }
     }
-  } else if (now >= st.next_start || (trigger && now >= st.retry_after)) {
-    st.window_end = now >= st.next_start && mode == MODE_WINDOW ? now + st.window_ns : 0;
+  } else if (trigger && now >= st.retry_after) {
+    st.win = (topo_sched_window){.kind = TOPO_CUPTI_WINDOW_TRIGGER};
+    st.window_end = 0;
+    start_span(now);
+  } else if (mode == MODE_WINDOW && sched) {
+    if (now >= st.retry_after) {
+      topo_sched_window w;
+      topo_sched_decide(sched, now, &w);
+      st.sched_next = w.next;
+      if (w.open) start_scheduled(now, &w);
+    }
+  } else if (now >= st.next_start) {
+    st.win = (topo_sched_window){.kind = mode == MODE_ON ? TOPO_CUPTI_WINDOW_CONTINUOUS
+                                                         : TOPO_CUPTI_WINDOW_TIME};
+    st.window_end = mode == MODE_WINDOW ? now + st.window_ns : 0;
     start_span(now);
   }
   schedule(now);
@@ -639,6 +698,7 @@ void topo_cupti_begin(void) {
   } else {
     st.t0 = st.next_start = now;
     st.next_trigger_check = now;
+    if (mode == MODE_WINDOW && sched) topo_sched_begin(sched, now);
     step(now);
   }
   schedule(now);
@@ -708,11 +768,17 @@ int topo_cupti_configure(void) {
   if (mode == MODE_OFF) snprintf(description, sizeof description, "off");
   else if (mode == MODE_ON) snprintf(description, sizeof description, "on");
   else
-    snprintf(description, sizeof description, "window of %ld ms every %ld s%s", window, period,
-             *trigger ? " and on trigger" : " from the first collective of >= 1 MiB");
+    snprintf(description, sizeof description,
+             "windows of %ld whole steps (at most %ld ms), gaps growing to %ld s%s",
+             topo_env_int(TOPO_ENV_PROFILER_CUPTI_STEPS), window, period,
+             *trigger ? ", and on trigger" : ", from the first collective of >= 1 MiB");
   return mode != MODE_OFF;
 }
 
 const char *topo_cupti_describe(void) { return description[0] ? description : "off"; }
+
+int topo_cupti_windowed(void) { return mode == MODE_WINDOW; }
+
+void topo_cupti_set_sched(topo_sched *s) { sched = s; }
 
 int64_t topo_cupti_defer_ns(void) { return defer_ns; }

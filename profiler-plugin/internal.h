@@ -68,6 +68,11 @@ typedef struct topo_writer_config {
    * each pass of the writer, the first one included, until the writer is asked to stop; a
    * topo_writer_wake makes the writer pass again at once. NULL = none. */
   int64_t (*tick)(topo_writer *w, int64_t now_ns);
+  /* Each collective and p2p record the writer drains, on its thread, while it is not asked to
+   * stop (the step schedule learns from them). NULL = none. */
+  void (*observe)(void *observer, topo_comm *c, uint32_t life, const topo_trace_record *r,
+                  int64_t now_ns);
+  void *observer;
 } topo_writer_config;
 
 /* The longest TOPO_PROFILER_DIR the writer accepts (bytes, without the NUL); a longer one is
@@ -101,6 +106,10 @@ int topo_writer_close(topo_comm *c, int64_t wait_ns);
 /* Any thread, not the hot path's common case: make the writer pass over its work (and its tick)
  * again now, also when it was just about to sleep. */
 void topo_writer_wake(topo_writer *w);
+/* The writer thread only (its tick): write `r` into life `life` of the comm in slot `slot`, as
+ * a record drained from the ring is written (nothing when that life is closed). */
+void topo_writer_append_local(topo_writer *w, uint32_t slot, uint32_t life,
+                              const topo_trace_record *r, int64_t now);
 
 /* ---- nvtx.c ---- */
 /* Create our "topo" domain, categories and registered strings (first init). 0 = no tool. */
@@ -111,8 +120,14 @@ uint64_t topo_nvtx_coll_start(const topo_rec_coll *rec);
 void topo_nvtx_coll_end(uint64_t range, const topo_rec_coll *rec);
 
 /* ---- cupti.c ---- */
+struct topo_sched;
 /* First init: read the TOPO_PROFILER_CUPTI* variables (a bad mode warns once). 0 = mode off. */
 int topo_cupti_configure(void);
+/* Whether the mode is `window` (the default): its windows follow the step schedule. */
+int topo_cupti_windowed(void);
+/* The step schedule the windows follow (step_sched.h; NULL: windows of a fixed length every
+ * period). Set at the first init before the writer starts; read only on the writer thread. */
+void topo_cupti_set_sched(struct topo_sched *s);
 /* The mode in words, for the init log line. */
 const char *topo_cupti_describe(void);
 /* How long after the first init the CUPTI start may wait for the first large collective: the

@@ -66,6 +66,9 @@ struct topo_writer {
   _Atomic(topo_comm *) leaving;  /* finalized comms (->leave_next) not yet seen */
   pthread_t thread;
   int64_t (*tick)(topo_writer *w, int64_t now_ns);
+  void (*observe)(void *observer, topo_comm *c, uint32_t life, const topo_trace_record *r,
+                  int64_t now_ns);
+  void *observer;
   int64_t idle_flush_ns, batch_ns;
   char dir[TOPO_WRITER_DIR_MAX + 1];
   /* Writer thread only. */
@@ -462,8 +465,14 @@ static uint64_t drain(topo_writer *w, int64_t now, uint64_t limit, int count_onl
     cell *cl = &w->cells[i];
     if (atomic_load_explicit(&cl->seq, memory_order_acquire) + i != w->deq + 1) break;
     topo_comm *c = topo_comm_slot(cl->slot);
-    if (c && count_only) count_unwritten(c, cl->life, &cl->rec);
-    else if (c) append(w, c, cl->life, &cl->rec, now);
+    if (c && count_only) {
+      count_unwritten(c, cl->life, &cl->rec);
+    } else if (c) {
+      append(w, c, cl->life, &cl->rec, now);
+      if (w->observe && (cl->rec.type == TOPO_REC_COLL || cl->rec.type == TOPO_REC_P2P) &&
+          !atomic_load_explicit(&w->stop, memory_order_relaxed))
+        w->observe(w->observer, c, cl->life, &cl->rec, now);
+    }
     atomic_store_explicit(&cl->seq, w->deq + w->mask + 1 - i, memory_order_release);
     w->deq++;
     n++;
@@ -640,6 +649,8 @@ topo_writer *topo_writer_start(const topo_writer_config *cfg) {
   if (w->batch_ns < BATCH_MIN_NS) w->batch_ns = BATCH_MIN_NS;
   if (w->batch_ns > BATCH_MAX_NS) w->batch_ns = BATCH_MAX_NS;
   w->tick = cfg->tick;
+  w->observe = cfg->observe;
+  w->observer = cfg->observer;
   /* The writer takes no signal of the host's: they go to the host's own threads. */
   sigset_t all, old;
   sigfillset(&all);
@@ -712,6 +723,12 @@ int topo_writer_push_life(topo_comm *c, uint32_t life, const topo_trace_record *
       pos = atomic_load_explicit(&w->enq, memory_order_relaxed);
     }
   }
+}
+
+void topo_writer_append_local(topo_writer *w, uint32_t slot, uint32_t life,
+                              const topo_trace_record *r, int64_t now) {
+  topo_comm *c = topo_comm_slot(slot);
+  if (c) append(w, c, life, r, now);
 }
 
 void topo_writer_open(topo_writer *w, topo_comm *c) {

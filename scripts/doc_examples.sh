@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # The worked examples of docs/ are what the demo prints. A fenced block right after a line
 #   <!-- demo-example: FROM_REGEX .. TO_REGEX -->
-# holds the lines of `topo-report` on the traces of `topo-demo --steps 2` from the first line that
-# matches FROM_REGEX (awk) to the next that matches TO_REGEX, verbatim. "demo-shape:" instead of
+# holds the lines of `topo-report` on the traces of `topo-demo` (its default 14 steps: one CUPTI
+# window of whole steady steps) from the first line that matches FROM_REGEX (awk) to the next
+# that matches TO_REGEX, verbatim. "demo-shape:" instead of
 # "demo-example:" marks a block whose figures hang on the CPU's timing (start skew and stragglers
 # from enqueue times, which a loaded machine moves by milliseconds): its lines without digits
 # (titles, column headers) are checked, in order, and its figures only rewritten by --write.
@@ -11,14 +12,16 @@
 #   doc_examples.sh BUILD_DIR --check DOC.md...   fails (exit 1) naming each block that differs
 # The demo paces its events in real time, so measured times move a little from run to run: the
 # check wants every word and every whole number (counts) equal, and every decimal or percentage
-# within 25 % of the document's, a percentage within 2 points (a wrong figure, 182.8 ms for 89.9,
-# still fails), and "n/a" where the document has it. CTest runs --check on docs/reading-the-report.md (tests/docs).
+# within 25 % of the document's (a time within 25 % or 1 ms, its unit free; an error after ±,
+# itself the spread of the few steps the window happened to hold, within 50 % or 1 ms), a
+# percentage within 2 points (a wrong figure, 182.8 ms for 89.9, still fails), and "n/a" where
+# the document has it. CTest runs --check on docs/reading-the-report.md (tests/docs).
 set -eu
 build=$1 mode=$2
 shift 2
 work=$(mktemp -d "${TMPDIR:-/tmp}/topo-doc-examples-XXXXXX")
 trap 'rm -rf "$work"' EXIT
-"$build/tools/demo/topo-demo" --steps 2 --out "$work/traces" >"$work/demo.out" 2>&1 \
+"$build/tools/demo/topo-demo" --out "$work/traces" >"$work/demo.out" 2>&1 \
   || { cat "$work/demo.out"; echo "doc_examples: topo-demo failed" >&2; exit 1; }
 "$build/tools/report/topo-report" "$work/traces" >"$work/report.txt" 2>"$work/report.err" \
   || { cat "$work/report.err"; echo "doc_examples: topo-report failed" >&2; exit 1; }
@@ -63,15 +66,33 @@ for doc in "$@"; do
     awk -v doc="$doc" -v what="$from" '
       function num(t) { gsub(/[^0-9.]/, "", t); return t + 0 }
       function decimal(t) { return t ~ /^[~±(+-]*[0-9]*\.[0-9]+[%x)]*$/ || t ~ /^[(+-]*[0-9]+%[)]*$/ }
+      function scale(u) { return u == "ns" ? 1 : u == "us" ? 1e3 : u == "ms" ? 1e6 : u == "s" ? 1e9 : 0 }
+      # the words of a line, a time and its unit made one word "T<prefix>|<ns>"
+      function words(line, w,   t, n, k, i) {
+        n = split(line, t, /[ \t]+/); k = 0
+        for (i = 1; i <= n; i++) {
+          if (i < n && decimal(t[i]) && scale(t[i + 1]) > 0) {
+            p = t[i]; sub(/[0-9.].*$/, "", p)
+            w[++k] = "T" p "|" num(t[i]) * scale(t[i + 1]); i++
+          } else w[++k] = t[i]
+        }
+        return k
+      }
       NR == FNR { old[FNR] = $0; nold = FNR; next }
       {
         nnew = FNR
         if (FNR > nold) next
-        no = split(old[FNR], a, /[ \t]+/); nn = split($0, b, /[ \t]+/)
+        no = words(old[FNR], a); nn = words($0, b)
         bad = no != nn
         for (i = 1; i <= no && !bad; i++) {
           if (a[i] == b[i]) continue
-          if (decimal(a[i]) && decimal(b[i])) {
+          if (a[i] ~ /^T/ && b[i] ~ /^T/) { # times: 25 % (an error after ±: 50 %) or 1 ms
+            split(a[i], pa, "|"); split(b[i], pb, "|")
+            x = pa[2] + 0; y = pb[2] + 0; m = x > y ? x : y
+            tol = (pa[1] ~ /±/ ? 0.5 : 0.25) * m
+            if (tol < 1e6) tol = 1e6
+            bad = pa[1] != pb[1] || (x > y ? x - y : y - x) > tol + 1e-9
+          } else if (decimal(a[i]) && decimal(b[i])) {
             x = num(a[i]); y = num(b[i])
             tol = a[i] ~ /%/ ? 2 : 0.25 * (x > y ? x : y)
             bad = (x > y ? x - y : y - x) > tol + 1e-9
@@ -87,5 +108,5 @@ for doc in "$@"; do
   [ $n -gt 0 ] || { echo "FAIL: $doc has no demo-example block"; fail=1; }
   [ "$mode" = --write ] && cp "$out" "$doc" && echo "$doc: $n blocks written"
 done
-[ "$mode" = --check ] && [ $fail -eq 0 ] && echo "$*: every demo-example block matches topo-demo --steps 2"
+[ "$mode" = --check ] && [ $fail -eq 0 ] && echo "$*: every demo-example block matches topo-demo"
 exit $fail

@@ -11,11 +11,12 @@
 #  - Without GPUs: the embedded default. tools/demo/topo-demo loads both plugins through the
 #    plugin host exactly as NCCL does and drives them with an NCCL 2.28 event stream modelled on
 #    an 8-rank data-parallel step (bf16 ~350M parameters, 25 MB gradient buckets overlapping the
-#    backward pass, one slow rank); the plugins write real trace files; topo-report reads them
-#    (against the built-in H200 NVLink peak). Then the closed loop: topo-report fit turns the
-#    traces into a tuner profile, topo-tune reads it back (where it switches from NCCL's pick, on
-#    what evidence), the demo runs again with the tuner on that profile (TOPO_TUNER_PROFILE), and
-#    topo-report diff compares the two runs.
+#    backward pass, two slower warm-up steps, one slow rank) over 14 steps, long enough for the
+#    profiler to learn the step and record one CUPTI window of whole steady steps; the plugins write
+#    real trace files; topo-report reads them (against the built-in H200 NVLink peak). Then the
+#    closed loop: topo-report fit turns the traces into a tuner profile, topo-tune reads it back
+#    (where it switches from NCCL's pick, on what evidence), the demo runs again with the tuner on
+#    that profile (TOPO_TUNER_PROFILE), and topo-report diff compares the two runs.
 # Usage: bash scripts/main.sh [--cpu]   (MAIN_OUT=dir to change ./topo-run; MAIN_BUILD=dir: the
 # embedded default runs that build's tools instead of configuring and building build-main, as
 # tests/newcomer.sh does)
@@ -81,7 +82,7 @@ fi
 echo "topo: ${why:-no GPU here}: running the embedded default (8 modelled ranks driving the real" \
      "plugins in their default configuration)"
 rm -rf "$out/traces"
-"$bm"/tools/demo/topo-demo --out "$out/traces" --ranks 8 --steps 3
+"$bm"/tools/demo/topo-demo --out "$out/traces" --ranks 8
 echo
 "$bm"/tools/report/topo-report --gpu H200 "$out/traces" --html "$out/report.html"
 "$bm"/tools/report/topo-report export --chrome "$out/trace.json" "$out/traces" >/dev/null
@@ -97,7 +98,7 @@ echo
 echo "topo: 3. The job again with the tuner on that profile (TOPO_TUNER_PROFILE), then topo-report diff:"
 rm -rf "$out/traces-tuned"
 TOPO_TUNER_PROFILE="$out/demo.profile" "$bm"/tools/demo/topo-demo --out "$out/traces-tuned" \
-  --ranks 8 --steps 3 >/dev/null
+  --ranks 8 >/dev/null
 "$bm"/tools/report/topo-report diff "$out/traces" "$out/traces-tuned"
 echo
 echo "topo: HTML report $out/report.html, Perfetto trace $out/trace.json, traces in $out/traces/,"

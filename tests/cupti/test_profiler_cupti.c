@@ -3,10 +3,12 @@
 // sets become topo_rec_kernel records of a process-wide trace (names as string records, NCCL
 // kernels flagged by name); each span is a topo_rec_cupti record (RECORDED, YIELDED, DECLINED,
 // FAILED); topo holds no CUPTI subscription beyond a probe, never touches the activity state of
-// another client that was there first or arrives later, and comes back once it is gone; windows
-// open every period and while a trigger file exists; the default mode loads CUPTI only at the
-// first large collective or one period after init, and a stop before that waits for nothing; a
-// missing CUPTI costs one line and a FAILED record.
+// another client that was there first or arrives later, and comes back once it is gone; in the
+// default mode windows open at step boundaries of a job's steady state and hold whole steps,
+// without a step they keep a fixed length, and they open while a trigger file exists; the
+// default mode loads CUPTI only at the first large collective or one period after init, and a
+// stop before that waits for nothing; a missing CUPTI costs one line and a FAILED record. (The
+// step schedule itself, on simulated clocks: tests/profiler/test_step_sched.c.)
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -37,9 +39,9 @@ static fake_cupti_other_attach_fn other_attach;
 static fake_cupti_other_detach_fn other_detach;
 static fake_cupti_other_records_fn other_records;
 
-static const char *const cupti_vars[] = {"TOPO_PROFILER_CUPTI", "TOPO_PROFILER_CUPTI_WINDOW_MS",
-                                         "TOPO_PROFILER_CUPTI_PERIOD_S",
-                                         "TOPO_PROFILER_CUPTI_TRIGGER", "CUDA_INJECTION64_PATH"};
+static const char *const cupti_vars[] = {
+    "TOPO_PROFILER_CUPTI",         "TOPO_PROFILER_CUPTI_WINDOW_MS", "TOPO_PROFILER_CUPTI_PERIOD_S",
+    "TOPO_PROFILER_CUPTI_TRIGGER", "TOPO_PROFILER_CUPTI_STEPS",     "CUDA_INJECTION64_PATH"};
 
 static int setup(void **state) {
   (void)state;
@@ -115,6 +117,24 @@ static void wait_for_cupti_stream(void) {
 }
 
 static void large_collective(topo_host_profiler *p);
+
+/* Whether the -cupti trace has a DECLINED record on disk yet (blocks are written within
+ * TOPO_PROFILER_FLUSH_MS). */
+static int declined_written(void) {
+  char **paths;
+  size_t n = test_trace_list(dir, &paths);
+  int found = 0;
+  for (size_t i = 0; i < n; i++) {
+    test_trace t;
+    if (!strstr(strrchr(paths[i], '/'), "-cupti") || test_trace_read(paths[i], &t) != 0) continue;
+    for (size_t r = 0; r < t.count; r++)
+      found |=
+          t.records[r].type == TOPO_REC_CUPTI && t.records[r].cupti.state == TOPO_CUPTI_DECLINED;
+    test_trace_free(&t);
+  }
+  test_trace_free_list(paths, n);
+  return found;
+}
 
 /* The first init; in the `window` mode without a trigger file, also the first large collective,
  * which starts CUPTI. */
@@ -205,17 +225,21 @@ static void assert_never_held(void) {
 static void test_bad_mode_warns_once_and_records_windows(void **s) {
   (void)s;
   setenv("TOPO_PROFILER_CUPTI", "sometimes", 1);
+  setenv("TOPO_PROFILER_CUPTI_PERIOD_S", "1", 1); /* no step: a window 1 s later */
   topo_host_profiler p;
   init(&p, 0x90);
   assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 1);
   assert_true(topo_host_log_contains("TOPO_PROFILER_CUPTI=\"sometimes\" ignored"));
-  assert_int_equal(calls().kernel_enabled, 1); /* the default, window: the first window is open */
+  /* the default, window: the schedule of whole steps, loaded at the large collective */
+  assert_true(topo_host_log_contains("windows of 4 whole steps"));
+  WAIT_UNTIL(k.kernel_enabled, 3000);
   finalize(&p);
   test_trace c, comm;
   read_traces(&c, &comm);
   const topo_rec_cupti *sp[8];
   assert_int_equal(spans(&c, sp, 8), 1);
   assert_int_equal(sp[0]->state, TOPO_CUPTI_RECORDED);
+  assert_int_equal(sp[0]->window, TOPO_CUPTI_WINDOW_TIME);
   test_trace_free(&c);
   test_trace_free(&comm);
 }
@@ -302,12 +326,14 @@ static void test_kernels_and_copies_reach_a_process_wide_trace(void **s) {
 
 static void test_client_there_first_is_declined_and_left_whole(void **s) {
   (void)s;
-  unsetenv("TOPO_PROFILER_CUPTI"); /* the default */
+  unsetenv("TOPO_PROFILER_CUPTI");                /* the default */
+  setenv("TOPO_PROFILER_CUPTI_PERIOD_S", "1", 1); /* no step: the first start 1 s after load */
   assert_true(other_attach(1));
   topo_host_profiler p;
   init(&p, 0x9a);
   assert_true(kernel("gemm", 100, 200, 7, 0, 1)); /* the other client's */
   one_collective(&p);
+  WAIT_UNTIL(k.subscribe_refused >= 1, 3000);
   finalize(&p);
   fake_cupti_calls k = calls();
   assert_int_equal(k.subscribe_refused, 1);
@@ -337,8 +363,11 @@ static void test_client_there_first_is_declined_and_left_whole(void **s) {
 static void test_injected_tool_is_declined_without_touching_cupti(void **s) {
   (void)s;
   setenv("CUDA_INJECTION64_PATH", "/opt/nsight-systems/target/libToolsInjection64.so", 1);
+  setenv("TOPO_PROFILER_CUPTI", "window", 1);
+  setenv("TOPO_PROFILER_CUPTI_PERIOD_S", "1", 1); /* no step: the first start 1 s after load */
   topo_host_profiler p;
   init(&p, 0x9c);
+  for (int waited = 0; waited < 3000 && !declined_written(); waited += 10) sleep_ms(10);
   finalize(&p);
   fake_cupti_calls k = calls();
   assert_int_equal(k.subscribe, 0);
@@ -418,7 +447,7 @@ static void test_client_arriving_mid_span_is_yielded_to_and_left_whole(void **s)
 
 static void test_windows_repeat_with_their_length(void **s) {
   (void)s;
-  unsetenv("TOPO_PROFILER_CUPTI"); /* the default: window */
+  unsetenv("TOPO_PROFILER_CUPTI"); /* the default: window; without a step, of fixed length */
   setenv("TOPO_PROFILER_CUPTI_WINDOW_MS", "50", 1);
   setenv("TOPO_PROFILER_CUPTI_PERIOD_S", "1", 1);
   topo_host_profiler p;
@@ -447,6 +476,7 @@ static void test_windows_repeat_with_their_length(void **s) {
   uint64_t records = 0;
   for (size_t i = 0; i < n; i++) {
     assert_int_equal(sp[i]->state, TOPO_CUPTI_RECORDED);
+    assert_int_equal(sp[i]->window, TOPO_CUPTI_WINDOW_TIME);
     records += sp[i]->records;
     if (i >= 3) continue; /* a fourth may be cut short by finalize */
     int64_t len = sp[i]->cpu_stop_ns - sp[i]->cpu_start_ns;
@@ -485,13 +515,14 @@ static void init_quiet(topo_host_profiler *p, uint64_t hash) {
   assert_non_null(p->ctx);
 }
 
-/* The default mode touches CUPTI first at the first large collective: its first window opens
- * there; small collectives before it and large ones after it change nothing (period: an hour). */
+/* The default mode touches CUPTI first at the first large collective; without a step the first
+ * window (of fixed length) opens min(10 s, period) after it; small collectives before it change
+ * nothing. */
 static void test_first_window_opens_at_the_first_large_collective(void **s) {
   (void)s;
   setenv("TOPO_PROFILER_CUPTI", "window", 1);
   setenv("TOPO_PROFILER_CUPTI_WINDOW_MS", "30", 1);
-  setenv("TOPO_PROFILER_CUPTI_PERIOD_S", "3600", 1);
+  setenv("TOPO_PROFILER_CUPTI_PERIOD_S", "2", 1);
   topo_host_profiler p;
   init_quiet(&p, 0xa1);
   one_collective(&p); /* small: CUPTI stays untouched */
@@ -500,12 +531,10 @@ static void test_first_window_opens_at_the_first_large_collective(void **s) {
   assert_false(have_cupti_stream());
   int64_t issued = topo_clock_monotonic_ns();
   large_collective(&p);
-  WAIT_UNTIL(k.kernel_enabled, 1000);
+  wait_for_cupti_stream(); /* loaded at the large collective */
+  WAIT_UNTIL(k.kernel_enabled, 4000);
   assert_true(kernel("training", 1, 2, 7, 0, 1));
   WAIT_UNTIL(k.disable >= 3, 2000); /* its window closed */
-  large_collective(&p);             /* the next window is a period away */
-  sleep_ms(100);
-  assert_int_equal(calls().kernel_enabled, 0);
   finalize(&p);
   assert_never_held();
   test_trace c, comm;
@@ -513,8 +542,9 @@ static void test_first_window_opens_at_the_first_large_collective(void **s) {
   const topo_rec_cupti *sp[8];
   assert_int_equal(spans(&c, sp, 8), 1);
   assert_int_equal(sp[0]->state, TOPO_CUPTI_RECORDED);
-  assert_true(sp[0]->cpu_start_ns >= issued);
-  assert_true(sp[0]->cpu_start_ns - issued < 200000000LL); /* within a few writer ticks */
+  assert_int_equal(sp[0]->window, TOPO_CUPTI_WINDOW_TIME);
+  assert_true(sp[0]->cpu_start_ns >= issued + 2000000000LL); /* it waited for a step */
+  assert_true(sp[0]->cpu_stop_ns - sp[0]->cpu_start_ns >= 30000000LL);
   assert_int_equal(sp[0]->records, 1);
   int64_t off = c.header.cupti_minus_realtime_ns; /* the clock offset, taken at the late load */
   assert_true(off > FAKE_CUPTI_CLOCK_OFFSET_NS - 50000000 &&
@@ -523,8 +553,9 @@ static void test_first_window_opens_at_the_first_large_collective(void **s) {
   test_trace_free(&comm);
 }
 
-/* Without large collectives the first window opens one period after init; the first large
- * collective after that window closed starts the schedule over (the job's training). */
+/* Without large collectives CUPTI is loaded one period after init (its first window a period
+ * later still, no step being known); the first large collective after that window closed starts
+ * the schedule over: its next window is again a first one, not one a doubled gap later. */
 static void test_window_one_period_after_init_then_starts_over_at_the_first_large_collective(
     void **s) {
   (void)s;
@@ -539,11 +570,11 @@ static void test_window_one_period_after_init_then_starts_over_at_the_first_larg
   fake_cupti_calls early = calls();
   if (topo_clock_monotonic_ns() - t0 < 950000000LL) /* else a stall made the look late */
     assert_int_equal(early.subscribe, 0);
-  WAIT_UNTIL(k.kernel_enabled, 2500);
+  WAIT_UNTIL(k.kernel_enabled, 4000);
   WAIT_UNTIL(k.disable >= 3, 2000);
   int64_t issued = topo_clock_monotonic_ns();
   large_collective(&p);
-  WAIT_UNTIL(k.enable >= 6, 1000);
+  WAIT_UNTIL(k.enable >= 6, 3000);
   finalize(&p);
   assert_never_held();
   test_trace c, comm;
@@ -551,10 +582,8 @@ static void test_window_one_period_after_init_then_starts_over_at_the_first_larg
   const topo_rec_cupti *sp[8];
   assert_true(spans(&c, sp, 8) >= 2);
   assert_int_equal(sp[0]->state, TOPO_CUPTI_RECORDED);
-  assert_true(sp[0]->cpu_start_ns >= t0 + 1000000000LL); /* never before the period */
-  assert_true(sp[0]->cpu_start_ns < t0 + 2500000000LL);
-  assert_true(sp[1]->cpu_start_ns >= issued);
-  assert_true(sp[1]->cpu_start_ns - issued < 200000000LL);
+  assert_true(sp[0]->cpu_start_ns >= t0 + 2000000000LL);     /* never before load + a period */
+  assert_true(sp[1]->cpu_start_ns >= issued + 1000000000LL); /* a first window's wait again */
   test_trace_free(&c);
   test_trace_free(&comm);
 }
@@ -588,9 +617,9 @@ static void test_job_ending_before_the_first_window_leaves_cupti_alone(void **s)
 }
 
 /* The first large collective wakes the writer to start CUPTI while the last finalize stops it,
- * at different distances: a start either finished before the stop (its window closed by the
- * stop, a complete -cupti trace) or never began (no trace, CUPTI untouched); no window is ever
- * left open and no finalize waits its limit. */
+ * at different distances: a start either finished before the stop (a complete -cupti trace,
+ * its first window not due yet: no step, and the fallback an hour away) or never began (no
+ * trace, CUPTI untouched); no window is ever left open and no finalize waits its limit. */
 static void test_stop_racing_the_first_start_never_leaves_a_window_open(void **s) {
   (void)s;
   unsetenv("TOPO_PROFILER_CUPTI");
@@ -626,8 +655,7 @@ static void test_stop_racing_the_first_start_never_leaves_a_window_open(void **s
       assert_true(t.has_footer);
       if (strstr(strrchr(paths[i], '/'), "-cupti")) {
         const topo_rec_cupti *sp[4];
-        assert_int_equal(spans(&t, sp, 4), 1);
-        assert_int_equal(sp[0]->state, TOPO_CUPTI_RECORDED);
+        assert_int_equal(spans(&t, sp, 4), 0);
         cupti = 1;
       }
       test_trace_free(&t);
@@ -635,7 +663,7 @@ static void test_stop_racing_the_first_start_never_leaves_a_window_open(void **s
     test_trace_free_list(paths, n);
     if (cupti) {
       started++;
-      assert_int_equal(k.enable - before.enable, 3);
+      assert_int_equal(k.enable - before.enable, 0);
     } else {
       not_started++;
       assert_int_equal(k.enable - before.enable, 0);
@@ -657,8 +685,8 @@ static void test_trigger_file_records_while_it_exists(void **s) {
   setenv("TOPO_PROFILER_CUPTI_PERIOD_S", "3600", 1);
   setenv("TOPO_PROFILER_CUPTI_TRIGGER", trigger, 1);
   topo_host_profiler p;
-  init(&p, 0x9f);
-  WAIT_UNTIL(k.disable >= 3, 2000); /* the first window closed */
+  init(&p, 0x9f); /* CUPTI loaded at once; no window (no step, the fallback an hour away) */
+  sleep_ms(50);
   assert_false(kernel("lost", 1, 2, 7, 0, 1));
   FILE *f = fopen(trigger, "w");
   assert_non_null(f);
@@ -669,19 +697,102 @@ static void test_trigger_file_records_while_it_exists(void **s) {
   sleep_ms(100);
   assert_int_equal(calls().kernel_enabled, 1);
   unlink(trigger);
-  WAIT_UNTIL(k.disable >= 6, 2000);
+  WAIT_UNTIL(k.disable >= 3, 2000);
   finalize(&p);
   test_trace c, comm;
   read_traces(&c, &comm);
   const topo_rec_cupti *sp[8];
-  assert_int_equal(spans(&c, sp, 8), 2);
+  assert_int_equal(spans(&c, sp, 8), 1);
   assert_int_equal(sp[0]->state, TOPO_CUPTI_RECORDED);
-  assert_int_equal(sp[1]->state, TOPO_CUPTI_RECORDED);
-  assert_int_equal(sp[0]->records, 0);
-  assert_int_equal(sp[1]->records, 1);
-  assert_true(sp[1]->cpu_start_ns <= opened);
-  assert_true(sp[1]->cpu_stop_ns - sp[1]->cpu_start_ns >= 100000000LL);
+  assert_int_equal(sp[0]->window, TOPO_CUPTI_WINDOW_TRIGGER);
+  assert_int_equal(sp[0]->records, 1);
+  assert_true(sp[0]->cpu_start_ns <= opened);
+  assert_true(sp[0]->cpu_stop_ns - sp[0]->cpu_start_ns >= 100000000LL);
   assert_int_equal(kernels(&c), 1);
+  test_trace_free(&c);
+  test_trace_free(&comm);
+}
+
+/* A collective of `func` on `bytes` (bf16 elements; AllGather as bytes), number `seq`. */
+static void collective(topo_host_profiler *p, const char *func, uint64_t bytes, uint64_t seq) {
+  drv_op op;
+  memset(&op, 0, sizeof op);
+  int ag = !strcmp(func, "AllGather");
+  op.func = func;
+  op.dtype = ag ? "ncclInt8" : "ncclBfloat16";
+  op.algo = "RING";
+  op.proto = "SIMPLE";
+  op.count = ag ? bytes : bytes / 2;
+  op.seq = seq;
+  op.nch = 2;
+  op.peer = -1;
+  uint64_t now = (uint64_t)topo_clock_realtime_ns();
+  drv_set_gpu(&op, now, 100, 20000);
+  drv_run(p, &op);
+}
+
+/* The default mode on a job with a step (a long host gap, then five AllReduces and a small
+ * AllGather): once the step is steady a window opens before a step begins and closes when it
+ * holds whole steps; the trace has the step records, each naming a step's first AllReduce and the
+ * AllGather before it, and the window's own boundaries flagged inside it. Structural checks only:
+ * however late a loaded machine wakes the writer, the window counts its steps from where it
+ * opened. */
+static void test_windows_hold_whole_steps_of_a_steady_job(void **s) {
+  (void)s;
+  unsetenv("TOPO_PROFILER_CUPTI");                   /* the default: window */
+  setenv("TOPO_PROFILER_CUPTI_PERIOD_S", "3600", 1); /* no fixed window within the test */
+  topo_host_profiler p;
+  init_quiet(&p, 0xa4);
+  uint64_t ar = 0, ag = 0;
+  int opened = 0, closed = 0, injected = 0;
+  for (int step = 0; step < 120 && !closed; step++) {
+    sleep_ms(60); /* forward pass, optimizer */
+    fake_cupti_calls k = calls();
+    if (k.kernel_enabled && kernel("step", 1, 2, 7, 0, (uint32_t)step)) injected++;
+    opened |= k.kernel_enabled;
+    closed = opened && !k.kernel_enabled;
+    for (int b = 0; b < 5; b++) {
+      collective(&p, "AllReduce", b < 3 ? 32u << 20 : 4u << 20, ar++);
+      sleep_ms(2);
+    }
+    collective(&p, "AllGather", 32, ag++);
+  }
+  finalize(&p);
+  assert_true(closed);
+  assert_never_held();
+  test_trace c, comm;
+  read_traces(&c, &comm);
+  const topo_rec_cupti *sp[8];
+  size_t n = spans(&c, sp, 8);
+  assert_true(n >= 1);
+  assert_int_equal(sp[0]->state, TOPO_CUPTI_RECORDED);
+  assert_int_equal(sp[0]->window, TOPO_CUPTI_WINDOW_STEPS);
+  assert_int_equal(sp[0]->period, 6);
+  assert_int_equal(sp[0]->steps, 4);
+  assert_true(sp[0]->step_ns > 60000000LL);
+  assert_int_equal(sp[0]->records, (uint64_t)injected);
+  /* the step records */
+  const topo_trace_record **st;
+  size_t ns = test_trace_select(&comm, TOPO_REC_STEP, &st), flagged = 0;
+  assert_true(ns >= 5);
+  for (size_t i = 0; i < ns; i++) {
+    const topo_rec_step *r = &st[i]->step;
+    assert_int_equal(r->func, 4);     /* AllReduce */
+    assert_int_equal(r->cut_func, 2); /* AllGather */
+    assert_int_equal(r->seq % 5, 0);  /* a step's first AllReduce */
+    assert_int_equal(r->cut_comm_hash, 0xa4);
+    assert_int_equal(r->period, 6);
+    if (i) assert_int_equal(r->step, st[i - 1]->step.step + 1);
+    if (!(r->flags & TOPO_STEP_F_WINDOW)) continue;
+    /* the window's boundaries lie inside it: 4 whole steps, from the first to the fifth */
+    assert_true(r->flags & TOPO_STEP_F_STEADY);
+    assert_true(r->cut_cpu_start_ns >= sp[0]->cpu_start_ns);
+    assert_true(r->cpu_start_ns <= sp[0]->cpu_stop_ns);
+    if (!flagged++) /* it opened less than a step before the first of them */
+      assert_true(r->cut_cpu_start_ns - sp[0]->cpu_start_ns < r->step_ns);
+  }
+  assert_int_equal(flagged, 5);
+  free(st);
   test_trace_free(&c);
   test_trace_free(&comm);
 }
@@ -768,6 +879,7 @@ int main(void) {
       T(test_job_ending_before_the_first_window_leaves_cupti_alone),
       T(test_stop_racing_the_first_start_never_leaves_a_window_open),
       T(test_trigger_file_records_while_it_exists),
+      T(test_windows_hold_whole_steps_of_a_steady_job),
       T(test_missing_cupti_writes_failed_and_carries_on),
       T(test_asked_for_cupti_that_fails_to_enable_warns_once),
   };

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// topo-demo writes real traces: one per rank with every collective GPU-timed, the gradient
-// buckets adding up to the model's bf16 gradients, the straggler waiting least in collectives,
-// and a CUPTI trace per rank with the compute kernels.
+// topo-demo writes real traces in the profiler's default configuration: one per rank with the
+// collectives (every large one GPU-timed), the gradient buckets adding up to the model's bf16
+// gradients, the straggler waiting least in collectives, the step records of the steps the
+// profiler learned, and a CUPTI trace per rank whose window of whole steps opened after the
+// warm-up and holds the compute and NCCL kernels of at least 4 whole steps.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -19,7 +21,9 @@ static void test_demo_writes_a_trace_per_rank_with_a_compute_timeline(void **s) 
   char dir[] = "/tmp/topo-demo-test-XXXXXX";
   assert_non_null(mkdtemp(dir));
   char cmd[1024];
-  snprintf(cmd, sizeof cmd, "%s --out %s --ranks 4 --steps 2 --seed 3 --straggler 2 >/dev/null",
+  /* 24 steps: the default 14 leave room for the warm-up, the learning and one window; on a
+   * machine short of CPU the demo's real-time pacing jitters and the steady state comes later */
+  snprintf(cmd, sizeof cmd, "%s --out %s --ranks 4 --steps 24 --seed 3 --straggler 2 >/dev/null",
            TOPO_TEST_DEMO, dir);
   assert_int_equal(system(cmd), 0);
   char **paths;
@@ -40,15 +44,41 @@ static void test_demo_writes_a_trace_per_rank_with_a_compute_timeline(void **s) 
         compute += k[j]->kernel.kind == TOPO_KERNEL_COMPUTE;
         nccl += k[j]->kernel.kind == TOPO_KERNEL_NCCL;
       }
-      assert_int_equal(compute, 2 * (24 * 7 * 2 + 1)); /* fwd+bwd layers + Adam, 2 steps */
-      assert_int_equal(nccl, 2 * 28);
+      /* fwd+bwd layers + Adam per step: 4 whole steps at least, not the warm-up's */
+      assert_true(compute >= 4 * (24 * 7 * 2 + 1));
+      assert_true(compute <= 10 * (24 * 7 * 2 + 1));
+      assert_true(nccl >= 4 * 28);
       free(k);
+      const topo_rec_cupti *span = NULL;
+      for (size_t j = 0; j < t.count; j++)
+        if (t.records[j].type == TOPO_REC_CUPTI) {
+          assert_null(span); /* one window in 24 steps: the next is 5 s later */
+          span = &t.records[j].cupti;
+        }
+      assert_non_null(span);
+      assert_int_equal(span->state, TOPO_CUPTI_RECORDED);
+      assert_int_equal(span->window, TOPO_CUPTI_WINDOW_STEPS);
+      assert_int_equal(span->period, 28);
+      assert_int_equal(span->steps, 4);
     } else {
       comm_files++;
       assert_int_equal(t.header.nranks, 4);
-      const topo_trace_record **c;
+      const topo_trace_record **c, **st;
       size_t nc = test_trace_select(&t, TOPO_REC_COLL, &c);
-      assert_int_equal(nc, 2 * 28);
+      assert_int_equal(nc, 24 * 28);
+      /* the steps the profiler learned: the first after the 2 slower warm-up steps, each begun by
+       * a step's first bucket, and the window's five boundaries among them */
+      size_t ns = test_trace_select(&t, TOPO_REC_STEP, &st), in_window = 0;
+      assert_true(ns >= 5);
+      for (size_t j = 0; j < ns; j++) {
+        assert_int_equal(st[j]->step.func, 4); /* AllReduce */
+        assert_int_equal(st[j]->step.seq % 27, 0);
+        assert_int_equal(st[j]->step.cut_func, 2); /* the metrics' AllGather */
+        assert_true(st[j]->step.seq / 27 >= 3);
+        in_window += (st[j]->step.flags & TOPO_STEP_F_WINDOW) != 0;
+      }
+      assert_int_equal(in_window, 5);
+      free(st);
       uint64_t grad = 0;
       size_t big = 0, big_timed = 0;
       /* The default rule: every operation of >= measure_min_bytes is GPU-timed once the
@@ -63,9 +93,9 @@ static void test_demo_writes_a_trace_per_rank_with_a_compute_timeline(void **s) 
           wait_us[t.header.rank] +=
               (double)(c[j]->coll.gpu_stop_ns - c[j]->coll.gpu_start_ns) / 1e3;
       }
-      assert_true(big >= 2 * 20);
+      assert_true(big >= 24 * 20);
       assert_true(big_timed + 4 >= big);
-      assert_int_equal(grad, 2 * 24 * (uint64_t)(350e6 * 2 / 24)); /* 2 steps of bf16 gradients */
+      assert_int_equal(grad, 24 * 24 * (uint64_t)(350e6 * 2 / 24)); /* 24 steps of gradients */
       free(c);
     }
     test_trace_free(&t);

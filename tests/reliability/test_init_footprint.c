@@ -139,10 +139,11 @@ static void test_default_cupti_mode_loads_nothing_until_the_first_large_collecti
   setenv("TOPO_PROFILER_CUPTI_LIB", TOPO_TEST_FAKE_CUPTI, 1);
   rel_result r = rel_run_child(cupti_job, NULL, 30000);
   rel_assert_exited_cleanly(&r);
+  /* CUPTI loaded at the large collective, its -cupti trace written; no window yet: it waits
+   * for the job's step (or 10 s without one) */
   test_trace c, comm;
   const topo_rec_cupti *first;
-  assert_int_equal(read_dir(dir, &c, &comm, &first), 1);
-  assert_int_equal(first->state, TOPO_CUPTI_RECORDED);
+  assert_int_equal(read_dir(dir, &c, &comm, &first), 0);
   test_trace_free(&c);
   test_trace_free(&comm);
   test_trace_rmdir(dir);
@@ -161,7 +162,8 @@ static void small_job(void *arg) {
    * parent's check of the window's start still holds. */
   if (rel_now_ms() - t0 < 950) REL_CHECK(mapped == 0);
   REL_CHECK(cupti_mapped_within(2000));
-  while (rel_now_ms() - t0 < 1500) rel_allreduce(&p, 0, seq++), rel_sleep_ms(5);
+  /* no step in an even stream of one operation: the window opens a period after the load */
+  while (rel_now_ms() - t0 < 3600) rel_allreduce(&p, 0, seq++), rel_sleep_ms(5);
   REL_CHECK(topo_host_profiler_finalize(&p) == ncclSuccess);
 }
 
@@ -181,12 +183,12 @@ static void test_small_collectives_only_get_a_window_one_period_after_init(void 
   rel_assert_exited_cleanly(&r);
   test_trace c, comm;
   const topo_rec_cupti *first;
-  assert_int_equal(read_dir(dir, &c, &comm, &first), 1);
+  assert_true(read_dir(dir, &c, &comm, &first) >= 1); /* the next one a period later */
   assert_int_equal(first->state, TOPO_CUPTI_RECORDED);
-  /* one period after init: never before, and (a loaded machine's writer may wake late) within
-   * a second and a half of it */
+  /* CUPTI loaded one period after init, the window (no step) one period after that: never
+   * before, and (a loaded machine's writer may wake late) within a second and a half of it */
   int64_t after_ms = first->cpu_start_ns / 1000000 - forked_ms;
-  if (after_ms < 1000 || after_ms > 2500)
+  if (after_ms < 2000 || after_ms > 3500)
     fail_msg("the window opened %lld ms after the fork that preceded init", (long long)after_ms);
   int64_t len = first->cpu_stop_ns - first->cpu_start_ns;
   if (len < 200000000LL || len > 1200000000LL)

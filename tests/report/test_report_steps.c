@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Steps from topo traces alone (steps.c): synthetic DDP (a prefix of Broadcasts, then steps of 13
-// gradient buckets and one small AllReduce) and FSDP (AllGather x L forward, AllGather and
-// ReduceScatter x L backward) jobs, an incomplete last step, collectives with no period, Kineto
-// steps that win, a period found past the detection buffer, and the real 2 x H200 DDP traces.
-// Step k spans from the CPU enqueue end of repetition k-1's last collective to that of
-// repetition k's (docs/metrics.md, Steps); the expected figures below follow from the fixture.
+// Steps from topo traces alone (steps.c, the step learner of common/step_learn.h over all of a
+// rank's operations): synthetic DDP (a prefix of Broadcasts, then steps of 13 gradient buckets and
+// one small AllReduce), FSDP (AllGather x L forward, AllGather and ReduceScatter x L backward),
+// TP + DP (two communicators interleaved) and PP (sends and receives) jobs, an incomplete last
+// step, collectives with no period, Kineto steps that win, few operations held for order, the
+// warm-up steps marked, and the real 2 x H200 DDP traces. Step k spans from the CPU enqueue end of
+// repetition k-1's last operation to that of repetition k's (docs/metrics.md, Steps); the expected
+// figures below follow from the fixture.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -126,7 +128,7 @@ static void test_ddp_steps(void **state) {
   }
   for (size_t s = 0; s < 10; s++) assert_int_equal(r.stepsum[s].ranks, 2);
   char *text = render(&r);
-  assert_non_null(strstr(text, "Steps from topo traces (period 14 collectives, 2 ranks"));
+  assert_non_null(strstr(text, "Steps from topo traces (period 14 operations, 2 ranks"));
   assert_non_null(strstr(text, "cut at CPU enqueue times")); /* no collective is GPU-timed */
   assert_null(strstr(text, "no repeating step pattern"));
   free(text);
@@ -139,9 +141,9 @@ static void test_ddp_steps(void **state) {
 }
 
 /* The same DDP job with every collective GPU-timed and the GPU falling behind the CPU by 1 ms
- * more each step (a queue that grows): the steps are cut at the boundary collectives' GPU
- * times, so every step but the first still spans S plus the lag's growth on the GPU timeline,
- * and each ends where its last AllReduce ends on the GPU. */
+ * more each step (a queue that grows): the steps are cut at the GPU end of each step's last
+ * operation, so every step but the first still spans S plus the lag's growth on the GPU
+ * timeline, and each ends where its last AllReduce ends on the GPU. */
 static void job_coll_gpu(job *j, int func, uint64_t bytes, int64_t cpu, int64_t lag) {
   int64_t c = B + cpu + j->skew, g = c + lag + j->h.gpu_minus_realtime_ns;
   topo_trace_record r =
@@ -175,7 +177,7 @@ static void test_steps_cut_at_gpu_times(void **state) {
       assert_int_equal(k->steps[s].stop, B + S * s + 6300 * US + s * MS + 50 * US + skew);
   }
   char *text = render(&r);
-  assert_non_null(strstr(text, "cut at the boundary collectives' GPU times"));
+  assert_non_null(strstr(text, "cut at the GPU end of each step's last operation"));
   free(text);
   rp_report_free(&r);
   rm_tmp();
@@ -331,8 +333,9 @@ static void test_kineto_steps_win(void **state) {
   rm_tmp();
 }
 
-/* Past the detection buffer (64 collectives here) the steps follow the period by seq: 30 steps. */
-static void test_period_past_the_buffer(void **state) {
+/* Operations held for order beyond the heap (64 here, 14 a step) go to the learner oldest first:
+ * in order when they came in order, 30 steps all the same. */
+static void test_few_operations_held_for_order(void **state) {
   (void)state;
   rp_steps *d = rp_steps_new(0, 1);
   assert_non_null(d);
@@ -364,6 +367,214 @@ static void test_period_past_the_buffer(void **state) {
     assert_int_equal(rank.steps[s].stop, B + S * (int64_t)s + 6300 * US + ENQ);
   assert_int_equal(rank.steps[29].stop - rank.steps[29].start, S);
   free(rank.steps);
+}
+
+/* TP + DP: four processes, TP pairs {0, 1} and {2, 3} (communicators 0xa1, 0xa2), DP pairs
+ * {0, 2} and {1, 3} (0xd1, 0xd2). A step of U: per layer (4) two TP AllReduces forward, two
+ * backward, and a DP bucket after every second layer of the backward pass: 4 x 2 + 4 x 2 + 2 = 18
+ * operations over two communicators of each rank, interleaved. Every rank gets the same steps. */
+#define U (40 * MS)
+static void tp_dp_file(int proc, uint64_t hash, int rank, int tp, int nsteps) {
+  job j;
+  job_begin(&j, rank, 2);
+  j.h.comm_hash = hash;
+  j.h.pid = 2000u + (uint32_t)proc;
+  snprintf(j.h.host, sizeof j.h.host, "host%d", proc);
+  j.skew = 30 * US * proc;
+  tf_free(&j.t);
+  tf_begin(&j.t, &j.h, NULL);
+  for (int k = 0; k < nsteps; k++)
+    for (int l = 0; l < 4; l++) {
+      int64_t f = U * k + 5 * MS + l * MS, b = U * k + 12 * MS + l * 2 * MS;
+      if (tp) {
+        job_coll(&j, F_AR, 4u << 20, f);
+        job_coll(&j, F_AR, 4u << 20, f + 300 * US);
+        job_coll(&j, F_AR, 4u << 20, b);
+        job_coll(&j, F_AR, 4u << 20, b + 500 * US);
+      } else if (l % 2) {
+        job_coll(&j, F_AR, 50u << 20, b + 900 * US);
+      }
+    }
+  tf_footer(&j.t, NULL);
+  char path[160];
+  snprintf(path, sizeof path, "%s/p%d-%llx.trace", dir, proc, (unsigned long long)hash);
+  assert_int_equal(tf_save(&j.t, path), 0);
+  tf_free(&j.t);
+}
+
+static void test_tp_dp_two_communicators_one_step(void **state) {
+  (void)state;
+  mkdir_tmp();
+  for (int p = 0; p < 4; p++) {
+    tp_dp_file(p, p < 2 ? 0xa1 : 0xa2, p % 2, 1, 10);
+    tp_dp_file(p, p % 2 ? 0xd2 : 0xd1, p / 2, 0, 10);
+  }
+  rp_report r;
+  analyze(dir, 0, &r);
+  assert_int_equal(r.nranks, 4);
+  assert_int_equal(r.step_period, 18);
+  assert_int_equal(r.nstepsum, 10);
+  for (size_t s = 0; s < r.nstepsum; s++) assert_int_equal(r.stepsum[s].ranks, 4);
+  for (int p = 0; p < 4; p++) {
+    const rp_rank *k = &r.ranks[p];
+    assert_int_equal(k->nsteps, 10);
+    for (size_t s = 1; s < 10; s++) assert_int_equal(k->steps[s].stop - k->steps[s].start, U);
+  }
+  rp_report_free(&r);
+  rm_tmp();
+}
+
+/* PP: two stages on one p2p communicator; per step of U stage 0 sends 4 activations and then
+ * receives 4 gradients, stage 1 the other way round: 8 operations, found from p2p alone. */
+static void test_pipeline_steps_from_sends_and_receives(void **state) {
+  (void)state;
+  mkdir_tmp();
+  for (int rank = 0; rank < 2; rank++) {
+    job j;
+    job_begin(&j, rank, 2);
+    for (int k = 0; k < 12; k++)
+      for (int m = 0; m < 8; m++) {
+        int first = m < 4, send = rank == 0 ? first : !first;
+        int64_t c =
+            B + U * k + (first ? 10 * MS + m * 3 * MS : 25 * MS + (m - 4) * 2 * MS) + j.skew;
+        topo_trace_record rec =
+            tf_coll(send ? 6 : 7, j.seq[6]++, 2u << 20, c, c + ENQ, 0, 0, 1, 2, 8, 1);
+        rec.coll.peer = 1 - rank;
+        tf_add(&j.t, &rec);
+      }
+    job_save(&j);
+  }
+  rp_report r;
+  analyze(dir, 0, &r);
+  assert_int_equal(r.steps_detect, RP_STEPS_FOUND);
+  assert_int_equal(r.step_period, 8);
+  for (int p = 0; p < 2; p++) {
+    const rp_rank *k = &r.ranks[p];
+    assert_int_equal(k->nsteps, 12);
+    for (size_t s = 1; s < 12; s++) {
+      assert_int_equal(k->steps[s].stop - k->steps[s].start, U);
+      assert_int_equal(k->steps[s].value, s); /* p2p seq: 8 a step on either rank */
+    }
+  }
+  rp_report_free(&r);
+  rm_tmp();
+}
+
+/* Warm-up: a DDP job's first steps come 4, 3, 2.5 and 2 times as far apart (compilation,
+ * allocator growth); judged in hindsight, the steps before the first three whose durations lie
+ * within a factor of 1.5 of the median (steps 0-2) are marked as warm-up, the others not. */
+static void test_warmup_steps_marked(void **state) {
+  (void)state;
+  mkdir_tmp();
+  job j;
+  job_begin(&j, 0, 2);
+  static const double slow[] = {4, 3, 2.5, 2};
+  int64_t t = 0;
+  for (int k = 0; k < 14; k++) {
+    t += (int64_t)((k < 4 ? slow[k] : 1.0) * (double)S);
+    for (int b = 0; b < 14; b++) job_coll(&j, F_AR, b < 13 ? 25u << 20 : 8, t + b * 100 * US);
+  }
+  job_save(&j);
+  rp_report r;
+  analyze(dir, 0, &r);
+  const rp_rank *k = &r.ranks[0];
+  assert_int_equal(k->nsteps, 14);
+  size_t warm = 0;
+  while (warm < k->nsteps && k->steps[warm].warmup) warm++;
+  assert_int_equal(warm, 3); /* durations 3, 2.5, 2, then 1 x S */
+  for (size_t s = warm; s < k->nsteps; s++) assert_int_equal(k->steps[s].warmup, 0);
+  rp_report_free(&r);
+  rm_tmp();
+}
+
+/* Start-up is never the headline: a DDP rank whose first 4 steps are slow (warm-up), every
+ * collective GPU-timed 1 ms after its enqueue, a compute kernel filling each step's forward pass,
+ * and CUPTI windows (a process-wide trace of the same process) over steps `a0`..`a1` and
+ * `b0`..`b1` (-1: none). Steps of S after the warm-up. */
+static const double warm_slow[] = {4, 3, 2.5, 2};
+static int64_t warm_step_start(int k) {
+  int64_t t = 0;
+  for (int i = 0; i <= k; i++) t += (int64_t)((i < 4 ? warm_slow[i] : 1.0) * (double)S);
+  return t;
+}
+
+static void write_warm_job(int a0, int a1, int b0, int b1) {
+  job j;
+  job_begin(&j, 0, 2);
+  j.h.flags |= TOPO_TRACE_F_CUPTI;
+  tf_free(&j.t);
+  tf_begin(&j.t, &j.h, NULL);
+  for (int k = 0; k < 16; k++)
+    for (int b = 0; b < 14; b++)
+      job_coll_gpu(&j, F_AR, b < 13 ? 25u << 20 : 8, warm_step_start(k) + b * 100 * US, MS);
+  job_save(&j);
+  topo_trace_header h;
+  tf_header_init(&h, 0, -1, 0);
+  h.pid = j.h.pid;
+  snprintf(h.host, sizeof h.host, "%s", j.h.host);
+  h.flags = TOPO_TRACE_F_CUPTI;
+  h.mono_ns = h.realtime_ns = B;
+  h.cupti_minus_realtime_ns = 0;
+  tf_trace t;
+  tf_begin(&t, &h, NULL);
+  for (int k = 0; k < 16; k++) { /* the forward pass: from the last bucket's end to the first */
+    int64_t a = warm_step_start(k) - 5 * MS, z = warm_step_start(k);
+    topo_trace_record kr = tf_kernel(TOPO_KERNEL_COMPUTE, 0, B + a, B + z, 7);
+    tf_add(&t, &kr);
+  }
+  int win[2][2] = {{a0, a1}, {b0, b1}};
+  for (int w = 0; w < 2; w++) {
+    if (win[w][0] < 0) continue;
+    topo_trace_record r;
+    memset(&r, 0, sizeof r);
+    r.cupti.type = TOPO_REC_CUPTI;
+    r.cupti.state = TOPO_CUPTI_RECORDED;
+    r.cupti.window = TOPO_CUPTI_WINDOW_STEPS;
+    r.cupti.cpu_start_ns = B + warm_step_start(win[w][0]) - 2 * MS;
+    r.cupti.cpu_stop_ns = B + warm_step_start(win[w][1] + 1) + 1 * MS;
+    tf_add(&t, &r);
+  }
+  tf_footer(&t, NULL);
+  char path[128];
+  snprintf(path, sizeof path, "%s/cupti.trace", dir);
+  assert_int_equal(tf_save(&t, path), 0);
+  tf_free(&t);
+}
+
+static void test_startup_left_out_of_the_coverage(void **state) {
+  (void)state;
+  /* one window over the first steps (warm-up steps 0-1 whole), one over steady steps (9-10) */
+  mkdir_tmp();
+  write_warm_job(0, 1, 9, 11);
+  rp_report r;
+  analyze(dir, 0, &r);
+  const rp_rank *k = &r.ranks[0];
+  assert_int_equal(k->steps_gpu, 1);
+  assert_true(k->startup_steps >= 1); /* the warm-up steps inside the first window */
+  assert_int_equal(k->startup_windows, 0);
+  assert_true(k->cover_steps >= 2);
+  for (size_t s = 0; s < k->nsteps; s++) /* every covered step is a steady one */
+    if (k->steps[s].covered > 0) assert_int_equal(k->steps[s].warmup, 0);
+  char buf[192];
+  assert_non_null(strstr(rp_rank_cover_steps(k, buf, sizeof buf), "start-up left out: "));
+  char *text = render(&r);
+  assert_non_null(strstr(text, "steady steps"));
+  assert_non_null(strstr(text, "start-up left out"));
+  assert_non_null(strstr(text, "w: before the steady state"));
+  free(text);
+  rp_report_free(&r);
+  rm_tmp();
+  /* only the warm-up window: compute is unknown, with the reason, never start-up's figures */
+  mkdir_tmp();
+  write_warm_job(0, 1, -1, -1);
+  analyze(dir, 0, &r);
+  k = &r.ranks[0];
+  rp_derived d;
+  rp_derive_rank(k, &d);
+  assert_int_equal(d.known, 0);
+  assert_non_null(strstr(rp_rank_unknown_reason(k), "recorded start-up only"));
+  rp_report_free(&r);
+  rm_tmp();
 }
 
 /* The real DDP job (tests/data/ddp-2xh200): 3 warm-up and 5 timed steps; the first step (before
@@ -415,7 +626,11 @@ int main(void) {
       cmocka_unit_test(test_fsdp_steps),
       cmocka_unit_test(test_no_period),
       cmocka_unit_test(test_kineto_steps_win),
-      cmocka_unit_test(test_period_past_the_buffer),
+      cmocka_unit_test(test_few_operations_held_for_order),
+      cmocka_unit_test(test_tp_dp_two_communicators_one_step),
+      cmocka_unit_test(test_pipeline_steps_from_sends_and_receives),
+      cmocka_unit_test(test_warmup_steps_marked),
+      cmocka_unit_test(test_startup_left_out_of_the_coverage),
       cmocka_unit_test(test_real_ddp_traces),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

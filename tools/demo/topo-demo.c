@@ -4,15 +4,17 @@
 // the plugin host, and drives them with an NCCL 2.28-shaped event stream modelled on a
 // data-parallel training step of a ~350M-parameter bf16 model: forward and backward compute
 // kernels on a compute stream, gradients all-reduced in 25 MB buckets on the NCCL stream while
-// the backward pass runs, an optimizer step, and a small AllGather of metrics. NCCL kernels run
-// at ~350 GB/s bus bandwidth after ~10 us launch; a collective ends only when every rank has
-// joined, so one rank 4 % slower (the straggler) shows up as waiting on the others. The fake CUPTI
-// library injects the compute and NCCL kernels, so the traces carry a real compute timeline.
-// Events are paced in real time (a step takes ~0.1 s) so that CPU and GPU clocks agree. The
-// plugins log through a logger of its own: their warnings (a misspelt TOPO_* variable, a bad
-// value) reach stderr once each, however many ranks gave them. Exit codes (common/cli.h): 0 the
-// traces written, 1 a library given cannot be loaded, DIR cannot be made or a rank failed,
-// 2 misuse.
+// the backward pass runs, an optimizer step, and a small AllGather of metrics; its first steps
+// start late (warm-up: compilation, allocator growth). NCCL kernels run at ~350 GB/s bus bandwidth
+// after ~10 us launch; a collective ends only when every rank has joined, so one rank 4 % slower
+// (the straggler) shows up as waiting on the others. The fake CUPTI library takes each compute
+// and NCCL kernel as it runs, so the profiler's CUPTI windows (its default: whole steps once the
+// step is steady) record what a real job's would. Events are paced in real time (a step takes
+// ~0.1 s) so that CPU and GPU clocks agree; the default 14 steps leave room for the warm-up, the
+// learning of the step and one window of 4 whole steps. The plugins log through a logger of its
+// own: their warnings (a misspelt TOPO_* variable, a bad value) reach stderr once each, however
+// many ranks gave them. Exit codes (common/cli.h): 0 the traces written, 1 a library given cannot
+// be loaded, DIR cannot be made or a rank failed, 2 misuse.
 #include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
@@ -45,6 +47,14 @@
 #define MAX_OPS            4096
 #define MAX_KERNELS        65536
 #define STRAGGLER_SLOWDOWN 1.04 /* the straggler computes 4 % slower */
+#define DEFAULT_STEPS      14
+
+/* Warm-up: the first steps start late on every rank alike (compilation, allocator growth, the
+ * first launches on the host): steps 0, 1 and 2 take about 1.7, 2.3 and 1.7 times as long,
+ * their collectives are the same. */
+static int64_t warm_extra_ns(int step) {
+  return step == 0 ? 60000000 : step == 1 ? 120000000 : step == 2 ? 60000000 : 0;
+}
 
 typedef struct options {
   const char *out, *profiler, *tuner, *cupti;
@@ -121,7 +131,7 @@ static void simulate(const options *o, int64_t t0) {
     for (int r = 0; r < o->ranks; r++) {
       double speed = (r == o->straggler ? STRAGGLER_SLOWDOWN : 1.0) *
                      (1.0 + jitter(o->seed, r, step, 0, 0.02));
-      int64_t t = rank_time[r];
+      int64_t t = rank_time[r] + warm_extra_ns(step);
       int op = first_op;
       uint64_t grad = 0;
       for (int pass = 0; pass < 2; pass++)
@@ -193,6 +203,7 @@ static void rank_kernels(const options *o, int r, int64_t t0) {
   for (int step = 0; step < o->steps; step++) {
     double speed =
         (r == o->straggler ? STRAGGLER_SLOWDOWN : 1.0) * (1.0 + jitter(o->seed, r, step, 0, 0.02));
+    t += warm_extra_ns(step);
     for (int pass = 0; pass < 2; pass++)
       for (int l = 0; l < LAYERS; l++)
         for (int k = 0; k < NLK; k++) {
@@ -237,7 +248,35 @@ typedef struct rank_ctx {
   drv_op ops[MAX_OPS];
   drv_pending pending[MAX_OPS];
   atomic_int issued;
+  /* the fake CUPTI: it records a kernel only while the profiler has a window open */
+  int (*kernel)(const char *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t);
+  int64_t cupti0;  /* sim time 0 on the CUPTI clock */
+  int next_kernel; /* sim.kernels: the first not yet run */
 } rank_ctx;
+
+/* The NCCL kernel of op i, on the NCCL stream, as it ends (proxy thread). */
+static void nccl_kernel(rank_ctx *c, int i) {
+  if (!c->kernel) return;
+  const sim_op *s = &sim.ops[i];
+  char name[96];
+  snprintf(name, sizeof name, "ncclDevKernel_%s_%s_%s",
+           s->allgather ? "AllGather" : "AllReduce_Sum_bf16", c->ops[i].algo, c->ops[i].proto);
+  c->kernel(name, (uint64_t)(c->cupti0 + s->start[c->rank]),
+            (uint64_t)(c->cupti0 + rank_end(c->o, s, c->rank, i)), 13, 0,
+            (uint32_t)(MAX_KERNELS + i));
+}
+
+/* The compute kernels that began by sim time `until`, as CUPTI would see them run (issue
+ * thread). */
+static void compute_kernels(rank_ctx *c, int64_t until) {
+  for (; c->next_kernel < sim.nkernels && sim.kernels[c->next_kernel].start <= until;
+       c->next_kernel++) {
+    const sim_kernel *k = &sim.kernels[c->next_kernel];
+    if (c->kernel)
+      c->kernel(k->name, (uint64_t)(c->cupti0 + k->start), (uint64_t)(c->cupti0 + k->end), 7, 0,
+                (uint32_t)c->next_kernel + 1);
+  }
+}
 
 /* --starve: how late rank `rank` reports op `i`'s kernel channels, ns. Half the ranks (by the
  * seed) are short of CPU: every op of theirs is reported 1-100 ms late; the others on time. */
@@ -268,6 +307,7 @@ static void *proxy_main(void *arg) {
     /* polled a little after the end (or starved: late) */
     sleep_until(c->mono0 + sim.ops[i].end + 20000 + starve_delay(c->o, c->rank, i));
     drv_complete(&c->prof, &c->pending[i]);
+    nccl_kernel(c, i);
   }
   return NULL;
 }
@@ -365,12 +405,12 @@ static int run_rank(const options *o, int rank, int64_t mono0, int64_t real0) {
   topo_host_profiler_init(&c.prof, comm, "dp", 1, o->ranks, rank, demo_log);
 
   void *fake = o->cupti ? dlopen(o->cupti, RTLD_NOW | RTLD_LOCAL) : NULL;
-  int (*kernel)(const char *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t) =
-      fake ? (int (*)(const char *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t))dlsym(
-                 fake, "fake_cupti_kernel")
-           : NULL;
+  c.kernel = fake ? (int (*)(const char *, uint64_t, uint64_t, uint32_t, uint32_t, uint32_t))dlsym(
+                        fake, "fake_cupti_kernel")
+                  : NULL;
   uint64_t (*cupti_now)(void) = fake ? (uint64_t(*)(void))dlsym(fake, "fake_cupti_now") : NULL;
-  int64_t cupti0 = cupti_now ? (int64_t)cupti_now() - (topo_clock_realtime_ns() - real0) : real0;
+  c.cupti0 = cupti_now ? (int64_t)cupti_now() - (topo_clock_realtime_ns() - real0) : real0;
+  rank_kernels(o, rank, 0);
 
   for (int i = 0; i < sim.nops; i++) {
     const sim_op *s = &sim.ops[i];
@@ -394,23 +434,14 @@ static int run_rank(const options *o, int rank, int64_t mono0, int64_t real0) {
   for (int i = 0; i < sim.nops; i++) {
     int64_t due = sim.ops[i].launch[rank];
     sleep_until(mono0 + (due > late ? due : late));
+    compute_kernels(&c, due);
     drv_issue(&c.prof, &c.ops[i], &c.pending[i]);
     atomic_store(&c.issued, i + 1);
   }
   pthread_join(proxy, NULL);
-  if (kernel) {
-    rank_kernels(o, rank, 0);
-    for (int k = 0; k < sim.nkernels; k++)
-      kernel(sim.kernels[k].name, (uint64_t)(cupti0 + sim.kernels[k].start),
-             (uint64_t)(cupti0 + sim.kernels[k].end), 7, 0, (uint32_t)k + 1);
-    for (int i = 0; i < sim.nops; i++) {
-      const sim_op *s = &sim.ops[i];
-      char name[96];
-      snprintf(name, sizeof name, "ncclDevKernel_%s_%s_%s",
-               s->allgather ? "AllGather" : "AllReduce_Sum_bf16", c.ops[i].algo, c.ops[i].proto);
-      kernel(name, (uint64_t)(cupti0 + s->start[rank]),
-             (uint64_t)(cupti0 + rank_end(o, s, rank, i)), 13, 0, (uint32_t)(MAX_KERNELS + i));
-    }
+  while (c.next_kernel < sim.nkernels) { /* the last optimizer step */
+    sleep_until(mono0 + sim.kernels[c.next_kernel].start);
+    compute_kernels(&c, sim.kernels[c.next_kernel].start);
   }
   topo_host_profiler_finalize(&c.prof);
   topo_host_profiler_unload(&c.prof);
@@ -432,7 +463,8 @@ static void usage(FILE *f) {
           "\n"
           "  -o, --out DIR        trace directory (default topo-demo-traces)\n"
           "  -r, --ranks N        ranks, 2..%d (default 8)\n"
-          "  -s, --steps N        training steps, 1..50 (default 3)\n"
+          "  -s, --steps N        training steps, 1..50 (default %d; the first window of whole\n"
+          "                       steps comes after about 6)\n"
           "  -S, --seed S         seed; also picks the straggler (default 1)\n"
           "  -g, --straggler R    the rank that computes 4%% slower (default seed %% ranks)\n"
           "  -p, --profiler PATH  libtopo-profiler.so (default: the installed or built one)\n"
@@ -444,10 +476,10 @@ static void usage(FILE *f) {
           "  -h, --help; -V, --version\n"
           "\n"
           "Examples:\n"
-          "  topo-demo                                  8 ranks x 3 steps into topo-demo-traces/\n"
+          "  topo-demo                                  8 ranks x %d steps into topo-demo-traces/\n"
           "  topo-demo --ranks 4 --steps 2 --out demo && topo-report demo\n"
           "  topo-demo --tuner '' --straggler 3         profiler only, rank 3 the straggler\n",
-          MAX_RANKS);
+          MAX_RANKS, DEFAULT_STEPS, DEFAULT_STEPS);
 }
 
 /* The default path of an installed library: <exe dir>/TOPO_DEMO_LIBDIR_REL/name when that file
@@ -577,7 +609,7 @@ int main(int argc, char **argv) {
                .tuner = default_lib(1, "libtopo-tuner.so", TOPO_DEMO_TUNER_SO),
                .cupti = default_lib(2, "topo/libtopo-fake-cupti.so", TOPO_DEMO_FAKE_CUPTI),
                .ranks = 8,
-               .steps = 3,
+               .steps = DEFAULT_STEPS,
                .straggler = -1,
                .seed = 1};
   static const struct option longopts[] = {

@@ -4,6 +4,7 @@
 // whole steps, the overlap model's chunks inside it and the model they give, and the reason shown
 // where a rank has none. Called by pass 1 (spans), analyze.c (the build after pass 1) and pass 2
 // (membership, the model).
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,29 +101,70 @@ void an_cupti_span(ctx *c, rp_source *s, const topo_rec_cupti *u) {
  * backward pass overlaps, the optimizer does not): on the 2-rank DDP job a CUPTI window ending
  * mid-step moved one rank's overlap by 2.3 points. Where the rank has steps, its coverage is the
  * union of the steps that lie wholly inside it (whole periods are representative at any phase),
- * unless no step fits (windows shorter than a step stay as they are). */
-static void cover_whole_steps(rp_rank *k) {
+ * unless no step fits (windows shorter than a step stay as they are). Start-up is never counted:
+ * steps detected before the steady state (warm-up: compilation, allocator growth, the first
+ * backward building DDP's buckets) are left out, and so are windows that ended before the first
+ * steady step (a window at set-up); both are counted for the reports to say so. */
+static void cover_whole_steps(ctx *c, rp_rank *k) {
   if (!k->nsteps || !k->ncover) return;
+  int64_t steady_from = INT64_MAX;
+  for (size_t i = 0; i < k->nsteps; i++)
+    if (!k->steps[i].warmup) {
+      steady_from = k->steps[i].start;
+      break;
+    }
+  if (steady_from == INT64_MAX) { /* never steady: no step is told apart as start-up */
+    for (size_t i = 0; i < k->nsteps; i++) k->steps[i].warmup = 0;
+    steady_from = INT64_MIN;
+  }
   size_t kept = 0, j = 0;
   for (size_t i = 0; i < k->nsteps; i++) {
     const rp_step *st = &k->steps[i];
     while (j < k->ncover && k->cover[2 * j + 1] < st->stop) j++;
-    if (j < k->ncover && k->cover[2 * j] <= st->start) kept++;
+    if (j < k->ncover && k->cover[2 * j] <= st->start) {
+      if (st->warmup) k->startup_steps++;
+      else kept++;
+    }
   }
-  if (!kept) return;
+  if (!kept) { /* raw windows, but none of start-up: from the first steady step on */
+    size_t n = 0;
+    for (size_t i = 0; i < k->ncover; i++) {
+      if (k->cover[2 * i + 1] <= steady_from) {
+        k->startup_windows++;
+        continue;
+      }
+      k->cover[2 * n] = k->cover[2 * i] > steady_from ? k->cover[2 * i] : steady_from;
+      k->cover[2 * n + 1] = k->cover[2 * i + 1];
+      n++;
+    }
+    k->ncover = n;
+    if (!n && (k->startup_steps || k->startup_windows))
+      snprintf(k->cover_note, sizeof k->cover_note,
+               "its CUPTI windows recorded start-up only (%zu warm-up step%s, %zu window%s before "
+               "the steady state), left out",
+               k->startup_steps, k->startup_steps == 1 ? "" : "s", k->startup_windows,
+               k->startup_windows == 1 ? "" : "s");
+    return;
+  }
   int64_t *v = topo_malloc(kept * 2 * sizeof *v);
-  if (!v) return; /* keep the raw windows */
+  if (!v) {
+    c->st = TOPO_ERR_NOMEM;
+    return;
+  }
   size_t n = 0;
   j = 0;
   for (size_t i = 0; i < k->nsteps; i++) {
     const rp_step *st = &k->steps[i];
     while (j < k->ncover && k->cover[2 * j + 1] < st->stop) j++;
-    if (j < k->ncover && k->cover[2 * j] <= st->start) {
+    if (j < k->ncover && k->cover[2 * j] <= st->start && !st->warmup) {
       v[2 * n] = st->start;
       v[2 * n + 1] = st->stop;
+      if (!n || st->value < k->cover_first) k->cover_first = st->value;
+      if (!n || st->value > k->cover_last) k->cover_last = st->value;
       n++;
     }
   }
+  k->cover_steps = n;
   topo_free(k->cover);
   k->cover = v;
   k->ncover = k->cap_cover = n;
@@ -145,7 +187,8 @@ static int cover_holds(const rp_rank *k, int64_t a, int64_t b) {
 static void chunks_build(ctx *c, rp_rank *k) {
   if (!k->ncover) return;
   size_t n = 0;
-  for (size_t i = 0; i < k->nsteps; i++) n += cover_holds(k, k->steps[i].start, k->steps[i].stop);
+  for (size_t i = 0; i < k->nsteps; i++)
+    n += !k->steps[i].warmup && cover_holds(k, k->steps[i].start, k->steps[i].stop);
   size_t total = n ? n : k->ncover;
   k->chunks_partial = k->nsteps && !n;
   if (!(k->chunks = topo_calloc(total, sizeof *k->chunks))) {
@@ -154,7 +197,7 @@ static void chunks_build(ctx *c, rp_rank *k) {
   }
   k->nchunks = 0;
   for (size_t i = 0; i < k->nsteps && n; i++)
-    if (cover_holds(k, k->steps[i].start, k->steps[i].stop)) {
+    if (!k->steps[i].warmup && cover_holds(k, k->steps[i].start, k->steps[i].stop)) {
       k->chunks[k->nchunks].start = k->steps[i].start;
       k->chunks[k->nchunks++].stop = k->steps[i].stop;
     }
@@ -194,7 +237,7 @@ void an_cover_build(ctx *c) {
     }
     cover_normalize(k);
     if (!k->cover_whole && !k->kineto)
-      cover_whole_steps(k); /* Kineto: the range the user profiled */
+      cover_whole_steps(c, k); /* Kineto: the range the user profiled */
     chunks_build(c, k);
   }
 }
@@ -227,4 +270,24 @@ const char *rp_rank_unknown_reason(const rp_rank *k) {
                  "TOPO_PROFILER_CUPTI_TRIGGER record more)";
   }
   return "";
+}
+
+const char *rp_rank_cover_steps(const rp_rank *k, char *buf, size_t len) {
+  buf[0] = 0;
+  if (!len) return buf;
+  size_t o = 0;
+  if (k->cover_steps) {
+    int w = k->cover_first == k->cover_last
+                ? snprintf(buf, len, "steady step %" PRIu64, k->cover_first)
+                : snprintf(buf, len, "%zu steady steps, %" PRIu64 "-%" PRIu64, k->cover_steps,
+                           k->cover_first, k->cover_last);
+    o = w > 0 ? (size_t)w : 0;
+  }
+  if ((k->startup_steps || k->startup_windows) && o < len)
+    snprintf(buf + o, len - o,
+             "%sstart-up left out: %zu warm-up step%s, %zu window%s before the "
+             "steady state",
+             o ? "; " : "", k->startup_steps, k->startup_steps == 1 ? "" : "s", k->startup_windows,
+             k->startup_windows == 1 ? "" : "s");
+  return buf;
 }

@@ -40,6 +40,7 @@ topo_status an_step_summary(rp_report *r) {
       uint64_t *hit = bsearch(&st->value, vals, u, sizeof *vals, cmp_u64);
       rp_stepsum *sum = &r->stepsum[hit - vals];
       sum->ranks++;
+      sum->warmup |= st->warmup;
       sum->span = rp_add_sat(sum->span, st->stop - st->start);
       sum->comm = rp_add_sat(sum->comm, st->comm);
       sum->compute = rp_add_sat(sum->compute, st->compute);

@@ -167,10 +167,29 @@ static void dump_cupti(FILE *f, const topo_trace_reader *r, const topo_trace_rec
   fprintf(f, "{\"type\":\"cupti\"");
   str_or_null(f, "state", cu->state >= 1 && cu->state <= 4 ? states[cu->state] : "");
   str_or_null(f, "name", topo_trace_reader_string(r, cu->name_id));
+  static const char *const windows[] = {"unsaid", "steps", "time", "continuous", "trigger"};
   fprintf(f,
           ",\"cpu_start_ns\":%" PRId64 ",\"cpu_stop_ns\":%" PRId64 ",\"records\":%" PRIu64
-          ",\"dropped\":%" PRIu64 "}\n",
-          cu->cpu_start_ns, cu->cpu_stop_ns, cu->records, cu->dropped);
+          ",\"dropped\":%" PRIu64 ",\"window\":\"%s\"",
+          cu->cpu_start_ns, cu->cpu_stop_ns, cu->records, cu->dropped,
+          cu->window <= 4 ? windows[cu->window] : "?");
+  if (cu->window == TOPO_CUPTI_WINDOW_STEPS)
+    fprintf(f, ",\"period\":%" PRIu32 ",\"steps\":%" PRIu32 ",\"step_ns\":%" PRId64, cu->period,
+            cu->steps, cu->step_ns);
+  fprintf(f, "}\n");
+}
+
+static void dump_step(FILE *f, const topo_trace_record *rec) {
+  const topo_rec_step *s = &rec->step;
+  fprintf(f,
+          "{\"type\":\"step\",\"step\":%" PRIu64 ",\"func\":\"%s\",\"seq\":%" PRIu64
+          ",\"cpu_start_ns\":%" PRId64 ",\"cut_func\":\"%s\",\"cut_comm\":\"%016" PRIx64
+          "\",\"cut_seq\":%" PRIu64 ",\"cut_cpu_start_ns\":%" PRId64 ",\"period\":%" PRIu32
+          ",\"step_ns\":%" PRId64 ",\"steady\":%s,\"window\":%s}\n",
+          s->step, rp_func_name(s->func), s->seq, s->cpu_start_ns, rp_func_name(s->cut_func),
+          s->cut_comm_hash, s->cut_seq, s->cut_cpu_start_ns, s->period, s->step_ns,
+          s->flags & TOPO_STEP_F_STEADY ? "true" : "false",
+          s->flags & TOPO_STEP_F_WINDOW ? "true" : "false");
 }
 
 /* One record as one JSON line. */
@@ -186,6 +205,7 @@ static void dump_record(FILE *f, const topo_trace_reader *r, const topo_trace_re
   case TOPO_REC_CUPTI: dump_cupti(f, r, rec); break;
   case TOPO_REC_COLL_EXT: dump_ext(f, rec); break;
   case TOPO_REC_PHASE: dump_phase(f, rec); break;
+  case TOPO_REC_STEP: dump_step(f, rec); break;
   case TOPO_REC_STATS:
     fprintf(f, "{\"type\":\"stats\",\"records\":%" PRIu64 ",\"dropped\":", rec->stats.records);
     drops(f, rec->stats.dropped);

@@ -500,6 +500,7 @@ static void deliver_record(rp_source *s, const rp_sink *sink, const topo_trace_r
     o.seq = c->seq;
     o.bytes = c->bytes;
     o.p2p = rec->type == TOPO_REC_P2P;
+    o.peer = c->peer;
     o.asked = (c->flags & TOPO_COLL_F_GPU_ASKED) != 0;
     o.stream = c->stream_id;
     o.sym = (c->flags & TOPO_COLL_F_SYM) != 0;

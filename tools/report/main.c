@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "env.h"
 #include "log.h"
+#include "step_learn.h"
 #include "kernels.h"
 #include "profile.h"
 #include "report.h"
@@ -216,7 +217,7 @@ static int step_period(const char *v, int *out) {
   long p;
   if (!strcmp(v, "auto")) *out = 0;
   else if (!strcmp(v, "off")) *out = -1;
-  else if (parse_count(v, 1, RP_STEPS_DETECT_MAX / 2, &p)) *out = (int)p;
+  else if (parse_count(v, 1, TOPO_STEP_MAX_PERIOD_LIMIT, &p)) *out = (int)p;
   else return 0;
   return 1;
 }
@@ -291,7 +292,7 @@ static int apply_option(args *a, int id, const char *v) {
     if (!step_period(v, &a->steps))
       return topo_cli_usage(
           "--step-period wants auto, off or a period of 1..%d collectives, not '%s'",
-          RP_STEPS_DETECT_MAX / 2, v);
+          TOPO_STEP_MAX_PERIOD_LIMIT, v);
     return 0;
   case OPT_WINDOW: return apply_window(a, v);
   case OPT_FROM:

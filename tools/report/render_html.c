@@ -645,12 +645,14 @@ static void rank_table_html(FILE *f, const rp_report *r) {
     rp_derived dv;
     rp_derive_rank(&r->ranks[i], &dv);
     const char *why = rp_rank_unknown_reason(&r->ranks[i]);
-    char note[480];
+    char note[640], steps[192];
+    rp_rank_cover_steps(&r->ranks[i], steps, sizeof steps);
     if (!dv.known || (dv.covered < dv.span && *why)) {
       if (dv.known)
         snprintf(note, sizeof note,
-                 "compute recorded over part of the span only (where the bar's \"not recorded\" "
-                 "part is not); elsewhere %s",
+                 "compute recorded over part of the span only%s%s%s (where the bar's \"not "
+                 "recorded\" part is not); elsewhere %s",
+                 *steps ? " (" : "", steps, *steps ? ")" : "",
                  *why ? why : "the compute windows do not overlap its GPU activity");
       else
         snprintf(note, sizeof note, "compute, overlap, exposed and idle n/a: %s",
@@ -835,7 +837,8 @@ static void step_row_html(FILE *f, const rp_stepsum *s) {
   fmt_all(s->ea_ranks > 0, s->ea_estimated, s->exposed_all, rp_err_ns(&s->exposed_err), x,
           sizeof x);
   pct_known(kn && s->cov_comm > 0, rp_ratio(s->cov_overlap, s->cov_comm), o, sizeof o);
-  fprintf(f, "<tr><td>%" PRIu64 "</td><td>%d</td><td>%s</td>", s->value, s->ranks, a);
+  fprintf(f, "<tr><td>%" PRIu64 "%s</td><td>%d</td><td>%s</td>", s->value,
+          s->warmup ? " (warm-up)" : "", s->ranks, a);
   cell_split(f, b);
   fprintf(f, "<td>%s</td><td>%s</td>", c, d);
   cell_split(f, x);

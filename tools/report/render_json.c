@@ -240,10 +240,11 @@ static void rank_step_json(FILE *f, const rp_step *st, const rp_omodel *m, int f
   ns_or_null(f, "exposed_comm_ns", kn, st->cov_comm - st->cov_overlap);
   ns_or_null(f, "busy_ns", kn, st->cov_busy);
   step_exposed_json(f, ea, all, est, err);
-  fprintf(f, ",\"from\":\"%s\",\"period\":",
+  fprintf(f, ",\"from\":\"%s\",\"warmup\":%s,\"period\":",
           st->from_kineto ? "kineto"
           : st->period    ? "topo_period"
-                          : "topo_mark");
+                          : "topo_mark",
+          st->warmup ? "true" : "false");
   if (st->period) fprintf(f, "%d}", st->period);
   else fprintf(f, "null}");
 }
@@ -265,6 +266,15 @@ static void rank_json(FILE *f, const rp_report *r, const rp_rank *k, int first) 
   ns_or_null(f, "last_ns", k->t.last != INT64_MIN, k->t.last);
   fputc(',', f);
   derived_json(f, &d, rp_rank_unknown_reason(k));
+  /* which steps the covered figures are of, and the start-up left out of them */
+  if (k->cover_steps)
+    fprintf(f,
+            ",\"coverage_steps\":{\"count\":%zu,\"first\":%" PRIu64 ",\"last\":%" PRIu64
+            ",\"steady\":true}",
+            k->cover_steps, k->cover_first, k->cover_last);
+  else fprintf(f, ",\"coverage_steps\":null");
+  fprintf(f, ",\"startup_left_out\":{\"warmup_steps\":%zu,\"windows\":%zu}", k->startup_steps,
+          k->startup_windows);
   exposed_all_json(f, &d);
   /* what the model's chunks are: whole steps, or CUPTI windows (shorter than a step: parts) */
   if (d.model.ok)
@@ -288,6 +298,12 @@ static void rank_json(FILE *f, const rp_report *r, const rp_rank *k, int first) 
   dropped_json(f, k->dropped);
   alignment_json(f, k);
   window_json(f, r, k);
+  /* steps from topo traces: where they are cut (docs/metrics.md, Steps) */
+  static const char *const cuts[] = {"cpu_enqueue", "gpu_end_of_last_operation",
+                                     "gpu_start_of_first_operation"};
+  if (k->nsteps && k->steps[0].period && k->steps_gpu >= 0 && k->steps_gpu <= 2)
+    fprintf(f, ",\"steps_cut\":\"%s\"", cuts[k->steps_gpu]);
+  else fprintf(f, ",\"steps_cut\":null");
   fprintf(f, ",\"steps\":[");
   for (size_t s = 0; s < k->nsteps; s++) rank_step_json(f, &k->steps[s], &k->model, s == 0);
   fprintf(f, "]}");
@@ -446,11 +462,11 @@ static void steps_json(FILE *f, const rp_report *r) {
     const rp_stepsum *s = &r->stepsum[i];
     int kn = s->cov_ranks > 0;
     fprintf(f,
-            "%s{\"step\":%" PRIu64 ",\"ranks\":%d,\"span_ns\":%" PRId64 ",\"comm_ns\":%" PRId64
-            ",\"comm_estimated_ns\":%" PRId64 ",\"comm_error_ns\":%" PRId64
+            "%s{\"step\":%" PRIu64 ",\"ranks\":%d,\"warmup\":%s,\"span_ns\":%" PRId64
+            ",\"comm_ns\":%" PRId64 ",\"comm_estimated_ns\":%" PRId64 ",\"comm_error_ns\":%" PRId64
             ",\"ranks_with_compute\":%d,\"covered_ns\":%" PRId64,
-            i ? "," : "", s->value, s->ranks, s->span, s->comm, s->comm_est,
-            rp_comm_error_ns(s->comm_est, &s->comm_err), s->cov_ranks, s->covered);
+            i ? "," : "", s->value, s->ranks, s->warmup ? "true" : "false", s->span, s->comm,
+            s->comm_est, rp_comm_error_ns(s->comm_est, &s->comm_err), s->cov_ranks, s->covered);
     ns_or_null(f, "compute_ns", kn, s->cov_compute);
     ns_or_null(f, "overlap_ns", kn, s->cov_overlap);
     ns_or_null(f, "exposed_comm_ns", kn, s->cov_comm - s->cov_overlap);

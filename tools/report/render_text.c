@@ -223,7 +223,8 @@ static void print_coverage(const rp_report *r, FILE *f, int width, rp_fold *fo) 
     rp_derived d;
     rp_derive_rank(k, &d);
     const char *why = rp_rank_unknown_reason(k);
-    char note[400];
+    char note[640], steps[192];
+    rp_rank_cover_steps(k, steps, sizeof steps);
     if (!d.known) {
       snprintf(note, sizeof note, "compute, overlap, exposed and idle n/a: %s",
                *why ? why : "the compute windows do not overlap its GPU activity");
@@ -231,8 +232,9 @@ static void print_coverage(const rp_report *r, FILE *f, int width, rp_fold *fo) 
     } else if (d.covered < d.span && d.overlap_defined) {
       snprintf(note, sizeof note,
                "compute, overlapped, overlap%%, exposed and idle count over the covered part of "
-               "the span only (%s)%s%s",
-               k->kineto ? "the Kineto trace" : "CUPTI windows", *why ? "; elsewhere: " : "", why);
+               "the span only (%s%s%s)%s%s",
+               k->kineto ? "the Kineto trace" : "CUPTI windows", *steps ? ": " : "", steps,
+               *why ? "; elsewhere: " : "", why);
       rp_fold_add(fo, k->world_rank, note);
     }
     if (d.known && !d.overlap_defined)
@@ -626,7 +628,7 @@ static void step_row(rp_tab *t, const rp_stepsum *s) {
   char a[48], c[48], d[48], x[80], e[32], g[32], cm[80], cv[48];
   int kn = s->cov_ranks > 0;
   if (kn) snprintf(cv, sizeof cv, "%.0f%%", rp_ratio(s->covered, s->span) * 100);
-  rp_tab_cell(t, "%" PRIu64, s->value);
+  rp_tab_cell(t, "%" PRIu64 "%s", s->value, s->warmup ? " w" : "");
   rp_tab_cell(t, "%d", s->ranks);
   rp_tab_cell(t, "%s", dur(s->span / (s->ranks ? s->ranks : 1), a, sizeof a));
   rp_tab_cell(
@@ -667,9 +669,18 @@ static void print_steps(const rp_report *r, FILE *f, int width) {
     for (size_t i = 0; i < r->nstepsum; i++) known |= r->stepsum[i].cov_ranks > 0;
     size_t from = r->nstepsum > 20 ? r->nstepsum - 20 : 0;
     if (from) rp_note(f, width, 2, "(the last 20 of %zu steps; --json has all)", r->nstepsum);
-    for (size_t i = from; i < r->nstepsum; i++) step_row(t, &r->stepsum[i]);
+    int warm = 0;
+    for (size_t i = from; i < r->nstepsum; i++) {
+      step_row(t, &r->stepsum[i]);
+      warm |= r->stepsum[i].warmup;
+    }
     rp_tab_print(t, f, width, 2);
     rp_tab_free(t);
+    if (warm)
+      rp_note(f, width, 2,
+              "w: before the steady state on some rank (warm-up: the step's duration had not "
+              "settled yet); start-up is left out of the rank table's compute, overlap and "
+              "exposed figures");
     if (!known)
       rp_note(f, width, 2,
               "n/a: no compute was recorded (give the Kineto traces of these steps, or widen the "

@@ -85,7 +85,8 @@ typedef struct rp_step {
   double est_var, est_bias, est_sum; /* error terms and durations of the estimates that start
                                         * in it (rp_err) */
   int from_kineto;                   /* a Kineto ProfilerStep (else a topo step mark or a period) */
-  int period; /* > 0: detected from topo traces, this many collectives per step */
+  int period; /* > 0: detected from topo traces, this many operations per step */
+  int warmup; /* detected from topo traces before the steady state (docs/metrics.md, Steps) */
 } rp_step;
 
 typedef struct rp_times {
@@ -138,6 +139,7 @@ typedef struct rp_coll {
   int timed;
   int asked; /* TOPO_COLL_F_GPU_ASKED: GPU timing was requested */
   int p2p;
+  int peer; /* topo traces: root of a rooted collective, peer of a p2p, -1 otherwise */
   uint32_t stream;
   /* NCCL 2.31+ (profiler ABI v7): the call's user tag (0 untagged), whether a symmetric kernel ran
    * it (algo / proto then unknown) and its variant ("" none) */
@@ -472,6 +474,11 @@ typedef struct rp_rank {
   int cupti_trace;       /* a topo process-wide CUPTI trace of it was read */
   uint64_t largest_coll; /* bytes of its largest Coll/P2p record (topo traces) */
   char cover_note[160];  /* why compute is unknown (everywhere or outside the windows) */
+  /* Start-up left out of the coverage (docs/metrics.md, Coverage): warm-up steps inside its CUPTI
+   * windows, and windows that ended before its first steady step; and the steady steps the
+   * coverage holds (their numbers first..last) */
+  size_t startup_steps, startup_windows, cover_steps;
+  uint64_t cover_first, cover_last;
   uint64_t dropped[TOPO_DROP_KINDS];
   uint32_t problems;
   rp_interval *timeline;
@@ -486,7 +493,8 @@ typedef struct rp_rank {
    * active across is its span there, whether or not its first and last recorded events inside
    * reach the window's ends (docs/metrics.md, Window). */
   int64_t ext_first, ext_last;
-  int steps_gpu;      /* its steps from topo traces are cut at GPU times (else CPU enqueue times) */
+  int steps_gpu; /* its steps from topo traces are cut at GPU times: 1 the end of each step's last
+                  * operation, 2 the start of its first; 0 at CPU enqueue times */
   int chunks_partial; /* it has steps but none lies inside a coverage window: the overlap model's
                        * chunks are the windows, parts of steps */
   uint64_t win_first, win_last, win_dropped;
@@ -517,6 +525,7 @@ typedef struct rp_stepsum { /* one step number, summed over the ranks that have 
   int ea_ranks, ea_estimated; /* ea_estimated: part of it estimated on some rank */
   int64_t exposed_all, exposed_est;
   rp_err exposed_err;
+  int warmup; /* some rank had it before its steady state (steps from topo traces) */
 } rp_stepsum;
 
 /* Figures derived from a rank's unions (docs/metrics.md). comm and comm_share hold over the whole
@@ -547,6 +556,9 @@ void rp_derive(const rp_times *t, rp_derived *d);
 void rp_derive_rank(const rp_rank *k, rp_derived *d);
 /* Why compute is unknown for a rank (never NULL; "" when known everywhere). */
 const char *rp_rank_unknown_reason(const rp_rank *k);
+/* Which steps the rank's compute coverage holds and what start-up was left out of it, in words
+ * ("steady steps 8-11; start-up left out: 2 warm-up steps"); "" when it has no steps there. */
+const char *rp_rank_cover_steps(const rp_rank *k, char *buf, size_t len);
 /* Overall: sums over ranks (rank-time), ratios of the sums. */
 void rp_derive_overall(const rp_report_fwd *r, rp_derived *d);
 
@@ -628,29 +640,29 @@ typedef struct rp_report {
   size_t nruns;
 } rp_report;
 
-/* ---- steps from topo traces (steps.c): the period of each communicator's collectives. Ranks
- * without Kineto steps or step marks get one step per repetition; step k is the same repetition
- * on every rank of the communicator. */
-#define RP_STEPS_DETECT_MAX 65536 /* collectives per (communicator, rank) kept for detection */
+/* ---- steps from topo traces (steps.c): the step learner (common/step_learn.h) over all of each
+ * rank's operations. Ranks without Kineto steps or step marks get one step per repetition,
+ * numbered alike on every rank of the job. */
 enum { RP_STEPS_NOT_TRIED = 0, RP_STEPS_FOUND = 1, RP_STEPS_NONE = 2 };
 typedef struct rp_steps rp_steps;
-/* mode: 0 auto, > 0 force this period, < 0 off (returns NULL; every call accepts NULL).
- * ntrackers: (communicator, rank) pairs expected; sizes the detection buffers. */
+/* mode: 0 auto, > 0 force this period (at most TOPO_STEP_MAX_PERIOD_LIMIT), < 0 off (returns
+ * NULL; every call accepts NULL). ntrackers: (communicator, rank) pairs expected; sizes the
+ * learners and the operations held for order. */
 rp_steps *rp_steps_new(int mode, size_t ntrackers);
-/* Test hook only: collectives kept for detection (>= 16), to reach a full buffer with few calls. */
+/* Test hook only: operations held for order per rank (>= 16), to reach a full heap with few. */
 void rp_steps_set_cap(rp_steps *d, size_t cap);
-/* Pass 1: a collective of rank `rank` (of nranks) of communicator `comm` (a dense index), from
- * report rank `proc`. O(1) amortised; detection runs when a rank's buffer fills. */
+/* Pass 1: a collective or p2p operation of rank `rank` (of nranks) of communicator `comm` (a
+ * dense index), from report rank `proc`. Amortised O(log held) once a step is known. */
 void rp_steps_coll(rp_steps *d, size_t comm, int nranks, int rank, int proc, const rp_coll *co);
 /* After pass 1: ranks with no steps get the detected ones; sets step_period / steps_detect. */
 topo_status rp_steps_finish(rp_steps *d, rp_report *r);
 void rp_steps_free(rp_steps *d);
-/* Where the steps come from, for a table heading: "from topo traces (period P collectives, ...)",
+/* Where the steps come from, for a table heading: "from topo traces (period P operations, ...)",
  * "from Kineto ProfilerSteps (n ranks)", ... */
 const char *rp_steps_origin(const rp_report *r, char *buf, size_t len);
-#define RP_STEPS_NONE_TEXT                                                   \
-  "no repeating step pattern found in the collectives (steps need a Kineto " \
-  "trace, step marks or a job that repeats its collectives; --steps P forces a period)"
+#define RP_STEPS_NONE_TEXT                                                               \
+  "no repeating step pattern found in the collectives and p2p operations (steps need a " \
+  "Kineto trace, step marks or a job that repeats its operations; --steps P forces a period)"
 /* ---- GPU-clock alignment (align.c): bounds per trace, anchors across ranks, one offset per rank */
 enum rp_align_method {
   RP_ALIGN_NONE = 0,  /* no GPU times, or no bound: its GPU clock is taken as realtime */
