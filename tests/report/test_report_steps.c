@@ -76,12 +76,15 @@ static void analyze(const char *path, int steps, rp_report *r) {
   assert_int_equal(rp_analyze(paths, 1, &opt, r), TOPO_OK);
 }
 
+/* The text report with every line whole (--wide), so a phrase is never split by wrapping. */
 static char *render(const rp_report *r) {
   char *text = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&text, &len);
   assert_non_null(f);
-  rp_render_text(r, f);
+  rp_report wide = *r;
+  wide.text_width = -1;
+  rp_render_text(&wide, f);
   fclose(f);
   return text;
 }
