@@ -87,10 +87,13 @@ run_job() { # job index
   env "${penv[@]}" "${venv[@]}" "${plugins[@]}" \
     TOPO_PROFILER_DIR="$j/traces" \
     timeout -k 10 "$(inner_timeout $((secs * 4 + 150)))" "$PYTHON" "$GPU_DIR/train_job.py" $args "${share[@]}" \
-    --seconds "$secs" --delay-rank "$delay_rank" --delay-ms "$(delay_of "$job")" --out "$j" --port $((29400 + 11 * idx)) \
+    --seconds "$secs" --delay-rank "$delay_rank" --delay-ms "$(delay_of "$job")" --out "$j" --port $((port_base + 11 * idx)) \
     "${kin[@]}" >"$j/job.log" 2>&1
   log "job $job ($variant) exit $? in $(( $(date +%s) - t0 )) s: $(grep -h '^{"mode"' "$j/job.log")"
 }
+
+# Rendezvous ports: one block per TAG, so several truth_jobs.sh at once never share one.
+port_base=$((10000 + $(printf '%s' "${TAG:-$variant}" | cksum | cut -d' ' -f1) % 900 * 60))
 
 # PARALLEL=1: every job at once (they share the GPUs: slower steps, the same comparisons).
 idx=0
