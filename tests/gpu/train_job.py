@@ -277,7 +277,8 @@ def worker(rank, args):
         s = sorted(times)
         info = {"mode": args.mode, "ranks": args.nranks, "params": nparams, "hidden": args.hidden,
                 "layers": args.layers, "batch": args.batch, "seq": args.seq, "dtype": "bfloat16",
-                "steps": nsteps, "kineto_from": kfrom, "step_ms": times, "median_step_ms": s[len(s) // 2],
+                "steps": nsteps, "total_steps": args.warmup + (2 if args.seconds > 0 else 0) + nsteps,
+                "kineto_from": kfrom, "step_ms": times, "median_step_ms": s[len(s) // 2],
                 "seconds": sum(times) / 1e3}
         print(json.dumps({k: v for k, v in info.items() if k != "step_ms"}))
         if args.out:

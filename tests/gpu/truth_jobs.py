@@ -9,7 +9,9 @@ For every job under JOBS_DIR that has Kineto traces, per rank:
   - topo's whole-run headline overlap (steady state) within 3 points of Kineto's overlap on its
     steps;
   - the delayed rank named as the straggler (most waiting caused), every rank's wait inside its
-    span.
+    span;
+  - the job's steps found in topo's own traces (as many as the job ran, +-1), and the headline
+    figures of every rank from whole steady-state steps (start-up left out).
 Prints one PASS/FAIL line per check and a table; --json FILE writes every figure."""
 import glob
 import json
@@ -86,6 +88,16 @@ def check_job(job):
         check(job, f"rank {rk} wait inside its span", wait is not None and 0 <= wait <= span,
               f"wait {(wait or 0) / 1e6:.1f} ms, span {span / 1e6:.1f} ms")
         results.append({"row": row})
+    total = meta.get("total_steps") or (meta.get("steps", 0) + 5)
+    found = len((full or {}).get("steps") or [])
+    check(job, "steps found in topo's traces", abs(found - total) <= 1,
+          f"{found} steps (period {(full or {}).get('step_period')} operations); the job ran {total}")
+    for rk, w in sorted(whole.items()):
+        cov = w.get("coverage_steps")
+        ok = (cov is not None and cov.get("steady") and cov.get("count", 0) >= 2) or \
+            (cov is None and w.get("overlap_ratio") is None)
+        check(job, f"rank {rk} headline from steady steps", ok,
+              f"coverage {cov}, start-up left out {w.get('startup_left_out')}, overlap {pp(w.get('overlap_ratio'))} %")
     if whole:
         s = max(whole.values(), key=lambda k: k.get("delay_caused_ns") or 0)
         check(job, "straggler named", s["rank"] == delayed and (s.get("delay_caused_ns") or 0) > 0,
