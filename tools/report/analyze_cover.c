@@ -97,14 +97,30 @@ void an_cupti_span(ctx *c, rp_source *s, const topo_rec_cupti *u) {
   }
 }
 
+/* Median duration of the rank's steady steps (all of them when none is steady). */
+static int64_t median_step(const rp_rank *k) {
+  int64_t *d = topo_malloc(k->nsteps * sizeof *d);
+  if (!d) return k->steps[k->nsteps / 2].stop - k->steps[k->nsteps / 2].start;
+  size_t n = 0;
+  for (int all = 0; all < 2 && !n; all++)
+    for (size_t i = 0; i < k->nsteps; i++)
+      if (all || !k->steps[i].warmup) d[n++] = k->steps[i].stop - k->steps[i].start;
+  qsort(d, n, sizeof *d, cmp_pair);
+  int64_t m = d[n / 2];
+  topo_free(d);
+  return m;
+}
+
 /* A window that ends inside a step measures part of a step, and the parts of a step differ (the
  * backward pass overlaps, the optimizer does not): on the 2-rank DDP job a CUPTI window ending
- * mid-step moved one rank's overlap by 2.3 points. Where the rank has steps, its coverage is the
- * union of the steps that lie wholly inside it (whole periods are representative at any phase),
- * unless no step fits (windows shorter than a step stay as they are). Start-up is never counted:
- * steps detected before the steady state (warm-up: compilation, allocator growth, the first
- * backward building DDP's buckets) are left out, and so are windows that ended before the first
- * steady step (a window at set-up); both are counted for the reports to say so. */
+ * mid-step moved one rank's overlap by 2.3 points, and a window shorter than a 2.3 s DDP step
+ * that held 48 ms of compute and 4 us of communication made "overlap 0.0 %" the headline. Where
+ * the rank has steps, its coverage is the union of the steady steps that lie wholly inside its
+ * windows; a window holding none is part of a step and is left out (counted, and the reason says
+ * which window length records whole steps). Start-up is never counted: steps detected before the
+ * steady state (warm-up: compilation, allocator growth, the first backward building DDP's
+ * buckets) are left out, and so are windows that ended before the first steady step (a window at
+ * set-up); both are counted for the reports to say so. */
 static void cover_whole_steps(ctx *c, rp_rank *k) {
   if (!k->nsteps || !k->ncover) return;
   int64_t steady_from = INT64_MAX;
@@ -126,19 +142,38 @@ static void cover_whole_steps(ctx *c, rp_rank *k) {
       else kept++;
     }
   }
-  if (!kept) { /* raw windows, but none of start-up: from the first steady step on */
-    size_t n = 0;
-    for (size_t i = 0; i < k->ncover; i++) {
-      if (k->cover[2 * i + 1] <= steady_from) {
-        k->startup_windows++;
-        continue;
-      }
-      k->cover[2 * n] = k->cover[2 * i] > steady_from ? k->cover[2 * i] : steady_from;
-      k->cover[2 * n + 1] = k->cover[2 * i + 1];
-      n++;
+  /* every window: before the steady state (start-up), holding a whole steady step, or part of
+   * a step */
+  int64_t longest = 0;
+  for (size_t w = 0, i = 0; w < k->ncover; w++) {
+    int64_t a = k->cover[2 * w], b = k->cover[2 * w + 1];
+    if (b <= steady_from) { /* said where no steady step is kept (else its steps are) */
+      if (!kept) k->startup_windows++;
+      continue;
     }
-    k->ncover = n;
-    if (!n && (k->startup_steps || k->startup_windows))
+    while (i < k->nsteps && k->steps[i].start < a) i++;
+    int whole = 0;
+    for (size_t x = i; x < k->nsteps && k->steps[x].start < b && !whole; x++)
+      whole = !k->steps[x].warmup && k->steps[x].stop <= b;
+    if (!whole) {
+      k->part_step_windows++;
+      if (b - a > longest) longest = b - a;
+    }
+  }
+  if (!kept) {
+    k->ncover = 0;
+    if (k->part_step_windows) {
+      char ss[32], ws[32], want[32];
+      int64_t step = median_step(k);
+      rp_fmt_ns(step, ss, sizeof ss);
+      rp_fmt_ns(longest, ws, sizeof ws);
+      rp_fmt_ns(3 * step, want, sizeof want);
+      snprintf(k->cover_note, sizeof k->cover_note,
+               "no whole step (~%s) fits inside its CUPTI windows (at most %s): what they "
+               "recorded is part of a step, not the job's overlap, left out; "
+               "TOPO_PROFILER_CUPTI_WINDOW_MS of %s or more records whole ones",
+               ss, ws, want);
+    } else if (k->startup_steps || k->startup_windows)
       snprintf(k->cover_note, sizeof k->cover_note,
                "its CUPTI windows recorded start-up only (%zu warm-up step%s, %zu window%s before "
                "the steady state), left out",
@@ -171,24 +206,25 @@ static void cover_whole_steps(ctx *c, rp_rank *k) {
   cover_normalize(k);
 }
 
-/* 1 when [a, b) lies inside one of rank k's coverage windows. */
-static int cover_holds(const rp_rank *k, int64_t a, int64_t b) {
+/* The coverage window holding [a, b), or -1. */
+static long cover_holding(const rp_rank *k, int64_t a, int64_t b) {
   size_t lo = 0, hi = k->ncover;
   while (lo < hi) { /* the first window ending after a */
     size_t m = (lo + hi) / 2;
     if (k->cover[2 * m + 1] <= a) lo = m + 1;
     else hi = m;
   }
-  return lo < k->ncover && k->cover[2 * lo] <= a && b <= k->cover[2 * lo + 1];
+  return lo < k->ncover && k->cover[2 * lo] <= a && b <= k->cover[2 * lo + 1] ? (long)lo : -1;
 }
 
 /* The overlap model's chunks (docs/metrics.md, Coverage): the rank's steps that lie inside its
- * coverage (every step of the input, before the window clips them), else its coverage windows. */
+ * coverage (every step of the input, before the window clips them), else its coverage windows;
+ * each with the coverage stretch holding it (a run of covered steps, or the window). */
 static void chunks_build(ctx *c, rp_rank *k) {
   if (!k->ncover) return;
   size_t n = 0;
   for (size_t i = 0; i < k->nsteps; i++)
-    n += !k->steps[i].warmup && cover_holds(k, k->steps[i].start, k->steps[i].stop);
+    n += !k->steps[i].warmup && cover_holding(k, k->steps[i].start, k->steps[i].stop) >= 0;
   size_t total = n ? n : k->ncover;
   k->chunks_partial = k->nsteps && !n;
   if (!(k->chunks = topo_calloc(total, sizeof *k->chunks))) {
@@ -196,13 +232,16 @@ static void chunks_build(ctx *c, rp_rank *k) {
     return;
   }
   k->nchunks = 0;
-  for (size_t i = 0; i < k->nsteps && n; i++)
-    if (!k->steps[i].warmup && cover_holds(k, k->steps[i].start, k->steps[i].stop)) {
-      k->chunks[k->nchunks].start = k->steps[i].start;
-      k->chunks[k->nchunks++].stop = k->steps[i].stop;
-    }
+  for (size_t i = 0; i < k->nsteps && n; i++) {
+    long w = k->steps[i].warmup ? -1 : cover_holding(k, k->steps[i].start, k->steps[i].stop);
+    if (w < 0) continue;
+    k->chunks[k->nchunks].start = k->steps[i].start;
+    k->chunks[k->nchunks].stretch = w;
+    k->chunks[k->nchunks++].stop = k->steps[i].stop;
+  }
   for (size_t i = 0; i < k->ncover && !n; i++) {
     k->chunks[k->nchunks].start = k->cover[2 * i];
+    k->chunks[k->nchunks].stretch = (int64_t)i;
     k->chunks[k->nchunks++].stop = k->cover[2 * i + 1];
   }
 }
@@ -283,11 +322,16 @@ const char *rp_rank_cover_steps(const rp_rank *k, char *buf, size_t len) {
                            k->cover_first, k->cover_last);
     o = w > 0 ? (size_t)w : 0;
   }
-  if ((k->startup_steps || k->startup_windows) && o < len)
-    snprintf(buf + o, len - o,
-             "%sstart-up left out: %zu warm-up step%s, %zu window%s before the "
-             "steady state",
-             o ? "; " : "", k->startup_steps, k->startup_steps == 1 ? "" : "s", k->startup_windows,
-             k->startup_windows == 1 ? "" : "s");
+  if ((k->startup_steps || k->startup_windows) && o < len) {
+    int w = snprintf(buf + o, len - o,
+                     "%sstart-up left out: %zu warm-up step%s, %zu window%s before the "
+                     "steady state",
+                     o ? "; " : "", k->startup_steps, k->startup_steps == 1 ? "" : "s",
+                     k->startup_windows, k->startup_windows == 1 ? "" : "s");
+    o += w > 0 ? (size_t)w : 0;
+  }
+  if (k->cover_steps && k->part_step_windows && o < len)
+    snprintf(buf + o, len - o, "; %zu window%s without a whole step left out", k->part_step_windows,
+             k->part_step_windows == 1 ? "" : "s");
   return buf;
 }

@@ -109,9 +109,9 @@ static void model_json(FILE *f, const rp_omodel *m) {
   if (m->ok) {
     fprintf(f,
             ",\"overlap_model\":{\"ratio\":%.6f,\"spread\":%.6f,\"chunks\":%" PRIu64
-            ",\"outliers\":%" PRIu64 ",\"covered_comm_ns\":%" PRId64
-            "},\"overlap_model_reason\":null",
-            m->ratio, m->spread, m->chunks, m->outliers, rp_dbl_ns(m->comm));
+            ",\"outliers\":%" PRIu64 ",\"covered_comm_ns\":%" PRId64 ",\"windows\":%" PRIu64
+            ",\"drift\":%.6f},\"overlap_model_reason\":null",
+            m->ratio, m->spread, m->chunks, m->outliers, rp_dbl_ns(m->comm), m->windows, m->drift);
     return;
   }
   fprintf(f, ",\"overlap_model\":null,\"overlap_model_reason\":");
@@ -275,6 +275,7 @@ static void rank_json(FILE *f, const rp_report *r, const rp_rank *k, int first) 
   else fprintf(f, ",\"coverage_steps\":null");
   fprintf(f, ",\"startup_left_out\":{\"warmup_steps\":%zu,\"windows\":%zu}", k->startup_steps,
           k->startup_windows);
+  fprintf(f, ",\"part_step_windows\":%zu", k->part_step_windows);
   exposed_all_json(f, &d);
   /* what the model's chunks are: whole steps, or CUPTI windows (shorter than a step: parts) */
   if (d.model.ok)

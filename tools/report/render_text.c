@@ -174,6 +174,10 @@ static void print_exposed_all_notes(const rp_report *r, FILE *f, int width, rp_f
     }
     if (!d.exposed_all_estimated) continue;
     est = 1;
+    if (d.model.windows == 1)
+      rp_fold_add(fo, r->ranks[i].world_rank,
+                  "exposed (all): its overlap model comes from one window, so nothing shows "
+                  "whether the ratio holds over the run: the error is widened for it");
     if (d.model.chunks < lo) lo = d.model.chunks;
     if (d.model.chunks > hi) hi = d.model.chunks;
     out += d.model.outliers;
@@ -201,10 +205,11 @@ static void print_exposed_all_notes(const rp_report *r, FILE *f, int width, rp_f
   if (lo == hi) snprintf(n, sizeof n, "%" PRIu64, lo);
   else snprintf(n, sizeof n, "%" PRIu64 "-%" PRIu64, lo, hi);
   rp_note(f, width, 2,
-          "~: exposed (all) = exposed where compute was recorded + the rest of comm x (1 - r), "
-          "± the rest x s; r = overlapped / comm over the rank's covered steps (or CUPTI windows) "
-          "of the whole input, s = the comm-weighted spread of their ratios, from %s covered "
-          "chunks per rank (--json overlap_model; docs/metrics.md, Coverage)",
+          "~: exposed (all) = exposed where compute was recorded + the rest of comm x (1 - r); "
+          "r = overlapped / comm over the rank's covered steps (or CUPTI windows) of the whole "
+          "input, from %s covered chunks per rank; ± at ~95 %%: the drift of r between the "
+          "windows they lie in and their scatter, applied to the rest (--json overlap_model; "
+          "docs/metrics.md, Coverage)",
           n);
   if (out)
     rp_note(f, width, 2,

@@ -85,8 +85,10 @@ typedef struct rp_step {
   double est_var, est_bias, est_sum; /* error terms and durations of the estimates that start
                                         * in it (rp_err) */
   int from_kineto;                   /* a Kineto ProfilerStep (else a topo step mark or a period) */
-  int period; /* > 0: detected from topo traces, this many operations per step */
-  int warmup; /* detected from topo traces before the steady state (docs/metrics.md, Steps) */
+  int period;      /* > 0: detected from topo traces, this many operations per step */
+  int warmup;      /* detected from topo traces before the steady state (docs/metrics.md, Steps) */
+  int64_t stretch; /* an overlap model chunk: the coverage stretch holding it (runs of covered
+                    * steps, or a window) */
 } rp_step;
 
 typedef struct rp_times {
@@ -349,20 +351,34 @@ typedef struct rp_omodel {
   uint64_t outliers;    /* chunks left out: ratio far from the others' (warm-up, a phase) */
   double comm, overlap; /* their covered communication and overlapped time, ns */
   double wx2;           /* sum over them of comm x ratio^2 */
-  double ratio, spread; /* overlap / comm; comm-weighted std. deviation of the ratios */
+  double c2;            /* sum over them of comm^2 (their comm-weighted mean comm: c2 / comm) */
+  /* windows: the stretches of coverage the chunks lie in (runs of covered steps, or windows);
+   * sx, sx2: sums of their ratios (overlap / comm of each) and squares; st_*: the one open */
+  uint64_t windows;
+  double sx, sx2;
+  double st_comm, st_overlap;
+  int64_t st_id;
+  double ratio, spread; /* overlap / comm; comm-weighted std. deviation of the chunks' ratios */
+  double drift;         /* spread of a stretch's ratio about the model's (docs/metrics.md) */
   const char *reason;   /* why there is no model (static text); NULL when ok */
 } rp_omodel;
-/* One chunk's covered communication and overlap. */
-void rp_omodel_add(rp_omodel *m, int64_t comm, int64_t overlap);
-/* A rank's chunks (their cov_comm and cov_overlap) into `m`, those whose ratio lies more than
- * max(RP_OMODEL_OUTLIER_MIN, 3 scaled MADs) from the comm-weighted median left out (at least 3
- * chunks to judge, at least 2 kept; out of memory, every chunk counts). */
+/* One chunk's covered communication and overlap, in coverage stretch `stretch` (chunks in
+ * order: a new stretch closes the previous one). */
+void rp_omodel_add(rp_omodel *m, int64_t comm, int64_t overlap, int64_t stretch);
+/* A rank's chunks (their cov_comm, cov_overlap and stretch) into `m`, those whose ratio lies more
+ * than max(RP_OMODEL_OUTLIER_MIN, 3 scaled MADs) from the comm-weighted median left out (at least
+ * 3 chunks to judge, at least 2 kept; out of memory, every chunk counts). */
 #define RP_OMODEL_OUTLIER_MIN 0.05
 void rp_omodel_add_robust(rp_omodel *m, const rp_step *chunks, size_t n);
 /* Sums of another model's chunks (the overall model). */
 void rp_omodel_merge(rp_omodel *m, const rp_omodel *o);
-/* Ratio and spread from the chunks added; `reason` when fewer than 2 carry communication. */
+/* Ratio, spread and drift from the chunks added; `reason` when fewer than 2 carry communication. */
 void rp_omodel_finish(rp_omodel *m, const char *reason);
+/* The error, at ~95 %, of the overlapped part of `u` ns of communication estimated as u x ratio
+ * (docs/metrics.md, Coverage): drift between stretches (shared by all of u) and the chunks'
+ * scatter (adding in quadrature over chunk-sized parts of u), at most the farthest value the
+ * overlap of u can take. */
+double rp_omodel_error(const rp_omodel *m, double u);
 #define RP_OMODEL_ONE_STRETCH                                                     \
   "compute recorded in one stretch only (one covered step or window): no spread " \
   "to bound an estimate"
@@ -373,7 +389,7 @@ void rp_omodel_finish(rp_omodel *m, const char *reason);
 #define RP_OMODEL_NO_RANK  "no rank has an overlap model (see each rank's reason)"
 /* Exposed communication over a whole range (figure window or step) from its communication, the
  * part of it inside the coverage and the exposed part measured there (`covered`: the covered
- * length): measured + uncovered x (1 - ratio), error uncovered x spread. Returns 0 (unknown) where
+ * length): measured + uncovered x (1 - ratio), error rp_omodel_error(uncovered). Returns 0 (unknown) where
  * some communication is uncovered and there is no model, or nothing is covered and there is none;
  * 2 where part of it is estimated; 1 where all of it is measured. */
 int rp_exposed_all(const rp_omodel *m, int64_t comm, int64_t cov_comm, int64_t cov_exposed,
@@ -473,11 +489,14 @@ typedef struct rp_rank {
   int cupti_asked;       /* a topo communicator trace of it has TOPO_TRACE_F_CUPTI */
   int cupti_trace;       /* a topo process-wide CUPTI trace of it was read */
   uint64_t largest_coll; /* bytes of its largest Coll/P2p record (topo traces) */
-  char cover_note[160];  /* why compute is unknown (everywhere or outside the windows) */
+  char cover_note[320];  /* why compute is unknown (everywhere or outside the windows) */
   /* Start-up left out of the coverage (docs/metrics.md, Coverage): warm-up steps inside its CUPTI
    * windows, and windows that ended before its first steady step; and the steady steps the
    * coverage holds (their numbers first..last) */
   size_t startup_steps, startup_windows, cover_steps;
+  /* windows of a rank with steps that hold no whole steady step (after the steady state began):
+   * part of a step, left out of the coverage */
+  size_t part_step_windows;
   uint64_t cover_first, cover_last;
   uint64_t dropped[TOPO_DROP_KINDS];
   uint32_t problems;

@@ -300,13 +300,28 @@ void rp_fmt_utc(int64_t ns, char *buf, size_t len) {
   else snprintf(buf, len, "?");
 }
 
-void rp_omodel_add(rp_omodel *m, int64_t comm, int64_t overlap) {
+/* Close the open stretch: its ratio counts once in the between-stretch sums. */
+static void stretch_close(rp_omodel *m) {
+  if (!(m->st_comm > 0)) return;
+  double x = m->st_overlap / m->st_comm;
+  m->windows++;
+  m->sx += x;
+  m->sx2 += x * x;
+  m->st_comm = m->st_overlap = 0;
+}
+
+void rp_omodel_add(rp_omodel *m, int64_t comm, int64_t overlap, int64_t stretch) {
   if (comm <= 0) return;
   double x = (double)overlap / (double)comm;
+  if (m->st_comm > 0 && stretch != m->st_id) stretch_close(m);
+  m->st_id = stretch;
+  m->st_comm += (double)comm;
+  m->st_overlap += (double)overlap;
   m->chunks++;
   m->comm += (double)comm;
   m->overlap += (double)overlap;
   m->wx2 += (double)comm * x * x;
+  m->c2 += (double)comm * (double)comm;
 }
 
 typedef struct wx {
@@ -356,7 +371,7 @@ void rp_omodel_add_robust(rp_omodel *m, const rp_step *chunks, size_t n) {
   for (size_t i = 0; i < n; i++) {
     if (chunks[i].cov_comm <= 0) continue;
     if (fabs(chunk_ratio(&chunks[i]) - med) > cut) m->outliers++;
-    else rp_omodel_add(m, chunks[i].cov_comm, chunks[i].cov_overlap);
+    else rp_omodel_add(m, chunks[i].cov_comm, chunks[i].cov_overlap, chunks[i].stretch);
   }
 }
 
@@ -366,20 +381,49 @@ void rp_omodel_merge(rp_omodel *m, const rp_omodel *o) {
   m->comm += o->comm;
   m->overlap += o->overlap;
   m->wx2 += o->wx2;
+  m->c2 += o->c2;
+  m->windows += o->windows;
+  m->sx += o->sx;
+  m->sx2 += o->sx2;
 }
 
 /* The spread is sqrt(sum w x^2 / sum w - r^2), r = sum w x / sum w: the comm-weighted standard
- * deviation of the chunks' ratios x (weights w: their communication). */
+ * deviation of the chunks' ratios x (weights w: their communication). The drift d is the spread of
+ * a stretch's ratio about r, from the W stretches' ratios (sample variance s_B^2, W - 1 degrees of
+ * freedom) starting from the chunks' spread with the weight of one: d^2 = ((W - 1) s_B^2 + s^2) /
+ * W, W degrees of freedom. Stretches that happen to agree do not make it 0, and one stretch gives
+ * the chunks' spread with one degree of freedom. */
 void rp_omodel_finish(rp_omodel *m, const char *reason) {
+  stretch_close(m);
   m->ok = m->chunks >= 2 && m->comm > 0;
   m->reason = m->ok ? NULL : reason;
   if (!m->ok) {
-    m->ratio = m->spread = 0;
+    m->ratio = m->spread = m->drift = 0;
     return;
   }
   m->ratio = m->overlap / m->comm;
   double v = m->wx2 / m->comm - m->ratio * m->ratio;
   m->spread = v > 0 ? sqrt(v) : 0;
+  double w = (double)(m->windows ? m->windows : 1), sb2 = 0;
+  if (m->windows >= 2) sb2 = (m->sx2 - m->sx * m->sx / w) / (w - 1);
+  if (sb2 < 0) sb2 = 0;
+  m->drift = sqrt(((w - 1) * sb2 + m->spread * m->spread) / w);
+}
+
+/* A later stretch of u ns of communication overlaps u (r + e): e = its stretch's shift (the
+ * drift, shared by all of u: a prediction for one more stretch, d sqrt(1 + 1/W), t quantile of W
+ * degrees of freedom) plus the scatter of its chunks about that (independent: over u / c chunks of
+ * the chunks' mean comm c, s sqrt(u c), t quantile of the chunks' n - 1; one chunk's s u for less
+ * than a chunk). The overlap of u lies in [0, u]: the error is at most the distance from the
+ * estimate to the farther end. */
+double rp_omodel_error(const rp_omodel *m, double u) {
+  if (!(m && m->ok) || !(u > 0)) return 0;
+  double w = (double)(m->windows ? m->windows : 1), cbar = m->c2 / m->comm;
+  double ed = rp_t975(w) * m->drift * sqrt(1 + 1 / w) * u;
+  double part = u * cbar < u * u ? sqrt(u * cbar) : u;
+  double es = rp_t975((double)m->chunks - 1) * m->spread * part;
+  double e = sqrt(ed * ed + es * es), cap = u * (m->ratio > 0.5 ? m->ratio : 1 - m->ratio);
+  return e < cap ? e : cap;
 }
 
 int rp_exposed_all(const rp_omodel *m, int64_t comm, int64_t cov_comm, int64_t cov_exposed,
@@ -390,7 +434,7 @@ int rp_exposed_all(const rp_omodel *m, int64_t comm, int64_t cov_comm, int64_t c
   if (covered <= 0) cov_exposed = 0;
   if (u > 0) { /* m->ok */
     *est = rp_dbl_ns(llround((double)u * (1 - m->ratio)));
-    *err = rp_dbl_ns(llround((double)u * m->spread));
+    *err = rp_dbl_ns(llround(rp_omodel_error(m, (double)u)));
   }
   *all = rp_add_sat(cov_exposed, *est);
   return u > 0 ? 2 : 1;
