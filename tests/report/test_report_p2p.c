@@ -7,7 +7,7 @@
 // must be the straggler, rank 0's wait the injected delay per step and inside its own kernels; a
 // p2p whose partner's record never came is counted apart, never as a rank missing from a
 // collective; a lost record in mid-trace pairs nothing wrongly after it; a trace given twice
-// pairs each op once.
+// pairs each op once. Also the recorded pipeline of tests/data/full-1xh200/pp: every p2p pairs.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -236,12 +236,36 @@ static void test_a_trace_given_twice_pairs_each_op_once(void **state) {
   remove_dir();
 }
 
+/* The recorded 2-stage GPipe job (tests/data/full-1xh200/pp: every p2p GPU-timed, records out of
+ * seq order as the profiler wrote them): every Send finds its Recv, and each rank's waits lie
+ * inside its own communication kernels. */
+static void test_a_recorded_pipeline_pairs_every_p2p_and_waits_inside_its_kernels(void **state) {
+  (void)state;
+  const char *paths[] = {TOPO_PP_TRACES};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1};
+  rp_report r;
+  assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
+  assert_int_equal(r.ncomms, 1);
+  assert_int_equal(r.comms[0].p2p_pairs, 640);
+  assert_int_equal(r.comms[0].p2p_unmatched, 0);
+  assert_int_equal(r.comms[0].incomplete, 0);
+  for (int w = 0; w < 2; w++) {
+    const rp_rank *k = rank_of(&r, w);
+    assert_int_equal(k->joined, 641);
+    assert_int_equal(k->missed, 0);
+    assert_true(k->wait_total > 0);
+    assert_true(k->wait_total <= k->t.comm);
+  }
+  rp_report_free(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_the_late_receiver_is_the_straggler_and_the_sender_waits_the_delay),
       cmocka_unit_test(test_a_send_whose_receive_was_cut_is_unmatched_not_a_missing_rank),
       cmocka_unit_test(test_a_record_lost_in_mid_trace_pairs_nothing_wrongly_after_it),
       cmocka_unit_test(test_a_trace_given_twice_pairs_each_op_once),
+      cmocka_unit_test(test_a_recorded_pipeline_pairs_every_p2p_and_waits_inside_its_kernels),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
