@@ -8,6 +8,7 @@
  *   analyze_pass1.c    pass 1: the collective table, the join, steps, Kineto ranks, spans
  *   analyze_table.c    the collective table's rows, fit points and estimate keys
  *   analyze_join.c     the cross-rank join by (communicator, function, seq)
+ *   analyze_p2p.c      p2p Send/Recv pairs joined by (communicator, sender, receiver, ordinal)
  *   analyze_cover.c    where each rank's compute timeline is known
  *   analyze_pass2.c    pass 2: each rank's sources through the interval sweep
  *   analyze_summary.c  after the passes: step windows, the plotted window, the step table
@@ -59,6 +60,33 @@ enum { JOIN_FREE = 0, JOIN_OPEN = 1, JOIN_DONE = 2 };
 
 #define JOIN_MAX_CAP (1u << 16)
 
+/* ---- p2p join (analyze_p2p.c): a Send from rank s to rank d on a communicator pairs with the Recv
+ * on d from s of the same ordinal, counted per (communicator, sender, receiver) on each side.
+ * NCCL's profiler gives p2p no seqNumber; libtopo-profiler.so numbers a rank's p2p with one counter
+ * per communicator, which is that rank's enqueue order and nothing across ranks: each slot's
+ * records are put back into that order (they are written out of it, like collectives), and the
+ * ordinals are counted from them. */
+typedef struct p2p_op {
+  int64_t gpu, cpu, dur; /* GPU start (when got == 2), CPU enqueue, kernel duration (-1 unknown) */
+  uint64_t seq;          /* the slot's p2p counter */
+  int32_t peer;
+  uint8_t func, got; /* got: 0 an empty place, 1 CPU times only, 2 GPU-timed */
+} p2p_op;
+
+typedef struct p2p_order { /* one slot's p2p records, put back into its seq order */
+  p2p_op *ring;            /* cap places; seq s at s % cap, seqs [next, next + cap) */
+  size_t cap, held;
+  uint64_t next; /* the lowest seq not yet released */
+  int broken;    /* a seq never came: its ordinals after it are unknown, its later p2p unpaired */
+} p2p_order;
+
+typedef struct p2p_queue { /* one (sender, receiver) of a communicator: the side ahead's ops */
+  int send_slot, recv_slot;
+  int side;   /* the held ops are the sender's (0) or the receiver's (1) */
+  p2p_op *op; /* a ring of cap: n ops from head, in ordinal order */
+  size_t head, n, cap;
+} p2p_queue;
+
 typedef struct join_comm {
   uint64_t hash;
   int nranks;     /* communicator size, as its headers say */
@@ -69,6 +97,11 @@ typedef struct join_comm {
   int nlive;      /* slots with live > 0 */
   join_ring ring[RP_MAX_FUNC];
   rp_comm_summary *sum;
+  int *slot_rank;   /* slot -> its rank in the communicator (ascending) */
+  p2p_order *order; /* per slot, allocated at its first p2p record */
+  p2p_queue *queue; /* per (sender, receiver) with traffic, found through queue_of */
+  size_t nqueue, cap_queue;
+  rp_map queue_of; /* send_slot << 32 | recv_slot -> index in queue */
 } join_comm;
 
 typedef struct ctx {
@@ -163,7 +196,21 @@ void an_est_learn(ctx *c, const rp_coll *co);
 
 /* ---- analyze_join.c */
 void an_join_add(ctx *c, join_comm *j, int slot, const rp_coll *co);
-void an_join_source_done(join_comm *j, int slot);
+void an_join_source_done(ctx *c, join_comm *j, int slot);
+/* The ring size a join holds per function (or per slot's p2p): JOIN_MAX_CAP, less past 256
+ * slots. */
+size_t an_join_limit(const join_comm *j);
+/* How long an operation's kernel lasted on that rank: measured, else estimated; -1 unknown. */
+int64_t an_kernel_ns(const ctx *c, const rp_coll *co);
+
+/* ---- analyze_p2p.c */
+/* A p2p record of slot `slot` (any order): paired once its ordinal is known and its partner came. */
+void an_p2p_add(ctx *c, join_comm *j, int slot, const rp_coll *co);
+/* Every source of `slot` has delivered everything: its records held are released. */
+void an_p2p_slot_done(ctx *c, join_comm *j, int slot);
+/* After the last record: everything still held is counted unmatched. */
+void an_p2p_finish(ctx *c, join_comm *j);
+void an_p2p_free(join_comm *j);
 void an_join_progress(ctx *c, join_comm *j);
 void an_join_evict_all(ctx *c, join_comm *j);
 /* Frees what the join holds (not j itself). */

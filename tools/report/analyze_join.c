@@ -6,7 +6,8 @@
 // after the untimed ones enqueued behind it), so "can deliver no more" is judged by each rank's
 // lowest seq not yet delivered (a tournament tree over the ranks), never by its latest. An entry
 // closes early only when the ring is full (JOIN_MAX_CAP seqs per function); a record that comes
-// after that is counted late, not joined. Called by pass 1.
+// after that is counted late, not joined. p2p operations are joined apart (analyze_p2p.c). Called
+// by pass 1.
 #include <stdint.h>
 #include <string.h>
 
@@ -228,8 +229,7 @@ static int join_lower_base(ctx *c, join_comm *j, join_ring *g, uint64_t seq, siz
   return 1;
 }
 
-/* How long the collective's kernel lasted on that rank: measured, else estimated; -1 unknown. */
-static int64_t kernel_ns(const ctx *c, const rp_coll *co) {
+int64_t an_kernel_ns(const ctx *c, const rp_coll *co) {
   if (co->timed) return co->gpu_stop - co->gpu_start;
   rp_est_key k = an_est_key(co);
   rp_estimate e;
@@ -238,11 +238,16 @@ static int64_t kernel_ns(const ctx *c, const rp_coll *co) {
   return e.dur;
 }
 
+size_t an_join_limit(const join_comm *j) {
+  size_t limit = JOIN_MAX_CAP;
+  while (limit > 16 && limit * (size_t)j->nslots > (1u << 24)) limit /= 2;
+  return limit;
+}
+
 void an_join_add(ctx *c, join_comm *j, int slot, const rp_coll *co) {
   int func = co->func < RP_MAX_FUNC ? co->func : RP_MAX_FUNC - 1;
   join_ring *g = &j->ring[func];
-  size_t limit = JOIN_MAX_CAP;
-  while (limit > 16 && limit * (size_t)j->nslots > (1u << 24)) limit /= 2;
+  size_t limit = an_join_limit(j);
   if (!g->cap && !join_grow(g, j, limit < 1024 ? limit : 1024)) {
     c->st = TOPO_ERR_NOMEM;
     return;
@@ -281,7 +286,7 @@ void an_join_add(ctx *c, join_comm *j, int slot, const rp_coll *co) {
   if (got[slot]) return; /* duplicate */
   got[slot] = co->timed ? 2 : 1;
   g->gpu[i * n + (size_t)slot] = co->gpu_start;
-  g->dur[i * n + (size_t)slot] = kernel_ns(c, co);
+  g->dur[i * n + (size_t)slot] = an_kernel_ns(c, co);
   g->cpu[i * n + (size_t)slot] = co->cpu_start;
   if (++g->have[i] == j->nranks && g->used[i] == JOIN_OPEN) {
     join_count(c, j, func, i); /* complete: counted now, held until the base passes it */
@@ -291,9 +296,10 @@ void an_join_add(ctx *c, join_comm *j, int slot, const rp_coll *co) {
 }
 
 /* One source of `slot` has delivered everything. */
-void an_join_source_done(join_comm *j, int slot) {
+void an_join_source_done(ctx *c, join_comm *j, int slot) {
   if (--j->live[slot] > 0) return;
   j->nlive--;
+  an_p2p_slot_done(c, j, slot);
   for (int f = 0; f < RP_MAX_FUNC; f++)
     if (j->ring[f].low) low_set(j, &j->ring[f], slot, UINT64_MAX);
 }
@@ -311,7 +317,8 @@ void an_join_progress(ctx *c, join_comm *j) {
 }
 
 void an_join_free(join_comm *j) {
-  topo_free(j->slot_proc), topo_free(j->live);
+  an_p2p_free(j);
+  topo_free(j->slot_proc), topo_free(j->live), topo_free(j->slot_rank);
   for (int f = 0; f < RP_MAX_FUNC; f++) {
     join_ring *g = &j->ring[f];
     topo_free(g->seq), topo_free(g->used), topo_free(g->have), topo_free(g->gpu);

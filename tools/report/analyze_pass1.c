@@ -2,7 +2,7 @@
 // Pass 1 of the analysis (analyze.h): every input read once. Kineto / Chrome JSON first, one file
 // at a time (their ProfilerSteps give the ranks' step windows; a file without GPU events makes no
 // rank), then the binary traces merged by time into the collective table, the fit points, the
-// cross-rank join, the step detection and the CUPTI coverage spans. Called by
+// cross-rank joins (collectives and p2p pairs), the step detection and the CUPTI coverage spans. Called by
 // analyze.c.
 #include <inttypes.h>
 #include <stdint.h>
@@ -151,6 +151,7 @@ static void p1_coll(void *vc, int src, const rp_coll *co) {
   int jc = c->src_comm[src];
   if (jc >= 0 && !co->p2p)
     an_join_add(c, &c->jc[jc], c->src_slot[src], co); /* the window applies at the join */
+  else if (jc >= 0) an_p2p_add(c, &c->jc[jc], c->src_slot[src], co);
   if (jc >= 0) rp_steps_coll(c->steps, (size_t)jc, c->jc[jc].nranks, s->rank, s->proc, co);
   extend(r, s->proc, co->timed ? co->gpu_start : co->cpu_start,
          co->timed ? co->gpu_stop : co->cpu_stop);
@@ -260,7 +261,10 @@ void an_pass1(ctx *c, int *bin, int nbin) {
   if (c->opt->step_window == RP_WINDOW_COMPLETE_STEPS) complete_step_windows(r, c->opt->quiet);
   kineto_span(r);
   an_merged(c, bin, nbin, &s1, 1, "pass 1");
-  for (size_t i = 0; i < c->njc; i++) an_join_evict_all(c, &c->jc[i]);
+  for (size_t i = 0; i < c->njc; i++) {
+    an_join_evict_all(c, &c->jc[i]);
+    an_p2p_finish(c, &c->jc[i]);
+  }
   for (int i = 0; i < nbin; i++) an_close_src(c, &r->src[bin[i]]);
   if (c->st == TOPO_OK) c->st = rp_steps_finish(c->steps, r);
 }

@@ -124,7 +124,7 @@ void an_merged(ctx *c, int *idx, int n, const rp_sink *sink, int pass, const cha
     if (!more && rp_source_suspend(s)) an_unhold(c, idx[best]);
     if (pass == 1 && c->src_comm[idx[best]] >= 0) {
       join_comm *j = &c->jc[c->src_comm[idx[best]]];
-      if (!more) an_join_source_done(j, c->src_slot[idx[best]]);
+      if (!more) an_join_source_done(c, j, c->src_slot[idx[best]]);
       an_join_progress(c, j);
     }
     size_t k = w + (size_t)best;
@@ -233,12 +233,14 @@ topo_status an_group_comms(ctx *c, const int *bin, int nbin) {
     for (j->width = 1; j->width < (size_t)j->nslots;) j->width *= 2;
     j->slot_proc = topo_malloc((size_t)g->nslots * sizeof *j->slot_proc);
     j->live = topo_calloc((size_t)g->nslots, sizeof *j->live);
-    if (!j->slot_proc || !j->live) goto out;
+    j->slot_rank = topo_malloc((size_t)g->nslots * sizeof *j->slot_rank);
+    if (!j->slot_proc || !j->live || !j->slot_rank) goto out;
     for (int k = g->start, slot = -1; k < g->end; k++) {
       slot += k == g->start || key[k].rank != key[k - 1].rank;
       c->src_comm[key[k].index] = gi;
       c->src_slot[key[k].index] = slot;
       j->slot_proc[slot] = r->src[key[k].index].proc;
+      j->slot_rank[slot] = key[k].rank;
       j->live[slot]++;
     }
   }

@@ -791,8 +791,9 @@ static void stragglers_html(FILE *f, const rp_report *r) {
   fprintf(
       f,
       "<h2>Stragglers</h2><p class=note>Each collective is joined across ranks by (communicator, "
-      "function, sequence number). The rank that starts last makes the others wait; “delay caused” "
-      "sums, over the collectives it started last, the gap to the second-to-last rank.</p>"
+      "function, sequence number); a Send with the Recv of the same order between the same two "
+      "ranks. The rank that starts last makes the others wait; “delay caused” sums, over the "
+      "collectives and pairs it started last, the time the others waited for it alone.</p>"
       "<div class=tw><table><tr><th>rank</th><th>started last</th><th>of joined</th><th>judged by "
       "GPU starts</th><th>delay caused</th><th>time waiting for others</th><th>missing "
       "records</th></tr>\n");
@@ -821,7 +822,7 @@ static void stragglers_html(FILE *f, const rp_report *r) {
     fprintf(f,
             "<tr><td>%s</td><td>%" PRIu64 "</td><td>%" PRIu64
             "</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
-            rp_func_name(i), r->skew_gpu[i], q->n - r->skew_gpu[i], a, b, c);
+            rp_skew_name(i), r->skew_gpu[i], q->n - r->skew_gpu[i], a, b, c);
   }
   fprintf(f, "</table></div>\n");
 }

@@ -412,7 +412,7 @@ static void skew_json(FILE *f, const rp_report *r) {
             "%s{\"collective\":\"%s\",\"joined\":%" PRIu64 ",\"from_gpu\":%" PRIu64
             ",\"from_cpu_enqueue\":%" PRIu64 ",\"median_ns\":%" PRId64 ",\"p99_ns\":%" PRId64
             ",\"max_ns\":%" PRId64 "}",
-            first ? "" : ",", rp_func_name(i), q->n, r->skew_gpu[i], q->n - r->skew_gpu[i],
+            first ? "" : ",", rp_skew_name(i), q->n, r->skew_gpu[i], q->n - r->skew_gpu[i],
             rp_quant_get(q, 0.5), rp_quant_get(q, 0.99), q->max);
     first = 0;
   }
@@ -440,9 +440,10 @@ static void comm_json(FILE *f, const rp_comm_summary *c, int first) {
   fprintf(f,
           "%s{\"comm_hash\":\"%016" PRIx64 "\",\"nranks\":%d,\"ranks_seen\":%d,\"joined\":%" PRIu64
           ",\"incomplete\":%" PRIu64 ",\"late_records\":%" PRIu64 ",\"skew_from_gpu\":%" PRIu64
-          ",\"skew_from_cpu_enqueue\":%" PRIu64,
+          ",\"skew_from_cpu_enqueue\":%" PRIu64 ",\"p2p_pairs\":%" PRIu64
+          ",\"p2p_unmatched\":%" PRIu64,
           first ? "" : ",", c->hash, c->nranks, c->ranks_seen, c->joined, c->incomplete, c->late,
-          c->skew_gpu, c->skew.n - c->skew_gpu);
+          c->skew_gpu, c->skew.n - c->skew_gpu, c->p2p_pairs, c->p2p_unmatched);
   ns_or_null(f, "skew_median_ns", c->skew.n > 0, rp_quant_get(&c->skew, 0.5)); /* no join: null */
   ns_or_null(f, "skew_p99_ns", c->skew.n > 0, rp_quant_get(&c->skew, 0.99));
   fputc('}', f);

@@ -432,12 +432,14 @@ static void check_straggler(const rp_report *r, rp_next **v, size_t *n, size_t *
   x->figure = "delay_caused_ns";
   x->value = (double)k->late_total;
   x->unit = "ns";
+  uint64_t pairs = 0;
+  for (size_t i = 0; i < r->ncomms; i++) pairs += r->comms[i].p2p_pairs;
   snprintf(x->what, sizeof x->what,
            "rank %d started %" PRIu64 " of its %" PRIu64
-           " joined collectives last; the others waited %s for it (%.1f%% of its span; judged by "
-           "%s starts)",
-           k->world_rank, k->last_count, k->joined, a, share * 100,
-           k->joined_gpu == k->joined ? "GPU" : "GPU and CPU enqueue");
+           " joined collectives%s last; the others waited %s for it (%.1f%% of its span; judged "
+           "by %s starts)",
+           k->world_rank, k->last_count, k->joined, pairs ? " and Send/Recv pairs" : "", a,
+           share * 100, k->joined_gpu == k->joined ? "GPU" : "GPU and CPU enqueue");
   if (d.known) { /* its compute beside the others' median, where all are known */
     int64_t *o = topo_malloc((size_t)r->nranks * sizeof *o);
     size_t no = 0;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "nccl_vocab.h"
 #include "report.h"
 #include "next.h"
 #include "textout.h"
@@ -518,6 +519,7 @@ static int cmp_straggler(const void *a, const void *b) {
 
 /* Stragglers: ranks by the delay they caused as the last to start (the first 8). */
 static void print_stragglers(const rp_report *r, FILE *f, int width) {
+  int pairs = r->skew[ncclFuncSend].n > 0;
   char a[48], b[48];
   straggler *order = malloc((size_t)(r->nranks ? r->nranks : 1) * sizeof *order);
   if (!order) return;
@@ -525,7 +527,8 @@ static void print_stragglers(const rp_report *r, FILE *f, int width) {
   qsort(order, (size_t)r->nranks, sizeof *order, cmp_straggler);
   fprintf(f, "\n");
   rp_note(f, width, 0,
-          "Stragglers (the rank that starts a collective last makes the others wait%s)",
+          "Stragglers (the rank that starts a collective%s last makes the others wait%s)",
+          pairs ? " or a Send/Recv pair" : "",
           r->nranks > 8 ? "; the 8 that caused the most delay" : "");
   static const char *const head[] = {
       "", "last", "of joined", "by gpu", "delay caused", "time waiting", "missed"};
@@ -574,15 +577,19 @@ static void print_skew(const rp_report *r, FILE *f, int width) {
   }
   fprintf(f, "\n");
   rp_note(f, width, 0,
-          "Start skew across ranks (same collective joined by comm hash, function and seq; from "
-          "GPU kernel starts where every joined rank has them, else from CPU enqueue)");
+          "Start skew across ranks (same collective joined by comm hash, function and seq%s; from "
+          "GPU kernel starts where every joined rank has them, else from CPU enqueue)",
+          r->skew[ncclFuncSend].n
+              ? "; Send/Recv: the k-th Send from a rank to a peer with the k-th "
+                "Recv there from it"
+              : "");
   static const char *const head[] = {"collective", "by gpu", "by cpu enq.", "median", "p99", "max"};
   rp_tab *t = rp_tab_new(6);
   for (int i = 0; i < 6; i++) rp_tab_col(t, i, head[i], i ? 0 : RP_TAB_LEFT | RP_TAB_KEY);
   for (int i = 0; i < RP_MAX_FUNC; i++) {
     const rp_quant *q = &r->skew[i];
     if (!q->n) continue;
-    rp_tab_cell(t, "%s", rp_func_name(i));
+    rp_tab_cell(t, "%s", rp_skew_name(i));
     rp_tab_cell(t, "%" PRIu64, r->skew_gpu[i]);
     rp_tab_cell(t, "%" PRIu64, q->n - r->skew_gpu[i]);
     rp_tab_cell(t, "%s", dur(rp_quant_get(q, 0.5), a, sizeof a));
@@ -609,6 +616,12 @@ static void print_join_gaps(const rp_report *r, FILE *f, int width) {
               " collectives lack some rank's record (a rank died, dropped records or its trace "
               "was cut)",
               cs->hash, cs->incomplete, cs->joined);
+    if (cs->p2p_unmatched)
+      rp_note(f, width, 2,
+              "comm %016" PRIx64 ": %" PRIu64 " of %" PRIu64
+              " p2p operations found no partner (the peer's record never came: its trace not "
+              "given or cut, a record lost): not joined, no rank counted missing",
+              cs->hash, cs->p2p_unmatched, 2 * cs->p2p_pairs + cs->p2p_unmatched);
     if (cs->late)
       rp_note(f, width, 2,
               "comm %016" PRIx64 ": %" PRIu64

@@ -153,7 +153,10 @@ typedef struct rp_coll {
 /* nccl-tests "size" of a collective (AG/RS: bytes x nranks) and its busbw factor. */
 uint64_t rp_coll_size(int func, uint64_t bytes, int nranks);
 double rp_busbw_factor(int func, int nranks);
-const char *rp_func_name(int func);   /* "AllReduce", ... ; "Func<n>" style for others */
+const char *rp_func_name(int func); /* "AllReduce", ... ; "Func<n>" style for others */
+/* A start-skew row's name (rp_report.skew): rp_func_name, and "Send/Recv" for the p2p pairs
+ * (their row is ncclFuncSend's; docs/metrics.md, Across ranks). */
+const char *rp_skew_name(int func);
 const char *rp_algo_name(int algo);   /* "Ring", ..., "?" */
 const char *rp_proto_name(int proto); /* "LL", "LL128", "Simple", "?" */
 /* Recognise an NCCL kernel name (ncclDevKernel_*, ncclKernel_*, ncclSymkDevKernel_*, nccl*): 1
@@ -458,7 +461,7 @@ typedef struct rp_rank {
   rp_step *steps;
   size_t nsteps, cap_steps;
   /* cross-rank */
-  uint64_t joined, last_count;   /* collectives joined; times this rank started last */
+  uint64_t joined, last_count;   /* collectives and p2p pairs joined; times it started last */
   int64_t wait_total;            /* sum of (last start - own start) */
   int64_t late_total;            /* sum of skew when it was the last to start */
   uint64_t missed;               /* joined collectives of its communicators it has no record of */
@@ -526,8 +529,11 @@ typedef struct rp_comm_summary {
   uint64_t joined, incomplete; /* collectives joined by (func, seq); lacking some rank */
   uint64_t late;     /* records that came after their collective was closed (more out of seq order
                   * than the join holds): not joined, their collective counted without them */
-  rp_quant skew;     /* start skew per collective, ns */
+  rp_quant skew;     /* start skew per joined collective and p2p pair, ns */
   uint64_t skew_gpu; /* of skew.n: from GPU starts (the rest: CPU enqueue starts) */
+  /* p2p (analyze_p2p.c): Send/Recv pairs joined; operations whose partner's record never came
+   * (its peer's trace not given or cut, a record lost): neither joined nor a missing rank */
+  uint64_t p2p_pairs, p2p_unmatched;
 } rp_comm_summary;
 
 typedef struct rp_stepsum { /* one step number, summed over the ranks that have it */
@@ -624,7 +630,7 @@ typedef struct rp_report {
   size_t nfit, cap_fit;
   rp_comm_summary *comms;
   size_t ncomms;
-  rp_quant skew[RP_MAX_FUNC];     /* start skew per collective type */
+  rp_quant skew[RP_MAX_FUNC];     /* start skew per collective type; p2p pairs: Send's */
   uint64_t skew_gpu[RP_MAX_FUNC]; /* of skew[f].n: from GPU starts (the rest: CPU enqueue) */
   rp_quant skew_gpu_all;          /* start skew of the GPU-judged joins, every type */
   uint64_t skew_clamped;          /* GPU skews cut to the first starter's kernel span */

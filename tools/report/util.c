@@ -166,6 +166,10 @@ const char *rp_func_name(int func) {
                                                  : "Other";
 }
 
+const char *rp_skew_name(int func) {
+  return func == ncclFuncSend ? "Send/Recv" : rp_func_name(func);
+}
+
 const char *rp_algo_name(int algo) {
   return algo >= 0 && algo < NCCL_NUM_ALGORITHMS ? topo_nccl_algo_name(algo, TOPO_NCCL_TABLE) : "?";
 }
