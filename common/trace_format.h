@@ -31,8 +31,9 @@
  * takes every minor (it skips record types and flags it does not know).
  *   0  the first writers (the header's minor_version and nccl_version hold 0)
  *   1  COLL_EXT and PHASE records, TOPO_COLL_F_SYM / _EXT, TOPO_TRACE_F_PHASE, nccl_version
- *   2  STEP records; the CUPTI record's window, period, steps and step_ns */
-#define TOPO_TRACE_MINOR_VERSION     2
+ *   2  STEP records; the CUPTI record's window, period, steps and step_ns
+ *   3  TOPO_TRACE_F_STARTUP, TOPO_COLL_F_STARTUP */
+#define TOPO_TRACE_MINOR_VERSION     3
 #define TOPO_TRACE_BLOCK_MAGIC       0x4b4c4254u /* "TBLK" */
 #define TOPO_TRACE_FOOTER_MAGIC      0x444e4554u /* "TEND" */
 #define TOPO_TRACE_RECORD_SIZE       64
@@ -51,6 +52,10 @@
   0x8                           /* kernel channels only for some collectives: all of
                                        >= measure_min_bytes, 1 in sample_every below */
 #define TOPO_TRACE_F_PHASE 0x10 /* kernel-phase events were requested (PHASE records may appear) */
+/* start-up measured whole (1.3): until the process's step was steady (at most
+ * TOPO_PROFILER_STARTUP_MS) every operation was asked for kernel channels; those records carry
+ * TOPO_COLL_F_STARTUP */
+#define TOPO_TRACE_F_STARTUP 0x20
 
 typedef struct topo_trace_header {
   char magic[8];        /* TOPO_TRACE_MAGIC */
@@ -128,6 +133,9 @@ enum topo_rec_type {
                                       (absent flag + no GPU time: not sampled, to be estimated) */
 #define TOPO_COLL_F_SYM 0x10 /* ran a symmetric kernel (NCCL 2.31+): algo and proto are unknown */
 #define TOPO_COLL_F_EXT 0x20 /* a COLL_EXT record with the same (type, func, seq) goes with it */
+/* asked for kernel channels in the process's start-up (before its step was steady), where every
+ * operation is; absent: asked (or not) by the sampling rule (1.3) */
+#define TOPO_COLL_F_STARTUP 0x40
 
 #define TOPO_UNKNOWN_U8 0xff
 

@@ -210,7 +210,7 @@ static void test_placements_inside_a_window_are_those_of_the_whole_run(void **st
 static void test_error_follows_the_spread_and_the_count(void **state) {
   (void)state;
   rp_estimator *x = rp_est_new();
-  rp_est_key a = {2, 4, 24, 1, 2, 16, 0}, b = {2, 4, 27, 1, 2, 16, 0};
+  rp_est_key a = {2, 4, 24, 1, 2, 16, 0, 0}, b = {2, 4, 27, 1, 2, 16, 0, 0};
   const int64_t durs[] = {90, 100, 110, 100};
   for (int i = 0; i < 4; i++) rp_est_measured(x, &a, 16 * MiB, durs[i]);
   rp_est_measured(x, &b, 128 * MiB, 1000);
@@ -234,10 +234,48 @@ static void test_error_follows_the_spread_and_the_count(void **state) {
   rp_est_free(x);
 }
 
+/* A call is estimated from the measured calls of its own phase: key K measured in start-up
+ * {200 ms (a first step's wait for a peer), 55, 56 us} and after it {55, 55, 56, 54 us}: an
+ * untimed call after start-up takes 55 us (the stall does not inflate it), one in start-up the
+ * start-up mean; key L measured in start-up only: its calls after it borrow start-up's, at the
+ * key's level (nothing else is measured). Without phases (0 everywhere) both pool as before. */
+static void test_estimates_come_from_the_calls_own_phase(void **state) {
+  (void)state;
+  rp_estimator *x = rp_est_new();
+  rp_est_key k = {2, 6, 22, -1, -1, 2, 0, 1}, l = {2, 4, 10, 1, 2, 2, 0, 1};
+  const int64_t early[] = {200000000, 55000, 56000}, late[] = {55000, 55000, 56000, 54000};
+  for (int i = 0; i < 3; i++) rp_est_measured(x, &k, 4 * MiB, early[i]);
+  k.phase = 0;
+  for (int i = 0; i < 4; i++) rp_est_measured(x, &k, 4 * MiB, late[i]);
+  rp_est_measured(x, &l, 1024, 9000);
+  rp_est_measured(x, &l, 1024, 11000);
+  rp_est_finish(x);
+  rp_estimate e;
+  assert_int_equal(rp_est_get(x, &k, 4 * MiB, &e), RP_EST_KEY);
+  assert_int_equal(e.dur, 55000);
+  assert_true(e.err < 5000);
+  k.phase = 1;
+  assert_int_equal(rp_est_get(x, &k, 4 * MiB, &e), RP_EST_KEY);
+  assert_int_equal(e.dur, 66703666); /* (200 ms + 111 us) / 3, truncated to ns */
+  l.phase = 0;
+  assert_int_equal(rp_est_get(x, &l, 1024, &e), RP_EST_KEY);
+  assert_int_equal(e.dur, 10000);
+  rp_est_free(x);
+
+  x = rp_est_new();
+  k.phase = 0;
+  for (int i = 0; i < 3; i++) rp_est_measured(x, &k, 4 * MiB, early[i]);
+  for (int i = 0; i < 4; i++) rp_est_measured(x, &k, 4 * MiB, late[i]);
+  rp_est_finish(x);
+  assert_int_equal(rp_est_get(x, &k, 4 * MiB, &e), RP_EST_KEY);
+  assert_true(e.dur > 28000000); /* (200 ms + 386 us) / 7: one phase, pooled */
+  rp_est_free(x);
+}
+
 static void test_estimator_fallbacks_directly(void **state) {
   (void)state;
   rp_estimator *x = rp_est_new();
-  rp_est_key k = {8, 4, 24, 1, 2, 16, 0};
+  rp_est_key k = {8, 4, 24, 1, 2, 16, 0, 0};
   rp_est_measured(x, &k, 16 * MiB, 1000);
   rp_est_finish(x);
   rp_estimate e;
@@ -268,7 +306,7 @@ static void test_scaled_estimate_takes_the_nearest_bucket_larger_on_ties(void **
   for (int algo = 0; algo < 10; algo++)
     for (int proto = 0; proto < 10; proto++)
       for (int b = 10; b <= 20; b += b == 10 ? 4 : 6) {
-        rp_est_key k = {8, 4, b, algo, proto, 2, 0};
+        rp_est_key k = {8, 4, b, algo, proto, 2, 0, 0};
         if (algo != 3 || proto != 5) k.bucket = b + 1; /* the neighbours' buckets differ */
         rp_est_measured(x, &k, (uint64_t)1 << b, 1000);
       }
@@ -277,13 +315,13 @@ static void test_scaled_estimate_takes_the_nearest_bucket_larger_on_ties(void **
     int bucket, from; /* asked, expected from */
   } want[] = {{5, 10}, {11, 10}, {12, 14}, {13, 14}, {16, 14}, {17, 20}, {18, 20}, {40, 20}};
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
-    rp_est_key k = {8, 4, want[i].bucket, 3, 5, 2, 0};
+    rp_est_key k = {8, 4, want[i].bucket, 3, 5, 2, 0, 0};
     rp_estimate e;
     assert_int_equal(rp_est_get(x, &k, (uint64_t)1 << want[i].bucket, &e), RP_EST_SCALED);
     double scale = (double)((uint64_t)1 << want[i].bucket) / (double)((uint64_t)1 << want[i].from);
     assert_int_equal(e.dur, (int64_t)(1000 * scale));
   }
-  rp_est_key none = {8, 4, 12, 3, 10, 2, 0}; /* a protocol nothing was measured with */
+  rp_est_key none = {8, 4, 12, 3, 10, 2, 0, 0}; /* a protocol nothing was measured with */
   rp_estimate e;
   assert_int_equal(rp_est_get(x, &none, 4096, &e), RP_EST_UNKNOWN);
   none.proto = 5, none.nranks = 16;
@@ -864,6 +902,7 @@ int main(void) {
       cmocka_unit_test(test_untimed_collectives_get_the_mean_of_their_key),
       cmocka_unit_test(test_estimates_are_placed_after_the_previous_comm_on_their_stream),
       cmocka_unit_test(test_placements_inside_a_window_are_those_of_the_whole_run),
+      cmocka_unit_test(test_estimates_come_from_the_calls_own_phase),
       cmocka_unit_test(test_estimator_fallbacks_directly),
       cmocka_unit_test(test_error_follows_the_spread_and_the_count),
       cmocka_unit_test(test_scaled_estimate_takes_the_nearest_bucket_larger_on_ties),

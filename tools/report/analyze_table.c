@@ -152,9 +152,14 @@ void an_table_xfer(ctx *c, int func, int algo, int proto, uint64_t bytes, int nr
 /* ---- estimates of untimed collectives (estimate.c) */
 rp_est_key an_est_key(const rp_coll *co) {
   int func = co->func < RP_MAX_FUNC ? co->func : RP_MAX_FUNC - 1;
-  rp_est_key k = {co->nranks, func,      bucket_of(rp_coll_size(func, co->bytes, co->nranks)),
-                  co->algo,   co->proto, co->nchannels,
-                  co->src};
+  rp_est_key k = {co->nranks,
+                  func,
+                  bucket_of(rp_coll_size(func, co->bytes, co->nranks)),
+                  co->algo,
+                  co->proto,
+                  co->nchannels,
+                  co->src,
+                  co->startup != 0};
   return k;
 }
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Estimated GPU durations for collectives that have none (not sampled, or their kernel-channel
 // events were lost): the mean and spread of the measured durations by (communicator size,
-// function, size bucket, algorithm, protocol, channels), filled in pass 0 of the analysis
+// function, size bucket, algorithm, protocol, channels) and phase (start-up or after it: a call
+// is estimated from the measured calls of its own phase where there are some, else from both),
+// filled in pass 0 of the analysis
 // (analyze.c), frozen by rp_est_finish, then asked by the join (pass 1) and once per untimed
 // collective in pass 2. Rules and error model:
 // docs/metrics.md, "Estimated durations". Single-threaded; memory grows with distinct keys only.
@@ -16,6 +18,7 @@
 
 #define ANY_CHANNELS (-1)
 #define ANY_SOURCE   (-1)
+#define ANY_PHASE    (-1)
 
 typedef struct scaled_ref {
   rp_est_key key;
@@ -23,7 +26,8 @@ typedef struct scaled_ref {
 } scaled_ref;
 
 typedef struct est_entry {
-  rp_est_key key;    /* nchannels == ANY_CHANNELS: pooled over channel counts */
+  rp_est_key key;    /* nchannels == ANY_CHANNELS: pooled over channel counts; phase ==
+                      * ANY_PHASE: over both phases */
   uint64_t n;        /* measured calls */
   double mean, m2;   /* their durations' running mean and sum of squared deviations (Welford) */
   double size_sum;   /* nccl-tests sizes of the measured calls */
@@ -46,13 +50,14 @@ struct rp_estimator {
 static int key_eq(const rp_est_key *a, const rp_est_key *b) {
   return a->nranks == b->nranks && a->func == b->func && a->bucket == b->bucket &&
          a->algo == b->algo && a->proto == b->proto && a->nchannels == b->nchannels &&
-         a->src == b->src;
+         a->src == b->src && a->phase == b->phase;
 }
 
 static uint64_t key_hash(const rp_est_key *k) {
-  const int v[7] = {k->nranks, k->func, k->bucket, k->algo, k->proto, k->nchannels, k->src};
+  const int v[8] = {k->nranks, k->func,      k->bucket, k->algo,
+                    k->proto,  k->nchannels, k->src,    k->phase};
   uint64_t h = 0x9e3779b97f4a7c15ull;
-  for (int i = 0; i < 7; i++) {
+  for (int i = 0; i < 8; i++) {
     h = (h ^ (uint32_t)v[i]) * 0xbf58476d1ce4e5b9ull;
     h ^= h >> 31;
   }
@@ -130,20 +135,27 @@ double rp_t975(double dof) {
 }
 
 /* A measured call counts in its own key (its trace), in the key over every trace, and in the
- * key over every trace and channel count. */
+ * key over every trace and channel count; each of its own phase and over both phases. */
 void rp_est_measured(rp_estimator *x, const rp_est_key *k, uint64_t size, int64_t dur) {
-  rp_est_key all = *k, pooled = *k;
-  all.src = pooled.src = ANY_SOURCE;
-  pooled.nchannels = ANY_CHANNELS;
-  long at[3] = {find_or_add(x, k), -1, -1};
-  if (at[0] >= 0) at[1] = find_or_add(x, &all);
-  if (at[1] >= 0) at[2] = find_or_add(x, &pooled);
-  if (at[2] < 0) {
-    x->oom = 1;
-    return;
+  rp_est_key keys[6];
+  keys[0] = keys[1] = keys[2] = *k;
+  keys[1].src = keys[2].src = ANY_SOURCE;
+  keys[2].nchannels = ANY_CHANNELS;
+  for (int i = 0; i < 3; i++) {
+    keys[3 + i] = keys[i];
+    keys[3 + i].phase = ANY_PHASE;
   }
-  for (int i = 0; i < 3; i++)
-    if (!i || at[i] != at[i - 1]) add_to(&x->e[at[i]], size, dur);
+  long at[6];
+  for (int i = 0; i < 6; i++)
+    if ((at[i] = find_or_add(x, &keys[i])) < 0) {
+      x->oom = 1;
+      return;
+    }
+  for (int i = 0; i < 6; i++) {
+    int seen = 0;
+    for (int j = 0; j < i; j++) seen |= at[j] == at[i];
+    if (!seen) add_to(&x->e[at[i]], size, dur);
+  }
 }
 
 /* Order of the entries a size-scaled estimate may come from: by (nranks, func, algo, proto),
@@ -170,25 +182,27 @@ void rp_est_finish(rp_estimator *x) {
   x->scaled = NULL;
   x->nscaled = 0;
   /* Keys over every trace first: their own spread (n - 1 degrees of freedom); measured once, the
-   * relative spread pooled over the keys measured more than once (weighted by their degrees of
-   * freedom); nothing measured twice anywhere: the value itself, no coverage promised (q = 1). */
-  double cv2 = 0, dof = 0;
+   * relative spread pooled over the keys of the same phase (or over both) measured more than once
+   * (weighted by their degrees of freedom); nothing measured twice anywhere: the value itself, no
+   * coverage promised (q = 1). */
+  double cv2[3] = {0}, dof[3] = {0}; /* by phase + 1: both, after start-up, start-up */
   for (size_t i = 0; i < x->n; i++) {
     const est_entry *e = &x->e[i];
     if (e->key.nchannels == ANY_CHANNELS || e->key.src != ANY_SOURCE || e->n < 2 || !(e->mean > 0))
       continue;
-    cv2 += e->m2 / (e->mean * e->mean);
-    dof += (double)(e->n - 1);
+    cv2[e->key.phase + 1] += e->m2 / (e->mean * e->mean);
+    dof[e->key.phase + 1] += (double)(e->n - 1);
   }
   for (size_t i = 0; i < x->n; i++) {
     est_entry *e = &x->e[i];
     if (e->key.src != ANY_SOURCE) continue;
+    int p = dof[e->key.phase + 1] > 0 ? e->key.phase + 1 : 0;
     if (e->n >= 2) {
       e->sd = sqrt(e->m2 / (double)(e->n - 1));
       e->dof = (double)(e->n - 1);
-    } else if (dof > 0) {
-      e->sd = sqrt(cv2 / dof) * e->mean;
-      e->dof = dof;
+    } else if (dof[p] > 0) {
+      e->sd = sqrt(cv2[p] / dof[p]) * e->mean;
+      e->dof = dof[p];
     } else {
       e->sd = e->mean;
       e->dof = 0;
@@ -217,8 +231,8 @@ void rp_est_finish(rp_estimator *x) {
   }
   for (size_t i = 0; i < x->n; i++) {
     const est_entry *c = &x->e[i];
-    if (c->key.nchannels == ANY_CHANNELS && c->key.src == ANY_SOURCE && c->n &&
-        c->key.bucket >= 0 && c->size_sum > 0)
+    if (c->key.nchannels == ANY_CHANNELS && c->key.src == ANY_SOURCE && c->key.phase == ANY_PHASE &&
+        c->n && c->key.bucket >= 0 && c->size_sum > 0)
       x->scaled[x->nscaled++] = (scaled_ref){c->key, (uint32_t)i};
   }
   qsort(x->scaled, x->nscaled, sizeof *x->scaled, cmp_scaled);
@@ -255,14 +269,17 @@ static void from_entry(const est_entry *e, double scale, int borrowed, rp_estima
   out->bias = rp_dbl_ns(e->q * sd * (borrowed ? sqrt(1 + 1 / k) : 1 / sqrt(k)));
 }
 
-int rp_est_get(const rp_estimator *x, const rp_est_key *k, uint64_t size, rp_estimate *out) {
-  memset(out, 0, sizeof *out);
-  const est_entry *e = find(x, k);
+/* The estimate from measured calls of k's phase `phase` (ANY_PHASE: both): its key, other ranks',
+ * any channel count. Its level, RP_EST_UNKNOWN when none of them has measured calls. */
+static int from_phase(const rp_estimator *x, const rp_est_key *k, int phase, rp_estimate *out) {
+  rp_est_key own = *k;
+  own.phase = phase;
+  const est_entry *e = find(x, &own);
   if (e && e->n) {
     from_entry(e, 1.0, 0, out);
     return out->level = RP_EST_KEY;
   }
-  rp_est_key pooled = *k;
+  rp_est_key pooled = own;
   pooled.src = ANY_SOURCE;
   e = find(x, &pooled);
   if (e && e->n) { /* other ranks' calls: their mean may lie anywhere in their spread */
@@ -275,7 +292,18 @@ int rp_est_get(const rp_estimator *x, const rp_est_key *k, uint64_t size, rp_est
     from_entry(e, 1.0, 1, out);
     return out->level = RP_EST_ANY_CHANNELS;
   }
-  const est_entry *best = nearest_bucket(x, k);
+  return RP_EST_UNKNOWN;
+}
+
+/* A call's own phase first: start-up's durations (first calls, waits for a peer's first step)
+ * are not those of the steady state, nor the other way round; a phase without measured calls of
+ * the key borrows from both. */
+int rp_est_get(const rp_estimator *x, const rp_est_key *k, uint64_t size, rp_estimate *out) {
+  memset(out, 0, sizeof *out);
+  if (from_phase(x, k, k->phase, out) || from_phase(x, k, ANY_PHASE, out)) return out->level;
+  rp_est_key any = *k;
+  any.phase = ANY_PHASE;
+  const est_entry *best = nearest_bucket(x, &any);
   if (!best) return out->level = RP_EST_UNKNOWN;
   double scale = (double)size / (best->size_sum / (double)best->n);
   from_entry(best, scale, 1, out);

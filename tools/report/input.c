@@ -502,6 +502,7 @@ static void deliver_record(rp_source *s, const rp_sink *sink, const topo_trace_r
     o.p2p = rec->type == TOPO_REC_P2P;
     o.peer = c->peer;
     o.asked = (c->flags & TOPO_COLL_F_GPU_ASKED) != 0;
+    o.startup = (c->flags & TOPO_COLL_F_STARTUP) != 0;
     o.stream = c->stream_id;
     o.sym = (c->flags & TOPO_COLL_F_SYM) != 0;
     if (o.sym) o.algo = o.proto = -1; /* whatever a writer put there names nothing that ran */

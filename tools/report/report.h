@@ -139,7 +139,8 @@ typedef struct rp_coll {
   int64_t cpu_start, cpu_stop; /* aligned */
   int64_t gpu_start, gpu_stop; /* aligned; valid when timed */
   int timed;
-  int asked; /* TOPO_COLL_F_GPU_ASKED: GPU timing was requested */
+  int asked;   /* TOPO_COLL_F_GPU_ASKED: GPU timing was requested */
+  int startup; /* TOPO_COLL_F_STARTUP: asked in the process's start-up (before its step was steady) */
   int p2p;
   int peer; /* topo traces: root of a rooted collective, peer of a p2p, -1 otherwise */
   uint32_t stream;
@@ -303,11 +304,13 @@ uint64_t rp_kineto_parse_chunks(const char *data, size_t len, size_t chunk, size
 /* ---- estimated durations of untimed collectives (estimate.c; docs/metrics.md) */
 typedef struct rp_est_key {
   int nranks, func, bucket, algo, proto, nchannels;
-  int src; /* the trace (one rank's communicator) of the call: rp_source index */
+  int src;   /* the trace (one rank's communicator) of the call: rp_source index */
+  int phase; /* 1: start-up (TOPO_COLL_F_STARTUP), 0: after it or not known */
 } rp_est_key;
 enum rp_est_level {
   RP_EST_UNKNOWN = 0,      /* nothing measured to estimate from: adds nothing (a lower bound) */
-  RP_EST_KEY = 1,          /* mean of the same key in the same trace */
+  RP_EST_KEY = 1,          /* mean of the same key in the same trace (same phase where it has
+                            * measured calls, docs/metrics.md) */
   RP_EST_OTHER_RANKS = 2,  /* same key, measured in other traces (ranks) only */
   RP_EST_ANY_CHANNELS = 3, /* same key, any channel count, any trace */
   RP_EST_SCALED = 4,       /* nearest measured size bucket, scaled by size */
