@@ -162,8 +162,12 @@ static struct {
   int kernelch, channel_records, proxy, phase, nvtx, cupti;
   int nccl_version; /* NCCL_VERSION_CODE NCCL reported at the generation's first init; 0 unknown */
   uint32_t sample_every;
-  uint64_t measure_min;   /* TOPO_PROFILER_MEASURE_BYTES */
-  int measure_all;        /* every operation gets kernel channels: no prediction needed */
+  uint64_t measure_min; /* TOPO_PROFILER_MEASURE_BYTES */
+  int measure_all;      /* every operation gets kernel channels: no prediction needed */
+  int64_t startup_ns;   /* TOPO_PROFILER_STARTUP_MS; 0 when start-up is not measured whole */
+  /* In start-up (the step not yet steady): every operation gets kernel channels. Set by the
+   * writer thread from the step schedule, read with one relaxed load on the hot path. */
+  atomic_int startup;
   _Atomic(uint64_t) tick; /* operations that fell to 1-in-sample_every sampling */
   atomic_int next_mask;   /* the mask last set for the next operation */
   int64_t last_reap;      /* writer thread only */
@@ -171,7 +175,7 @@ static struct {
   pid_t pid;
   uint32_t gen_base;     /* the generation of objects handed out fresh (see obj_alloc) */
   topo_comm *cupti_comm; /* the process-wide CUPTI stream; NULL when CUPTI is off */
-  topo_sched *sched;     /* the step schedule of the CUPTI windows (`window` mode), writer-owned */
+  topo_sched *sched;     /* the step schedule (CUPTI windows, start-up's end), writer-owned */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cupti_lock = PTHREAD_MUTEX_INITIALIZER};
 
 /* NCCL passes the same static name strings again and again: a direct-mapped cache from the
@@ -502,9 +506,10 @@ static int read_mask(void) {
 }
 
 /* ---- which operations get kernel channels ----
- * Rule: every operation of at least g.measure_min bytes; below that, each kind (function, log2
- * of the size) until PRED_FIRST of it were measured, and then 1 in g.sample_every (hashed, not
- * periodic: sample_mix). NCCL reads the mask before the plugin hears of the operation, so the
+ * Rule: in start-up (g.startup: until the step is steady, bounded in time, step_sched.h) every
+ * operation; after it every operation of at least g.measure_min bytes; below that, each kind
+ * (function, log2 of the size) until PRED_FIRST of it were measured (start-up's count), and then
+ * 1 in g.sample_every (hashed, not periodic: sample_mix). NCCL reads the mask before the plugin hears of the operation, so the
  * mask for operation k + 1 is set when operation k starts, from a prediction of k + 1: the kind
  * that followed the same context last time. The context is (previous different kind, this kind, how many of this kind in a
  * row), which tells "the 12th of 12 equal AllReduces" from "the 11th"; when the context is new,
@@ -624,7 +629,8 @@ static void next_op(const topo_comm *c, int func, uint64_t bytes, int asked) {
       (uint64_t)cur | (uint64_t)prev << 10 | (uint64_t)run << 20 | (uint64_t)(next & 0x3ff) << 28,
       memory_order_relaxed);
   int m = topo_prof_mask_for(abi_version);
-  if (!pred_wants(next)) m &= ~(ncclProfileKernelCh | ncclProfileKernelPhase);
+  if (!atomic_load_explicit(&g.startup, memory_order_relaxed) && !pred_wants(next))
+    m &= ~(ncclProfileKernelCh | ncclProfileKernelPhase);
   set_mask(m);
 }
 
@@ -823,12 +829,43 @@ static void sched_emit(void *arg, uint32_t slot, uint32_t life, const topo_trace
   topo_writer_append_local(arg, slot, life, r, topo_clock_monotonic_ns());
 }
 
+/* Start-up's end (or its return at the first large operation, step_sched.h): the hot path's flag
+ * follows the schedule's answer; one INFO line when it ends. Writer thread. */
+static int64_t startup_tick(topo_sched *sched, int64_t now) {
+  int64_t until;
+  int on = topo_sched_startup(sched, now, &until);
+  if (atomic_load_explicit(&g.startup, memory_order_relaxed) == on) return until;
+  atomic_store_explicit(&g.startup, on, memory_order_relaxed);
+  topo_sched_state st;
+  topo_sched_get(sched, &st);
+  if (on)
+    TOPO_INFO(NCCL_INIT,
+              "TOPO/Profiler: start-up again at the first operation of >= %u bytes: "
+              "every operation measured until the step is steady, at most %lld ms",
+              TOPO_CUPTI_TRAFFIC_BYTES, (long long)(g.startup_ns / 1000000));
+  else if (st.steady)
+    TOPO_INFO(NCCL_INIT,
+              "TOPO/Profiler: start-up over after %llu operations: the step (%u "
+              "operations) is steady; the sampling rule from here on",
+              (unsigned long long)st.fed, st.period);
+  else
+    TOPO_INFO(NCCL_INIT,
+              "TOPO/Profiler: start-up over after %llu operations: no steady step "
+              "within TOPO_PROFILER_STARTUP_MS=%lld; the sampling rule from here on",
+              (unsigned long long)st.fed, (long long)(g.startup_ns / 1000000));
+  return until;
+}
+
 static int64_t writer_tick(topo_writer *w, int64_t now) {
   int64_t due = reap(now), cupti = cupti_tick(w, now);
   topo_sched *sched = g.sched;
   if (sched) {
     int64_t held = topo_sched_poll(sched, now, sched_emit, w);
     if (held < due) due = held;
+    if (g.startup_ns) {
+      int64_t until = startup_tick(sched, now);
+      if (until < due) due = until;
+    }
   }
   return cupti < due ? cupti : due;
 }
@@ -886,9 +923,12 @@ static int global_start(int abi_version) {
                                                         : abi_version >= 7 ? 23100
                                                                            : 0);
   g.measure_all = g.sample_every <= 1 || g.measure_min == 0;
+  g.startup_ns = topo_env_int(TOPO_ENV_PROFILER_STARTUP_MS) * 1000000LL;
   g.gpu_timeout_ns = topo_env_int(TOPO_ENV_PROFILER_GPU_TIMEOUT_MS) * 1000000LL;
   g.wait_ns = topo_env_int(TOPO_ENV_PROFILER_WAIT_MS) * 1000000LL;
   parse_events();
+  if (g.measure_all || !g.kernelch) g.startup_ns = 0; /* everything or nothing timed anyway */
+  atomic_store(&g.startup, g.startup_ns > 0);
   long pool = topo_env_int(TOPO_ENV_PROFILER_POOL);
   if (pool_create(&g.pools[POOL_PARENTS], (uint32_t)pool) ||
       pool_create(&g.pools[POOL_CHILDREN], (uint32_t)pool * CHILDREN_PER_PARENT)) {
@@ -920,18 +960,22 @@ static int global_start(int abi_version) {
       g.cupti = 0;
     }
   }
-  /* `window` mode: the windows follow the job's steps, learned on the writer thread; without
-   * memory for the learner (~200 KB) they keep a fixed length */
+  /* The job's steps, learned on the writer thread: `window` mode's windows follow them, and
+   * start-up ends when they are steady. Without memory for the learner (~200 KB) windows keep a
+   * fixed length and start-up ends at once. */
   g.sched = NULL;
-  if (g.cupti && topo_cupti_windowed()) {
+  int windowed = g.cupti && topo_cupti_windowed();
+  if (windowed || g.startup_ns) {
     topo_sched_config sc;
     topo_sched_config_default(&sc, topo_env_int(TOPO_ENV_PROFILER_CUPTI_WINDOW_MS) * 1000000LL,
                               topo_env_int(TOPO_ENV_PROFILER_CUPTI_PERIOD_S) * 1000000000LL,
                               g.gpu_timeout_ns);
     sc.steps = (uint32_t)topo_env_int(TOPO_ENV_PROFILER_CUPTI_STEPS);
+    sc.startup_ns = g.startup_ns;
     g.sched = topo_sched_new(&sc);
   }
-  topo_cupti_set_sched(g.sched);
+  if (!g.sched) atomic_store(&g.startup, 0);
+  topo_cupti_set_sched(windowed ? g.sched : NULL);
   uint32_t ring = 1;
   while (ring < (uint32_t)topo_env_int(TOPO_ENV_PROFILER_RING)) ring <<= 1;
   topo_writer_config wc = {.dir = topo_env_str(TOPO_ENV_PROFILER_DIR),
@@ -1041,9 +1085,10 @@ static int generation_begin(int abi_version) {
   else
     TOPO_INFO(NCCL_INIT,
               "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
-              "channels for every operation of >= %llu bytes (NCCL %d) and below that the first "
-              "%d of each kind then 1 in %u, NVTX %s, CUPTI %s, traces in %s",
+              "channels for every operation %s, then for every one of >= %llu bytes (NCCL %d) and "
+              "below that the first %d of each kind then 1 in %u, NVTX %s, CUPTI %s, traces in %s",
               TOPO_VERSION, abi_version, topo_prof_mask_for(abi_version),
+              g.startup_ns ? "until the step is steady (start-up)" : "of none at start-up",
               (unsigned long long)g.measure_min, g.nccl_version, PRED_FIRST, g.sample_every,
               g.nvtx ? "on" : "off", g.cupti ? topo_cupti_describe() : "off",
               topo_env_str(TOPO_ENV_PROFILER_DIR));
@@ -1070,6 +1115,7 @@ static void comm_setup(topo_comm *c, int abi_version, uint64_t comm_hash, const 
     c->header.sample_every = g.measure_all ? 1 : g.sample_every;
     c->header.measure_min_bytes = g.measure_all ? 0 : g.measure_min;
     if (!g.measure_all) c->header.flags |= TOPO_TRACE_F_SAMPLED;
+    if (g.startup_ns && abi_version >= 4) c->header.flags |= TOPO_TRACE_F_STARTUP;
   }
   if (m & ncclProfileKernelPhase) c->header.flags |= TOPO_TRACE_F_PHASE;
   c->header.nccl_version = (uint32_t)g.nccl_version;
@@ -1279,6 +1325,8 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c, uint32_t life)
   r->bytes = d->bytes;
   r->peer = d->peer;
   if (asked) r->flags |= TOPO_COLL_F_GPU_ASKED;
+  if (asked && atomic_load_explicit(&g.startup, memory_order_relaxed))
+    r->flags |= TOPO_COLL_F_STARTUP;
   if (d->sym) r->flags |= TOPO_COLL_F_SYM;
   o->user_tag = d->user_tag;
   o->variant_len = 0;

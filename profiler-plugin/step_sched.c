@@ -37,6 +37,10 @@ struct topo_sched {
   int64_t step_ns;
   int64_t last_cut_t; /* enqueue of the operation before the last boundary */
   int64_t gpu_done_t; /* the latest enqueue among operations whose GPU work is over */
+  /* start-up */
+  int steady_seen; /* the step has been steady: start-up is over for good */
+  int64_t first_t; /* enqueue of the first operation (INT64_MIN: none yet) */
+  int64_t large_t; /* enqueue of the first operation of >= TOPO_TRACE_CUPTI_START_BYTES */
   /* the schedule */
   int begun;
   int64_t earliest;  /* the next window may open from here */
@@ -72,6 +76,7 @@ topo_sched *topo_sched_new(const topo_sched_config *cfg) {
   s->cfg = *cfg;
   if (s->cfg.steps < 1) s->cfg.steps = 1;
   s->earliest = INT64_MAX;
+  s->first_t = s->large_t = INT64_MIN;
   return s;
 }
 
@@ -180,7 +185,7 @@ static void feed(topo_sched *s, const topo_sched_op *op, topo_sched_emit_fn emit
   topo_step_learn_add(s->learner, &in, &ev);
   s->fed++;
   if (ev.found || ev.lost) s->writing = 0;
-  if (ev.steady) s->writing = 1;
+  if (ev.steady) s->writing = s->steady_seen = 1;
   s->period = ev.period;
   s->steady = ev.steady;
   s->step_ns = ev.step_ns;
@@ -191,6 +196,10 @@ static void feed(topo_sched *s, const topo_sched_op *op, topo_sched_emit_fn emit
 
 void topo_sched_add(topo_sched *s, const topo_sched_op *op, int64_t now) {
   if (!ready(s)) return;
+  if (s->first_t == INT64_MIN || op->cpu_start_ns < s->first_t) s->first_t = op->cpu_start_ns;
+  if (op->bytes >= TOPO_TRACE_CUPTI_START_BYTES &&
+      (s->large_t == INT64_MIN || op->cpu_start_ns < s->large_t))
+    s->large_t = op->cpu_start_ns;
   int64_t late = now - op->cpu_start_ns;
   if (now - s->late_since >= 1000000000LL) {
     s->late[1] = now - s->late_since < 2000000000LL ? s->late[0] : 0;
@@ -215,6 +224,18 @@ int64_t topo_sched_poll(topo_sched *s, int64_t now, topo_sched_emit_fn emit, voi
     feed(s, &op, emit, arg);
   }
   return s->nheap ? s->heap[0].cpu_start_ns + hold : INT64_MAX;
+}
+
+/* ---- start-up */
+int topo_sched_startup(topo_sched *s, int64_t now, int64_t *until) {
+  *until = INT64_MAX;
+  if (s->cfg.startup_ns <= 0 || s->broken || s->steady_seen) return 0;
+  if (s->first_t == INT64_MIN) return 1; /* nothing seen yet: the first operations are measured */
+  int64_t from = s->large_t != INT64_MIN ? s->large_t : s->first_t;
+  int64_t end = from > INT64_MAX - s->cfg.startup_ns ? INT64_MAX : from + s->cfg.startup_ns;
+  if (now >= end) return 0;
+  *until = end;
+  return 1;
 }
 
 /* ---- the windows */

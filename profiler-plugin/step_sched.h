@@ -29,10 +29,11 @@ typedef struct topo_sched_config {
   int64_t hold_max_ns;    /* the longest an operation waits for earlier-enqueued ones */
   uint32_t steps;         /* whole steps per window */
   uint32_t max_period;    /* the learner's longest step in operations (0: its default) */
+  int64_t startup_ns;     /* start-up's bound (TOPO_PROFILER_STARTUP_MS; 0: no start-up) */
 } topo_sched_config;
 
 /* The defaults: the first gap min(5 s, period), the fallback min(10 s, period), windows without a
- * step of min(cap, 2 s), 4 steps, operations held up to the GPU timeout + 0.5 s. */
+ * step of min(cap, 2 s), 4 steps, operations held up to the GPU timeout + 0.5 s, no start-up. */
 void topo_sched_config_default(topo_sched_config *cfg, int64_t cap_ns, int64_t period_ns,
                                int64_t gpu_timeout_ns);
 
@@ -63,6 +64,16 @@ void topo_sched_add(topo_sched *s, const topo_sched_op *op, int64_t now);
 typedef void (*topo_sched_emit_fn)(void *arg, uint32_t slot, uint32_t life,
                                    const topo_trace_record *r);
 int64_t topo_sched_poll(topo_sched *s, int64_t now, topo_sched_emit_fn emit, void *arg);
+
+/* ---- start-up: every operation measured until the step is steady (docs/profiler.md, "Start-up
+ * measured whole") */
+/* Whether the process is still in its start-up at `now`: from its first operation until the
+ * learner's steady state (never again after it), at most startup_ns after its first operation of
+ * >= TOPO_TRACE_CUPTI_START_BYTES or, while none has come, after its first operation (a first
+ * large one arriving after that opens start-up again, for startup_ns). No start-up when
+ * startup_ns is 0 or the learner could not be allocated. *until: when the answer changes by
+ * the clock alone (INT64_MAX: not by the clock). Times are the operations' enqueue clock. */
+int topo_sched_startup(topo_sched *s, int64_t now, int64_t *until);
 
 /* ---- the windows (window mode) */
 typedef struct topo_sched_window {

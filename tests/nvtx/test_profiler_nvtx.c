@@ -46,6 +46,7 @@ static void test_one_range_per_collective_from_enqueue_to_gpu_completion(void **
   assert_non_null(mkdtemp(dir));
   setenv("TOPO_PROFILER_DIR", dir, 1);
   setenv("TOPO_PROFILER_SAMPLE", "2", 1);
+  setenv("TOPO_PROFILER_STARTUP_MS", "0", 1); /* the sampling rule from the first operation */
   topo_host_profiler p;
   assert_int_equal(topo_host_profiler_load(&p, TOPO_TEST_PROFILER_SO, TOPO_NCCL_2_28), TOPO_OK);
   topo_host_profiler_init(&p, 0x77, NULL, 1, 2, 0, topo_host_log);

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Which operations get kernel channels (GPU timing), through the plugin host as NCCL drives it:
-// in the default configuration every operation of >= TOPO_PROFILER_MEASURE_BYTES, the first
-// ones of each small kind, then 1 small one in TOPO_PROFILER_SAMPLE; the mask for the next
+// in the default configuration every operation in start-up (until the writer's step learner finds
+// the step steady, at most TOPO_PROFILER_STARTUP_MS), then every operation of >=
+// TOPO_PROFILER_MEASURE_BYTES, the first ones of each small kind, then 1 small one in
+// TOPO_PROFILER_SAMPLE (the rule is tested from the first operation with start-up off); the mask
+// for the next
 // operation comes from a prediction of it, whose hit rate the plugin logs at each finalize. Each
 // record's GPU_ASKED flag must be exactly what the mask NCCL read for that operation said. The
 // size threshold's default follows the NCCL version (NCCL 2.31+ makes kernel channels dearer): the
@@ -15,13 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "export.h"
 #include "host_profiler.h"
 #include "profiler_driver.h"
 #include "trace_read.h"
 
-#define MAX_OPS 1024
+#define MAX_OPS 4096
 #define MIB16   16777216u
 #define MIB64   (4ull * MIB16)
 
@@ -44,6 +48,7 @@ static int setup(void **state) {
   setenv("TOPO_PROFILER_DIR", dir, 1);
   unsetenv("TOPO_PROFILER_SAMPLE");
   unsetenv("TOPO_PROFILER_MEASURE_BYTES");
+  setenv("TOPO_PROFILER_STARTUP_MS", "0", 1); /* the rule from the first operation */
   unsetenv("TOPO_PROFILER_EVENTS");
   unsetenv("TOPO_PROFILER_POOL");
   unsetenv("TOPO_PROFILER_ENABLE");
@@ -483,6 +488,142 @@ static void test_measure_default_follows_the_nccl_version(void **s) {
   assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 0);
 }
 
+/* ---- start-up: every operation until the step is steady ---- */
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void pause_ms(long ms) {
+  struct timespec ts = {0, ms * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* A step of small operations only (each would be sampled): 4 B AllReduce, 12 x 64 KiB
+ * AllReduce, 16 B AllGather. */
+static void small_step(topo_host_profiler *p, issued *is, int step) {
+  drv_op op = make_op(0, "AllReduce", "ncclFloat32", 1, (uint64_t)is->n);
+  issue(p, is, &op, 4, step);
+  for (int k = 0; k < 12; k++) {
+    op = make_op(0, "AllReduce", "ncclFloat32", 16384, (uint64_t)is->n);
+    issue(p, is, &op, 65536, step);
+  }
+  op = make_op(0, "AllGather", "ncclInt8", 16, (uint64_t)is->n);
+  issue(p, is, &op, 16, step);
+}
+
+/* Whether the trace holds a STEP record of the steady state. */
+static int has_steady_step(const test_trace *t) {
+  for (size_t k = 0; k < t->count; k++)
+    if (t->records[k].type == TOPO_REC_STEP && (t->records[k].step.flags & TOPO_STEP_F_STEADY))
+      return 1;
+  return 0;
+}
+
+/* The records flagged TOPO_COLL_F_STARTUP are the first ones, all asked for kernel channels, and
+ * cover every operation before `over` (the first not asked) but the last two (asked by a mask
+ * set while start-up lasted). */
+static void assert_startup_prefix(const issued *is, const topo_rec_coll *const *rec_of, int over) {
+  int flagged = 0;
+  for (int i = 0; i < is->n; i++) {
+    int f = (rec_of[i]->flags & TOPO_COLL_F_STARTUP) != 0;
+    if (f) assert_true(is->asked[i]);
+    if (i > 0 && f) assert_true(rec_of[i - 1]->flags & TOPO_COLL_F_STARTUP);
+    flagged += f;
+  }
+  for (int i = 0; i < over; i++) assert_true(is->asked[i]);
+  assert_true(flagged <= over);
+  assert_true(flagged >= over - 2);
+}
+
+/* Steps with a host gap between them (the boundary the learner finds): every operation asked
+ * until the step is steady - the warm-up steps whole - then the usual rule (these small kinds:
+ * 1 in 32, their first two counted in start-up), with the mask still set ahead for the next. */
+static void check_startup(int version) {
+  unsetenv("TOPO_PROFILER_STARTUP_MS"); /* the default, 30 s */
+  static issued is;
+  memset(&is, 0, sizeof is);
+  topo_host_profiler p;
+  load(&p, version);
+  uint64_t hash = 0x5700 + (uint64_t)version;
+  assert_int_equal(topo_host_profiler_init(&p, hash, NULL, 1, 2, 0, topo_host_log), ncclSuccess);
+  int step = 0, over = -1;
+  for (; step < 200 && over < 0; step++) {
+    pause_ms(40);
+    int from = is.n;
+    small_step(&p, &is, step);
+    for (int i = from; i < is.n && over < 0; i++)
+      if (!is.asked[i]) over = i;
+  }
+  assert_true(over >= 0);
+  int after = is.n;
+  for (int k = 0; k < 40; k++) small_step(&p, &is, step++);
+  topo_host_profiler_finalize(&p);
+  topo_host_profiler_unload(&p);
+  assert_true(topo_host_log_contains("start-up over after"));
+  static const topo_rec_coll *rec_of[MAX_OPS];
+  test_trace t;
+  read_checked(hash, &is, &t, rec_of); /* GPU_ASKED exactly as the mask NCCL read */
+  assert_true(t.header.flags & TOPO_TRACE_F_STARTUP);
+  assert_true(has_steady_step(&t)); /* the steady step ended it, not the bound */
+  /* the learner needs three repetitions and three agreeing durations: five steps at least */
+  assert_true(over >= 5 * STEP_OPS);
+  assert_startup_prefix(&is, rec_of, over);
+  int asked = 0, n = is.n - after;
+  for (int i = after; i < is.n; i++) asked += is.asked[i];
+  assert_true(asked >= n / 32 - 13 && asked <= n / 32 + 13); /* 560 at 1 in 32: 17.5, sd 4.1 */
+  test_trace_free(&t);
+}
+
+static void test_v6_startup_times_every_operation_until_the_step_is_steady(void **s) {
+  (void)s;
+  check_startup(6);
+}
+static void test_v4_startup_times_every_operation_until_the_step_is_steady(void **s) {
+  (void)s;
+  check_startup(4);
+}
+
+/* One kind of operation at an even pace has no step: start-up ends at its bound (here 300 ms)
+ * after the first operation, never before; then the usual rule. */
+static void test_startup_without_a_steady_step_ends_at_its_bound(void **s) {
+  (void)s;
+  setenv("TOPO_PROFILER_STARTUP_MS", "300", 1);
+  static issued is;
+  memset(&is, 0, sizeof is);
+  topo_host_profiler p;
+  load(&p, 6);
+  assert_int_equal(topo_host_profiler_init(&p, 0x5b0, NULL, 1, 2, 0, topo_host_log), ncclSuccess);
+  int64_t t0 = now_ns(), t_over = 0;
+  int over = -1;
+  while (over < 0 && is.n < MAX_OPS - 400) {
+    drv_op op = make_op(0, "AllReduce", "ncclFloat32", 16384, (uint64_t)is.n);
+    issue(&p, &is, &op, 65536, 0);
+    if (!is.asked[is.n - 1]) over = is.n - 1, t_over = now_ns();
+    pause_ms(2);
+  }
+  assert_true(over >= 0);
+  assert_true(t_over - t0 >= 300000000LL);
+  int after = is.n;
+  for (int k = 0; k < 320; k++) {
+    drv_op op = make_op(0, "AllReduce", "ncclFloat32", 16384, (uint64_t)is.n);
+    issue(&p, &is, &op, 65536, 1);
+  }
+  topo_host_profiler_finalize(&p);
+  topo_host_profiler_unload(&p);
+  assert_true(topo_host_log_contains("no steady step within TOPO_PROFILER_STARTUP_MS=300"));
+  static const topo_rec_coll *rec_of[MAX_OPS];
+  test_trace t;
+  read_checked(0x5b0, &is, &t, rec_of);
+  assert_false(has_steady_step(&t));
+  assert_startup_prefix(&is, rec_of, over);
+  int asked = 0;
+  for (int i = after; i < is.n; i++) asked += is.asked[i];
+  assert_true(asked <= 320 / 32 + 13);
+  test_trace_free(&t);
+}
+
 /* ---- the collective sequence of a real DDP job (tests/data/ddp-2xh200, rank 0: recorded under
  * plain 1-in-32 sampling: 5 of its 172 operations of >= 16 MiB GPU-timed) replayed in issue
  * order ---- */
@@ -566,6 +707,12 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_default_follows_the_nccl_version_the_process_runs, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_measure_bytes_set_is_kept_on_nccl_2_31, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_v6_startup_times_every_operation_until_the_step_is_steady, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_v4_startup_times_every_operation_until_the_step_is_steady, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_startup_without_a_steady_step_ends_at_its_bound, setup,
+                                      teardown),
       cmocka_unit_test_setup_teardown(test_v4_ddp_steps_time_every_large_collective, setup,
                                       teardown),
       cmocka_unit_test_setup_teardown(test_small_operations_are_sampled_one_in_n_after_their_first,

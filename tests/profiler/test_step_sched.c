@@ -5,7 +5,8 @@
 // asks the schedule whether a window should be open. Windows open at a step boundary once the
 // step is steady, hold whole steps (also on the GPU), respect the cap, come early enough that a
 // 20 s run gets several, fall back to time windows without a step, and the step records name the
-// steps' first operations - for DDP-, FSDP-, TP + DP- and PP-shaped jobs.
+// steps' first operations - for DDP-, FSDP-, TP + DP- and PP-shaped jobs. Start-up (every
+// operation measured) ends once the step is steady, or at its bound without a step.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -147,6 +148,9 @@ typedef struct window {
 typedef struct run {
   window w[64];
   int nw;
+  /* start-up as topo_sched_startup answered: each change (the first answer included) */
+  int64_t su_at[8];
+  int su_on[8], nsu;
   topo_trace_record steps[8192];
   uint32_t step_slot[8192];
   int nsteps;
@@ -170,10 +174,13 @@ static int by_arrival(const void *a, const void *b) {
 /* The writer's view: every 10 ms it drains what arrived, lets the schedule release operations,
  * and asks whether a window should be open. CUPTI is loaded (the schedule begins) at the first
  * operation of >= 1 MiB, as in the default mode. */
+static int64_t startup_ns = 30 * S; /* TOPO_PROFILER_STARTUP_MS's default */
+
 static void simulate(const job *j, int64_t cap, int64_t period, run *out) {
   memset(out, 0, sizeof *out);
   topo_sched_config cfg;
   topo_sched_config_default(&cfg, cap, period, 2 * S);
+  cfg.startup_ns = startup_ns;
   topo_sched *s = topo_sched_new(&cfg);
   assert_non_null(s);
   op **order = malloc(j->n * sizeof *order);
@@ -201,6 +208,13 @@ static void simulate(const job *j, int64_t cap, int64_t period, run *out) {
       }
     }
     topo_sched_poll(s, now, collect, out);
+    int64_t until;
+    int on = topo_sched_startup(s, now, &until);
+    assert_true(on ? until > now : until == INT64_MAX);
+    if ((!out->nsu || out->su_on[out->nsu - 1] != on) && out->nsu < 8) {
+      out->su_at[out->nsu] = now;
+      out->su_on[out->nsu++] = on;
+    }
     topo_sched_window w;
     topo_sched_decide(s, now, &w);
     int open = out->nw && !out->w[out->nw - 1].close;
@@ -383,6 +397,91 @@ static void test_no_step_falls_back_to_time_windows(void **state) {
   free(j.ops);
 }
 
+/* Start-up: on from the first operation; over once the step is steady (after the warm-up's slow
+ * steps and three steps that agree), never again; the windows are not moved by it. */
+static void test_startup_ends_when_the_step_is_steady(void **state) {
+  (void)state;
+  static const int shapes[] = {DDP, FSDP, TPDP, PP};
+  for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+    job j;
+    make_job(&j, shapes[k], 130 * MS, 20, 3, 30 * MS);
+    run *r = malloc(sizeof *r);
+    simulate(&j, 10 * S, 60 * S, r);
+    assert_int_equal(r->nsu, 2);
+    assert_int_equal(r->su_on[0], 1);
+    assert_int_equal(r->su_on[1], 0);
+    /* not before three step durations after the warm-up's long gaps (before steps 0-2) agree:
+     * boundaries 2 to 5; long before the bound */
+    int64_t fifth = 0;
+    for (size_t i = 0; i < j.n && !fifth; i++)
+      if (j.ops[i].first && j.ops[i].step == 5) fifth = j.ops[i].cpu;
+    assert_true(fifth > 0);
+    assert_true(r->su_at[1] > fifth);
+    assert_true(r->su_at[1] < j.ops[0].cpu + 10 * S);
+    assert_true(r->nw >= 3);
+    assert_true(r->w[0].open >= r->su_at[1] - 10 * MS); /* a window only in the steady state */
+    free(r);
+    free(j.ops);
+  }
+}
+
+/* Without a step, start-up ends at its bound after the first operation of >= 1 MiB; with the
+ * bound 0 there is none. */
+static void test_startup_without_a_step_ends_at_its_bound(void **state) {
+  (void)state;
+  job j;
+  make_job(&j, IRREGULAR, 100 * MS, 40, 0, 20 * MS);
+  int64_t large = 0;
+  for (size_t i = 0; i < j.n && !large; i++)
+    if (j.ops[i].bytes >= (1u << 20)) large = j.ops[i].cpu;
+  run *r = malloc(sizeof *r);
+  simulate(&j, 10 * S, 60 * S, r);
+  assert_int_equal(r->end.steady, 0);
+  assert_int_equal(r->nsu, 2);
+  assert_int_equal(r->su_on[0], 1);
+  assert_int_equal(r->su_on[1], 0);
+  assert_true(r->su_at[1] >= large + 30 * S);
+  assert_true(r->su_at[1] <= large + 30 * S + 10 * MS);
+  startup_ns = 0;
+  simulate(&j, 10 * S, 60 * S, r);
+  startup_ns = 30 * S;
+  assert_int_equal(r->nsu, 1);
+  assert_int_equal(r->su_on[0], 0);
+  free(r);
+  free(j.ops);
+}
+
+/* Small operations only (a barrier, set-up) for longer than the bound: start-up ends the bound
+ * after the first; the first operation of >= 1 MiB (training begins) opens it again, for the
+ * bound, once. */
+static void test_startup_opens_again_at_the_first_large_operation(void **state) {
+  (void)state;
+  job j;
+  memset(&j, 0, sizeof j);
+  j.rng = 7;
+  j.t = 100 * S;
+  j.lag = 20 * MS;
+  while (j.t < 103 * S) put(&j, 0, F_AR, -1, 4, 100 * MS);
+  size_t first_large = j.n;
+  for (j.step = 0; j.t < 106 * S; j.step++) one_step(&j, IRREGULAR, 100 * MS, 5 * MS);
+  while (first_large < j.n && j.ops[first_large].bytes < (1u << 20)) first_large++;
+  assert_true(first_large < j.n);
+  startup_ns = 1 * S;
+  run *r = malloc(sizeof *r);
+  simulate(&j, 10 * S, 60 * S, r);
+  startup_ns = 30 * S;
+  assert_int_equal(r->nsu, 4);
+  assert_int_equal(r->su_on[1], 0);
+  assert_true(r->su_at[1] >= j.ops[0].cpu + 1 * S && r->su_at[1] <= j.ops[0].cpu + 1 * S + 10 * MS);
+  assert_int_equal(r->su_on[2], 1);
+  assert_true(r->su_at[2] >= j.ops[first_large].arrive);
+  assert_int_equal(r->su_on[3], 0);
+  int64_t end = j.ops[first_large].cpu + 1 * S;
+  assert_true(r->su_at[3] >= end && r->su_at[3] <= end + 10 * MS);
+  free(r);
+  free(j.ops);
+}
+
 static void test_operations_are_learned_in_enqueue_order(void **state) {
   (void)state;
   /* GPU-timed records arrive a GPU queue late, after later untimed ones: held, not misordered */
@@ -408,6 +507,9 @@ int main(void) {
       cmocka_unit_test(test_gaps_grow_to_the_period),
       cmocka_unit_test(test_no_step_falls_back_to_time_windows),
       cmocka_unit_test(test_operations_are_learned_in_enqueue_order),
+      cmocka_unit_test(test_startup_ends_when_the_step_is_steady),
+      cmocka_unit_test(test_startup_without_a_step_ends_at_its_bound),
+      cmocka_unit_test(test_startup_opens_again_at_the_first_large_operation),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
