@@ -668,8 +668,10 @@ static void test_window_over_uncovered_steps_estimates_exposed(void **state) {
                          "\"overlap_model\":{\"ratio\":0.521739,\"spread\":0.153103,"
                          "\"chunks\":3,\"outliers\":0,\"covered_comm_ns\":1150,"
                          "\"windows\":1,\"drift\":0.153103}"));
-  assert_non_null(strstr(text, "~574 ns ±626 ns"));
-  assert_non_null(strstr(text, "~191 ns ±209 ns"));
+  /* the error reaches below 0, the least the figure can be: the range it leaves */
+  if (!strstr(text, "~574 ns (0 ns to 1.20 us)")) fprintf(stderr, "%s\n", text);
+  assert_non_null(strstr(text, "~574 ns (0 ns to 1.20 us)"));
+  assert_non_null(strstr(text, "~191 ns (0 ns to 400 ns)"));
   assert_non_null(strstr(csv, ",574,626,574,0.52"));
   free(json), free(text), free(csv);
   rp_report_free(&r);

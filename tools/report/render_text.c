@@ -59,12 +59,19 @@ static const char *pct_known(int known, double v, char *buf, size_t len) {
 
 /* Exposed communication over a whole range: "14.445 ms" measured, "~14.469 ms ±3.23 us" with an
  * estimated part, "n/a" unknown (docs/metrics.md, Coverage). */
-static const char *dur_all(int known, int estimated, int64_t ns, int64_t err, char *buf,
-                           size_t len) {
-  char a[32], b[32];
+/* Exposed (all): measured, or "~estimate ±error"; an error reaching below `floor` (what was
+ * measured exposed: the estimate can be no lower) is given as the range it leaves,
+ * "~estimate (floor to high)", never as a bar crossing what is known. */
+static const char *dur_all(int known, int estimated, int64_t ns, int64_t err, int64_t floor,
+                           char *buf, size_t len) {
+  char a[24], b[24], c[24];
   if (!known) return "n/a";
   if (!estimated) return dur(ns, buf, len);
-  snprintf(buf, len, "~%s ±%s", dur(ns, a, sizeof a), dur(err, b, sizeof b));
+  if (floor < 0) floor = 0;
+  if (ns - err < floor)
+    snprintf(buf, len, "~%s (%s to %s)", dur(ns, a, sizeof a), dur(floor, b, sizeof b),
+             dur(rp_add_sat(ns, err), c, sizeof c));
+  else snprintf(buf, len, "~%s ±%s", dur(ns, a, sizeof a), dur(err, b, sizeof b));
   return buf;
 }
 
@@ -153,7 +160,7 @@ static void times_row(rp_tab *t, const char *label, const rp_derived *d) {
   rp_tab_cell(t, "%s", dur_known(kn, d->exposed, g, sizeof g));
   rp_tab_cell(t, "%s",
               dur_all(d->exposed_all_known, d->exposed_all_estimated, d->exposed_all,
-                      d->exposed_all_error, x, sizeof x));
+                      d->exposed_all_error, kn ? d->exposed : 0, x, sizeof x));
   rp_tab_cell(t, "%s", dur_known(kn, d->idle, j, sizeof j));
   rp_tab_cell(t, "%s", kn ? cv : "n/a");
   rp_tab_end_row(t);
@@ -657,7 +664,7 @@ static void step_row(rp_tab *t, const rp_stepsum *s) {
   rp_tab_cell(t, "%s", dur_known(kn, s->cov_comm - s->cov_overlap, d, sizeof d));
   rp_tab_cell(t, "%s",
               dur_all(s->ea_ranks > 0, s->ea_estimated, s->exposed_all, rp_err_ns(&s->exposed_err),
-                      x, sizeof x));
+                      kn ? s->cov_comm - s->cov_overlap : 0, x, sizeof x));
   rp_tab_cell(t, "%s",
               pct_known(kn && s->cov_comm > 0, rp_ratio(s->cov_overlap, s->cov_comm), g, sizeof g));
   rp_tab_cell(t, "%s", kn ? cv : "n/a");
