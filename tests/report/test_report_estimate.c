@@ -667,7 +667,8 @@ static void test_window_over_uncovered_steps_estimates_exposed(void **state) {
   assert_non_null(strstr(json,
                          "\"overlap_model\":{\"ratio\":0.521739,\"spread\":0.153103,"
                          "\"chunks\":3,\"outliers\":0,\"covered_comm_ns\":1150,"
-                         "\"windows\":1,\"drift\":0.153103}"));
+                         "\"windows\":1,\"drift\":0.153103,\"form\":\"ratio\","
+                         "\"intercept_ns\":0.0,\"slope\":0.521739,\"chunk_units\":\"steps\""));
   /* the error reaches below 0, the least the figure can be: the range it leaves */
   if (!strstr(text, "~574 ns (0 ns to 1.20 us)")) fprintf(stderr, "%s\n", text);
   assert_non_null(strstr(text, "~574 ns (0 ns to 1.20 us)"));
@@ -788,10 +789,11 @@ static void test_the_model_does_not_depend_on_the_window(void **state) {
   remove_dir();
 }
 
-/* Twelve steps of 1000 ns (marks), each an AllReduce [b+400, b+800) (GPU-timed) and a compute
- * kernel [b+100, b+cend[i]) where CUPTI recorded: windows over steps 0-2 and 5-7 (`full`: one
- * window over every step, the truth). Step i overlaps cend[i] - 400 of its 400 of comm. */
-static void write_drift_set(const int64_t *cend, int full) {
+/* Twelve steps of 1000 ns (marks), each an AllReduce [b+400, b+400+clen[i]) (GPU-timed; clen
+ * NULL: 400) and a compute kernel [b+100, b+cend[i]) where CUPTI recorded: windows over steps
+ * 0-2 and 5-7 (`full`: one window over every step, the truth). Step i overlaps cend[i] - 400 of
+ * its clen[i] of comm. */
+static void write_drift_set_len(const int64_t *cend, const int64_t *clen, int full) {
   make_dir();
   topo_trace_header h;
   tf_header_init(&h, 0xe9, 0, 1);
@@ -809,7 +811,7 @@ static void write_drift_set(const int64_t *cend, int full) {
       topo_trace_record k = tf_kernel(TOPO_KERNEL_COMPUTE, 0, T + b + 100, T + b + cend[i], 7);
       tf_add(&t, &k);
     }
-    coll(&t, (uint64_t)i, MiB, b + 350, b + 400, b + 800, 4, 1, 1);
+    coll(&t, (uint64_t)i, MiB, b + 350, b + 400, b + 400 + (clen ? clen[i] : 400), 4, 1, 1);
     topo_trace_record m = tf_mark(1, T + b, T + b + 1000, (uint64_t)i);
     tf_add(&t, &m);
   }
@@ -817,20 +819,93 @@ static void write_drift_set(const int64_t *cend, int full) {
 }
 
 /* Exposed communication over the later steps 8-11 (--window): estimated from the two windows, and
- * measured with every step recorded (the truth). */
-static void drift_case(const int64_t *cend, rp_derived *est, rp_derived *truth, rp_omodel *m) {
+ * measured with every step recorded (the truth); step i's comm lasts clen[i] (NULL: 400). */
+static void drift_case_len(const int64_t *cend, const int64_t *clen, rp_derived *est,
+                           rp_derived *truth, rp_omodel *m) {
   rp_report r;
-  write_drift_set(cend, 0);
+  write_drift_set_len(cend, clen, 0);
   analyze_window(&r, 8000, 12000);
   rp_derive_rank(&r.ranks[0], est);
   *m = r.ranks[0].model;
   rp_report_free(&r);
   remove_dir();
-  write_drift_set(cend, 1);
+  write_drift_set_len(cend, clen, 1);
   analyze_window(&r, 8000, 12000);
   rp_derive_rank(&r.ranks[0], truth);
   rp_report_free(&r);
   remove_dir();
+}
+
+static void drift_case(const int64_t *cend, rp_derived *est, rp_derived *truth, rp_omodel *m) {
+  drift_case_len(cend, NULL, est, truth, m);
+}
+
+static int64_t gap_of(const rp_derived *est, const rp_derived *truth) {
+  int64_t gap = truth->exposed_all - est->exposed_all;
+  return gap < 0 ? -gap : gap;
+}
+
+/* Contention changes during the run: a step's comm inflates with waiting (540 ns in the first
+ * window, 420 in the second, 220 on the later steps) while its overlapped time stays ~200 ns
+ * (bounded by the compute). The overlap ratio goes 0.37 -> 0.48 -> 0.91; a ratio learned in the
+ * windows (0.42) misses the later steps' exposed time (80 ns) by ~430 ns. The overlapped time as
+ * a function of the step's comm follows them. */
+static void test_exposed_all_follows_comm_when_contention_changes(void **state) {
+  (void)state;
+  const int64_t clen[12] = {520, 540, 560, 0, 0, 400, 420, 440, 220, 210, 230, 220};
+  const int64_t cend[12] = {601, 599, 600, 0, 0, 600, 602, 598, 600, 600, 600, 600};
+  rp_derived est, truth;
+  rp_omodel m;
+  drift_case_len(cend, clen, &est, &truth, &m);
+  assert_int_equal(m.ok, 1);
+  assert_int_equal(m.chunks, 6);
+  assert_int_equal(m.form, RP_OMODEL_AFFINE);
+  assert_true(m.a > 190 && m.a < 210);
+  assert_int_equal(truth.exposed_all_estimated, 0);
+  assert_int_equal(truth.exposed_all, 20 + 10 + 30 + 20);
+  assert_int_equal(est.exposed_all_estimated, 1);
+  assert_true(gap_of(&est, &truth) <= 44); /* within 5 % of the 880 ns of comm */
+  assert_true(gap_of(&est, &truth) <= est.exposed_all_error);
+}
+
+/* A stable job whose steps' comm varies (380-420 ns) at a constant ratio (0.5): no intercept, the
+ * ratio model; the error stays within 2 points of the comm it is applied to and covers. */
+static void test_exposed_all_error_stays_tight_when_stable_comm_varies(void **state) {
+  (void)state;
+  const int64_t clen[12] = {380, 400, 420, 0, 0, 390, 410, 400, 400, 380, 420, 400};
+  const int64_t cend[12] = {591, 599, 611, 0, 0, 594, 606, 601, 600, 590, 610, 600};
+  rp_derived est, truth;
+  rp_omodel m;
+  drift_case_len(cend, clen, &est, &truth, &m);
+  assert_int_equal(m.form, RP_OMODEL_RATIO);
+  assert_int_equal(truth.exposed_all, 800);
+  assert_true(gap_of(&est, &truth) <= est.exposed_all_error);
+  assert_true(est.exposed_all_error > 0);
+  assert_true(est.exposed_all_error <= 32); /* 2 % of 1600 */
+}
+
+/* One regime in the windows (every covered step 560 ns of comm, ~200 overlapped), later steps of
+ * 250: nothing measured says how the overlap scales with comm. The estimate for steps that far
+ * from the covered ones is wide, and covers the truth. Also with a little spread of comm in the
+ * windows (558-562 ns): a slope fitted from it says nothing about steps of 250. */
+static void one_regime_case(const int64_t *clen) {
+  const int64_t cend[12] = {601, 599, 600, 0, 0, 598, 602, 600, 600, 600, 600, 600};
+  rp_derived est, truth;
+  rp_omodel m;
+  drift_case_len(cend, clen, &est, &truth, &m);
+  assert_int_equal(m.ok, 1);
+  assert_int_equal(truth.exposed_all, 200);
+  assert_int_equal(est.exposed_all_estimated, 1);
+  assert_true(est.exposed_all_error >= 250); /* a quarter of the 1000 ns it is applied to */
+  assert_true(gap_of(&est, &truth) <= est.exposed_all_error);
+}
+
+static void test_exposed_all_error_is_wide_far_from_one_regime(void **state) {
+  (void)state;
+  const int64_t same[12] = {560, 560, 560, 0, 0, 560, 560, 560, 250, 250, 250, 250};
+  const int64_t near[12] = {558, 560, 562, 0, 0, 561, 559, 560, 250, 250, 250, 250};
+  one_regime_case(same);
+  one_regime_case(near);
 }
 
 /* The overlap ratio drifts: 0.49-0.51 in the first window, 0.41-0.43 in the second, 0.34-0.36 on
@@ -922,6 +997,9 @@ int main(void) {
       cmocka_unit_test(test_the_model_does_not_depend_on_the_window),
       cmocka_unit_test(test_exposed_all_error_covers_drift_between_windows),
       cmocka_unit_test(test_exposed_all_error_stays_tight_when_stable),
+      cmocka_unit_test(test_exposed_all_follows_comm_when_contention_changes),
+      cmocka_unit_test(test_exposed_all_error_stays_tight_when_stable_comm_varies),
+      cmocka_unit_test(test_exposed_all_error_is_wide_far_from_one_regime),
       cmocka_unit_test(test_real_ddp_traces_comm_reaches_the_physical_floor),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -227,6 +227,7 @@ static void chunks_build(ctx *c, rp_rank *k) {
     n += !k->steps[i].warmup && cover_holding(k, k->steps[i].start, k->steps[i].stop) >= 0;
   size_t total = n ? n : k->ncover;
   k->chunks_partial = k->nsteps && !n;
+  k->chunks_steps = n > 0;
   if (!(k->chunks = topo_calloc(total, sizeof *k->chunks))) {
     c->st = TOPO_ERR_NOMEM;
     return;
@@ -248,6 +249,7 @@ static void chunks_build(ctx *c, rp_rank *k) {
 
 void an_model_finish(rp_rank *k) {
   memset(&k->model, 0, sizeof k->model);
+  k->model.steps = k->chunks_steps;
   rp_omodel_add_robust(&k->model, k->chunks, k->nchunks);
   rp_omodel_finish(&k->model, !k->ncover       ? RP_OMODEL_NO_COVER
                               : k->nchunks < 2 ? RP_OMODEL_ONE_STRETCH

@@ -58,8 +58,9 @@ topo_status an_step_summary(rp_report *r) {
         sum->cov_overlap = rp_add_sat(sum->cov_overlap, st->cov_overlap);
         sum->cov_busy = rp_add_sat(sum->cov_busy, st->cov_busy);
       }
-      int how = rp_exposed_all(&r->ranks[i].model, st->comm, st->cov_comm,
-                               st->cov_comm - st->cov_overlap, st->covered, &all, &est, &err);
+      int how =
+          rp_exposed_all(&r->ranks[i].model, st->comm, st->cov_comm, st->cov_comm - st->cov_overlap,
+                         st->covered, rp_step_uncovered_units(st), NULL, &all, &est, &err);
       if (how) {
         sum->ea_ranks++;
         sum->ea_estimated |= how == 2;
@@ -126,7 +127,10 @@ void an_steps_clip(rp_report *r) {
     size_t n = 0;
     for (size_t j = 0; j < k->nsteps; j++) {
       rp_step st = k->steps[j];
-      if (clip_window(r, &st.start, &st.stop)) k->steps[n++] = st;
+      int64_t len = st.stop - st.start;
+      if (!clip_window(r, &st.start, &st.stop)) continue;
+      if (st.stop - st.start < len && !st.len0) st.len0 = len;
+      k->steps[n++] = st;
     }
     k->nsteps = n;
   }

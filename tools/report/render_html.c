@@ -599,10 +599,12 @@ static void exposed_all_notes_html(FILE *f, const rp_report *r, rp_fold *fo) {
   if (est)
     fprintf(f,
             "<p class=note>exposed (all): over the whole span; est.: where compute was not "
-            "recorded, the rest of the communication × (1 − r) ± the rest × s, with r the "
-            "overlap ratio of the rank's covered steps (or CUPTI windows) and s the "
-            "communication-weighted spread of their ratios (JSON overlap_model; "
-            "docs/metrics.md, Coverage)</p>\n");
+            "recorded, each step's communication minus its predicted overlap a + b × its "
+            "communication, the line learned from the rank's covered steps (the ratio r, a = 0, "
+            "unless their intercept is told apart from 0; CUPTI windows: the ratio); ± at ~95 %%: "
+            "the line's uncertainty (wide far from the covered steps' communication), the drift "
+            "between windows and the steps' scatter (JSON overlap_model; docs/metrics.md, "
+            "Coverage)</p>\n");
 }
 
 /* The per-rank table (the rank's host:pid under its name) and, under it, why a rank's compute

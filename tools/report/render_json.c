@@ -110,8 +110,18 @@ static void model_json(FILE *f, const rp_omodel *m) {
     fprintf(f,
             ",\"overlap_model\":{\"ratio\":%.6f,\"spread\":%.6f,\"chunks\":%" PRIu64
             ",\"outliers\":%" PRIu64 ",\"covered_comm_ns\":%" PRId64 ",\"windows\":%" PRIu64
-            ",\"drift\":%.6f},\"overlap_model_reason\":null",
-            m->ratio, m->spread, m->chunks, m->outliers, rp_dbl_ns(m->comm), m->windows, m->drift);
+            ",\"drift\":%.6f,\"form\":\"%s\",\"intercept_ns\":%.1f,\"slope\":%.6f"
+            ",\"chunk_units\":\"%s\"",
+            m->ratio, m->spread, m->chunks, m->outliers, rp_dbl_ns(m->comm), m->windows, m->drift,
+            m->form == RP_OMODEL_AFFINE ? "affine" : "ratio", m->a, m->b,
+            m->steps ? "steps" : "windows");
+    if (m->fit)
+      fprintf(f,
+              ",\"affine_fit\":{\"intercept_var_ns2\":%.6g,\"slope_var\":%.6g,"
+              "\"covariance_ns\":%.6g,\"dof\":%.0f}}",
+              m->va, m->vb, m->vab, m->dof);
+    else fprintf(f, ",\"affine_fit\":null}");
+    fprintf(f, ",\"overlap_model_reason\":null");
     return;
   }
   fprintf(f, ",\"overlap_model\":null,\"overlap_model_reason\":");
@@ -228,7 +238,7 @@ static void rank_step_json(FILE *f, const rp_step *st, const rp_omodel *m, int f
   int kn = st->covered > 0;
   int64_t all, est, err;
   int ea = rp_exposed_all(m, st->comm, st->cov_comm, st->cov_comm - st->cov_overlap, st->covered,
-                          &all, &est, &err);
+                          rp_step_uncovered_units(st), NULL, &all, &est, &err);
   fprintf(f,
           "%s{\"step\":%" PRIu64 ",\"start_ns\":%" PRId64 ",\"span_ns\":%" PRId64
           ",\"comm_ns\":%" PRId64 ",\"comm_estimated_ns\":%" PRId64 ",\"comm_error_ns\":%" PRId64
@@ -531,7 +541,8 @@ static void csv_ranks(const rp_report *r, FILE *f) {
           "comm_share,overlap_ratio,started_last,delay_caused_ns,wait_ns,missed,comm_estimated_ns,"
           "comm_error_ns,covered_ns,estimate_unknown,joined,joined_gpu,align_method,align_error_ns,"
           "exposed_all_ns,exposed_all_error_ns,exposed_estimated_ns,overlap_all_ratio,"
-          "overlap_model_ratio,overlap_model_spread,overlap_model_chunks\n");
+          "overlap_model_ratio,overlap_model_spread,overlap_model_chunks,overlap_model_form,"
+          "overlap_model_intercept_ns,overlap_model_slope\n");
   for (int i = 0; i < r->nranks; i++) {
     const rp_rank *k = &r->ranks[i];
     rp_derived d;
@@ -563,8 +574,10 @@ static void csv_ranks(const rp_report *r, FILE *f) {
     else fprintf(f, ",,,,");
     if (d.overlap_all_defined) fprintf(f, "%.6f", d.overlap_all_ratio);
     if (d.model.ok)
-      fprintf(f, ",%.6f,%.6f,%" PRIu64 "\n", d.model.ratio, d.model.spread, d.model.chunks);
-    else fprintf(f, ",,,\n");
+      fprintf(f, ",%.6f,%.6f,%" PRIu64 ",%s,%.1f,%.6f\n", d.model.ratio, d.model.spread,
+              d.model.chunks, d.model.form == RP_OMODEL_AFFINE ? "affine" : "ratio", d.model.a,
+              d.model.b);
+    else fprintf(f, ",,,,,,\n");
   }
 }
 

@@ -3,6 +3,7 @@
 // collective table, cross-rank skew and stragglers, steps, input problems and the next steps.
 // Reads rp_report; fits r->text_width (textout.h): tables split into blocks, notes wrap and fold
 // across ranks.
+#include <math.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,6 +187,15 @@ static void print_exposed_all_notes(const rp_report *r, FILE *f, int width, rp_f
       rp_fold_add(fo, r->ranks[i].world_rank,
                   "exposed (all): its overlap model comes from one window, so nothing shows "
                   "whether the ratio holds over the run: the error is widened for it");
+    if (d.model.form == RP_OMODEL_AFFINE) {
+      char a[32];
+      rp_fmt_ns(llround(d.model.a), a, sizeof a);
+      snprintf(note, sizeof note,
+               "exposed (all): a step's overlapped time follows %s + %.3f x its comm (the "
+               "covered steps' intercept is not 0; ratio %.1f %% over them)",
+               a, d.model.b, 100 * d.model.ratio);
+      rp_fold_add(fo, r->ranks[i].world_rank, note);
+    }
     if (d.model.chunks < lo) lo = d.model.chunks;
     if (d.model.chunks > hi) hi = d.model.chunks;
     out += d.model.outliers;
@@ -213,11 +223,12 @@ static void print_exposed_all_notes(const rp_report *r, FILE *f, int width, rp_f
   if (lo == hi) snprintf(n, sizeof n, "%" PRIu64, lo);
   else snprintf(n, sizeof n, "%" PRIu64 "-%" PRIu64, lo, hi);
   rp_note(f, width, 2,
-          "~: exposed (all) = exposed where compute was recorded + the rest of comm x (1 - r); "
-          "r = overlapped / comm over the rank's covered steps (or CUPTI windows) of the whole "
-          "input, from %s covered chunks per rank; ± at ~95 %%: the drift of r between the "
-          "windows they lie in and their scatter, applied to the rest (--json overlap_model; "
-          "docs/metrics.md, Coverage)",
+          "~: exposed (all) = exposed where compute was recorded + each step's uncovered comm "
+          "less its predicted overlap a + b x comm, a line learned from the rank's covered steps "
+          "(or CUPTI windows) of the whole input, %s covered chunks per rank: the ratio r "
+          "(a = 0) unless their intercept is told apart from 0; ± at ~95 %%: the line's "
+          "uncertainty (wide far from the covered steps' comm), its drift between the windows "
+          "they lie in and their scatter (--json overlap_model; docs/metrics.md, Coverage)",
           n);
   if (out)
     rp_note(f, width, 2,

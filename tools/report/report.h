@@ -89,6 +89,7 @@ typedef struct rp_step {
   int warmup;      /* detected from topo traces before the steady state (docs/metrics.md, Steps) */
   int64_t stretch; /* an overlap model chunk: the coverage stretch holding it (runs of covered
                     * steps, or a window) */
+  int64_t len0;    /* its length before the analysis window clipped it (0: not clipped) */
 } rp_step;
 
 typedef struct rp_times {
@@ -353,21 +354,35 @@ int64_t rp_comm_error_ns(int64_t est, const rp_err *a);
  * inside the coverage, else the coverage windows), whatever the analysis window. */
 typedef struct rp_omodel {
   int ok;               /* >= 2 chunks carry communication: a ratio and a spread */
+  int steps;            /* the chunks are whole steps (a step is the unit of the intercept) */
   uint64_t chunks;      /* chunks that carry communication (outliers not counted) */
   uint64_t outliers;    /* chunks left out: ratio far from the others' (warm-up, a phase) */
   double comm, overlap; /* their covered communication and overlapped time, ns */
-  double wx2;           /* sum over them of comm x ratio^2 */
+  double wx2;           /* sum over them of comm x ratio^2 (= overlap^2 / comm) */
   double c2;            /* sum over them of comm^2 (their comm-weighted mean comm: c2 / comm) */
+  double inv, sx_c;     /* sums over them of 1 / comm and of their ratios */
   /* windows: the stretches of coverage the chunks lie in (runs of covered steps, or windows);
-   * sx, sx2: sums of their ratios (overlap / comm of each) and squares; st_*: the one open */
+   * sx, sx2: sums of their ratios (overlap / comm of each) and squares; sm, sm2, sxm: of their
+   * chunks per ns of comm (m), its square and x m; st_*: the one open */
   uint64_t windows;
-  double sx, sx2;
-  double st_comm, st_overlap;
+  double sx, sx2, sm, sm2, sxm;
+  double st_comm, st_overlap, st_n;
   int64_t st_id;
-  double ratio, spread; /* overlap / comm; comm-weighted std. deviation of the chunks' ratios */
-  double drift;         /* spread of a stretch's ratio about the model's (docs/metrics.md) */
+  double ratio, spread; /* overlap / comm; comm-weighted std. deviation of the chunks' residuals
+                         * about the chosen line, per ns of comm */
+  double drift;         /* spread of a stretch's residual per ns of comm (docs/metrics.md) */
   const char *reason;   /* why there is no model (static text); NULL when ok */
+  /* The chosen line (docs/metrics.md, the overlap model): a chunk's overlapped time is a + b x
+   * its comm; RP_OMODEL_RATIO: a = 0, b = ratio; RP_OMODEL_AFFINE where the intercept is told
+   * apart from 0. fit: the affine fit is determined (>= 3 step chunks whose comm differs); va,
+   * vb, vab: its parameters' covariance (ns^2, 1, ns), dof its chunks - 2. */
+  int form, fit;
+  int prefer_affine; /* the affine line predicted left-out stretches better (rp_omodel_add_robust) */
+  double a, b;
+  double va, vb, vab;
+  double dof;
 } rp_omodel;
+enum { RP_OMODEL_RATIO = 0, RP_OMODEL_AFFINE = 1 };
 /* One chunk's covered communication and overlap, in coverage stretch `stretch` (chunks in
  * order: a new stretch closes the previous one). */
 void rp_omodel_add(rp_omodel *m, int64_t comm, int64_t overlap, int64_t stretch);
@@ -378,13 +393,24 @@ void rp_omodel_add(rp_omodel *m, int64_t comm, int64_t overlap, int64_t stretch)
 void rp_omodel_add_robust(rp_omodel *m, const rp_step *chunks, size_t n);
 /* Sums of another model's chunks (the overall model). */
 void rp_omodel_merge(rp_omodel *m, const rp_omodel *o);
-/* Ratio, spread and drift from the chunks added; `reason` when fewer than 2 carry communication. */
+/* The line, spread and drift from the chunks added; `reason` when fewer than 2 carry
+ * communication. m->steps (set before) allows the affine form. */
 void rp_omodel_finish(rp_omodel *m, const char *reason);
-/* The error, at ~95 %, of the overlapped part of `u` ns of communication estimated as u x ratio
- * (docs/metrics.md, Coverage): drift between stretches (shared by all of u) and the chunks'
- * scatter (adding in quadrature over chunk-sized parts of u), at most the farthest value the
- * overlap of u can take. */
-double rp_omodel_error(const rp_omodel *m, double u);
+/* A prediction of the overlapped part of uncovered communication: `units` steps' worth (the
+ * intercept's count) holding `comm` ns, their predicted overlap (each piece clamped to [0, its
+ * comm]). */
+typedef struct rp_opred {
+  double units, comm, overlap;
+} rp_opred;
+/* Adds to p one uncovered piece: `comm` ns of communication in `units` steps (a step's uncovered
+ * share of its unclipped length); units < 0: not in a step, priced at the covered chunks' mean
+ * comm (the ratio). */
+void rp_omodel_predict(const rp_omodel *m, double units, double comm, rp_opred *p);
+/* The error, at ~95 %, of p's overlap (docs/metrics.md, Coverage): the line's parameters (wide
+ * where p lies far from the covered chunks' comm), drift between stretches (shared by all of p)
+ * and the chunks' scatter (adding in quadrature over chunk-sized parts), at most the farthest
+ * value the overlap of p can take. */
+double rp_omodel_error(const rp_omodel *m, const rp_opred *p);
 #define RP_OMODEL_ONE_STRETCH                                                     \
   "compute recorded in one stretch only (one covered step or window): no spread " \
   "to bound an estimate"
@@ -395,11 +421,16 @@ double rp_omodel_error(const rp_omodel *m, double u);
 #define RP_OMODEL_NO_RANK  "no rank has an overlap model (see each rank's reason)"
 /* Exposed communication over a whole range (figure window or step) from its communication, the
  * part of it inside the coverage and the exposed part measured there (`covered`: the covered
- * length): measured + uncovered x (1 - ratio), error rp_omodel_error(uncovered). Returns 0 (unknown) where
- * some communication is uncovered and there is no model, or nothing is covered and there is none;
- * 2 where part of it is estimated; 1 where all of it is measured. */
+ * length): measured + uncovered - its predicted overlap, error rp_omodel_error. `pred`: the
+ * prediction of the uncovered communication (its pieces); NULL: one piece of `units` steps (< 0:
+ * not known). Returns 0 (unknown) where some communication is uncovered and there is no model, or
+ * nothing is covered and there is none; 2 where part of it is estimated; 1 where all of it is
+ * measured. */
 int rp_exposed_all(const rp_omodel *m, int64_t comm, int64_t cov_comm, int64_t cov_exposed,
-                   int64_t covered, int64_t *all, int64_t *est, int64_t *err);
+                   int64_t covered, double units, const rp_opred *pred, int64_t *all, int64_t *est,
+                   int64_t *err);
+/* A step's uncovered share in steps: (its length - covered) / its unclipped length. */
+double rp_step_uncovered_units(const rp_step *st);
 
 /* ---- the analysis (analyze.c and its stages, analyze.h) */
 #define RP_BUCKET_UNKNOWN (-2) /* a row of calls whose size the input does not give */
@@ -522,6 +553,7 @@ typedef struct rp_rank {
                   * operation, 2 the start of its first; 0 at CPU enqueue times */
   int chunks_partial; /* it has steps but none lies inside a coverage window: the overlap model's
                        * chunks are the windows, parts of steps */
+  int chunks_steps;   /* the overlap model's chunks are whole steps (else windows) */
   uint64_t win_first, win_last, win_dropped;
   size_t win_steps; /* ProfilerSteps the rank had (when < 2: no window, all events) */
 } rp_rank;
