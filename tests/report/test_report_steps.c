@@ -2,9 +2,10 @@
 // Steps from topo traces alone (steps.c, the step learner of common/step_learn.h over all of a
 // rank's operations): synthetic DDP (a prefix of Broadcasts, then steps of 13 gradient buckets and
 // one small AllReduce), FSDP (AllGather x L forward, AllGather and ReduceScatter x L backward),
-// TP + DP (two communicators interleaved) and PP (sends and receives) jobs, an incomplete last
-// step, collectives with no period, Kineto steps that win, few operations held for order, the
-// warm-up steps marked, and the real 2 x H200 DDP traces. Step k spans from the CPU enqueue end of
+// TP + DP (two communicators interleaved; also one process whose GPU runs a step behind its
+// enqueues, with a communicator used once at the end) and PP (sends and receives) jobs, an
+// incomplete last step, collectives with no period, Kineto steps that win, few operations held for
+// order, the warm-up steps marked, and the real 2 x H200 DDP traces. Step k spans from the CPU enqueue end of
 // repetition k-1's last operation to that of repetition k's (docs/metrics.md, Steps); the expected
 // figures below follow from the fixture.
 #include <setjmp.h>
@@ -427,6 +428,52 @@ static void test_tp_dp_two_communicators_one_step(void **state) {
   rm_tmp();
 }
 
+/* TP + DP of one process (rank 0 of both), GPU-timed, as a job sharing its GPU runs: a step of
+ * V; 23 TP AllReduces 1 ms apart from V k, then 12 DP AllReduces 100 us apart from V k + 30 ms.
+ * The GPU runs them one after another from V k + 100 ms (TP 40 ms each, DP 30 ms each), so the
+ * DP records of step k lie behind the TP records of step k + 1 in GPU time, the order the trace
+ * files are read in. A third communicator has one AllReduce, at the end of the run (a barrier
+ * at exit): its file is read first. Every one of the 100 steps is found. */
+#define V (1000 * MS)
+static void tp_dp_lagged_file(uint64_t hash, int which, int nsteps) {
+  job j;
+  job_begin(&j, 0, 2);
+  j.h.comm_hash = hash;
+  j.h.pid = 3000;
+  tf_free(&j.t);
+  tf_begin(&j.t, &j.h, NULL);
+  j.t.block_records = 16; /* a few records a block, as the profiler's writer flushes them */
+  if (which == 2) job_coll_gpu(&j, F_AR, 4, V * nsteps + 5 * V, 10 * US);
+  for (int k = 0; k < nsteps && which < 2; k++)
+    for (int i = 0; i < (which ? 12 : 23); i++) {
+      int64_t cpu = V * k + (which ? 30 * MS + i * 100 * US : i * MS);
+      int64_t gpu = V * k + 100 * MS + (which ? 23 * 40 * MS + i * 30 * MS : i * 40 * MS);
+      job_coll_gpu(&j, F_AR, which ? 50u << 20 : 4u << 20, cpu, gpu - cpu);
+    }
+  tf_footer(&j.t, NULL);
+  char path[160];
+  snprintf(path, sizeof path, "%s/c%d.trace", dir, which);
+  assert_int_equal(tf_save(&j.t, path), 0);
+  tf_free(&j.t);
+}
+
+static void test_tp_dp_lagged_gpu_and_a_last_communicator(void **state) {
+  (void)state;
+  mkdir_tmp();
+  tp_dp_lagged_file(0xa1, 0, 100);
+  tp_dp_lagged_file(0xd1, 1, 100);
+  tp_dp_lagged_file(0xe1, 2, 100);
+  rp_report r;
+  analyze(dir, 0, &r);
+  assert_int_equal(r.nranks, 1);
+  assert_int_equal(r.step_period, 35);
+  const rp_rank *k = &r.ranks[0];
+  assert_int_equal(k->nsteps, 100);
+  for (size_t s = 1; s < 100; s++) assert_int_equal(k->steps[s].stop - k->steps[s].start, V);
+  rp_report_free(&r);
+  rm_tmp();
+}
+
 /* PP: two stages on one p2p communicator; per step of U stage 0 sends 4 activations and then
  * receives 4 gradients, stage 1 the other way round: 8 operations, found from p2p alone. */
 static void test_pipeline_steps_from_sends_and_receives(void **state) {
@@ -631,6 +678,7 @@ int main(void) {
       cmocka_unit_test(test_kineto_steps_win),
       cmocka_unit_test(test_few_operations_held_for_order),
       cmocka_unit_test(test_tp_dp_two_communicators_one_step),
+      cmocka_unit_test(test_tp_dp_lagged_gpu_and_a_last_communicator),
       cmocka_unit_test(test_pipeline_steps_from_sends_and_receives),
       cmocka_unit_test(test_warmup_steps_marked),
       cmocka_unit_test(test_startup_left_out_of_the_coverage),

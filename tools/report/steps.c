@@ -60,12 +60,20 @@ typedef struct st_proc {
   st_op *heap; /* held for order: a min-heap by cpu_start */
   size_t nheap;
   int64_t newest; /* the latest cpu_start seen */
-  /* each communicator's latest cpu_start: its records come in its file's order, and the files
-   * of a rank are read interleaved by time, so an operation is fed once every communicator of
-   * the rank that is not idle has come LATE_NS past it */
+  /* How far the reader has come: the files are read merged by their frontier (a record's GPU
+   * start where it is timed, else its CPU enqueue), a block at a time from the one furthest
+   * behind, so the frontier of the file a record comes from, before that record, is behind
+   * every file still read (by at most the span of a block: the profiler writes one at least
+   * every TOPO_PROFILER_FLUSH_MS). Not the latest time seen: the file of a communicator used
+   * once, at the end of the run (a barrier at exit), is read first. */
+  int64_t reached;
+  /* each communicator's latest cpu_start and frontier: its records come in its file's order, and
+   * the files of a rank are read interleaved by time, so an operation is fed once every
+   * communicator of the rank that is not idle (its latest IDLE_NS behind what the reader has
+   * reached: its file has ended) has come LATE_NS past it */
   struct {
     uint64_t comm;
-    int64_t latest;
+    int64_t latest, front;
   } seen[COMMS_MAX];
   int nseen;
   st_op *ring; /* the learner's history: operation x at x % hist */
@@ -296,8 +304,17 @@ void rp_steps_coll(rp_steps *d, size_t comm, int nranks, int rank, int proc, con
   if (op.cpu_start > p->newest) p->newest = op.cpu_start;
   int c = 0;
   while (c < p->nseen && p->seen[c].comm != op.comm) c++;
-  if (c == p->nseen && c < COMMS_MAX) p->seen[p->nseen++].comm = op.comm, p->seen[c].latest = 0;
-  if (c < p->nseen && op.cpu_start > p->seen[c].latest) p->seen[c].latest = op.cpu_start;
+  if (c == p->nseen && c < COMMS_MAX) {
+    p->seen[p->nseen++].comm = op.comm;
+    p->seen[c].latest = 0;
+    p->seen[c].front = INT64_MIN;
+  }
+  if (c < p->nseen) {
+    int64_t front = co->timed ? co->gpu_start : co->cpu_start;
+    if (p->seen[c].front > p->reached) p->reached = p->seen[c].front;
+    if (front > p->seen[c].front) p->seen[c].front = front;
+    if (op.cpu_start > p->seen[c].latest) p->seen[c].latest = op.cpu_start;
+  }
   if (p->nheap == d->heap_cap) {
     st_op oldest = heap_pop(p);
     feed(d, p, &oldest);
@@ -305,7 +322,7 @@ void rp_steps_coll(rp_steps *d, size_t comm, int nranks, int rank, int proc, con
   heap_push(p, &op);
   int64_t mark = p->newest;
   for (int i = 0; i < p->nseen; i++)
-    if (p->seen[i].latest >= p->newest - IDLE_NS && p->seen[i].latest < mark)
+    if (p->seen[i].latest >= p->reached - IDLE_NS && p->seen[i].latest < mark)
       mark = p->seen[i].latest;
   while (p->nheap && p->heap[0].cpu_start < mark - LATE_NS) {
     st_op next = heap_pop(p);
