@@ -5,7 +5,8 @@ For every job under JOBS_DIR that has Kineto traces, per rank:
   - topo's own report (its traces only) against topo-report on the Kineto traces, both clipped
     to Kineto's steps (the first profiled step left out): communication share within 1 point,
     overlap ratio within 2 points, exposed share within 1.5 points, each gap inside topo's stated
-    error where topo's figure is estimated;
+    error where topo's figure is estimated (exposed = comm - overlapped: its error plus the gap in
+    measured comm between topo's and Kineto's timers, which the comm check judges on its own);
   - topo's whole-run headline overlap (steady state) within 3 points of Kineto's overlap on its
     steps;
   - the delayed rank named as the straggler (most waiting caused), every rank's wait inside its
@@ -68,13 +69,16 @@ def check_job(job):
     for rk in sorted(kin):
         k, t = kin[rk], topo.get(rk, {})
         row = {"job": job, "rank": rk, "steps": len(b) - 1, "median_step_ms": meta.get("median_step_ms")}
+        comm_gap = abs((fig(t, "comm") or 0) - (fig(k, "comm") or 0))
         for f in ("comm", "overlap", "exposed"):
             x, y, e = fig(t, f), fig(k, f), err(t, f)
             row[f] = {"topo": x, "kineto": y, "error": e}
             ok = x is not None and y is not None and abs(x - y) <= LIMIT[f]
             estimated = f != "comm" and (t.get("exposed_estimated_ns") or 0) > 0
             if ok and estimated and e > 0:
-                ok = abs(x - y) <= max(e, 0.0005)
+                # the stated error is the estimate's; exposed = comm - overlapped also carries the
+                # difference in MEASURED comm between the two instruments (judged on its own above)
+                ok = abs(x - y) <= max(e, 0.0005) + (comm_gap if f == "exposed" else 0)
             check(job, f"rank {rk} {f} on Kineto's steps", ok,
                   f"topo {pp(x)} % ± {100 * e:.2f} vs Kineto {pp(y)} % (limit {100 * LIMIT[f]:.1f} pp)")
         w = whole.get(rk, {})
