@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// A CPU stand-in for the CUDA runtime and NCCL calls topo-calibrate's GPU engine (runner.h)
+// A CPU stand-in for the CUDA runtime and NCCL calls topo-calibrate's GPU engine (runner.c)
 // makes, so that the whole run (devices, floors, p2p matrix, forced sweeps, --bench, fit, outputs) executes in CI.
 // Two fake "H200" GPUs; device memory is host memory. Each stream has a virtual clock: every
 // operation advances it by a modelled time (collectives: latency + bytes / bandwidth per

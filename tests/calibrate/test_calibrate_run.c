@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// topo-calibrate's GPU engine (runner.h) end to end on a CPU stand-in for CUDA and NCCL
+// topo-calibrate's GPU engine (runner.c) end to end on a CPU stand-in for CUDA and NCCL
 // (fake_cuda_nccl.c): devices, floors, p2p matrix, forced sweeps through the tuner or through
 // NCCL_ALGO/NCCL_PROTO, verification against NCCL's log, --bench, the fitted profile, outputs,
 // and a stop request. Each scenario runs in its own process: NCCL's tuner-load status and debug

@@ -2,8 +2,8 @@
 /*
  * Logging for topo-calibrate. Warnings and -v detail go through common/log.h (stderr, prefixed
  * with the program name); progress lines are the tool's own stderr output. A process that does
- * not own rank 0 is quiet except for warnings. The GPU engine (runner.h) calls these instead of
- * TOPO_WARN because common/log.h cannot be included next to <nccl.h>.
+ * not own rank 0 is quiet except for warnings. The GPU engine (runner.c, run_state.h) calls these
+ * instead of TOPO_WARN because common/log.h cannot be included next to <nccl.h>.
  */
 #include <stdarg.h>
 #include <stdio.h>

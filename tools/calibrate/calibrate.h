@@ -3,8 +3,8 @@
  * topo-calibrate's internal API: options, sweep planning, statistics, the results of a run,
  * fitting them into a tuner profile, and the summary tables. Everything declared here is pure C
  * with no CUDA header and none of NCCL's, so the CPU-side tests (tests/calibrate/) link it without
- * a GPU. The GPU engine (runner.h: the only files that include <nccl.h>) and the launcher
- * (launch.c) use these types through topo_cal_run().
+ * a GPU. The GPU engine (runner.c and the rooms run_state.h lists: the only files that include
+ * <nccl.h>) and the launcher (launch.c) use these types through topo_cal_run().
  *
  * Indices and names: NCCL's own (common/nccl_vocab.h, which nccl.h does not clash with):
  * collectives ncclFunc_t 0..4, algorithms NCCL_ALGO_*, protocols NCCL_PROTO_*.
@@ -384,7 +384,7 @@ void topo_cal_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 void topo_cal_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* ---------------------------------------------------------------------------------------------
- * The run (runner.h / launch.c)
+ * The run (runner.c / launch.c)
  */
 typedef struct topo_cal_proc {
   int nprocs, proc;        /* processes and this one's index (0 owns rank 0) */

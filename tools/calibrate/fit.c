@@ -19,7 +19,8 @@
  * Measured points (the tuner's decisions): every in-reach effective setting's median per size,
  * with its noise and whether NCCL's default ran it (add_points). The section is keyed by the
  * GPU model, nranks, nnodes and the NCCL version the run used.
- * Pure; called by runner.c (every process computes the same profile from the same results).
+ * Pure; called by runner.c and gpu_sweep.c (every process computes the same profile from the
+ * same results).
  */
 #include <errno.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Stand-ins for kernels.cu when CMake has no CUDA language: nothing is available, every launcher
- * returns -1, and runner.c falls back to copy-engine and memset measurements.
+ * returns -1, and the engine falls back to copy-engine and memset measurements.
  */
 #include "kernels.h"
 

@@ -5,7 +5,7 @@
  * "node" (ranks split into N contiguous blocks), so NCCL sees N hosts and talks between them
  * through its network transport (sockets here): the multi-node code paths, at socket speed, and
  * labelled as such. Only the first NCCL unique id travels out of band, through pipes from worker
- * 0; everything else goes over NCCL itself (runner.c). The parent only waits: when a worker fails
+ * 0; everything else goes over NCCL itself (gpu_comms.c). The parent only waits: when a worker fails
  * its peers would wait forever inside a collective, so the parent stops them (SIGTERM, then
  * SIGKILL) and returns the worst exit code.
  */

@@ -3,7 +3,7 @@
  * MPI launch (built with -DTOPO_CALIBRATE_MPI=ON when CMake finds MPI): mpirun / srun start one
  * process per rank, as nccl-tests does; this file only maps MPI ranks to GPUs (local rank within
  * the host), counts the hosts, and broadcasts the first NCCL unique id. Everything after that
- * goes over NCCL (runner.c). NCCL_HOSTID set per rank by the launcher still counts as a node.
+ * goes over NCCL (gpu_comms.c). NCCL_HOSTID set per rank by the launcher still counts as a node.
  */
 #include <mpi.h>
 #include <stdio.h>

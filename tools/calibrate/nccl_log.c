@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Reads NCCL's INFO log back (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,TUNING,ENV, NCCL_DEBUG_FILE
- * pointed at a file by runner.c) to learn, per communicator, what NCCL allows (its algorithm /
+ * pointed at a file by gpu_setup.c) to learn, per communicator, what NCCL allows (its algorithm /
  * protocol bandwidth table: bandwidth 0 = disabled), how many channels it runs, whether the tuner
  * plugin loaded, and what every collective ran (rank 0 prints one "Bytes -> Algo" line per task).
  * The formats are NCCL 2.28's (src/graph/tuning.cc, src/enqueue.cc, src/plugin/tuner.cc); a line

@@ -3,7 +3,7 @@
  * Sweep planning for topo-calibrate: which sizes, which forced (algorithm, protocol, channels)
  * settings in which order, which collectives each setting applies to (NCCL 2.28's enable rules,
  * or NCCL's own table when its log was readable), how each point is timed (CUDA graph or eager,
- * calls per graph). Pure functions; called by runner.c before and during a sweep.
+ * calls per graph). Pure functions; called by the sweep (gpu_sweep.c).
  */
 #include <math.h>
 #include <stdio.h>

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * topo-calibrate's GPU engine (runner.h lists its files): topo_cal_run() drives the ranks of
- * this process (every local GPU in one process, as
- * nccl-tests -g; or one GPU per process under the fork launcher or MPI) through:
+ * topo-calibrate's GPU engine, its top: topo_cal_run() (calibrate.h; called by main.c and the
+ * launchers) drives the ranks of this process (every local GPU in one process, as nccl-tests -g;
+ * or one GPU per process under the fork launcher or MPI) through the rooms run_state.h lists, in
+ * data-flow order, and writes the outputs:
  *   1. devices, the p2p matrix (copy engine, SM copies and ping-pong when kernels.cu is built)
  *      and the launch / completion floor;
  *   2. phase A, libtopo-tuner loaded (NCCL_TUNER_PLUGIN): a control communicator (NCCL's table,
@@ -13,73 +14,29 @@
  *      tuner's reach, advice - through ncclConfig_t minCTAs = maxCTAs, as NCCL_MIN/MAX_NCHANNELS
  *      are read once per process), then --bench's tuner rounds on the fitted profile;
  *   3. phase B, NCCL_TUNER_PLUGIN=none: rounds of forced settings through NCCL_ALGO/NCCL_PROTO
- *      when the tuner is not used, interleaved with NCCL's default twice per round (A/A pair). It comes last because NCCL 2.28
- *      never retries a tuner load that failed (or was refused with "none") in a process, and keeps a loaded tuner
- *      for every new communicator while any communicator still holds it.
+ *      when the tuner is not used, interleaved with NCCL's default twice per round (A/A pair).
+ *      It comes last because NCCL 2.28 never retries a tuner load that failed (or was refused
+ *      with "none") in a process, and keeps a loaded tuner for every new communicator while any
+ *      communicator still holds it.
  * Each point: warm-up, then o->iters samples; sizes up to --graph-max are K calls captured in a
  * CUDA graph per sample (GPU time, not launch rate), larger ones eager calls between events. A
  * sample is the minimum over ranks (the last rank to start never waits for the others), reduced
  * across processes with an NCCL AllReduce(min) on the control communicator, so every process
  * holds identical results and takes identical decisions (pruning) - required, or ranks diverge.
  * Failure: CUDA errors and NCCL errors end the run with exit code 1 (2 when no GPU is usable);
- * a collective NCCL refuses in one process marks that point failed. This file also holds the
- * engine's small plumbing (runner.h).
+ * a collective NCCL refuses in one process marks that point failed.
  */
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "alloc.h"
 #include "calibrate.h"
-#include "runner.h"
-
-/* Bounded copy that always terminates (no truncation warnings: truncation is intended). */
-void topo_cal_copy_str(char *dst, size_t len, const char *src) {
-  size_t n = strnlen(src, len - 1);
-  memcpy(dst, src, n);
-  dst[n] = '\0';
-}
-
-double topo_cal_now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-int topo_cal_nccl_fail(const char *what, ncclResult_t res) {
-  const char *last = ncclGetLastError(NULL);
-  topo_cal_warn("%s failed: %s%s%s", what, ncclGetErrorString(res), last && *last ? " - " : "",
-                last ? last : "");
-  return -1;
-}
-
-int topo_cal_sync_all(run_ctx *c) {
-  for (int i = 0; i < c->nlocal; i++) {
-    CUDA_TRY(cudaSetDevice(c->rk[i].dev));
-    CUDA_TRY(cudaStreamSynchronize(c->rk[i].stream));
-  }
-  return 0;
-}
-
-/* Elapsed ms between two recorded events, as us. */
-int topo_cal_elapsed_us(cudaEvent_t a, cudaEvent_t b, double *us) {
-  float ms = 0;
-  CUDA_TRY(cudaEventElapsedTime(&ms, a, b));
-  *us = ms * 1e3;
-  return 0;
-}
-
-double topo_cal_median(double *v, int n) {
-  topo_cal_stats s;
-  return topo_cal_stats_compute(v, n, &s) == 0 ? s.median : 0;
-}
-
-void topo_cal_set_env(const char *name, const char *value) {
-  if (value) setenv(name, value, 1);
-  else unsetenv(name);
-}
+#include "gpu_devices.h"
+#include "gpu_p2p.h"
+#include "gpu_setup.h"
+#include "gpu_sweep.h"
+#include "run_state.h"
 
 static int write_outputs(run_ctx *c) {
   const topo_cal_options *o = c->o;

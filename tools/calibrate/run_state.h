@@ -1,20 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * topo-calibrate's GPU engine, shared by its files (the only ones that include <cuda_runtime.h>
- * and <nccl.h>), in the order the data flows through a run (topo_cal_run, runner.c):
- *   setup.c    before the first NCCL call: the user's NCCL settings, NCCL's log, the tuner
- *              library, which NCCL answered;
- *   devices.c  devices, buffers and events, the one-GPU floors; the fork launcher's probe;
- *   p2p.c      the GPU-pair matrix (copy engine, SM copies, ping-pong);
- *   comms.c    communicators, the control communicator and what NCCL's log says after an init,
- *              the exchange between processes;
- *   timing.c   one point: CUDA-graph or eager timing of one collective at one size;
- *   sweep.c    settings x rounds x collectives x sizes, phase A (tuner loaded) then phase B.
- * Everything here runs on the thread that called topo_cal_run. Functions return 0 or -1 after a
- * warning, unless they say otherwise.
+ * The state of one topo-calibrate run on the GPU, the lowest room of its GPU engine: the ranks
+ * this process drives (rank_ctx), the run (run_ctx), the CUDA and NCCL error macros and the small
+ * plumbing (run_state.c) every room above uses. The rooms, in the order the data flows through a
+ * run (topo_cal_run, runner.c, calls them; none calls back into runner.c):
+ *   gpu_setup    before the first NCCL call: the user's NCCL settings, NCCL's log, the tuner
+ *                library, which NCCL answered;
+ *   gpu_devices  devices, buffers and events, the one-GPU floors; the fork launcher's probe;
+ *   gpu_p2p      the GPU-pair matrix (copy engine, SM copies, ping-pong);
+ *   gpu_comms    communicators, the control communicator and what NCCL's log says after an
+ *                init, the exchange between processes;
+ *   gpu_timing   one point: CUDA-graph or eager timing of one collective at one size;
+ *   gpu_sweep    settings x rounds x collectives x sizes, phase A (tuner loaded) then phase B.
+ * Each includes this header and the headers of the rooms before it that it calls; these are the
+ * only files that include <cuda_runtime.h> and <nccl.h>. Everything runs on the thread that
+ * called topo_cal_run. Functions return 0 or -1 after a warning, unless they say otherwise.
  */
-#ifndef TOPO_CALIBRATE_RUNNER_H
-#define TOPO_CALIBRATE_RUNNER_H
+#ifndef TOPO_CALIBRATE_RUN_STATE_H
+#define TOPO_CALIBRATE_RUN_STATE_H
 
 #include <limits.h>
 #include <stddef.h>
@@ -68,14 +71,6 @@ typedef struct run_ctx {
   int round, pair; /* round of the current setting run; A/A communicator of the default */
 } run_ctx;
 
-/* Facts process 0 learns from NCCL's log and shares with the others. */
-typedef struct shared_facts {
-  topo_cal_allowed allowed;
-  int from_nccl;
-  int channels;
-  int tuner_loaded;
-} shared_facts;
-
 #define CUDA_TRY(call)                                                                   \
   do {                                                                                   \
     cudaError_t e_ = (call);                                                             \
@@ -95,7 +90,7 @@ typedef struct shared_facts {
 #define COMMS(c)    (&(c)->rk[0].comm), sizeof(rank_ctx)
 #define CONTROLS(c) (&(c)->rk[0].control), sizeof(rank_ctx)
 
-/* runner.c: small plumbing. */
+/* run_state.c: small plumbing. */
 void topo_cal_copy_str(char *dst, size_t len, const char *src);    /* bounded, always terminated */
 double topo_cal_now_us(void);                                      /* CLOCK_MONOTONIC */
 int topo_cal_nccl_fail(const char *what, ncclResult_t res);        /* warns, returns -1 */
@@ -103,38 +98,5 @@ int topo_cal_sync_all(run_ctx *c);                                 /* every loca
 int topo_cal_elapsed_us(cudaEvent_t a, cudaEvent_t b, double *us); /* between two events */
 double topo_cal_median(double *v, int n);                          /* 0 when none */
 void topo_cal_set_env(const char *name, const char *value);        /* NULL unsets */
-
-/* setup.c */
-void topo_cal_check_user_env(run_ctx *c);
-void topo_cal_setup_log(run_ctx *c); /* before the first NCCL call: NCCL reads NCCL_DEBUG* once */
-int topo_cal_open_log(run_ctx *c);
-void topo_cal_find_tuner(run_ctx *c); /* c->tuner_path, "" when none */
-void topo_cal_nccl_identity(run_ctx *c);
-
-/* devices.c. topo_cal_devices_init: -2 when no GPU is usable (exit code 2). */
-int topo_cal_devices_init(run_ctx *c);
-int topo_cal_buffers_init(run_ctx *c);
-void topo_cal_buffers_free(run_ctx *c);
-int topo_cal_measure_floors(run_ctx *c);
-
-/* p2p.c */
-int topo_cal_measure_p2p(run_ctx *c);
-
-/* comms.c. share_bytes / reduce_min are no-ops in one process. */
-int topo_cal_share_bytes(run_ctx *c, void *buf, size_t len);
-int topo_cal_reduce_min(run_ctx *c, double *v, int n);
-int topo_cal_comm_create(run_ctx *c, ncclComm_t *out_per_rank, size_t stride, int nch,
-                         const char *name, const ncclUniqueId *given_id);
-void topo_cal_comm_destroy(run_ctx *c, ncclComm_t *first, size_t stride, int abort_it);
-int topo_cal_learn_facts(run_ctx *c, shared_facts *facts);
-int topo_cal_control_up(run_ctx *c, const ncclUniqueId *id, int first, int expect_tuner);
-int topo_cal_pick_first_id(run_ctx *c, ncclUniqueId *id);
-
-/* timing.c: see the contract above its definition. */
-int topo_cal_measure_point(run_ctx *c, const topo_cal_setting *s, int coll, uint64_t planned,
-                           topo_cal_point *p);
-
-/* sweep.c */
-int topo_cal_sweep(run_ctx *c);
 
 #endif

@@ -4,14 +4,17 @@
  * o->iters samples; sizes up to --graph-max are K calls captured in a CUDA graph per sample (GPU
  * time, not launch rate), larger ones eager calls between events. A sample is the minimum over
  * ranks (the last rank to start never waits for the others), reduced across processes, with what
- * NCCL's log says ran and the physical-floor check. See runner.h.
+ * NCCL's log says ran and the physical-floor check. Called by the sweep (gpu_sweep.c); the
+ * run's state is run_state.h.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "alloc.h"
 #include "calibrate.h"
-#include "runner.h"
+#include "gpu_comms.h"
+#include "gpu_timing.h"
+#include "run_state.h"
 
 static int issue(run_ctx *c, int coll, size_t count) {
   if (c->nlocal > 1) NCCL_TRY(ncclGroupStart());

@@ -4,7 +4,7 @@
  * streams and events, and what one GPU alone can do (device-local copy bandwidth; the GPU time
  * of a minimal operation in a graph, the host's eager launch rate and a launch + completion round
  * trip). Also the fork launcher's device probe, which must not initialise CUDA in the parent.
- * See runner.h.
+ * Called by topo_cal_run (runner.c), the probe by main.c; the run's state is run_state.h.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -16,8 +16,9 @@
 
 #include "alloc.h"
 #include "calibrate.h"
-#include "runner.h"
+#include "gpu_devices.h"
 #include "kernels.h"
+#include "run_state.h"
 
 static int multicast_supported(int dev) {
   /* CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED = 132 (cuda.h); the runtime enum hides it. */

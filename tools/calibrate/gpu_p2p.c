@@ -2,14 +2,16 @@
 /*
  * topo-calibrate's GPU-pair matrix (one process driving every local GPU): per ordered pair the
  * copy-engine bandwidth and latency, SM-copy bandwidth where peer access works and the kernels
- * are built, and a ping-pong round trip per unordered pair. See runner.h.
+ * are built, and a ping-pong round trip per unordered pair. Called by topo_cal_run (runner.c);
+ * the run's state is run_state.h.
  */
 #include <stdio.h>
 
 #include "alloc.h"
 #include "calibrate.h"
-#include "runner.h"
+#include "gpu_p2p.h"
 #include "kernels.h"
+#include "run_state.h"
 
 static int enable_peer(int i, int j) {
   int can = 0;

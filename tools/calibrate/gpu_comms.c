@@ -4,14 +4,17 @@
  * per phase (NCCL's algorithm/protocol table, its channel count and whether it loaded the tuner,
  * read from NCCL's log after its init), and the exchange between processes over the control
  * communicator (an NCCL broadcast from process 0, an AllReduce(min) of samples), so every
- * process holds identical results and takes identical decisions. See runner.h.
+ * process holds identical results and takes identical decisions. Called by the point timing
+ * (gpu_timing.c) and the sweep (gpu_sweep.c); the run's state is run_state.h.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "alloc.h"
 #include "calibrate.h"
-#include "runner.h"
+#include "gpu_comms.h"
+#include "gpu_setup.h"
+#include "run_state.h"
 
 int topo_cal_share_bytes(run_ctx *c, void *buf, size_t len) {
   if (c->pp->nprocs <= 1) return 0;

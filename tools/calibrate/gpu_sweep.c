@@ -4,7 +4,8 @@
  * rounds, each setting on a fresh communicator, every collective it applies to, every size, with
  * pruning and the time budget. Phase A runs with libtopo-tuner loaded (NCCL_TUNER_PLUGIN), phase
  * B without it: NCCL 2.28 never retries a tuner load that failed (or was refused with "none") in
- * a process, and keeps a loaded tuner while any communicator holds it. See runner.h.
+ * a process, and keeps a loaded tuner while any communicator holds it. Called by topo_cal_run
+ * (runner.c); the run's state is run_state.h.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,11 @@
 
 #include "alloc.h"
 #include "calibrate.h"
-#include "runner.h"
+#include "gpu_comms.h"
+#include "gpu_setup.h"
+#include "gpu_sweep.h"
+#include "gpu_timing.h"
+#include "run_state.h"
 
 /* Set what forces setting `s` at its communicator's init (TOPO_TUNER_FORCE, or NCCL_ALGO and
  * NCCL_PROTO with via_env); clear_force undoes it. */

@@ -3,7 +3,8 @@
  * topo-calibrate's run, before the first NCCL call and around it: the user's NCCL settings that
  * would distort a calibration, NCCL's INFO log (NCCL_DEBUG_FILE, read back to verify what ran),
  * the libtopo-tuner.so that forces each setting, and which NCCL library answered. Called by
- * topo_cal_run (runner.c) and the sweep (sweep.c); see runner.h.
+ * topo_cal_run (runner.c), the communicators (gpu_comms.c, NCCL's log) and the sweep
+ * (gpu_sweep.c, the tuner); the run's state is run_state.h.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -16,7 +17,8 @@
 
 #include "alloc.h"
 #include "calibrate.h"
-#include "runner.h"
+#include "gpu_setup.h"
+#include "run_state.h"
 
 static int file_exists(const char *p) {
   struct stat st;
