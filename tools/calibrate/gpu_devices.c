@@ -17,7 +17,7 @@
 #include "alloc.h"
 #include "calibrate.h"
 #include "gpu_devices.h"
-#include "kernels.h"
+#include "gpu_kernels.h"
 #include "run_state.h"
 
 static int multicast_supported(int dev) {

@@ -10,7 +10,7 @@
 #include "alloc.h"
 #include "calibrate.h"
 #include "gpu_p2p.h"
-#include "kernels.h"
+#include "gpu_kernels.h"
 #include "run_state.h"
 
 static int enable_peer(int i, int j) {

@@ -4,8 +4,8 @@
  * launchers) drives the ranks of this process (every local GPU in one process, as nccl-tests -g;
  * or one GPU per process under the fork launcher or MPI) through the rooms run_state.h lists, in
  * data-flow order, and writes the outputs:
- *   1. devices, the p2p matrix (copy engine, SM copies and ping-pong when kernels.cu is built)
- *      and the launch / completion floor;
+ *   1. devices, the p2p matrix (copy engine, SM copies and ping-pong when gpu_kernels.cu is
+ *      built) and the launch / completion floor;
  *   2. phase A, libtopo-tuner loaded (NCCL_TUNER_PLUGIN): a control communicator (NCCL's table,
  *      channel count, tuner load, and in several processes the exchange of ids and samples),
  *      then --rounds rounds of the forced settings in a rotated order, each a fresh communicator

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Optional GPU kernels of topo-calibrate (kernels.cu, built when CMake has the CUDA language;
- * kernels_none.c otherwise): an empty kernel for the launch floor, an SM-driven copy for device
- * and peer copy bandwidth, and a ping-pong between two GPUs for one-hop latency. C interface;
- * streams are cudaStream_t passed as void*. Each launcher returns 0 or a cudaError_t value
- * (kernels_none.c: -1, with topo_cal_kernels_available() = 0). Called by gpu_devices.c and gpu_p2p.c.
+ * Optional GPU kernels of topo-calibrate (gpu_kernels.cu, built when CMake has the CUDA
+ * language; gpu_kernels_none.c otherwise): an empty kernel for the launch floor, an SM-driven
+ * copy for device and peer copy bandwidth, and a ping-pong between two GPUs for one-hop latency.
+ * C interface; streams are cudaStream_t passed as void*. Each launcher returns 0 or a cudaError_t value
+ * (gpu_kernels_none.c: -1, with topo_cal_kernels_available() = 0). Called by gpu_devices.c and
+ * gpu_p2p.c.
  */
-#ifndef TOPO_CALIBRATE_KERNELS_H
-#define TOPO_CALIBRATE_KERNELS_H
+#ifndef TOPO_CALIBRATE_GPU_KERNELS_H
+#define TOPO_CALIBRATE_GPU_KERNELS_H
 
 #include <stddef.h>
 

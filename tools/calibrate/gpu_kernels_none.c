@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Stand-ins for kernels.cu when CMake has no CUDA language: nothing is available, every launcher
- * returns -1, and the engine falls back to copy-engine and memset measurements.
+ * Stand-ins for gpu_kernels.cu when CMake has no CUDA language: nothing is available, every
+ * launcher returns -1, and the engine falls back to copy-engine and memset measurements.
  */
-#include "kernels.h"
+#include "gpu_kernels.h"
 
 int topo_cal_kernels_available(void) { return 0; }
 int topo_cal_kernel_empty(void *stream) { return -1; }

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * GPU kernels of topo-calibrate (interface and contracts in kernels.h): empty kernel, SM copy,
+ * GPU kernels of topo-calibrate (interface and contracts in gpu_kernels.h): empty kernel, SM copy,
  * two-GPU ping-pong over peer memory. Built for sm_90 (plus PTX) when CMake has CUDA.
  */
 #include <cuda_runtime.h>
 
-#include "kernels.h"
+#include "gpu_kernels.h"
 
 static __device__ __forceinline__ unsigned long long globaltimer(void) {
   unsigned long long t;
