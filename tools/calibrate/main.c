@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * topo-calibrate: measures this machine's GPU links and NCCL collectives and writes the tuner
- * profile libtopo-tuner.so reads. Parses the command line, then runs in one process (every local
- * GPU), in one forked process per GPU (--nodes N / --procs), or under MPI (TOPO_CALIBRATE_MPI
- * builds started by mpirun/srun). Exit (common/cli.h): 0 success, 1 a measurement or output
- * failed or no usable GPU, 2 misuse ("topo-calibrate: WHAT (try --help)").
+ * profile libtopo-tuner.so reads. Parses the command line (options.c: getopt_long through
+ * common/cli), then runs in one process (every local GPU), in one forked process per GPU
+ * (--nodes N / --procs), or under MPI (TOPO_CALIBRATE_MPI builds started by mpirun/srun). Exit
+ * (common/cli.h): 0 success, 1 a measurement or output failed or no usable GPU, 2 misuse
+ * ("topo-calibrate: WHAT (try --help)").
  */
 #include <signal.h>
 #include <stdio.h>
@@ -17,10 +18,7 @@
 #include "cli.h"
 #include "topo_version.h"
 
-static const char *program_name(const char *argv0) {
-  const char *s = argv0 ? strrchr(argv0, '/') : NULL;
-  return s ? s + 1 : argv0 ? argv0 : "topo-calibrate";
-}
+static const char prog[] = "topo-calibrate";
 
 /* First SIGTERM/SIGINT: finish the current point and write what was measured; a second one
  * kills (SA_RESETHAND). */
@@ -50,7 +48,6 @@ static int under_mpi(void) {
 #endif
 
 int main(int argc, char **argv) {
-  const char *prog = program_name(argv[0]);
   topo_cal_options o;
   topo_cal_options_default(&o);
   char err[256];
