@@ -425,6 +425,32 @@ static int scenario_two_nodes(void) {
   return failures;
 }
 
+/* More GPUs asked for than are visible, in one process (--gpus) and through the fork launcher
+ * (--nodes): nothing usable, exit 1 (common/cli.h; 2 is misuse of the command line), no output. */
+static int scenario_too_few_gpus(void) {
+  scenario s;
+  setup(&s, 1);
+  fflush(stdout);
+  int saved = dup(1);
+  int fd = open(s.summary, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  dup2(fd, 1);
+  close(fd);
+  topo_cal_proc proc = {.nprocs = 1, .proc = 0, .nodes = 1, .nlocal = 3};
+  s.rc = topo_cal_run(&s.o, &proc, &s.r);
+  s.o.nodes = 3;
+  int fork_rc = topo_cal_launch_fork(&s.o, 2);
+  fflush(stdout);
+  dup2(saved, 1);
+  close(saved);
+  CHECK(s.rc == 1);
+  CHECK(fork_rc == 1);
+  CHECK(access(s.profile, F_OK) != 0);
+  CHECK(access(s.csv, F_OK) != 0);
+  topo_cal_results_free(&s.r);
+  cleanup(&s);
+  return failures;
+}
+
 static void in_child(int (*fn)(void)) {
   fflush(stdout);
   fflush(stderr);
@@ -457,6 +483,10 @@ static void test_two_nodes_run_one_process_per_gpu(void **state) {
   (void)state;
   in_child(scenario_two_nodes);
 }
+static void test_too_few_gpus_exits_1(void **state) {
+  (void)state;
+  in_child(scenario_too_few_gpus);
+}
 static void test_stop_request_writes_partial_results(void **state) {
   (void)state;
   in_child(scenario_stop);
@@ -470,6 +500,7 @@ int main(void) {
       cmocka_unit_test(test_without_tuner_forces_through_nccl_env),
       cmocka_unit_test(test_two_nodes_run_one_process_per_gpu),
       cmocka_unit_test(test_stop_request_writes_partial_results),
+      cmocka_unit_test(test_too_few_gpus_exits_1),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -403,13 +403,14 @@ void topo_cal_request_stop(void);
 int topo_cal_stop_requested(void);
 
 /* Run every measurement this process takes part in, fill r (identical in every process), write
- * outputs from process 0. Returns the exit code: 0, 1 (a measurement failed), 2 (no usable GPU). */
+ * outputs from process 0. Returns the exit code (common/cli.h): 0, or 1 (a measurement or an
+ * output failed, or no usable GPU). */
 int topo_cal_run(const topo_cal_options *o, const topo_cal_proc *proc, topo_cal_results *r);
 /* Number of visible CUDA devices, or -1 with a message in err (no driver, no device). Forks a
  * probe process so that the caller can still fork workers afterwards. */
 int topo_cal_probe_devices(char *err, size_t errlen);
 /* Fork one process per GPU (rank = GPU index, NCCL_HOSTID per node) and run them; returns the
- * worst exit code. */
+ * worst exit code (1 as well when there are fewer GPUs than --nodes). */
 int topo_cal_launch_fork(const topo_cal_options *o, int ngpus);
 /* MPI: one process per rank (TOPO_CALIBRATE_MPI builds only). */
 int topo_cal_launch_mpi(const topo_cal_options *o, int *argc, char ***argv);

@@ -9,7 +9,7 @@
 
 #include "run_state.h"
 
-/* -2 when no GPU is usable (exit code 2). */
+/* -2 when no GPU is usable (the run ends at once: exit code 1, no outputs). */
 int topo_cal_devices_init(run_ctx *c);
 int topo_cal_buffers_init(run_ctx *c);
 void topo_cal_buffers_free(run_ctx *c);

@@ -185,7 +185,7 @@ int topo_cal_launch_fork(const topo_cal_options *o, int ngpus) {
   if (nodes > n) {
     fprintf(stderr, "topo-calibrate: error: --nodes %d needs at least %d GPUs, %d visible\n", nodes,
             nodes, n);
-    return 2;
+    return 1;
   }
   int *fds = topo_calloc((size_t)2 * n, sizeof(int));
   pid_t *pids = topo_calloc((size_t)n, sizeof(pid_t));

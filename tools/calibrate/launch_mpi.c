@@ -20,7 +20,7 @@ static int mpi_share_id(void *ctx, void *id, size_t len) {
 int topo_cal_launch_mpi(const topo_cal_options *o, int *argc, char ***argv) {
   if (MPI_Init(argc, argv) != MPI_SUCCESS) {
     fprintf(stderr, "topo-calibrate: error: MPI_Init failed\n");
-    return 2;
+    return 1;
   }
   int rank = 0, size = 1, local = 0, local_size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -437,6 +437,6 @@ void topo_cal_usage(FILE *f, const char *prog) {
       "\n"
       "SIGTERM / SIGINT stop the sweep after the current point; what was measured is still "
       "written.\n"
-      "Exit status: 0 success, 1 a measurement or output failed, 2 misuse or no usable GPU.\n",
+      "Exit status: 0 success, 1 a measurement or output failed or no usable GPU, 2 misuse.\n",
       prog, prog, prog, prog, prog, prog, prog);
 }

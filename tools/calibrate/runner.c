@@ -23,7 +23,7 @@
  * sample is the minimum over ranks (the last rank to start never waits for the others), reduced
  * across processes with an NCCL AllReduce(min) on the control communicator, so every process
  * holds identical results and takes identical decisions (pruning) - required, or ranks diverge.
- * Failure: CUDA errors and NCCL errors end the run with exit code 1 (2 when no GPU is usable);
+ * Failure: CUDA errors and NCCL errors end the run with exit code 1, as does no usable GPU;
  * a collective NCCL refuses in one process marks that point failed.
  */
 #include <errno.h>
@@ -82,9 +82,9 @@ int topo_cal_run(const topo_cal_options *o, const topo_cal_proc *proc, topo_cal_
   topo_cal_check_user_env(c);
   topo_cal_setup_log(c); /* before the first NCCL call: NCCL reads NCCL_DEBUG* once */
   int rc = topo_cal_devices_init(c);
-  if (rc == -2) {
+  if (rc == -2) { /* no usable GPU: nothing to measure, nothing written */
     topo_free(c);
-    return 2;
+    return 1;
   }
   if (!rc) rc = topo_cal_buffers_init(c);
   if (!rc) topo_cal_nccl_identity(c);
