@@ -345,6 +345,94 @@ static void test_memory_follows_the_traces_not_the_claimed_communicator_size(voi
     fail_msg("peak RSS %ld KB for %d traces of 4 KB", ru.ru_maxrss, TRACES);
 }
 
+/* Writes `text` to dir/name; the path goes to `path`. */
+static void write_text(char path[128], const char *dir, const char *name, const char *text) {
+  snprintf(path, 128, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* Analyses `paths` and writes every renderer's output (text, JSON, CSV and the HTML page) under
+ * the alarm, with files limited to 64 MB (a runaway writer fails its writes, then the alarm);
+ * returns the HTML page's size in bytes. */
+static long render_all(const char *const *paths, int npaths, const char *dir) {
+  struct rlimit old, low;
+  assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+  low = old;
+  low.rlim_cur = 64 << 20;
+  assert_int_equal(setrlimit(RLIMIT_FSIZE, &low), 0);
+  signal(SIGXFSZ, SIG_IGN);
+  rp_options opt = {.reorder_window = 65536, .quiet = 1};
+  rp_report r;
+  char html[128];
+  snprintf(html, sizeof html, "%s/page.html", dir);
+  signal(SIGALRM, on_alarm);
+  alarm(ANALYSIS_LIMIT_S);
+  assert_int_equal(rp_analyze(paths, npaths, &opt, &r), TOPO_OK);
+  FILE *null = fopen("/dev/null", "w");
+  assert_non_null(null);
+  rp_render_text(&r, null);
+  rp_render_json(&r, null);
+  rp_render_csv(&r, null);
+  fclose(null);
+  assert_int_equal(rp_render_html(&r, html), TOPO_OK);
+  alarm(0);
+  assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+  rp_report_free(&r);
+  struct stat st;
+  assert_int_equal(stat(html, &st), 0);
+  unlink(html);
+  return (long)st.st_size;
+}
+
+/* A GPU kernel at ts 0 and a sub-microsecond ProfilerStep in 2026: the timeline shows that step,
+ * 1.8e18 ns after the run's first activity, where a double no longer resolves its tick spacing.
+ * The page is written, with a handful of ticks, not an endless run of them. */
+static void test_timeline_ticks_far_from_the_start_are_bounded(void **state) {
+  (void)state;
+  char dir[64], path[128];
+  temp_dir(dir);
+  write_text(
+      path, dir, "k.json",
+      "{\"traceEvents\":[\n"
+      "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"ncclDevKernel_AllReduce_Sum_f32_RING_LL\","
+      "\"pid\":0,\"tid\":7,\"ts\":0,\"dur\":10,\"args\":{\"device\":0,\"stream\":7}},\n"
+      "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":\"ProfilerStep#1\",\"pid\":1,"
+      "\"tid\":1,\"ts\":1780000000000000,\"dur\":0.5}\n]}\n");
+  const char *paths[] = {path};
+  long size = render_all(paths, 1, dir);
+  if (size > 256 * 1024) fail_msg("HTML page of %ld bytes for a 2-event input", size);
+  remove_dir(dir);
+}
+
+/* The same from binary traces: two ranks of one communicator, one collective each, 1.8e18 ns
+ * apart, the later rank with a 300 ns step mark around its own. */
+static void test_timeline_of_binary_traces_far_apart_is_bounded(void **state) {
+  (void)state;
+  char dir[64];
+  temp_dir(dir);
+  for (int rank = 0; rank < 2; rank++) {
+    topo_trace_header h;
+    tf_header_init(&h, 0x77, rank, 2);
+    tf_trace t;
+    tf_begin(&t, &h, NULL);
+    int64_t at = rank ? INT64_C(1800000000000000000) : 0;
+    topo_trace_record c = tf_coll(4, 0, 1 << 20, at, at + 100, at + 100, at + 400, 1, 2, 4, 1);
+    tf_add(&t, &c);
+    if (rank) {
+      topo_trace_record m = tf_mark(0, at, at + 300, 1);
+      tf_add(&t, &m);
+    }
+    save_numbered(&t, dir, rank);
+  }
+  const char *paths[] = {dir};
+  long size = render_all(paths, 1, dir);
+  if (size > 256 * 1024) fail_msg("HTML page of %ld bytes for 2 collectives", size);
+  remove_dir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_seqs_at_both_ends_of_the_range_join_without_hanging),
@@ -354,6 +442,8 @@ int main(void) {
       cmocka_unit_test(test_many_json_inputs_of_one_rank_under_a_small_descriptor_limit),
       cmocka_unit_test(test_a_json_read_error_is_a_problem_of_its_input),
       cmocka_unit_test(test_memory_follows_the_traces_not_the_claimed_communicator_size),
+      cmocka_unit_test(test_timeline_of_binary_traces_far_apart_is_bounded),
+      cmocka_unit_test(test_timeline_ticks_far_from_the_start_are_bounded),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -128,6 +128,10 @@ static void lane(FILE *f, const rp_interval *iv, size_t n, int cls, int64_t from
   fputc('\n', f);
 }
 
+/* Most grid lines an axis draws, whatever its range. */
+#define TIMELINE_TICKS 32
+#define AXIS_TICKS     32
+
 static double nice_step(double range, int ticks) {
   double raw = range / ticks, mag = pow(10, floor(log10(raw)));
   double n = raw / mag;
@@ -141,9 +145,11 @@ static void timeline(FILE *f, const rp_report *r) {
   int nr = r->nranks < RP_TIMELINE_RANKS ? r->nranks : RP_TIMELINE_RANKS;
   double H = 30 + nr * (2 * lane_h + gap) + 10;
   char span[32], at[32];
-  rp_fmt_ns(to - from, span, sizeof span);
-  int64_t t0 = r->t0 < from ? r->t0 : from;
-  rp_fmt_ns(from - t0, at, sizeof at);
+  int64_t t0 = r->t0 < from ? r->t0 : from, span_ns, off;
+  if (__builtin_sub_overflow(to, from, &span_ns)) span_ns = INT64_MAX;
+  if (__builtin_sub_overflow(from, t0, &off)) off = INT64_MAX;
+  rp_fmt_ns(span_ns, span, sizeof span);
+  rp_fmt_ns(off, at, sizeof at);
   /* which step the window shows: one that lies inside it */
   const rp_rank *sk = NULL;
   const rp_step *st = NULL;
@@ -163,7 +169,9 @@ static void timeline(FILE *f, const rp_report *r) {
   } else {
     fprintf(f, "%s of GPU activity per rank, from +%s after the run's first GPU activity (%s).",
             span, at,
-            to - from < r->t_end - r->t0 ? "a window from the middle of the run" : "the whole run");
+            span_ns < rp_add_sat(r->t_end, r->t0 == INT64_MIN ? INT64_MAX : -r->t0)
+                ? "a window from the middle of the run"
+                : "the whole run");
   }
   fprintf(
       f,
@@ -173,21 +181,31 @@ static void timeline(FILE *f, const rp_report *r) {
   /* 50 on the right: a tick label at the right edge is centred on it */
   fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" role=img>\n", W + L + 50,
           H + 18);
-  double step = nice_step((double)(to - from), 8);
-  double first = ceil((double)(from - t0) / step) * step;
-  for (double t = first; t <= (double)(to - t0); t += step) {
-    double x = L + (t - (double)(from - t0)) / (double)(to - from) * W;
+  /* Ticks in integer ns (a double does not resolve a 100 ns step 1.8e18 ns from t0) at a nice
+   * spacing of at least 1 ns: at most TIMELINE_TICKS of them, whatever the input's times. Where
+   * the window lies too far from t0 for "+time since t0" labels to differ, they count from the
+   * window's start instead. */
+  double dstep = nice_step((double)span_ns, 8);
+  int64_t step = dstep < 1 ? 1 : rp_dbl_ns(dstep);
+  int from_window = off / step > 100000;
+  int64_t base = from_window ? 0 : off, t;
+  int64_t lead = base % step ? step - base % step : 0; /* first tick - base */
+  for (int i = 0; i < TIMELINE_TICKS; i++) {
+    int64_t d;
+    if (__builtin_mul_overflow((int64_t)i, step, &d) || __builtin_add_overflow(d, lead, &d) ||
+        d > span_ns || __builtin_add_overflow(base, d, &t))
+      break;
+    double x = L + (double)d / (double)span_ns * W;
     char lab[32];
-    rp_fmt_ns((int64_t)t, lab, sizeof lab);
+    rp_fmt_ns(t, lab, sizeof lab);
     fprintf(f,
             "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"18\" y2=\"%.0f\" class=\"grid\"/><text x=\"%.1f\" "
             "y=\"12\" class=tick text-anchor=middle>+%s</text>\n",
             x, x, H - 6, x, lab);
   }
-  fprintf(f,
-          "<text x=\"%.0f\" y=\"%.0f\" class=tick text-anchor=middle>time since the run's first "
-          "GPU activity</text>\n",
-          L + W / 2, H + 10);
+  fprintf(
+      f, "<text x=\"%.0f\" y=\"%.0f\" class=tick text-anchor=middle>%s</text>\n", L + W / 2, H + 10,
+      from_window ? "time since the window's start" : "time since the run's first GPU activity");
   for (int i = 0; i < nr; i++) {
     const rp_rank *k = &r->ranks[i];
     double y = 24 + i * (2 * lane_h + gap);
@@ -311,8 +329,8 @@ static double bw_y(const bw_plot *g, double gbs) { return BW_T + BW_H - gbs / g-
 
 /* Grid lines and tick labels of both axes, and the axis titles. */
 static void bw_axes(FILE *f, const bw_plot *g, double ystep) {
-  for (double v = 0; v <= g->ymax + 1e-9; v += ystep) {
-    double y = bw_y(g, v);
+  for (int i = 0; i < AXIS_TICKS && (double)i * ystep <= g->ymax + 1e-9; i++) {
+    double v = (double)i * ystep, y = bw_y(g, v);
     fprintf(f,
             "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/><text "
             "x=\"%.0f\" y=\"%.1f\" class=tick text-anchor=end>%g</text>\n",
