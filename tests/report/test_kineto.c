@@ -13,6 +13,8 @@
 #include <cmocka.h>
 #include <zlib.h>
 
+#include "log.h"
+#include "plugin_host.h"
 #include "report.h"
 #include "trace_fixture.h"
 
@@ -921,6 +923,131 @@ static void test_gzip_trace_reads_like_the_plain_one(void **state) {
   free(data);
 }
 
+/* Ten GPU events 10 us apart with `bad` (a non-finite number as some producer writes it) in one
+ * field of six of them: the dur of event 1, the ts of event 3, args.stream of 5, args.correlation
+ * of 6, the memory bandwidth of memcpy 7, the element count of NCCL kernel 8; and the rank. */
+static size_t nonfinite_trace(char *t, size_t cap, const char *bad) {
+  size_t n = (size_t)snprintf(t, cap, "{\"distributedInfo\":{\"rank\":%s},\"traceEvents\":[", bad);
+  for (int i = 0; i < 10; i++) {
+    char ts[32], dur[32], stream[32], corr[32], bw[48] = "", nel[32];
+    snprintf(ts, sizeof ts, "%d", 1000 + 10 * i);
+    snprintf(dur, sizeof dur, "5");
+    snprintf(stream, sizeof stream, "7");
+    snprintf(corr, sizeof corr, "%d", i + 1);
+    snprintf(nel, sizeof nel, "1024");
+    if (i == 1) snprintf(dur, sizeof dur, "%s", bad);
+    if (i == 3) snprintf(ts, sizeof ts, "%s", bad);
+    if (i == 5) snprintf(stream, sizeof stream, "%s", bad);
+    if (i == 6) snprintf(corr, sizeof corr, "%s", bad);
+    if (i == 7) snprintf(bw, sizeof bw, ",\"memory bandwidth (GB/s)\":%s", bad);
+    if (i == 8) snprintf(nel, sizeof nel, "%s", bad);
+    n += (size_t)snprintf(
+        t + n, cap - n,
+        "%s{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"%s\",\"pid\":0,\"tid\":7,\"ts\":%s,\"dur\":%s,"
+        "\"args\":{\"stream\":%s,\"correlation\":%s%s,\"In msg nelems\":%s,\"dtype\":\"Float\","
+        "\"Group size\":2}}",
+        i ? "," : "", i == 7 ? "gpu_memcpy" : "kernel",
+        i == 8   ? "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+        : i == 7 ? "Memcpy DtoD"
+                 : "gemm",
+        ts, dur, stream, corr, bw, nel);
+  }
+  n += (size_t)snprintf(t + n, cap - n, "]}");
+  return n;
+}
+
+static uint64_t colls_seen;
+static void count_coll(void *ctx, int src, const rp_coll *c) {
+  (void)ctx, (void)src, (void)c;
+  colls_seen++;
+}
+
+/* Every spelling of a non-finite number that Python's json or C's printf writes, in any field
+ * the report reads as a number: the events after it are read, the event keeps its place where
+ * the field is not its time (the field is unknown), an event without a finite time is not used,
+ * and the file's input gets one warning that counts both. */
+static void test_non_finite_numbers_lose_only_their_field(void **state) {
+  (void)state;
+  static const char *const spell[] = {"-Infinity", "Infinity", "NaN",  "-inf", "inf",
+                                      "-nan",      "nan",      "+inf", "-NaN"};
+  char t[8192], d[64] = "/tmp/topo-kineto-nf-XXXXXX", path[128];
+  assert_non_null(mkdtemp(d));
+  snprintf(path, sizeof path, "%s/rank.json", d);
+  topo_log_set_logger(topo_host_log);
+  for (size_t i = 0; i < sizeof spell / sizeof *spell; i++) {
+    size_t n = nonfinite_trace(t, sizeof t, spell[i]);
+    intervals = colls_seen = 0;
+    rp_sink sink = {NULL, count_coll, count_interval, NULL, NULL, NULL};
+    if (rp_kineto_parse_memory(t, n, &sink) != 10) fail_msg("%s: not every event read", spell[i]);
+    if (intervals != 8) fail_msg("%s: %d intervals, want 8", spell[i], (int)intervals);
+    if (colls_seen != 1) fail_msg("%s: the NCCL kernel is not a collective", spell[i]);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fwrite(t, 1, n, f);
+    fclose(f);
+    const char *paths[] = {path};
+    rp_options opt = {.reorder_window = 65536};
+    rp_report r;
+    topo_host_log_reset();
+    assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
+    assert_int_equal(r.nranks, 1);
+    assert_int_equal(r.src[0].compute_kernels, 6);
+    assert_int_equal(r.src[0].memory_kernels, 1);
+    assert_int_equal(r.src[0].nccl_kernels, 1);
+    assert_int_equal(r.src[0].json_bad_times, 2);
+    assert_int_equal(r.src[0].json_nonfinite, 7); /* dur, ts, stream, corr, bw, nelems, rank */
+    assert_int_equal(r.ranks[0].t.first, 1000000);
+    assert_int_equal(r.ranks[0].t.last, 1095000);
+    if (topo_host_log_count(NCCL_LOG_WARN) != 1 || !topo_host_log_contains("not finite"))
+      fail_msg("%s: want one warning about the numbers, got %d", spell[i],
+               topo_host_log_count(NCCL_LOG_WARN));
+    rp_report_free(&r);
+  }
+  topo_log_set_logger(NULL);
+  unlink(path);
+  rmdir(d);
+}
+
+/* A ts far outside any clock (1e30 us) is no time: that event is not used and the input gets
+ * one warning; the run keeps its 95 us span (it became ts 0 before: a span of 1.7e18 ns). */
+static void test_out_of_range_time_is_rejected_with_a_warning(void **state) {
+  (void)state;
+  char t[4096], d[64] = "/tmp/topo-kineto-ts-XXXXXX", path[128];
+  assert_non_null(mkdtemp(d));
+  snprintf(path, sizeof path, "%s/rank.json", d);
+  size_t n = (size_t)snprintf(t, sizeof t, "{\"traceEvents\":[");
+  for (int i = 0; i < 10; i++)
+    n += (size_t)snprintf(t + n, sizeof t - n,
+                          "%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm\",\"ts\":%s,"
+                          "\"dur\":5,\"args\":{\"stream\":7}}",
+                          i ? "," : "",
+                          i == 4   ? "1e30"
+                          : i == 6 ? "-3e19"
+                                   : "1700000000000");
+  n += (size_t)snprintf(t + n, sizeof t - n, "]}");
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fwrite(t, 1, n, f);
+  fclose(f);
+  const char *paths[] = {path};
+  rp_options opt = {.reorder_window = 65536};
+  rp_report r;
+  topo_log_set_logger(topo_host_log);
+  topo_host_log_reset();
+  assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
+  assert_int_equal(r.nranks, 1);
+  assert_int_equal(r.src[0].compute_kernels, 8);
+  assert_int_equal(r.src[0].json_bad_times, 2);
+  assert_int_equal(r.ranks[0].t.first, 1700000000000000LL);
+  assert_int_equal(r.ranks[0].t.last - r.ranks[0].t.first, 5000);
+  assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 1);
+  assert_true(topo_host_log_contains("out of range"));
+  rp_report_free(&r);
+  topo_log_set_logger(NULL);
+  unlink(path);
+  rmdir(d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kineto_trace_alone_gives_exact_overlap),
@@ -944,6 +1071,8 @@ int main(void) {
       cmocka_unit_test(test_kernels_without_their_operator_have_unknown_size_and_ranks),
       cmocka_unit_test(test_an_event_larger_than_the_buffer_is_skipped_alone),
       cmocka_unit_test(test_gzip_trace_reads_like_the_plain_one),
+      cmocka_unit_test(test_non_finite_numbers_lose_only_their_field),
+      cmocka_unit_test(test_out_of_range_time_is_rejected_with_a_warning),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

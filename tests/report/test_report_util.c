@@ -11,6 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "jscan.h"
 #include "report.h"
 
 static void test_quantiles_exact_then_histogram(void **state) {
@@ -159,6 +160,59 @@ static void test_map_finds_adds_and_replaces(void **state) {
   assert_int_equal(rp_map_find(&m, 0, &v), 0);
 }
 
+static js_str txt(const char *s) { return (js_str){s, strlen(s)}; }
+
+/* One reader for every JSON number: JSON's form and what producers write besides it. */
+static void test_every_number_form_reads_through_one_routine(void **state) {
+  (void)state;
+  int64_t v = 0;
+  double d = 0;
+  assert_int_equal(js_num_int(txt("1e3"), &v), JS_VAL_OK); /* 1 before: digits up to the 'e' */
+  assert_int_equal(v, 1000);
+  assert_int_equal(js_num_int(txt("-7.9"), &v), JS_VAL_OK);
+  assert_int_equal(v, -7);
+  assert_int_equal(js_num_int(txt("9223372036854775807"), &v), JS_VAL_OK);
+  assert_true(v == INT64_MAX);
+  assert_int_equal(js_num_int(txt("9223372036854775808"), &v), JS_VAL_RANGE);
+  assert_int_equal(js_us_to_ns(txt("1700000000123456.789"), &v), JS_VAL_OK);
+  assert_true(v == 1700000000123456789LL);
+  assert_int_equal(js_us_to_ns(txt("1.5e3"), &v), JS_VAL_OK);
+  assert_int_equal(v, 1500000);
+  assert_int_equal(js_us_to_ns(txt("0.0005"), &v), JS_VAL_OK);
+  assert_int_equal(v, 1);
+  assert_int_equal(js_us_to_ns(txt("-0.0005"), &v), JS_VAL_OK);
+  assert_int_equal(v, -1);
+  assert_int_equal(js_us_to_ns(txt("0.00049999999999999999999999"), &v), JS_VAL_OK);
+  assert_int_equal(v, 0);
+  assert_int_equal(js_us_to_ns(txt("1e30"), &v), JS_VAL_RANGE);
+  assert_int_equal(js_us_to_ns(txt("-2305843009213693.952"), &v), JS_VAL_RANGE); /* -2^61 ns */
+  assert_int_equal(js_us_to_ns(txt("1e-400"), &v), JS_VAL_OK);
+  assert_int_equal(v, 0);
+  static const char *const nonfinite[] = {"NaN", "-NaN", "nan",  "-nan", "Infinity", "-Infinity",
+                                          "inf", "-inf", "+inf", "INF",  "infinity"};
+  for (size_t i = 0; i < sizeof nonfinite / sizeof *nonfinite; i++) {
+    assert_int_equal(js_us_to_ns(txt(nonfinite[i]), &v), JS_VAL_NONFINITE);
+    assert_int_equal(js_num_int(txt(nonfinite[i]), &v), JS_VAL_NONFINITE);
+    assert_int_equal(js_num_double(txt(nonfinite[i]), &d), JS_VAL_NONFINITE);
+  }
+  static const char *const none[] = {"null", "true", "", "-", "1e", "1.2.3", "12abc", "infinit"};
+  for (size_t i = 0; i < sizeof none / sizeof *none; i++)
+    assert_int_equal(js_num_int(txt(none[i]), &v), JS_VAL_ABSENT);
+  assert_int_equal(js_num_double(txt("2.5e-1"), &d), JS_VAL_OK);
+  assert_true(d == 0.25);
+  assert_int_equal(js_num_double(txt("1e400"), &d), JS_VAL_RANGE);
+  assert_int_equal(js_str_int(txt("stream 7"), &v), JS_VAL_OK);
+  assert_int_equal(v, 7);
+  assert_int_equal(js_str_int(txt(" 12 "), &v), JS_VAL_OK);
+  assert_int_equal(v, 12);
+  assert_int_equal(js_str_int(txt("NaN"), &v), JS_VAL_NONFINITE);
+  /* the scanner takes the whole word as the number's text */
+  const char *in = "-Infinity,", *p = in;
+  js_str t;
+  assert_int_equal(js_number(&p, in + strlen(in), &t), JS_OK);
+  assert_int_equal(t.n, 9);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_quantiles_exact_then_histogram),
@@ -166,6 +220,7 @@ int main(void) {
       cmocka_unit_test(test_sweep_touching_duplicate_and_step_cuts),
       cmocka_unit_test(test_overlap_model_leaves_out_far_chunks),
       cmocka_unit_test(test_map_finds_adds_and_replaces),
+      cmocka_unit_test(test_every_number_form_reads_through_one_routine),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

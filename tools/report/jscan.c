@@ -6,6 +6,7 @@
 #include "jscan.h"
 
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,9 +182,11 @@ static const unsigned char scalar_char[256] = {
     ['Z'] = 2,
 };
 
+int js_is_scalar(char c) { return scalar_char[(unsigned char)c] != 0; }
+
 js_status js_number(const char **pp, const char *end, js_str *out) {
   const char *p = *pp, *s = p;
-  while (p < end && scalar_char[(unsigned char)*p] == 1) p++;
+  while (p < end && scalar_char[(unsigned char)*p]) p++;
   if (p == end) return JS_MORE; /* the number may go on in the next bytes */
   if (p == s) return JS_BAD;
   out->p = s;
@@ -501,48 +504,125 @@ size_t js_unescape(js_str s, char *out, size_t cap) {
 
 static int isdig(char c) { return c >= '0' && c <= '9'; }
 
-int64_t js_us_to_ns(js_str t) {
-  const char *p = t.p, *end = t.p + t.n;
-  const int64_t lim = (int64_t)1 << 61;
-  for (const char *q = p; q < end; q++)
-    if (*q == 'e' || *q == 'E') { /* exponent form: through a double (rare in traces) */
-      char tmp[64];
-      size_t n = t.n < sizeof tmp - 1 ? t.n : sizeof tmp - 1;
-      memcpy(tmp, p, n);
-      tmp[n] = 0;
-      double d = strtod(tmp, NULL) * 1e3;
-      if (!(d > -(double)lim && d < (double)lim)) return 0;
-      return llround(d);
-    }
-  int neg = p < end && *p == '-';
-  if (p < end && (*p == '-' || *p == '+')) p++;
-  int64_t ip = 0;
-  for (; p < end && isdig(*p); p++) {
-    if (ip > (lim / 1000 - 9) / 10) return 0; /* beyond 2^61 ns: not a time */
-    ip = ip * 10 + (*p - '0');
-  }
-  int64_t frac = 0;
-  int fd = 0, round_up = 0;
-  if (p < end && *p == '.')
-    for (p++; p < end && isdig(*p); p++, fd++) {
-      if (fd < 3) frac = frac * 10 + (*p - '0');
-      else if (fd == 3) round_up = *p >= '5';
-    }
-  for (; fd < 3; fd++) frac *= 10;
-  int64_t v = ip * 1000 + frac + round_up;
-  return neg ? -v : v;
+static int blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* 1 when [p, end) is the word w (lower case), in any case. */
+static int word_is(const char *p, const char *end, const char *w) {
+  for (; *w; w++, p++)
+    if (p >= end || (*p | 0x20) != *w) return 0;
+  return p == end;
 }
 
-int64_t js_int(js_str t) {
+js_num js_num_parse(js_str t) {
+  js_num r = {JS_NUM_NONE, 0, 0, 0, -1};
   const char *p = t.p, *end = t.p + t.n;
-  while (p < end && !isdig(*p) && *p != '-') p++;
-  int neg = p < end && *p == '-';
-  if (neg) p++;
-  if (p >= end || !isdig(*p)) return -1;
-  int64_t v = 0;
-  for (; p < end && isdig(*p); p++) {
-    if (v > (INT64_MAX - 9) / 10) return -1;
-    v = v * 10 + (*p - '0');
+  while (p < end && blank(*p)) p++;
+  while (end > p && blank(end[-1])) end--;
+  if (p < end && (*p == '-' || *p == '+')) r.neg = *p++ == '-';
+  if (p < end && !isdig(*p) && *p != '.') {
+    if (word_is(p, end, "nan")) r.kind = JS_NUM_NAN;
+    else if (word_is(p, end, "inf") || word_is(p, end, "infinity")) r.kind = JS_NUM_INF;
+    return r;
   }
-  return neg ? -v : v;
+  int digits = 0, sig = 0;
+  int64_t e = 0;
+  for (int frac = 0; p < end; p++) {
+    if (*p == '.' && !frac) {
+      frac = 1;
+      continue;
+    }
+    if (!isdig(*p)) break;
+    int d = *p - '0';
+    digits++;
+    if (sig < 19) {
+      r.m = r.m * 10 + (uint64_t)d;
+      sig += r.m > 0;
+      e -= frac;
+    } else {
+      if (r.dropped < 0) r.dropped = d;
+      e += !frac;
+    }
+  }
+  if (!digits) return r;
+  if (p < end && (*p == 'e' || *p == 'E')) {
+    p++;
+    int eneg = p < end && *p == '-';
+    if (p < end && (*p == '-' || *p == '+')) p++;
+    if (p >= end || !isdig(*p)) return r;
+    int64_t x = 0;
+    for (; p < end && isdig(*p); p++)
+      if (x < 1000000) x = x * 10 + (*p - '0');
+    e += eneg ? -x : x;
+  }
+  if (p != end) return r;
+  r.kind = JS_NUM_FINITE;
+  r.e10 = e < -100000 ? -100000 : e > 100000 ? 100000 : (int)e;
+  return r;
+}
+
+/* n's magnitude x 10^shift as an integer no larger than `lim`: rounded half away from zero when
+ * `nearest`, else truncated. 0 when it is larger. The digits past m cannot change a rounding
+ * below m's last digit (they add less than one unit to an even divisor's remainder), and at it
+ * the first of them decides. */
+static int scale(const js_num *n, int shift, int nearest, uint64_t lim, uint64_t *out) {
+  uint64_t m = n->m;
+  int e10 = n->e10 + shift;
+  if (!m) {
+    *out = 0;
+    return 1;
+  }
+  if (e10 >= 0) {
+    for (int i = 0; i < e10; i++)
+      if (__builtin_mul_overflow(m, 10, &m)) return 0;
+    if (nearest && !e10 && n->dropped >= 5 && __builtin_add_overflow(m, 1, &m)) return 0;
+  } else if (e10 < -19) {
+    m = 0; /* below 1 (m < 10^19): nothing, and under one half */
+  } else {
+    uint64_t div = 1;
+    for (int i = 0; i < -e10; i++) div *= 10;
+    uint64_t q = m / div, rem = m % div;
+    m = q + (nearest && rem >= div - rem);
+  }
+  if (m > lim) return 0;
+  *out = m;
+  return 1;
+}
+
+/* A number read by js_num_parse into [-lim, lim] (lim <= INT64_MAX). */
+static js_val to_int(js_str t, int e_shift, int nearest, int64_t lim, int64_t *out) {
+  js_num n = js_num_parse(t);
+  if (n.kind == JS_NUM_NONE) return JS_VAL_ABSENT;
+  if (n.kind != JS_NUM_FINITE) return JS_VAL_NONFINITE;
+  uint64_t v;
+  if (!scale(&n, e_shift, nearest, (uint64_t)lim, &v)) return JS_VAL_RANGE;
+  *out = n.neg ? -(int64_t)v : (int64_t)v;
+  return JS_VAL_OK;
+}
+
+js_val js_us_to_ns(js_str t, int64_t *ns) { return to_int(t, 3, 1, ((int64_t)1 << 61) - 1, ns); }
+
+js_val js_num_int(js_str t, int64_t *out) { return to_int(t, 0, 0, INT64_MAX, out); }
+
+js_val js_num_double(js_str t, double *out) {
+  js_num n = js_num_parse(t);
+  if (n.kind == JS_NUM_NONE) return JS_VAL_ABSENT;
+  if (n.kind != JS_NUM_FINITE) return JS_VAL_NONFINITE;
+  double d = (double)n.m;
+  if (n.m) d = n.e10 >= 0 ? d * pow(10, n.e10) : d / pow(10, -n.e10);
+  if (!(d <= DBL_MAX)) return JS_VAL_RANGE;
+  *out = n.neg ? -d : d;
+  return JS_VAL_OK;
+}
+
+js_val js_str_int(js_str t, int64_t *out) {
+  js_val v = js_num_int(t, out);
+  if (v != JS_VAL_ABSENT) return v;
+  const char *p = t.p, *end = t.p + t.n; /* the first digits inside: "stream 7" */
+  while (p < end && !isdig(*p)) p++;
+  if (p == end) return JS_VAL_ABSENT;
+  const char *q = p;
+  while (q < end && isdig(*q)) q++;
+  js_str digits = {p > t.p && p[-1] == '-' ? p - 1 : p,
+                   (size_t)(q - p) + (p > t.p && p[-1] == '-')};
+  return js_num_int(digits, out);
 }

@@ -76,8 +76,12 @@ static inline const char *js_ws(const char *p, const char *end) {
 }
 /* A string at *pp (which must point at its opening quote). */
 js_status js_string(const char **pp, const char *end, js_str *out);
-/* A number's text at *pp (-, digits, '.', exponent). JS_BAD when there is none. */
+/* A number's text at *pp: a sign, then digits, '.' and an exponent, or a word (NaN, Infinity,
+ * inf, nan: what Python's json and C's printf write for non-finite values; null, true and false
+ * too, which js_num_parse finds no number). JS_BAD when there is none. */
 js_status js_number(const char **pp, const char *end, js_str *out);
+/* 1 when a value starting with c is a scalar js_number reads (not a string, object or array). */
+int js_is_scalar(char c);
 /* Skip any one value at *pp (after whitespace). */
 js_status js_skip(const char **pp, const char *end);
 /* Skip an object or array at *pp ('{' or '['), nested values included. */
@@ -113,11 +117,39 @@ static inline int js_eq(js_str s, const char *lit, size_t litlen) {
   return 1;
 }
 #define JS_EQ(s, lit) js_eq((s), (lit), sizeof(lit) - 1)
-/* Microseconds as text ("1700000000123.456", "-5", "1.5e3") to ns, exact for decimal text.
- * 0 when it is not a number of at most 2^61 ns. */
-int64_t js_us_to_ns(js_str t);
-/* An integer from a number's text, or the digits inside a string ("7", "stream 7"); doubles are
- * truncated. -1 when there is none or it does not fit. */
-int64_t js_int(js_str t);
+/* The one reader of a number's text, whatever field it is in: [+-] then decimal digits with an
+ * optional fraction and exponent (JSON's form, leniently: "+1", "1.", ".5"), or one of the words
+ * producers write for non-finite values, in any case: nan, inf, infinity ("NaN", "-Infinity",
+ * "-nan", "inf"). Surrounding blanks are allowed; anything else is no number (JS_NUM_NONE).
+ * The value is sign x m x 10^e10, with m holding the first 19 significant digits and `dropped`
+ * the first digit past them (-1: none), for rounding: exact for every time and count a producer
+ * writes. */
+typedef enum js_num_kind { JS_NUM_NONE = 0, JS_NUM_FINITE, JS_NUM_NAN, JS_NUM_INF } js_num_kind;
+typedef struct js_num {
+  js_num_kind kind;
+  int neg;
+  uint64_t m;
+  int e10; /* clamped to +-100000 */
+  int dropped;
+} js_num;
+js_num js_num_parse(js_str t);
+
+/* What a number field holds, once read through js_num_parse. */
+typedef enum js_val {
+  JS_VAL_OK = 0,    /* a finite number in the field's range: *out holds it */
+  JS_VAL_ABSENT,    /* no number (null, a word, empty) */
+  JS_VAL_NONFINITE, /* NaN or an infinity */
+  JS_VAL_RANGE,     /* finite but outside the field's range */
+} js_val;
+/* Microseconds ("1700000000123.456", "-5", "1.5e3") to ns, rounded half away from zero, exact
+ * for decimal text; JS_VAL_RANGE beyond +-2^61 ns. */
+js_val js_us_to_ns(js_str t, int64_t *ns);
+/* An integer (a fraction truncated toward zero); JS_VAL_RANGE beyond int64. */
+js_val js_num_int(js_str t, int64_t *out);
+/* A double (JS_VAL_NONFINITE for NaN and the infinities, never stored). */
+js_val js_num_double(js_str t, double *out);
+/* An integer from a string value: the whole string as a number ("7", "1e3", "NaN"), else the
+ * first digits inside it ("stream 7"). */
+js_val js_str_int(js_str t, int64_t *out);
 
 #endif

@@ -47,7 +47,9 @@ typedef struct jev {
   char dtype[32];
   int64_t ts, dur; /* ns */
   int has_ts, has_dur;
-  js_str tid_s; /* "tid" (the stream of GPU events without args.stream) */
+  int bad_time;       /* ts or dur is no finite time within +-2^61 ns (or dur < 0): not used */
+  uint32_t nonfinite; /* numbers read that are NaN or infinite (their fields stay unknown) */
+  js_str tid_s;       /* "tid" (the stream of GPU events without args.stream) */
   int64_t stream;
   int64_t in_nelems, out_nelems, group_size;
   int64_t corr;   /* args.correlation: links a launch (cuda_runtime/driver) to its GPU event */
@@ -104,6 +106,8 @@ struct rp_kineto {
   int has_events_key; /* the top-level object has "traceEvents" (or the file is an array) */
   int own_export;     /* otherData.tool is "topo-report": topo-report's Chrome export */
   uint64_t events, x_events, cpu_events, gpu_events, huge_skipped;
+  uint64_t bad_times, nonfinite; /* pass 1: see jev; distributedInfo and the base count too */
+  int bad_base;                  /* baseTimeNanoseconds out of +-2^61 ns: taken as 0 */
   char seen_cat[SEEN_CATS][32];
   uint64_t seen_cat_n[SEEN_CATS];
   /* steps found (emitted with the base at the end) */
@@ -172,7 +176,32 @@ static int classify_cat(js_str c) {
 
 static int is_step_name(js_str n) { return n.n > 13 && !memcmp(n.p, "ProfilerStep#", 13); }
 
-static int is_num_start(char c) { return c == '-' || (c >= '0' && c <= '9'); }
+/* An integer field's value at *pp (a number, or a string holding one): *out when it is a finite
+ * integer in range, else unchanged; a non-finite number is counted in *nonfinite. */
+static js_status read_int(const char **pp, const char *end, int64_t *out, uint32_t *nonfinite) {
+  js_str v;
+  int str = **pp == '"';
+  js_status st = str ? js_string(pp, end, &v) : js_number(pp, end, &v);
+  if (st != JS_OK) return st;
+  int64_t x;
+  js_val r = str ? js_str_int(v, &x) : js_num_int(v, &x);
+  if (r == JS_VAL_OK) *out = x;
+  *nonfinite += r == JS_VAL_NONFINITE;
+  return JS_OK;
+}
+
+/* A time field (us) at *pp into *ns (ns): 1 when it holds a finite time within +-2^61 ns; a
+ * number that is not (non-finite, out of range) sets e->bad_time. */
+static js_status read_time(const char **pp, const char *end, jev *e, int64_t *ns, int *has) {
+  js_str v;
+  js_status st = js_number(pp, end, &v);
+  if (st != JS_OK) return st;
+  js_val r = js_us_to_ns(v, ns);
+  *has = r == JS_VAL_OK;
+  e->bad_time |= r == JS_VAL_NONFINITE || r == JS_VAL_RANGE;
+  e->nonfinite += r == JS_VAL_NONFINITE;
+  return JS_OK;
+}
 
 /* The args the report reads: of GPU events, launches and unknown categories (the caller skips
  * those of CPU operators and annotations). */
@@ -211,17 +240,14 @@ static js_status parse_args(const char **pp, const char *end, jev *e) {
       break;
     default: break;
     }
-    if (key.n == 23 && JS_EQ(key, "memory bandwidth (GB/s)") && is_num_start(*p)) {
-      char num[64];
+    if (key.n == 23 && JS_EQ(key, "memory bandwidth (GB/s)") && js_is_scalar(*p)) {
       if ((st = js_number(&p, end, &v)) != JS_OK) return st;
-      js_unescape(v, num, sizeof num);
-      e->bw_gbps = strtod(num, NULL);
-    } else if (iv && *p == '"') { /* sometimes a string holding the number */
-      if ((st = js_string(&p, end, &v)) != JS_OK) return st;
-      *iv = js_int(v);
-    } else if (iv && is_num_start(*p)) {
-      if ((st = js_number(&p, end, &v)) != JS_OK) return st;
-      *iv = js_int(v);
+      double bw;
+      js_val r = js_num_double(v, &bw);
+      if (r == JS_VAL_OK && bw >= 0) e->bw_gbps = bw;
+      e->nonfinite += r == JS_VAL_NONFINITE;
+    } else if (iv && (*p == '"' || js_is_scalar(*p))) { /* a string may hold the number */
+      if ((st = read_int(&p, end, iv, &e->nonfinite)) != JS_OK) return st;
     } else if (sv && *p == '"') {
       if ((st = js_string(&p, end, &v)) != JS_OK) return st;
       js_unescape(v, sv, scap);
@@ -243,6 +269,8 @@ static void event_reset(jev *e) {
   e->name[0] = e->coll_name[0] = e->dtype[0] = 0;
   e->ts = e->dur = 0;
   e->has_ts = e->has_dur = 0;
+  e->bad_time = 0;
+  e->nonfinite = 0;
   e->tid_s.p = NULL;
   e->tid_s.n = 0;
   e->tid = INT64_MIN;
@@ -280,23 +308,20 @@ static js_status parse_event(const char **pp, const char *end, jev *e) {
       if ((st = js_string(&p, end, &e->name_s)) != JS_OK) return st;
       useless = e->cat == KC_CPU && !is_step_name(e->name_s);
       read = 1;
-    } else if (key.n == 2 && key.p[0] == 't' && key.p[1] == 's' && is_num_start(c)) {
-      if ((st = js_number(&p, end, &v)) != JS_OK) return st;
-      e->ts = js_us_to_ns(v);
-      e->has_ts = 1;
+    } else if (key.n == 2 && key.p[0] == 't' && key.p[1] == 's' && js_is_scalar(c)) {
+      if ((st = read_time(&p, end, e, &e->ts, &e->has_ts)) != JS_OK) return st;
       read = 1;
-    } else if (key.n == 3 && JS_EQ(key, "dur") && is_num_start(c)) {
-      if ((st = js_number(&p, end, &v)) != JS_OK) return st;
-      e->dur = js_us_to_ns(v);
-      e->has_dur = 1;
+    } else if (key.n == 3 && JS_EQ(key, "dur") && js_is_scalar(c)) {
+      if ((st = read_time(&p, end, e, &e->dur, &e->has_dur)) != JS_OK) return st;
       read = 1;
-    } else if (key.n == 3 && JS_EQ(key, "pid") && is_num_start(c)) {
-      if ((st = js_number(&p, end, &v)) != JS_OK) return st;
-      e->pid = js_int(v);
+    } else if (key.n == 3 && JS_EQ(key, "pid") && js_is_scalar(c)) {
+      if ((st = read_int(&p, end, &e->pid, &e->nonfinite)) != JS_OK) return st;
       read = 1;
-    } else if (key.n == 3 && JS_EQ(key, "tid") && (c == '"' || is_num_start(c))) {
+    } else if (key.n == 3 && JS_EQ(key, "tid") && (c == '"' || js_is_scalar(c))) {
       st = c == '"' ? js_string(&p, end, &e->tid_s) : js_number(&p, end, &e->tid_s);
       if (st != JS_OK) return st;
+      int64_t x;
+      e->nonfinite += c != '"' && js_num_int(e->tid_s, &x) == JS_VAL_NONFINITE;
       read = 1;
     } else if (key.n == 4 && JS_EQ(key, "args") && c == '{' && e->cat != KC_CPU &&
                e->cat != KC_GPU_ANNOTATION) {
@@ -483,7 +508,10 @@ static const char *ev_cat(jev *e) {
 }
 
 static int64_t ev_tid(jev *e) { /* a GPU event's stream when its args lack one */
-  if (e->tid == INT64_MIN) e->tid = e->tid_s.p ? js_int(e->tid_s) : -1;
+  if (e->tid == INT64_MIN) {
+    e->tid = -1;
+    if (e->tid_s.p && js_str_int(e->tid_s, &e->tid) != JS_VAL_OK) e->tid = -1;
+  }
   return e->tid;
 }
 
@@ -494,18 +522,21 @@ static void spill_finish(rp_kspill *sp);
 
 static void deliver(rp_kineto *k, rp_source *s, const rp_sink *sink, jev *e) {
   k->events++;
+  if (k->counting) k->nonfinite += e->nonfinite;
   if (e->skipped && e->ph_x && e->cat == KC_CPU) k->x_events++, k->cpu_events++;
-  if (e->skipped || !e->ph_x || !e->has_ts) return;
+  if (e->skipped || !e->ph_x) return;
+  /* ts, dur and the base each lie within +-2^61 ns (read_time, key_value), so that every time
+   * and difference below fits in int64; an event without a usable time is counted */
+  if (e->bad_time || (e->has_ts && e->dur < 0)) {
+    if (k->counting) k->bad_times++;
+    return;
+  }
+  if (!e->has_ts) return;
   k->x_events++;
   k->cpu_events += e->cat == KC_CPU || e->cat == KC_RUNTIME;
   /* the process: a runtime call's pid (GPU events carry the device there instead) */
   if (!k->pid && e->cat == KC_RUNTIME && e->pid > 0 && e->pid <= UINT32_MAX)
     k->pid = (uint32_t)e->pid;
-  /* keep every time within +-2^62 ns so that differences fit in int64 */
-  const int64_t lim = (int64_t)1 << 61;
-  if (e->ts <= -lim || e->ts >= lim || e->dur < 0 || e->dur >= lim || k->base_ns <= -lim ||
-      k->base_ns >= lim)
-    return;
   int64_t start = e->ts + k->base_ns, stop = start + (e->has_dur ? e->dur : 0);
   if (is_step_name(e->name_s)) {
     if (k->nsteps == k->cap_steps) {
@@ -610,13 +641,14 @@ static js_status parse_distributed(rp_kineto *k, const char **pp, const char *en
   int rank = k->rank, world = k->world, done;
   js_status st = js_first(&p, end, &done);
   while (st == JS_OK && !done) {
-    js_str key, v;
+    js_str key;
     if ((st = js_key(&p, end, &key)) != JS_OK) return st;
     int is_rank = JS_EQ(key, "rank"), is_world = JS_EQ(key, "world_size");
-    if ((is_rank || is_world) && (*p == '"' || is_num_start(*p))) {
-      st = *p == '"' ? js_string(&p, end, &v) : js_number(&p, end, &v);
-      if (st != JS_OK) return st;
-      int64_t x = js_int(v);
+    if ((is_rank || is_world) && (*p == '"' || js_is_scalar(*p))) {
+      int64_t x = -1;
+      uint32_t nonfinite = 0;
+      if ((st = read_int(&p, end, &x, &nonfinite)) != JS_OK) return st;
+      if (k->counting) k->nonfinite += nonfinite;
       if (is_rank && x >= 0 && x < (1 << 24)) rank = (int)x;
       if (is_world && x > 0 && x < (1 << 24)) world = (int)x;
     } else if ((st = js_skip(&p, end)) != JS_OK) {
@@ -794,8 +826,29 @@ static void corr_free(rp_kineto *k) {
   k->pairs_written = 0;
 }
 
+/* Pass 1: the numbers that could not be used, counted into the source and said once. */
+static void report_numbers(const rp_kineto *k, rp_source *s) {
+  s->json_bad_times = k->bad_times;
+  s->json_nonfinite = k->nonfinite;
+  if (k->quiet || !(k->bad_times || k->nonfinite || k->bad_base)) return;
+  char times[160] = "", nums[128] = "";
+  if (k->bad_times)
+    snprintf(times, sizeof times,
+             "; %" PRIu64
+             " event%s whose ts or dur is not a finite time or out of range "
+             "(beyond +-2^61 ns, or a negative dur): not used",
+             k->bad_times, k->bad_times == 1 ? "" : "s");
+  if (k->nonfinite)
+    snprintf(nums, sizeof nums, "; %" PRIu64 " number%s not finite (NaN, Infinity): %s unknown",
+             k->nonfinite, k->nonfinite == 1 ? "" : "s",
+             k->nonfinite == 1 ? "its field is" : "their fields are");
+  TOPO_WARN("%s: numbers that cannot be used%s%s%s", k->path, times, nums,
+            k->bad_base ? "; baseTimeNanoseconds out of range: taken as 0" : "");
+}
+
 static void finish(rp_kineto *k, rp_source *s, const rp_sink *sink) {
   k->st = ST_DONE;
+  if (k->counting) report_numbers(k, s);
   if (k->spill) spill_finish(k->spill);
   s->rank = k->rank;
   s->nranks = k->world;
@@ -1143,12 +1196,16 @@ static int key_value(rp_kineto *k, js_str key, const char *p, const char *end, j
   } else if (JS_EQ(key, "otherData")) {
     *st = parse_other_data(k, &p, end);
     if (*st == JS_OK && k->own_export && k->sniff) k->st = ST_DONE;
-  } else if (JS_EQ(key, "baseTimeNanoseconds") && is_num_start(*p)) {
+  } else if (JS_EQ(key, "baseTimeNanoseconds") && js_is_scalar(*p)) {
     js_str v;
     *st = js_number(&p, end, &v);
     if (*st == JS_OK && !k->base_fixed) {
-      int64_t b = js_int(v);
-      k->base_ns = b > -((int64_t)1 << 61) && b < ((int64_t)1 << 61) ? b : 0;
+      int64_t b = 0;
+      js_val r = js_num_int(v, &b);
+      int ok = r == JS_VAL_OK && b > -((int64_t)1 << 61) && b < ((int64_t)1 << 61);
+      k->base_ns = ok ? b : 0;
+      k->bad_base |= !ok && r != JS_VAL_ABSENT;
+      if (k->counting) k->nonfinite += r == JS_VAL_NONFINITE;
     }
   } else { /* any other value, of any size, streamed past */
     in->pos = (size_t)(p - in->buf);

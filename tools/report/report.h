@@ -212,6 +212,8 @@ typedef struct rp_source {
   /* learned in pass 1 */
   uint64_t records, colls, timed_colls, nccl_kernels, compute_kernels, memory_kernels;
   uint64_t dropped[TOPO_DROP_KINDS];
+  uint64_t json_bad_times; /* Kineto: events whose ts or dur is no finite time in range: not used */
+  uint64_t json_nonfinite; /* Kineto: numbers read that are not finite (NaN, Infinity): unknown */
   uint32_t problems;
   int footer;
   int unreadable;          /* errno of a failed open or read: not (wholly) read; 0 when read */
@@ -536,6 +538,8 @@ typedef struct rp_rank {
   size_t part_step_windows;
   uint64_t cover_first, cover_last;
   uint64_t dropped[TOPO_DROP_KINDS];
+  uint64_t json_bad_times; /* Kineto: events whose ts or dur is no finite time in range: not used */
+  uint64_t json_nonfinite; /* Kineto: numbers read that are not finite (NaN, Infinity): unknown */
   uint32_t problems;
   rp_interval *timeline;
   size_t ntimeline;
