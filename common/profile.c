@@ -287,6 +287,22 @@ const topo_profile_point *topo_profile_find_points(const topo_profile *p, int co
   return j > i ? &p->points[i] : NULL;
 }
 
+int topo_profile_points_at(const topo_profile_point *pt, int n, double bytes, double *median,
+                           double *noise) {
+  if (n <= 0 || bytes < (double)pt[0].bytes || bytes > (double)pt[n - 1].bytes) return 0;
+  int i = 0;
+  while (i + 1 < n && (double)pt[i + 1].bytes < bytes) i++;
+  if ((double)pt[i].bytes == bytes || i + 1 >= n) {
+    *median = pt[i].median_us;
+    *noise = pt[i].noise_us;
+    return 1;
+  }
+  double x0 = (double)pt[i].bytes, x1 = (double)pt[i + 1].bytes, f = (bytes - x0) / (x1 - x0);
+  *median = pt[i].median_us + f * (pt[i + 1].median_us - pt[i].median_us);
+  *noise = pt[i].noise_us + f * (pt[i + 1].noise_us - pt[i].noise_us);
+  return 1;
+}
+
 void topo_profile_free(topo_profile *p) {
   if (!p) return;
   topo_free(p->terms);

@@ -150,6 +150,12 @@ topo_status topo_profile_add_point(topo_profile *p, const topo_profile_point *pt
  * when none). O(log npoints). */
 const topo_profile_point *topo_profile_find_points(const topo_profile *p, int coll, int algo,
                                                    int proto, int nchannels, int *n);
+/* Median and noise (us) of a setting at `bytes` from its points pt[0..n) (ascending): linear in
+ * bytes between the measured sizes bracketing it, the point itself at a measured size. 0 outside
+ * the measured range (nothing is invented there). What the tuner's switches are decided on
+ * (tuner-plugin/table.c) and topo-tune times a setting by. */
+int topo_profile_points_at(const topo_profile_point *pt, int n, double bytes, double *median,
+                           double *noise);
 
 /* Least-squares fit of time_us = lat + bytes/(bw*1e3) over n points (n >= 2, weights relative:
  * minimises the relative error). Fills lat_us, bw_gbs, min/max_bytes, rel_err, npoints.

@@ -136,24 +136,6 @@ static void fill_entry(const topo_model *m, topo_table *t, int coll, int algo, i
 
 /* ---- Decisions from measured points ---- */
 
-/* Median and noise of a setting at `bytes`, interpolated linearly between the measured sizes
- * bracketing it; 0 outside the measured range (nothing is invented there). */
-static int measured_at(const topo_profile_point *pt, int n, double bytes, double *med,
-                       double *noise) {
-  if (n <= 0 || bytes < (double)pt[0].bytes || bytes > (double)pt[n - 1].bytes) return 0;
-  int i = 0;
-  while (i + 1 < n && (double)pt[i + 1].bytes < bytes) i++;
-  if ((double)pt[i].bytes == bytes || i + 1 >= n) {
-    *med = pt[i].median_us;
-    *noise = pt[i].noise_us;
-    return 1;
-  }
-  double x0 = (double)pt[i].bytes, x1 = (double)pt[i + 1].bytes, f = (bytes - x0) / (x1 - x0);
-  *med = pt[i].median_us + f * (pt[i + 1].median_us - pt[i].median_us);
-  *noise = pt[i].noise_us + f * (pt[i + 1].noise_us - pt[i].noise_us);
-  return 1;
-}
-
 typedef struct setting_points {
   int algo, proto, nch, n;
   const topo_profile_point *pt;
@@ -197,8 +179,8 @@ static void decide_bucket(const topo_model *m, topo_table *t, int coll, int b,
     for (int i = 0; i < ns; i++) {
       double mk, nk, mx, nx;
       win[i] = 0;
-      if (!measured_at(k->pt, k->n, (double)s[i], &mk, &nk) ||
-          !measured_at(x->pt, x->n, (double)s[i], &mx, &nx))
+      if (!topo_profile_points_at(k->pt, k->n, (double)s[i], &mk, &nk) ||
+          !topo_profile_points_at(x->pt, x->n, (double)s[i], &mx, &nx))
         continue;
       double noise = nk > nx ? nk : nx;
       if (mk - mx > TOPO_TABLE_SWITCH_NOISE * noise && mx > 0) {

@@ -290,6 +290,45 @@ static void test_nominal_network_marked(void **state) {
   free(out);
 }
 
+/* The tuner switches on the profile's points; the row that shows the switch times both picks by
+ * those points too. Here the terms put Ring/Simple at 0.3x Ring/LL128 (NCCL's pick at 4-16 MiB)
+ * while the points, which decide, put it at 1.28x at 8 MiB: the gain shown is the points'. */
+static void test_gain_of_a_switch_comes_from_the_points_it_was_decided_on(void **state) {
+  (void)state;
+  char path[128], args[256], *out;
+  snprintf(path, sizeof path, "%s/g.profile", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(
+      "topo-profile 2\nsection gpu=H200 nranks=8 nnodes=1\n"
+      "term allreduce ring ll128 lat_us=8 bw_gbs=70 min_bytes=2097152 max_bytes=33554432\n"
+      "term allreduce ring simple lat_us=12 bw_gbs=20 min_bytes=2097152 max_bytes=33554432\n"
+      "point allreduce ring ll128 bytes=4194304 median_us=68 noise_us=0.5\n"
+      "point allreduce ring ll128 bytes=8388608 median_us=128 noise_us=0.5\n"
+      "point allreduce ring ll128 bytes=16777216 median_us=248 noise_us=0.5\n"
+      "point allreduce ring simple bytes=4194304 median_us=53 noise_us=0.5\n"
+      "point allreduce ring simple bytes=8388608 median_us=100 noise_us=0.5\n"
+      "point allreduce ring simple bytes=16777216 median_us=194 noise_us=0.5\n",
+      f);
+  assert_int_equal(fclose(f), 0);
+  snprintf(args, sizeof args,
+           "--profile %s --gpu H200 --nranks 8 --coll allreduce --min 8M --max 8M --json", path);
+  assert_int_equal(run(args, &out), 0);
+  const char *r = strstr(out, "{\"bytes\":8388608");
+  assert_non_null(r);
+  const char *end = r + strlen(r), *topo = after(r, end, "topo"), *nccl = after(r, end, "nccl");
+  char tp[32], np[32];
+  str(topo, nccl, "proto", tp, sizeof tp);
+  str(nccl, end, "proto", np, sizeof np);
+  assert_string_equal(tp, "simple");
+  assert_string_equal(np, "ll128");
+  double tt = num(topo, nccl, "time_us"), nt = num(nccl, end, "time_us"),
+         gain = num(r, end, "gain");
+  if (fabs(tt - 100) > 0.01 || fabs(nt - 128) > 0.01 || fabs(gain - 1.28) > 0.001)
+    fail_msg("topo %.3f us, NCCL %.3f us, gain %.4f; the points say 100, 128, 1.28", tt, nt, gain);
+  free(out);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unknown_gpu_is_one_warning_and_generic),
@@ -297,6 +336,7 @@ int main(void) {
       cmocka_unit_test(test_gain_and_evidence_from_the_same_profile),
       cmocka_unit_test(test_nominal_network_marked),
       cmocka_unit_test(test_rows_fold_and_switches_are_explained),
+      cmocka_unit_test(test_gain_of_a_switch_comes_from_the_points_it_was_decided_on),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -342,6 +342,18 @@ static int build_models(const tune_args *a, tune_setup *t) {
   return 0;
 }
 
+/* The profile's time (us) for one setting at `b` bytes: its measured points where they cover b
+ * (what the tuner's switches are decided on: topo_profile_points_at), else its model (fitted
+ * terms or the link model). <= 0 when neither has one. */
+static double profile_time(const tune_args *a, const tune_setup *t, int coll, int algo, int proto,
+                           int nch, unsigned long long b) {
+  int n = 0;
+  double med, noise;
+  const topo_profile_point *pt = topo_profile_find_points(&t->prof, coll, algo, proto, nch, &n);
+  if (topo_profile_points_at(pt, n, (double)b, &med, &noise) && med > 0) return med;
+  return topo_model_time(&t->m, coll, algo, proto, nch, (double)b, a->pipe, 0);
+}
+
 /* Both picks at `b` bytes, timed by the profile. 0 when NCCL has nothing usable there. */
 static int compute_row(const tune_args *a, const tune_setup *t, int coll, unsigned long long b,
                        tune_row *r) {
@@ -358,9 +370,8 @@ static int compute_row(const tune_args *a, const tune_setup *t, int coll, unsign
     nch = 0;
   }
   r->t.nch = nch;
-  r->t.time_us = topo_model_time(&t->m, coll, r->t.algo, r->t.proto, nch, (double)b, a->pipe, 0);
-  r->prof_for_nccl =
-      topo_model_time(&t->m, coll, r->nc.algo, r->nc.proto, 0, (double)b, a->pipe, 0);
+  r->t.time_us = profile_time(a, t, coll, r->t.algo, r->t.proto, nch, b);
+  r->prof_for_nccl = profile_time(a, t, coll, r->nc.algo, r->nc.proto, 0, b);
   r->have_t = r->t.time_us > 0;
   r->have_n = r->prof_for_nccl > 0;
   r->busbw =
@@ -388,8 +399,9 @@ static void print_header(const tune_args *a, const tune_setup *t) {
          a->pipe);
   printf(
       "channels 0 = NCCL's own count; busbw by nccl-tests factors. 'NCCL's us' = NCCL 2.28's\n"
-      "own estimate for its pick; 'profile us' = this profile's time for that same setting;\n"
-      "gain = NCCL's pick / topo's pick, both timed by this profile. evidence (the profile's\n"
+      "own estimate for its pick; 'profile us' = this profile's time for that same setting\n"
+      "(its measured points where they cover the size, which the tuner decides on; else its\n"
+      "model); gain = NCCL's pick / topo's pick, both timed so. evidence (the profile's\n"
       "measured points, the weaker of the two settings): measured (both have a point at this\n"
       "size, +-5 %%), interpolated (points on both sides), model-only (no measurement around:\n"
       "fitted terms or the link model; gain in parentheses, an estimate, not a measurement).\n");
