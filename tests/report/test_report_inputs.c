@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <zlib.h>
@@ -220,6 +221,29 @@ static void test_tensorboard_directory_runs_are_not_mixed(void **state) {
   assert_int_equal(run(args, NULL, NULL), 2);
 }
 
+/* A name whose time does not fit in int64 ns (16 digits of us, 13 of ms, 19 digits above 2^63)
+ * is no time: the file's mtime stands in, as for any other name. Written now, the three files
+ * are one run (before: the us and ms times wrapped to a negative time, a run of their own, and
+ * the report read the file named with the current time alone). */
+static void test_tensorboard_name_times_that_overflow_fall_back_to_mtime(void **state) {
+  (void)state;
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  char name[128];
+  snprintf(name, sizeof name, "tbo/w0.%lld.pt.trace.json",
+           (long long)now.tv_sec * 1000000000LL + now.tv_nsec);
+  write_rank_trace(name, 0, 1000, 10);
+  write_rank_trace("tbo/w1.9999999999999999.pt.trace.json", 1, 1000, 10);
+  write_rank_trace("tbo/w2.9999999999999.pt.trace.json", 2, 1000, 10);
+  write_rank_trace("tbo/w3.9999999999999999999.pt.trace.json", 3, 1000, 10);
+  char args[512], *out, *err;
+  snprintf(args, sizeof args, "--json %s/tbo", dir);
+  assert_int_equal(run(args, &out, &err), 0);
+  if (!strstr(out, "\"runs_found\":1,\"run_read\":1,\"files\":4"))
+    fail_msg("not one run of 4 files: %s", err);
+  free(out), free(err);
+}
+
 /* topo-report's own Chrome export written into the trace directory, and a JSON file that is no
  * trace: one line each, no phantom rank. */
 static void test_own_export_and_other_json_are_skipped(void **state) {
@@ -295,6 +319,7 @@ int main(void) {
       cmocka_unit_test(test_overlap_without_communication_is_undefined),
       cmocka_unit_test(test_traces_without_cuda_gpu_events_say_so),
       cmocka_unit_test(test_tensorboard_directory_runs_are_not_mixed),
+      cmocka_unit_test(test_tensorboard_name_times_that_overflow_fall_back_to_mtime),
       cmocka_unit_test(test_own_export_and_other_json_are_skipped),
       cmocka_unit_test(test_step_window_is_stated),
   };

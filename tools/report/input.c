@@ -153,13 +153,16 @@ static int tb_name(const char *name, char *worker, size_t cap, int64_t *t) {
   if (!dot || dot == b || !dot[1]) return 0;
   size_t digits = strspn(dot + 1, "0123456789");
   if (digits != strlen(dot + 1)) return 0;
-  int64_t v = 0;
-  for (const char *p = dot + 1; *p && v < INT64_MAX / 10; p++) v = v * 10 + (*p - '0');
-  if (digits == 19) *t = v;                     /* ns */
-  else if (digits == 16) *t = v * 1000;         /* us */
-  else if (digits == 13) *t = v * 1000000;      /* ms */
-  else if (digits == 10) *t = v * 1000000000LL; /* s */
-  else return 0;
+  int64_t unit = digits == 19   ? 1
+                 : digits == 16 ? 1000
+                 : digits == 13 ? 1000000      /* ns us ms */
+                 : digits == 10 ? 1000000000LL /* s */
+                                : 0;
+  if (!unit) return 0;
+  int64_t v = 0; /* a time beyond int64 ns is no time: the caller takes the file's mtime */
+  for (const char *p = dot + 1; *p; p++)
+    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, *p - '0', &v)) return 0;
+  if (__builtin_mul_overflow(v, unit, t)) return 0;
   *dot = 0;
   snprintf(worker, cap, "%s", b);
   return 1;
@@ -226,7 +229,8 @@ static int group_runs(cand *c, int n, int dir, int64_t *first_ns, int cap_first)
   qsort(v, (size_t)m, sizeof *v, cmp_cand_time);
   runs = 0;
   for (int i = 0; i < m; i++) {
-    int fresh = i == 0 || v[i]->t - v[i - 1]->t > RUN_GAP_NS || run_has(&by_worker, v[i], runs) ||
+    int fresh = i == 0 || v[i]->t > rp_add_sat(v[i - 1]->t, RUN_GAP_NS) ||
+                run_has(&by_worker, v[i], runs) ||
                 (v[i]->rank >= 0 && run_has(&by_rank, v[i], runs));
     if (fresh) {
       if (runs < cap_first) first_ns[runs] = v[i]->t;
@@ -300,8 +304,11 @@ static int classify(cand *e, int quiet) {
   struct stat sb;
   if (!tb_name(base, e->worker, sizeof e->worker, &e->t)) {
     snprintf(e->worker, sizeof e->worker, "%s", base);
-    e->t = stat(e->path, &sb) == 0 ? (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec
-                                   : 0;
+    e->t = 0; /* an mtime beyond int64 ns (past 2262) saturates */
+    if (stat(e->path, &sb) == 0 &&
+        (__builtin_mul_overflow((int64_t)sb.st_mtim.tv_sec, 1000000000LL, &e->t) ||
+         __builtin_add_overflow(e->t, (int64_t)sb.st_mtim.tv_nsec, &e->t)))
+      e->t = sb.st_mtim.tv_sec < 0 ? INT64_MIN : INT64_MAX;
   }
   return 1;
 }
