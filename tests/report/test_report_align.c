@@ -2,6 +2,7 @@
 // The GPU-clock alignment (align.c) on hand-made traces, exact to the nanosecond: the estimator
 // on its own, three ranks whose GPU clocks differ and one of which reports its stops 5 ms late
 // (anchored by simultaneous GPU stops), and two ranks too weakly tied to bound (a warning).
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -158,11 +159,72 @@ static void test_unbounded_alignment_warns(void **state) {
   remove_dir();
 }
 
+/* Bounds as far apart as header clocks and GPU times inside the accepted +-2^62 make them: the
+ * error saturates (it is at least that), never wraps to a negative "unbounded" or below 0. */
+static void test_estimate_saturates_bounds_2_to_the_63_apart(void **state) {
+  (void)state;
+  const int64_t lim = (int64_t)1 << 62;
+  int64_t off, err;
+  int bad;
+  assert_int_equal(rp_align_estimate(-(lim - 10), INT64_MAX - 20, &off, &err, &bad),
+                   RP_ALIGN_BOUNDS);
+  assert_int_equal(off, -(lim - 10));
+  assert_true(err == INT64_MAX);
+  assert_int_equal(rp_align_estimate(INT64_MAX - 20, -(lim - 10), &off, &err, &bad),
+                   RP_ALIGN_BOUNDS);
+  assert_int_equal(bad, 1);
+  assert_true(err == INT64_MAX);
+}
+
+/* Ranks whose header clocks (realtime - mono = -(2^62 - 1 ms)), calibration (-(2^62 - 10)) and
+ * GPU times (2^62 - 1 ms on) lie inside the accepted range: their bounds are ~2^63 + 2^62 apart.
+ * Alone (on its bounds) or with a second rank tied by anchors, the analysis ends with every
+ * error >= 0 (saturated), nothing wrapped. */
+static void test_extreme_clocks_keep_errors_non_negative(void **state) {
+  (void)state;
+  const int64_t lim = (int64_t)1 << 62;
+  for (int nranks = 1; nranks <= 2; nranks++) {
+    make_dir();
+    for (int rank = 0; rank < nranks; rank++) {
+      topo_trace_header h;
+      tf_header_init(&h, 0xe7, rank, 2);
+      h.realtime_ns = -(lim - 1000000);
+      h.mono_ns = 0;
+      h.gpu_minus_realtime_ns = -(lim - 10);
+      h.cupti_minus_realtime_ns = TOPO_TRACE_OFFSET_UNKNOWN;
+      tf_trace t;
+      tf_begin(&t, &h, NULL);
+      for (int i = 0; i < 4; i++) {
+        int64_t at = lim - 1000000 + 10000LL * i;
+        topo_trace_record c = tf_coll(4, (uint64_t)i, 1 << 20, 1000 + 10000LL * i,
+                                      1010 + 10000LL * i, at, at + 500 + rank, 1, 2, 4, 1);
+        tf_add(&t, &c);
+      }
+      tf_footer(&t, NULL);
+      char path[128];
+      snprintf(path, sizeof path, "%s/rank%d.trace", dir, rank);
+      assert_int_equal(tf_save(&t, path), 0);
+      tf_free(&t);
+    }
+    rp_report r;
+    analyze(&r);
+    assert_int_equal(r.nranks, nranks);
+    for (int k = 0; k < nranks; k++)
+      if (r.ranks[k].align_err < 0)
+        fail_msg("rank %d of %d: alignment error %" PRId64, k, nranks, r.ranks[k].align_err);
+    if (r.align_err < 0) fail_msg("cross-rank alignment error %" PRId64, r.align_err);
+    rp_report_free(&r);
+    remove_dir();
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_estimate_keeps_the_lower_bound_and_the_gap_as_error),
       cmocka_unit_test(test_anchors_defeat_late_callbacks),
       cmocka_unit_test(test_unbounded_alignment_warns),
+      cmocka_unit_test(test_estimate_saturates_bounds_2_to_the_63_apart),
+      cmocka_unit_test(test_extreme_clocks_keep_errors_non_negative),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,10 @@
 // Anchored ranks form a group with one unknown shift; every member's bounds bound the shift.
 // Memory: up to ALIGN_BUDGET anchor samples over all sources (thinned by seq, the same seqs on
 // every rank); the rest is per source or per rank.
+// Arithmetic: inputs are within +-2^62 (TIME_LIMIT), but a bound is a difference of two such
+// times and offsets chain through communicators, so bounds, offsets and errors use the whole
+// int64 range: every sum and difference of them saturates (rp_add_sat, rp_sub_sat; an error
+// that saturates is "at least 2^63 - 1 ns", never negative).
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,13 +77,13 @@ int rp_align_estimate(int64_t lower, int64_t upper, int64_t *off, int64_t *err, 
      * and take the disagreement as the error. */
     *inconsistent = 1;
     *off = lower;
-    *err = lower - upper;
+    *err = rp_sub_sat(lower, upper);
     return RP_ALIGN_BOUNDS;
   }
   /* Inside the bounds, the lower one: the best of many stop callbacks lags its stop by a poll
    * (microseconds), the best enqueue leads its kernel by a launch and any queueing before it. */
   *off = lower;
-  *err = upper - lower; /* both within +-2^62: no overflow */
+  *err = rp_sub_sat(upper, lower); /* each bound is a difference of two times: may saturate */
   return RP_ALIGN_BOUNDS;
 }
 
@@ -206,7 +210,8 @@ static int cmp_i64(const void *a, const void *b) {
 static void robust(int64_t *v, size_t n, int64_t *median, int64_t *spread) {
   qsort(v, n, sizeof *v, cmp_i64);
   *median = v[(n - 1) / 2];
-  for (size_t i = 0; i < n; i++) v[i] = v[i] >= *median ? v[i] - *median : *median - v[i];
+  for (size_t i = 0; i < n; i++)
+    v[i] = v[i] >= *median ? rp_sub_sat(v[i], *median) : rp_sub_sat(*median, v[i]);
   qsort(v, n, sizeof *v, cmp_i64);
   *spread = v[(n * 9 + 9) / 10 - 1];
 }
@@ -349,19 +354,20 @@ static topo_status place(const rp_report *r, comm_tie *t, size_t nt, int *group,
       for (int m = 0; m < c->nmembers; m++) {
         int p = r->src[c->member[m]].proc;
         if (!c->ok[m] || group[p] != g) continue;
-        tmp[n++] = rel[p] - c->d[m];
-        if (relerr[p] + c->err[m] > shift_err) shift_err = relerr[p] + c->err[m];
+        tmp[n++] = rp_sub_sat(rel[p], c->d[m]);
+        if (rp_add_sat(relerr[p], c->err[m]) > shift_err)
+          shift_err = rp_add_sat(relerr[p], c->err[m]);
       }
       int64_t spread;
       robust(tmp, n, &shift, &spread);
-      shift_err += spread;
+      shift_err = rp_add_sat(shift_err, spread);
     }
     for (int m = 0; m < c->nmembers; m++) {
       int p = r->src[c->member[m]].proc;
       if (!c->ok[m] || group[p] >= 0) continue;
       group[p] = g;
-      rel[p] = c->d[m] + shift;
-      relerr[p] = c->err[m] + shift_err;
+      rel[p] = rp_add_sat(c->d[m], shift);
+      relerr[p] = rp_add_sat(c->err[m], shift_err);
       r->ranks[p].anchors += c->count[m];
     }
   }
@@ -420,8 +426,10 @@ static topo_status solve_groups(rp_report *r, const int *group, int *members, co
       int p = in_group[q];
       if (!has_gpu[p]) continue;
       const rp_rank *k = &r->ranks[p];
-      if (k->off_lower != NONE_LO && k->off_lower - rel[p] > lo) lo = k->off_lower - rel[p];
-      if (k->off_upper != NONE_HI && k->off_upper - rel[p] < hi) hi = k->off_upper - rel[p];
+      if (k->off_lower != NONE_LO && rp_sub_sat(k->off_lower, rel[p]) > lo)
+        lo = rp_sub_sat(k->off_lower, rel[p]);
+      if (k->off_upper != NONE_HI && rp_sub_sat(k->off_upper, rel[p]) < hi)
+        hi = rp_sub_sat(k->off_upper, rel[p]);
       if (worst_bounds >= 0 && (k->align_err < 0 || k->align_err > worst_bounds))
         worst_bounds = k->align_err;
       if (relerr[p] > worst_anchor) worst_anchor = relerr[p];
@@ -432,7 +440,7 @@ static topo_status solve_groups(rp_report *r, const int *group, int *members, co
     for (int q = at[g]; q < at[g + 1]; q++) {
       int p = in_group[q];
       rp_rank *k = &r->ranks[p];
-      k->gpu_offset = c + rel[p];
+      k->gpu_offset = rp_add_sat(c, rel[p]);
       k->align_inconsistent = inconsistent;
       k->align_method = RP_ALIGN_ANCHORED;
       k->align_err = relerr[p];
@@ -451,7 +459,8 @@ static void apply_offsets(const rp_align *a, rp_report *r, const uint8_t *has_gp
     rp_source *s = &r->src[i];
     if (!a->src[i].scanned || s->proc < 0 || r->ranks[s->proc].align_method == RP_ALIGN_NONE)
       continue;
-    s->gpu_to_real = -r->ranks[s->proc].gpu_offset;
+    int64_t off = r->ranks[s->proc].gpu_offset;
+    s->gpu_to_real = off == INT64_MIN ? INT64_MAX : -off;
     s->gpu_aligned = 1;
   }
 }
@@ -471,7 +480,7 @@ static int64_t cross_rank_error(const rp_report *r, const uint8_t *has_gpu) {
     if (e > e1) e2 = e1, e1 = e;
     else if (e > e2) e2 = e;
   }
-  return e1 < 0 ? -1 : e1 + e2;
+  return e1 < 0 ? -1 : rp_add_sat(e1, e2);
 }
 
 topo_status rp_align_solve(rp_align *a, rp_report *r) {

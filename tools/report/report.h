@@ -768,6 +768,13 @@ static inline int64_t rp_add_sat(int64_t a, int64_t b) {
   return v;
 }
 
+/* a - b, saturating at the int64 range. */
+static inline int64_t rp_sub_sat(int64_t a, int64_t b) {
+  int64_t v;
+  if (__builtin_sub_overflow(a, b, &v)) return b < 0 ? INT64_MAX : INT64_MIN;
+  return v;
+}
+
 /* A double (ns sums) as int64, clamped. */
 static inline int64_t rp_dbl_ns(double v) {
   if (!(v > -9.2e18)) return v != v ? 0 : INT64_MIN;
