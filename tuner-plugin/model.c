@@ -49,9 +49,10 @@ static double smooth_min(double a, double b) {
   return 1.0 / sqrt(sqrt(1.0 / (a2 * a2) + 1.0 / (b2 * b2)));
 }
 
+/* ceil(log2(n)) for any int n (31 for n above 2^30). */
 static int ilog2_ceil(int n) {
   int l = 0;
-  while ((1 << l) < n) l++;
+  while (l < 31 && (1 << l) < n) l++;
   return l;
 }
 

@@ -2,6 +2,7 @@
 // The tuner core linked directly, for what cannot be reached through the plugin: allocation
 // failure at every allocation site of init (the plugin has its own copy of the allocation hook),
 // the shared-setup cache, and the decision table against the model it was built from.
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -221,6 +222,24 @@ static void test_model_is_physically_sensible(void **state) {
   topo_profile_free(&p);
 }
 
+/* Communicator sizes up to INT_MAX (what an ABI's int can carry): the model's tree and network
+ * hop counts stay finite and every time is positive or "no prediction", in bounded time. */
+static void test_model_takes_any_communicator_size(void **state) {
+  (void)state;
+  topo_profile p;
+  topo_profile_builtin("H200", &p);
+  static const int sizes[] = {1 << 30, (1 << 30) + 1, INT_MAX};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    topo_model m;
+    topo_model_init(&m, &p, sizes[i], sizes[i], 0);
+    for (int a = 0; a < 7; a++)
+      for (int pr = 0; pr < 3; pr++) {
+        double t = topo_model_time(&m, ncclFuncAllReduce, a, pr, 0, 1 << 20, 1, 0);
+        assert_true(t < 0 || (t > 0 && t < 1e300));
+      }
+  }
+}
+
 int main(void) {
   topo_log_set_logger(topo_host_log);
   const struct CMUnitTest tests[] = {
@@ -228,6 +247,7 @@ int main(void) {
       cmocka_unit_test_setup(test_same_shape_communicators_share_one_setup, setup),
       cmocka_unit_test_setup(test_table_matches_the_model, setup),
       cmocka_unit_test_setup(test_model_is_physically_sensible, setup),
+      cmocka_unit_test_setup(test_model_takes_any_communicator_size, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
