@@ -221,37 +221,93 @@ const topo_rule *topo_rules_at(const topo_rules *rules, int i) {
   return rules && i >= 0 && i < rules->n ? &rules->rule[i] : NULL;
 }
 
-/* One candidate of a segment: a rule that may be the first match there. */
-typedef struct rx_cand {
-  uint32_t rule; /* index in the set */
-  int32_t pipe;  /* numPipeOps constraint, -1 = any */
-  int8_t algo, proto, reg;
-} rx_cand;
+/* ---- The index.
+ *
+ * Rules are grouped into classes: one collective, one (numPipeOps, regBuff) constraint. Inside a
+ * class a later rule of the same (algorithm, protocol) entry never wins where an earlier one
+ * covers the size (same constraints, same entry: whatever lets the later one match lets the
+ * earlier one), so each segment of the class's byte axis keeps, per entry, the earliest rule
+ * covering it: at most 21 candidates, in file order. A query meets at most four classes (numPipeOps
+ * any or its own, regBuff any or its own): the answer is the earliest allowed candidate among
+ * them. Build: sorting, then per class and entry a union-find "paint" of the uncovered segments in
+ * file order, O(n log n) over n rules however they nest; memory: at most 21 candidates per
+ * segment, and in practice about one per rule (segments whose candidates repeat are merged). */
 
-#define RX_OCTAVES 65 /* octave of n: 0 for 0, else 64 - clz(n) (1..64) */
+#define RX_OCTAVES    65 /* octave of n: 0 for 0, else 64 - clz(n) (1..64) */
+#define RX_OCT_TABLE  8  /* a class of more segments gets a bucket table */
+#define RX_SUB_MAX    12 /* at most 2^12 buckets per octave */
+#define RX_ENTRY_BITS 5  /* a candidate: rule index << 5 | algo * NCCL_NUM_PROTOCOLS + proto */
+#define RX_MAX_RULES  (1u << (32 - RX_ENTRY_BITS))
 
-typedef struct rx_coll {
-  uint32_t nseg;                /* 0: no rule for this collective */
-  uint64_t *lo;                 /* lower bound of each segment (lo[0] = 0), ascending */
-  uint32_t *first;              /* candidates of segment j: cand[first[j] .. first[j+1]) */
-  uint32_t oct[RX_OCTAVES + 1]; /* segment holding the octave's lower edge; [65] = last */
-} rx_coll;
+typedef struct rx_class {
+  int32_t pipe; /* -1 = any */
+  int8_t reg;   /* -1 = any */
+  int8_t coll;
+  uint32_t nseg; /* segments seg0 .. seg0 + nseg of the shared arrays */
+  uint32_t seg0;
+  uint32_t oct; /* its bucket table: RX_OCTAVES << sub + 1 entries of ix->oct from here;
+                   UINT32_MAX: none (a binary search over its few segments) */
+  uint8_t sub;  /* buckets per octave: 2^sub, about as many buckets as segments */
+} rx_class;
 
 struct topo_rules_index {
   const topo_rules *rules;
-  rx_coll c[NCCL_NUM_FUNCTIONS];
-  rx_cand *cand;
+  rx_class *cls;
+  uint32_t ncls;
+  int32_t any[NCCL_NUM_FUNCTIONS][3];   /* class of numPipeOps any, regBuff any/0/1; -1 none */
+  uint8_t has_pipe[NCCL_NUM_FUNCTIONS]; /* a class with a numPipeOps of its own */
+  uint32_t *slot;                       /* (coll, pipe, reg) -> class + 1; 0 empty */
+  uint32_t nslot;                       /* power of two */
+  uint64_t *lo;    /* lower bound of each segment, ascending within a class (first: 0) */
+  uint32_t *first; /* candidates of segment k: cand[first[k] .. first[k + 1]) (one extra) */
+  uint32_t *cand;
+  uint32_t *oct; /* per bucket: the segment (relative) holding its lower edge; then the last */
+  size_t nsegs, ncand;
   atomic_uchar *reported; /* per rule of the set */
 };
 
 static int octave(uint64_t n) { return n ? 64 - __builtin_clzll(n) : 0; }
 
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
+/* Log-linear buckets: octave o of n, split into 2^sub equal parts (fewer values than parts in
+ * the small octaves: each value its own part). Bucket of n, and the lower edge of bucket i (the
+ * smallest n of a bucket >= i: edges never decrease). */
+static uint32_t bucket_of(uint64_t n, int sub) {
+  int o = octave(n);
+  if (!o) return 0;
+  int w = o - 1; /* n in [2^w, 2^(w+1)) */
+  uint64_t off = n - (1ull << w);
+  uint64_t part = w >= sub ? off >> (w - sub) : off << (sub - w);
+  return (uint32_t)o << sub | (uint32_t)part;
 }
 
-/* Last segment j in [lo, hi] with seg_lo[j] <= n (seg_lo[lo] <= n holds). */
+static uint64_t bucket_edge(uint32_t i, int sub) {
+  int o = (int)(i >> sub);
+  if (!o) return (i & ((1u << sub) - 1)) ? 1 : 0;
+  int w = o - 1;
+  uint64_t part = i & ((1u << sub) - 1);
+  if (w >= sub) return (1ull << w) + (part << (w - sub));
+  uint64_t step = 1ull << (sub - w); /* parts per value */
+  return (1ull << w) + (part + step - 1) / step;
+}
+
+static uint32_t slot_hash(int coll, int32_t pipe, int reg) {
+  uint64_t h =
+      ((uint64_t)(uint32_t)pipe << 8 | (uint64_t)(coll * 3 + reg + 1)) * 0x9e3779b97f4a7c15ull;
+  return (uint32_t)(h >> 32);
+}
+
+/* The class of (coll, pipe, reg) with pipe >= 1: index, or -1. */
+static int32_t class_of(const topo_rules_index *ix, int coll, int32_t pipe, int reg) {
+  if (!ix->nslot) return -1;
+  for (uint32_t j = slot_hash(coll, pipe, reg) & (ix->nslot - 1);; j = (j + 1) & (ix->nslot - 1)) {
+    uint32_t v = ix->slot[j];
+    if (!v) return -1;
+    const rx_class *c = &ix->cls[v - 1];
+    if (c->coll == coll && c->pipe == pipe && c->reg == reg) return (int32_t)(v - 1);
+  }
+}
+
+/* Last segment k in [lo, hi] with seg_lo[k] <= n (seg_lo[lo] <= n holds). */
 static uint32_t seg_search(const uint64_t *seg_lo, uint32_t lo, uint32_t hi, uint64_t n,
                            topo_rules_probe *probe) {
   while (lo < hi) {
@@ -263,21 +319,172 @@ static uint32_t seg_search(const uint64_t *seg_lo, uint32_t lo, uint32_t hi, uin
   return lo;
 }
 
-/* Whether earlier candidate e makes rule r unreachable: same entry, constraints no narrower. */
-static int dominates(const rx_cand *e, const topo_rule *r) {
-  return e->algo == r->algo && e->proto == r->proto &&
-         (e->pipe == -1 || e->pipe == r->num_pipe_ops) && (e->reg == -1 || e->reg == r->reg_buff);
-}
-
 void topo_rules_index_free(topo_rules_index *ix) {
   if (!ix) return;
-  for (int c = 0; c < NCCL_NUM_FUNCTIONS; c++) {
-    topo_free(ix->c[c].lo);
-    topo_free(ix->c[c].first);
-  }
+  topo_free(ix->cls);
+  topo_free(ix->slot);
+  topo_free(ix->lo);
+  topo_free(ix->first);
   topo_free(ix->cand);
+  topo_free(ix->oct);
   topo_free(ix->reported);
   topo_free(ix);
+}
+
+/* Rules of the communicator, ordered by class (coll, pipe, reg), then file order. */
+typedef struct rx_key {
+  int8_t coll, reg;
+  int32_t pipe;
+  uint32_t rule;
+} rx_key;
+
+static int cmp_key(const void *a, const void *b) {
+  const rx_key *x = a, *y = b;
+  if (x->coll != y->coll) return x->coll - y->coll;
+  if (x->pipe != y->pipe) return x->pipe < y->pipe ? -1 : 1;
+  if (x->reg != y->reg) return x->reg - y->reg;
+  return (x->rule > y->rule) - (x->rule < y->rule);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* A painted (segment, candidate) pair, before grouping by segment. */
+typedef struct rx_pair {
+  uint32_t seg, cand;
+} rx_pair;
+
+/* Room for `more` elements beyond *n in *v (capacity *cap); 0 when out of memory. */
+static int reserve(void **v, size_t *cap, size_t n, size_t more, size_t elem) {
+  if (n + more <= *cap) return 1;
+  size_t c = *cap ? *cap : 64;
+  while (c < n + more) c *= 2;
+  void *p = topo_realloc(*v, c * elem);
+  if (!p) return 0;
+  *v = p;
+  *cap = c;
+  return 1;
+}
+
+/* Scratch shared by every class of one build. */
+typedef struct rx_build {
+  uint64_t *bound;  /* 2 x rules + 1 */
+  uint32_t *parent; /* union-find over segments: the first unpainted segment at or after k */
+  rx_pair *pair;
+  size_t npair, cap_pair;
+  uint32_t *sorted; /* the pairs' candidates grouped by segment */
+  size_t cap_sorted;
+  size_t cap_lo, cap_first, cap_cand, cap_oct, noct;
+} rx_build;
+
+static uint32_t uf_find(uint32_t *parent, uint32_t k) {
+  uint32_t r = k;
+  while (parent[r] != r) r = parent[r];
+  while (parent[k] != r) {
+    uint32_t next = parent[k];
+    parent[k] = r;
+    k = next;
+  }
+  return r;
+}
+
+/* One class: the rules key[0..n) (file order). Appends its segments and candidates. */
+static int build_class(topo_rules_index *ix, rx_build *b, const rx_key *key, size_t n,
+                       rx_class *c) {
+  const topo_rule *rule = ix->rules->rule;
+  size_t nb = 0;
+  b->bound[nb++] = 0;
+  for (size_t i = 0; i < n; i++) {
+    b->bound[nb++] = rule[key[i].rule].min_bytes;
+    if (rule[key[i].rule].max_bytes != UINT64_MAX) b->bound[nb++] = rule[key[i].rule].max_bytes + 1;
+  }
+  qsort(b->bound, nb, sizeof *b->bound, cmp_u64);
+  uint32_t nseg = 0;
+  for (size_t i = 0; i < nb; i++)
+    if (!nseg || b->bound[i] != b->bound[nseg - 1]) b->bound[nseg++] = b->bound[i];
+  /* per entry, in file order: each rule takes the segments no earlier rule of its entry has */
+  b->npair = 0;
+  for (int e = 0; e < NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS; e++) {
+    int any = 0;
+    for (size_t i = 0; i < n; i++) {
+      const topo_rule *r = &rule[key[i].rule];
+      if (r->algo * NCCL_NUM_PROTOCOLS + r->proto != e) continue;
+      if (!any) {
+        for (uint32_t k = 0; k <= nseg; k++) b->parent[k] = k;
+        any = 1;
+      }
+      uint32_t a = seg_search(b->bound, 0, nseg - 1, r->min_bytes, NULL);
+      uint32_t z = seg_search(b->bound, 0, nseg - 1, r->max_bytes, NULL);
+      for (uint32_t k = uf_find(b->parent, a); k <= z; k = uf_find(b->parent, k)) {
+        if (!reserve((void **)&b->pair, &b->cap_pair, b->npair, 1, sizeof *b->pair)) return 0;
+        b->pair[b->npair++] = (rx_pair){k, key[i].rule << RX_ENTRY_BITS | (uint32_t)e};
+        b->parent[k] = k + 1;
+      }
+    }
+  }
+  /* the pairs by segment (a counting sort; b->parent, no longer needed, counts), then each
+   * segment's few candidates in file order */
+  uint32_t *at = b->parent;
+  memset(at, 0, (nseg + 1) * sizeof *at);
+  for (size_t t = 0; t < b->npair; t++) at[b->pair[t].seg + 1]++;
+  for (uint32_t k = 0; k < nseg; k++) at[k + 1] += at[k];
+  if (!reserve((void **)&b->sorted, &b->cap_sorted, 0, b->npair, sizeof *b->sorted)) return 0;
+  for (size_t t = 0; t < b->npair; t++) b->sorted[at[b->pair[t].seg]++] = b->pair[t].cand;
+  /* segments in order, each with its candidates; one equal to the segment before it is merged */
+  c->seg0 = (uint32_t)ix->nsegs;
+  c->nseg = 0;
+  c->oct = UINT32_MAX;
+  size_t p = 0;
+  for (uint32_t k = 0; k < nseg; k++) {
+    size_t q = at[k]; /* after the placing pass: the end of segment k */
+    uint32_t *v = b->sorted + p;
+    for (size_t x = 1; x < q - p; x++) /* at most 21: insertion sort */
+      for (size_t y = x; y > 0 && v[y - 1] > v[y]; y--) {
+        uint32_t tmp = v[y];
+        v[y] = v[y - 1];
+        v[y - 1] = tmp;
+      }
+    if (c->nseg) {
+      uint32_t f = ix->first[ix->nsegs - 1];
+      size_t prev = ix->ncand - f;
+      if (prev == q - p && !memcmp(ix->cand + f, v, prev * sizeof *v)) {
+        p = q;
+        continue;
+      }
+    }
+    if (!reserve((void **)&ix->lo, &b->cap_lo, ix->nsegs, 1, sizeof *ix->lo) ||
+        !reserve((void **)&ix->first, &b->cap_first, ix->nsegs, 2, sizeof *ix->first) ||
+        !reserve((void **)&ix->cand, &b->cap_cand, ix->ncand, q - p, sizeof *ix->cand))
+      return 0;
+    ix->lo[ix->nsegs] = b->bound[k];
+    ix->first[ix->nsegs] = (uint32_t)ix->ncand;
+    ix->nsegs++;
+    c->nseg++;
+    memcpy(ix->cand + ix->ncand, v, (q - p) * sizeof *v);
+    ix->ncand += q - p;
+    p = q;
+  }
+  ix->first[ix->nsegs] = (uint32_t)ix->ncand; /* the end of the last segment */
+  if (c->nseg > RX_OCT_TABLE) { /* about one bucket per segment, spread over the octaves */
+    int sub = 0;
+    while (sub < RX_SUB_MAX && ((size_t)RX_OCTAVES << sub) < 2 * (size_t)c->nseg) sub++;
+    size_t used = b->noct, nbkt = (size_t)RX_OCTAVES << sub;
+    if (!reserve((void **)&ix->oct, &b->cap_oct, used, nbkt + 1, sizeof *ix->oct)) return 0;
+    b->noct += nbkt + 1;
+    c->oct = (uint32_t)used;
+    c->sub = (uint8_t)sub;
+    const uint64_t *lo = ix->lo + c->seg0;
+    uint32_t k = 0; /* edges ascend: the segment of each follows the previous one's */
+    for (size_t i = 0; i < nbkt; i++) {
+      uint64_t edge = bucket_edge((uint32_t)i, sub);
+      while (k + 1 < c->nseg && lo[k + 1] <= edge) k++;
+      ix->oct[used + i] = k;
+    }
+    ix->oct[used + nbkt] = c->nseg - 1;
+  }
+  return 1;
 }
 
 topo_status topo_rules_index_build(const topo_rules *rules, int nnodes, int nranks,
@@ -285,78 +492,102 @@ topo_status topo_rules_index_build(const topo_rules *rules, int nnodes, int nran
   if (!out) return TOPO_ERR_INVALID;
   *out = NULL;
   if (!rules || rules->n == 0) return TOPO_OK;
-  int n = rules->n;
+  size_t n = (size_t)rules->n;
   topo_rules_index *ix = topo_calloc(1, sizeof *ix);
-  uint32_t *mine = topo_malloc((size_t)n * sizeof *mine);
-  uint64_t *bound = topo_malloc((2 * (size_t)n + 1) * sizeof *bound);
-  if (ix) ix->reported = topo_calloc((size_t)n, sizeof *ix->reported);
-  if (!ix || !mine || !bound || !ix->reported) goto nomem;
+  rx_key *key = topo_malloc(n * sizeof *key);
+  rx_build b = {.bound = topo_malloc((2 * n + 1) * sizeof(uint64_t)),
+                .parent = topo_malloc((2 * n + 2) * sizeof(uint32_t))};
+  if (ix) ix->reported = topo_calloc(n, sizeof *ix->reported);
+  if (!ix || !key || !b.bound || !b.parent || !ix->reported || n >= RX_MAX_RULES) goto nomem;
   ix->rules = rules;
-  size_t ncand = 0, cap = 0;
-  for (int coll = 0; coll < NCCL_NUM_FUNCTIONS; coll++) {
-    rx_coll *c = &ix->c[coll];
-    uint32_t nm = 0, nb = 0;
-    bound[nb++] = 0;
-    for (int i = 0; i < n; i++) {
-      const topo_rule *r = &rules->rule[i];
-      if (r->coll != coll || (r->nnodes != -1 && r->nnodes != nnodes) ||
-          (r->nranks != -1 && r->nranks != nranks))
-        continue;
-      mine[nm++] = (uint32_t)i;
-      bound[nb++] = r->min_bytes;
-      if (r->max_bytes != UINT64_MAX) bound[nb++] = r->max_bytes + 1;
-    }
-    if (!nm) continue;
-    qsort(bound, nb, sizeof *bound, cmp_u64);
-    uint32_t nseg = 0;
-    for (uint32_t i = 0; i < nb; i++)
-      if (!nseg || bound[i] != bound[nseg - 1]) bound[nseg++] = bound[i];
-    c->lo = topo_malloc(nseg * sizeof *c->lo);
-    c->first = topo_malloc((nseg + 1) * sizeof *c->first);
-    if (!c->lo || !c->first) goto nomem;
-    memcpy(c->lo, bound, nseg * sizeof *c->lo);
-    c->nseg = nseg;
-    for (uint32_t j = 0; j < nseg; j++) {
-      c->first[j] = (uint32_t)ncand;
-      uint64_t x = c->lo[j]; /* every rule here covers the whole segment or none of it */
-      uint32_t closed = 0;   /* entries already taken by an unconstrained candidate */
-      for (uint32_t k = 0; k < nm && closed != TOPO_RULES_ALLOW_ALL; k++) {
-        const topo_rule *r = &rules->rule[mine[k]];
-        if (x < r->min_bytes || x > r->max_bytes) continue;
-        uint32_t bit = 1u << (r->algo * NCCL_NUM_PROTOCOLS + r->proto);
-        if (closed & bit) continue;
-        int dead = 0;
-        for (size_t e = c->first[j]; e < ncand && !dead; e++) dead = dominates(&ix->cand[e], r);
-        if (dead) continue;
-        if (ncand == cap) {
-          size_t ncap = cap ? 2 * cap : 64;
-          rx_cand *grown = topo_realloc(ix->cand, ncap * sizeof *grown);
-          if (!grown) goto nomem;
-          ix->cand = grown;
-          cap = ncap;
-        }
-        ix->cand[ncand++] = (rx_cand){mine[k], r->num_pipe_ops, (int8_t)r->algo, (int8_t)r->proto,
-                                      (int8_t)r->reg_buff};
-        if (r->num_pipe_ops == -1 && r->reg_buff == -1) closed |= bit;
-      }
-    }
-    c->first[nseg] = (uint32_t)ncand;
-    for (int o = 0; o < RX_OCTAVES; o++) {
-      uint64_t edge = o ? 1ull << (o - 1) : 0;
-      c->oct[o] = seg_search(c->lo, 0, nseg - 1, edge, NULL);
-    }
-    c->oct[RX_OCTAVES] = nseg - 1;
+  for (int c = 0; c < NCCL_NUM_FUNCTIONS; c++) ix->any[c][0] = ix->any[c][1] = ix->any[c][2] = -1;
+  size_t nk = 0;
+  for (size_t i = 0; i < n; i++) {
+    const topo_rule *r = &rules->rule[i];
+    if ((r->nnodes != -1 && r->nnodes != nnodes) || (r->nranks != -1 && r->nranks != nranks))
+      continue;
+    key[nk++] = (rx_key){(int8_t)r->coll, (int8_t)r->reg_buff, r->num_pipe_ops, (uint32_t)i};
   }
-  topo_free(mine);
-  topo_free(bound);
+  qsort(key, nk, sizeof *key, cmp_key);
+  size_t ncls = 0;
+  for (size_t i = 0; i < nk; i++)
+    ncls += !i || cmp_key(&(rx_key){key[i].coll, key[i].reg, key[i].pipe, 0},
+                          &(rx_key){key[i - 1].coll, key[i - 1].reg, key[i - 1].pipe, 0}) != 0;
+  if (!ncls) {
+    topo_free(key), topo_free(b.bound), topo_free(b.parent);
+    *out = ix; /* rules, none for this communicator: every query finds none */
+    return TOPO_OK;
+  }
+  if (!(ix->cls = topo_calloc(ncls, sizeof *ix->cls))) goto nomem;
+  size_t npipe = 0;
+  for (size_t i = 0; i < nk;) {
+    size_t j = i;
+    while (j < nk && key[j].coll == key[i].coll && key[j].pipe == key[i].pipe &&
+           key[j].reg == key[i].reg)
+      j++;
+    rx_class *c = &ix->cls[ix->ncls];
+    c->coll = key[i].coll, c->pipe = key[i].pipe, c->reg = key[i].reg;
+    if (!build_class(ix, &b, key + i, j - i, c)) goto nomem;
+    if (c->pipe == -1) ix->any[c->coll][c->reg + 1] = (int32_t)ix->ncls;
+    else npipe++, ix->has_pipe[c->coll] = 1;
+    ix->ncls++;
+    i = j;
+  }
+  if (npipe) {
+    ix->nslot = 16;
+    while (ix->nslot < 2 * npipe) ix->nslot *= 2;
+    if (!(ix->slot = topo_calloc(ix->nslot, sizeof *ix->slot))) goto nomem;
+    for (uint32_t k = 0; k < ix->ncls; k++) {
+      const rx_class *c = &ix->cls[k];
+      if (c->pipe == -1) continue;
+      uint32_t j = slot_hash(c->coll, c->pipe, c->reg) & (ix->nslot - 1);
+      while (ix->slot[j]) j = (j + 1) & (ix->nslot - 1);
+      ix->slot[j] = k + 1;
+    }
+  }
+  topo_free(key), topo_free(b.bound), topo_free(b.parent), topo_free(b.pair), topo_free(b.sorted);
   *out = ix;
   return TOPO_OK;
 nomem:
-  topo_free(mine);
-  topo_free(bound);
+  topo_free(key), topo_free(b.bound), topo_free(b.parent), topo_free(b.pair), topo_free(b.sorted);
   topo_rules_index_free(ix);
   TOPO_WARN("out of memory indexing the rules; no rules");
   return TOPO_ERR_NOMEM;
+}
+
+/* Class k's earliest allowed candidate for the query, if earlier than *best (a candidate word);
+ * the earliest passed-over one not reported yet into *ign. */
+static void class_find(const topo_rules_index *ix, int32_t k, uint64_t nbytes, const float *table,
+                       int num_algo, int num_proto, uint32_t allow, uint32_t *best, uint32_t *ign,
+                       topo_rules_probe *probe) {
+  if (k < 0) return;
+  const rx_class *c = &ix->cls[k];
+  const uint64_t *lo = ix->lo + c->seg0;
+  uint32_t j;
+  if (c->oct != UINT32_MAX) {
+    const uint32_t *oct = ix->oct + c->oct;
+    uint32_t i = bucket_of(nbytes, c->sub);
+    j = seg_search(lo, oct[i], oct[i + 1], nbytes, probe);
+  } else {
+    j = seg_search(lo, 0, c->nseg - 1, nbytes, probe);
+  }
+  j += c->seg0;
+  for (uint32_t t = ix->first[j]; t < ix->first[j + 1]; t++) {
+    uint32_t w = ix->cand[t];
+    if (w >= *best) return; /* file order: nothing later can be the answer */
+    if (probe) probe->candidates++;
+    int e = (int)(w & ((1u << RX_ENTRY_BITS) - 1));
+    int algo = e / NCCL_NUM_PROTOCOLS, proto = e % NCCL_NUM_PROTOCOLS;
+    int ok = (allow >> e) & 1;
+    if (ok && table)
+      ok = algo < num_algo && proto < num_proto && table[algo * num_proto + proto] >= 0.0f;
+    if (ok) {
+      *best = w;
+      return;
+    }
+    if (w < *ign && !atomic_load_explicit(&ix->reported[w >> RX_ENTRY_BITS], memory_order_relaxed))
+      *ign = w;
+  }
 }
 
 const topo_rule *topo_rules_index_find(const topo_rules_index *ix, int coll, uint64_t nbytes,
@@ -364,25 +595,23 @@ const topo_rule *topo_rules_index_find(const topo_rules_index *ix, int coll, uin
                                        int num_algo, int num_proto, uint32_t allow,
                                        const topo_rule **ignored, topo_rules_probe *probe) {
   if (ignored) *ignored = NULL;
-  if (!ix || coll < 0 || coll >= NCCL_NUM_FUNCTIONS) return NULL;
-  const rx_coll *c = &ix->c[coll];
-  if (!c->nseg) return NULL;
-  int o = octave(nbytes);
-  uint32_t j = seg_search(c->lo, c->oct[o], c->oct[o + 1], nbytes, probe);
-  for (uint32_t k = c->first[j]; k < c->first[j + 1]; k++) {
-    const rx_cand *e = &ix->cand[k];
-    if (probe) probe->candidates++;
-    if ((e->pipe != -1 && e->pipe != num_pipe_ops) || (e->reg != -1 && e->reg != reg_buff))
-      continue;
-    int ok = (allow >> (e->algo * NCCL_NUM_PROTOCOLS + e->proto)) & 1;
-    if (ok && table)
-      ok = e->algo < num_algo && e->proto < num_proto &&
-           table[e->algo * num_proto + e->proto] >= 0.0f;
-    if (ok) return &ix->rules->rule[e->rule];
-    if (ignored && !*ignored && !atomic_load_explicit(&ix->reported[e->rule], memory_order_relaxed))
-      *ignored = &ix->rules->rule[e->rule];
+  if (!ix || coll < 0 || coll >= NCCL_NUM_FUNCTIONS || !ix->ncls) return NULL;
+  uint32_t best = UINT32_MAX, ign = UINT32_MAX;
+  int reg =
+      reg_buff == 0 || reg_buff == 1 ? reg_buff : -2; /* another value meets regBuff any only */
+  class_find(ix, ix->any[coll][0], nbytes, table, num_algo, num_proto, allow, &best, &ign, probe);
+  if (reg >= 0)
+    class_find(ix, ix->any[coll][reg + 1], nbytes, table, num_algo, num_proto, allow, &best, &ign,
+               probe);
+  if (ix->has_pipe[coll] && num_pipe_ops >= 1) {
+    class_find(ix, class_of(ix, coll, num_pipe_ops, -1), nbytes, table, num_algo, num_proto, allow,
+               &best, &ign, probe);
+    if (reg >= 0)
+      class_find(ix, class_of(ix, coll, num_pipe_ops, reg), nbytes, table, num_algo, num_proto,
+                 allow, &best, &ign, probe);
   }
-  return NULL;
+  if (ignored && ign < best) *ignored = &ix->rules->rule[ign >> RX_ENTRY_BITS];
+  return best == UINT32_MAX ? NULL : &ix->rules->rule[best >> RX_ENTRY_BITS];
 }
 
 int topo_rules_index_report_once(const topo_rules_index *ix, const topo_rule *rule) {
@@ -390,6 +619,13 @@ int topo_rules_index_report_once(const topo_rules_index *ix, const topo_rule *ru
   atomic_uchar *flag = &ix->reported[rule - ix->rules->rule];
   if (atomic_load_explicit(flag, memory_order_relaxed)) return 0;
   return atomic_exchange_explicit(flag, 1, memory_order_relaxed) == 0;
+}
+
+void topo_rules_index_stats_get(const topo_rules_index *ix, topo_rules_index_stats *out) {
+  memset(out, 0, sizeof *out);
+  if (!ix) return;
+  out->segments = ix->nsegs;
+  out->candidates = ix->ncand;
 }
 
 void topo_rules_free(topo_rules *rules) { topo_free(rules); }

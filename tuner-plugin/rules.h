@@ -23,13 +23,16 @@
  * silently allreduce / ring / simple.
  *
  * Lookup: topo_rules_index_build compiles a set, for one communicator's (nNodes, nRanks), into an
- * index answering exactly as that first-match scan would, without scanning: per collective the
- * byte axis is cut at every rule boundary into segments, and each segment keeps its candidates in
- * file order with every rule removed that an earlier candidate of the same (algorithm, protocol)
- * dominates (a numPipeOps / regBuff constraint no narrower): at most 21 per distinct
- * (numPipeOps, regBuff) constraint of the file - 21 when the file leaves both -1 - whatever the
- * number of rules. A query finds its octave (O(1)), then its segment by binary search over the
- * boundaries inside that octave (none or a few in practice), then walks the candidates.
+ * index answering exactly as that first-match scan would, without scanning. Rules are grouped by
+ * (collective, numPipeOps constraint, regBuff constraint); each group's byte axis is cut at its
+ * rules' boundaries into segments, and a segment keeps, per (algorithm, protocol), the first rule
+ * of the group covering it (a later one of the same entry and constraints can never win there):
+ * at most 21 candidates, in file order. A query meets at most four groups (numPipeOps any or its
+ * own, regBuff any or its own, the own ones found by hashing): in each, its segment by an octave
+ * table (O(1)) and a binary search over the boundaries inside that octave, then the candidates up
+ * to the first allowed one; the answer is the earliest of the groups'. Build: O(n log n) for n
+ * rules however they nest (sorting, and per group and entry a union-find over the segments);
+ * memory: at most 21 candidates per segment, segments whose candidates repeat merged.
  *
  * Ownership: topo_rules_load/parse allocate one immutable set; the caller frees it with
  * topo_rules_free. An index is one more allocation, refers to its set (which must outlive it) and
@@ -112,6 +115,13 @@ const topo_rule *topo_rules_index_find(const topo_rules_index *ix, int coll, uin
 /* 1 the first time it is called for `rule` (a rule of the index's set) on this index, 0 after:
  * for one warning per distinct rule. Lock-free, any thread. */
 int topo_rules_index_report_once(const topo_rules_index *ix, const topo_rule *rule);
+
+/* What an index holds, for tests and benchmarks: candidate entries and segments over all
+ * collectives and constraint classes. */
+typedef struct topo_rules_index_stats {
+  size_t candidates, segments;
+} topo_rules_index_stats;
+void topo_rules_index_stats_get(const topo_rules_index *ix, topo_rules_index_stats *out);
 
 void topo_rules_index_free(topo_rules_index *ix); /* NULL-safe */
 
