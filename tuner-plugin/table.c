@@ -201,6 +201,7 @@ static void decide_bucket(const topo_model *m, topo_table *t, int coll, int b,
   }
   if (best.to) {
     t->sw[coll][b][k->algo * NCCL_NUM_PROTOCOLS + k->proto] = best;
+    t->any_switch[coll][b] = 1;
     t->nswitch++;
   }
 }
@@ -298,6 +299,12 @@ float topo_table_time(const topo_table *t, int coll, size_t nbytes, int pipe_ops
     return -1.0f;
   int b = topo_table_bucket(nbytes);
   return cell_time(&t->cells[coll][b][reg_buff ? 1 : 0], b, nbytes, pipe_ops, algo, proto);
+}
+
+int topo_table_selectable(const float *cost, int num_algo, int num_proto) {
+  for (int i = 0; i < num_algo * num_proto; i++)
+    if (cost[i] >= 0.0f && cost[i] < 3.6e9f) return 1;
+  return 0;
 }
 
 int topo_table_select(const float *cost, int num_algo, int num_proto, int *algo, int *proto) {

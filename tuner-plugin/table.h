@@ -60,12 +60,18 @@ typedef struct topo_table_switch {
 typedef struct topo_table {
   int nranks;
   int nswitch; /* switch ranges in the table (0: NCCL's picks everywhere) */
+  /* 1 where bucket b of coll holds a switch for some NCCL pick: elsewhere NCCL's pick stands
+   * whatever its costs (topo_table_keeps_nccl), with no look at them */
+  uint8_t any_switch[NCCL_NUM_FUNCTIONS][TOPO_TABLE_BUCKETS];
   topo_table_switch sw[NCCL_NUM_FUNCTIONS][TOPO_TABLE_BUCKETS]
                       [NCCL_NUM_ALGORITHMS * NCCL_NUM_PROTOCOLS];
   float edge[TOPO_TABLE_BUCKETS]; /* lower edge of each bucket, bytes */
   topo_table_cell cells[NCCL_NUM_FUNCTIONS][TOPO_TABLE_BUCKETS][2]; /* [coll][bucket][regBuff] */
   topo_rules_index *rules;                                          /* NULL: no rules; owned */
 } topo_table;
+
+/* Size bucket of nBytes. */
+int topo_table_bucket(size_t nbytes);
 
 /* Evaluate the model into a new table. TOPO_ERR_NOMEM on allocation failure (*out untouched). */
 topo_status topo_table_build(const topo_model *m, topo_table **out);
@@ -82,9 +88,6 @@ const topo_rule *topo_table_rule(const topo_table *t, int coll, size_t nbytes, i
                                  int reg_buff, const float *cost, int num_algo, int num_proto,
                                  uint32_t allow, const topo_rule **ignored);
 
-/* Size bucket of nBytes. */
-int topo_table_bucket(size_t nbytes);
-
 /* Predicted us for one entry (-1 when none). Hot path: O(1), no allocation. */
 float topo_table_time(const topo_table *t, int coll, size_t nbytes, int pipe_ops, int reg_buff,
                       int algo, int proto);
@@ -99,6 +102,17 @@ float topo_table_time(const topo_table *t, int coll, size_t nbytes, int pipe_ops
  * Rank-invariant: a pure function of its arguments and the table. Hot path: O(1). */
 int topo_table_apply(const topo_table *t, int coll, size_t nbytes, int pipe_ops, int reg_buff,
                      float *cost, int num_algo, int num_proto, int *algo, int *proto);
+
+/* 1 when nothing topo_table_apply could do at (coll, nBytes, regBuff) changes NCCL's pick: no
+ * switch in that bucket (or regBuff set). Hot path: one load. */
+static inline int topo_table_keeps_nccl(const topo_table *t, int coll, size_t nbytes,
+                                        int reg_buff) {
+  return reg_buff || !t->any_switch[coll][topo_table_bucket(nbytes)];
+}
+
+/* 1 when NCCL's selection finds an entry in the table (topo_table_select's test), stopping at
+ * the first: what topo_table_apply's answer "-1, nothing selectable" hinges on. */
+int topo_table_selectable(const float *cost, int num_algo, int num_proto);
 
 /* NCCL's selection over a cost table: minimum over entries >= 0 and < 3.6e9, ties to the lowest
  * algorithm then protocol. Returns 0 when nothing is selectable. */

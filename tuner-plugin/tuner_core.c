@@ -348,6 +348,13 @@ void topo_tuner_get(const topo_tuner_ctx *ctx, int coll, size_t nbytes, int num_
       return;
     }
   }
+  if (coll < 0 || coll >= NCCL_NUM_FUNCTIONS) return;
+  if (topo_table_keeps_nccl(s->table, coll, nbytes, reg_buff)) {
+    /* no switch here: NCCL's pick stands, no minimum to find (what topo_table_apply would
+     * answer: channels 0 = NCCL's own, written when NCCL has anything to select) */
+    if (topo_table_selectable(cost, num_algo, num_proto)) *nchannels = 0;
+    return;
+  }
   int a = -1, p = -1;
   nch = topo_table_apply(s->table, coll, nbytes, num_pipe_ops, reg_buff, cost, num_algo, num_proto,
                          &a, &p);
