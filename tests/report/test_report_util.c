@@ -206,6 +206,10 @@ static void test_every_number_form_reads_through_one_routine(void **state) {
   assert_int_equal(js_str_int(txt(" 12 "), &v), JS_VAL_OK);
   assert_int_equal(v, 12);
   assert_int_equal(js_str_int(txt("NaN"), &v), JS_VAL_NONFINITE);
+  /* an empty slice (a field never read: no pointer) decodes to "" */
+  char buf[8] = "x";
+  assert_int_equal(js_unescape((js_str){NULL, 0}, buf, sizeof buf), 0);
+  assert_string_equal(buf, "");
   /* the scanner takes the whole word as the number's text */
   const char *in = "-Infinity,", *p = in;
   js_str t;

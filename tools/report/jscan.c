@@ -465,6 +465,10 @@ static int hexval(int c) {
 
 size_t js_unescape(js_str s, char *out, size_t cap) {
   size_t n = 0;
+  if (!s.n) { /* also the empty slice of a field never read (p NULL) */
+    out[0] = 0;
+    return 0;
+  }
   const char *p = s.p, *end = s.p + s.n;
   if (!memchr(p, '\\', s.n)) { /* the common case */
     n = s.n < cap - 1 ? s.n : cap - 1;
