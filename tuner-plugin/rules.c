@@ -356,9 +356,10 @@ typedef struct rx_pair {
   uint32_t seg, cand;
 } rx_pair;
 
-/* Room for `more` elements beyond *n in *v (capacity *cap); 0 when out of memory. */
+/* Room for `more` elements beyond *n in *v (capacity *cap), *v allocated even for none; 0 when
+ * out of memory. */
 static int reserve(void **v, size_t *cap, size_t n, size_t more, size_t elem) {
-  if (n + more <= *cap) return 1;
+  if (*v && n + more <= *cap) return 1;
   size_t c = *cap ? *cap : 64;
   while (c < n + more) c *= 2;
   void *p = topo_realloc(*v, c * elem);
