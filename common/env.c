@@ -3,6 +3,7 @@
 #include "env.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,16 +36,28 @@ static const char *raw(topo_env_id id) {
 
 int topo_env_is_set(topo_env_id id) { return raw(id) != NULL; }
 
-const char *topo_env_str(topo_env_id id) {
-  if ((unsigned)id >= TOPO_ENV_COUNT) return "";
-  const char *v = raw(id);
-  return v ? v : table[id].def;
-}
-
 static void warn_bad(topo_env_id id, const char *value, const char *why) {
   if (atomic_exchange(&warned[id], 1)) return;
   TOPO_WARN("%s=\"%.64s\" ignored (%s); using the default %s", table[id].name, value, why,
-            table[id].def);
+            table[id].def[0] ? table[id].def : "(none)");
+}
+
+int topo_env_too_long(topo_env_id id) {
+  if ((unsigned)id >= TOPO_ENV_COUNT || table[id].type != TOPO_ENV_TYPE_STR) return 0;
+  const char *v = raw(id);
+  return v && table[id].max > 0 && strlen(v) > (size_t)table[id].max;
+}
+
+const char *topo_env_str(topo_env_id id) {
+  if ((unsigned)id >= TOPO_ENV_COUNT) return "";
+  const char *v = raw(id);
+  if (v && topo_env_too_long(id)) {
+    char why[64];
+    snprintf(why, sizeof why, "longer than %ld bytes", table[id].max);
+    warn_bad(id, v, why);
+    v = NULL;
+  }
+  return v ? v : table[id].def;
 }
 
 static int parse_long(const char *s, long *out) {
@@ -109,8 +122,11 @@ int topo_env_check_unknown(void) {
 
 void topo_env_log_effective(void) {
   for (int i = 0; i < TOPO_ENV_COUNT; i++)
-    TOPO_INFO(NCCL_ENV, "%s=%s%s", table[i].name, topo_env_str((topo_env_id)i),
-              topo_env_is_set((topo_env_id)i) ? "" : " (default)");
+    TOPO_INFO(NCCL_ENV, "%s=%s%s", table[i].name,
+              topo_env_too_long((topo_env_id)i) ? table[i].def : topo_env_str((topo_env_id)i),
+              topo_env_too_long((topo_env_id)i) ? " (default: the value is too long)"
+              : topo_env_is_set((topo_env_id)i) ? ""
+                                                : " (default)");
 }
 
 void topo_env_reset_warnings(void) {

@@ -2,7 +2,9 @@
 /*
  * One table for every TOPO_* environment variable. The entries live in common/env/ (one .def file per component), one
  * line each:  TOPO_ENV(ID, TYPE, "default", min, max, "doc")  where the variable's name is
- * "TOPO_" #ID, TYPE is STR, INT (bounded by min..max) or BOOL (0/1/true/false/yes/no/on/off).
+ * "TOPO_" #ID, TYPE is STR (max: the longest value taken, in bytes, as the component stores it
+ * whole; a longer one warns once and yields the default), INT (bounded by min..max) or BOOL
+ * (0/1/true/false/yes/no/on/off).
  * The list generates the ids, the parser, the unknown-variable warning, and the README test.
  * Thread-safe. Values are read from the environment at each call (callers cache them at init).
  */
@@ -29,14 +31,18 @@ typedef struct topo_env_info {
   const char *name; /* "TOPO_TUNER_PROFILE" */
   topo_env_type type;
   const char *def; /* default, as text */
-  long min, max;   /* INT bounds */
+  long min, max;   /* INT bounds; STR: max = the longest value, in bytes */
   const char *doc;
 } topo_env_info;
 
 const topo_env_info *topo_env_table(void); /* TOPO_ENV_COUNT entries */
 
-/* The value if set and non-empty, else the default. Never NULL. */
+/* The value if set, non-empty and no longer than the variable's limit, else the default (a
+ * longer value warns once). Never NULL. */
 const char *topo_env_str(topo_env_id id);
+/* 1 when a STR variable is set to a value longer than its limit (no warning): for a component
+ * that refuses such a value instead of taking the default. */
+int topo_env_too_long(topo_env_id id);
 /* Parsed value; an unparsable or out-of-range value warns once (naming the variable, the value
  * and the default) and yields the default. */
 long topo_env_int(topo_env_id id);

@@ -1053,14 +1053,14 @@ static void global_stop(void) {
 /* A directory path the writer cannot hold whole is refused, never shortened (a shortened path
  * names another directory): one warning per process, 0 answered. */
 static int dir_fits(void) {
-  const char *dir = topo_env_str(TOPO_ENV_PROFILER_DIR);
-  if (strlen(dir) <= TOPO_WRITER_DIR_MAX) return 1;
+  _Static_assert(TOPO_WRITER_DIR_MAX == 255, "TOPO_PROFILER_DIR's limit in env/profiler.def");
+  if (!topo_env_too_long(TOPO_ENV_PROFILER_DIR)) return 1;
   static atomic_int dir_warned;
   if (!atomic_exchange(&dir_warned, 1))
     TOPO_WARN(
         "TOPO/Profiler: TOPO_PROFILER_DIR is longer than %d bytes (%s); profiling "
         "disabled, nothing written",
-        TOPO_WRITER_DIR_MAX, dir);
+        TOPO_WRITER_DIR_MAX, getenv("TOPO_PROFILER_DIR"));
   return 0;
 }
 

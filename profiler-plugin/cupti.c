@@ -149,7 +149,7 @@ static _Atomic(uint64_t) delivered; /* activity records pushed since the span op
 static struct {
   topo_comm *c;
   int64_t window_ns, period_ns;
-  char trigger[512];
+  char trigger[4096];   /* TOPO_PROFILER_CUPTI_TRIGGER: at most 4095 bytes (env.def) */
   char other[160];      /* an injected tool: another client for the life of the process */
   char load_error[256]; /* why CUPTI could not be loaded ("" = loaded, or not tried) */
   int failed;           /* FAILED written: CUPTI is not touched again */

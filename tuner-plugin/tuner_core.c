@@ -22,7 +22,7 @@
 #include "table.h"
 #include "topo_version.h"
 
-#define PATH_LEN 512
+#define PATH_LEN 4096 /* TOPO_TUNER_PROFILE and TOPO_TUNER_RULES: at most 4095 bytes (env.def) */
 
 /* What makes two communicators' decisions identical. */
 typedef struct setup_key {

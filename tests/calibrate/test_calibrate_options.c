@@ -106,6 +106,13 @@ static void test_misuse_gives_one_clear_message(void **state) {
   assert_int_equal(parse(&o, err, sizeof err, 3, "--timing", "sometimes"), -1);
   assert_int_equal(parse(&o, err, sizeof err, 3, "--bench", "--no-sweep"), -1);
   assert_int_equal(parse(&o, err, sizeof err, 2, "stray"), -1);
+  char long_dir[600]; /* longer than the working directory it keeps: refused, never cut */
+  memset(long_dir, 'w', sizeof long_dir - 1);
+  long_dir[sizeof long_dir - 1] = 0;
+  assert_int_equal(parse(&o, err, sizeof err, 3, "--workdir", long_dir), -1);
+  assert_non_null(strstr(err, "--workdir"));
+  long_dir[TOPO_CAL_WORKDIR_MAX] = 0;
+  assert_int_equal(parse(&o, err, sizeof err, 3, "--workdir", long_dir), 0);
   assert_int_equal(parse(&o, err, sizeof err, 2, "--help"), 0);
   assert_true(o.help);
 }

@@ -84,6 +84,39 @@ static void test_env_table_names_are_unique_and_documented(void **state) {
   }
 }
 
+/* Every string variable has a length limit (a component stores it whole, never cut: a cut path
+ * names another file); a value of exactly that length is taken whole, one byte more warns once
+ * (naming the variable and the limit) and yields the default. */
+static void test_env_strings_longer_than_their_limit_warn_once_and_default(void **state) {
+  (void)state;
+  const topo_env_info *t = topo_env_table();
+  for (int i = 0; i < TOPO_ENV_COUNT; i++) {
+    if (t[i].type != TOPO_ENV_TYPE_STR) continue;
+    if (t[i].max <= 0) fail_msg("%s has no length limit", t[i].name);
+    size_t max = (size_t)t[i].max;
+    char *v = malloc(max + 2);
+    memset(v, 'a', max + 1);
+    v[max] = 0;
+    topo_host_log_reset();
+    topo_env_reset_warnings();
+    setenv(t[i].name, v, 1);
+    assert_string_equal(topo_env_str((topo_env_id)i), v);
+    assert_int_equal(topo_env_too_long((topo_env_id)i), 0);
+    v[max] = 'a';
+    v[max + 1] = 0;
+    setenv(t[i].name, v, 1);
+    assert_int_equal(topo_env_too_long((topo_env_id)i), 1);
+    assert_string_equal(topo_env_str((topo_env_id)i), t[i].def);
+    assert_string_equal(topo_env_str((topo_env_id)i), t[i].def);
+    if (topo_host_log_count(NCCL_LOG_WARN) != 1 || !topo_host_log_contains(t[i].name) ||
+        !topo_host_log_contains("longer than"))
+      fail_msg("%s of %zu bytes: %d warnings", t[i].name, max + 1,
+               topo_host_log_count(NCCL_LOG_WARN));
+    unsetenv(t[i].name);
+    free(v);
+  }
+}
+
 /* Runs first, before any test installs a logger (cmocka runs tests in order): a message logged
  * with neither NCCL's logger nor a tool's stderr set goes nowhere - not to stderr, and not to a
  * logger installed afterwards. */
@@ -192,6 +225,7 @@ int main(void) {
       cmocka_unit_test_setup(test_env_blank_int_is_the_default, setup),
       cmocka_unit_test_setup(test_env_unknown_variable_warns, setup),
       cmocka_unit_test_setup(test_env_table_names_are_unique_and_documented, setup),
+      cmocka_unit_test_setup(test_env_strings_longer_than_their_limit_warn_once_and_default, setup),
       cmocka_unit_test_setup(test_log_is_prefixed_with_the_component_once, setup),
       cmocka_unit_test_setup(test_crc32c_known_vector, setup),
       cmocka_unit_test_setup(test_crc32c_combine_matches_one_pass, setup),

@@ -676,10 +676,8 @@ static void test_stop_racing_the_first_start_never_leaves_a_window_open(void **s
   assert_never_held();
 }
 
-static void test_trigger_file_records_while_it_exists(void **s) {
-  (void)s;
-  char trigger[300];
-  snprintf(trigger, sizeof trigger, "%s/record-now", dir);
+/* With the trigger file at `trigger`: touching it opens a window at once, removing it closes it. */
+static void trigger_records_while_it_exists(const char *trigger) {
   setenv("TOPO_PROFILER_CUPTI", "window", 1);
   setenv("TOPO_PROFILER_CUPTI_WINDOW_MS", "20", 1);
   setenv("TOPO_PROFILER_CUPTI_PERIOD_S", "3600", 1);
@@ -797,6 +795,35 @@ static void test_windows_hold_whole_steps_of_a_steady_job(void **s) {
   test_trace_free(&comm);
 }
 
+static void test_trigger_file_records_while_it_exists(void **s) {
+  (void)s;
+  char trigger[300];
+  snprintf(trigger, sizeof trigger, "%s/record-now", dir);
+  trigger_records_while_it_exists(trigger);
+}
+
+/* A trigger path of 600 bytes (three nested directories) is used whole: it was cut at 511 bytes
+ * without a word, and touching the file never opened a window. */
+static void test_long_trigger_path_is_used_whole(void **s) {
+  (void)s;
+  char trigger[700], part[256];
+  int n = snprintf(trigger, sizeof trigger, "%s", dir);
+  for (int level = 0; level < 3; level++) {
+    memset(part, 'a' + level, 190);
+    part[190] = 0;
+    n += snprintf(trigger + n, sizeof trigger - (size_t)n, "/%s", part);
+    assert_int_equal(mkdir(trigger, 0700), 0);
+  }
+  snprintf(trigger + n, sizeof trigger - (size_t)n, "/record-now");
+  assert_true(strlen(trigger) > 600);
+  trigger_records_while_it_exists(trigger);
+  assert_int_equal(topo_host_log_count(NCCL_LOG_WARN), 0);
+  for (int level = 0; level < 3; level++) { /* the teardown removes the directory's files only */
+    *strrchr(trigger, '/') = 0;
+    assert_int_equal(rmdir(trigger), 0);
+  }
+}
+
 static void test_missing_cupti_writes_failed_and_carries_on(void **s) {
   (void)s;
   setenv("TOPO_PROFILER_CUPTI_LIB", "/nonexistent/libcupti.so.13", 1);
@@ -880,6 +907,7 @@ int main(void) {
       T(test_stop_racing_the_first_start_never_leaves_a_window_open),
       T(test_trigger_file_records_while_it_exists),
       T(test_windows_hold_whole_steps_of_a_steady_job),
+      T(test_long_trigger_path_is_used_whole),
       T(test_missing_cupti_writes_failed_and_carries_on),
       T(test_asked_for_cupti_that_fails_to_enable_warns_once),
   };

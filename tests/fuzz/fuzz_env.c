@@ -3,10 +3,10 @@
 // picks a table entry, the rest (NULs dropped, as an environment cannot hold them) becomes the
 // variable's value; the value is put into the environment and read back through common/env.h
 // exactly as a plugin reads it. Contract checked: an INT reads as the default or as the value
-// itself inside [min, max]; a BOOL reads 0 or 1; a STR reads the value or the default; a rejected
-// value warns exactly once (a second read stays silent) and an accepted one never warns. Built
-// with clang when TOPO_BUILD_FUZZERS=ON; every build replays the seed corpus (CTest
-// test_fuzz_env_corpus).
+// itself inside [min, max]; a BOOL reads 0 or 1; a STR reads the value, or the default when it is
+// longer than its limit (or empty); a rejected value warns exactly once (a second read stays
+// silent) and an accepted one never warns. Built with clang when TOPO_BUILD_FUZZERS=ON; every
+// build replays the seed corpus (CTest test_fuzz_env_corpus).
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -73,11 +73,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   warnings = 0;
 
   check(topo_env_is_set(id) == (n > 0), "is_set disagrees with the value", e->name, value);
+  /* a string longer than its limit is the default (and warns, below) */
+  int too_long = e->type == TOPO_ENV_TYPE_STR && n > (size_t)e->max;
+  check(topo_env_too_long(id) == too_long, "too_long disagrees with the limit", e->name, value);
   const char *s = topo_env_str(id);
-  check(s != NULL && !strcmp(s, n ? value : e->def), "str is neither the value nor the default",
-        e->name, value);
+  check(s != NULL && !strcmp(s, n && !too_long ? value : e->def),
+        "str is neither the value nor the default", e->name, value);
 
-  int accepted = 1;
+  int accepted = !too_long;
   if (e->type == TOPO_ENV_TYPE_INT) {
     long def = strtol(e->def, NULL, 0), want;
     accepted = !n || (reference_long(value, &want) && want >= e->min && want <= e->max);
@@ -102,6 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   /* Read again: the warning is given once per process, never twice. */
   if (e->type == TOPO_ENV_TYPE_INT) (void)topo_env_int(id);
   if (e->type == TOPO_ENV_TYPE_BOOL) (void)topo_env_bool(id);
+  if (e->type == TOPO_ENV_TYPE_STR) (void)topo_env_str(id);
   check(warnings == !accepted, "a rejected value warned twice", e->name, value);
   unsetenv(e->name);
   return 0;

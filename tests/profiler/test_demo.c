@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "trace_read.h"
 
@@ -108,9 +110,54 @@ static void test_demo_writes_a_trace_per_rank_with_a_compute_timeline(void **s) 
   test_trace_rmdir(dir);
 }
 
+/* Runs `cmd` with stdout and stderr into one string; its exit status. */
+static int run_capture(const char *cmd, char *out, size_t cap) {
+  char full[2048];
+  snprintf(full, sizeof full, "%s 2>&1", cmd);
+  FILE *p = popen(full, "r");
+  assert_non_null(p);
+  size_t n = fread(out, 1, cap - 1, p);
+  out[n] = 0;
+  int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* A trace directory longer than the profiler takes (255 bytes): an error naming the limit, exit
+ * 2, and never "traces in DIR" (the profiler refused it and DIR stayed empty: exit 0 before). */
+static void test_out_longer_than_the_profiler_takes_is_refused(void **s) {
+  (void)s;
+  char base[] = "/tmp/topo-demo-long-XXXXXX", out[512], cmd[1024], text[8192];
+  assert_non_null(mkdtemp(base));
+  int n = snprintf(out, sizeof out, "%s/", base);
+  memset(out + n, 'd', 280 - (size_t)n);
+  out[280] = 0;
+  snprintf(cmd, sizeof cmd, "%s --out %s --ranks 2 --steps 1", TOPO_TEST_DEMO, out);
+  int rc = run_capture(cmd, text, sizeof text);
+  if (rc != 2 || !strstr(text, "255") || strstr(text, "traces in"))
+    fail_msg("exit %d: %s", rc, text);
+  rmdir(out);
+  rmdir(base);
+}
+
+/* A run whose profiler writes nothing (here: turned off) ends with exit 1 and says so; it said
+ * "traces in DIR" and exited 0 before. */
+static void test_run_that_wrote_no_trace_fails(void **s) {
+  (void)s;
+  char dir[] = "/tmp/topo-demo-none-XXXXXX", cmd[1024], text[8192];
+  assert_non_null(mkdtemp(dir));
+  snprintf(cmd, sizeof cmd, "TOPO_PROFILER_ENABLE=0 %s --out %s --ranks 2 --steps 1",
+           TOPO_TEST_DEMO, dir);
+  int rc = run_capture(cmd, text, sizeof text);
+  if (rc != 1 || !strstr(text, "no trace was written") || strstr(text, "traces in"))
+    fail_msg("exit %d: %s", rc, text);
+  rmdir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_demo_writes_a_trace_per_rank_with_a_compute_timeline),
+      cmocka_unit_test(test_out_longer_than_the_profiler_takes_is_refused),
+      cmocka_unit_test(test_run_that_wrote_no_trace_fails),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,7 @@
 #define TOPO_CAL_MAX_ITERS            1000
 #define TOPO_CAL_MAX_ROUNDS           100
 #define TOPO_CAL_ELEM_BYTES           4 /* float, as nccl-tests */
+#define TOPO_CAL_WORKDIR_MAX          511 /* --workdir / TMPDIR: stored whole, with file names after */
 
 /* How a forced choice reaches NCCL. */
 enum topo_cal_force_via { TOPO_CAL_VIA_AUTO = 0, TOPO_CAL_VIA_TUNER, TOPO_CAL_VIA_ENV };

@@ -108,6 +108,10 @@ void topo_cal_check_user_env(run_ctx *c) {
 
 void topo_cal_setup_log(run_ctx *c) {
   const char *dir = c->o->workdir ? c->o->workdir : getenv("TMPDIR");
+  if (dir && strlen(dir) > TOPO_CAL_WORKDIR_MAX) { /* --workdir is checked; TMPDIR here */
+    topo_cal_warn("TMPDIR is longer than %d bytes: /tmp instead", TOPO_CAL_WORKDIR_MAX);
+    dir = NULL;
+  }
   if (!dir || !*dir) dir = "/tmp";
   snprintf(c->workdir, sizeof c->workdir, "%s", dir);
   c->log_on = 0;

@@ -327,7 +327,12 @@ static int apply(topo_cal_options *o, int id, const char *arg, char *err, size_t
   case 'p': o->profile = arg; return 0;
   case OPT_NO_VERIFY: o->verify = 0; return 0;
   case OPT_CSV: o->csv = arg; return 0;
-  case OPT_WORKDIR: o->workdir = arg; return 0;
+  case OPT_WORKDIR:
+    if (strlen(arg) > TOPO_CAL_WORKDIR_MAX)
+      return fail(err, len, "--workdir is %zu bytes, longer than %d", strlen(arg),
+                  TOPO_CAL_WORKDIR_MAX);
+    o->workdir = arg;
+    return 0;
   case 'v': o->verbose++; return 0;
   case 'h': o->help = 1; return 0;
   case 'V': o->version = 1; return 0;

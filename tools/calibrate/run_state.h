@@ -55,7 +55,7 @@ typedef struct run_ctx {
   topo_cal_nccl_log log;
   int log_on; /* this process reads NCCL's log (process 0 with --verify) */
   char log_path[768];
-  char workdir[512];
+  char workdir[TOPO_CAL_WORKDIR_MAX + 1];
   char tuner_path[PATH_MAX]; /* realpath() writes up to PATH_MAX bytes */
   int use_tuner_force;
   int tuner_ok; /* tuner library exists (and, when verifiable, loaded) */

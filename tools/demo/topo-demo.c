@@ -29,8 +29,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <dirent.h>
+
 #include "cli.h"
 #include "clock.h"
+#include "env.h"
 #include "host_profiler.h"
 #include "host_tuner.h"
 #include "log.h"
@@ -603,6 +606,19 @@ static void set_environment(const options *o) {
   printf("\n");
 }
 
+/* Trace files (*.trace) in dir. */
+static int count_traces(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    size_t len = strlen(e->d_name);
+    n += len > 6 && !strcmp(e->d_name + len - 6, ".trace");
+  }
+  closedir(d);
+  return n;
+}
+
 int main(int argc, char **argv) {
   options o = {.out = "topo-demo-traces",
                .profiler = default_lib(0, "libtopo-profiler.so", TOPO_DEMO_PROFILER_SO),
@@ -640,6 +656,19 @@ int main(int argc, char **argv) {
     return topo_cli_usage("--straggler wants a rank below --ranks %d, not %d", o.ranks,
                           o.straggler);
   if (o.straggler < 0) o.straggler = (int)(o.seed % (unsigned)o.ranks);
+  /* Paths go into TOPO_* variables whose limits the plugins enforce (they refuse a longer one,
+   * never cut it): refused here, before anything runs, instead of a run that writes nothing. */
+  const struct {
+    const char *opt, *path;
+    topo_env_id var;
+  } paths[] = {{"--out", o.out, TOPO_ENV_PROFILER_DIR},
+               {"--cupti", o.cupti, TOPO_ENV_PROFILER_CUPTI_LIB}};
+  for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+    long max = topo_env_table()[paths[i].var].max;
+    if (paths[i].path && strlen(paths[i].path) > (size_t)max)
+      return topo_cli_usage("%s is %zu bytes, longer than the %ld bytes %s takes", paths[i].opt,
+                            strlen(paths[i].path), max, topo_env_table()[paths[i].var].name);
+  }
   if (check_libraries(&o)) return TOPO_CLI_FAILED;
   if (mkdir(o.out, 0750) != 0 && errno != EEXIST)
     return topo_cli_error("cannot create %s: %s", o.out, strerror(errno));
@@ -683,10 +712,14 @@ int main(int argc, char **argv) {
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) failed++;
   }
   demo_warnings(warnings, started);
+  int traces = count_traces(o.out);
+  if (!traces) /* the profiler refused or failed its directory: say so, never "traces in" */
+    return topo_cli_error("no trace was written in %s (the profiler's warnings above say why)",
+                          o.out);
   printf(
       "topo-demo: %d collectives per rank (%d all-reduce buckets of <= 25 MB + %d metric "
-      "all-gathers), traces in %s\n",
-      sim.nops, sim.nops - o.steps, o.steps, o.out);
+      "all-gathers), %d traces in %s\n",
+      sim.nops, sim.nops - o.steps, o.steps, traces, o.out);
   fflush(stdout);
   if (failed)
     return topo_cli_error("%d of %d ranks failed; the traces in %s are incomplete", failed, o.ranks,

@@ -375,7 +375,9 @@ static void *grow(void *v, size_t *cap, size_t n, size_t elem) {
 static int temp_fd(void) {
   const char *dir = getenv("TMPDIR");
   char path[4096];
-  snprintf(path, sizeof path, "%s/topo-report-XXXXXX", dir && *dir ? dir : "/tmp");
+  if (snprintf(path, sizeof path, "%s/topo-report-XXXXXX", dir && *dir ? dir : "/tmp") >=
+      (int)sizeof path) /* a TMPDIR too long to hold whole: /tmp, never a cut path */
+    snprintf(path, sizeof path, "/tmp/topo-report-XXXXXX");
   int fd = mkstemp(path);
   if (fd >= 0) unlink(path); /* nothing is left behind, whatever happens to the process */
   return fd;
