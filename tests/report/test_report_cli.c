@@ -489,6 +489,31 @@ static void test_many_ranks_under_a_small_descriptor_limit(void **state) {
 
 /* An input that cannot be read (mode 000; run as `nobody` when root, whom modes do not bind)
  * beside a good one: the good one is reported, exit 1, and -q still gives exactly one line. */
+/* An empty directory, or only a path that does not exist: exit 1 and a line saying what is
+ * missing, never "out of memory" (what both printed before). */
+static void test_empty_directory_or_missing_path_says_what_is_missing(void **state) {
+  (void)state;
+  char args[256], empty[160], *err;
+  snprintf(empty, sizeof empty, "%s/empty", dir);
+  assert_int_equal(mkdir(empty, 0755), 0);
+  assert_int_equal(run(empty, NULL), 1);
+  err = slurp("stderr");
+  if (!strstr(err, "no input files") || strstr(err, "out of memory")) fail_msg("%s", err);
+  free(err);
+  snprintf(args, sizeof args, "%s/no-such-dir", dir);
+  assert_int_equal(run(args, NULL), 1);
+  err = slurp("stderr");
+  if (!strstr(err, "no-such-dir: no such file or directory") || strstr(err, "out of memory"))
+    fail_msg("%s", err);
+  free(err);
+  snprintf(args, sizeof args, "%s %s/no-such-dir", empty, dir);
+  assert_int_equal(run(args, NULL), 1);
+  err = slurp("stderr");
+  if (strstr(err, "out of memory")) fail_msg("%s", err);
+  free(err);
+  rmdir(empty);
+}
+
 static void test_unreadable_input_fails_with_one_line(void **state) {
   (void)state;
   char good[128], bad[160], outp[160], errp[160];
@@ -563,6 +588,7 @@ int main(void) {
       cmocka_unit_test(test_help_version_and_misuse),
       cmocka_unit_test(test_report_subcommand_and_option_spellings),
       cmocka_unit_test(test_unusable_or_missing_inputs_exit_1),
+      cmocka_unit_test(test_empty_directory_or_missing_path_says_what_is_missing),
       cmocka_unit_test(test_text_json_csv_and_html),
       cmocka_unit_test(test_window_option),
       cmocka_unit_test(test_dump_export_diff),

@@ -99,7 +99,11 @@ topo_status rp_paths_expand(const char *const *paths, int npaths, char ***out, i
     while ((e = readdir(d))) {
       if (!wanted_in_dir(e->d_name)) continue;
       char full[4096];
-      snprintf(full, sizeof full, "%s/%s", paths[i], e->d_name);
+      if (snprintf(full, sizeof full, "%s/%s", paths[i], e->d_name) >= (int)sizeof full) {
+        TOPO_WARN("%s/%s: path longer than %zu bytes; skipped", paths[i], e->d_name,
+                  sizeof full - 1); /* never a cut path: it would name another file */
+        continue;
+      }
       struct stat fst;
       if (stat(full, &fst) != 0 || !S_ISREG(fst.st_mode)) continue;
       if (!push_path(&v, &n, &cap, full)) {
@@ -108,6 +112,9 @@ topo_status rp_paths_expand(const char *const *paths, int npaths, char ***out, i
       }
     }
     closedir(d);
+    if (n == first)
+      TOPO_WARN("%s: no trace in this directory (*.trace, *.topo, *.bin, *.json, *.json.gz)",
+                paths[i]);
     if (n > first)
       qsort(v + first, (size_t)(n - first), sizeof *v, cmp_str); /* v NULL when empty */
   }
