@@ -1048,6 +1048,65 @@ static void test_out_of_range_time_is_rejected_with_a_warning(void **state) {
   rmdir(d);
 }
 
+/* A small .json.gz (10 kernels, one deflate block) with one byte damaged: it is read as the JSON
+ * it is (never "not a topo trace (bad magic)"), the damage is named, and what decoded before it
+ * is used. Damage to the trailer's checksum comes after every event: all 10 are kept (before:
+ * none, zlib's gzread drops the output of the call that meets the error, here all of it). */
+static void test_small_damaged_gzip_keeps_what_came_before(void **state) {
+  (void)state;
+  char t[4096], d[64] = "/tmp/topo-kineto-gzd-XXXXXX", path[128];
+  assert_non_null(mkdtemp(d));
+  snprintf(path, sizeof path, "%s/rank.pt.trace.json.gz", d);
+  size_t n = (size_t)snprintf(t, sizeof t, "{\"traceEvents\":[");
+  for (int i = 0; i < 10; i++)
+    n += (size_t)snprintf(t + n, sizeof t - n,
+                          "%s{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"gemm_%d\",\"ts\":%d,"
+                          "\"dur\":5,\"args\":{\"stream\":7}}",
+                          i ? "," : "", i, 1000 + 10 * i);
+  n += (size_t)snprintf(t + n, sizeof t - n, "]}");
+  uLongf zcap = compressBound((uLong)n) + 64;
+  unsigned char *z = malloc(zcap);
+  z_stream zs;
+  memset(&zs, 0, sizeof zs);
+  assert_int_equal(deflateInit2(&zs, 9, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  zs.next_in = (Bytef *)t, zs.avail_in = (uInt)n, zs.next_out = z, zs.avail_out = (uInt)zcap;
+  assert_int_equal(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  size_t zlen = zs.total_out;
+  deflateEnd(&zs);
+  topo_log_set_logger(topo_host_log);
+  rp_options opt = {.reorder_window = 65536};
+  const char *paths[] = {path};
+  int kept_some = 0;
+  for (size_t at = 10; at < zlen; at++) { /* every byte after the 10-byte header */
+    unsigned char *copy = malloc(zlen);
+    memcpy(copy, z, zlen);
+    copy[at] ^= 0x55;
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fwrite(copy, 1, zlen, f);
+    fclose(f);
+    free(copy);
+    rp_report r;
+    topo_host_log_reset();
+    assert_int_equal(rp_analyze(paths, 1, &opt, &r), TOPO_OK);
+    if (r.nsrc != 1) fail_msg("damage at byte %zu of %zu: the input was skipped", at, zlen);
+    if (topo_host_log_contains("bad magic") || r.src[0].kind != RP_SRC_KINETO)
+      fail_msg("damage at byte %zu of %zu: read as a binary trace", at, zlen);
+    if (at >= zlen - 8) { /* the checksum or the length: every event decoded first */
+      if (r.src[0].compute_kernels != 10 || !topo_host_log_contains("corrupt gzip data"))
+        fail_msg("damage at trailer byte %zu: %llu kernels kept", at,
+                 (unsigned long long)r.src[0].compute_kernels);
+    }
+    kept_some += r.src[0].compute_kernels > 0 && r.src[0].compute_kernels < 10;
+    rp_report_free(&r);
+  }
+  assert_true(kept_some > 0); /* damage inside the data: the events before it count */
+  topo_log_set_logger(NULL);
+  free(z);
+  unlink(path);
+  rmdir(d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_kineto_trace_alone_gives_exact_overlap),
@@ -1073,6 +1132,7 @@ int main(void) {
       cmocka_unit_test(test_gzip_trace_reads_like_the_plain_one),
       cmocka_unit_test(test_non_finite_numbers_lose_only_their_field),
       cmocka_unit_test(test_out_of_range_time_is_rejected_with_a_warning),
+      cmocka_unit_test(test_small_damaged_gzip_keeps_what_came_before),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// The streaming JSON scanner of jscan.h: buffered input through zlib (plain and gzip files alike),
+// The streaming JSON scanner of jscan.h: buffered input (plain files read, gzip files inflated),
 // and the scanning primitives kineto.c and input.c parse trace JSON with. Strings are found with
 // memchr, nested values skipped by looking only at quotes and brackets (16 bytes per step with
 // SSE2), numbers converted from their text without a copy.
 #include "jscan.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "alloc.h"
@@ -29,26 +31,61 @@ static int js_alloc(js_in *in, size_t cap) {
   return 0;
 }
 
+#define JS_ZIN (256u << 10) /* compressed bytes read at a time */
+
+/* All of `len` bytes, or fewer at the end of the file; -1 (errno set) on a read error. */
+static ssize_t read_some(int fd, void *buf, size_t len) {
+  size_t got = 0;
+  while (got < len) {
+    ssize_t r = read(fd, (char *)buf + got, len - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    if (r == 0) break;
+    got += (size_t)r;
+  }
+  return (ssize_t)got;
+}
+
 int js_open_file(js_in *in, const char *path) {
   memset(in, 0, sizeof *in);
   in->max_cap = JS_MAX_CAP;
-  errno = 0;
-  gzFile gz = gzopen(path, "rb");
-  if (!gz) {
-    if (!errno) errno = ENOMEM;
-    return -1;
-  }
-  in->gz = gz;
-  gzbuffer(gz, 256u << 10); /* zlib's own input buffer; reads of >= 2x this go straight to ours */
+  in->fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (in->fd < 0) return -1;
+  in->own_fd = 1;
   if (js_alloc(in, JS_FIRST_CAP) != 0) {
     js_close(in);
     return -2;
+  }
+  unsigned char magic[2];
+  ssize_t n = read_some(in->fd, magic, 2);
+  if (n == 2 && magic[0] == 0x1f && magic[1] == 0x8b) { /* gzip: inflate it */
+    z_stream *z = topo_calloc(1, sizeof *z);
+    in->zin = topo_malloc(JS_ZIN);
+    if (!z || !in->zin || inflateInit2(z, 15 + 16) != Z_OK) {
+      topo_free(z);
+      js_close(in);
+      return -2;
+    }
+    in->z = z;
+    in->gzip = 1;
+    memcpy(in->zin, magic, 2);
+    z->next_in = in->zin;
+    z->avail_in = 2;
+    in->zread = 2;
+  } else if (n > 0) { /* plain: the bytes are the text */
+    memcpy(in->buf, magic, (size_t)n);
+    in->len = (size_t)n;
+    memset(in->buf + in->len, 0, JS_PAD);
+  } else if (n < 0) {
+    in->error = JS_ERR_IO;
+    in->io_errno = errno;
   }
   return 0;
 }
 
 int js_open_memory(js_in *in, const char *data, size_t len) {
   memset(in, 0, sizeof *in);
+  in->fd = -1;
   in->max_cap = len;
   if (js_alloc(in, len) != 0) return -2;
   if (len) memcpy(in->buf, data, len);
@@ -60,6 +97,7 @@ int js_open_memory(js_in *in, const char *data, size_t len) {
 
 int js_open_chunks(js_in *in, const char *data, size_t len, size_t chunk, size_t max_cap) {
   memset(in, 0, sizeof *in);
+  in->fd = -1;
   in->src = data;
   in->src_len = len;
   in->chunk = chunk ? chunk : 1;
@@ -68,13 +106,58 @@ int js_open_chunks(js_in *in, const char *data, size_t len, size_t chunk, size_t
 }
 
 void js_close(js_in *in) {
-  if (in->gz) gzclose((gzFile)in->gz);
+  if (in->z) inflateEnd((z_stream *)in->z);
+  topo_free(in->z);
+  topo_free(in->zin);
+  if (in->own_fd) close(in->fd);
   topo_free(in->buf);
   memset(in, 0, sizeof *in);
+  in->fd = -1;
+}
+
+/* Up to `want` decoded bytes into `out`: *got of them. Sets in->eof at the end of the last gzip
+ * member (or of the file: a stream cut short ends there, what came before it counts), in->error
+ * at damage (the bytes decoded before it are in *got) or a failed read. */
+static void inflate_some(js_in *in, char *out, size_t want, size_t *got) {
+  z_stream *z = in->z;
+  z->next_out = (Bytef *)out;
+  z->avail_out = (uInt)want;
+  while (z->avail_out && !in->eof && !in->error) {
+    if (!z->avail_in) {
+      ssize_t r = read_some(in->fd, in->zin, JS_ZIN);
+      if (r < 0) {
+        in->error = JS_ERR_IO;
+        in->io_errno = errno ? errno : EIO;
+        break;
+      }
+      if (r == 0) { /* the file ends inside a member: cut short */
+        in->eof = 1;
+        break;
+      }
+      z->next_in = in->zin;
+      z->avail_in = (uInt)r;
+      in->zread += (uint64_t)r;
+    }
+    int ret = inflate(z, Z_NO_FLUSH);
+    if (ret == Z_STREAM_END) {
+      /* another member may follow (gzip files may be concatenated); anything else ends it */
+      if (!z->avail_in) {
+        ssize_t r = read_some(in->fd, in->zin, JS_ZIN);
+        if (r > 0) z->next_in = in->zin, z->avail_in = (uInt)r, in->zread += (uint64_t)r;
+      }
+      if (z->avail_in >= 2 && z->next_in[0] == 0x1f && z->next_in[1] == 0x8b) inflateReset(z);
+      else in->eof = 1;
+    } else if (ret == Z_MEM_ERROR) {
+      in->error = JS_ERR_NOMEM;
+    } else if (ret != Z_OK && !(ret == Z_BUF_ERROR && !z->avail_in)) {
+      in->error = JS_ERR_GZIP; /* Z_DATA_ERROR: corrupt data, a bad checksum or length */
+    }
+  }
+  *got = want - z->avail_out;
 }
 
 int js_refill(js_in *in) {
-  if (in->eof || in->error || (!in->gz && !in->src)) return 0;
+  if (in->eof || in->error || (in->fd < 0 && !in->src)) return 0;
   if (in->pos) { /* drop what was consumed */
     memmove(in->buf, in->buf + in->pos, in->len - in->pos);
     in->off += in->pos;
@@ -94,47 +177,35 @@ int js_refill(js_in *in) {
   }
   size_t want = in->cap - in->len;
   if (want > (unsigned)INT32_MAX) want = (unsigned)INT32_MAX;
+  size_t n = 0;
   if (in->src) { /* chunked memory */
-    size_t n = in->src_len - in->src_off;
+    n = in->src_len - in->src_off;
     if (n > want) n = want;
     if (n > in->chunk) n = in->chunk;
     memcpy(in->buf + in->len, in->src + in->src_off, n);
     in->src_off += n;
-    in->len += n;
     in->eof = n == 0;
-    memset(in->buf + in->len, 0, JS_PAD);
-    return n > 0;
-  }
-  errno = 0;
-  int n = gzread((gzFile)in->gz, in->buf + in->len, (unsigned)want);
-  int read_errno = errno;
-  if (n <= 0) {
-    int err = Z_OK;
-    gzerror((gzFile)in->gz, &err);
-    if (err == Z_ERRNO) {
+  } else if (in->z) {
+    inflate_some(in, in->buf + in->len, want, &n);
+  } else {
+    ssize_t r = read_some(in->fd, in->buf + in->len, want);
+    if (r < 0) {
       in->error = JS_ERR_IO;
-      in->io_errno = read_errno ? read_errno : EIO;
-    } else if (err == Z_MEM_ERROR) {
-      in->error = JS_ERR_NOMEM;
-    } else if (err != Z_OK && err != Z_BUF_ERROR) {
-      in->error = JS_ERR_GZIP;
-    } else if (n < 0) {
-      in->error = JS_ERR_IO;
-      in->io_errno = read_errno ? read_errno : EIO;
+      in->io_errno = errno ? errno : EIO;
+    } else {
+      n = (size_t)r;
+      in->eof = r == 0;
     }
-    n = 0;
-    in->eof = 1;
   }
-  in->len += (size_t)n;
+  in->len += n;
   memset(in->buf + in->len, 0, JS_PAD);
-  if (!in->gzip && !gzdirect((gzFile)in->gz)) in->gzip = 1;
   return n > 0;
 }
 
 uint64_t js_file_offset(const js_in *in) {
-  if (!in->gz) return in->off + in->pos;
-  z_off_t o = gzoffset((gzFile)in->gz);
-  return o > 0 ? (uint64_t)o : 0;
+  if (in->fd < 0) return in->off + in->pos;
+  if (in->z) return in->zread - ((const z_stream *)in->z)->avail_in;
+  return in->off + in->len; /* plain: read up to the buffer's end */
 }
 
 /* ---- primitives */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A streaming JSON scanner for large trace files (kineto.c reads Kineto / Chrome traces with it;
- * input.c sniffs what a JSON file is). The input is a plain or gzip file read through zlib, or a
- * memory block; a buffer holds the current unit (an event, a top-level key) contiguously, followed
+ * input.c sniffs what a JSON file is). The input is a plain file, a gzip file inflated here
+ * (zlib's inflate: every byte decoded before a damaged one is kept), or a memory block; a buffer holds the current unit (an event, a top-level key) contiguously, followed
  * by JS_PAD zero bytes so that the scanning primitives may load 16 bytes at a time past its end.
  *
  * The primitives work on [p, end) of that buffer and never allocate: strings are slices (js_str)
@@ -37,7 +37,10 @@ typedef enum js_error {
 } js_error;
 
 typedef struct js_in {
-  void *gz;             /* gzFile; NULL for memory input */
+  int fd, own_fd;       /* the file (own_fd: opened here, closed by js_close); -1 for memory */
+  void *z;              /* gzip: the z_stream inflating it (NULL: a plain file) */
+  unsigned char *zin;   /* gzip: compressed bytes read, not yet inflated */
+  uint64_t zread;       /* gzip: compressed bytes read from the file */
   char *buf;            /* cap + JS_PAD bytes */
   size_t cap, len, pos; /* buf[pos, len) not yet consumed */
   size_t max_cap;       /* the buffer grows up to this for one unit */
@@ -49,7 +52,7 @@ typedef struct js_in {
   size_t src_len, src_off, chunk;
 } js_in;
 
-/* Open a file (gzip or plain: zlib tells them apart by their first bytes). 0 on success; -1 with
+/* Open a file (gzip when it starts with gzip's magic bytes, else plain). 0 on success; -1 with
  * errno set when it cannot be opened, -2 when out of memory. */
 int js_open_file(js_in *in, const char *path);
 /* Read from a copy of [data, data + len) (tests, fuzzing). 0 on success, -2 out of memory. */

@@ -1301,6 +1301,12 @@ int rp_kineto_step(rp_kineto *k, rp_source *s, const rp_sink *sink, size_t max_e
       next = partial(k, st, events ? "a malformed event" : "a malformed key or value");
   }
   if (k->st == ST_DONE) {
+    /* pass 1 of a gzip file: what follows the JSON read too, so that damage to its trailer (the
+     * checksum of everything) is said; the events stay */
+    if (!k->sniff && k->counting && k->in.gzip && !k->failed) {
+      while (js_refill(&k->in)) k->in.pos = k->in.len;
+      if (k->in.error) fail(k, "");
+    }
     if (!k->sniff) finish(k, s, sink);
     return 0;
   }
@@ -1407,9 +1413,13 @@ topo_status rp_kineto_sniff(const char *path, rp_kineto_info *out) {
   memset(&s, 0, sizeof s);
   rp_sink none = {NULL, NULL, NULL, NULL, NULL, NULL};
   while (rp_kineto_step(k, &s, &none, 4096)) {}
+  /* An object that ended without traceEvents is not a trace; one cut short may still be, and so
+   * may one whose gzip stream turns out damaged after it (a garbled key): its checksum read. */
+  int whole = k->st == ST_DONE && !k->failed;
+  if (whole && !k->has_events_key)
+    while (js_refill(&k->in)) k->in.pos = k->in.len;
   rp_kineto_stats(k, out);
-  /* an object that ended without traceEvents is not a trace; one cut short may still be */
-  out->sniff_complete = k->st == ST_DONE && !k->failed;
+  out->sniff_complete = whole && !k->in.error;
   rp_kineto_close(k);
   return TOPO_OK;
 }
