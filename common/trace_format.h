@@ -98,7 +98,7 @@ enum topo_drop_kind {
   TOPO_DROP_RECORD, /* a finished record found the writer's queue full */
   TOPO_DROP_IO,     /* a block could not be written */
   TOPO_DROP_CUPTI,  /* CUPTI reported dropped activity records */
-  TOPO_DROP_OTHER,
+  TOPO_DROP_OTHER,  /* an operation NCCL never stopped before its communicator's finalize */
   TOPO_DROP_KINDS
 };
 

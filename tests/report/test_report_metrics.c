@@ -313,6 +313,41 @@ static void test_damaged_file_beside_good_ones_is_reported_not_fatal(void **stat
   remove_fixture();
 }
 
+/* Every drop kind the footer counts is in the text's breakdown and adds up to its total: 3
+ * operations NCCL never stopped before finalize (TOPO_DROP_OTHER) were in the total but named
+ * nowhere ("dropped 3 events (collectives 0, ..., CUPTI 0)"). */
+static void test_drop_breakdown_names_every_kind(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/topo-drops-XXXXXX");
+  assert_non_null(mkdtemp(dir));
+  topo_trace_header h;
+  tf_header_init(&h, 0xd5, 0, 1);
+  tf_trace t;
+  tf_begin(&t, &h, NULL);
+  coll(&t, &h, 4, 0, 1 << 20, 1000, 1100, 2000, 1);
+  uint64_t dropped[TOPO_DROP_KINDS] = {0};
+  dropped[TOPO_DROP_CHILD] = 2;
+  dropped[TOPO_DROP_OTHER] = 3;
+  tf_footer(&t, dropped);
+  char path[128];
+  snprintf(path, sizeof path, "%s/r0.trace", dir);
+  assert_int_equal(tf_save(&t, path), 0);
+  tf_free(&t);
+  rp_report r;
+  analyze_dir(&r);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  rp_render_text(&r, f);
+  fclose(f);
+  if (!strstr(text, "dropped 5 events") || !strstr(text, "kernel/proxy 2") ||
+      !strstr(text, "never stopped before finalize 3"))
+    fail_msg("%s", strstr(text, "Data quality") ? strstr(text, "Data quality") : text);
+  free(text);
+  rp_report_free(&r);
+  remove_fixture();
+}
+
 static void test_reorder_window_of_one_clips_and_counts_late_intervals(void **state) {
   (void)state;
   write_fixture();
@@ -391,6 +426,7 @@ int main(void) {
       cmocka_unit_test(test_join_gives_skew_stragglers_and_missing_rank),
       cmocka_unit_test(test_nccl_kernel_records_replace_collective_timing),
       cmocka_unit_test(test_damaged_file_beside_good_ones_is_reported_not_fatal),
+      cmocka_unit_test(test_drop_breakdown_names_every_kind),
       cmocka_unit_test(test_reorder_window_of_one_clips_and_counts_late_intervals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

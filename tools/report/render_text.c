@@ -743,9 +743,9 @@ static void print_data_quality(const rp_report *r, FILE *f, int width) {
       rp_note(f, width, 2,
               "the profiler dropped %" PRIu64 " events (collectives %" PRIu64
               ", kernel/proxy %" PRIu64 ", records %" PRIu64 ", I/O %" PRIu64 ", CUPTI %" PRIu64
-              ")",
+              ", never stopped before finalize %" PRIu64 ")",
               dsum, dropped[TOPO_DROP_COLL], dropped[TOPO_DROP_CHILD], dropped[TOPO_DROP_RECORD],
-              dropped[TOPO_DROP_IO], dropped[TOPO_DROP_CUPTI]);
+              dropped[TOPO_DROP_IO], dropped[TOPO_DROP_CUPTI], dropped[TOPO_DROP_OTHER]);
     if (problems)
       rp_note(f, width, 2, "%u problems in trace files (see the warnings above)", problems);
   }
