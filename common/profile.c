@@ -116,9 +116,10 @@ topo_status topo_profile_builtin(const char *gpu, topo_profile *out) {
 int topo_profile_term_valid(const topo_profile_term *t) {
   return t->coll >= 0 && t->coll < NCCL_NUM_FUNCTIONS && t->algo >= 0 &&
          t->algo < NCCL_NUM_ALGORITHMS && t->proto >= 0 && t->proto < NCCL_NUM_PROTOCOLS &&
-         t->nchannels >= 0 && t->nchannels <= 64 && isfinite(t->lat_us) && t->lat_us >= 0 &&
-         isfinite(t->bw_gbs) && t->bw_gbs > 0 && t->min_bytes <= t->max_bytes &&
-         isfinite(t->rel_err) && t->rel_err >= 0 && t->npoints >= 0;
+         t->nchannels >= 0 && t->nchannels <= 64 && t->lat_us >= 0 &&
+         t->lat_us <= TOPO_PROFILE_MAX_US && t->bw_gbs >= TOPO_PROFILE_MIN_BW &&
+         t->bw_gbs <= TOPO_PROFILE_MAX_BW && t->min_bytes <= t->max_bytes && t->rel_err >= 0 &&
+         t->rel_err <= TOPO_PROFILE_MAX_US && t->npoints >= 0 && t->npoints <= 1000000000;
 }
 
 /* The order of terms and points alike: (coll, algo, proto, nchannels, bytes), <0 / 0 / >0 as a
@@ -258,8 +259,9 @@ static int point_lower_bound(const topo_profile *p, int coll, int algo, int prot
 topo_status topo_profile_add_point(topo_profile *p, const topo_profile_point *pt) {
   if (!p || !pt || pt->coll < 0 || pt->coll >= NCCL_NUM_FUNCTIONS || pt->algo < 0 ||
       pt->algo >= NCCL_NUM_ALGORITHMS || pt->proto < 0 || pt->proto >= NCCL_NUM_PROTOCOLS ||
-      pt->nchannels < 0 || pt->nchannels > 64 || !(pt->median_us > 0) || !(pt->median_us < 1e12) ||
-      !(pt->noise_us >= 0) || !(pt->noise_us < 1e12))
+      pt->nchannels < 0 || pt->nchannels > 64 || !(pt->median_us >= TOPO_PROFILE_MIN_US) ||
+      !(pt->median_us <= TOPO_PROFILE_MAX_US) || !(pt->noise_us >= 0) ||
+      !(pt->noise_us <= TOPO_PROFILE_MAX_US))
     return TOPO_ERR_INVALID;
   int i = point_lower_bound(p, pt->coll, pt->algo, pt->proto, pt->nchannels, pt->bytes);
   if (i < p->npoints &&

@@ -26,6 +26,16 @@
 /* Version 2 adds `point` lines (measured medians); a section without them is written as version 1. */
 #define TOPO_PROFILE_VERSION 2
 
+/* The values a profile holds, one set of limits for the reader and for topo_profile_set_term /
+ * topo_profile_add_point alike (what is written can always be read back): times (lat_us,
+ * median_us, noise_us; rel_err too) at most TOPO_PROFILE_MAX_US, a median at least
+ * TOPO_PROFILE_MIN_US, bandwidths within [TOPO_PROFILE_MIN_BW, TOPO_PROFILE_MAX_BW] GB/s. A
+ * measurement outside them is no measurement (a damaged record). */
+#define TOPO_PROFILE_MAX_US 1e9
+#define TOPO_PROFILE_MIN_US 1e-9
+#define TOPO_PROFILE_MIN_BW 1e-9
+#define TOPO_PROFILE_MAX_BW 1e9
+
 enum topo_link_class {
   TOPO_LINK_NVLINK = 0,
   TOPO_LINK_PCI = 1,
@@ -129,9 +139,11 @@ topo_status topo_profile_write(FILE *f, const topo_profile *p);
 /* Add a fitted term, or replace the one with the same (coll, algo, proto, nchannels) AND the
  * same [min_bytes, max_bytes]. One key may hold several terms (a piecewise fit) whose ranges are
  * disjoint: a term overlapping another of its key with a different range is refused
- * (TOPO_ERR_INVALID), as is an invalid one. Terms stay sorted by (coll, algo, proto, nchannels,
+ * (TOPO_ERR_INVALID), as is an invalid one (a value outside the limits above). Terms stay sorted by (coll, algo, proto, nchannels,
  * min_bytes). */
 topo_status topo_profile_set_term(topo_profile *p, const topo_profile_term *t);
+/* Every field of a term in its domain (the limits above): what topo_profile_set_term takes. */
+int topo_profile_term_valid(const topo_profile_term *t);
 /* The term of the key with the lowest min_bytes (the only one for a single-line fit); NULL when
  * the key has none. O(log nterms). */
 const topo_profile_term *topo_profile_find_term(const topo_profile *p, int coll, int algo,
@@ -143,7 +155,8 @@ const topo_profile_term *topo_profile_find_term_at(const topo_profile *p, int co
 void topo_profile_free(topo_profile *p);
 
 /* Add a measured point, or replace the one with the same (coll, algo, proto, nchannels, bytes).
- * TOPO_ERR_INVALID for an invalid one (median not > 0, noise < 0, a field out of range),
+ * TOPO_ERR_INVALID for an invalid one (a median or noise outside the limits above, a field out
+ * of range),
  * TOPO_ERR_NOMEM. Points stay sorted by (coll, algo, proto, nchannels, bytes). */
 topo_status topo_profile_add_point(topo_profile *p, const topo_profile_point *pt);
 /* The points of one setting, ascending in bytes: *n of them from the returned pointer (NULL, 0

@@ -16,8 +16,6 @@ extern const char *const topo_profile_link_names[TOPO_LINK_COUNT];
 
 /* A key field "" or "*": matches any GPU. */
 int topo_profile_gpu_is_any(const char *gpu);
-/* Every field of a term in its domain. */
-int topo_profile_term_valid(const topo_profile_term *t);
 /* The order terms are kept in: (coll, algo, proto, nchannels, min_bytes); <0, 0, >0. */
 int topo_profile_term_cmp(const topo_profile_term *a, const topo_profile_term *b);
 /* t is of the key (coll, algo, proto, nchannels). */

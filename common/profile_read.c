@@ -205,11 +205,11 @@ static topo_status parse_term(parser *ps, char **tok, int ntok, topo_profile_ter
         return bad(ps, "term: bad channels '%s' (0..64)", v), TOPO_ERR_PARSE;
       t.nchannels = (int)n;
     } else if (strcmp(k, "lat_us") == 0) {
-      if (!parse_double(v, 0, 1e9, &t.lat_us))
+      if (!parse_double(v, 0, TOPO_PROFILE_MAX_US, &t.lat_us))
         return bad(ps, "term: bad lat_us '%s' (>= 0)", v), TOPO_ERR_PARSE;
       have_lat = 1;
     } else if (strcmp(k, "bw_gbs") == 0) {
-      if (!parse_double(v, 1e-9, 1e9, &t.bw_gbs) || !(t.bw_gbs > 0))
+      if (!parse_double(v, TOPO_PROFILE_MIN_BW, TOPO_PROFILE_MAX_BW, &t.bw_gbs) || !(t.bw_gbs > 0))
         return bad(ps, "term: bad bw_gbs '%s' (must be > 0)", v), TOPO_ERR_PARSE;
       have_bw = 1;
     } else if (strcmp(k, "min_bytes") == 0) {
@@ -219,7 +219,7 @@ static topo_status parse_term(parser *ps, char **tok, int ntok, topo_profile_ter
       if (!parse_u64(v, &t.max_bytes))
         return bad(ps, "term: bad max_bytes '%s'", v), TOPO_ERR_PARSE;
     } else if (strcmp(k, "rel_err") == 0) {
-      if (!parse_double(v, 0, 1e9, &t.rel_err))
+      if (!parse_double(v, 0, TOPO_PROFILE_MAX_US, &t.rel_err))
         return bad(ps, "term: bad rel_err '%s'", v), TOPO_ERR_PARSE;
     } else if (strcmp(k, "npoints") == 0) {
       if (!parse_long(v, 0, 1000000000, &n))
@@ -263,11 +263,12 @@ static topo_status parse_point(parser *ps, char **tok, int ntok, topo_profile *p
       if (!parse_u64(v, &t.bytes)) return bad(ps, "point: bad bytes '%s'", v), TOPO_ERR_PARSE;
       have |= 1;
     } else if (strcmp(k, "median_us") == 0) {
-      if (!parse_double(v, 1e-9, 1e9, &t.median_us) || !(t.median_us > 0))
+      if (!parse_double(v, TOPO_PROFILE_MIN_US, TOPO_PROFILE_MAX_US, &t.median_us) ||
+          !(t.median_us > 0))
         return bad(ps, "point: bad median_us '%s' (must be > 0)", v), TOPO_ERR_PARSE;
       have |= 2;
     } else if (strcmp(k, "noise_us") == 0) {
-      if (!parse_double(v, 0, 1e9, &t.noise_us))
+      if (!parse_double(v, 0, TOPO_PROFILE_MAX_US, &t.noise_us))
         return bad(ps, "point: bad noise_us '%s' (>= 0)", v), TOPO_ERR_PARSE;
       have |= 4;
     } else if (strcmp(k, "default") == 0) {

@@ -326,6 +326,61 @@ static void test_fit_writes_a_profile_the_tuner_reads(void **state) {
   topo_profile_free(&p);
 }
 
+/* Collectives whose records are damaged the way a corrupt trace damages them (2^50 bytes in 1
+ * ns; 2^61 ns for 1 KiB) beside sound ones: fit writes only what its own reader takes (it wrote a
+ * bw_gbs of 1.1e18 and a median_us of 2.3e15 that the reader rejects), says what it left out,
+ * and the sound terms are there. */
+static void test_fit_writes_only_what_its_reader_takes(void **state) {
+  (void)state;
+  char d[128];
+  snprintf(d, sizeof d, "%s/corrupt", dir);
+  assert_int_equal(mkdir(d, 0755), 0);
+  for (int rank = 0; rank < 2; rank++) {
+    topo_trace_header h;
+    tf_header_init(&h, 0x79, rank, 2);
+    tf_trace t;
+    tf_begin(&t, &h, NULL);
+    uint64_t seq = 0;
+    int64_t now = 1000000;
+    for (int i = 0; i < 4; i++) { /* sound: 1 and 4 MiB AllReduce Ring/Simple */
+      uint64_t bytes = (uint64_t)1 << (20 + 2 * (i % 2));
+      int64_t dur = 10000 + (int64_t)(bytes / 100) + i % 2;
+      topo_trace_record c =
+          tf_coll(4, seq++, bytes, now - 100, now - 50, now, now + dur, 1, 2, 8, 1);
+      tf_add(&t, &c);
+      now += dur + 500;
+    }
+    topo_trace_record a =
+        tf_coll(2, seq++, (uint64_t)1 << 50, now, now + 1, now, now + 1, 1, 2, 8, 1);
+    tf_add(&t, &a);
+    topo_trace_record b = tf_coll(3, seq++, 1024, now + 10, now + 11, now + 10,
+                                  now + 10 + ((int64_t)1 << 61), 1, 2, 8, 1);
+    tf_add(&t, &b);
+    tf_footer(&t, NULL);
+    char path[160];
+    snprintf(path, sizeof path, "%s/rank%d.trace", d, rank);
+    assert_int_equal(tf_save(&t, path), 0);
+    tf_free(&t);
+  }
+  char args[512], *out, path[160];
+  snprintf(path, sizeof path, "%s/corrupt.profile", dir);
+  snprintf(args, sizeof args, "fit --gpu H200 -o %s %s", path, d);
+  int rc = run(args, &out);
+  free(out);
+  char *err = slurp("stderr"), *text = topo_host_read_text(path);
+  assert_non_null(text);
+  topo_profile p;
+  topo_profile_key want = {"H200", 2, 1, 0};
+  int nbad = -1;
+  assert_int_equal(topo_profile_parse(text, strlen(text), path, &want, &p, &nbad), TOPO_OK);
+  if (nbad) fail_msg("the reader rejects %d lines of:\n%s", nbad, text);
+  assert_non_null(topo_profile_find_term(&p, 4, 1, 2, 0));
+  if (rc != 0 || !strstr(err, "left out")) fail_msg("exit %d: %s", rc, err);
+  topo_profile_free(&p);
+  free(text);
+  free(err);
+}
+
 /* A DDP job runs one bucket size: the 32 MiB AllReduce is written as a measured point (median,
  * spread, count over the sizes of its calls) that the tuner's loader reads, with the rest from
  * the built-in defaults. */
@@ -593,6 +648,7 @@ int main(void) {
       cmocka_unit_test(test_window_option),
       cmocka_unit_test(test_dump_export_diff),
       cmocka_unit_test(test_fit_writes_a_profile_the_tuner_reads),
+      cmocka_unit_test(test_fit_writes_only_what_its_reader_takes),
       cmocka_unit_test(test_fit_one_size_ddp_traffic),
       cmocka_unit_test(test_fit_refines_a_base_profile),
       cmocka_unit_test(test_fit_never_leaves_a_partial_file),

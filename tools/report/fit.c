@@ -109,6 +109,7 @@ static int collect(const rp_report *r, int nranks, int func, int algo, int proto
 
 typedef struct fit_count {
   int fitted, measured, replaced, kept, points;
+  int bad_terms, bad_points; /* outside what a profile holds (a damaged record): left out */
 } fit_count;
 
 /* The section for one communicator size, into p (base already there). */
@@ -148,7 +149,11 @@ static topo_status fit_section(const rp_report *r, int nranks, topo_profile *p, 
           t.coll = func;
           t.algo = algo;
           t.proto = proto;
-          t.nchannels = 0; /* untuned traffic ran NCCL's own channel count */
+          t.nchannels = 0;                    /* untuned traffic ran NCCL's own channel count */
+          if (!topo_profile_term_valid(&t)) { /* checked first: it must replace nothing */
+            c->bad_terms++;
+            continue;
+          }
           c->replaced += drop_overlapping(p, &t);
           topo_status s = topo_profile_set_term(p, &t);
           if (s != TOPO_OK) {
@@ -182,6 +187,7 @@ static topo_status fit_section(const rp_report *r, int nranks, topo_profile *p, 
           topo_status s = topo_profile_add_point(p, &pt);
           if (s == TOPO_OK) c->points++;
           else if (s == TOPO_ERR_NOMEM) st = s;
+          else c->bad_points++;
         }
       }
   return st;
@@ -262,9 +268,16 @@ static topo_status fit_size(const rp_report *r, int size, const char *gpu, const
   snprintf(base_src, sizeof base_src, "%s", p.source);
   int base_terms = p.nterms;
   p.key = want;
-  fit_count c = {0, 0, 0, 0, 0};
+  fit_count c = {0};
   st = fit_section(r, size, &p, summary, &c);
   c.kept = base_terms - c.replaced;
+  if (c.bad_terms || c.bad_points)
+    TOPO_WARN(
+        "%d ranks: %d term%s and %d point%s from the traces left out: their times or "
+        "bandwidths lie outside what a profile holds (times up to %g us, %g..%g GB/s): damaged "
+        "records?",
+        size, c.bad_terms, c.bad_terms == 1 ? "" : "s", c.bad_points, c.bad_points == 1 ? "" : "s",
+        TOPO_PROFILE_MAX_US, TOPO_PROFILE_MIN_BW, TOPO_PROFILE_MAX_BW);
   if (st == TOPO_OK && c.fitted + c.measured + c.points > 0) {
     snprintf(p.source, sizeof p.source, "topo-report fit");
     if (topo_profile_write(out, &p) != TOPO_OK) st = TOPO_ERR_IO;
@@ -304,7 +317,7 @@ topo_status rp_fit(const rp_report *r, const char *gpu, const char *base_path, c
     return TOPO_ERR_IO;
   }
   topo_status st = TOPO_OK;
-  fit_count total = {0, 0, 0, 0, 0};
+  fit_count total = {0};
   if (summary)
     fprintf(summary,
             "times: after the last rank's kernel start where every rank's GPU start is known\n"
