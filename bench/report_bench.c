@@ -2,12 +2,19 @@
 // topo-report benchmark. Usage: report_bench [collectives per rank (1000000)] [ranks (8)]
 // [kernels per collective (0)]. Writes the traces into a temporary directory (removed at the
 // end), then prints: reader throughput (records/s, one thread), full analysis time (both passes,
-// all tables) and peak RSS before and after the analysis (getrusage).
+// all tables) and peak RSS before and after the analysis (getrusage). Then the report's memory
+// against the number of steps, each in a child process of its own (its peak RSS, and the bytes
+// --json writes): with step detection off (the baseline: no steps), by default (at most
+// RP_STEPS_KEEP step rows a rank) and with --all-steps (one row per step). The traces cycle six
+// sizes, so the default detection finds a step every six collectives.
+#define _GNU_SOURCE /* fopencookie */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,6 +32,50 @@ static long peak_rss_kb(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   return ru.ru_maxrss;
+}
+
+static ssize_t count_write(void *cookie, const char *buf, size_t n) {
+  (void)buf;
+  *(uint64_t *)cookie += n;
+  return (ssize_t)n;
+}
+
+/* One analysis in a child process, its report rendered as --json into a byte counter: the
+ * child's peak RSS (KB), the JSON's bytes and the step rows of its first rank. */
+static int child_run(const char *dir, int steps, int all_steps, long *rss_kb, uint64_t *json,
+                     size_t *rows) {
+  int fd[2];
+  if (pipe(fd) != 0) return -1;
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    close(fd[0]);
+    rp_report rep;
+    const char *paths[] = {dir};
+    rp_options opt = {.reorder_window = 65536, .quiet = 1, .steps = steps, .all_steps = all_steps};
+    if (rp_analyze(paths, 1, &opt, &rep) != TOPO_OK) _exit(1);
+    uint64_t bytes = 0;
+    FILE *f = fopencookie(&bytes, "w", (cookie_io_functions_t){.write = count_write});
+    if (!f) _exit(1);
+    rp_render_json(&rep, f);
+    fclose(f);
+    uint64_t out[2] = {bytes, rep.nranks ? rep.ranks[0].nsteps : 0};
+    if (write(fd[1], out, sizeof out) != (ssize_t)sizeof out) _exit(1);
+    _exit(0);
+  }
+  close(fd[1]);
+  uint64_t got[2] = {0, 0};
+  ssize_t n = read(fd[0], got, sizeof got);
+  close(fd[0]);
+  int status;
+  struct rusage ru;
+  if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+      n != (ssize_t)sizeof got)
+    return -1;
+  *rss_kb = ru.ru_maxrss;
+  *json = got[0];
+  *rows = (size_t)got[1];
+  return 0;
 }
 
 int main(int argc, char **argv) {
@@ -120,6 +171,27 @@ int main(int argc, char **argv) {
   printf("peak RSS: %.1f MB before the analysis, %.1f MB after (input %.1f MB)\n", rss0 / 1024.0,
          rss1 / 1024.0, (double)total * 64 / 1e6);
   rp_report_free(&rep);
+
+  /* 2. Memory against the steps, each analysis in a child of its own. */
+  static const struct {
+    const char *what;
+    int steps, all_steps;
+  } runs[] = {{"steps off (baseline)", -1, 0}, {"default", 0, 0}, {"--all-steps", 0, 1}};
+  long base_kb = 0;
+  for (int i = 0; i < 3; i++) {
+    long kb;
+    uint64_t json;
+    size_t rows;
+    if (child_run(dir, runs[i].steps, runs[i].all_steps, &kb, &json, &rows) != 0) {
+      fprintf(stderr, "analysis (%s) failed\n", runs[i].what);
+      return 1;
+    }
+    if (!i) base_kb = kb;
+    printf(
+        "memory:   %-22s peak RSS %7.1f MB (%5.2f x the baseline), --json %8.1f MB, %zu step "
+        "rows on rank 0\n",
+        runs[i].what, kb / 1024.0, (double)kb / (double)base_kb, (double)json / 1e6, rows);
+  }
   char cmd[128];
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) return 1;

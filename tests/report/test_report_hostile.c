@@ -433,6 +433,71 @@ static void test_timeline_of_binary_traces_far_apart_is_bounded(void **state) {
   remove_dir(dir);
 }
 
+/* Two ranks of 10,000 marked steps each (a collective in every one): a rank keeps at most
+ * RP_STEPS_KEEP step rows (it kept one row of ~190 B per step, whatever their number: 252 MB
+ * for 1 M collectives x 8 ranks), rows of 2^k consecutive step numbers that line up across the
+ * ranks and account for every step; --all-steps keeps one row per step. */
+static void analyze_many_steps(const char *dir, int all_steps, rp_report *r) {
+  const char *paths[] = {dir};
+  rp_options opt = {.reorder_window = 65536, .quiet = 1, .all_steps = all_steps};
+  signal(SIGALRM, on_alarm);
+  alarm(ANALYSIS_LIMIT_S);
+  assert_int_equal(rp_analyze(paths, 1, &opt, r), TOPO_OK);
+  alarm(0);
+}
+
+static void test_step_rows_a_rank_keeps_are_bounded(void **state) {
+  (void)state;
+  enum { STEPS = 10000 };
+  char dir[64];
+  temp_dir(dir);
+  for (int rank = 0; rank < 2; rank++) {
+    topo_trace_header h;
+    tf_header_init(&h, 0x51e9, rank, 2);
+    tf_trace t;
+    tf_begin(&t, &h, NULL);
+    tf_string(&t, 1, "step");
+    for (int i = 0; i < STEPS; i++) {
+      int64_t at = 1000000 + 10000LL * i;
+      topo_trace_record c =
+          tf_coll(4, (uint64_t)i, 1 << 20, at + 100, at + 200, at + 300, at + 5000, 1, 2, 4, 1);
+      tf_add(&t, &c);
+      topo_trace_record m = tf_mark(1, at, at + 9000, (uint64_t)i);
+      tf_add(&t, &m);
+    }
+    save_numbered(&t, dir, rank);
+  }
+  rp_report r;
+  analyze_many_steps(dir, 0, &r);
+  assert_int_equal(r.nranks, 2);
+  assert_true(r.step_shift > 0);
+  for (int i = 0; i < 2; i++) {
+    const rp_rank *k = &r.ranks[i];
+    if (k->nsteps > RP_STEPS_KEEP) fail_msg("rank %d keeps %zu step rows", i, k->nsteps);
+    uint64_t steps = 0;
+    for (size_t j = 0; j < k->nsteps; j++) {
+      steps += k->steps[j].count;
+      assert_int_equal(k->steps[j].last - k->steps[j].value + 1, 1ull << r.step_shift);
+      assert_true(k->steps[j].comm > 0); /* figures measured over the row's time */
+    }
+    assert_int_equal(steps, STEPS);
+  }
+  assert_true(r.nstepsum <= RP_STEPS_KEEP);
+  uint64_t counted = 0;
+  for (size_t j = 0; j < r.nstepsum; j++) {
+    assert_int_equal(r.stepsum[j].ranks, 2); /* the rows line up across the ranks */
+    counted += r.stepsum[j].count;
+  }
+  assert_int_equal(counted, 2 * STEPS);
+  rp_report_free(&r);
+  analyze_many_steps(dir, 1, &r);
+  assert_int_equal(r.step_shift, 0);
+  assert_int_equal(r.ranks[0].nsteps, STEPS);
+  assert_int_equal(r.nstepsum, STEPS);
+  rp_report_free(&r);
+  remove_dir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_seqs_at_both_ends_of_the_range_join_without_hanging),
@@ -443,6 +508,7 @@ int main(void) {
       cmocka_unit_test(test_a_json_read_error_is_a_problem_of_its_input),
       cmocka_unit_test(test_memory_follows_the_traces_not_the_claimed_communicator_size),
       cmocka_unit_test(test_timeline_of_binary_traces_far_apart_is_bounded),
+      cmocka_unit_test(test_step_rows_a_rank_keeps_are_bounded),
       cmocka_unit_test(test_timeline_ticks_far_from_the_start_are_bounded),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -25,6 +25,7 @@ static void report_init(rp_report *r, const rp_options *opt) {
     r->win_from = opt->from;
     r->win_to = opt->to;
   }
+  r->steps_keep = opt->all_steps ? 0 : RP_STEPS_KEEP;
 }
 
 /* The input files of `paths` as sources, the bytes both passes read (for progress), and

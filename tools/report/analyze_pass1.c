@@ -43,22 +43,9 @@ static void step_add(void *vc, int src, int64_t start, int64_t stop, uint64_t va
   rp_rank *k = &c->r->ranks[p];
   if (stop <= start) return;
   /* every step is kept until the coverage is built (an_steps_clip clips them to the window) */
-  if (k->nsteps == k->cap_steps) {
-    size_t cap = k->cap_steps ? k->cap_steps * 2 : 64;
-    rp_step *v = topo_realloc(k->steps, cap * sizeof *v);
-    if (!v) {
-      c->st = TOPO_ERR_NOMEM;
-      return;
-    }
-    k->steps = v;
-    k->cap_steps = cap;
-  }
-  rp_step *st = &k->steps[k->nsteps++];
-  memset(st, 0, sizeof *st);
-  st->start = start;
-  st->stop = stop;
-  st->value = value;
-  st->from_kineto = s->kind == RP_SRC_KINETO;
+  rp_step st = {
+      .start = start, .stop = stop, .value = value, .from_kineto = s->kind == RP_SRC_KINETO};
+  if (rp_rank_add_step(k, &st, c->r->steps_keep) != TOPO_OK) c->st = TOPO_ERR_NOMEM;
 }
 
 /* --steps complete (docs/metrics.md, Step windows): a rank with Kineto ProfilerSteps gets the

@@ -8,6 +8,73 @@
 
 #include "analyze.h"
 
+/* ---- the steps a rank keeps (report.h, RP_STEPS_KEEP) */
+
+static int cmp_group(const void *a, const void *b) { /* by source, warm-up, group, then start */
+  const rp_step *x = a, *y = b;
+  if (x->from_kineto != y->from_kineto) return x->from_kineto - y->from_kineto;
+  if (x->warmup != y->warmup) return x->warmup - y->warmup;
+  if (x->value != y->value) return x->value < y->value ? -1 : 1;
+  return (x->start > y->start) - (x->start < y->start);
+}
+
+void rp_rank_group_steps(rp_rank *k, int shift) {
+  if (shift <= k->step_shift || shift > 63) return;
+  k->step_shift = shift;
+  for (size_t i = 0; i < k->nsteps; i++) {
+    rp_step *st = &k->steps[i];
+    st->value = st->value >> shift << shift;
+    st->last = st->value + ((1ull << shift) - 1);
+  }
+  qsort(k->steps, k->nsteps, sizeof *k->steps, cmp_group);
+  size_t n = 0;
+  for (size_t i = 0; i < k->nsteps; i++) {
+    const rp_step *st = &k->steps[i];
+    rp_step *g = n ? &k->steps[n - 1] : NULL;
+    if (g && g->value == st->value && g->from_kineto == st->from_kineto &&
+        g->warmup == st->warmup) {
+      if (st->start < g->start) g->start = st->start;
+      if (st->stop > g->stop) g->stop = st->stop;
+      g->count += st->count;
+      continue;
+    }
+    k->steps[n++] = *st;
+  }
+  k->nsteps = n;
+}
+
+topo_status rp_rank_add_step(rp_rank *k, const rp_step *in, size_t keep) {
+  rp_step st = *in;
+  st.count = 1;
+  st.value = st.value >> k->step_shift << k->step_shift;
+  st.last = st.value + ((1ull << k->step_shift) - 1);
+  if (k->step_shift && k->nsteps) { /* steps come in order: most join the last group */
+    rp_step *g = &k->steps[k->nsteps - 1];
+    if (g->value == st.value && g->from_kineto == st.from_kineto && g->warmup == st.warmup) {
+      if (st.start < g->start) g->start = st.start;
+      if (st.stop > g->stop) g->stop = st.stop;
+      g->count++;
+      return TOPO_OK;
+    }
+  }
+  if (keep && k->nsteps >= keep) { /* full: groups twice as large, until there is room */
+    int shift = k->step_shift + 1;
+    do rp_rank_group_steps(k, shift++);
+    while (k->nsteps >= keep && k->step_shift < 63);
+    return rp_rank_add_step(k, in, keep);
+  }
+  if (k->nsteps == k->cap_steps) {
+    size_t cap = k->cap_steps ? k->cap_steps * 2 : 64;
+    if (keep && cap > keep) cap = keep;
+    rp_step *v = topo_realloc(k->steps, cap * sizeof *v);
+    if (!v) return TOPO_ERR_NOMEM;
+    k->steps = v;
+    k->cap_steps = cap;
+  }
+  k->steps[k->nsteps++] = st;
+  return TOPO_OK;
+}
+
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return (x > y) - (x < y);
@@ -41,6 +108,8 @@ topo_status an_step_summary(rp_report *r) {
       rp_stepsum *sum = &r->stepsum[hit - vals];
       sum->ranks++;
       sum->warmup |= st->warmup;
+      sum->last = st->last;
+      sum->count += st->count;
       sum->span = rp_add_sat(sum->span, st->stop - st->start);
       sum->comm = rp_add_sat(sum->comm, st->comm);
       sum->compute = rp_add_sat(sum->compute, st->compute);
@@ -137,8 +206,11 @@ void an_steps_clip(rp_report *r) {
 }
 
 void an_steps_settle(rp_report *r) {
+  for (int i = 0; i < r->nranks; i++)
+    if (r->ranks[i].step_shift > r->step_shift) r->step_shift = r->ranks[i].step_shift;
   for (int i = 0; i < r->nranks; i++) {
     rp_rank *k = &r->ranks[i];
+    rp_rank_group_steps(k, r->step_shift); /* the same groups on every rank */
     steps_one_source(k);
     if (k->nsteps) qsort(k->steps, k->nsteps, sizeof *k->steps, cmp_step);
   }

@@ -62,6 +62,8 @@ static const char usage[] =
     "  --step-period auto|off|P  steps from the period of the collectives when no Kineto\n"
     "                     trace or step mark gives them (default auto); P forces P collectives a\n"
     "                     step\n"
+    "  --all-steps        one row per step however many there are (memory and --json follow\n"
+    "                     the steps); default: past 4096 steps a rank, rows of 2, 4, ... steps\n"
     "  --run N            a directory holding several runs: read the Nth (1 = oldest)\n"
     "  --all-runs         a directory holding several runs: read them all as one\n"
     "  --progress / --no-progress   progress on stderr (default: on a terminal or inputs > 256 "
@@ -95,7 +97,7 @@ typedef struct args {
   size_t reorder;
   int steps, step_window;
   int top;
-  int run, all_runs;
+  int run, all_runs, all_steps;
   int have_from, have_to;
   int64_t from, to;
   const char *const *paths; /* the positional arguments, in argv */
@@ -111,6 +113,7 @@ enum {
   OPT_PROGRESS,
   OPT_NO_PROGRESS,
   OPT_ALL_RUNS,
+  OPT_ALL_STEPS,
   OPT_RUN,
   OPT_HTML,
   OPT_GPU,
@@ -136,6 +139,7 @@ static const struct option long_opts[] = {{"json", no_argument, 0, OPT_JSON},
                                           {"progress", no_argument, 0, OPT_PROGRESS},
                                           {"no-progress", no_argument, 0, OPT_NO_PROGRESS},
                                           {"all-runs", no_argument, 0, OPT_ALL_RUNS},
+                                          {"all-steps", no_argument, 0, OPT_ALL_STEPS},
                                           {"run", required_argument, 0, OPT_RUN},
                                           {"html", required_argument, 0, OPT_HTML},
                                           {"output", required_argument, 0, 'o'},
@@ -180,7 +184,8 @@ static const struct {
                     {OPT_FROM, SUB_ANALYSIS},
                     {OPT_TO, SUB_ANALYSIS},
                     {OPT_RUN, SUB_ANALYSIS},
-                    {OPT_ALL_RUNS, SUB_ANALYSIS}};
+                    {OPT_ALL_RUNS, SUB_ANALYSIS},
+                    {OPT_ALL_STEPS, SUB_ANALYSIS}};
 
 /* 1 when subcommand `sub` honours option `id` (-q, -v, --help, --version: every one). */
 static int honours(unsigned sub, int id) {
@@ -267,6 +272,7 @@ static int apply_option(args *a, int id, const char *v) {
   case OPT_PROGRESS: a->progress = 1; return 0;
   case OPT_NO_PROGRESS: a->progress = 0; return 0;
   case OPT_ALL_RUNS: a->all_runs = 1; return 0;
+  case OPT_ALL_STEPS: a->all_steps = 1; return 0;
   case OPT_HTML: a->html = v; return 0;
   case 'o': a->output = v; return 0;
   case OPT_GPU: a->gpu = v; return 0;
@@ -349,7 +355,8 @@ static rp_options analysis_options(const args *a) {
                     .steps = a->steps,
                     .step_window = a->step_window,
                     .run = a->run,
-                    .all_runs = a->all_runs};
+                    .all_runs = a->all_runs,
+                    .all_steps = a->all_steps};
   if (a->have_from || a->have_to) {
     opt.window = 1;
     opt.from = a->have_from ? a->from : INT64_MIN;

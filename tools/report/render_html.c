@@ -849,8 +849,10 @@ static void stragglers_html(FILE *f, const rp_report *r) {
 
 /* One row of the step table. */
 static void step_row_html(FILE *f, const rp_stepsum *s) {
-  char a[32], b[80], c[32], d[32], x[80], o[32];
+  char a[32], b[80], c[32], d[32], x[80], o[32], v[48];
   rp_fmt_ns(s->span / (s->ranks ? s->ranks : 1), a, sizeof a);
+  if (s->last > s->value) snprintf(v, sizeof v, "%" PRIu64 "&ndash;%" PRIu64, s->value, s->last);
+  else snprintf(v, sizeof v, "%" PRIu64, s->value);
   int kn = s->cov_ranks > 0;
   fmt_est(s->comm, s->comm_est, rp_comm_error_ns(s->comm_est, &s->comm_err), b, sizeof b);
   fmt_known(kn, s->cov_compute, c, sizeof c);
@@ -858,8 +860,8 @@ static void step_row_html(FILE *f, const rp_stepsum *s) {
   fmt_all(s->ea_ranks > 0, s->ea_estimated, s->exposed_all, rp_err_ns(&s->exposed_err), x,
           sizeof x);
   pct_known(kn && s->cov_comm > 0, rp_ratio(s->cov_overlap, s->cov_comm), o, sizeof o);
-  fprintf(f, "<tr><td>%" PRIu64 "%s</td><td>%d</td><td>%s</td>", s->value,
-          s->warmup ? " (warm-up)" : "", s->ranks, a);
+  fprintf(f, "<tr><td>%s%s</td><td>%d</td><td>%s</td>", v, s->warmup ? " (warm-up)" : "", s->ranks,
+          a);
   cell_split(f, b);
   fprintf(f, "<td>%s</td><td>%s</td>", c, d);
   cell_split(f, x);

@@ -240,11 +240,12 @@ static void rank_step_json(FILE *f, const rp_step *st, const rp_omodel *m, int f
   int ea = rp_exposed_all(m, st->comm, st->cov_comm, st->cov_comm - st->cov_overlap, st->covered,
                           rp_step_uncovered_units(st), NULL, &all, &est, &err);
   fprintf(f,
-          "%s{\"step\":%" PRIu64 ",\"start_ns\":%" PRId64 ",\"span_ns\":%" PRId64
-          ",\"comm_ns\":%" PRId64 ",\"comm_estimated_ns\":%" PRId64 ",\"comm_error_ns\":%" PRId64
+          "%s{\"step\":%" PRIu64 ",\"last_step\":%" PRIu64 ",\"steps\":%" PRIu64
+          ",\"start_ns\":%" PRId64 ",\"span_ns\":%" PRId64 ",\"comm_ns\":%" PRId64
+          ",\"comm_estimated_ns\":%" PRId64 ",\"comm_error_ns\":%" PRId64
           ",\"covered_ns\":%" PRId64,
-          first ? "" : ",", st->value, st->start, st->stop - st->start, st->comm, st->comm_est,
-          rp_comm_error_ns(st->comm_est, &e), st->covered);
+          first ? "" : ",", st->value, st->last, st->count, st->start, st->stop - st->start,
+          st->comm, st->comm_est, rp_comm_error_ns(st->comm_est, &e), st->covered);
   ns_or_null(f, "compute_ns", kn, st->cov_compute);
   ns_or_null(f, "overlap_ns", kn, st->cov_overlap);
   ns_or_null(f, "exposed_comm_ns", kn, st->cov_comm - st->cov_overlap);
@@ -469,16 +470,19 @@ static void steps_json(FILE *f, const rp_report *r) {
   fprintf(f, ",\"step_period\":");
   if (r->step_period) fprintf(f, "%d", r->step_period);
   else fprintf(f, "null");
+  fprintf(f, ",\"steps_per_row\":%llu", 1ull << r->step_shift);
   fprintf(f, ",\n\"steps\":[");
   for (size_t i = 0; i < r->nstepsum; i++) {
     const rp_stepsum *s = &r->stepsum[i];
     int kn = s->cov_ranks > 0;
     fprintf(f,
-            "%s{\"step\":%" PRIu64 ",\"ranks\":%d,\"warmup\":%s,\"span_ns\":%" PRId64
-            ",\"comm_ns\":%" PRId64 ",\"comm_estimated_ns\":%" PRId64 ",\"comm_error_ns\":%" PRId64
+            "%s{\"step\":%" PRIu64 ",\"last_step\":%" PRIu64 ",\"steps\":%" PRIu64
+            ",\"ranks\":%d,\"warmup\":%s,\"span_ns\":%" PRId64 ",\"comm_ns\":%" PRId64
+            ",\"comm_estimated_ns\":%" PRId64 ",\"comm_error_ns\":%" PRId64
             ",\"ranks_with_compute\":%d,\"covered_ns\":%" PRId64,
-            i ? "," : "", s->value, s->ranks, s->warmup ? "true" : "false", s->span, s->comm,
-            s->comm_est, rp_comm_error_ns(s->comm_est, &s->comm_err), s->cov_ranks, s->covered);
+            i ? "," : "", s->value, s->last, s->count, s->ranks, s->warmup ? "true" : "false",
+            s->span, s->comm, s->comm_est, rp_comm_error_ns(s->comm_est, &s->comm_err),
+            s->cov_ranks, s->covered);
     ns_or_null(f, "compute_ns", kn, s->cov_compute);
     ns_or_null(f, "overlap_ns", kn, s->cov_overlap);
     ns_or_null(f, "exposed_comm_ns", kn, s->cov_comm - s->cov_overlap);

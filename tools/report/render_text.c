@@ -664,7 +664,9 @@ static void step_row(rp_tab *t, const rp_stepsum *s) {
   char a[48], c[48], d[48], x[80], e[32], g[32], cm[80], cv[48];
   int kn = s->cov_ranks > 0;
   if (kn) snprintf(cv, sizeof cv, "%.0f%%", rp_ratio(s->covered, s->span) * 100);
-  rp_tab_cell(t, "%" PRIu64 "%s", s->value, s->warmup ? " w" : "");
+  if (s->last > s->value)
+    rp_tab_cell(t, "%" PRIu64 "-%" PRIu64 "%s", s->value, s->last, s->warmup ? " w" : "");
+  else rp_tab_cell(t, "%" PRIu64 "%s", s->value, s->warmup ? " w" : "");
   rp_tab_cell(t, "%d", s->ranks);
   rp_tab_cell(t, "%s", dur(s->span / (s->ranks ? s->ranks : 1), a, sizeof a));
   rp_tab_cell(
@@ -692,6 +694,11 @@ static void print_steps(const rp_report *r, FILE *f, int width) {
             "(sums over ranks; comm%% and overlap%% of those sums; compute, exposed and overlap%% "
             "over the covered time of the ranks with a compute timeline; exposed (all) over the "
             "whole step, ~ estimated where compute was not recorded)");
+    if (r->step_shift)
+      rp_note(f, width, 2,
+              "(each row: %llu consecutive step numbers, over their time: more than %d steps a "
+              "rank; --all-steps gives one row per step)",
+              1ull << r->step_shift, RP_STEPS_KEEP);
     static const char *const head[] = {"step",     "ranks",   "mean span", "comm",
                                        "comm%",    "compute", "exposed",   "exposed (all)",
                                        "overlap%", "covered"};

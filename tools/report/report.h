@@ -76,7 +76,9 @@ typedef struct rp_interval {
 
 typedef struct rp_step {
   int64_t start, stop;                  /* aligned clock */
-  uint64_t value;                       /* step number */
+  uint64_t value;                       /* step number (a group's first: rp_rank_add_step) */
+  uint64_t last;                        /* a group of step numbers value..last; value alone: = */
+  uint64_t count;                       /* steps merged into it (1: one step) */
   int64_t comm, compute, overlap, busy; /* filled by the sweep */
   int64_t comm_est;                     /* comm time only estimated intervals cover */
   /* inside the rank's compute coverage (docs/metrics.md, Coverage): its length, and the unions
@@ -496,6 +498,7 @@ typedef struct rp_rank {
   rp_times t;
   rp_step *steps;
   size_t nsteps, cap_steps;
+  int step_shift; /* its rows are groups of 2^step_shift step numbers (RP_STEPS_KEEP) */
   /* cross-rank */
   uint64_t joined, last_count;   /* collectives and p2p pairs joined; times it started last */
   int64_t wait_total;            /* sum of (last start - own start) */
@@ -562,6 +565,19 @@ typedef struct rp_rank {
   size_t win_steps; /* ProfilerSteps the rank had (when < 2: no window, all events) */
 } rp_rank;
 
+/* Steps a rank keeps: at most RP_STEPS_KEEP rows (without --all-steps). Past that, rows become
+ * groups of 2^shift consecutive step numbers (step n in group n >> shift), merged: the group's
+ * time range is its steps' (first start to last stop), its figures are measured over that range,
+ * `count` says how many steps it holds. Every rank of a report ends with the same shift
+ * (an_steps_settle), so groups line up across ranks and the step table sums them as it sums
+ * steps. Memory per rank stays bounded whatever the number of steps. */
+#define RP_STEPS_KEEP 4096
+/* Append a step (its start, stop, value, from_kineto and period; count and last filled here) to
+ * rank k, grouped as above when `keep` (> 0) rows are reached. TOPO_ERR_NOMEM. Pass 1 only. */
+topo_status rp_rank_add_step(rp_rank *k, const rp_step *st, size_t keep);
+/* Group rank k's steps by 2^shift step numbers (shift only grows). */
+void rp_rank_group_steps(rp_rank *k, int shift);
+
 typedef struct rp_comm_summary {
   uint64_t hash;
   int nranks, ranks_seen;
@@ -575,8 +591,9 @@ typedef struct rp_comm_summary {
   uint64_t p2p_pairs, p2p_unmatched;
 } rp_comm_summary;
 
-typedef struct rp_stepsum { /* one step number, summed over the ranks that have it */
-  uint64_t value;
+typedef struct rp_stepsum { /* one step number (or group), summed over the ranks that have it */
+  uint64_t value, last;     /* step numbers value..last (one: value == last) */
+  uint64_t count;           /* steps summed, over the ranks */
   int ranks;
   int64_t span, comm, compute, overlap, busy; /* sums over ranks, ns */
   int64_t comm_est;
@@ -656,6 +673,8 @@ typedef struct rp_options {
   int all_runs;    /* 1: read every run of a directory as one */
   int reread_json; /* tests: pass 2 parses Kineto JSON again instead of replaying
                                      pass 1's record of it */
+  int all_steps;   /* 1: every step kept on its own, memory following the steps; 0: at most
+                      RP_STEPS_KEEP rows a rank (rp_rank_add_step) */
 } rp_options;
 
 typedef struct rp_report {
@@ -682,8 +701,10 @@ typedef struct rp_report {
   rp_times overall;               /* sums over ranks (first/last: min/max) */
   rp_stepsum *stepsum;            /* by step number */
   size_t nstepsum;
-  int step_period;  /* > 0: some ranks' steps detected from topo traces (steps.c) */
-  int steps_detect; /* RP_STEPS_*: outcome of the detection */
+  int step_shift; /* every rank's: step rows are groups of 2^step_shift step numbers (0: steps) */
+  size_t steps_keep; /* step rows a rank keeps (RP_STEPS_KEEP; 0: all, --all-steps) */
+  int step_period;   /* > 0: some ranks' steps detected from topo traces (steps.c) */
+  int steps_detect;  /* RP_STEPS_*: outcome of the detection */
   int have_kineto, have_trace, colls_from_kineto;
   int have_tags;   /* a row carries a user tag: the tables show a tag column */
   int window;      /* the analysis window of rp_options applied */

@@ -333,23 +333,13 @@ void rp_steps_coll(rp_steps *d, size_t comm, int nranks, int rank, int proc, con
 /* ---- after pass 1: each rank's steps */
 enum { CUT_CPU = 0, CUT_GPU_END = 1, CUT_GPU_START = 2 };
 
-static int step_push(rp_rank *k, int64_t a, int64_t b, const st_bound *from, int cut) {
-  if (k->nsteps == k->cap_steps) {
-    size_t cap = k->cap_steps ? k->cap_steps * 2 : 64;
-    rp_step *v = topo_realloc(k->steps, cap * sizeof *v);
-    if (!v) return -1;
-    k->steps = v;
-    k->cap_steps = cap;
-  }
-  rp_step *st = &k->steps[k->nsteps++];
-  memset(st, 0, sizeof *st);
-  st->start = a;
-  st->stop = b;
-  st->value = from->value;
-  st->period = (int)from->period;
-  st->warmup = !from->steady;
-  (void)cut;
-  return 0;
+static int step_push(rp_rank *k, int64_t a, int64_t b, const st_bound *from, size_t keep) {
+  rp_step st = {.start = a,
+                .stop = b,
+                .value = from->value,
+                .period = (int)from->period,
+                .warmup = !from->steady};
+  return rp_rank_add_step(k, &st, keep) != TOPO_OK; /* the storage: report.h, RP_STEPS_KEEP */
 }
 
 /* Where boundary b cuts: the end of the operation before it, the start of its own, or the CPU
@@ -462,7 +452,7 @@ topo_status rp_steps_finish(rp_steps *d, rp_report *r) {
       if (!is_step(p, j)) continue;
       int64_t a = cut_at(&p->b[j], cut), b = cut_at(&p->b[j + 1], cut);
       if (a == INT64_MIN || b == INT64_MIN || b <= a) continue; /* the window clips later */
-      if (step_push(k, a, b, &p->b[j], cut)) return TOPO_ERR_NOMEM;
+      if (step_push(k, a, b, &p->b[j], r->steps_keep)) return TOPO_ERR_NOMEM;
     }
   }
   /* the period most ranks' steps have (ranks may differ: a rank of another job) */
