@@ -578,8 +578,13 @@ static void test_unreadable_input_fails_with_one_line(void **state) {
   snprintf(errp, sizeof errp, "%s/locked.err", dir);
   char src[160];
   snprintf(src, sizeof src, "%s/a/rank0.trace", dir);
+  /* nobody runs a copy of topo-report in this test's own directory: the build tree may sit
+   * below a directory nobody cannot enter (a checkout inside a mktemp -d, mode 0700) */
+  char exe[160];
+  snprintf(exe, sizeof exe, "%s/topo-report", dir);
   char cmd[1024];
-  snprintf(cmd, sizeof cmd, "cp %s %s && chmod 000 %s && chmod 755 %s", src, bad, bad, dir);
+  snprintf(cmd, sizeof cmd, "cp %s %s && cp %s %s && chmod 755 %s && chmod 000 %s && chmod 755 %s",
+           TOPO_REPORT_EXE, exe, src, bad, exe, bad, dir);
   assert_int_equal(system(cmd), 0);
   int fo = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0644),
       fe = open(errp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -595,7 +600,7 @@ static void test_unreadable_input_fails_with_one_line(void **state) {
           setuid(nobody ? nobody->pw_uid : 65534) != 0)
         _exit(99);
     }
-    execl(TOPO_REPORT_EXE, "topo-report", "-q", good, bad, (char *)NULL);
+    execl(exe, "topo-report", "-q", good, bad, (char *)NULL);
     _exit(98);
   }
   close(fo);
@@ -612,6 +617,7 @@ static void test_unreadable_input_fails_with_one_line(void **state) {
   free(out);
   free(err);
   unlink(bad);
+  unlink(exe);
 }
 
 /* A FIFO among the inputs (nobody writes it) is refused at once: no hang, exit 1, one line;
