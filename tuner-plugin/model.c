@@ -85,7 +85,8 @@ int topo_model_nccl_channels(const topo_model *m, int algo, int proto, double by
                                  .max_threads = topo_nccl_max_threads(algo, proto, 0),
                                  .threshold = topo_nccl_thread_threshold(algo, proto, m->nranks)};
   int nc = 0, nt = 0;
-  topo_nccl_channels(algo, proto, bytes > 0 ? (uint64_t)bytes : 0, &in, &nc, &nt);
+  uint64_t b = !(bytes > 0) ? 0 : bytes >= 1.8e19 ? UINT64_MAX : (uint64_t)bytes; /* 2^64: no */
+  topo_nccl_channels(algo, proto, b, &in, &nc, &nt);
   return nc;
 }
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the whole analysis (rp_analyze: reader glue, clock alignment, join, sweep,
-// steps, every renderer) over one arbitrary file, binary trace or JSON. The input goes through a
-// memfd so the analysis opens it by path, as topo-report does.
+// steps) and every renderer (text, JSON, CSV, the HTML page) over one arbitrary file, binary
+// trace or Kineto / Chrome JSON (two seed corpora: tests/fuzz/corpus/trace and .../kineto). The
+// input goes through a memfd so the analysis opens it by path, as topo-report does.
 #define _GNU_SOURCE
 #include <stddef.h>
 #include <stdint.h>
@@ -33,6 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       for (int t = 0; t < RP_CSV_TABLES; t++) rp_render_csv_table(&r, t, null);
       fclose(null);
     }
+    rp_render_html(&r, "/dev/null");
   }
   rp_report_free(&r);
   close(fd);

@@ -217,7 +217,7 @@ static void timeline(FILE *f, const rp_report *r) {
             y, W, 2 * lane_h);
     rp_interval *iv = topo_malloc((k->ntimeline ? k->ntimeline : 1) * sizeof *iv);
     if (!iv) continue;
-    memcpy(iv, k->timeline, k->ntimeline * sizeof *iv);
+    if (k->ntimeline) memcpy(iv, k->timeline, k->ntimeline * sizeof *iv);
     qsort(iv, k->ntimeline, sizeof *iv, cmp_iv);
     lane(f, iv, k->ntimeline, RP_COMPUTE, from, to, L, W, y, lane_h - 1, C_COMPUTE, "compute", t0);
     lane(f, iv, k->ntimeline, RP_MEMORY, from, to, L, W, y, lane_h - 1, C_MEMORY, "memory copy",
