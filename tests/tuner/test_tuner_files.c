@@ -11,6 +11,7 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,7 +52,8 @@ static int init_once(const char *needle) {
   return topo_host_log_count(NCCL_LOG_WARN) == 1 ? 0 : 5;
 }
 
-/* Init in a child with `var` naming a FIFO nobody writes: it must be done within 1 s. */
+/* Init in a child with `var` naming a FIFO nobody writes: it must end, not wait for a writer.
+ * Opening the FIFO would block forever; 20 s tells that from a loaded machine (init takes ms). */
 static void fifo_returns_at_once(const char *var) {
   char fifo[128];
   snprintf(fifo, sizeof fifo, "%s/%s.fifo", dir, var);
@@ -63,7 +65,7 @@ static void fifo_returns_at_once(const char *var) {
   assert_true(pid >= 0);
   if (pid == 0) _exit(init_once("not a regular file"));
   int status = 0, done = 0;
-  while (now_s() - t0 < 1.0)
+  while (now_s() - t0 < 20.0)
     if (waitpid(pid, &status, WNOHANG) == pid) {
       done = 1;
       break;
@@ -156,35 +158,54 @@ static void test_garbage_rules_warn_a_few_times(void **state) {
   garbage_warns_a_few_times("TOPO_TUNER_RULES", "", 34);
 }
 
-/* 65,536 terms of one key in descending byte ranges: read in well under a second, sorted. */
-static void test_descending_terms_load_linearly(void **state) {
-  (void)state;
-  enum { N = 65536 };
-  size_t cap = (size_t)N * 120 + 4096, len = 0;
+/* CPU seconds this process has used (user + system): what a loaded machine does not inflate. */
+static double cpu_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* n terms of one key in descending byte ranges, parsed (best CPU time of 3): sorted on read. */
+static double parse_descending(int n) {
+  size_t cap = (size_t)n * 120 + 4096, len = 0;
   char *text = malloc(cap);
   assert_non_null(text);
   len += (size_t)snprintf(text + len, cap - len,
                           "topo-profile 1\nsection gpu=H200 nranks=* nnodes=* nccl=*\n");
-  for (int i = N - 1; i >= 0; i--)
+  for (int i = n - 1; i >= 0; i--)
     len += (size_t)snprintf(text + len, cap - len,
                             "term allreduce ring simple channels=4 lat_us=5 bw_gbs=100 "
                             "min_bytes=%d max_bytes=%d\n",
                             i * 16, i * 16 + 15);
   topo_profile_key want = {.gpu = "H200", .nranks = 2, .nnodes = 1};
-  topo_profile p;
-  int nbad = -1;
-  double t0 = now_s();
-  assert_int_equal(topo_profile_parse(text, len, "descending", &want, &p, &nbad), TOPO_OK);
-  double dt = now_s() - t0;
+  double best = 1e9;
+  for (int run = 0; run < 3; run++) {
+    topo_profile p;
+    int nbad = -1;
+    double t0 = cpu_s();
+    assert_int_equal(topo_profile_parse(text, len, "descending", &want, &p, &nbad), TOPO_OK);
+    double dt = cpu_s() - t0;
+    if (dt < best) best = dt;
+    assert_int_equal(nbad, 0);
+    assert_int_equal(p.nterms, n);
+    for (int i = 0; i < n; i++) assert_int_equal(p.terms[i].min_bytes, (uint64_t)i * 16);
+    assert_non_null(topo_profile_find_term_at(&p, ncclFuncAllReduce, NCCL_ALGO_RING,
+                                              NCCL_PROTO_SIMPLE, 4, 16 * (n / 2) + 7));
+    topo_profile_free(&p);
+  }
   free(text);
-  assert_int_equal(nbad, 0);
-  assert_int_equal(p.nterms, N);
-  for (int i = 0; i < N; i++) assert_int_equal(p.terms[i].min_bytes, (uint64_t)i * 16);
-  assert_non_null(topo_profile_find_term_at(&p, ncclFuncAllReduce, NCCL_ALGO_RING,
-                                            NCCL_PROTO_SIMPLE, 4, 16 * 1000 + 7));
-  topo_profile_free(&p);
-  print_message("%d descending terms read in %.3f s\n", N, dt);
-  assert_true(dt < 1.0);
+  return best;
+}
+
+/* 65,536 terms of one key in descending byte ranges cost about 16 times 4,096 of them (an
+ * insertion per term made it 256 times: 3.7 s), in CPU time, which busy neighbours do not
+ * inflate: at most 64 times, with the clock's granularity allowed for. */
+static void test_descending_terms_load_linearly(void **state) {
+  (void)state;
+  double small = parse_descending(4096), large = parse_descending(65536);
+  print_message("descending terms: 4096 in %.4f s, 65536 in %.4f s of CPU\n", small, large);
+  assert_true(large <= 64 * small + 0.05);
 }
 
 int main(void) {
