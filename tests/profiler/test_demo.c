@@ -22,7 +22,7 @@ static void test_demo_writes_a_trace_per_rank_with_a_compute_timeline(void **s) 
   (void)s;
   char dir[] = "/tmp/topo-demo-test-XXXXXX";
   assert_non_null(mkdtemp(dir));
-  char cmd[1024];
+  char cmd[8192];
   /* 24 steps: the default 14 leave room for the warm-up, the learning and one window; on a
    * machine short of CPU the demo's real-time pacing jitters and the steady state comes later */
   snprintf(cmd, sizeof cmd, "%s --out %s --ranks 4 --steps 24 --seed 3 --straggler 2 >/dev/null",
@@ -112,7 +112,7 @@ static void test_demo_writes_a_trace_per_rank_with_a_compute_timeline(void **s) 
 
 /* Runs `cmd` with stdout and stderr into one string; its exit status. */
 static int run_capture(const char *cmd, char *out, size_t cap) {
-  char full[2048];
+  char full[8300];
   snprintf(full, sizeof full, "%s 2>&1", cmd);
   FILE *p = popen(full, "r");
   assert_non_null(p);
@@ -126,7 +126,7 @@ static int run_capture(const char *cmd, char *out, size_t cap) {
  * 2, and never "traces in DIR" (the profiler refused it and DIR stayed empty: exit 0 before). */
 static void test_out_longer_than_the_profiler_takes_is_refused(void **s) {
   (void)s;
-  char base[] = "/tmp/topo-demo-long-XXXXXX", out[512], cmd[1024], text[8192];
+  char base[] = "/tmp/topo-demo-long-XXXXXX", out[512], cmd[8192], text[8192];
   assert_non_null(mkdtemp(base));
   int n = snprintf(out, sizeof out, "%s/", base);
   memset(out + n, 'd', 280 - (size_t)n);
@@ -143,7 +143,7 @@ static void test_out_longer_than_the_profiler_takes_is_refused(void **s) {
  * "traces in DIR" and exited 0 before. */
 static void test_run_that_wrote_no_trace_fails(void **s) {
   (void)s;
-  char dir[] = "/tmp/topo-demo-none-XXXXXX", cmd[1024], text[8192];
+  char dir[] = "/tmp/topo-demo-none-XXXXXX", cmd[8192], text[8192];
   assert_non_null(mkdtemp(dir));
   snprintf(cmd, sizeof cmd, "TOPO_PROFILER_ENABLE=0 %s --out %s --ranks 2 --steps 1",
            TOPO_TEST_DEMO, dir);

@@ -259,7 +259,7 @@ static void test_v7_records_stream_and_graph_capture(void **s) {
 
 static void test_exports_exactly_the_seven_profiler_symbols(void **s) {
   (void)s;
-  char cmd[600];
+  char cmd[8192];
   snprintf(cmd, sizeof cmd, "nm -D --defined-only %s", TOPO_TEST_PROFILER_SO);
   FILE *f = popen(cmd, "r");
   assert_non_null(f);

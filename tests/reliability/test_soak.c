@@ -294,7 +294,7 @@ static void check_episode(const episode *e, pid_t pid, int killed, totals *tot) 
                sh->comm[c].trace ? "a trace without footer" : "no trace");
   }
   /* the project's report reads what is there (1: nothing usable, e.g. killed before any block) */
-  char cmd[700];
+  char cmd[8192];
   snprintf(cmd, sizeof cmd, "'%s' --json -q -o /dev/null '%s' 2>/dev/null", TOPO_TEST_REPORT,
            e->dir);
   int rc = system(cmd);

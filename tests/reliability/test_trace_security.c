@@ -178,7 +178,7 @@ static void test_names_with_conversions_and_paths_stay_out_of_paths_and_formats(
   test_trace_free_list(paths, n);
 
   /* topo-report reads that directory and prints the name literally. */
-  char cmd[1024], out[300];
+  char cmd[8192], out[300];
   snprintf(out, sizeof out, "%s/report.json", base);
   snprintf(cmd, sizeof cmd, "'%s' --json -o '%s' '%s'", TOPO_TEST_REPORT, out, dir);
   int rc = system(cmd);

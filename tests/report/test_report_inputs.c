@@ -24,7 +24,7 @@ static char dir[64];
 
 /* Run topo-report with `args`; its exit status, stdout (*out, caller frees) and stderr (*err). */
 static int run(const char *args, char **out, char **err) {
-  char cmd[2048], errpath[128];
+  char cmd[8192], errpath[128];
   snprintf(errpath, sizeof errpath, "%s/stderr", dir);
   snprintf(cmd, sizeof cmd, "%s %s 2>%s", TOPO_REPORT_EXE, args, errpath);
   FILE *p = popen(cmd, "r");
@@ -129,7 +129,7 @@ static void test_traces_without_cuda_gpu_events_say_so(void **state) {
       " \"tid\": 1, \"ts\": 5, \"dur\": 100},\n"
       "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1,"
       " \"ts\": 10, \"dur\": 5, \"args\": {\"Input Dims\": [[2, 2], [2, 2]]}}]}");
-  char args[512], *out, *err;
+  char args[4096], *out, *err;
   snprintf(args, sizeof args, "%s/mtia", dir);
   assert_int_equal(run(args, &out, &err), 1);
   assert_string_equal(out, "");
@@ -190,7 +190,7 @@ static void test_tensorboard_directory_runs_are_not_mixed(void **state) {
   write_rank_trace("tb/node1_101.1790857031200000000.pt.trace.json.gz", 1, 5000000, 40);
   write_rank_trace("tb/node1_200.1790858026000000000.pt.trace.json", 0, 1000000000, 50);
   write_rank_trace("tb/node1_201.1790858026100000000.pt.trace.json", 1, 1000000000, 60);
-  char args[512], *out, *err;
+  char args[4096], *out, *err;
   snprintf(args, sizeof args, "--json %s/tb", dir);
   assert_int_equal(run(args, &out, &err), 0);
   assert_non_null(
@@ -236,7 +236,7 @@ static void test_tensorboard_name_times_that_overflow_fall_back_to_mtime(void **
   write_rank_trace("tbo/w1.9999999999999999.pt.trace.json", 1, 1000, 10);
   write_rank_trace("tbo/w2.9999999999999.pt.trace.json", 2, 1000, 10);
   write_rank_trace("tbo/w3.9999999999999999999.pt.trace.json", 3, 1000, 10);
-  char args[512], *out, *err;
+  char args[4096], *out, *err;
   snprintf(args, sizeof args, "--json %s/tbo", dir);
   assert_int_equal(run(args, &out, &err), 0);
   if (!strstr(out, "\"runs_found\":1,\"run_read\":1,\"files\":4"))
@@ -248,7 +248,7 @@ static void test_tensorboard_name_times_that_overflow_fall_back_to_mtime(void **
  * trace: one line each, no phantom rank. */
 static void test_own_export_and_other_json_are_skipped(void **state) {
   (void)state;
-  char args[512], *out, *err;
+  char args[4096], *out, *err;
   snprintf(args, sizeof args, "mkdir -p %s/mixed && cp %s/*.trace %s/mixed/", dir, TOPO_DDP_TRACES,
            dir);
   assert_int_equal(system(args), 0);
@@ -269,7 +269,7 @@ static void test_own_export_and_other_json_are_skipped(void **state) {
 /* The output says which events it counts: all (the default), or the complete profiler steps. */
 static void test_step_window_is_stated(void **state) {
   (void)state;
-  char args[512], *out;
+  char args[4096], *out;
   const char *trace = TOPO_REPORT_DATA "/ddp-kineto-rank0-excerpt.pt.trace.json";
   snprintf(args, sizeof args, "%s", trace);
   assert_int_equal(run(args, &out, NULL), 0);

@@ -20,7 +20,7 @@
 static char dir[64];
 
 static int run(const char *args, char **out) {
-  char cmd[1024];
+  char cmd[8192];
   snprintf(cmd, sizeof cmd, "%s %s 2>%s/stderr", TOPO_TUNE_EXE, args, dir);
   FILE *p = popen(cmd, "r");
   assert_non_null(p);

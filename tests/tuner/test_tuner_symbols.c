@@ -16,7 +16,7 @@ static void test_exports_exactly_the_tuner_abi_structs(void **state) {
                                          "ncclTunerPlugin_v6", "ncclTunerPlugin_v7"};
   enum { N = sizeof expected / sizeof expected[0] };
   int seen[N] = {0};
-  char cmd[1024];
+  char cmd[8192];
   snprintf(cmd, sizeof cmd, "nm -D --defined-only '%s'", TOPO_TEST_TUNER_SO);
   FILE *p = popen(cmd, "r");
   assert_non_null(p);

@@ -32,7 +32,7 @@ static int setup(void **state) {
 /* A second file with the same bytes: dlopen gives it its own copy of every static. */
 static void copy_plugin(char *path, size_t len) {
   snprintf(path, len, "/tmp/topo-tuner-rank1-%d.so", (int)getpid());
-  char cmd[1024];
+  char cmd[8192];
   snprintf(cmd, sizeof cmd, "cp '%s' '%s'", TOPO_TEST_TUNER_SO, path);
   assert_int_equal(system(cmd), 0);
 }
