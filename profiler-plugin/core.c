@@ -18,12 +18,14 @@
 #include "alloc.h"
 #include "clock.h"
 #include "env.h"
-#include "internal.h"
 #include "log.h"
 #include "nccl/profiler_common.h"
 #include "nccl_vocab.h"
+#include "nvtx.h"
 #include "step_sched.h"
+#include "timeline.h"
 #include "topo_version.h"
+#include "trace_writer.h"
 
 /* ---- handles ----
  * A handle NCCL holds is one 64-bit word in one of four forms. Bit 0 tells an object from a
@@ -587,7 +589,7 @@ static int pred_wants(uint32_t entry) {
 static void next_op(const topo_comm *c, int func, uint64_t bytes, int asked) {
   int abi_version = c->abi_version;
   if (bytes >= TOPO_CUPTI_TRAFFIC_BYTES) {
-    topo_cupti_note_traffic();
+    topo_timeline_note_traffic();
     /* The CUPTI schedule acts on the first large operation: the writer should look now. */
     if (!atomic_load_explicit(&g.traffic_woken, memory_order_relaxed) &&
         !atomic_exchange(&g.traffic_woken, 1))
@@ -708,7 +710,8 @@ static inline topo_comm *ctx_slot(uint32_t slot) {
   return chunk ? &chunk[slot - CTX_FIRST * ((1u << k) - 1)] : NULL;
 }
 
-topo_comm *topo_comm_slot(uint32_t slot) { return slot < CTX_SLOTS_MAX ? ctx_slot(slot) : NULL; }
+/* The writer's comm_at: the comm in slot `slot`, NULL when there is none. */
+static topo_comm *ctx_at(uint32_t slot) { return slot < CTX_SLOTS_MAX ? ctx_slot(slot) : NULL; }
 
 /* The open communicator `ctx` names, or NULL. Hot path: a few loads, nothing written. */
 static topo_comm *ctx_live(void *ctx) {
@@ -780,12 +783,12 @@ static void cupti_start(topo_writer *w, unsigned seen) {
   unsigned starting = (seen & ~CUPTI_STATE_MASK) | CUPTI_STARTING;
   if (!atomic_compare_exchange_strong(&g.cupti_state, &seen, starting)) return;
   /* dlopen of CUPTI takes milliseconds: outside the lock, which a stop takes. */
-  int loaded = topo_cupti_load(g.cupti_comm);
+  int loaded = topo_timeline_load(g.cupti_comm);
   pthread_mutex_lock(&g.cupti_lock);
   if (atomic_load(&g.cupti_state) == starting) {
     if (loaded) {
       topo_writer_open(w, g.cupti_comm);
-      topo_cupti_begin();
+      topo_timeline_begin();
     }
     atomic_store(&g.cupti_state,
                  (starting & ~CUPTI_STATE_MASK) | (loaded ? CUPTI_STARTED : CUPTI_OVER));
@@ -856,6 +859,8 @@ static int64_t startup_tick(topo_sched *sched, int64_t now) {
   return until;
 }
 
+/* The writer's tick: the reaper, CUPTI's start when due, the step schedule and start-up's end,
+ * then the CUPTI timeline's own schedule. Returns when it next has something to do. */
 static int64_t writer_tick(topo_writer *w, int64_t now) {
   int64_t due = reap(now), cupti = cupti_tick(w, now);
   topo_sched *sched = g.sched;
@@ -867,7 +872,10 @@ static int64_t writer_tick(topo_writer *w, int64_t now) {
       if (until < due) due = until;
     }
   }
-  return cupti < due ? cupti : due;
+  if (cupti < due) due = cupti;
+  topo_timeline_poll(now);
+  int64_t timeline = topo_timeline_next_due();
+  return timeline < due ? timeline : due;
 }
 
 /* Last finalize or exit: a start that was not due never happens (no wait); one in progress gets
@@ -885,7 +893,7 @@ static void cupti_stop(int64_t wait_ns) {
        topo_clock_monotonic_ns() - t0 < wait_ns;)
     nanosleep(&ms, NULL);
   pthread_mutex_lock(&g.cupti_lock);
-  if (atomic_load(&g.cupti_state) == (gen | CUPTI_STARTED)) topo_cupti_stop();
+  if (atomic_load(&g.cupti_state) == (gen | CUPTI_STARTED)) topo_timeline_stop();
   atomic_store(&g.cupti_state, gen | CUPTI_OVER);
   pthread_mutex_unlock(&g.cupti_lock);
 }
@@ -912,7 +920,7 @@ static int global_start(int abi_version) {
     for (int i = 0; i < NAME_CACHE; i++) atomic_store(&name_cache[w][i], 0);
   dl_iterate_phdr(collect_ro, NULL);
   g.nvtx = topo_env_bool(TOPO_ENV_PROFILER_NVTX);
-  g.cupti = topo_cupti_configure();
+  g.cupti = topo_timeline_configure();
   g.sample_every = (uint32_t)topo_env_int(TOPO_ENV_PROFILER_SAMPLE);
   /* The NCCL version decides the default; without one, ABI v7 (offered by 2.31.2+ only) says
    * at least 2.31. */
@@ -945,7 +953,7 @@ static int global_start(int abi_version) {
   atomic_store(
       &g.cupti_state,
       ((atomic_load(&g.cupti_state) >> CUPTI_STATE_BITS) + 1) << CUPTI_STATE_BITS | CUPTI_IDLE);
-  atomic_store(&g.cupti_start_at, topo_clock_monotonic_ns() + topo_cupti_defer_ns());
+  atomic_store(&g.cupti_start_at, topo_clock_monotonic_ns() + topo_timeline_defer_ns());
   if (g.cupti) {
     topo_comm *c = ctx_take();
     if (c) {
@@ -964,7 +972,7 @@ static int global_start(int abi_version) {
    * start-up ends when they are steady. Without memory for the learner (~200 KB) windows keep a
    * fixed length and start-up ends at once. */
   g.sched = NULL;
-  int windowed = g.cupti && topo_cupti_windowed();
+  int windowed = g.cupti && topo_timeline_windowed();
   if (windowed || g.startup_ns) {
     topo_sched_config sc;
     topo_sched_config_default(&sc, topo_env_int(TOPO_ENV_PROFILER_CUPTI_WINDOW_MS) * 1000000LL,
@@ -975,18 +983,19 @@ static int global_start(int abi_version) {
     g.sched = topo_sched_new(&sc);
   }
   if (!g.sched) atomic_store(&g.startup, 0);
-  topo_cupti_set_sched(windowed ? g.sched : NULL);
+  topo_timeline_set_sched(windowed ? g.sched : NULL);
   uint32_t ring = 1;
   while (ring < (uint32_t)topo_env_int(TOPO_ENV_PROFILER_RING)) ring <<= 1;
   topo_writer_config wc = {.dir = topo_env_str(TOPO_ENV_PROFILER_DIR),
                            .ring_size = ring,
                            .idle_flush_ns = topo_env_int(TOPO_ENV_PROFILER_FLUSH_MS) * 1000000LL,
+                           .comm_at = ctx_at,
                            .tick = writer_tick,
                            .observe = g.sched ? sched_observe : NULL,
                            .observer = g.sched};
   g.writer = topo_writer_start(&wc);
   if (!g.writer) {
-    topo_cupti_set_sched(NULL);
+    topo_timeline_set_sched(NULL);
     topo_sched_free(g.sched);
     g.sched = NULL;
     if (g.cupti_comm) { /* never handed to a writer */
@@ -1041,7 +1050,7 @@ static void global_stop(void) {
   g.writer = NULL;
   g.cupti_comm = NULL;
   /* A writer that did not finish may still be inside the schedule's calls: then it is kept. */
-  topo_cupti_set_sched(NULL);
+  topo_timeline_set_sched(NULL);
   if (finished) topo_sched_free(g.sched);
   g.sched = NULL;
   g.gen_base = next_gen_base();
@@ -1081,7 +1090,7 @@ static int generation_begin(int abi_version) {
               "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
               "channels for every operation, NVTX %s, CUPTI %s, traces in %s",
               TOPO_VERSION, abi_version, topo_prof_mask_for(abi_version), g.nvtx ? "on" : "off",
-              g.cupti ? topo_cupti_describe() : "off", topo_env_str(TOPO_ENV_PROFILER_DIR));
+              g.cupti ? topo_timeline_describe() : "off", topo_env_str(TOPO_ENV_PROFILER_DIR));
   else
     TOPO_INFO(NCCL_INIT,
               "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
@@ -1090,7 +1099,7 @@ static int generation_begin(int abi_version) {
               TOPO_VERSION, abi_version, topo_prof_mask_for(abi_version),
               g.startup_ns ? "until the step is steady (start-up)" : "of none at start-up",
               (unsigned long long)g.measure_min, g.nccl_version, PRED_FIRST, g.sample_every,
-              g.nvtx ? "on" : "off", g.cupti ? topo_cupti_describe() : "off",
+              g.nvtx ? "on" : "off", g.cupti ? topo_timeline_describe() : "off",
               topo_env_str(TOPO_ENV_PROFILER_DIR));
   atomic_store(&g.next_mask, topo_prof_mask_for(abi_version));
   return 0;

@@ -4,12 +4,13 @@
 // a category and an ARGB colour per collective type, a message with bytes, algorithm, protocol,
 // channels and seq, and at completion a mark carrying the GPU duration (us) as payload whose
 // message is the registered name of the collective. Header-only NVTX3: with no tool attached
-// nvtxDomainCreateA returns NULL and nothing else is called.
+// nvtxDomainCreateA returns NULL and nothing else is called. The core starts it at a generation's
+// first init; the core's record of a collective opens and ends its range (nvtx.h).
 #include <stdio.h>
 #include <string.h>
 
-#include "core.h"
-#include "internal.h"
+#include "nvtx.h"
+
 #include "nccl_vocab.h"
 
 #ifdef TOPO_HAVE_NVTX

@@ -11,7 +11,11 @@
 // that stopped answering) finishes the files on its own when it can. The thread sleeps on a
 // futex: callbacks wake it only when it sleeps with nothing queued (the first record after a
 // quiet spell) or every quarter ring; otherwise it wakes for its own deadlines (partial blocks,
-// the reaper, the CUPTI schedule) and at least once a second.
+// its tick's: the reaper, the CUPTI schedule) and at least once a second.
+//
+// The core starts and stops it and hands it communicators; callbacks and the CUPTI timeline push
+// records (trace_writer.h). It calls nothing of theirs: a slot's comm, the periodic work and the
+// observer of drained records are functions the core passes in topo_writer_config.
 #define _GNU_SOURCE 1 /* pthread_setname_np */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,10 +31,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "trace_writer.h"
+
 #include "alloc.h"
 #include "clock.h"
 #include "crc32.h"
-#include "internal.h"
 #include "log.h"
 #include "topo_version.h"
 
@@ -65,6 +70,7 @@ struct topo_writer {
   _Atomic(topo_comm *) arriving; /* initialised comms (->arrive_next) not yet seen */
   _Atomic(topo_comm *) leaving;  /* finalized comms (->leave_next) not yet seen */
   pthread_t thread;
+  topo_comm *(*comm_at)(uint32_t slot);
   int64_t (*tick)(topo_writer *w, int64_t now_ns);
   void (*observe)(void *observer, topo_comm *c, uint32_t life, const topo_trace_record *r,
                   int64_t now_ns);
@@ -438,7 +444,7 @@ static void close_comm(topo_writer *w, topo_comm *c) {
   c->block = NULL;
   c->block_count = 0;
   /* Out of every list and its life let go before it is marked closed: from then on the slot
-   * may serve another communicator (core.c) and this thread reads nothing of it but wlife. */
+   * may serve another communicator (the core's) and this thread reads nothing of it but wlife. */
   if (c->writer_prev) c->writer_prev->writer_next = c->writer_next;
   else w->all = c->writer_next;
   if (c->writer_next) c->writer_next->writer_prev = c->writer_prev;
@@ -464,7 +470,7 @@ static uint64_t drain(topo_writer *w, int64_t now, uint64_t limit, int count_onl
     uint64_t i = w->deq & w->mask;
     cell *cl = &w->cells[i];
     if (atomic_load_explicit(&cl->seq, memory_order_acquire) + i != w->deq + 1) break;
-    topo_comm *c = topo_comm_slot(cl->slot);
+    topo_comm *c = w->comm_at(cl->slot);
     if (c && count_only) {
       count_unwritten(c, cl->life, &cl->rec);
     } else if (c) {
@@ -612,12 +618,10 @@ static void *writer_main(void *arg) {
     fault_ring_ahead(w);
     int waiting = close_ready(w);
     int64_t due = flush_idle(w, now);
-    /* The tick and the CUPTI schedule belong to the live generation: a writer asked to stop (a
-     * write may have held it up until long after) leaves them alone. */
+    /* The tick belongs to the live generation: a writer asked to stop (a write may have held it
+     * up until long after) leaves it alone. */
     if (atomic_load_explicit(&w->stop, memory_order_acquire)) continue;
     if (w->tick) due = min64(due, w->tick(w, now));
-    topo_cupti_poll(now);
-    due = min64(due, topo_cupti_next_due());
     due = min64(due, now + (waiting ? 1000000LL : IDLE_MAX_NS));
     sleep_until(w, n, due);
   }
@@ -648,6 +652,7 @@ topo_writer *topo_writer_start(const topo_writer_config *cfg) {
   w->batch_ns = cfg->idle_flush_ns / 4;
   if (w->batch_ns < BATCH_MIN_NS) w->batch_ns = BATCH_MIN_NS;
   if (w->batch_ns > BATCH_MAX_NS) w->batch_ns = BATCH_MAX_NS;
+  w->comm_at = cfg->comm_at;
   w->tick = cfg->tick;
   w->observe = cfg->observe;
   w->observer = cfg->observer;
@@ -727,7 +732,7 @@ int topo_writer_push_life(topo_comm *c, uint32_t life, const topo_trace_record *
 
 void topo_writer_append_local(topo_writer *w, uint32_t slot, uint32_t life,
                               const topo_trace_record *r, int64_t now) {
-  topo_comm *c = topo_comm_slot(slot);
+  topo_comm *c = w->comm_at(slot);
   if (c) append(w, c, life, r, now);
 }
 

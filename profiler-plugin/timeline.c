@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The compute timeline (TOPO_PROFILER_CUPTI): CUPTI's activity records of kernels (the
+// The CUPTI compute timeline (TOPO_PROFILER_CUPTI): CUPTI's activity records of kernels (the
 // concurrent-kernel kind, which does not serialise kernels), memcpy and memset become
 // topo_rec_kernel records of the process-wide trace (comm hash 0, names as topo_rec_string),
 // recorded in spans - continuously (`on`), for a window every period (`window`, the default), or
@@ -17,12 +17,13 @@
 // (CUDA_INJECTION64_PATH, Nsight Systems' NSYS_* variables) counts as another client for the
 // life of the process and CUPTI is then never loaded.
 //
-// Threads: topo_cupti_configure runs on the first init's thread; topo_cupti_load/begin on the
-// writer thread once the start is due (core.c: with the writer for `on` and a trigger file, else at
-// the first large collective or one period after init), topo_cupti_poll on it from then on;
-// topo_cupti_stop at the last finalize or exit; all of them under api_lock. CUPTI's threads (or
-// the caller of a flush) run the buffer callbacks, under out_lock. libcupti is dlopen'ed (never
-// linked) and never unloaded.
+// Threads: topo_timeline_configure runs on the first init's thread; topo_timeline_load/begin on
+// the writer thread once the start is due (the core decides: with the writer for `on` and a
+// trigger file, else at the first large collective or one period after init),
+// topo_timeline_poll on it from then on; topo_timeline_stop at the last finalize or exit; all of
+// them under api_lock. CUPTI's threads (or the caller of a flush) run the buffer callbacks, under
+// out_lock. libcupti is dlopen'ed (never linked) and never unloaded. Its records go to the trace
+// writer (topo_writer_push); it calls nothing of the core's (timeline.h).
 #define _GNU_SOURCE 1 /* dladdr, RTLD_NODELETE */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -32,18 +33,20 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "timeline.h"
+
 #include "alloc.h"
 #include "clock.h"
 #include "env.h"
-#include "internal.h"
 #include "log.h"
 #include "step_sched.h"
+#include "trace_writer.h"
 
 extern char **environ;
 
 enum { MODE_OFF = 0, MODE_ON, MODE_WINDOW };
 
-static int mode;          /* set by topo_cupti_configure (init thread, before any start) */
+static int mode;          /* set by topo_timeline_configure (init thread, before any start) */
 static topo_sched *sched; /* the step schedule (window mode), set before the writer starts */
 static int64_t defer_ns;  /* likewise: how long the start may wait for traffic (0 = none) */
 static char description[192];
@@ -545,7 +548,7 @@ static void load(void) {
             description);
 }
 
-int topo_cupti_load(topo_comm *c) {
+int topo_timeline_load(topo_comm *c) {
   if (mode == MODE_OFF) return 0;
   pthread_mutex_lock(&api_lock);
   memset(&st, 0, sizeof st);
@@ -606,7 +609,7 @@ static int trigger_present(int64_t now) {
  * happened, so its stop did not clear it). */
 static void reset_traffic(void) { atomic_store(&first_traffic, 0); }
 
-void topo_cupti_note_traffic(void) {
+void topo_timeline_note_traffic(void) {
   if (atomic_load_explicit(&first_traffic, memory_order_relaxed)) return;
   int64_t none = 0;
   if (atomic_compare_exchange_strong(&first_traffic, &none, topo_clock_monotonic_ns()))
@@ -633,7 +636,7 @@ static void end_scheduled(int64_t now, int other) {
 
 /* One step of the span schedule at `now`. api_lock held. */
 static void step(int64_t now) {
-  /* `window`: the schedule starts over at the first large collective (topo_cupti_note_traffic)
+  /* `window`: the schedule starts over at the first large collective (topo_timeline_note_traffic)
    * when that comes after the window opened at init: the job's steady state, not its setup. */
   if (mode == MODE_WINDOW && !st.anchored && !st.recording && atomic_load(&first_traffic)) {
     st.anchored = 1;
@@ -686,7 +689,7 @@ static void step(int64_t now) {
   schedule(now);
 }
 
-void topo_cupti_begin(void) {
+void topo_timeline_begin(void) {
   if (mode == MODE_OFF) return;
   pthread_mutex_lock(&api_lock);
   pthread_mutex_lock(&out_lock);
@@ -706,18 +709,18 @@ void topo_cupti_begin(void) {
   pthread_mutex_unlock(&api_lock);
 }
 
-int64_t topo_cupti_next_due(void) {
+int64_t topo_timeline_next_due(void) {
   return atomic_load(&armed) ? atomic_load(&next_due) : INT64_MAX;
 }
 
-void topo_cupti_poll(int64_t now) {
+void topo_timeline_poll(int64_t now) {
   if (!atomic_load(&armed) || now < atomic_load(&next_due)) return;
   pthread_mutex_lock(&api_lock);
   if (atomic_load(&armed)) step(now);
   pthread_mutex_unlock(&api_lock);
 }
 
-void topo_cupti_stop(void) {
+void topo_timeline_stop(void) {
   pthread_mutex_lock(&api_lock);
   if (atomic_exchange(&armed, 0)) {
     if (st.recording) end_span(topo_clock_monotonic_ns(), probe(NULL) == PROBE_OTHER);
@@ -740,20 +743,20 @@ void topo_cupti_stop(void) {
 }
 #else
 static void reset_traffic(void) {}
-void topo_cupti_note_traffic(void) {}
-int topo_cupti_load(topo_comm *c) {
+void topo_timeline_note_traffic(void) {}
+int topo_timeline_load(topo_comm *c) {
   (void)c;
   if (mode == MODE_OFF) return 0;
   TOPO_INFO(NCCL_INIT, "TOPO/Profiler: built without CUPTI headers; no compute timeline");
   return 0;
 }
-void topo_cupti_begin(void) {}
-void topo_cupti_poll(int64_t now) { (void)now; }
-int64_t topo_cupti_next_due(void) { return INT64_MAX; }
-void topo_cupti_stop(void) {}
+void topo_timeline_begin(void) {}
+void topo_timeline_poll(int64_t now) { (void)now; }
+int64_t topo_timeline_next_due(void) { return INT64_MAX; }
+void topo_timeline_stop(void) {}
 #endif
 
-int topo_cupti_configure(void) {
+int topo_timeline_configure(void) {
   mode = parse_mode();
   long window = topo_env_int(TOPO_ENV_PROFILER_CUPTI_WINDOW_MS);
   long period = topo_env_int(TOPO_ENV_PROFILER_CUPTI_PERIOD_S);
@@ -775,10 +778,10 @@ int topo_cupti_configure(void) {
   return mode != MODE_OFF;
 }
 
-const char *topo_cupti_describe(void) { return description[0] ? description : "off"; }
+const char *topo_timeline_describe(void) { return description[0] ? description : "off"; }
 
-int topo_cupti_windowed(void) { return mode == MODE_WINDOW; }
+int topo_timeline_windowed(void) { return mode == MODE_WINDOW; }
 
-void topo_cupti_set_sched(topo_sched *s) { sched = s; }
+void topo_timeline_set_sched(topo_sched *s) { sched = s; }
 
-int64_t topo_cupti_defer_ns(void) { return defer_ns; }
+int64_t topo_timeline_defer_ns(void) { return defer_ns; }
