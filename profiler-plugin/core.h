@@ -38,11 +38,4 @@ uint64_t topo_prof_default_measure_bytes(int nccl_version);
 
 /* The mask bits the core asks for at `abi_version` (for the adapters' documentation/tests). */
 int topo_prof_mask_for(int abi_version);
-
-/* String names NCCL passes (v2+) to enum values; TOPO_UNKNOWN_U8 when unknown or NULL. */
-int topo_prof_func_id(const char *name);
-int topo_prof_datatype_id(const char *name);
-int topo_prof_algo_id(const char *name);
-int topo_prof_proto_id(const char *name);
-int topo_prof_datatype_size(int datatype); /* bytes per element, 1 when unknown */
 #endif

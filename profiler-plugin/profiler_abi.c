@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The exported ncclProfiler_v7 .. ncclProfiler_v1 structs: thin adapters that turn each
-// version's descriptor and state arguments into the core's version-free form (core.h). NCCL
-// takes the highest version it knows (2.23: v1 ... 2.29-2.30: v6, 2.31.2+: v7). Every entry
-// answers ncclSuccess; an event type or state a version does not define is passed on as unknown.
+// version's descriptor and state arguments into the core's version-free form (core.h), NCCL's
+// name strings through names.h. NCCL takes the highest version it knows (2.23: v1 ... 2.29-2.30:
+// v6, 2.31.2+: v7). Every entry answers ncclSuccess; an event type or state a version does not
+// define is passed on as unknown.
 #include <string.h>
 
 #include "core.h"
 #include "export.h"
+#include "names.h"
 #include "nccl/profiler.h"
 #include "topo_version.h"
 #include "trace_format.h"
@@ -55,7 +57,7 @@ static void proxy_op(topo_prof_descr *d, const ncclProfilerProxyOpDescr_t *p) {
 }
 
 static uint64_t bytes_of(size_t count, int datatype) {
-  return (uint64_t)count * (uint64_t)topo_prof_datatype_size(datatype);
+  return (uint64_t)count * (uint64_t)topo_names_datatype_size(datatype);
 }
 
 /* Rooted collectives report their root; the others carry -1. */
@@ -64,24 +66,24 @@ static int root_or_none(int func, int root) {
 }
 
 /* String-era Coll fields (v2..v6 share names and meaning). */
-#define FILL_COLL_STRINGS(d, c)                          \
-  do {                                                   \
-    (d)->seq = (c).seqNumber;                            \
-    (d)->func = topo_prof_func_id((c).func);             \
-    (d)->datatype = topo_prof_datatype_id((c).datatype); \
-    (d)->bytes = bytes_of((c).count, (d)->datatype);     \
-    (d)->peer = root_or_none((d)->func, (c).root);       \
-    (d)->algo = topo_prof_algo_id((c).algo);             \
-    (d)->proto = topo_prof_proto_id((c).proto);          \
-    (d)->nwarps = (c).nWarps;                            \
+#define FILL_COLL_STRINGS(d, c)                           \
+  do {                                                    \
+    (d)->seq = (c).seqNumber;                             \
+    (d)->func = topo_names_func_id((c).func);             \
+    (d)->datatype = topo_names_datatype_id((c).datatype); \
+    (d)->bytes = bytes_of((c).count, (d)->datatype);      \
+    (d)->peer = root_or_none((d)->func, (c).root);        \
+    (d)->algo = topo_names_algo_id((c).algo);             \
+    (d)->proto = topo_names_proto_id((c).proto);          \
+    (d)->nwarps = (c).nWarps;                             \
   } while (0)
 
-#define FILL_P2P_STRINGS(d, p)                           \
-  do {                                                   \
-    (d)->func = topo_prof_func_id((p).func);             \
-    (d)->datatype = topo_prof_datatype_id((p).datatype); \
-    (d)->bytes = bytes_of((p).count, (d)->datatype);     \
-    (d)->peer = (p).peer;                                \
+#define FILL_P2P_STRINGS(d, p)                            \
+  do {                                                    \
+    (d)->func = topo_names_func_id((p).func);             \
+    (d)->datatype = topo_names_datatype_id((p).datatype); \
+    (d)->bytes = bytes_of((p).count, (d)->datatype);      \
+    (d)->peer = (p).peer;                                 \
   } while (0)
 
 /* ---- v5 / v6 / v7 (v6 adds CE events, v7 members after v5's: the v5 prefix holds) ---- */
@@ -103,15 +105,15 @@ static void fill_v5_members(topo_prof_descr *d, const ncclProfilerEventDescr_v5_
     break;
   case TOPO_EV_GROUPAPI: d->graph_captured = e->groupApi.graphCaptured; break;
   case TOPO_EV_COLLAPI: /* the user's count and datatype: count x size = the Coll's bytes */
-    d->func = topo_prof_func_id(e->collApi.func);
-    d->datatype = topo_prof_datatype_id(e->collApi.datatype);
+    d->func = topo_names_func_id(e->collApi.func);
+    d->datatype = topo_names_datatype_id(e->collApi.datatype);
     d->bytes = bytes_of(e->collApi.count, d->datatype);
     d->stream = e->collApi.stream;
     d->graph_captured = e->collApi.graphCaptured;
     break;
   case TOPO_EV_P2PAPI:
-    d->func = topo_prof_func_id(e->p2pApi.func);
-    d->datatype = topo_prof_datatype_id(e->p2pApi.datatype);
+    d->func = topo_names_func_id(e->p2pApi.func);
+    d->datatype = topo_names_datatype_id(e->p2pApi.datatype);
     d->bytes = bytes_of(e->p2pApi.count, d->datatype);
     d->stream = e->p2pApi.stream;
     d->graph_captured = e->p2pApi.graphCaptured;
