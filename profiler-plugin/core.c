@@ -21,6 +21,7 @@
 #include "nccl/profiler_common.h"
 #include "nccl_vocab.h"
 #include "nvtx.h"
+#include "settings.h"
 #include "step_sched.h"
 #include "timeline.h"
 #include "topo_version.h"
@@ -147,7 +148,6 @@ static struct {
   int generation_started; /* writer/pools exist */
   topo_pool pools[2];
   topo_writer *writer;
-  int64_t wait_ns;          /* TOPO_PROFILER_WAIT_MS */
   atomic_int forked;        /* this is a child forked after the profiler started: silent */
   atomic_int exiting;       /* the exit flush ran: init and finalize do nothing more */
   atomic_int traffic_woken; /* the writer was told of the first large operation */
@@ -159,20 +159,12 @@ static struct {
   atomic_uint cupti_state;
   _Atomic(int64_t) cupti_start_at; /* monotonic: the start is due, traffic or not */
   _Atomic(int *) mask_ptr;
-  int base_mask; /* without KernelCh */
-  int kernelch, channel_records, proxy, phase, nvtx, cupti;
-  int nccl_version; /* NCCL_VERSION_CODE NCCL reported at the generation's first init; 0 unknown */
-  uint32_t sample_every;
-  uint64_t measure_min; /* TOPO_PROFILER_MEASURE_BYTES */
-  int measure_all;      /* every operation gets kernel channels: no prediction needed */
-  int64_t startup_ns;   /* TOPO_PROFILER_STARTUP_MS; 0 when start-up is not measured whole */
   /* In start-up (the step not yet steady): every operation gets kernel channels. Set by the
    * writer thread from the step schedule, read with one relaxed load on the hot path. */
   atomic_int startup;
   _Atomic(uint64_t) tick; /* operations that fell to 1-in-sample_every sampling */
   atomic_int next_mask;   /* the mask last set for the next operation */
   int64_t last_reap;      /* writer thread only */
-  int64_t gpu_timeout_ns;
   pid_t pid;
   uint32_t gen_base;     /* the generation of objects handed out fresh (see obj_alloc) */
   topo_comm *cupti_comm; /* the process-wide CUPTI stream; NULL when CUPTI is off */
@@ -384,40 +376,6 @@ static void complete(topo_obj *o) {
   o->parent = NULL;
 }
 
-/* ---- configuration ---- */
-static void parse_events(void) {
-  const char *s = topo_env_str(TOPO_ENV_PROFILER_EVENTS);
-  g.base_mask = ncclProfileColl | ncclProfileP2p;
-  g.kernelch = g.channel_records = g.proxy = g.phase = 0;
-  char buf[256];
-  snprintf(buf, sizeof buf, "%s", s);
-  for (char *save = NULL, *tok = strtok_r(buf, ", ", &save); tok;
-       tok = strtok_r(NULL, ", ", &save)) {
-    if (!strcmp(tok, "coll") || !strcmp(tok, "p2p")) continue; /* always on */
-    if (!strcmp(tok, "kernel")) g.kernelch = 1;
-    else if (!strcmp(tok, "channel")) g.kernelch = g.channel_records = 1;
-    else if (!strcmp(tok, "proxy")) g.proxy = 1;
-    else if (!strcmp(tok, "phase")) g.kernelch = g.phase = 1;
-    else if (!strcmp(tok, "none")) g.kernelch = g.phase = 0;
-    else
-      TOPO_WARN(
-          "TOPO/Profiler: TOPO_PROFILER_EVENTS: unknown event class '%s' ignored "
-          "(known: coll,p2p,kernel,channel,proxy,phase,none)",
-          tok);
-  }
-  if (g.proxy) g.base_mask |= ncclProfileProxyOp | ncclProfileProxyStep;
-}
-
-int topo_prof_mask_for(int abi_version) {
-  int m = g.base_mask ? g.base_mask : (ncclProfileColl | ncclProfileP2p);
-  /* Kernel-channel events give GPU timers from v4 (2.27); v3 has no pTimer: not worth NCCL's cost. */
-  if (abi_version >= 4 && g.kernelch) m |= ncclProfileKernelCh;
-  /* Kernel phases (v7, symmetric kernels only) only when the `phase` class asks: NCCL then has
-   * every kernel it times write phase timestamps behind a system fence. */
-  if (abi_version >= 7 && g.phase && (m & ncclProfileKernelCh)) m |= ncclProfileKernelPhase;
-  return m;
-}
-
 static void set_mask(int value) {
   atomic_store_explicit(&g.next_mask, value, memory_order_relaxed);
   int *p = atomic_load_explicit(&g.mask_ptr, memory_order_relaxed);
@@ -431,9 +389,9 @@ static int read_mask(void) {
 
 /* ---- which operations get kernel channels ----
  * Rule: in start-up (g.startup: until the step is steady, bounded in time, step_sched.h) every
- * operation; after it every operation of at least g.measure_min bytes; below that, each kind
+ * operation; after it every operation of at least topo_cfg.measure_min bytes; below that, each kind
  * (function, log2 of the size) until PRED_FIRST of it were measured (start-up's count), and then
- * 1 in g.sample_every (hashed, not periodic: sample_mix). NCCL reads the mask before the plugin hears of the operation, so the
+ * 1 in topo_cfg.sample_every (hashed, not periodic: sample_mix). NCCL reads the mask before the plugin hears of the operation, so the
  * mask for operation k + 1 is set when operation k starts, from a prediction of k + 1: the kind
  * that followed the same context last time. The context is (previous different kind, this kind, how many of this kind in a
  * row), which tells "the 12th of 12 equal AllReduces" from "the 11th"; when the context is new,
@@ -503,7 +461,7 @@ static int pred_wants(uint32_t entry) {
   if (kind && atomic_load_explicit(&pred_asked[kind - 1], memory_order_relaxed) < PRED_FIRST)
     return 1;
   uint64_t t = atomic_fetch_add_explicit(&g.tick, 1, memory_order_relaxed) + 1;
-  return sample_mix(t) % g.sample_every == 0;
+  return sample_mix(t) % topo_cfg.sample_every == 0;
 }
 
 /* An operation of `func` and `bytes` was issued, with kernel channels if `asked` (the mask NCCL
@@ -517,9 +475,9 @@ static void next_op(const topo_comm *c, int func, uint64_t bytes, int asked) {
         !atomic_exchange(&g.traffic_woken, 1))
       topo_writer_wake(c->writer);
   }
-  if (g.measure_all || !g.kernelch || abi_version < 4) return;
+  if (topo_cfg.measure_all || !topo_cfg.kernelch || abi_version < 4) return;
   uint32_t kind = pred_kind(func, bytes);
-  uint32_t entry = (kind + 1) | (bytes >= g.measure_min ? PRED_LARGE : 0);
+  uint32_t entry = (kind + 1) | (bytes >= topo_cfg.measure_min ? PRED_LARGE : 0);
   uint64_t h = atomic_load_explicit(&pred_hist, memory_order_relaxed);
   uint32_t cur = (uint32_t)h & 0x3ff, prev = (uint32_t)(h >> 10) & 0x3ff;
   uint32_t run = (uint32_t)(h >> 20) & 0xff, predicted = (uint32_t)(h >> 28) & 0x3ff;
@@ -552,7 +510,7 @@ static void next_op(const topo_comm *c, int func, uint64_t bytes, int asked) {
       &pred_hist,
       (uint64_t)cur | (uint64_t)prev << 10 | (uint64_t)run << 20 | (uint64_t)(next & 0x3ff) << 28,
       memory_order_relaxed);
-  int m = topo_prof_mask_for(abi_version);
+  int m = topo_settings_mask_for(abi_version);
   if (!atomic_load_explicit(&g.startup, memory_order_relaxed) && !pred_wants(next))
     m &= ~(ncclProfileKernelCh | ncclProfileKernelPhase);
   set_mask(m);
@@ -587,7 +545,7 @@ static int64_t reap(int64_t now) {
     uint64_t h = atomic_load_explicit(&o->hold, memory_order_acquire);
     if (!(h & 1)) continue;
     int64_t st = atomic_load_explicit(&o->stop_cpu, memory_order_relaxed);
-    if (st && now - st > g.gpu_timeout_ns) release_hold(o, h);
+    if (st && now - st > topo_cfg.gpu_timeout_ns) release_hold(o, h);
     else g.held_seen = 1;
   }
   return g.held_seen ? now + REAP_NS : INT64_MAX;
@@ -767,7 +725,7 @@ static int64_t startup_tick(topo_sched *sched, int64_t now) {
     TOPO_INFO(NCCL_INIT,
               "TOPO/Profiler: start-up again at the first operation of >= %u bytes: "
               "every operation measured until the step is steady, at most %lld ms",
-              TOPO_CUPTI_TRAFFIC_BYTES, (long long)(g.startup_ns / 1000000));
+              TOPO_CUPTI_TRAFFIC_BYTES, (long long)(topo_cfg.startup_ns / 1000000));
   else if (st.steady)
     TOPO_INFO(NCCL_INIT,
               "TOPO/Profiler: start-up over after %llu operations: the step (%u "
@@ -777,7 +735,7 @@ static int64_t startup_tick(topo_sched *sched, int64_t now) {
     TOPO_INFO(NCCL_INIT,
               "TOPO/Profiler: start-up over after %llu operations: no steady step "
               "within TOPO_PROFILER_STARTUP_MS=%lld; the sampling rule from here on",
-              (unsigned long long)st.fed, (long long)(g.startup_ns / 1000000));
+              (unsigned long long)st.fed, (long long)(topo_cfg.startup_ns / 1000000));
   return until;
 }
 
@@ -789,7 +747,7 @@ static int64_t writer_tick(topo_writer *w, int64_t now) {
   if (sched) {
     int64_t held = topo_sched_poll(sched, now, sched_emit, w);
     if (held < due) due = held;
-    if (g.startup_ns) {
+    if (topo_cfg.startup_ns) {
       int64_t until = startup_tick(sched, now);
       if (until < due) due = until;
     }
@@ -820,42 +778,11 @@ static void cupti_stop(int64_t wait_ns) {
   pthread_mutex_unlock(&g.cupti_lock);
 }
 
-/* The default of TOPO_PROFILER_MEASURE_BYTES for the NCCL this process runs: the smallest size
- * from which NCCL's own cost of kernel-channel events stays near 1 % of an operation
- * (docs/profiler.md). NCCL 2.28 adds 4-6 us to every small operation (measured on 2 x H200):
- * 16 MiB. NCCL 2.29-2.30 cost 0.1-1.1 % from 128 KB to 4 MB (NVIDIA/nccl#2355): 1 MiB. From
- * NCCL 2.31.2 asking for KernelCh also turns on KernelPhase timestamps and a system fence in the
- * kernels: ~2.3 us more GPU time per operation timed (4.3-13.3 % from 128 KB to 4 MB, 10.5 % at
- * 1 MB, same issue), which is ~1 % of an operation only from about 4 x 16 MiB: 64 MiB, on every
- * 2.31+ release until one ships the fix (NVIDIA/nccl PR #2357, none known up to 2.32.7). An
- * unknown version gets the cautious 16 MiB. */
-uint64_t topo_prof_default_measure_bytes(int nccl_version) {
-  const uint64_t cautious = 16u << 20, cheap = 1u << 20, phased = 64u << 20;
-  if (nccl_version >= 23100) return phased;
-  return nccl_version >= 22900 ? cheap : cautious;
-}
-
 static int global_start(int abi_version) {
   g.pid = getpid();
   topo_names_reset();
-  g.nvtx = topo_env_bool(TOPO_ENV_PROFILER_NVTX);
-  g.cupti = topo_timeline_configure();
-  g.sample_every = (uint32_t)topo_env_int(TOPO_ENV_PROFILER_SAMPLE);
-  /* The NCCL version decides the default; without one, ABI v7 (offered by 2.31.2+ only) says
-   * at least 2.31. */
-  g.nccl_version = topo_nccl_runtime_version();
-  g.measure_min = topo_env_is_set(TOPO_ENV_PROFILER_MEASURE_BYTES)
-                      ? (uint64_t)topo_env_int(TOPO_ENV_PROFILER_MEASURE_BYTES)
-                      : topo_prof_default_measure_bytes(g.nccl_version     ? g.nccl_version
-                                                        : abi_version >= 7 ? 23100
-                                                                           : 0);
-  g.measure_all = g.sample_every <= 1 || g.measure_min == 0;
-  g.startup_ns = topo_env_int(TOPO_ENV_PROFILER_STARTUP_MS) * 1000000LL;
-  g.gpu_timeout_ns = topo_env_int(TOPO_ENV_PROFILER_GPU_TIMEOUT_MS) * 1000000LL;
-  g.wait_ns = topo_env_int(TOPO_ENV_PROFILER_WAIT_MS) * 1000000LL;
-  parse_events();
-  if (g.measure_all || !g.kernelch) g.startup_ns = 0; /* everything or nothing timed anyway */
-  atomic_store(&g.startup, g.startup_ns > 0);
+  topo_settings_read(abi_version);
+  atomic_store(&g.startup, topo_cfg.startup_ns > 0);
   long pool = topo_env_int(TOPO_ENV_PROFILER_POOL);
   if (pool_create(&g.pools[POOL_PARENTS], (uint32_t)pool) ||
       pool_create(&g.pools[POOL_CHILDREN], (uint32_t)pool * CHILDREN_PER_PARENT)) {
@@ -873,7 +800,7 @@ static int global_start(int abi_version) {
       &g.cupti_state,
       ((atomic_load(&g.cupti_state) >> CUPTI_STATE_BITS) + 1) << CUPTI_STATE_BITS | CUPTI_IDLE);
   atomic_store(&g.cupti_start_at, topo_clock_monotonic_ns() + topo_timeline_defer_ns());
-  if (g.cupti) {
+  if (topo_cfg.cupti) {
     topo_comm *c = ctx_take();
     if (c) {
       ctx_clear(c);
@@ -884,21 +811,21 @@ static int global_start(int abi_version) {
       c->header.flags = TOPO_TRACE_F_CUPTI;
       g.cupti_comm = c;
     } else {
-      g.cupti = 0;
+      topo_cfg.cupti = 0;
     }
   }
   /* The job's steps, learned on the writer thread: `window` mode's windows follow them, and
    * start-up ends when they are steady. Without memory for the learner (~200 KB) windows keep a
    * fixed length and start-up ends at once. */
   g.sched = NULL;
-  int windowed = g.cupti && topo_timeline_windowed();
-  if (windowed || g.startup_ns) {
+  int windowed = topo_cfg.cupti && topo_timeline_windowed();
+  if (windowed || topo_cfg.startup_ns) {
     topo_sched_config sc;
     topo_sched_config_default(&sc, topo_env_int(TOPO_ENV_PROFILER_CUPTI_WINDOW_MS) * 1000000LL,
                               topo_env_int(TOPO_ENV_PROFILER_CUPTI_PERIOD_S) * 1000000000LL,
-                              g.gpu_timeout_ns);
+                              topo_cfg.gpu_timeout_ns);
     sc.steps = (uint32_t)topo_env_int(TOPO_ENV_PROFILER_CUPTI_STEPS);
-    sc.startup_ns = g.startup_ns;
+    sc.startup_ns = topo_cfg.startup_ns;
     g.sched = topo_sched_new(&sc);
   }
   if (!g.sched) atomic_store(&g.startup, 0);
@@ -927,7 +854,7 @@ static int global_start(int abi_version) {
     pool_destroy(&g.pools[POOL_CHILDREN]);
     return -1;
   }
-  if (g.nvtx) g.nvtx = topo_nvtx_init();
+  if (topo_cfg.nvtx) topo_cfg.nvtx = topo_nvtx_init();
   g.generation_started = 1;
   return 0;
 }
@@ -950,9 +877,9 @@ static uint32_t next_gen_base(void) {
  * answering) it is left to finish the files on its own: its communicators' slots (the CUPTI
  * stream's included) are reused only once it closed them. */
 static void global_stop(void) {
-  cupti_stop(g.wait_ns);
+  cupti_stop(topo_cfg.wait_ns);
   atomic_store(&g.mask_ptr, NULL);
-  int finished = topo_writer_stop(g.writer, g.wait_ns, 1);
+  int finished = topo_writer_stop(g.writer, topo_cfg.wait_ns, 1);
   if (g.cupti_comm) {
     /* A finished writer closed it if CUPTI ever handed it over; if not, nobody holds it. */
     ctx_end(g.cupti_comm);
@@ -964,7 +891,7 @@ static void global_stop(void) {
         "TOPO/Profiler: the trace writer did not finish within TOPO_PROFILER_WAIT_MS=%lld "
         "(the file system is not answering); it completes the traces on its own, the job "
         "goes on",
-        (long long)(g.wait_ns / 1000000));
+        (long long)(topo_cfg.wait_ns / 1000000));
   }
   g.writer = NULL;
   g.cupti_comm = NULL;
@@ -976,20 +903,6 @@ static void global_stop(void) {
   pool_destroy(&g.pools[POOL_PARENTS]);
   pool_destroy(&g.pools[POOL_CHILDREN]);
   g.generation_started = 0;
-}
-
-/* A directory path the writer cannot hold whole is refused, never shortened (a shortened path
- * names another directory): one warning per process, 0 answered. */
-static int dir_fits(void) {
-  _Static_assert(TOPO_WRITER_DIR_MAX == 255, "TOPO_PROFILER_DIR's limit in env/profiler.def");
-  if (!topo_env_too_long(TOPO_ENV_PROFILER_DIR)) return 1;
-  static atomic_int dir_warned;
-  if (!atomic_exchange(&dir_warned, 1))
-    TOPO_WARN(
-        "TOPO/Profiler: TOPO_PROFILER_DIR is longer than %d bytes (%s); profiling "
-        "disabled, nothing written",
-        TOPO_WRITER_DIR_MAX, getenv("TOPO_PROFILER_DIR"));
-  return 0;
 }
 
 /* The first init of a generation: the env read afresh, pools and writer started, one line saying
@@ -1004,23 +917,25 @@ static int generation_begin(int abi_version) {
         "communicator");
     return -1;
   }
-  if (g.measure_all)
+  if (topo_cfg.measure_all)
     TOPO_INFO(NCCL_INIT,
               "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
               "channels for every operation, NVTX %s, CUPTI %s, traces in %s",
-              TOPO_VERSION, abi_version, topo_prof_mask_for(abi_version), g.nvtx ? "on" : "off",
-              g.cupti ? topo_timeline_describe() : "off", topo_env_str(TOPO_ENV_PROFILER_DIR));
+              TOPO_VERSION, abi_version, topo_settings_mask_for(abi_version),
+              topo_cfg.nvtx ? "on" : "off", topo_cfg.cupti ? topo_timeline_describe() : "off",
+              topo_env_str(TOPO_ENV_PROFILER_DIR));
   else
     TOPO_INFO(NCCL_INIT,
               "TOPO/Profiler: topo %s loaded as profiler v%d; events 0x%x, kernel "
               "channels for every operation %s, then for every one of >= %llu bytes (NCCL %d) and "
               "below that the first %d of each kind then 1 in %u, NVTX %s, CUPTI %s, traces in %s",
-              TOPO_VERSION, abi_version, topo_prof_mask_for(abi_version),
-              g.startup_ns ? "until the step is steady (start-up)" : "of none at start-up",
-              (unsigned long long)g.measure_min, g.nccl_version, PRED_FIRST, g.sample_every,
-              g.nvtx ? "on" : "off", g.cupti ? topo_timeline_describe() : "off",
+              TOPO_VERSION, abi_version, topo_settings_mask_for(abi_version),
+              topo_cfg.startup_ns ? "until the step is steady (start-up)" : "of none at start-up",
+              (unsigned long long)topo_cfg.measure_min, topo_cfg.nccl_version, PRED_FIRST,
+              topo_cfg.sample_every, topo_cfg.nvtx ? "on" : "off",
+              topo_cfg.cupti ? topo_timeline_describe() : "off",
               topo_env_str(TOPO_ENV_PROFILER_DIR));
-  atomic_store(&g.next_mask, topo_prof_mask_for(abi_version));
+  atomic_store(&g.next_mask, topo_settings_mask_for(abi_version));
   return 0;
 }
 
@@ -1035,20 +950,20 @@ static void comm_setup(topo_comm *c, int abi_version, uint64_t comm_hash, const 
   c->abi_version = abi_version;
   atomic_store(&c->gpu_offset_best, INT64_MIN);
   snprintf(c->name, sizeof c->name, "%s", comm_name ? comm_name : "");
-  int m = topo_prof_mask_for(abi_version);
+  int m = topo_settings_mask_for(abi_version);
   c->header.abi_version = (uint32_t)abi_version;
   c->header.event_mask = (uint32_t)m;
   if (m & ncclProfileKernelCh) {
     c->header.flags |= TOPO_TRACE_F_KERNELCH;
-    c->header.sample_every = g.measure_all ? 1 : g.sample_every;
-    c->header.measure_min_bytes = g.measure_all ? 0 : g.measure_min;
-    if (!g.measure_all) c->header.flags |= TOPO_TRACE_F_SAMPLED;
-    if (g.startup_ns && abi_version >= 4) c->header.flags |= TOPO_TRACE_F_STARTUP;
+    c->header.sample_every = topo_cfg.measure_all ? 1 : topo_cfg.sample_every;
+    c->header.measure_min_bytes = topo_cfg.measure_all ? 0 : topo_cfg.measure_min;
+    if (!topo_cfg.measure_all) c->header.flags |= TOPO_TRACE_F_SAMPLED;
+    if (topo_cfg.startup_ns && abi_version >= 4) c->header.flags |= TOPO_TRACE_F_STARTUP;
   }
   if (m & ncclProfileKernelPhase) c->header.flags |= TOPO_TRACE_F_PHASE;
-  c->header.nccl_version = (uint32_t)g.nccl_version;
-  if (g.cupti) c->header.flags |= TOPO_TRACE_F_CUPTI;
-  if (g.proxy) c->header.flags |= TOPO_TRACE_F_PROXY;
+  c->header.nccl_version = (uint32_t)topo_cfg.nccl_version;
+  if (topo_cfg.cupti) c->header.flags |= TOPO_TRACE_F_CUPTI;
+  if (topo_cfg.proxy) c->header.flags |= TOPO_TRACE_F_PROXY;
 }
 
 ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t comm_hash,
@@ -1061,7 +976,7 @@ ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t com
   if (logger) topo_log_set_logger(logger);
   if (!ctx || !mask) return ncclSuccess;
   if (!topo_env_bool(TOPO_ENV_PROFILER_ENABLE)) return ncclSuccess;
-  if (!dir_fits()) return ncclSuccess;
+  if (!topo_settings_dir_fits()) return ncclSuccess;
   pthread_mutex_lock(&g.lock);
   topo_comm *c = NULL;
   if (atomic_load(&g.exiting)) goto fail; /* the exit flush ran: nothing more is written */
@@ -1099,7 +1014,7 @@ ncclResult_t topo_prof_finalize(void *ctx) {
     return ncclSuccess;
   }
   ctx_end(c); /* from here on no event is accepted on it */
-  if (!g.measure_all && g.kernelch && c->abi_version >= 4) {
+  if (!topo_cfg.measure_all && topo_cfg.kernelch && c->abi_version >= 4) {
     unsigned long long ops = atomic_load(&pred_ops), hits = atomic_load(&pred_hits);
     TOPO_INFO(NCCL_INIT,
               "TOPO/Profiler: next-operation prediction right for %llu of %llu "
@@ -1120,7 +1035,7 @@ ncclResult_t topo_prof_finalize(void *ctx) {
   pthread_mutex_unlock(&g.lock);
   /* Outside the mutex: other communicators' init and finalize do not wait behind this one. The
    * slot is not reused before the writer has closed it (ctx_take). */
-  topo_writer_close(c, g.wait_ns);
+  topo_writer_close(c, topo_cfg.wait_ns);
   pthread_mutex_lock(&g.lock);
   ctx_retire(c);
   if (--g.users == 0 && !atomic_load(&g.exiting)) global_stop();
@@ -1272,7 +1187,7 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c, uint32_t life)
   atomic_store_explicit(&o->ch_stopped, 0, memory_order_relaxed);
   atomic_store_explicit(&o->stop_cpu, 0, memory_order_relaxed);
   o->ch_expected = expected;
-  o->nvtx_range = g.nvtx ? topo_nvtx_coll_start(r) : 0;
+  o->nvtx_range = topo_cfg.nvtx ? topo_nvtx_coll_start(r) : 0;
   /* References first, then the hold bit (release): the reaper and finalize act on the hold bit
    * and must find the references and a zero stop time of this life. */
   obj_publish(o, gen, 1u + (expected != 0));
@@ -1303,7 +1218,7 @@ static void *start_child(const topo_prof_descr *d, topo_comm *c, uint32_t life) 
     count_drop(c, TOPO_DROP_CHILD);
     return NULL;
   }
-  if (d->kind == TOPO_EV_KERNELCH && !g.channel_records) {
+  if (d->kind == TOPO_EV_KERNELCH && !topo_cfg.channel_records) {
     /* No object: the handle names the parent (which this child keeps alive) and the channel. */
     if (d->channel < 0 || d->channel >= KCH_CHANNELS) {
       obj_release(parent);
@@ -1377,7 +1292,7 @@ static topo_obj *phase_collective(void *kch) {
  * documents phases for symmetric kernels; any it sends is recorded. */
 static void *start_phase(const topo_prof_descr *d, topo_comm *c, uint32_t life) {
   /* NCCL sends phases also under a KernelCh it got no handle for: that loss, if one, is counted */
-  if (!g.phase || !d->parent) return NULL;
+  if (!topo_cfg.phase || !d->parent) return NULL;
   topo_obj *coll = phase_collective(d->parent);
   if (!coll) {
     count_drop(c, TOPO_DROP_CHILD);
@@ -1430,7 +1345,7 @@ ncclResult_t topo_prof_start(void *ctx, void **handle, const topo_prof_descr *d)
   case TOPO_EV_KERNELCH: *handle = start_child(d, c, life); break;
   case TOPO_EV_KERNELPHASE: *handle = start_phase(d, c, life); break;
   case TOPO_EV_PROXYOP:
-    if (g.proxy) *handle = start_child(d, c, life);
+    if (topo_cfg.proxy) *handle = start_child(d, c, life);
     break;
   case TOPO_EV_PROXYSTEP: {
     /* No object: the step's handle names its ProxyOp, so per-step sizes add up there. */
@@ -1485,7 +1400,7 @@ ncclResult_t topo_prof_stop(void *handle) {
   case TOPO_EV_KERNELCH: {
     topo_obj *parent = o->parent;
     topo_comm *c = atomic_load_explicit(&o->comm, memory_order_relaxed);
-    if (g.channel_records && parent) {
+    if (topo_cfg.channel_records && parent) {
       topo_trace_record rec;
       memset(&rec, 0, sizeof rec);
       rec.channel.type = TOPO_REC_CHANNEL;

@@ -31,11 +31,4 @@ ncclResult_t topo_prof_start(void *ctx, void **handle, const topo_prof_descr *d)
 ncclResult_t topo_prof_stop(void *handle);
 ncclResult_t topo_prof_state(void *handle, int state_kind, uint64_t value);
 ncclResult_t topo_prof_finalize(void *ctx);
-
-/* TOPO_PROFILER_MEASURE_BYTES's default for the NCCL version code `nccl_version` (0: unknown):
- * operations of at least this many bytes all get kernel-channel events. Pure. */
-uint64_t topo_prof_default_measure_bytes(int nccl_version);
-
-/* The mask bits the core asks for at `abi_version` (for the adapters' documentation/tests). */
-int topo_prof_mask_for(int abi_version);
 #endif
