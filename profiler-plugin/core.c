@@ -15,6 +15,7 @@
 
 #include "alloc.h"
 #include "clock.h"
+#include "contexts.h"
 #include "env.h"
 #include "log.h"
 #include "names.h"
@@ -309,16 +310,11 @@ static void count_drop(topo_comm *c, int kind) {
   if (c) atomic_fetch_add_explicit(&c->dropped[kind], 1, memory_order_relaxed);
 }
 
-/* Whether `c` is still in life `life` or just past its finalize (not yet reused). */
-static int in_life(const topo_comm *c, uint32_t life) {
-  return (uint32_t)(atomic_load_explicit(&c->life, memory_order_relaxed) - life) <= 1u;
-}
-
 /* A collective's record lost to a full queue counts as RECORD; a channel or proxy record as
  * CHILD, so "records + COLL + RECORD + OTHER drops" accounts for every collective. The record
  * belongs to life `life` of `c`: the writer writes it into no other. */
 static void emit(topo_comm *c, uint32_t life, const topo_trace_record *r) {
-  if (!c || !in_life(c, life)) return;
+  if (!c || !topo_contexts_in_life(c, life)) return;
   if (!topo_writer_push_life(c, life, r))
     count_drop(c, r->type == TOPO_REC_COLL || r->type == TOPO_REC_P2P ? TOPO_DROP_RECORD
                                                                       : TOPO_DROP_CHILD);
@@ -564,89 +560,6 @@ static void release_holds(const topo_comm *c) {
   }
 }
 
-/* ---- contexts ----
- * The context NCCL holds is a handle, never a pointer: life << 32 | slot << 1 | 1. A slot is a
- * topo_comm that is never returned to the allocator: slots come in chunks (chunk k holds
- * CTX_FIRST << k of them), made as the number of communicators open at once grows and kept for
- * the life of the process. A slot's life is odd while its communicator is open and turns even at
- * its finalize; a finalized slot serves a later init (life + 1) once the writer has closed its
- * file. So a context already finalized, one of an earlier plugin generation, or one whose slot
- * now serves another communicator names a life its slot no longer has, and is refused by one
- * comparison; a word that is none of ours fails the tag, range or life check. Memory follows the
- * most communicators open at once, not how many there were. Slots are taken and retired under
- * g.lock; callbacks only read (ctx_live). */
-#define CTX_FIRST     16u
-#define CTX_CHUNKS    16
-#define CTX_SLOTS_MAX (CTX_FIRST * ((1u << CTX_CHUNKS) - 1)) /* ~1M communicators open at once */
-_Static_assert(sizeof(void *) == 8, "a context handle is a 64-bit word");
-_Static_assert(CTX_SLOTS_MAX < (1u << 31), "a slot fits a context handle's bits 1-31");
-static _Atomic(topo_comm *) ctx_chunks[CTX_CHUNKS];
-static uint32_t ctx_made;      /* slots handed out at least once */
-static topo_comm *ctx_retired; /* finalized slots (->next), closed or still being closed */
-
-static inline topo_comm *ctx_slot(uint32_t slot) {
-  uint32_t k = 31u - (uint32_t)__builtin_clz(slot / CTX_FIRST + 1);
-  topo_comm *chunk = atomic_load_explicit(&ctx_chunks[k], memory_order_acquire);
-  return chunk ? &chunk[slot - CTX_FIRST * ((1u << k) - 1)] : NULL;
-}
-
-/* The writer's comm_at: the comm in slot `slot`, NULL when there is none. */
-static topo_comm *ctx_at(uint32_t slot) { return slot < CTX_SLOTS_MAX ? ctx_slot(slot) : NULL; }
-
-/* The open communicator `ctx` names, or NULL. Hot path: a few loads, nothing written. */
-static topo_comm *ctx_live(void *ctx) {
-  uint64_t v = h_word(ctx);
-  uint32_t life = (uint32_t)(v >> 32), slot = (uint32_t)v >> 1;
-  if (!(v & 1) || !(life & 1) || slot >= CTX_SLOTS_MAX) return NULL;
-  topo_comm *c = ctx_slot(slot);
-  if (!c || atomic_load_explicit(&c->life, memory_order_acquire) != life) return NULL;
-  return c;
-}
-
-/* A slot for a new communicator: a finalized one the writer has closed, else a new one. NULL
- * when out of memory or slots. g.lock held. */
-static topo_comm *ctx_take(void) {
-  for (topo_comm **p = &ctx_retired; *p; p = &(*p)->next)
-    if (atomic_load(&(*p)->closed)) {
-      topo_comm *c = *p;
-      *p = c->next;
-      return c;
-    }
-  if (ctx_made >= CTX_SLOTS_MAX) return NULL;
-  uint32_t k = 31u - (uint32_t)__builtin_clz(ctx_made / CTX_FIRST + 1);
-  if (!atomic_load(&ctx_chunks[k])) {
-    topo_comm *chunk = topo_calloc((size_t)CTX_FIRST << k, sizeof *chunk);
-    if (!chunk) return NULL;
-    atomic_store_explicit(&ctx_chunks[k], chunk, memory_order_release);
-  }
-  topo_comm *c = ctx_slot(ctx_made);
-  c->slot = ctx_made++;
-  return c;
-}
-
-/* Open a new life of slot `c` (even to odd); returns it. g.lock held. */
-static uint32_t ctx_open(topo_comm *c) {
-  uint32_t life = atomic_load(&c->life) + 1;
-  atomic_store_explicit(&c->life, life, memory_order_release);
-  return life;
-}
-
-/* End the life of `c` (odd to even: no event is accepted on it any more). g.lock held. */
-static void ctx_end(topo_comm *c) {
-  atomic_store_explicit(&c->life, atomic_load(&c->life) + 1, memory_order_release);
-}
-
-/* A slot whose life ended goes back for reuse; it is reused once its writer closed it. */
-static void ctx_retire(topo_comm *c) {
-  c->next = ctx_retired;
-  ctx_retired = c;
-}
-
-/* Clear what init sets up in slot `c` (not what the writer owns, see internal.h). */
-static void ctx_clear(topo_comm *c) {
-  memset(&c->hash, 0, offsetof(topo_comm, wlife) - offsetof(topo_comm, hash));
-}
-
 /* ---- init / finalize ---- */
 
 /* The CUPTI start of a generation: IDLE -> STARTING (the writer loads CUPTI) -> STARTED (its
@@ -801,10 +714,10 @@ static int global_start(int abi_version) {
       ((atomic_load(&g.cupti_state) >> CUPTI_STATE_BITS) + 1) << CUPTI_STATE_BITS | CUPTI_IDLE);
   atomic_store(&g.cupti_start_at, topo_clock_monotonic_ns() + topo_timeline_defer_ns());
   if (topo_cfg.cupti) {
-    topo_comm *c = ctx_take();
+    topo_comm *c = topo_contexts_take();
     if (c) {
-      ctx_clear(c);
-      ctx_open(c);
+      topo_contexts_clear(c);
+      topo_contexts_open(c);
       c->rank = -1;
       snprintf(c->name, sizeof c->name, "cupti");
       atomic_store(&c->gpu_offset_best, INT64_MIN);
@@ -835,7 +748,7 @@ static int global_start(int abi_version) {
   topo_writer_config wc = {.dir = topo_env_str(TOPO_ENV_PROFILER_DIR),
                            .ring_size = ring,
                            .idle_flush_ns = topo_env_int(TOPO_ENV_PROFILER_FLUSH_MS) * 1000000LL,
-                           .comm_at = ctx_at,
+                           .comm_at = topo_contexts_at,
                            .tick = writer_tick,
                            .observe = g.sched ? sched_observe : NULL,
                            .observer = g.sched};
@@ -845,9 +758,9 @@ static int global_start(int abi_version) {
     topo_sched_free(g.sched);
     g.sched = NULL;
     if (g.cupti_comm) { /* never handed to a writer */
-      ctx_end(g.cupti_comm);
+      topo_contexts_end(g.cupti_comm);
       atomic_store(&g.cupti_comm->closed, 1);
-      ctx_retire(g.cupti_comm);
+      topo_contexts_retire(g.cupti_comm);
     }
     g.cupti_comm = NULL;
     pool_destroy(&g.pools[POOL_PARENTS]);
@@ -882,9 +795,9 @@ static void global_stop(void) {
   int finished = topo_writer_stop(g.writer, topo_cfg.wait_ns, 1);
   if (g.cupti_comm) {
     /* A finished writer closed it if CUPTI ever handed it over; if not, nobody holds it. */
-    ctx_end(g.cupti_comm);
+    topo_contexts_end(g.cupti_comm);
     if (finished) atomic_store(&g.cupti_comm->closed, 1);
-    ctx_retire(g.cupti_comm);
+    topo_contexts_retire(g.cupti_comm);
   }
   if (!finished) {
     TOPO_WARN(
@@ -942,7 +855,7 @@ static int generation_begin(int abi_version) {
 /* Set slot `c` up as a new communicator with its trace header filled in (not yet open). */
 static void comm_setup(topo_comm *c, int abi_version, uint64_t comm_hash, const char *comm_name,
                        int nnodes, int nranks, int rank) {
-  ctx_clear(c);
+  topo_contexts_clear(c);
   c->hash = comm_hash;
   c->rank = rank;
   c->nranks = nranks;
@@ -981,21 +894,21 @@ ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t com
   topo_comm *c = NULL;
   if (atomic_load(&g.exiting)) goto fail; /* the exit flush ran: nothing more is written */
   if (g.users == 0 && generation_begin(abi_version)) goto fail;
-  c = ctx_take();
+  c = topo_contexts_take();
   if (!c) {
     TOPO_WARN("TOPO/Profiler: out of memory at init; profiling disabled for this communicator");
     if (g.users == 0) global_stop();
     goto fail;
   }
   comm_setup(c, abi_version, comm_hash, comm_name, nnodes, nranks, rank);
-  uint32_t life = ctx_open(c);
+  uint32_t life = topo_contexts_open(c);
   topo_writer_open(g.writer, c); /* the file is created on the writer thread */
   g.users++;
   atomic_store(&g.mask_ptr, mask);
   /* Same value in every init: the mask already chosen for the next operation (the first
    * operation of the process gets kernel channels). */
   set_mask(atomic_load(&g.next_mask));
-  *ctx = h_ptr((uint64_t)life << 32 | (uint64_t)c->slot << 1 | 1u);
+  *ctx = topo_contexts_handle(c, life);
   pthread_mutex_unlock(&g.lock);
   return ncclSuccess;
 fail:
@@ -1008,12 +921,12 @@ ncclResult_t topo_prof_finalize(void *ctx) {
   pthread_mutex_lock(&g.lock);
   /* Only an open context counts: a repeated finalize, one of an earlier generation or one whose
    * slot now serves another communicator is ignored without touching anything. */
-  topo_comm *c = ctx_live(ctx);
+  topo_comm *c = topo_contexts_live(ctx);
   if (!c || atomic_load(&g.exiting)) {
     pthread_mutex_unlock(&g.lock);
     return ncclSuccess;
   }
-  ctx_end(c); /* from here on no event is accepted on it */
+  topo_contexts_end(c); /* from here on no event is accepted on it */
   if (!topo_cfg.measure_all && topo_cfg.kernelch && c->abi_version >= 4) {
     unsigned long long ops = atomic_load(&pred_ops), hits = atomic_load(&pred_hits);
     TOPO_INFO(NCCL_INIT,
@@ -1034,10 +947,10 @@ ncclResult_t topo_prof_finalize(void *ctx) {
   }
   pthread_mutex_unlock(&g.lock);
   /* Outside the mutex: other communicators' init and finalize do not wait behind this one. The
-   * slot is not reused before the writer has closed it (ctx_take). */
+   * slot is not reused before the writer has closed it (topo_contexts_take). */
   topo_writer_close(c, topo_cfg.wait_ns);
   pthread_mutex_lock(&g.lock);
-  ctx_retire(c);
+  topo_contexts_retire(c);
   if (--g.users == 0 && !atomic_load(&g.exiting)) global_stop();
   pthread_mutex_unlock(&g.lock);
   return ncclSuccess;
@@ -1331,9 +1244,9 @@ ncclResult_t topo_prof_start(void *ctx, void **handle, const topo_prof_descr *d)
   if (d->kind == TOPO_EV_PROXYOP && d->pid != g.pid) return ncclSuccess;
   /* Events on a context that is not open (finalized, of an earlier generation, not ours) are
    * dropped without a count: there is no communicator to count them for. */
-  topo_comm *c = ctx_live(ctx);
+  topo_comm *c = topo_contexts_live(ctx);
   if (!c || !atomic_load_explicit(&g.mask_ptr, memory_order_relaxed)) return ncclSuccess;
-  uint32_t life = (uint32_t)(h_word(ctx) >> 32);
+  uint32_t life = topo_contexts_life(ctx);
   switch (d->kind) {
   case TOPO_EV_GROUPAPI:
   case TOPO_EV_COLLAPI:
@@ -1368,7 +1281,7 @@ static void channel_done(topo_obj *parent) {
 /* Clock calibration: a stop is reported after it happened, so pTimer - realtime(seen) is at
  * most the true offset; keep the largest. Sampled on channel 0 only (one clock read per op). */
 static void calibrate(topo_comm *c, uint32_t life, uint64_t ptimer) {
-  if (!c || !in_life(c, life)) return;
+  if (!c || !topo_contexts_in_life(c, life)) return;
   int64_t off = (int64_t)ptimer - topo_clock_realtime_ns();
   fold_max(&c->gpu_offset_best, off);
 }

@@ -23,7 +23,7 @@
  * this communicator (disabled, or an init error, which warns once). Writes *mask only on
  * success, always the same value for the same configuration. The context is a handle, not a
  * pointer: start and finalize ignore one that is finalized, of an earlier generation (before
- * the last finalize) or not ours, and nothing it names is ever freed (core.c, "contexts"). */
+ * the last finalize) or not ours, and nothing it names is ever freed (contexts.h). */
 ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t comm_hash,
                             const char *comm_name, int nnodes, int nranks, int rank,
                             ncclDebugLogger_t logger);
