@@ -17,137 +17,23 @@
 #include "clock.h"
 #include "contexts.h"
 #include "env.h"
+#include "handles.h"
 #include "log.h"
 #include "names.h"
 #include "nccl/profiler_common.h"
 #include "nccl_vocab.h"
 #include "nvtx.h"
+#include "pool.h"
 #include "settings.h"
 #include "step_sched.h"
 #include "timeline.h"
 #include "topo_version.h"
 #include "trace_writer.h"
 
-/* ---- handles ----
- * A handle NCCL holds is one 64-bit word in one of four forms. Bit 0 tells an object from a
- * tagged word; a tagged word's kind (bits 1-4) says what its other bits mean:
- *   object    bit 0 clear: gen << 32 | index << 2 | pool << 1 (index >= 1, so never NULL); a
- *             collective's also has bit 31 set when its kernel channels were asked for
- *   API       Group, GroupApi, CollApi, P2pApi, KernelLaunch: bit 5 graph-captured, bit 6 kernel
- *             channels requested, bits 8-31 the stream id
- *   step      ProxyStep, no object: bits 8-31 the index of its ProxyOp in the children's pool,
- *             bits 32-63 that object's generation
- *   channel   KernelCh without an object (no channel records asked): channel in bits 5-10, the
- *             parent's index in bits 11-34, the low 29 bits of its generation in bits 35-63
- * Only the h_* functions below build or read them. */
-enum { POOL_PARENTS = 0, POOL_CHILDREN = 1 };
-#define CHILDREN_PER_PARENT 4  /* the children's pool (KernelCh, ProxyOp) is 4x the parents' */
-#define KCH_CHANNELS        64 /* channels a channel handle can name: one bit each in ch_stopped */
-#define H_INDEX24           0xffffffu
-#define H_CHANNEL_GEN       0x1fffffffu /* the generation bits a channel handle keeps */
-
-/* TOPO_PROFILER_POOL's upper bound in the env table, as a constant. */
-enum {
-  POOL_MAX = 0
-#define TOPO_ENV(id, type, def, min, max, doc) \
-  +(TOPO_ENV_##id == TOPO_ENV_PROFILER_POOL ? (max) : 0)
-#include "env/profiler.def"
-#undef TOPO_ENV
-};
-_Static_assert(TOPO_EV_KERNELPHASE < 16, "an event kind fits a handle's bits 1-4");
-_Static_assert(POOL_MAX > 0 && POOL_MAX <= H_INDEX24,
-               "a parent's index fits a channel handle's 24 bits");
-_Static_assert((uint64_t)POOL_MAX *CHILDREN_PER_PARENT <= H_INDEX24,
-               "a child's index fits a step handle's 24 bits (and an object handle's bits 2-25)");
-_Static_assert(KCH_CHANNELS <= 64 && KCH_CHANNELS <= 1 << 6,
-               "a channel fits a channel handle's 6 bits and the 64-bit ch_stopped mask");
-
-static inline void *h_ptr(uint64_t h) { return (void *)(uintptr_t)h; }
-static inline uint64_t h_word(const void *h) { return (uint64_t)(uintptr_t)h; }
-static inline int h_tagged(uint64_t h) { return (int)(h & 1); }
-static inline int h_kind(uint64_t h) { return (int)((h >> 1) & 0xf); } /* tagged words only */
-
-static inline uint64_t h_object(int pool, uint32_t idx, uint32_t gen) {
-  return (uint64_t)gen << 32 | (uint64_t)idx << 2 | (uint64_t)pool << 1;
-}
-static inline int h_object_pool(uint64_t h) { return (int)((h >> 1) & 1); }
-static inline uint32_t h_object_index(uint64_t h) { return (uint32_t)(h >> 2) & H_INDEX24; }
-/* A collective's handle says whether its kernel channels were asked for, so that a KernelCh NCCL
- * sends for one that was not (a mask another party set) is ignored even after it completed. */
-#define H_OBJ_ASKED (1ull << 31)
-static inline uint32_t h_object_gen(uint64_t h) { return (uint32_t)(h >> 32); }
-
-static inline uint64_t h_api(int kind, int graph, int sampled, uint32_t stream) {
-  return 1ull | (uint64_t)kind << 1 | (uint64_t)(graph != 0) << 5 | (uint64_t)(sampled != 0) << 6 |
-         (uint64_t)(stream & H_INDEX24) << 8;
-}
-static inline int h_is_api(uint64_t h, int kind) { return h_tagged(h) && h_kind(h) == kind; }
-static inline int h_api_graph(uint64_t h) { return (int)((h >> 5) & 1); }
-static inline int h_api_sampled(uint64_t h) { return (int)((h >> 6) & 1); }
-static inline uint32_t h_api_stream(uint64_t h) { return (uint32_t)(h >> 8) & H_INDEX24; }
-
-/* A ProxyStep's handle names its ProxyOp (`op`: an object handle of the children's pool). */
-static inline uint64_t h_step(uint64_t op) {
-  return 1ull | (uint64_t)TOPO_EV_PROXYSTEP << 1 | (uint64_t)(h_object_index(op) & H_INDEX24) << 8 |
-         (uint64_t)h_object_gen(op) << 32;
-}
-static inline uint64_t h_step_op(uint64_t h) {
-  return h_object(POOL_CHILDREN, (uint32_t)(h >> 8) & H_INDEX24, (uint32_t)(h >> 32));
-}
-
-static inline uint64_t h_channel(int ch, uint32_t parent_idx, uint32_t parent_gen) {
-  return 1ull | (uint64_t)TOPO_EV_KERNELCH << 1 | (uint64_t)ch << 5 | (uint64_t)parent_idx << 11 |
-         (uint64_t)(parent_gen & H_CHANNEL_GEN) << 35;
-}
-static inline int h_is_channel(uint64_t h) { return h_tagged(h) && h_kind(h) == TOPO_EV_KERNELCH; }
-static inline int h_channel_ch(uint64_t h) { return (int)((h >> 5) & 0x3f); }
-static inline uint32_t h_channel_parent(uint64_t h) { return (uint32_t)(h >> 11) & H_INDEX24; }
-static inline uint32_t h_channel_gen(uint64_t h) { return (uint32_t)(h >> 35); }
-
-typedef struct topo_obj {
-  _Atomic(uint64_t) refgen; /* gen << 32 | references */
-  _Atomic(uint64_t) hold;   /* gen << 1 | 1 while waiting for kernel channels */
-  atomic_uint next_free;
-  _Atomic(int64_t) stop_cpu; /* Coll/P2p stop time, for the reaper; 0 before stop */
-  _Atomic(topo_comm *) comm;
-  uint8_t kind;
-  uint8_t variant_len;     /* Coll (v7): bytes of variant, 0 = none */
-  uint32_t life;           /* the life of comm the object was started in */
-  struct topo_obj *parent; /* children: the parent they hold a reference on */
-  topo_trace_record rec;   /* parents: topo_rec_coll; ProxyOp: topo_rec_proxy; KernelPhase:
-                              topo_rec_phase */
-  _Atomic(int64_t) gpu_start_min, gpu_stop_max;
-  atomic_int ch_done;
-  _Atomic(uint64_t) ch_stopped; /* channels whose KernelCh stopped (object-free handles) */
-  int ch_expected;              /* 0 none, > 0 count, TOPO_PROF_UNKNOWN_CHANNELS */
-  uint64_t nvtx_range;
-  int channel; /* KernelCh */
-  int64_t gpu_start, cpu_start;
-  _Atomic(int64_t) gpu_stop;
-  _Atomic(uint64_t) bytes; /* ProxyOp */
-  /* Coll/P2p (v7): the call's user tag and the symmetric kernel's variant, for the COLL_EXT
-   * record written before the collective's own (both fit the 256 bytes objects take anyway) */
-  uint64_t user_tag;
-  char variant[TOPO_EXT_VARIANT_MAX];
-} __attribute__((aligned(64))) topo_obj;
-
-/* A pool's objects are mapped zero-filled (topo_map) and handed out in index order the first
- * time, so only the pages of objects ever in flight at once become resident. */
-typedef struct topo_pool {
-  topo_obj *objs; /* n + 1 entries, 0 unused */
-  size_t bytes;
-  uint32_t n;
-  atomic_uint fresh; /* the lowest index never handed out (n + 1 once all were) */
-  uint32_t resident; /* writer thread: objects up to this index have their pages faulted in */
-  atomic_uint resident_pub; /* the same, for callbacks: past it a fresh object wakes the writer */
-  _Atomic(uint64_t) head;   /* tag << 32 | index of the first returned object (0 = none) */
-} topo_pool;
-
 static struct {
   pthread_mutex_t lock;
   int users;              /* live contexts (inits minus finalizes) */
   int generation_started; /* writer/pools exist */
-  topo_pool pools[2];
   topo_writer *writer;
   atomic_int forked;        /* this is a child forked after the profiler started: silent */
   atomic_int exiting;       /* the exit flush ran: init and finalize do nothing more */
@@ -167,119 +53,9 @@ static struct {
   atomic_int next_mask;   /* the mask last set for the next operation */
   int64_t last_reap;      /* writer thread only */
   pid_t pid;
-  uint32_t gen_base;     /* the generation of objects handed out fresh (see obj_alloc) */
   topo_comm *cupti_comm; /* the process-wide CUPTI stream; NULL when CUPTI is off */
   topo_sched *sched;     /* the step schedule (CUPTI windows, start-up's end), writer-owned */
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cupti_lock = PTHREAD_MUTEX_INITIALIZER};
-
-/* ---- pools: Treiber stacks with a tag against ABA, over objects handed out fresh first ---- */
-static int pool_create(topo_pool *p, uint32_t n) {
-  p->bytes = ((size_t)n + 1) * sizeof(topo_obj);
-  p->objs = topo_map(p->bytes);
-  if (!p->objs) return -1;
-  p->n = n;
-  p->resident = 0;
-  atomic_init(&p->resident_pub, 0);
-  atomic_init(&p->fresh, 1);
-  atomic_init(&p->head, 0);
-  return 0;
-}
-
-static void pool_destroy(topo_pool *p) {
-  topo_unmap(p->objs, p->bytes);
-  memset(p, 0, sizeof *p);
-}
-
-/* Objects 1..pool_used(p) have been handed out at least once; the rest were never touched. */
-static uint32_t pool_used(topo_pool *p) {
-  uint32_t f = atomic_load_explicit(&p->fresh, memory_order_acquire);
-  return f - 1 < p->n ? f - 1 : p->n;
-}
-
-static uint32_t pool_pop(topo_pool *p, topo_writer *writer) {
-  uint64_t head = atomic_load_explicit(&p->head, memory_order_acquire);
-  for (;;) {
-    uint32_t idx = (uint32_t)head;
-    if (idx == 0) break;
-    uint32_t next = atomic_load_explicit(&p->objs[idx].next_free, memory_order_relaxed);
-    uint64_t want = ((head >> 32) + 1) << 32 | next;
-    if (atomic_compare_exchange_weak_explicit(&p->head, &head, want, memory_order_acq_rel,
-                                              memory_order_acquire))
-      return idx;
-  }
-  uint32_t fresh = atomic_load_explicit(&p->fresh, memory_order_relaxed);
-  while (fresh <= p->n)
-    if (atomic_compare_exchange_weak_explicit(&p->fresh, &fresh, fresh + 1, memory_order_acq_rel,
-                                              memory_order_relaxed)) {
-      /* Growing towards pages not yet faulted in: the writer should fault them in now. */
-      if (fresh + 32 > atomic_load_explicit(&p->resident_pub, memory_order_relaxed))
-        topo_writer_wake(writer);
-      return fresh;
-    }
-  return 0;
-}
-
-static void pool_push(topo_pool *p, uint32_t idx) {
-  uint64_t head = atomic_load_explicit(&p->head, memory_order_relaxed);
-  for (;;) {
-    atomic_store_explicit(&p->objs[idx].next_free, (uint32_t)head, memory_order_relaxed);
-    uint64_t want = ((head >> 32) + 1) << 32 | idx;
-    if (atomic_compare_exchange_weak_explicit(&p->head, &head, want, memory_order_release,
-                                              memory_order_relaxed))
-      return;
-  }
-}
-
-/* Take a free object for `c`; returns its index (0: pool empty) and its current generation. The
- * caller initialises it and then publishes it with obj_publish. */
-static uint32_t obj_alloc(int pool, const topo_comm *c, uint32_t *gen) {
-  topo_pool *p = &g.pools[pool];
-  uint32_t idx = pool_pop(p, c->writer);
-  if (!idx) return 0;
-  topo_obj *o = &p->objs[idx];
-  /* An object never handed out in this generation's pools (all zero) starts at gen_base, past
-   * every generation the previous pools gave out: a handle kept from them names no object. */
-  uint64_t w = atomic_load_explicit(&o->refgen, memory_order_relaxed);
-  *gen = w ? (uint32_t)(w >> 32) : g.gen_base;
-  return idx;
-}
-
-static void obj_publish(topo_obj *o, uint32_t gen, uint32_t refs) {
-  atomic_store_explicit(&o->refgen, (uint64_t)gen << 32 | refs, memory_order_release);
-}
-
-/* Resolve a handle to its object if it is one of ours and still the same generation. */
-static topo_obj *resolve(void *h, uint32_t *gen) {
-  uint64_t v = h_word(h);
-  if (!v || h_tagged(v)) return NULL;
-  uint32_t idx = h_object_index(v);
-  topo_pool *p = &g.pools[h_object_pool(v)];
-  if (!p->objs || idx == 0 || idx > p->n) return NULL;
-  *gen = h_object_gen(v);
-  return &p->objs[idx];
-}
-
-/* The parent of an object-free KernelCh handle if it is still alive in that generation. */
-static topo_obj *kch_parent(uint64_t h) {
-  topo_pool *p = &g.pools[POOL_PARENTS];
-  uint32_t idx = h_channel_parent(h);
-  if (!p->objs || idx == 0 || idx > p->n) return NULL;
-  topo_obj *o = &p->objs[idx];
-  uint64_t w = atomic_load_explicit(&o->refgen, memory_order_acquire);
-  if (((uint32_t)(w >> 32) & H_CHANNEL_GEN) != h_channel_gen(h) || (uint32_t)w == 0) return NULL;
-  return o;
-}
-
-/* Take a reference if `o` is still generation `gen` and alive. */
-static int obj_acquire(topo_obj *o, uint32_t gen) {
-  uint64_t w = atomic_load_explicit(&o->refgen, memory_order_acquire);
-  for (;;) {
-    if ((uint32_t)(w >> 32) != gen || (uint32_t)w == 0) return 0;
-    if (atomic_compare_exchange_weak_explicit(&o->refgen, &w, w + 1, memory_order_acq_rel,
-                                              memory_order_acquire))
-      return 1;
-  }
-}
 
 static void complete(topo_obj *o);
 
@@ -288,13 +64,13 @@ static void obj_release(topo_obj *o) {
   uint64_t w = atomic_fetch_sub_explicit(&o->refgen, 1, memory_order_acq_rel);
   if ((uint32_t)w != 1) return;
   complete(o);
-  int pool = o >= g.pools[POOL_CHILDREN].objs &&
-             o <= g.pools[POOL_CHILDREN].objs + g.pools[POOL_CHILDREN].n;
-  topo_pool *p = &g.pools[pool];
+  int pool = o >= topo_pools[POOL_CHILDREN].objs &&
+             o <= topo_pools[POOL_CHILDREN].objs + topo_pools[POOL_CHILDREN].n;
+  topo_pool *p = &topo_pools[pool];
   uint32_t next_gen = (uint32_t)(w >> 32) + 1;
   atomic_store_explicit(&o->refgen, (uint64_t)next_gen << 32, memory_order_release);
   atomic_store_explicit(&o->hold, (uint64_t)next_gen << 1, memory_order_relaxed);
-  pool_push(p, (uint32_t)(o - p->objs));
+  topo_pool_push(p, (uint32_t)(o - p->objs));
 }
 
 /* Release the "waiting for kernel channels" reference exactly once. */
@@ -512,31 +288,16 @@ static void next_op(const topo_comm *c, int func, uint64_t bytes, int asked) {
   set_mask(m);
 }
 
-/* Writer thread: fault in the pages of the objects a pool will hand out next (as many again as
- * are in use, 64 to 1024 of them), so that a growing number of operations in flight takes no
- * page fault inside a callback. An atomic add of 0 does not change what a callback may be
- * storing to the same word at the same moment. */
-static void fault_pool_ahead(topo_pool *p) {
-  uint32_t used = pool_used(p);
-  uint32_t ahead = used < 64 ? 64 : used > 1024 ? 1024 : used;
-  uint32_t want = used + ahead > p->n ? p->n : used + ahead;
-  for (; p->resident < want; p->resident++)
-    atomic_fetch_add_explicit(&p->objs[p->resident + 1].refgen, 0, memory_order_relaxed);
-  atomic_store_explicit(&p->resident_pub, p->resident, memory_order_relaxed);
-}
-
 /* Writer-thread tick: complete collectives whose kernel channels are overdue. Returns when it
  * wants to look again: while collectives are on hold, every REAP_NS; else never (the writer still
  * wakes at least once a second, which catches holds that appear meanwhile). */
 #define REAP_NS 100000000LL /* plenty for a timeout of seconds; a scan of 8192 objects is ~10 us */
 static int64_t reap(int64_t now) {
-  fault_pool_ahead(&g.pools[POOL_PARENTS]);
-  fault_pool_ahead(&g.pools[POOL_CHILDREN]);
   if (now - g.last_reap < REAP_NS) return g.held_seen ? g.last_reap + REAP_NS : INT64_MAX;
   g.last_reap = now;
   g.held_seen = 0;
-  topo_pool *p = &g.pools[POOL_PARENTS];
-  for (uint32_t i = 1, n = pool_used(p); i <= n; i++) {
+  topo_pool *p = &topo_pools[POOL_PARENTS];
+  for (uint32_t i = 1, n = topo_pool_used(p); i <= n; i++) {
     topo_obj *o = &p->objs[i];
     uint64_t h = atomic_load_explicit(&o->hold, memory_order_acquire);
     if (!(h & 1)) continue;
@@ -550,8 +311,8 @@ static int64_t reap(int64_t now) {
 /* Complete every collective of `c` (NULL: of any comm) still waiting for kernel channels: they
  * are written without GPU timing. */
 static void release_holds(const topo_comm *c) {
-  topo_pool *p = &g.pools[POOL_PARENTS];
-  for (uint32_t i = 1, n = pool_used(p); i <= n; i++) {
+  topo_pool *p = &topo_pools[POOL_PARENTS];
+  for (uint32_t i = 1, n = topo_pool_used(p); i <= n; i++) {
     topo_obj *o = &p->objs[i];
     uint64_t h = atomic_load_explicit(&o->hold, memory_order_acquire);
     /* comm is read after the hold (acquire), so it belongs to the life the hold names */
@@ -655,6 +416,7 @@ static int64_t startup_tick(topo_sched *sched, int64_t now) {
 /* The writer's tick: the reaper, CUPTI's start when due, the step schedule and start-up's end,
  * then the CUPTI timeline's own schedule. Returns when it next has something to do. */
 static int64_t writer_tick(topo_writer *w, int64_t now) {
+  topo_pools_fault_ahead();
   int64_t due = reap(now), cupti = cupti_tick(w, now);
   topo_sched *sched = g.sched;
   if (sched) {
@@ -697,11 +459,7 @@ static int global_start(int abi_version) {
   topo_settings_read(abi_version);
   atomic_store(&g.startup, topo_cfg.startup_ns > 0);
   long pool = topo_env_int(TOPO_ENV_PROFILER_POOL);
-  if (pool_create(&g.pools[POOL_PARENTS], (uint32_t)pool) ||
-      pool_create(&g.pools[POOL_CHILDREN], (uint32_t)pool * CHILDREN_PER_PARENT)) {
-    pool_destroy(&g.pools[POOL_PARENTS]);
-    return -1;
-  }
+  if (topo_pools_create((uint32_t)pool)) return -1;
   atomic_store(&g.tick, 0);
   atomic_store(&g.traffic_woken, 0);
   pred_reset();
@@ -763,27 +521,12 @@ static int global_start(int abi_version) {
       topo_contexts_retire(g.cupti_comm);
     }
     g.cupti_comm = NULL;
-    pool_destroy(&g.pools[POOL_PARENTS]);
-    pool_destroy(&g.pools[POOL_CHILDREN]);
+    topo_pools_destroy();
     return -1;
   }
   if (topo_cfg.nvtx) topo_cfg.nvtx = topo_nvtx_init();
   g.generation_started = 1;
   return 0;
-}
-
-/* The generation the next pools start at: past every object generation handed out by these. */
-static uint32_t next_gen_base(void) {
-  uint32_t next = g.gen_base;
-  for (int k = 0; k < 2; k++) {
-    topo_pool *p = &g.pools[k];
-    for (uint32_t i = 1, n = pool_used(p); i <= n; i++) {
-      uint32_t gen =
-          (uint32_t)(atomic_load_explicit(&p->objs[i].refgen, memory_order_acquire) >> 32);
-      if (gen + 1 > next) next = gen + 1;
-    }
-  }
-  return next;
 }
 
 /* The last finalize. When the writer does not finish in time (a file system that stopped
@@ -812,9 +555,7 @@ static void global_stop(void) {
   topo_timeline_set_sched(NULL);
   if (finished) topo_sched_free(g.sched);
   g.sched = NULL;
-  g.gen_base = next_gen_base();
-  pool_destroy(&g.pools[POOL_PARENTS]);
-  pool_destroy(&g.pools[POOL_CHILDREN]);
+  topo_pools_destroy();
   g.generation_started = 0;
 }
 
@@ -938,8 +679,8 @@ ncclResult_t topo_prof_finalize(void *ctx) {
   /* Complete this communicator's collectives still waiting for kernel channels, then count
    * whatever NCCL never stopped (a late stop of one writes nothing: its life is over). */
   release_holds(c);
-  topo_pool *p = &g.pools[POOL_PARENTS];
-  for (uint32_t i = 1, n = pool_used(p); i <= n; i++) {
+  topo_pool *p = &topo_pools[POOL_PARENTS];
+  for (uint32_t i = 1, n = topo_pool_used(p); i <= n; i++) {
     topo_obj *o = &p->objs[i];
     if (atomic_load_explicit(&o->comm, memory_order_relaxed) == c &&
         (uint32_t)atomic_load_explicit(&o->refgen, memory_order_acquire) != 0)
@@ -1057,12 +798,12 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c, uint32_t life)
     atomic_store_explicit(&c->learned_rank, d->rank, memory_order_relaxed);
     atomic_store_explicit(&c->learned_hash, d->comm_hash, memory_order_relaxed);
   }
-  uint32_t idx = obj_alloc(POOL_PARENTS, c, &gen);
+  uint32_t idx = topo_obj_alloc(POOL_PARENTS, c, &gen);
   if (!idx) {
     count_drop(c, TOPO_DROP_COLL);
     return NULL;
   }
-  topo_obj *o = &g.pools[POOL_PARENTS].objs[idx];
+  topo_obj *o = &topo_pools[POOL_PARENTS].objs[idx];
   o->kind = (uint8_t)d->kind;
   atomic_store_explicit(&o->comm, c, memory_order_relaxed);
   o->life = life;
@@ -1103,7 +844,7 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c, uint32_t life)
   o->nvtx_range = topo_cfg.nvtx ? topo_nvtx_coll_start(r) : 0;
   /* References first, then the hold bit (release): the reaper and finalize act on the hold bit
    * and must find the references and a zero stop time of this life. */
-  obj_publish(o, gen, 1u + (expected != 0));
+  topo_obj_publish(o, gen, 1u + (expected != 0));
   atomic_store_explicit(&o->hold, (uint64_t)gen << 1 | (expected != 0), memory_order_release);
   return h_ptr(h_object(POOL_PARENTS, idx, gen) | (asked ? H_OBJ_ASKED : 0));
 }
@@ -1126,8 +867,8 @@ static void *start_child(const topo_prof_descr *d, topo_comm *c, uint32_t life) 
   /* A KernelCh of a collective that did not ask for them (the mask NCCL read was set by someone
    * else, e.g. RAS): ignored, not counted, and the collective waits for none of them. */
   if (d->kind == TOPO_EV_KERNELCH && ph && !h_tagged(ph) && !(ph & H_OBJ_ASKED)) return NULL;
-  topo_obj *parent = resolve(d->parent, &pgen);
-  if (!parent || !obj_acquire(parent, pgen)) {
+  topo_obj *parent = topo_obj_resolve(d->parent, &pgen);
+  if (!parent || !topo_obj_acquire(parent, pgen)) {
     count_drop(c, TOPO_DROP_CHILD);
     return NULL;
   }
@@ -1139,16 +880,16 @@ static void *start_child(const topo_prof_descr *d, topo_comm *c, uint32_t life) 
       return NULL;
     }
     if (d->ptimer) fold_min(&parent->gpu_start_min, (int64_t)d->ptimer);
-    uint32_t pidx = (uint32_t)(parent - g.pools[POOL_PARENTS].objs);
+    uint32_t pidx = (uint32_t)(parent - topo_pools[POOL_PARENTS].objs);
     return h_ptr(h_channel(d->channel, pidx, pgen));
   }
-  uint32_t idx = obj_alloc(POOL_CHILDREN, c, &gen);
+  uint32_t idx = topo_obj_alloc(POOL_CHILDREN, c, &gen);
   if (!idx) {
     obj_release(parent);
     count_drop(c, TOPO_DROP_CHILD);
     return NULL;
   }
-  topo_obj *o = &g.pools[POOL_CHILDREN].objs[idx];
+  topo_obj *o = &topo_pools[POOL_CHILDREN].objs[idx];
   o->kind = (uint8_t)d->kind;
   atomic_store_explicit(&o->comm, c, memory_order_relaxed);
   o->life = life;
@@ -1173,7 +914,7 @@ static void *start_child(const topo_prof_descr *d, topo_comm *c, uint32_t life) 
     r->cpu_start_ns = o->cpu_start;
     atomic_store_explicit(&o->bytes, 0, memory_order_relaxed);
   }
-  obj_publish(o, gen, 1);
+  topo_obj_publish(o, gen, 1);
   return h_ptr(h_object(POOL_CHILDREN, idx, gen));
 }
 
@@ -1183,18 +924,18 @@ static void *start_child(const topo_prof_descr *d, topo_comm *c, uint32_t life) 
 static topo_obj *phase_collective(void *kch) {
   uint64_t v = h_word(kch);
   if (h_is_channel(v)) {
-    topo_obj *coll = kch_parent(v);
+    topo_obj *coll = topo_obj_channel_parent(v);
     if (!coll) return NULL;
     uint32_t gen = (uint32_t)(atomic_load_explicit(&coll->refgen, memory_order_acquire) >> 32);
-    return (gen & H_CHANNEL_GEN) == h_channel_gen(v) && obj_acquire(coll, gen) ? coll : NULL;
+    return (gen & H_CHANNEL_GEN) == h_channel_gen(v) && topo_obj_acquire(coll, gen) ? coll : NULL;
   }
   uint32_t gen;
-  topo_obj *ch = resolve(kch, &gen);
-  if (!ch || !obj_acquire(ch, gen)) return NULL;
+  topo_obj *ch = topo_obj_resolve(kch, &gen);
+  if (!ch || !topo_obj_acquire(ch, gen)) return NULL;
   topo_obj *coll = ch->kind == TOPO_EV_KERNELCH ? ch->parent : NULL; /* alive: ch holds it */
   if (coll &&
-      !obj_acquire(coll,
-                   (uint32_t)(atomic_load_explicit(&coll->refgen, memory_order_acquire) >> 32)))
+      !topo_obj_acquire(
+          coll, (uint32_t)(atomic_load_explicit(&coll->refgen, memory_order_acquire) >> 32)))
     coll = NULL;
   obj_release(ch);
   return coll;
@@ -1212,13 +953,13 @@ static void *start_phase(const topo_prof_descr *d, topo_comm *c, uint32_t life) 
     return NULL;
   }
   uint32_t gen;
-  uint32_t idx = obj_alloc(POOL_CHILDREN, c, &gen);
+  uint32_t idx = topo_obj_alloc(POOL_CHILDREN, c, &gen);
   if (!idx) {
     obj_release(coll);
     count_drop(c, TOPO_DROP_CHILD);
     return NULL;
   }
-  topo_obj *o = &g.pools[POOL_CHILDREN].objs[idx];
+  topo_obj *o = &topo_pools[POOL_CHILDREN].objs[idx];
   o->kind = TOPO_EV_KERNELPHASE;
   atomic_store_explicit(&o->comm, c, memory_order_relaxed);
   o->life = life;
@@ -1232,7 +973,7 @@ static void *start_phase(const topo_prof_descr *d, topo_comm *c, uint32_t life) 
   r->seq = coll->rec.coll.seq;
   r->gpu_start_ns = (int64_t)d->ptimer;
   atomic_store_explicit(&o->gpu_stop, 0, memory_order_relaxed);
-  obj_publish(o, gen, 1);
+  topo_obj_publish(o, gen, 1);
   return h_ptr(h_object(POOL_CHILDREN, idx, gen));
 }
 
@@ -1289,7 +1030,7 @@ static void calibrate(topo_comm *c, uint32_t life, uint64_t ptimer) {
 ncclResult_t topo_prof_stop(void *handle) {
   uint64_t v = h_word(handle);
   if (h_is_channel(v)) {
-    topo_obj *parent = kch_parent(v);
+    topo_obj *parent = topo_obj_channel_parent(v);
     if (!parent) return ncclSuccess;
     uint64_t bit = 1ull << h_channel_ch(v);
     if (atomic_fetch_or_explicit(&parent->ch_stopped, bit, memory_order_acq_rel) & bit)
@@ -1299,7 +1040,7 @@ ncclResult_t topo_prof_stop(void *handle) {
     return ncclSuccess;
   }
   uint32_t gen;
-  topo_obj *o = resolve(handle, &gen);
+  topo_obj *o = topo_obj_resolve(handle, &gen);
   if (!o) return ncclSuccess;
   /* NCCL's own reference: a stale stop (the slot now holds another generation) or one after the
    * last reference went does nothing; a repeated stop while references remain releases one more
@@ -1348,7 +1089,7 @@ ncclResult_t topo_prof_state(void *handle, int state_kind, uint64_t value) {
     /* NCCL holds this channel's reference on the parent until its stop; after the stop the
      * channel's bit is set and the update is ignored. */
     if (state_kind != TOPO_ST_KERNELCH_STOP || !value) return ncclSuccess;
-    topo_obj *parent = kch_parent(v);
+    topo_obj *parent = topo_obj_channel_parent(v);
     if (!parent || (atomic_load_explicit(&parent->ch_stopped, memory_order_acquire) &
                     (1ull << h_channel_ch(v))))
       return ncclSuccess;
@@ -1361,11 +1102,11 @@ ncclResult_t topo_prof_state(void *handle, int state_kind, uint64_t value) {
   topo_obj *o;
   if (h_tagged(v)) { /* a ProxyStep names its ProxyOp */
     if (h_kind(v) != TOPO_EV_PROXYSTEP) return ncclSuccess;
-    o = resolve(h_ptr(h_step_op(v)), &gen);
+    o = topo_obj_resolve(h_ptr(h_step_op(v)), &gen);
   } else {
-    o = resolve(handle, &gen);
+    o = topo_obj_resolve(handle, &gen);
   }
-  if (!o || !obj_acquire(o, gen)) return ncclSuccess; /* after stop: ignored */
+  if (!o || !topo_obj_acquire(o, gen)) return ncclSuccess; /* after stop: ignored */
   if (state_kind == TOPO_ST_KERNELCH_STOP && o->kind == TOPO_EV_KERNELCH && value) {
     atomic_store_explicit(&o->gpu_stop, (int64_t)value, memory_order_relaxed);
     if (o->parent) fold_max(&o->parent->gpu_stop_max, (int64_t)value);
