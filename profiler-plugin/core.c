@@ -24,6 +24,7 @@
 #include "nccl_vocab.h"
 #include "nvtx.h"
 #include "pool.h"
+#include "sampling.h"
 #include "settings.h"
 #include "step_sched.h"
 #include "timeline.h"
@@ -35,23 +36,16 @@ static struct {
   int users;              /* live contexts (inits minus finalizes) */
   int generation_started; /* writer/pools exist */
   topo_writer *writer;
-  atomic_int forked;        /* this is a child forked after the profiler started: silent */
-  atomic_int exiting;       /* the exit flush ran: init and finalize do nothing more */
-  atomic_int traffic_woken; /* the writer was told of the first large operation */
-  int held_seen;            /* writer thread: the last reap found collectives on hold */
+  atomic_int forked;  /* this is a child forked after the profiler started: silent */
+  atomic_int exiting; /* the exit flush ran: init and finalize do nothing more */
+  int held_seen;      /* writer thread: the last reap found collectives on hold */
   /* CUPTI starts on the writer thread (cupti_tick) and stops on the stopping one (cupti_stop).
    * cupti_state is generation << CUPTI_STATE_BITS | one of enum cupti_state; cupti_lock orders
    * the end of a start against a stop. */
   pthread_mutex_t cupti_lock;
   atomic_uint cupti_state;
   _Atomic(int64_t) cupti_start_at; /* monotonic: the start is due, traffic or not */
-  _Atomic(int *) mask_ptr;
-  /* In start-up (the step not yet steady): every operation gets kernel channels. Set by the
-   * writer thread from the step schedule, read with one relaxed load on the hot path. */
-  atomic_int startup;
-  _Atomic(uint64_t) tick; /* operations that fell to 1-in-sample_every sampling */
-  atomic_int next_mask;   /* the mask last set for the next operation */
-  int64_t last_reap;      /* writer thread only */
+  int64_t last_reap;               /* writer thread only */
   pid_t pid;
   topo_comm *cupti_comm; /* the process-wide CUPTI stream; NULL when CUPTI is off */
   topo_sched *sched;     /* the step schedule (CUPTI windows, start-up's end), writer-owned */
@@ -148,146 +142,6 @@ static void complete(topo_obj *o) {
   o->parent = NULL;
 }
 
-static void set_mask(int value) {
-  atomic_store_explicit(&g.next_mask, value, memory_order_relaxed);
-  int *p = atomic_load_explicit(&g.mask_ptr, memory_order_relaxed);
-  if (p) __atomic_store_n(p, value, __ATOMIC_RELAXED);
-}
-
-static int read_mask(void) {
-  int *p = atomic_load_explicit(&g.mask_ptr, memory_order_relaxed);
-  return p ? __atomic_load_n(p, __ATOMIC_RELAXED) : 0;
-}
-
-/* ---- which operations get kernel channels ----
- * Rule: in start-up (g.startup: until the step is steady, bounded in time, step_sched.h) every
- * operation; after it every operation of at least topo_cfg.measure_min bytes; below that, each kind
- * (function, log2 of the size) until PRED_FIRST of it were measured (start-up's count), and then
- * 1 in topo_cfg.sample_every (hashed, not periodic: sample_mix). NCCL reads the mask before the plugin hears of the operation, so the
- * mask for operation k + 1 is set when operation k starts, from a prediction of k + 1: the kind
- * that followed the same context last time. The context is (previous different kind, this kind, how many of this kind in a
- * row), which tells "the 12th of 12 equal AllReduces" from "the 11th"; when the context is new,
- * the kind that last followed this kind; when that is unknown too, the operation counts as small.
- * Training jobs repeat one sequence per step, so the prediction is right from the second step.
- * Process-wide (the mask is), fixed-size tables, relaxed atomics: concurrent callers can only
- * cause a misprediction (an operation timed or not timed against the rule), never an error.
- *
- * Kind: func (0..10, 11 unknown) * PRED_BUCKETS + bucket (0 for 0 bytes, else 1 + floor(log2)).
- * Entry (32 bits): kind + 1 in bits 0-9 (0 = unknown), PRED_LARGE when >= measure_min bytes.
- * pred_hist: this kind + 1 (bits 0-9), previous different kind + 1 (10-19), run length (20-27),
- * the kind predicted for the next operation + 1 (28-37). */
-#define PRED_FUNCS   12
-#define PRED_BUCKETS 64
-#define PRED_KINDS   (PRED_FUNCS * PRED_BUCKETS)
-#define PRED_SLOTS   4096
-#define PRED_FIRST   2
-#define PRED_RUN_MAX 255u
-#define PRED_LARGE   0x400u
-static atomic_uint pred_asked[PRED_KINDS];     /* operations of the kind given kernel channels */
-static atomic_uint pred_next[PRED_KINDS];      /* by kind: the entry that followed it last */
-static _Atomic(uint64_t) pred_ctx[PRED_SLOTS]; /* by context: (context + 1) << 32 | entry */
-static _Atomic(uint64_t) pred_hist;
-static _Atomic(uint64_t) pred_ops, pred_hits, pred_asked_ops;
-
-static uint32_t pred_kind(int func, uint64_t bytes) {
-  uint32_t f = func >= 0 && func < PRED_FUNCS - 1 ? (uint32_t)func : PRED_FUNCS - 1;
-  uint32_t b = bytes ? (uint32_t)(64 - __builtin_clzll(bytes)) : 0;
-  return f * PRED_BUCKETS + (b < PRED_BUCKETS ? b : PRED_BUCKETS - 1);
-}
-
-/* kinds + 1 and run: < 769 * 769 * 256, fits 28 bits */
-static inline uint32_t pred_context(uint32_t prev, uint32_t cur, uint32_t run) {
-  return (prev * (PRED_KINDS + 1) + cur) * (PRED_RUN_MAX + 1) + run;
-}
-static inline uint32_t pred_slot(uint32_t ctx) { return (ctx * 2654435761u) >> 20; }
-
-static void pred_reset(void) {
-  for (int i = 0; i < PRED_KINDS; i++) {
-    atomic_store(&pred_asked[i], 0);
-    atomic_store(&pred_next[i], 0);
-  }
-  for (int i = 0; i < PRED_SLOTS; i++) atomic_store(&pred_ctx[i], 0);
-  atomic_store(&pred_hist, 0);
-  atomic_store(&pred_ops, 0);
-  atomic_store(&pred_hits, 0);
-  atomic_store(&pred_asked_ops, 0);
-}
-
-/* splitmix64's finalizer: the sampled operations are those whose running count hashes to 0 mod
- * sample_every. As often as every sample_every-th, but never in step with a job's period (every
- * 32nd operation of a step of 64 is always the same two collectives, whose durations then stand
- * for all: topo-report's estimates would be biased beyond any error it can state); the same
- * choice on every rank, whose operations come in the same order. */
-static inline uint64_t sample_mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-/* Whether the operation predicted by `entry` (0 = unknown) gets kernel channels. */
-static int pred_wants(uint32_t entry) {
-  if (entry & PRED_LARGE) return 1;
-  uint32_t kind = entry & 0x3ff;
-  if (kind && atomic_load_explicit(&pred_asked[kind - 1], memory_order_relaxed) < PRED_FIRST)
-    return 1;
-  uint64_t t = atomic_fetch_add_explicit(&g.tick, 1, memory_order_relaxed) + 1;
-  return sample_mix(t) % topo_cfg.sample_every == 0;
-}
-
-/* An operation of `func` and `bytes` was issued, with kernel channels if `asked` (the mask NCCL
- * read for it): learn what followed the previous one, then set the mask for the next. */
-static void next_op(const topo_comm *c, int func, uint64_t bytes, int asked) {
-  int abi_version = c->abi_version;
-  if (bytes >= TOPO_CUPTI_TRAFFIC_BYTES) {
-    topo_timeline_note_traffic();
-    /* The CUPTI schedule acts on the first large operation: the writer should look now. */
-    if (!atomic_load_explicit(&g.traffic_woken, memory_order_relaxed) &&
-        !atomic_exchange(&g.traffic_woken, 1))
-      topo_writer_wake(c->writer);
-  }
-  if (topo_cfg.measure_all || !topo_cfg.kernelch || abi_version < 4) return;
-  uint32_t kind = pred_kind(func, bytes);
-  uint32_t entry = (kind + 1) | (bytes >= topo_cfg.measure_min ? PRED_LARGE : 0);
-  uint64_t h = atomic_load_explicit(&pred_hist, memory_order_relaxed);
-  uint32_t cur = (uint32_t)h & 0x3ff, prev = (uint32_t)(h >> 10) & 0x3ff;
-  uint32_t run = (uint32_t)(h >> 20) & 0xff, predicted = (uint32_t)(h >> 28) & 0x3ff;
-  atomic_fetch_add_explicit(&pred_ops, 1, memory_order_relaxed);
-  if (predicted == kind + 1) atomic_fetch_add_explicit(&pred_hits, 1, memory_order_relaxed);
-  if (asked) {
-    atomic_fetch_add_explicit(&pred_asked_ops, 1, memory_order_relaxed);
-    if (atomic_load_explicit(&pred_asked[kind], memory_order_relaxed) < PRED_FIRST)
-      atomic_fetch_add_explicit(&pred_asked[kind], 1, memory_order_relaxed);
-  }
-  if (cur) {
-    atomic_store_explicit(&pred_next[cur - 1], entry, memory_order_relaxed);
-    uint32_t ctx = pred_context(prev, cur, run);
-    atomic_store_explicit(&pred_ctx[pred_slot(ctx)], (uint64_t)(ctx + 1) << 32 | entry,
-                          memory_order_relaxed);
-  }
-  if (cur == kind + 1) {
-    if (run < PRED_RUN_MAX) run++;
-  } else {
-    prev = cur;
-    run = 1;
-  }
-  cur = kind + 1;
-  uint32_t ctx = pred_context(prev, cur, run);
-  uint64_t e = atomic_load_explicit(&pred_ctx[pred_slot(ctx)], memory_order_relaxed);
-  uint32_t next = (e >> 32) == (uint64_t)ctx + 1
-                      ? (uint32_t)e
-                      : atomic_load_explicit(&pred_next[kind], memory_order_relaxed);
-  atomic_store_explicit(
-      &pred_hist,
-      (uint64_t)cur | (uint64_t)prev << 10 | (uint64_t)run << 20 | (uint64_t)(next & 0x3ff) << 28,
-      memory_order_relaxed);
-  int m = topo_settings_mask_for(abi_version);
-  if (!atomic_load_explicit(&g.startup, memory_order_relaxed) && !pred_wants(next))
-    m &= ~(ncclProfileKernelCh | ncclProfileKernelPhase);
-  set_mask(m);
-}
-
 /* Writer-thread tick: complete collectives whose kernel channels are overdue. Returns when it
  * wants to look again: while collectives are on hold, every REAP_NS; else never (the writer still
  * wakes at least once a second, which catches holds that appear meanwhile). */
@@ -359,7 +213,7 @@ static int64_t cupti_tick(topo_writer *w, int64_t now) {
   unsigned s = atomic_load(&g.cupti_state);
   if ((s & CUPTI_STATE_MASK) != CUPTI_IDLE || !g.cupti_comm) return INT64_MAX;
   int64_t at = atomic_load_explicit(&g.cupti_start_at, memory_order_relaxed);
-  if (now < at && !atomic_load(&g.traffic_woken)) return at;
+  if (now < at && !topo_sampling_traffic_seen()) return at;
   cupti_start(w, s);
   return INT64_MAX;
 }
@@ -386,33 +240,6 @@ static void sched_emit(void *arg, uint32_t slot, uint32_t life, const topo_trace
   topo_writer_append_local(arg, slot, life, r, topo_clock_monotonic_ns());
 }
 
-/* Start-up's end (or its return at the first large operation, step_sched.h): the hot path's flag
- * follows the schedule's answer; one INFO line when it ends. Writer thread. */
-static int64_t startup_tick(topo_sched *sched, int64_t now) {
-  int64_t until;
-  int on = topo_sched_startup(sched, now, &until);
-  if (atomic_load_explicit(&g.startup, memory_order_relaxed) == on) return until;
-  atomic_store_explicit(&g.startup, on, memory_order_relaxed);
-  topo_sched_state st;
-  topo_sched_get(sched, &st);
-  if (on)
-    TOPO_INFO(NCCL_INIT,
-              "TOPO/Profiler: start-up again at the first operation of >= %u bytes: "
-              "every operation measured until the step is steady, at most %lld ms",
-              TOPO_CUPTI_TRAFFIC_BYTES, (long long)(topo_cfg.startup_ns / 1000000));
-  else if (st.steady)
-    TOPO_INFO(NCCL_INIT,
-              "TOPO/Profiler: start-up over after %llu operations: the step (%u "
-              "operations) is steady; the sampling rule from here on",
-              (unsigned long long)st.fed, st.period);
-  else
-    TOPO_INFO(NCCL_INIT,
-              "TOPO/Profiler: start-up over after %llu operations: no steady step "
-              "within TOPO_PROFILER_STARTUP_MS=%lld; the sampling rule from here on",
-              (unsigned long long)st.fed, (long long)(topo_cfg.startup_ns / 1000000));
-  return until;
-}
-
 /* The writer's tick: the reaper, CUPTI's start when due, the step schedule and start-up's end,
  * then the CUPTI timeline's own schedule. Returns when it next has something to do. */
 static int64_t writer_tick(topo_writer *w, int64_t now) {
@@ -423,7 +250,7 @@ static int64_t writer_tick(topo_writer *w, int64_t now) {
     int64_t held = topo_sched_poll(sched, now, sched_emit, w);
     if (held < due) due = held;
     if (topo_cfg.startup_ns) {
-      int64_t until = startup_tick(sched, now);
+      int64_t until = topo_sampling_startup_tick(sched, now);
       if (until < due) due = until;
     }
   }
@@ -457,12 +284,9 @@ static int global_start(int abi_version) {
   g.pid = getpid();
   topo_names_reset();
   topo_settings_read(abi_version);
-  atomic_store(&g.startup, topo_cfg.startup_ns > 0);
+  topo_sampling_reset();
   long pool = topo_env_int(TOPO_ENV_PROFILER_POOL);
   if (topo_pools_create((uint32_t)pool)) return -1;
-  atomic_store(&g.tick, 0);
-  atomic_store(&g.traffic_woken, 0);
-  pred_reset();
   g.last_reap = 0;
   g.held_seen = 0;
   /* The process-wide CUPTI stream: listed now, loaded and opened by the writer when due. */
@@ -499,7 +323,7 @@ static int global_start(int abi_version) {
     sc.startup_ns = topo_cfg.startup_ns;
     g.sched = topo_sched_new(&sc);
   }
-  if (!g.sched) atomic_store(&g.startup, 0);
+  if (!g.sched) topo_sampling_set_startup(0);
   topo_timeline_set_sched(windowed ? g.sched : NULL);
   uint32_t ring = 1;
   while (ring < (uint32_t)topo_env_int(TOPO_ENV_PROFILER_RING)) ring <<= 1;
@@ -534,7 +358,7 @@ static int global_start(int abi_version) {
  * stream's included) are reused only once it closed them. */
 static void global_stop(void) {
   cupti_stop(topo_cfg.wait_ns);
-  atomic_store(&g.mask_ptr, NULL);
+  topo_sampling_detach();
   int finished = topo_writer_stop(g.writer, topo_cfg.wait_ns, 1);
   if (g.cupti_comm) {
     /* A finished writer closed it if CUPTI ever handed it over; if not, nobody holds it. */
@@ -585,11 +409,11 @@ static int generation_begin(int abi_version) {
               "below that the first %d of each kind then 1 in %u, NVTX %s, CUPTI %s, traces in %s",
               TOPO_VERSION, abi_version, topo_settings_mask_for(abi_version),
               topo_cfg.startup_ns ? "until the step is steady (start-up)" : "of none at start-up",
-              (unsigned long long)topo_cfg.measure_min, topo_cfg.nccl_version, PRED_FIRST,
+              (unsigned long long)topo_cfg.measure_min, topo_cfg.nccl_version, TOPO_SAMPLING_FIRST,
               topo_cfg.sample_every, topo_cfg.nvtx ? "on" : "off",
               topo_cfg.cupti ? topo_timeline_describe() : "off",
               topo_env_str(TOPO_ENV_PROFILER_DIR));
-  atomic_store(&g.next_mask, topo_settings_mask_for(abi_version));
+  topo_sampling_first_mask(abi_version);
   return 0;
 }
 
@@ -645,10 +469,9 @@ ncclResult_t topo_prof_init(void **ctx, int *mask, int abi_version, uint64_t com
   uint32_t life = topo_contexts_open(c);
   topo_writer_open(g.writer, c); /* the file is created on the writer thread */
   g.users++;
-  atomic_store(&g.mask_ptr, mask);
   /* Same value in every init: the mask already chosen for the next operation (the first
    * operation of the process gets kernel channels). */
-  set_mask(atomic_load(&g.next_mask));
+  topo_sampling_attach(mask);
   *ctx = topo_contexts_handle(c, life);
   pthread_mutex_unlock(&g.lock);
   return ncclSuccess;
@@ -668,14 +491,7 @@ ncclResult_t topo_prof_finalize(void *ctx) {
     return ncclSuccess;
   }
   topo_contexts_end(c); /* from here on no event is accepted on it */
-  if (!topo_cfg.measure_all && topo_cfg.kernelch && c->abi_version >= 4) {
-    unsigned long long ops = atomic_load(&pred_ops), hits = atomic_load(&pred_hits);
-    TOPO_INFO(NCCL_INIT,
-              "TOPO/Profiler: next-operation prediction right for %llu of %llu "
-              "operations (%.1f %%); kernel channels for %llu of them",
-              hits, ops, ops ? 100.0 * (double)hits / (double)ops : 0.0,
-              (unsigned long long)atomic_load(&pred_asked_ops));
-  }
+  topo_sampling_report(c);
   /* Complete this communicator's collectives still waiting for kernel channels, then count
    * whatever NCCL never stopped (a late stop of one writes nothing: its life is over). */
   release_holds(c);
@@ -704,7 +520,7 @@ ncclResult_t topo_prof_finalize(void *ctx) {
 static void in_forked_child(void) {
   if (g.users > 0 || g.generation_started) {
     atomic_store(&g.forked, 1);
-    atomic_store(&g.mask_ptr, NULL);
+    topo_sampling_detach();
   }
   pthread_mutex_init(&g.lock, NULL);
 }
@@ -725,7 +541,7 @@ __attribute__((destructor)) static void at_exit_flush(void) {
   atomic_store(&g.exiting, 1);
   if (g.generation_started) {
     cupti_stop(wait_ns);
-    atomic_store(&g.mask_ptr, NULL);
+    topo_sampling_detach();
     release_holds(NULL);
     topo_writer_stop(g.writer, wait_ns, 0);
   }
@@ -763,13 +579,13 @@ static void *start_api(const topo_prof_descr *d, topo_comm *c) {
   if (d->kind == TOPO_EV_COLLAPI || d->kind == TOPO_EV_P2PAPI) {
     /* NCCL read the mask for this operation just before this call: that tells whether its
      * Coll/P2p gets kernel-channel events. Then set the mask for the next operation. */
-    sampled = (read_mask() & ncclProfileKernelCh) != 0;
-    next_op(c, d->func, d->bytes, sampled);
+    sampled = (topo_sampling_read_mask() & ncclProfileKernelCh) != 0;
+    topo_sampling_next_op(c, d->func, d->bytes, sampled);
     stream = (uint32_t)stream_id(d->stream);
   } else if (d->kind == TOPO_EV_GROUP && c->abi_version < 5) {
     /* v1-v4: the operations of this plan read the mask before its Group started, and the
      * plugin changes it only at Coll/P2p starts, which come after this. */
-    sampled = (read_mask() & ncclProfileKernelCh) != 0;
+    sampled = (topo_sampling_read_mask() & ncclProfileKernelCh) != 0;
   }
   return h_ptr(h_api(d->kind, d->graph_captured, sampled, stream));
 }
@@ -786,10 +602,11 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c, uint32_t life)
     /* v1-v4: no API events; the mask seen at the plan's Group start, else the mask now. Then
      * choose the mask for the next operation here. */
     int from_group = h_is_api(ph, TOPO_EV_GROUP);
-    sampled = from_group ? h_api_sampled(ph) : (read_mask() & ncclProfileKernelCh) != 0;
-    next_op(c, d->func, d->bytes, sampled);
+    sampled =
+        from_group ? h_api_sampled(ph) : (topo_sampling_read_mask() & ncclProfileKernelCh) != 0;
+    topo_sampling_next_op(c, d->func, d->bytes, sampled);
   } else {
-    sampled = (read_mask() & ncclProfileKernelCh) != 0;
+    sampled = (topo_sampling_read_mask() & ncclProfileKernelCh) != 0;
   }
   int asked = sampled && c->abi_version >= 4;
   if (asked) expected = d->nchannels;
@@ -822,8 +639,7 @@ static void *start_parent(const topo_prof_descr *d, topo_comm *c, uint32_t life)
   r->bytes = d->bytes;
   r->peer = d->peer;
   if (asked) r->flags |= TOPO_COLL_F_GPU_ASKED;
-  if (asked && atomic_load_explicit(&g.startup, memory_order_relaxed))
-    r->flags |= TOPO_COLL_F_STARTUP;
+  if (asked && topo_sampling_in_startup()) r->flags |= TOPO_COLL_F_STARTUP;
   if (d->sym) r->flags |= TOPO_COLL_F_SYM;
   o->user_tag = d->user_tag;
   o->variant_len = 0;
@@ -986,7 +802,7 @@ ncclResult_t topo_prof_start(void *ctx, void **handle, const topo_prof_descr *d)
   /* Events on a context that is not open (finalized, of an earlier generation, not ours) are
    * dropped without a count: there is no communicator to count them for. */
   topo_comm *c = topo_contexts_live(ctx);
-  if (!c || !atomic_load_explicit(&g.mask_ptr, memory_order_relaxed)) return ncclSuccess;
+  if (!c || !topo_sampling_attached()) return ncclSuccess;
   uint32_t life = topo_contexts_life(ctx);
   switch (d->kind) {
   case TOPO_EV_GROUPAPI:

@@ -49,7 +49,8 @@ int topo_settings_dir_fits(void);
  * topo_cfg. */
 static inline int topo_settings_mask_for(int abi_version) {
   int m = topo_cfg.base_mask ? topo_cfg.base_mask : (ncclProfileColl | ncclProfileP2p);
-  /* Kernel-channel events give GPU timers from v4 (2.27); v3 has no pTimer: not worth NCCL's cost. */
+  /* Kernel-channel events give GPU timers from v4 (2.27); v3 has no pTimer: not worth NCCL's
+   * cost. */
   if (abi_version >= 4 && topo_cfg.kernelch) m |= ncclProfileKernelCh;
   /* Kernel phases (v7, symmetric kernels only) only when the `phase` class asks: NCCL then has
    * every kernel it times write phase timestamps behind a system fence. */

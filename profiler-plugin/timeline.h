@@ -42,8 +42,8 @@ void topo_timeline_begin(void);
  * over. Hot path, any thread: one relaxed load once it is known. */
 #define TOPO_CUPTI_TRAFFIC_BYTES TOPO_TRACE_CUPTI_START_BYTES
 void topo_timeline_note_traffic(void);
-/* The writer's tick (the core's): the span schedule (windows, trigger file, flushes, probes); returns at once
- * (one atomic load) when nothing is due. */
+/* The writer's tick (the core's): the span schedule (windows, trigger file, flushes, probes);
+ * returns at once (one atomic load) when nothing is due. */
 void topo_timeline_poll(int64_t now_ns);
 /* When topo_timeline_poll next has something to do (monotonic ns; INT64_MAX = nothing scheduled):
  * the writer sleeps until then. */
