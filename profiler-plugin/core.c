@@ -27,6 +27,7 @@
 #include "reaper.h"
 #include "records.h"
 #include "sampling.h"
+#include "schedule.h"
 #include "settings.h"
 #include "step_sched.h"
 #include "timeline.h"
@@ -40,120 +41,15 @@ static struct {
   topo_writer *writer;
   atomic_int forked;  /* this is a child forked after the profiler started: silent */
   atomic_int exiting; /* the exit flush ran: init and finalize do nothing more */
-  /* CUPTI starts on the writer thread (cupti_tick) and stops on the stopping one (cupti_stop).
-   * cupti_state is generation << CUPTI_STATE_BITS | one of enum cupti_state; cupti_lock orders
-   * the end of a start against a stop. */
-  pthread_mutex_t cupti_lock;
-  atomic_uint cupti_state;
-  _Atomic(int64_t) cupti_start_at; /* monotonic: the start is due, traffic or not */
   pid_t pid;
-  topo_comm *cupti_comm; /* the process-wide CUPTI stream; NULL when CUPTI is off */
-  topo_sched *sched;     /* the step schedule (CUPTI windows, start-up's end), writer-owned */
-} g = {.lock = PTHREAD_MUTEX_INITIALIZER, .cupti_lock = PTHREAD_MUTEX_INITIALIZER};
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
-/* ---- init / finalize ---- */
-
-/* The CUPTI start of a generation: IDLE -> STARTING (the writer loads CUPTI) -> STARTED (its
- * stream is open and its schedule runs) or OVER (the load declined); IDLE -> OVER when the last
- * finalize or exit comes first; STARTED -> OVER at the stop. A start begins only from IDLE and
- * finishes only from STARTING, so no start begins or finishes after a stop. The generation in the
- * high bits keeps a writer left behind by an earlier generation from finishing into this one. */
-enum cupti_state { CUPTI_IDLE = 0, CUPTI_STARTING, CUPTI_STARTED, CUPTI_OVER };
-#define CUPTI_STATE_BITS 2u
-#define CUPTI_STATE_MASK ((1u << CUPTI_STATE_BITS) - 1)
-
-/* Writer thread: load CUPTI and open the process-wide stream. `seen` is the IDLE state word. */
-static void cupti_start(topo_writer *w, unsigned seen) {
-  unsigned starting = (seen & ~CUPTI_STATE_MASK) | CUPTI_STARTING;
-  if (!atomic_compare_exchange_strong(&g.cupti_state, &seen, starting)) return;
-  /* dlopen of CUPTI takes milliseconds: outside the lock, which a stop takes. */
-  int loaded = topo_timeline_load(g.cupti_comm);
-  pthread_mutex_lock(&g.cupti_lock);
-  if (atomic_load(&g.cupti_state) == starting) {
-    if (loaded) {
-      topo_writer_open(w, g.cupti_comm);
-      topo_timeline_begin();
-    }
-    atomic_store(&g.cupti_state,
-                 (starting & ~CUPTI_STATE_MASK) | (loaded ? CUPTI_STARTED : CUPTI_OVER));
-  }
-  pthread_mutex_unlock(&g.cupti_lock);
-}
-
-/* Writer tick: start CUPTI once it is due. In `window` mode without a trigger file that is the
- * first operation of >= TOPO_CUPTI_TRAFFIC_BYTES (next_op wakes the writer) or
- * TOPO_PROFILER_CUPTI_PERIOD_S after the first init, whichever comes first: until then the
- * process carries none of libcupti (2.4 MB resident) and no -cupti trace. Returns when it is due
- * (INT64_MAX once started or over). */
-static int64_t cupti_tick(topo_writer *w, int64_t now) {
-  unsigned s = atomic_load(&g.cupti_state);
-  if ((s & CUPTI_STATE_MASK) != CUPTI_IDLE || !g.cupti_comm) return INT64_MAX;
-  int64_t at = atomic_load_explicit(&g.cupti_start_at, memory_order_relaxed);
-  if (now < at && !topo_sampling_traffic_seen()) return at;
-  cupti_start(w, s);
-  return INT64_MAX;
-}
-
-/* ---- the step schedule (step_sched.h): fed on the writer thread from the records it drains,
- * its step records written by it into the boundary operation's trace ---- */
-static void sched_observe(void *sched, topo_comm *c, uint32_t life, const topo_trace_record *r,
-                          int64_t now) {
-  const topo_rec_coll *co = &r->coll;
-  topo_sched_op op = {.comm_hash = c->hash,
-                      .seq = co->seq,
-                      .bytes = co->bytes,
-                      .cpu_start_ns = co->cpu_start_ns,
-                      .peer = co->peer,
-                      .func = co->func,
-                      .p2p = r->type == TOPO_REC_P2P,
-                      .gpu_timed = (co->flags & TOPO_COLL_F_GPU_TIMED) != 0,
-                      .slot = c->slot,
-                      .life = life};
-  topo_sched_add(sched, &op, now);
-}
-
-static void sched_emit(void *arg, uint32_t slot, uint32_t life, const topo_trace_record *r) {
-  topo_writer_append_local(arg, slot, life, r, topo_clock_monotonic_ns());
-}
-
-/* The writer's tick: the reaper, CUPTI's start when due, the step schedule and start-up's end,
- * then the CUPTI timeline's own schedule. Returns when it next has something to do. */
+/* The writer's tick: pages faulted in ahead of the pools' use, the reaper's pass, the generation's
+ * schedule (schedule.h). Returns when it next has something to do. Writer thread. */
 static int64_t writer_tick(topo_writer *w, int64_t now) {
   topo_pools_fault_ahead();
-  int64_t due = topo_reaper_pass(now), cupti = cupti_tick(w, now);
-  topo_sched *sched = g.sched;
-  if (sched) {
-    int64_t held = topo_sched_poll(sched, now, sched_emit, w);
-    if (held < due) due = held;
-    if (topo_cfg.startup_ns) {
-      int64_t until = topo_sampling_startup_tick(sched, now);
-      if (until < due) due = until;
-    }
-  }
-  if (cupti < due) due = cupti;
-  topo_timeline_poll(now);
-  int64_t timeline = topo_timeline_next_due();
-  return timeline < due ? timeline : due;
-}
-
-/* Last finalize or exit: a start that was not due never happens (no wait); one in progress gets
- * at most wait_ns to finish; what it began is stopped. g.lock held. */
-static void cupti_stop(int64_t wait_ns) {
-  if (!g.cupti_comm) return;
-  unsigned s = atomic_load(&g.cupti_state);
-  unsigned gen = s & ~CUPTI_STATE_MASK;
-  if ((s & CUPTI_STATE_MASK) == CUPTI_IDLE &&
-      atomic_compare_exchange_strong(&g.cupti_state, &s, gen | CUPTI_OVER))
-    return;
-  struct timespec ms = {0, 1000000};
-  for (int64_t t0 = topo_clock_monotonic_ns();
-       atomic_load(&g.cupti_state) == (gen | CUPTI_STARTING) &&
-       topo_clock_monotonic_ns() - t0 < wait_ns;)
-    nanosleep(&ms, NULL);
-  pthread_mutex_lock(&g.cupti_lock);
-  if (atomic_load(&g.cupti_state) == (gen | CUPTI_STARTED)) topo_timeline_stop();
-  atomic_store(&g.cupti_state, gen | CUPTI_OVER);
-  pthread_mutex_unlock(&g.cupti_lock);
+  int64_t due = topo_reaper_pass(now), scheduled = topo_schedule_tick(w, now);
+  return scheduled < due ? scheduled : due;
 }
 
 static int global_start(int abi_version) {
@@ -164,42 +60,7 @@ static int global_start(int abi_version) {
   long pool = topo_env_int(TOPO_ENV_PROFILER_POOL);
   if (topo_pools_create((uint32_t)pool)) return -1;
   topo_reaper_reset();
-  /* The process-wide CUPTI stream: listed now, loaded and opened by the writer when due. */
-  g.cupti_comm = NULL;
-  atomic_store(
-      &g.cupti_state,
-      ((atomic_load(&g.cupti_state) >> CUPTI_STATE_BITS) + 1) << CUPTI_STATE_BITS | CUPTI_IDLE);
-  atomic_store(&g.cupti_start_at, topo_clock_monotonic_ns() + topo_timeline_defer_ns());
-  if (topo_cfg.cupti) {
-    topo_comm *c = topo_contexts_take();
-    if (c) {
-      topo_contexts_clear(c);
-      topo_contexts_open(c);
-      c->rank = -1;
-      snprintf(c->name, sizeof c->name, "cupti");
-      atomic_store(&c->gpu_offset_best, INT64_MIN);
-      c->header.flags = TOPO_TRACE_F_CUPTI;
-      g.cupti_comm = c;
-    } else {
-      topo_cfg.cupti = 0;
-    }
-  }
-  /* The job's steps, learned on the writer thread: `window` mode's windows follow them, and
-   * start-up ends when they are steady. Without memory for the learner (~200 KB) windows keep a
-   * fixed length and start-up ends at once. */
-  g.sched = NULL;
-  int windowed = topo_cfg.cupti && topo_timeline_windowed();
-  if (windowed || topo_cfg.startup_ns) {
-    topo_sched_config sc;
-    topo_sched_config_default(&sc, topo_env_int(TOPO_ENV_PROFILER_CUPTI_WINDOW_MS) * 1000000LL,
-                              topo_env_int(TOPO_ENV_PROFILER_CUPTI_PERIOD_S) * 1000000000LL,
-                              topo_cfg.gpu_timeout_ns);
-    sc.steps = (uint32_t)topo_env_int(TOPO_ENV_PROFILER_CUPTI_STEPS);
-    sc.startup_ns = topo_cfg.startup_ns;
-    g.sched = topo_sched_new(&sc);
-  }
-  if (!g.sched) topo_sampling_set_startup(0);
-  topo_timeline_set_sched(windowed ? g.sched : NULL);
+  topo_schedule_begin();
   uint32_t ring = 1;
   while (ring < (uint32_t)topo_env_int(TOPO_ENV_PROFILER_RING)) ring <<= 1;
   topo_writer_config wc = {.dir = topo_env_str(TOPO_ENV_PROFILER_DIR),
@@ -207,19 +68,11 @@ static int global_start(int abi_version) {
                            .idle_flush_ns = topo_env_int(TOPO_ENV_PROFILER_FLUSH_MS) * 1000000LL,
                            .comm_at = topo_contexts_at,
                            .tick = writer_tick,
-                           .observe = g.sched ? sched_observe : NULL,
-                           .observer = g.sched};
+                           .observe = topo_schedule_steps() ? topo_schedule_observe : NULL,
+                           .observer = topo_schedule_steps()};
   g.writer = topo_writer_start(&wc);
   if (!g.writer) {
-    topo_timeline_set_sched(NULL);
-    topo_sched_free(g.sched);
-    g.sched = NULL;
-    if (g.cupti_comm) { /* never handed to a writer */
-      topo_contexts_end(g.cupti_comm);
-      atomic_store(&g.cupti_comm->closed, 1);
-      topo_contexts_retire(g.cupti_comm);
-    }
-    g.cupti_comm = NULL;
+    topo_schedule_end(1); /* nothing was handed to a writer */
     topo_pools_destroy();
     return -1;
   }
@@ -232,15 +85,10 @@ static int global_start(int abi_version) {
  * answering) it is left to finish the files on its own: its communicators' slots (the CUPTI
  * stream's included) are reused only once it closed them. */
 static void global_stop(void) {
-  cupti_stop(topo_cfg.wait_ns);
+  topo_schedule_stop(topo_cfg.wait_ns);
   topo_sampling_detach();
   int finished = topo_writer_stop(g.writer, topo_cfg.wait_ns, 1);
-  if (g.cupti_comm) {
-    /* A finished writer closed it if CUPTI ever handed it over; if not, nobody holds it. */
-    topo_contexts_end(g.cupti_comm);
-    if (finished) atomic_store(&g.cupti_comm->closed, 1);
-    topo_contexts_retire(g.cupti_comm);
-  }
+  topo_schedule_end(finished);
   if (!finished) {
     TOPO_WARN(
         "TOPO/Profiler: the trace writer did not finish within TOPO_PROFILER_WAIT_MS=%lld "
@@ -249,11 +97,6 @@ static void global_stop(void) {
         (long long)(topo_cfg.wait_ns / 1000000));
   }
   g.writer = NULL;
-  g.cupti_comm = NULL;
-  /* A writer that did not finish may still be inside the schedule's calls: then it is kept. */
-  topo_timeline_set_sched(NULL);
-  if (finished) topo_sched_free(g.sched);
-  g.sched = NULL;
   topo_pools_destroy();
   g.generation_started = 0;
 }
@@ -409,7 +252,7 @@ __attribute__((destructor)) static void at_exit_flush(void) {
   if (pthread_mutex_timedlock(&g.lock, &deadline) != 0) return;
   atomic_store(&g.exiting, 1);
   if (g.generation_started) {
-    cupti_stop(wait_ns);
+    topo_schedule_stop(wait_ns);
     topo_sampling_detach();
     topo_reaper_release(NULL);
     topo_writer_stop(g.writer, wait_ns, 0);
