@@ -121,6 +121,23 @@ static int footers_written(int want) {
   return with >= want;
 }
 
+/* Collective records of communicator `hash` in its trace file so far (blocks written). */
+static size_t colls_written(uint64_t hash) {
+  char **paths;
+  size_t n = test_trace_list(trace_dir, &paths), colls = 0;
+  for (size_t i = 0; i < n; i++) {
+    test_trace t;
+    if (test_trace_read(paths[i], &t) == 0 && t.header.comm_hash == hash) {
+      const topo_trace_record **c;
+      colls += test_trace_select(&t, TOPO_REC_COLL, &c);
+      free(c);
+    }
+    test_trace_free(&t);
+  }
+  test_trace_free_list(paths, n);
+  return colls;
+}
+
 static void hung_job(void *arg) {
   (void)arg;
   topo_host_profiler a, b, c, d;
@@ -130,7 +147,10 @@ static void hung_job(void *arg) {
     rel_allreduce(&a, 0, i);
     rel_allreduce(&b, 1, i);
   }
-  rel_sleep_ms(50); /* written (TOPO_PROFILER_FLUSH_MS=5) */
+  /* written (TOPO_PROFILER_FLUSH_MS=5): waited for on the file, not for a time a loaded machine
+   * may not keep */
+  for (int ms = 0; colls_written(0xb2) < 20 && ms < 10000; ms += 5) rel_sleep_ms(5);
+  REL_CHECK(colls_written(0xb2) == 20);
   atomic_store(&hang, 1);
   for (uint64_t i = 20; i < A_OPS + 20; i++) rel_allreduce(&a, 0, i);
   for (int ms = 0; !atomic_load(&blocked) && ms < 5000; ms++) rel_sleep_ms(1);
