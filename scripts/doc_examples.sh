@@ -16,21 +16,29 @@
 # itself the spread of the few steps the window happened to hold, within 50 % or 1 ms), a
 # percentage within 2 points (a wrong figure, 182.8 ms for 89.9, still fails), and "n/a" where
 # the document has it. CTest runs --check on docs/reading-the-report.md (tests/docs).
+# A busy machine: topo-demo says when its events ran behind the model's time (over 2 ms); the
+# figures that hang on real time then move beyond these bounds. A check that fails on such a run
+# is run again on a fresh demo, three runs at most; a failure on a run that kept its pace, or on
+# three busy runs in a row, fails.
 set -eu
 build=$1 mode=$2
 shift 2
 work=$(mktemp -d "${TMPDIR:-/tmp}/topo-doc-examples-XXXXXX")
 trap 'rm -rf "$work"' EXIT
-"$build/tools/demo/topo-demo" --out "$work/traces" >"$work/demo.out" 2>&1 \
-  || { cat "$work/demo.out"; echo "doc_examples: topo-demo failed" >&2; exit 1; }
-"$build/tools/report/topo-report" "$work/traces" >"$work/report.txt" 2>"$work/report.err" \
-  || { cat "$work/report.err"; echo "doc_examples: topo-report failed" >&2; exit 1; }
+demo_run() {
+  rm -rf "$work/traces"
+  "$build/tools/demo/topo-demo" --out "$work/traces" >"$work/demo.out" 2>&1 \
+    || { cat "$work/demo.out"; echo "doc_examples: topo-demo failed" >&2; exit 1; }
+  "$build/tools/report/topo-report" "$work/traces" >"$work/report.txt" 2>"$work/report.err" \
+    || { cat "$work/report.err"; echo "doc_examples: topo-report failed" >&2; exit 1; }
+}
 
 # The report's lines FROM .. TO (regexes).
 excerpt() {
   awk -v from="$1" -v to="$2" '!on && $0 ~ from { on = 1 } on { print } on && $0 ~ to { exit }' "$work/report.txt"
 }
 
+check_all() {
 fail=0
 for doc in "$@"; do
   out=$work/doc.new
@@ -108,5 +116,16 @@ for doc in "$@"; do
   [ $n -gt 0 ] || { echo "FAIL: $doc has no demo-example block"; fail=1; }
   [ "$mode" = --write ] && cp "$out" "$doc" && echo "$doc: $n blocks written"
 done
+}
+
+for run in 1 2 3; do
+  demo_run
+  check_all "$@" >"$work/check.out" || true
+  busy=$(grep "a busy machine" "$work/demo.out" || true)
+  [ $fail -ne 0 ] && [ -n "$busy" ] && [ "$mode" = --check ] && [ $run -lt 3 ] || break
+  echo "doc_examples: run $run differs on a busy machine (${busy#*: }); again on a fresh demo"
+done
+cat "$work/check.out"
+[ -n "$busy" ] && echo "doc_examples: ${busy#*: }"
 [ "$mode" = --check ] && [ $fail -eq 0 ] && echo "$*: every demo-example block matches topo-demo"
 exit $fail

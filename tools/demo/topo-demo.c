@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -234,12 +235,23 @@ static int64_t rank_end(const options *o, const sim_op *s, int rank, int i) {
   return s->end + (int64_t)(1000.0 * jitter(o->seed, rank, 7, 200000 + i, 1.0));
 }
 
+/* How far behind the model's time any rank's events ran (ns): the pace a busy machine could not
+ * keep. Shared by the forked ranks (one anonymous shared page), said at the end when it is over
+ * PACE_SLIP_NS: figures that hang on real time (which operations the profiler GPU-timed, where
+ * its windows fell, the estimates) then differ from an idle machine's. */
+#define PACE_SLIP_NS 2000000LL
+static _Atomic int64_t *pace_late, pace_late_local;
+
 static void sleep_until(int64_t mono_target) {
   int64_t now = topo_clock_monotonic_ns();
-  if (mono_target <= now) return;
-  struct timespec ts = {(time_t)((mono_target - now) / 1000000000),
-                        (long)((mono_target - now) % 1000000000)};
-  nanosleep(&ts, NULL);
+  if (mono_target > now) {
+    struct timespec ts = {(time_t)((mono_target - now) / 1000000000),
+                          (long)((mono_target - now) % 1000000000)};
+    nanosleep(&ts, NULL);
+    now = topo_clock_monotonic_ns();
+  }
+  int64_t late = now - mono_target, seen = atomic_load(pace_late);
+  while (late > seen && !atomic_compare_exchange_weak(pace_late, &seen, late)) {}
 }
 
 typedef struct rank_ctx {
@@ -684,6 +696,10 @@ int main(int argc, char **argv) {
       if (starve_delay(&o, r, 0)) printf(" %d", r);
     printf(" report kernel-channel stops 1-100 ms late and enqueue 50-150 ms late\n");
   }
+  pace_late =
+      mmap(NULL, sizeof *pace_late, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (pace_late == MAP_FAILED) pace_late = &pace_late_local; /* this process's ranks unseen */
+  atomic_store(pace_late, 0);
   simulate(&o, 1000000); /* 1 ms of slack before the first kernel */
   /* Model time 0 lies 150 ms ahead: every rank has forked, loaded the plugins and opened its
    * CUPTI window by then, as a real job's first kernels come after communicator init. */
@@ -720,6 +736,12 @@ int main(int argc, char **argv) {
       "topo-demo: %d collectives per rank (%d all-reduce buckets of <= 25 MB + %d metric "
       "all-gathers), %d traces in %s\n",
       sim.nops, sim.nops - o.steps, o.steps, traces, o.out);
+  if (atomic_load(pace_late) > PACE_SLIP_NS)
+    printf(
+        "topo-demo: a busy machine: events ran up to %.1f ms behind the model's time, so "
+        "figures that hang on real time (GPU-timed counts, windows, estimates) differ from an "
+        "idle machine's\n",
+        (double)atomic_load(pace_late) / 1e6);
   fflush(stdout);
   if (failed)
     return topo_cli_error("%d of %d ranks failed; the traces in %s are incomplete", failed, o.ranks,
