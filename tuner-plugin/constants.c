@@ -2,11 +2,12 @@
 // v5+ init: the profile's measured latencies and per-channel bandwidth caps written into NCCL's
 // tuning constants so that NCCL's own model (ncclTopoTuneModel, run right after init) is
 // calibrated too. Every entry written is listed in docs/tuner-model.md ("NCCL's constants").
+#include "constants.h"
+
 #include <math.h>
 #include <strings.h>
 
 #include "model.h"
-#include "tuner_core.h"
 
 /* Write `v` into *dst when it is finite, positive and within [1/4, 4] x NCCL's value (or NCCL's
  * value is 0 and v is below `cap`). Returns 1 when written. */

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "alloc.h"
+#include "constants.h"
 #include "env.h"
 #include "force.h"
 #include "log.h"

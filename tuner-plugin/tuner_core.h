@@ -63,11 +63,4 @@ const char *topo_tuner_gpu_model(char *buf, size_t len);
  * then matched on the tuner ABI version's range of NCCL versions. */
 int topo_tuner_nccl_version(void);
 
-/* Write the profile's measured latencies and bandwidth caps into NCCL's tuning constants
- * (docs/tuner-model.md lists every entry). Values outside [1/4, 4] x NCCL's own are not written.
- * Returns how many entries were written. `gpu` picks the compute-capability row. */
-struct topo_model;
-int topo_tuner_write_constants(const struct topo_model *m, const char *gpu,
-                               ncclTunerConstants_v5_t *c);
-
 #endif

@@ -9,7 +9,7 @@
     its folders and between the modules of each folder);
   - every tool parses its command line through common/cli (cli.h) and none reads argv by hand
     beyond handing it to getopt_long.
-A module imports another when one of its files #includes the other's header, or calls (uses) a
+An X_internal.h belongs to module X. A module imports another when one of its files #includes the other's header, or calls (uses) a
 name that only the other defines (read from the build's object files with nm). Prints every
 violation and exits 1 if there is any."""
 import os
@@ -69,7 +69,9 @@ def component(path):
 
 
 def module(path):
-    return os.path.splitext(rel(path))[0]
+    m = os.path.splitext(rel(path))[0]
+    # X_internal.h is X's own: what X's files share and nobody else includes
+    return m[: -len("_internal")] if path.endswith("_internal.h") else m
 
 
 by_header = {}

@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "alloc.h"
+#include "constants.h"
 #include "env.h"
 #include "file.h"
 #include "log.h"
