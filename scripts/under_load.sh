@@ -20,7 +20,7 @@ log=$(mktemp "${TMPDIR:-/tmp}/topo-under-load-XXXXXX")
 failed=0
 for run in $(seq "$runs"); do
   start=$(date +%s)
-  if (cd "$build" && ctest -LE gpu -j "$jobs" --timeout 600 >"$log" 2>&1); then
+  if (cd "$build" && ctest -LE gpu -j "$jobs" --timeout 600 --output-on-failure >"$log" 2>&1); then
     echo "run $run/$runs: passed ($(grep -o '[0-9]* tests passed.*' "$log" | head -n 1 | cut -c1-40), $(($(date +%s) - start)) s, load $(cut -d' ' -f1 /proc/loadavg))"
   else
     failed=$((failed + 1))
