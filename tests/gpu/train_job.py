@@ -244,11 +244,19 @@ def worker(rank, args):
         n = torch.tensor([max(args.kineto_steps + 4, int(args.seconds / per))], device=dev)
         dist.broadcast(n, src=0)
         nsteps = int(n.item())
-    kfrom = nsteps - args.kineto_steps if args.kineto else None
+    kfrom = None
+    if args.kineto:  # the last steps, or the middle ones (the steps after show the job unprofiled)
+        kfrom = nsteps - args.kineto_steps if args.kineto_where == "last" else (nsteps - args.kineto_steps) // 2
+    kuntil = kfrom + args.kineto_steps if kfrom is not None else None
+    done_prof = None
     times, bounds = [], [time.time_ns()]
     prof = None
     for i in range(nsteps):
-        if kfrom is not None and prof is None and i >= kfrom:
+        if prof is not None and i >= kuntil:  # the profiled steps are over: the job goes on without
+            torch.cuda.synchronize()
+            prof.__exit__(None, None, None)
+            done_prof, prof = prof, None
+        if kfrom is not None and prof is None and done_prof is None and i >= kfrom:
             from torch.profiler import ProfilerActivity, profile
 
             prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=False)
@@ -267,10 +275,13 @@ def worker(rank, args):
         bounds.append(time.time_ns())
     if args.out:
         with open(os.path.join(args.out, f"steps-rank{rank}.json"), "w") as fh:
-            json.dump({"rank": rank, "bounds_ns": bounds, "kineto_from": kfrom, "mode": args.mode,
+            json.dump({"rank": rank, "bounds_ns": bounds, "kineto_from": kfrom, "kineto_until": kuntil, "mode": args.mode,
                        "delay_rank": args.delay_rank, "delay_ms": args.delay_ms}, fh)
     if prof is not None:
         prof.__exit__(None, None, None)
+        done_prof = prof
+    if done_prof is not None:
+        prof = done_prof
         os.makedirs(args.kineto, exist_ok=True)
         prof.export_chrome_trace(os.path.join(args.kineto, f"kineto-rank{rank}.pt.trace.json"))
     if rank == 0:
@@ -278,7 +289,7 @@ def worker(rank, args):
         info = {"mode": args.mode, "ranks": args.nranks, "params": nparams, "hidden": args.hidden,
                 "layers": args.layers, "batch": args.batch, "seq": args.seq, "dtype": "bfloat16",
                 "steps": nsteps, "total_steps": args.warmup + (2 if args.seconds > 0 else 0) + nsteps,
-                "kineto_from": kfrom, "step_ms": times, "median_step_ms": s[len(s) // 2],
+                "kineto_from": kfrom, "kineto_until": kuntil, "step_ms": times, "median_step_ms": s[len(s) // 2],
                 "seconds": sum(times) / 1e3}
         print(json.dumps({k: v for k, v in info.items() if k != "step_ms"}))
         if args.out:
@@ -303,6 +314,8 @@ def main():
     p.add_argument("--seconds", type=float, default=0.0)
     p.add_argument("--kineto", default="", help="directory for torch.profiler traces (one per rank)")
     p.add_argument("--kineto-steps", type=int, default=8, help="profile the last N measured steps")
+    p.add_argument("--kineto-where", choices=["last", "middle"], default="last",
+                   help="profile the last N steps, or N in the middle (the job goes on unprofiled)")
     p.add_argument("--share-gpu", action="store_true", help="every rank on GPU 0 (NCCL >= 2.30)")
     p.add_argument("--delay-rank", type=int, default=-1)
     p.add_argument("--delay-ms", type=float, default=0.0)

@@ -62,7 +62,8 @@ def check_job(job):
     if kfrom is None or len(b) < kfrom + 3:
         check(job, "job ran", False, f"{len(b) - 1} measured steps, Kineto from {kfrom}")
         return
-    win = (b[kfrom + 1], b[-1])
+    kuntil = meta.get("kineto_until") or len(b) - 1  # Kineto's last step ends at b[kuntil]
+    win = (b[kfrom + 1], b[min(kuntil, len(b) - 1)])
     topo, kin = per_rank(report_json(report, topo_in, win)), per_rank(report_json(report, kin_in, win))
     full = report_json(report, topo_in)
     whole = per_rank(full)

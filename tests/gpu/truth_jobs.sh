@@ -13,6 +13,8 @@
 #               fsdp       FSDP2, 12 blocks          tpdp      TP 2 x DP 2 (4 ranks)
 #               pp         2 pipeline stages, 4 micro-batches (send/recv)
 #   SECONDS_EACH  measured training per job (default 20); KINETO_STEPS (default 8; 5 for ddp-long)
+#   KINETO_WHERE  last (default) | middle: torch.profiler on steps in the middle of the run, the
+#             job going on unprofiled after them (shows what torch.profiler changes in the job)
 #   VARIANT   default (as above) | full: every collective GPU-timed and CUPTI on for the whole run
 #             (TOPO_PROFILER_SAMPLE=1, TOPO_PROFILER_MEASURE_BYTES=0, TOPO_PROFILER_CUPTI=on), no
 #             torch.profiler: reference traces for the estimates' error (the test data) |
@@ -80,7 +82,7 @@ run_job() { # job index
   if [ "$variant" != full ]; then
     ks=${KINETO_STEPS:-8}
     [ "$job" = ddp-long ] && ks=${KINETO_STEPS:-5}
-    kin=(--kineto "$j/kineto" --kineto-steps "$ks")
+    kin=(--kineto "$j/kineto" --kineto-steps "$ks" --kineto-where "${KINETO_WHERE:-last}")
   fi
   t0=$(date +%s)
   # shellcheck disable=SC2086
