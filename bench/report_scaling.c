@@ -34,6 +34,8 @@
 #include <unistd.h>
 
 #include "report.h"
+#include "report_analysis.h"
+#include "report_render.h"
 #include "trace_fixture.h"
 
 #define SCALE       32

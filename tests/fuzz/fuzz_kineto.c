@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "report_inputs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

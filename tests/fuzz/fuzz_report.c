@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "report.h"
+#include "report_analysis.h"
+#include "report_render.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

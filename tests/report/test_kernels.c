@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The kernel-level analyses (tools/report/kernels.h) on a hand-checkable Kineto trace,
+// The kernel-level analyses (tools/report/kernels/kernel_stats.h) on a hand-checkable Kineto trace,
 // tests/report/data/hta-kernels.pt.trace.json: one rank, two ProfilerSteps, three streams, every
 // event at a whole microsecond. Each expected figure was computed by hand and is also what
 // Holistic Trace Analysis 0.6.1 printed for the same file (include_last_profiler_step=True, so it
@@ -15,8 +15,10 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "kernels.h"
+#include "kernel_stats.h"
 #include "report.h"
+#include "report_analysis.h"
+#include "report_render.h"
 
 #define US      1000 /* ns */
 #define FIXTURE TOPO_REPORT_DATA "/hta-kernels.pt.trace.json"

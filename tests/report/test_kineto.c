@@ -16,6 +16,9 @@
 #include "log.h"
 #include "plugin_host.h"
 #include "report.h"
+#include "report_analysis.h"
+#include "report_inputs.h"
+#include "report_render.h"
 #include "trace_fixture.h"
 
 static const char kineto[] =

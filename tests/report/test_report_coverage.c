@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "report.h"
+#include "report_analysis.h"
 #include "step_learn.h"
 #include "trace_fixture.h"
 #include "trace_reader.h"

@@ -17,6 +17,8 @@
 #include <cmocka.h>
 
 #include "report.h"
+#include "report_analysis.h"
+#include "report_render.h"
 #include "trace_fixture.h"
 
 #define T   1000000LL /* time origin of the fixtures: every clock offset is 0 */

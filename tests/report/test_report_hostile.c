@@ -24,6 +24,8 @@
 #include <cmocka.h>
 
 #include "report.h"
+#include "report_analysis.h"
+#include "report_render.h"
 #include "trace_fixture.h"
 
 /* read() for the whole process (default visibility: the build hides symbols unless told): a read

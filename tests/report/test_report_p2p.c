@@ -18,6 +18,8 @@
 #include <cmocka.h>
 
 #include "report.h"
+#include "report_analysis.h"
+#include "report_render.h"
 #include "trace_fixture.h"
 
 #define B     1000000000000LL /* realtime origin of the fixtures */

@@ -19,6 +19,8 @@
 #include <cmocka.h>
 
 #include "report.h"
+#include "report_analysis.h"
+#include "report_render.h"
 #include "trace_fixture.h"
 
 #define B   1000000000000LL /* aligned time origin (realtime ns; the fixture's mono = realtime) */

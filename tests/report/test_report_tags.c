@@ -16,6 +16,8 @@
 #include <cmocka.h>
 
 #include "report.h"
+#include "report_analysis.h"
+#include "report_render.h"
 #include "trace_fixture.h"
 
 static char dir[64];

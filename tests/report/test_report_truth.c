@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "report_analysis.h"
 
 #define DATA TOPO_TRUTH_DATA
 

@@ -13,6 +13,7 @@
 
 #include "jscan.h"
 #include "report.h"
+#include "report_analysis.h"
 
 static void test_quantiles_exact_then_histogram(void **state) {
   (void)state;

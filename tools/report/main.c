@@ -14,11 +14,14 @@
 
 #include "cli.h"
 #include "env.h"
+#include "kernel_stats.h"
 #include "log.h"
-#include "step_learn.h"
-#include "kernels.h"
 #include "profile.h"
 #include "report.h"
+#include "report_analysis.h"
+#include "report_fit.h"
+#include "report_render.h"
+#include "step_learn.h"
 #include "topo_version.h"
 
 static const char usage[] =

@@ -23,6 +23,8 @@
 
 #include "alloc.h"
 #include "report.h"
+#include "report_analysis.h"
+#include "report_inputs.h"
 
 #define TIME_LIMIT        ((int64_t)1 << 62)
 #define ALIGN_BUDGET      (1u << 22) /* anchor samples over all sources */

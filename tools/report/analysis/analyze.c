@@ -13,7 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "analyze.h"
+#include "analyze_ctx.h"
+#include "kernel_stats.h"
+#include "report_analysis.h"
+#include "report_inputs.h"
 
 /* The report before any input: empty spans, the window asked for. */
 static void report_init(rp_report *r, const rp_options *opt) {

@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyze.h"
+#include "analyze_ctx.h"
+#include "report_analysis.h"
 
 /* ---- compute coverage: where a rank's compute timeline is known */
 static void cover_add(ctx *c, rp_rank *k, int64_t a, int64_t b) {

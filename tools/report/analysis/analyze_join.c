@@ -11,7 +11,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "analyze.h"
+#include "analyze_ctx.h"
+#include "report_analysis.h"
 
 /* ---- join */
 /* A slot's leaf in every ring's tree, and the path above it. */
@@ -227,21 +228,6 @@ static int join_lower_base(ctx *c, join_comm *j, join_ring *g, uint64_t seq, siz
       if (g->low[j->width + (size_t)k] != UINT64_MAX) low_set(j, g, k, seq);
     }
   return 1;
-}
-
-int64_t an_kernel_ns(const ctx *c, const rp_coll *co) {
-  if (co->timed) return co->gpu_stop - co->gpu_start;
-  rp_est_key k = an_est_key(co);
-  rp_estimate e;
-  if (rp_est_get(c->est, &k, rp_coll_size(k.func, co->bytes, co->nranks), &e) == RP_EST_UNKNOWN)
-    return -1;
-  return e.dur;
-}
-
-size_t an_join_limit(const join_comm *j) {
-  size_t limit = JOIN_MAX_CAP;
-  while (limit > 16 && limit * (size_t)j->nslots > (1u << 24)) limit /= 2;
-  return limit;
 }
 
 void an_join_add(ctx *c, join_comm *j, int slot, const rp_coll *co) {

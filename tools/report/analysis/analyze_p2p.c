@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "analyze.h"
+#include "analyze_ctx.h"
 #include "nccl_vocab.h"
 
 /* The slot of communicator rank `rank`, -1 when it has no trace. */

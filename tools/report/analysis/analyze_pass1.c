@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analyze.h"
+#include "analyze_ctx.h"
+#include "report_analysis.h"
+#include "report_inputs.h"
 
 /* The first rank (process) of world rank `world`, or -1: through c->rank_of_world, whose entry
  * may name a rank since undone (pass1_json), and is then no answer. */

@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "analyze.h"
+#include "analyze_ctx.h"
+#include "kernel_stats.h"
+#include "report_analysis.h"
+#include "report_inputs.h"
 
 static int stream_slot(ctx *c, uint32_t stream) {
   uint32_t at;

@@ -11,7 +11,9 @@
 #include <time.h>
 #include <sys/resource.h>
 
-#include "analyze.h"
+#include "analyze_ctx.h"
+#include "report_analysis.h"
+#include "report_inputs.h"
 
 static int64_t now_ns(void) {
   struct timespec ts;

@@ -6,7 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "analyze.h"
+#include "analyze_ctx.h"
+#include "report_analysis.h"
 
 /* ---- the steps a rank keeps (report.h, RP_STEPS_KEEP) */
 

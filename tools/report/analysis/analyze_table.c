@@ -6,7 +6,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "analyze.h"
+#include "analyze_ctx.h"
+#include "report_analysis.h"
 
 /* ---- rows and fit points */
 static int bucket_of(uint64_t size) { return size ? 63 - __builtin_clzll(size) : -1; }
@@ -169,4 +170,13 @@ void an_est_learn(ctx *c, const rp_coll *co) {
   rp_est_measured(c->est, &k, rp_coll_size(k.func, co->bytes, co->nranks),
                   co->gpu_stop - co->gpu_start);
   if (rp_est_failed(c->est)) c->st = TOPO_ERR_NOMEM;
+}
+
+int64_t an_kernel_ns(const ctx *c, const rp_coll *co) {
+  if (co->timed) return co->gpu_stop - co->gpu_start;
+  rp_est_key k = an_est_key(co);
+  rp_estimate e;
+  if (rp_est_get(c->est, &k, rp_coll_size(k.func, co->bytes, co->nranks), &e) == RP_EST_UNKNOWN)
+    return -1;
+  return e.dur;
 }

@@ -15,6 +15,7 @@
 
 #include "alloc.h"
 #include "report.h"
+#include "report_analysis.h"
 
 #define ANY_CHANNELS (-1)
 #define ANY_SOURCE   (-1)

@@ -25,6 +25,7 @@
 
 #include "alloc.h"
 #include "report.h"
+#include "report_analysis.h"
 #include "step_learn.h"
 
 #define LATE_NS     2000000000LL /* a record comes at most this late in its file (GPU-timed ones) */

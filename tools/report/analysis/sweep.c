@@ -17,6 +17,7 @@
 
 #include "alloc.h"
 #include "report.h"
+#include "report_analysis.h"
 
 typedef struct end_ev {
   int64_t t;

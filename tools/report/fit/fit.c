@@ -36,6 +36,7 @@
 #include "log.h"
 #include "profile.h"
 #include "report.h"
+#include "report_fit.h"
 
 #define MAX_POINTS 64
 

@@ -18,6 +18,7 @@
 #include "alloc.h"
 #include "log.h"
 #include "report.h"
+#include "report_inputs.h"
 #include "trace_reader.h"
 
 /* Aligned times are kept within +-2^62 ns (146 years) so that every difference fits in int64;

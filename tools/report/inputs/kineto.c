@@ -18,6 +18,7 @@
 #include "jscan.h"
 #include "log.h"
 #include "report.h"
+#include "report_inputs.h"
 
 #define NAME_MAX_LEN 512
 #define SEEN_CATS    4 /* categories of non-GPU events remembered for messages */

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "kernels.h"
+#include "kernel_stats.h"
 
 struct rp_gstream_state {
   rp_heap pend;   /* rp_gevent by start */

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "kernels.h"
+#include "kernel_stats.h"
 
 typedef struct tiv {
   int64_t start, stop;

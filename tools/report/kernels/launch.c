@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "kernels.h"
+#include "kernel_stats.h"
 
 typedef struct qpoint {
   int64_t t;

@@ -9,7 +9,13 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "kernels.h"
+#include "kernel_stats.h"
+
+void rp_memcpy_kind(const char *name, char *out, size_t len) {
+  if (!strncmp(name, "Memset", 6)) snprintf(out, len, "Memset");
+  else if (strncmp(name, "Memcpy", 6)) snprintf(out, len, "Memcpy Unknown");
+  else snprintf(out, len, "%.11s", name);
+}
 
 typedef struct bwpoint {
   int64_t t;

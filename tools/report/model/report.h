@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
+ * model/: what every folder of topo-report shares, and nothing else: the data model below and
+ * util.c (quantiles, the key map, NCCL names, number formatting). Imports nothing of the report.
+ * The folders, in the order data flows (docs/design.md, Layout): inputs/ -> analysis/ (which
+ * calls kernels/) -> render/ and fit/; main.c on top. Each folder's header says what it holds.
+ *
  * topo-report's internal model: the inputs (binary traces, Kineto/Chrome JSON), the per-rank
  * interval sweep, the collective table, the cross-rank join, and the finished report that every
  * renderer (text, JSON, CSV, HTML, Chrome export, diff, fit) reads. Definitions of every metric:
@@ -60,7 +65,7 @@ int rp_map_add(rp_map *m, uint64_t key, uint32_t val);
 int rp_map_put(rp_map *m, uint64_t key, uint32_t val);
 void rp_map_free(rp_map *m);
 
-/* ---- interval classes and the per-rank sweep (sweep.c) */
+/* ---- interval classes, steps and unions (swept by analysis/sweep.c) */
 enum rp_class { RP_COMM = 0, RP_COMPUTE = 1, RP_MEMORY = 2, RP_CLASSES };
 /* RP_FROM_ESTIMATE: an untimed collective placed with its estimated duration (estimate.c). */
 enum rp_origin { RP_FROM_COLL = 0, RP_FROM_KERNEL = 1, RP_FROM_ESTIMATE = 2 };
@@ -105,29 +110,6 @@ typedef struct rp_times {
   int64_t covered, cov_comm, cov_compute, cov_overlap, cov_busy, cov_memory;
 } rp_times;
 
-typedef struct rp_sweep rp_sweep;
-/* steps (sorted by start, owned by the caller) receive their comm/compute/overlap/busy;
- * `keep` (may be NULL) receives the intervals that overlap [keep_from, keep_to). */
-rp_sweep *rp_sweep_new(size_t reorder_window, rp_step *steps, size_t nsteps);
-void rp_sweep_keep(rp_sweep *s, int64_t from, int64_t to, size_t cap);
-/* The windows where compute is recorded: `n` sorted, disjoint [win[2i], win[2i+1]) pairs,
- * borrowed until free. Without a call nothing is covered. */
-void rp_sweep_cover(rp_sweep *s, const int64_t *win, size_t n);
-/* The figure window [from, to) (without a call: all time). Every figure (rp_times, the steps, the
- * kept timeline) holds the intervals clipped to it. */
-void rp_sweep_window(rp_sweep *s, int64_t from, int64_t to);
-/* The overlap model's chunks (docs/metrics.md, Coverage): `n` ranges inside the coverage,
- * borrowed until free; each receives in cov_comm and cov_overlap the covered communication and
- * overlap between its ends over the whole input, inside the figure window or not (and `covered`
- * its covered length). With chunks the intervals outside the window that meet the coverage are
- * swept too, for the chunks only. */
-void rp_sweep_chunks(rp_sweep *s, rp_step *chunks, size_t n);
-topo_status rp_sweep_add(rp_sweep *s, const rp_interval *iv);
-void rp_sweep_finish(rp_sweep *s, rp_times *out);
-/* Intervals kept for the timeline (valid until free). */
-const rp_interval *rp_sweep_kept(const rp_sweep *s, size_t *n, uint64_t *dropped);
-void rp_sweep_free(rp_sweep *s);
-
 /* ---- a collective observation as the inputs deliver it */
 typedef struct rp_coll {
   int func;        /* ncclFunc_t */
@@ -169,10 +151,10 @@ const char *rp_proto_name(int proto); /* "LL", "LL128", "Simple", "?" */
  * names have none. */
 int rp_nccl_kernel_parse(const char *name, int *func);
 
-/* ---- inputs (input.c, kineto.c) */
+/* ---- what the inputs deliver (inputs/) */
 typedef enum rp_source_kind { RP_SRC_TRACE, RP_SRC_KINETO } rp_source_kind;
 
-/* One complete ('X') Kineto event as the kernel-level analyses (kernels.h) read it: CPU runtime
+/* One complete ('X') Kineto event as the kernel-level analyses (kernels/kernel_stats.h) read it: CPU runtime
  * and driver calls and GPU activities alike (ProfilerStep annotations excepted). Times aligned ns;
  * the strings live until the callback returns. */
 typedef struct rp_kevent {
@@ -231,82 +213,7 @@ typedef struct rp_source {
   unsigned ext_next;
 } rp_source;
 
-/* A source by its process (host, pid), for grouping sources by sorting (analyze_sources.c,
- * export_chrome.c): rp_cmp_proc_ref orders by host, pid, then index (qsort). */
-typedef struct rp_proc_ref {
-  const char *host;
-  uint32_t pid;
-  int index;
-} rp_proc_ref;
-int rp_cmp_proc_ref(const void *a, const void *b);
-
-/* Opens a source for a pass; TOPO_ERR_IO (s->unreadable = errno) when it cannot be opened. */
-topo_status rp_source_open(rp_source *s, int pass);
-/* Deliver one chunk (a block / up to 4096 events) to the sink. 0 at the end (s->unreadable set
- * when a read failed). */
-int rp_source_step(rp_source *s, const rp_sink *sink, int pass);
-/* Releases an open binary source's descriptor and buffers until its next step, which reopens
- * it (topo_trace_reader_suspend). 0 when it cannot: Kineto JSON, not open, already released. */
-int rp_source_suspend(rp_source *s);
-void rp_source_close(rp_source *s);
-uint64_t rp_source_offset(const rp_source *s);
-
-/* Kineto / Chrome trace JSON reader (kineto.c). */
-typedef struct rp_kineto rp_kineto;
-/* Pass 1's record of the events pass 2 needs, so that pass 2 need not parse the JSON again:
- * batches in one temporary file (unlinked at once) that every record shares, and the distinct
- * strings in one table they share too. Read back, it holds no descriptor of its own. NULL when
- * none can be made. */
-typedef struct rp_kspill rp_kspill;
-rp_kspill *rp_kspill_new(void);
-void rp_kspill_free(rp_kspill *sp);
-int rp_kspill_ready(const rp_kspill *sp);           /* written whole: pass 2 may replay it */
-void rp_kineto_record(rp_kineto *k, rp_kspill *sp); /* pass 1: record into sp */
-/* Pass 2 from a ready record instead of the file (path: for messages). */
-topo_status rp_kineto_open_replay(const char *path, rp_kspill *sp, rp_kineto **out);
-topo_status rp_kineto_open(const char *path, rp_kineto **out);
-/* Parse up to `max_events` events; calls the sink with the source index. 0 when finished. */
-int rp_kineto_step(rp_kineto *k, rp_source *s, const rp_sink *sink, size_t max_events);
-void rp_kineto_close(rp_kineto *k);
-/* Pass 2: the baseTimeNanoseconds found in pass 1 (Kineto may write it after the events). */
-void rp_kineto_set_base(rp_kineto *k, int64_t base_ns);
-void rp_kineto_set_quiet(rp_kineto *k, int quiet); /* no warnings (second pass, --quiet) */
-/* Pass 1 counts the kernels into the source (rp_source.nccl_kernels, ...); later passes do not. */
-void rp_kineto_set_pass(rp_kineto *k, int pass);
-uint64_t rp_kineto_offset(const rp_kineto *k); /* bytes of the file read (compressed for gzip) */
-/* errno of a read of the file (or of pass 1's record) that failed; 0 when none did. A malformed
- * or cut input is no read error. */
-int rp_kineto_io_error(const rp_kineto *k);
-/* What a JSON file turned out to hold. */
-typedef struct rp_kineto_info {
-  uint64_t events, x_events, gpu_events; /* all events; complete ("X") ones; GPU work among them */
-  uint64_t cpu_events; /* complete events of the CPU side (operators, annotations, launches) */
-  int has_events_key;  /* a traceEvents array (or a top-level array) was found */
-  int own_export;      /* otherData.tool is "topo-report": topo-report's own Chrome export */
-  int sniff_complete;  /* rp_kineto_sniff: the top level was read to traceEvents or its end */
-  int failed, gzip;
-  int rank, world; /* distributedInfo (-1 / 0 unknown) */
-  uint32_t pid;    /* the process of its CUDA runtime calls (0 unknown) */
-  char cat[4][32]; /* categories of the complete events that are not GPU work */
-  uint64_t cat_n[4];
-} rp_kineto_info;
-void rp_kineto_stats(const rp_kineto *k, rp_kineto_info *out);
-/* The host of a Kineto trace written by torch.profiler's tensorboard_trace_handler, from its file
- * name "<host>_<pid>.<stamp>.pt.trace.json[.gz]" when that pid is `pid` (or `pid` is 0; *pid_out
- * then gets it): 1 and `host`, else 0 (another name: the host is unknown). */
-int rp_kineto_host_from_name(const char *path, uint32_t pid, char *host, size_t len,
-                             uint32_t *pid_out);
-/* Read a JSON file's top level up to its traceEvents (a few KiB): what kind of file it is and,
- * for Kineto traces, distributedInfo. TOPO_ERR_IO when it cannot be opened. */
-topo_status rp_kineto_sniff(const char *path, rp_kineto_info *out);
-/* Parse a whole JSON buffer through the same entry point (fuzzing, tests): returns events seen. */
-uint64_t rp_kineto_parse_memory(const char *data, size_t len, const rp_sink *sink);
-/* The same bytes as a file is read: `chunk` bytes per read into a buffer of at most max_buffer
- * bytes (fuzzing the refill paths). *too_large: events skipped for not fitting the buffer. */
-uint64_t rp_kineto_parse_chunks(const char *data, size_t len, size_t chunk, size_t max_buffer,
-                                const rp_sink *sink, uint64_t *too_large);
-
-/* ---- estimated durations of untimed collectives (estimate.c; docs/metrics.md) */
+/* ---- estimates of untimed collectives and their errors (analysis/estimate.c) */
 typedef struct rp_est_key {
   int nranks, func, bucket, algo, proto, nchannels;
   int src;   /* the trace (one rank's communicator) of the call: rp_source index */
@@ -327,35 +234,17 @@ typedef struct rp_estimate {
   int64_t err;  /* scatter of one call (independent between calls), ns, at ~95 % */
   int64_t bias; /* error shared by every call estimated the same way, ns, at ~95 % */
 } rp_estimate;
-/* The two-sided 95 % quantile of Student's t with `dof` degrees of freedom. */
-double rp_t975(double dof);
-typedef struct rp_estimator rp_estimator;
-rp_estimator *rp_est_new(void);
-/* One measured call of `size` (nccl-tests size) and GPU duration `dur`. */
-void rp_est_measured(rp_estimator *x, const rp_est_key *k, uint64_t size, int64_t dur);
-void rp_est_finish(rp_estimator *x); /* after the last rp_est_measured */
-/* The estimate for an untimed call, after rp_est_finish; returns its level (RP_EST_UNKNOWN: dur
- * 0). O(log keys). */
-int rp_est_get(const rp_estimator *x, const rp_est_key *k, uint64_t size, rp_estimate *out);
-int rp_est_failed(const rp_estimator *x); /* an allocation failed */
-void rp_est_free(rp_estimator *x);
 /* Error of a total of estimates: sqrt(sum err^2 + (sum bias)^2) (scatter adds in quadrature,
  * shared errors add linearly). */
 typedef struct rp_err {
   double var, bias;
   double sum; /* the estimated durations, ns */
 } rp_err;
-void rp_err_add(rp_err *a, const rp_estimate *e);
-void rp_err_sum(rp_err *a, const rp_err *b);
-int64_t rp_err_ns(const rp_err *a);
-/* The error of a comm figure (a union) of whose time `est` ns only estimated intervals cover: 0
- * when it counts no estimate; else the durations' error plus the estimated time the union hid
- * under other intervals (their placement is approximate: that time may as well lie outside). */
-int64_t rp_comm_error_ns(int64_t est, const rp_err *a);
 
-/* ---- the overlap model (util.c; docs/metrics.md, Coverage): what exposed communication is where
- * compute was not recorded, learned from the rank's covered chunks of the whole input (its steps
- * inside the coverage, else the coverage windows), whatever the analysis window. */
+/* ---- the overlap model (analysis/omodel.c; docs/metrics.md, Coverage): what exposed
+ * communication is where compute was not recorded, learned from the rank's covered chunks of the
+ * whole input (its steps inside the coverage, else the coverage windows), whatever the analysis
+ * window. */
 typedef struct rp_omodel {
   int ok;               /* >= 2 chunks carry communication: a ratio and a spread */
   int steps;            /* the chunks are whole steps (a step is the unit of the intercept) */
@@ -387,56 +276,8 @@ typedef struct rp_omodel {
   double dof;
 } rp_omodel;
 enum { RP_OMODEL_RATIO = 0, RP_OMODEL_AFFINE = 1 };
-/* One chunk's covered communication and overlap, in coverage stretch `stretch` (chunks in
- * order: a new stretch closes the previous one). */
-void rp_omodel_add(rp_omodel *m, int64_t comm, int64_t overlap, int64_t stretch);
-/* A rank's chunks (their cov_comm, cov_overlap and stretch) into `m`, those whose ratio lies more
- * than max(RP_OMODEL_OUTLIER_MIN, 3 scaled MADs) from the comm-weighted median left out (at least
- * 3 chunks to judge, at least 2 kept; out of memory, every chunk counts). */
-#define RP_OMODEL_OUTLIER_MIN 0.05
-void rp_omodel_add_robust(rp_omodel *m, const rp_step *chunks, size_t n);
-/* Sums of another model's chunks (the overall model). */
-void rp_omodel_merge(rp_omodel *m, const rp_omodel *o);
-/* The line, spread and drift from the chunks added; `reason` when fewer than 2 carry
- * communication. m->steps (set before) allows the affine form. */
-void rp_omodel_finish(rp_omodel *m, const char *reason);
-/* A prediction of the overlapped part of uncovered communication: `units` steps' worth (the
- * intercept's count) holding `comm` ns, their predicted overlap (each piece clamped to [0, its
- * comm]). */
-typedef struct rp_opred {
-  double units, comm, overlap;
-} rp_opred;
-/* Adds to p one uncovered piece: `comm` ns of communication in `units` steps (a step's uncovered
- * share of its unclipped length); units < 0: not in a step, priced at the covered chunks' mean
- * comm (the ratio). */
-void rp_omodel_predict(const rp_omodel *m, double units, double comm, rp_opred *p);
-/* The error, at ~95 %, of p's overlap (docs/metrics.md, Coverage): the line's parameters (wide
- * where p lies far from the covered chunks' comm), drift between stretches (shared by all of p)
- * and the chunks' scatter (adding in quadrature over chunk-sized parts), at most the farthest
- * value the overlap of p can take. */
-double rp_omodel_error(const rp_omodel *m, const rp_opred *p);
-#define RP_OMODEL_ONE_STRETCH                                                     \
-  "compute recorded in one stretch only (one covered step or window): no spread " \
-  "to bound an estimate"
-#define RP_OMODEL_FEW_COMM                                                        \
-  "fewer than 2 covered steps or windows hold communication: no spread to bound " \
-  "an estimate"
-#define RP_OMODEL_NO_COVER "no compute recorded: nothing to learn an overlap ratio from"
-#define RP_OMODEL_NO_RANK  "no rank has an overlap model (see each rank's reason)"
-/* Exposed communication over a whole range (figure window or step) from its communication, the
- * part of it inside the coverage and the exposed part measured there (`covered`: the covered
- * length): measured + uncovered - its predicted overlap, error rp_omodel_error. `pred`: the
- * prediction of the uncovered communication (its pieces); NULL: one piece of `units` steps (< 0:
- * not known). Returns 0 (unknown) where some communication is uncovered and there is no model, or
- * nothing is covered and there is none; 2 where part of it is estimated; 1 where all of it is
- * measured. */
-int rp_exposed_all(const rp_omodel *m, int64_t comm, int64_t cov_comm, int64_t cov_exposed,
-                   int64_t covered, double units, const rp_opred *pred, int64_t *all, int64_t *est,
-                   int64_t *err);
-/* A step's uncovered share in steps: (its length - covered) / its unclipped length. */
-double rp_step_uncovered_units(const rp_step *st);
 
-/* ---- the analysis (analyze.c and its stages, analyze.h) */
+/* ---- the analysis's tables (analysis/) */
 #define RP_BUCKET_UNKNOWN (-2) /* a row of calls whose size the input does not give */
 typedef struct rp_row { /* one collective type x communicator size x size bucket x user tag */
   /* bucket: floor(log2(size)), -1 for size 0, RP_BUCKET_UNKNOWN; nranks 0: unknown */
@@ -547,7 +388,7 @@ typedef struct rp_rank {
   rp_interval *timeline;
   size_t ntimeline;
   uint64_t timeline_dropped;
-  struct rp_gpu *gpu; /* kernel-level analyses of its Kineto events (kernels.h), or NULL */
+  struct rp_gpu *gpu; /* kernel-level analyses of its Kineto events (kernel_stats.h), or NULL */
   /* --steps complete: the rank's window on the aligned clock, [win_from, win_to), when win; the
    * steps it holds (first..last) and the one left out (dropped, the last ProfilerStep) */
   int win;
@@ -572,11 +413,6 @@ typedef struct rp_rank {
  * (an_steps_settle), so groups line up across ranks and the step table sums them as it sums
  * steps. Memory per rank stays bounded whatever the number of steps. */
 #define RP_STEPS_KEEP 4096
-/* Append a step (its start, stop, value, from_kineto and period; count and last filled here) to
- * rank k, grouped as above when `keep` (> 0) rows are reached. TOPO_ERR_NOMEM. Pass 1 only. */
-topo_status rp_rank_add_step(rp_rank *k, const rp_step *st, size_t keep);
-/* Group rank k's steps by 2^shift step numbers (shift only grows). */
-void rp_rank_group_steps(rp_rank *k, int shift);
 
 typedef struct rp_comm_summary {
   uint64_t hash;
@@ -632,16 +468,6 @@ typedef struct rp_derived {
   int ranks_exposed_all;                       /* overall: ranks summed in exposed_all */
   rp_omodel model;                             /* overall: the chunks of every rank's model */
 } rp_derived;
-void rp_derive(const rp_times *t, rp_derived *d);
-/* rp_derive plus the rank's estimate error. */
-void rp_derive_rank(const rp_rank *k, rp_derived *d);
-/* Why compute is unknown for a rank (never NULL; "" when known everywhere). */
-const char *rp_rank_unknown_reason(const rp_rank *k);
-/* Which steps the rank's compute coverage holds and what start-up was left out of it, in words
- * ("steady steps 8-11; start-up left out: 2 warm-up steps"); "" when it has no steps there. */
-const char *rp_rank_cover_steps(const rp_rank *k, char *buf, size_t len);
-/* Overall: sums over ranks (rank-time), ratios of the sums. */
-void rp_derive_overall(const rp_report_fwd *r, rp_derived *d);
 
 /* The events a report counts (docs/metrics.md, Step windows): all of them (the default), or per
  * rank those of its complete profiler steps: from its first ProfilerStep to the end of the one
@@ -725,30 +551,9 @@ typedef struct rp_report {
   size_t nruns;
 } rp_report;
 
-/* ---- steps from topo traces (steps.c): the step learner (common/step_learn.h) over all of each
- * rank's operations. Ranks without Kineto steps or step marks get one step per repetition,
- * numbered alike on every rank of the job. */
+/* Outcome of step detection from topo traces (rp_report.steps_detect; analysis/steps.c). */
 enum { RP_STEPS_NOT_TRIED = 0, RP_STEPS_FOUND = 1, RP_STEPS_NONE = 2 };
-typedef struct rp_steps rp_steps;
-/* mode: 0 auto, > 0 force this period (at most TOPO_STEP_MAX_PERIOD_LIMIT), < 0 off (returns
- * NULL; every call accepts NULL). ntrackers: (communicator, rank) pairs expected; sizes the
- * learners and the operations held for order. */
-rp_steps *rp_steps_new(int mode, size_t ntrackers);
-/* Test hook only: operations held for order per rank (>= 16), to reach a full heap with few. */
-void rp_steps_set_cap(rp_steps *d, size_t cap);
-/* Pass 1: a collective or p2p operation of rank `rank` (of nranks) of communicator `comm` (a
- * dense index), from report rank `proc`. Amortised O(log held) once a step is known. */
-void rp_steps_coll(rp_steps *d, size_t comm, int nranks, int rank, int proc, const rp_coll *co);
-/* After pass 1: ranks with no steps get the detected ones; sets step_period / steps_detect. */
-topo_status rp_steps_finish(rp_steps *d, rp_report *r);
-void rp_steps_free(rp_steps *d);
-/* Where the steps come from, for a table heading: "from topo traces (period P operations, ...)",
- * "from Kineto ProfilerSteps (n ranks)", ... */
-const char *rp_steps_origin(const rp_report *r, char *buf, size_t len);
-#define RP_STEPS_NONE_TEXT                                                               \
-  "no repeating step pattern found in the collectives and p2p operations (steps need a " \
-  "Kineto trace, step marks or a job that repeats its operations; --steps P forces a period)"
-/* ---- GPU-clock alignment (align.c): bounds per trace, anchors across ranks, one offset per rank */
+/* How a rank's GPU clock was aligned (rp_rank.align_method; analysis/align.c). */
 enum rp_align_method {
   RP_ALIGN_NONE = 0,  /* no GPU times, or no bound: its GPU clock is taken as realtime */
   RP_ALIGN_ONE_BOUND, /* one bound only, or bounds that cross: off = that bound (the lower
@@ -756,31 +561,6 @@ enum rp_align_method {
   RP_ALIGN_BOUNDS,    /* lower and upper bounds: off = lower, error = |upper - lower| */
   RP_ALIGN_ANCHORED,  /* tied to other ranks by simultaneous GPU stops, then bounded */
 };
-const char *rp_align_method_name(int method);
-typedef struct rp_align rp_align;
-/* Pass 0 over one binary source (opened and closed here): its bounds and anchor samples; each
- * collective also goes to also->coll when given (GPU times not yet aligned: durations only). */
-topo_status rp_align_scan(rp_align **a, int nsrc, rp_source *s, const rp_sink *also);
-/* After every source is scanned and has its rank (s->proc): one offset per rank, written into
- * r->ranks[] (align_*, gpu_offset) and every binary source's gpu_to_real. Frees `a`. */
-topo_status rp_align_solve(rp_align *a, rp_report *r);
-void rp_align_free(rp_align *a);
-/* The estimate from [lower, upper] (either may be INT64_MIN / INT64_MAX = none). Returns the
- * method; *err = |upper - lower|, -1 when unbounded; *inconsistent = 1 when lower > upper. */
-int rp_align_estimate(int64_t lower, int64_t upper, int64_t *off, int64_t *err, int *inconsistent);
-
-/* Analyse `paths` (files and directories: every *.trace / *.topo / *.json inside, sorted). */
-topo_status rp_analyze(const char *const *paths, int npaths, const rp_options *opt, rp_report *out);
-void rp_report_free(rp_report *r);
-/* Collect input files: expands directories. Caller frees with rp_paths_free. */
-topo_status rp_paths_expand(const char *const *paths, int npaths, char ***out, int *nout);
-void rp_paths_free(char **paths, int n);
-/* The files the analysis reads: paths expanded, JSON that is no trace skipped (one line each),
- * and of each directory's PyTorch traces one run (opt->run, else the latest; opt->all_runs: all),
- * noted in r->runs. TOPO_ERR_INVALID when opt->run names no run of a directory. */
-topo_status rp_inputs_collect(const char *const *paths, int npaths, const rp_options *opt,
-                              rp_report *r, char ***out, int *nout);
-int rp_path_is_json(const char *path);
 
 /* a + b, saturating (sums over many ranks or collectives of garbage input must not overflow). */
 static inline int64_t rp_add_sat(int64_t a, int64_t b) {
@@ -825,41 +605,5 @@ void rp_fmt_ns(int64_t ns, char *buf, size_t len);
 const char *rp_step_window_text(const rp_report *r, char *buf, size_t len);
 /* Unix-epoch ns as "2026-12-01 10:22:07 UTC". */
 void rp_fmt_utc(int64_t ns, char *buf, size_t len);
-
-/* ---- renderers (render_*.c, export_chrome.c, fit.c) */
-void rp_render_text(const rp_report *r, FILE *f);
-void rp_render_json(const rp_report *r, FILE *f);
-/* CSV tables, one per file (--csv DIR) or per --csv-table NAME: a header line, then the rows. */
-enum {
-  RP_CSV_RANKS = 0,
-  RP_CSV_COLLECTIVES,
-  RP_CSV_STEPS,
-  RP_CSV_TEMPORAL, /* the kernel-level ones (a Kineto trace): temporal, kernels, streams, memcpy */
-  RP_CSV_KERNELS,
-  RP_CSV_STREAMS,
-  RP_CSV_MEMCPY,
-  RP_CSV_TABLES
-};
-const char *rp_csv_table_name(int table); /* "ranks", ...; NULL out of range */
-int rp_csv_table_find(const char *name);  /* the table of that name, -1 none */
-/* 1 when the table can have rows for r (the kernel-level ones need a Kineto trace). */
-int rp_csv_table_applies(const rp_report *r, int table);
-void rp_render_csv_table(const rp_report *r, int table, FILE *f);
-topo_status rp_render_html(const rp_report *r, const char *path);
-void rp_json_string(FILE *f, const char *s);
-/* rp_export_chrome: TOPO_ERR_PARSE when no input holds a topo trace (no file written), TOPO_ERR_IO
- * when OUT cannot be written or some input could not be read (the export covers the others). */
-topo_status rp_export_chrome(const char *const *paths, int npaths, const rp_options *opt,
-                             const char *out_path);
-topo_status rp_dump(const char *path, FILE *out);
-/* `topo-report fit`: write a tuner profile for the traces' collectives to out_path (fit.c says
- * what goes in). base_path (NULL = none) is the profile refined: its terms stay where the traces
- * measured nothing. The file appears whole or not at all (temporary file in its directory, then
- * rename). TOPO_OK when something was written; TOPO_ERR_INVALID when the traces held nothing
- * usable (nothing written); TOPO_ERR_IO / TOPO_ERR_NOMEM on failure (nothing written). */
-topo_status rp_fit(const rp_report *r, const char *gpu, const char *base_path, const char *out_path,
-                   FILE *summary);
-void rp_render_diff(const rp_report *a, const rp_report *b, const char *name_a, const char *name_b,
-                    FILE *f);
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "report_render.h"
 #include "trace_reader.h"
 
 static void drops(FILE *f, const uint64_t *d) {

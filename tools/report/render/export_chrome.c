@@ -12,6 +12,9 @@
 #include "alloc.h"
 #include "log.h"
 #include "report.h"
+#include "report_analysis.h"
+#include "report_inputs.h"
+#include "report_render.h"
 #include "trace_reader.h"
 
 #define TID_NCCL  100000u

@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "kernels.h"
+#include "kernel_stats.h"
+#include "report_render.h"
 #include "textout.h"
 
 #define DIFF_ROWS 25 /* rows printed; the total line counts them all */

@@ -6,8 +6,10 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "kernel_stats.h"
 #include "report.h"
+#include "report_analysis.h"
+#include "report_render.h"
 
 /* A row's key across two reports: its tag stands as a 16-bit hash (never 0 for a tag), and a
  * row found by key is checked to have the same tag (find_row). */

@@ -10,10 +10,12 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "kernels.h"
+#include "kernel_stats.h"
 #include "log.h"
 #include "next.h"
 #include "report.h"
+#include "report_analysis.h"
+#include "report_render.h"
 #include "textout.h"
 #include "topo_version.h"
 
@@ -26,17 +28,7 @@
 static const char *palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
                                 "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
 
-static void esc(FILE *f, const char *s) {
-  for (; *s; s++) {
-    if (*s == '<') fputs("&lt;", f);
-    else if (*s == '>') fputs("&gt;", f);
-    else if (*s == '&') fputs("&amp;", f);
-    else if (*s == '"') fputs("&quot;", f);
-    else fputc(*s, f);
-  }
-}
-
-void rp_html_esc(FILE *f, const char *s) { esc(f, s); }
+static void esc(FILE *f, const char *s) { rp_html_esc(f, s); }
 
 static void rank_name(const rp_rank *k, char *buf, size_t len) {
   if (k->world_rank >= 0) snprintf(buf, len, "rank %d", k->world_rank);

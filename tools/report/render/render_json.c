@@ -6,46 +6,12 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "kernel_stats.h"
 #include "next.h"
 #include "report.h"
+#include "report_analysis.h"
+#include "report_render.h"
 #include "topo_version.h"
-
-/* Length of the well-formed UTF-8 sequence at p (RFC 3629: no overlongs, no surrogates, at most
- * U+10FFFF), 0 when it is not one. */
-static int utf8_len(const unsigned char *p) {
-  unsigned char c = p[0];
-  int n;
-  unsigned char lo = 0x80, hi = 0xbf;
-  if (c < 0x80) return 1;
-  else if (c >= 0xc2 && c <= 0xdf) n = 2;
-  else if (c >= 0xe0 && c <= 0xef)
-    n = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
-  else if (c >= 0xf0 && c <= 0xf4)
-    n = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
-  else return 0;
-  if (p[1] < lo || p[1] > hi) return 0;
-  for (int k = 2; k < n; k++)
-    if (p[k] < 0x80 || p[k] > 0xbf) return 0;
-  return n;
-}
-
-void rp_json_string(FILE *f, const char *s) {
-  fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p;) {
-    int n = utf8_len(p);
-    if (!n) { /* not UTF-8: one U+FFFD per invalid byte, so the output is always valid JSON */
-      fputs("\\ufffd", f);
-      p++;
-      continue;
-    }
-    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-    else fwrite(p, 1, (size_t)n, f);
-    p += n;
-  }
-  fputc('"', f);
-}
 
 /* A CSV field: quoted when it holds a comma, a quote or a line break (RFC 4180). */
 static void csv_field(FILE *f, const char *s) {

@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "alloc.h"
-#include "kernels.h"
+#include "kernel_stats.h"
+#include "report_render.h"
 #include "textout.h"
 
 #define NAME_SHORT 512 /* a short kernel name (kernels.c copies at most NAME_MAX_LEN) */

@@ -13,6 +13,8 @@
 
 #include "alloc.h"
 #include "textout.h"
+#include "report_analysis.h"
+#include "report_render.h"
 
 static void html_text(FILE *f, const char *s) {
   for (; *s; s++) {

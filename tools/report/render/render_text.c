@@ -8,10 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "kernel_stats.h"
 #include "nccl_vocab.h"
-#include "report.h"
 #include "next.h"
+#include "report.h"
+#include "report_analysis.h"
+#include "report_render.h"
 #include "textout.h"
 
 static const char *pct(double v, char *buf, size_t len) {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The analysis's own state, shared by the files of its pipeline and by nothing else (rp_analyze in
- * report.h is the entry point):
+ * report_analysis.h is the entry point):
  *   analyze.c          rp_analyze: the passes in order, rp_report_free
  *   analyze_sources.c  inputs -> sources: descriptors held, ranks and communicators grouped,
  *                      sources read merged by time
@@ -20,9 +20,10 @@
 #include <stdint.h>
 
 #include "alloc.h"
-#include "kernels.h"
+#include "kernel_stats.h"
 #include "log.h"
 #include "report.h"
+#include "report_analysis.h"
 #include "trace_reader.h"
 
 /* ---- cross-rank join: NCCL's seqNumber counts per (communicator, function), so each
@@ -193,15 +194,19 @@ void an_table_xfer(ctx *c, int func, int algo, int proto, uint64_t bytes, int nr
 rp_est_key an_est_key(const rp_coll *co);
 /* A GPU-timed collective's duration into the estimator. */
 void an_est_learn(ctx *c, const rp_coll *co);
+/* How long an operation's kernel lasted on that rank: measured, else estimated; -1 unknown. */
+int64_t an_kernel_ns(const ctx *c, const rp_coll *co);
 
 /* ---- analyze_join.c */
 void an_join_add(ctx *c, join_comm *j, int slot, const rp_coll *co);
 void an_join_source_done(ctx *c, join_comm *j, int slot);
 /* The ring size a join holds per function (or per slot's p2p): JOIN_MAX_CAP, less past 256
  * slots. */
-size_t an_join_limit(const join_comm *j);
-/* How long an operation's kernel lasted on that rank: measured, else estimated; -1 unknown. */
-int64_t an_kernel_ns(const ctx *c, const rp_coll *co);
+static inline size_t an_join_limit(const join_comm *j) {
+  size_t limit = JOIN_MAX_CAP;
+  while (limit > 16 && limit * (size_t)j->nslots > (1u << 24)) limit /= 2;
+  return limit;
+}
 
 /* ---- analyze_p2p.c */
 /* A p2p record of slot `slot` (any order): paired once its ordinal is known and its partner came. */

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
+ * kernels/: the kernel-level analyses (kernels.c, idle.c, launch.c, ktime.c, memcpy.c; heap.c: the
+ * reorder heap they share). Imports model/ only; analysis/ drives them, render/ prints them.
+ *
  * The kernel-level analyses of a rank's Kineto events, on Holistic Trace Analysis' definitions
  * (docs/metrics.md, "Kernel-level analyses"): the temporal breakdown (idle / compute /
  * non-compute) over the rank and per step, the kernel breakdown by type with the top kernels, the
  * idle-time breakdown per stream (host wait / kernel wait / other), launch delay and queue length
  * per stream, and memcpy/memset bandwidth per kind. analyze_pass2.c creates one rp_gpu per rank that has
  * a Kineto input, feeds it that rank's events in pass 2 (rp_kevent, file order) and finishes it;
- * the renderers (render_kernels.c, render_html.c, kdiff.c) read the results.
+ * the renderers (render/) read the results.
  *
  * Memory: state grows with distinct kernel names, streams and memcpy kinds, plus bounded
  * reorder buffers (RP_GPU_REORDER events per stream) and the recent CPU calls waiting for their
@@ -14,8 +17,8 @@
  * count (except for a file that writes every CPU call before any GPU event).
  * Single-threaded.
  */
-#ifndef TOPO_REPORT_KERNELS_H
-#define TOPO_REPORT_KERNELS_H
+#ifndef TOPO_REPORT_KERNEL_STATS_H
+#define TOPO_REPORT_KERNEL_STATS_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -38,11 +41,6 @@ const char *rp_ktype_name(int type); /* "communication", "memory", "computation"
 void rp_memcpy_kind(const char *name, char *out, size_t len);
 /* A kernel name without template and call arguments ("at::native::foo"), for tables. */
 void rp_kernel_short_name(const char *name, char *out, size_t len);
-/* The names a table shows for `n` kernels (full names) side by side, into out[i] (len bytes each):
- * the short name; where two read alike, the short name with the first name of the template
- * arguments ("at::native::vectorized_elementwise_kernel<GeluCUDAKernelImpl…>"); where that still
- * reads alike, the full name. render_kernels.c. */
-void rp_kernel_display_names(const char *const *full, size_t n, char (*out)[512]);
 
 typedef struct rp_kstat { /* one kernel name on one rank */
   char *name;
@@ -179,16 +177,6 @@ int rp_heap_full(const rp_heap *h);             /* holds `window` items: pop one
 int rp_heap_pop(rp_heap *h, void *out);         /* 0 when empty */
 void rp_heap_free(rp_heap *h);
 
-/* ---- renderers (render_kernels.c, kdiff.c) */
-void rp_render_kernels_text(const rp_report *r, FILE *f);
-void rp_render_kernels_json(const rp_report *r, FILE *f); /* `,"kernel_analyses":{...}` */
-/* One kernel-level CSV table: 0 temporal, 1 kernels, 2 streams, 3 memcpy (header only when r has
- * no kernel analyses). */
-void rp_render_kernels_csv(const rp_report *r, int which, FILE *f);
-int rp_render_kernels_any(const rp_report *r);            /* a rank has kernel analyses */
-void rp_render_kernels_html(const rp_report *r, FILE *f); /* sections of render_html.c's page */
-void rp_html_esc(FILE *f, const char *s);                 /* text for HTML (render_html.c) */
-void rp_render_kernel_diff(const rp_report *a, const rp_report *b, FILE *f);
 /* Sums over the ranks with Kineto analyses (HTA's kernel-type table across ranks). */
 typedef struct rp_gpu_totals {
   int ranks;
