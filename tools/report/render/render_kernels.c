@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Text (fitted to the report's width), JSON, CSV and HTML sections of the kernel-level analyses (kernels.h): temporal breakdown per rank and
-// step, kernel types across ranks, the top kernels, idle time, launch delay and queue length per
-// stream, memcpy/memset bandwidth. Figures that are undefined (a ratio of nothing, the spread of
-// one value) print "n/a" / null / an empty CSV field, never 0. Called by render_text.c,
-// render_json.c (JSON and CSV) and render_html.c.
+// Text (fitted to the report's width) of the kernel-level analyses (kernel_stats.h): temporal
+// breakdown per rank and step, kernel types across ranks, the top kernels, idle time, launch
+// delay and queue length per stream, memcpy/memset bandwidth; and the pieces its JSON, CSV
+// (kernels_json.c) and HTML (kernels_html.c) share. Figures that are undefined (a ratio of
+// nothing, the spread of one value) print "n/a", never 0. Called by render_text.c.
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
@@ -12,8 +12,6 @@
 #include "kernel_stats.h"
 #include "report_render.h"
 #include "textout.h"
-
-#define NAME_SHORT 512 /* a short kernel name (kernels.c copies at most NAME_MAX_LEN) */
 
 static int any(const rp_report *r) {
   for (int i = 0; i < r->nranks; i++)
@@ -35,9 +33,9 @@ static const char *part(int64_t ns, int64_t whole, char *buf, size_t len) {
   return buf;
 }
 
-static double kstd(const rp_kstat *k) { return k->n > 1 ? sqrt(k->m2 / (double)(k->n - 1)) : NAN; }
+double rp_kern_std(const rp_kstat *k) { return k->n > 1 ? sqrt(k->m2 / (double)(k->n - 1)) : NAN; }
 
-static double q_std(const rp_gstream *s) {
+double rp_kern_queue_std(const rp_gstream *s) {
   if (s->q_n < 2) return NAN;
   double m = s->q_sum / (double)s->q_n,
          v = (s->q_sumsq - (double)s->q_n * m * m) / (double)(s->q_n - 1);
@@ -50,10 +48,12 @@ static void rank_of(const rp_rank *k, char *buf, size_t len) {
 }
 
 /* Calls rows(f, rank) for every rank with kernel analyses (a Kineto trace), in rank order. */
-static void each_rank(const rp_report *r, FILE *f, void (*rows)(FILE *f, const rp_rank *rank)) {
+void rp_kern_each_rank(const rp_report *r, FILE *f, void (*rows)(FILE *f, const rp_rank *rank)) {
   for (int i = 0; i < r->nranks; i++)
     if (r->ranks[i].gpu) rows(f, &r->ranks[i]);
 }
+
+int rp_render_kernels_any(const rp_report *r) { return any(r); }
 
 /* ---- text: tables fitted to the report's width (textout.h) */
 static rp_tab *table(const char *const *head, int n, int keys) {
@@ -201,7 +201,7 @@ void rp_kernel_display_names(const char *const *full, size_t n, char (*out)[512]
 }
 
 /* The names shown for one rank's top kernels (indexed like g->kern; NULL out of memory). */
-static char (*top_names(const rp_gpu *g))[512] {
+char (*rp_kern_top_names(const rp_gpu *g))[512] {
   char(*names)[512] = topo_calloc(g->nkern ? g->nkern : 1, sizeof *names);
   const char **full = topo_calloc(g->nkern ? g->nkern : 1, sizeof *full);
   size_t *at = topo_calloc(g->nkern ? g->nkern : 1, sizeof *at);
@@ -226,7 +226,7 @@ static void text_kernel_rows(rp_tab *t, const rp_rank *rank) {
   const rp_gpu *g = rank->gpu;
   char rk[16];
   rank_of(rank, rk, sizeof rk);
-  char(*names)[512] = top_names(g);
+  char(*names)[512] = rp_kern_top_names(g);
   for (size_t j = 0; j < g->nkern;) {
     int type = g->kern[j].type;
     uint64_t on = 0, oc = 0;
@@ -237,10 +237,10 @@ static void text_kernel_rows(rp_tab *t, const rp_rank *rank) {
         on++, oc += k->n, osum += k->sum;
         continue;
       }
-      char nm[NAME_SHORT], tot[24], mean[24], mn[24], mx[24], sd[24];
+      char nm[RP_NAME_SHORT], tot[24], mean[24], mn[24], mx[24], sd[24];
       if (names) snprintf(nm, sizeof nm, "%s", names[j]);
       else rp_kernel_short_name(k->name, nm, sizeof nm);
-      double s = kstd(k);
+      double s = rp_kern_std(k);
       if (s == s) rp_fmt_ns((int64_t)llround(s), sd, sizeof sd);
       else snprintf(sd, sizeof sd, "n/a");
       rp_tab_cell(t, "%s", rk);
@@ -438,475 +438,5 @@ void rp_render_kernels_text(const rp_report *r, FILE *f) {
   text_kernels(r, f, width);
   text_streams(r, f, width);
   text_memcpy(r, f, width);
-  each_rank(r, f, text_warning_rows);
-}
-
-/* ---- JSON */
-static void jnum(FILE *f, const char *key, double v) {
-  if (v == v && !isinf(v)) fprintf(f, ",\"%s\":%.6g", key, v);
-  else fprintf(f, ",\"%s\":null", key);
-}
-
-static void jratio(FILE *f, const char *key, int64_t num, int64_t den) {
-  if (den > 0) fprintf(f, ",\"%s\":%.6f", key, (double)num / (double)den);
-  else fprintf(f, ",\"%s\":null", key);
-}
-
-/* One step of a rank's temporal breakdown. */
-static void json_step(FILE *f, const rp_gstep *st, int first) {
-  int64_t sp = st->stop - st->start;
-  fprintf(f,
-          "%s{\"step\":%" PRIu64 ",\"start_ns\":%" PRId64 ",\"span_ns\":%" PRId64
-          ",\"idle_ns\":%" PRId64 ",\"compute_ns\":%" PRId64 ",\"non_compute_ns\":%" PRId64,
-          first ? "" : ",", st->value, st->start, sp, sp - st->busy, st->compute,
-          st->busy - st->compute);
-  jratio(f, "idle_share", sp - st->busy, sp);
-  jratio(f, "compute_share", st->compute, sp);
-  jratio(f, "non_compute_share", st->busy - st->compute, sp);
-  fprintf(f, "}");
-}
-
-/* One row of a rank's kernel table. */
-static void json_kernel(FILE *f, const rp_kstat *kk, size_t id) {
-  fprintf(f, "%s\n  {\"id\":%zu,\"name\":", id ? "," : "", id);
-  rp_json_string(f, kk->name);
-  fprintf(f,
-          ",\"type\":\"%s\",\"top\":%s,\"count\":%" PRIu64 ",\"total_ns\":%" PRId64
-          ",\"min_ns\":%" PRId64 ",\"max_ns\":%" PRId64,
-          rp_ktype_name(kk->type), kk->top ? "true" : "false", kk->n, kk->sum, kk->min, kk->max);
-  jnum(f, "mean_ns", kk->mean);
-  jnum(f, "std_ns", kstd(kk));
-  fprintf(f, "}");
-}
-
-/* One stream: idle time by cause, launch delay, queue length. */
-static void json_stream(FILE *f, const rp_gstream *s, int first) {
-  int64_t idle = s->idle[0] + s->idle[1] + s->idle[2];
-  fprintf(f, "%s\n  {\"stream\":%" PRId64 ",\"events\":%" PRIu64 ",\"idle_ns\":%" PRId64,
-          first ? "" : ",", s->stream, s->events, idle);
-  for (int c = 0; c < RP_IDLE_CATS; c++) {
-    static const char *key[] = {"host_wait", "kernel_wait", "other"};
-    fprintf(f, ",\"%s_ns\":%" PRId64 ",\"%s_gaps\":%" PRIu64, key[c], s->idle[c], key[c],
-            s->gaps[c]);
-    char k2[32];
-    snprintf(k2, sizeof k2, "%s_share", key[c]);
-    jratio(f, k2, s->idle[c], idle);
-  }
-  fprintf(f, ",\"overlapped\":%" PRIu64 ",\"launched\":%" PRIu64, s->overlapped, s->delay.n);
-  if (s->delay.n)
-    fprintf(f,
-            ",\"launch_delay_mean_ns\":%.1f,\"launch_delay_p50_ns\":%" PRId64
-            ",\"launch_delay_p95_ns\":%" PRId64 ",\"launch_delay_max_ns\":%" PRId64
-            ",\"cpu_call_mean_ns\":%.1f,\"gpu_mean_ns\":%.1f"
-            ",\"delay_outliers\":%" PRIu64 ",\"runtime_outliers\":%" PRIu64
-            ",\"short_kernels\":%" PRIu64,
-            s->delay.sum / (double)s->delay.n, rp_quant_get(&s->delay, 0.5),
-            rp_quant_get(&s->delay, 0.95), s->delay.max, s->cpu_dur.sum / (double)s->cpu_dur.n,
-            s->gpu_dur.sum / (double)s->gpu_dur.n, s->delay_outliers, s->runtime_outliers,
-            s->short_kernels);
-  else
-    fprintf(
-        f,
-        ",\"launch_delay_mean_ns\":null,\"launch_delay_p50_ns\":null,\"launch_delay_p95_ns\":null"
-        ",\"launch_delay_max_ns\":null");
-  fprintf(f, ",\"queue_points\":%" PRIu64, s->q_n);
-  if (s->q_n) {
-    fprintf(f,
-            ",\"queue_mean\":%.6g,\"queue_min\":%" PRId64 ",\"queue_max\":%" PRId64
-            ",\"queue_p50\":%" PRId64,
-            s->q_sum / (double)s->q_n, s->q_min, s->q_max, rp_quant_get(&s->queue, 0.5));
-    jnum(f, "queue_std", q_std(s));
-  } else {
-    fprintf(f,
-            ",\"queue_mean\":null,\"queue_min\":null,\"queue_max\":null,\"queue_p50\":null,\"queue_"
-            "std\":null");
-  }
-  fprintf(f, ",\"out_of_order\":%" PRIu64 "}", s->late);
-}
-
-/* One memcpy/memset kind. */
-static void json_memcpy(FILE *f, const rp_memkind *m, int first) {
-  fprintf(f,
-          "%s\n  {\"kind\":\"%s\",\"ops\":%" PRIu64 ",\"ops_with_bytes\":%" PRIu64
-          ",\"time_ns\":%" PRId64,
-          first ? "" : ",", m->kind, m->n, m->with_bytes, m->dur);
-  if (m->with_bytes) fprintf(f, ",\"bytes\":%" PRIu64, m->bytes);
-  else fprintf(f, ",\"bytes\":null");
-  jnum(f, "gbps", m->dur_with_bytes > 0 ? (double)m->bytes / (double)m->dur_with_bytes : NAN);
-  jnum(f, "op_gbps_p50", m->op_bw.n ? (double)rp_quant_get(&m->op_bw, 0.5) / 1e3 : NAN);
-  fprintf(f, ",\"concurrent_points\":%" PRIu64, m->s_n);
-  jnum(f, "concurrent_gbps_mean", m->s_n ? m->s_sum / (double)m->s_n : NAN);
-  jnum(f, "concurrent_gbps_min", m->s_n ? m->s_min : NAN);
-  jnum(f, "concurrent_gbps_max", m->s_n ? m->s_max : NAN);
-  fprintf(f, ",\"out_of_order\":%" PRIu64 "}", m->late);
-}
-
-/* One rank's kernel-level analyses: temporal breakdown (whole span and per step), time per
- * kernel-type combination and per type, kernels, streams, memcpy/memset kinds. */
-static void json_rank(const rp_rank *k, FILE *f) {
-  const rp_gpu *g = k->gpu;
-  int64_t span = g->last - g->first;
-  fprintf(f,
-          "{\"rank\":%d,\"cpu_events\":%" PRIu64 ",\"gpu_events\":%" PRIu64
-          ",\"gpu_events_with_correlation\":%" PRIu64 ",\"cpu_call_found\":%" PRIu64
-          ",\"complete\":%s",
-          k->world_rank, g->cpu_events, g->gpu_events, g->launches, g->matched,
-          g->failed ? "false" : "true");
-  fprintf(f,
-          ",\n \"temporal\":{\"span_ns\":%" PRId64 ",\"idle_ns\":%" PRId64
-          ",\"compute_ns\":%" PRId64 ",\"non_compute_ns\":%" PRId64,
-          span, span - g->busy, g->compute, g->busy - g->compute);
-  jratio(f, "idle_share", span - g->busy, span);
-  jratio(f, "compute_share", g->compute, span);
-  jratio(f, "non_compute_share", g->busy - g->compute, span);
-  fprintf(f,
-          ",\"comm_ns\":%" PRId64 ",\"comm_compute_overlap_ns\":%" PRId64
-          ",\"out_of_order_clipped\":%" PRIu64,
-          g->comm, g->overlap, g->late);
-  jratio(f, "comm_compute_overlap_share", g->overlap, g->comm);
-  fprintf(f, "}");
-  fprintf(f, ",\n \"steps\":[");
-  for (size_t s = 0; s < g->nsteps; s++) json_step(f, &g->steps[s], s == 0);
-  fprintf(f, "],\n \"kernel_type_time\":{");
-  for (int m = 1; m < 8; m++)
-    fprintf(f, "%s\"%s\":%" PRId64, m > 1 ? "," : "", rp_combo_name(m), g->combo[m]);
-  fprintf(f, "},\n \"kernel_types\":{");
-  for (int t = 0; t < RP_K_TYPES; t++)
-    fprintf(f, "%s\"%s\":{\"count\":%" PRIu64 ",\"total_ns\":%" PRId64 "}", t ? "," : "",
-            rp_ktype_name(t), g->type_n[t], g->type_time[t]);
-  fprintf(f, "},\n \"kernels\":[");
-  for (size_t j = 0; j < g->nkern; j++) json_kernel(f, &g->kern[j], j);
-  fprintf(f, "],\n \"streams\":[");
-  for (size_t j = 0; j < g->nstreams; j++) json_stream(f, &g->streams[j], j == 0);
-  fprintf(f, "],\n \"memcpy\":[");
-  for (size_t j = 0; j < g->nmem; j++) json_memcpy(f, &g->mem[j], j == 0);
-  fprintf(f, "]}");
-}
-
-void rp_render_kernels_json(const rp_report *r, FILE *f) {
-  if (!any(r)) {
-    fprintf(f, ",\n\"kernel_analyses\":null");
-    return;
-  }
-  rp_gpu_totals t;
-  rp_gpu_totals_get(r, &t);
-  int64_t all = 0;
-  for (int m = 1; m < 8; m++) all += t.combo[m];
-  fprintf(
-      f,
-      ",\n\"kernel_analyses\":{\"definitions\":\"Holistic Trace Analysis 0.6.1 (docs/metrics.md)\","
-      "\"kernel_wait_below_ns\":%d,\"runtime_outlier_above_ns\":%d,\"delay_outlier_above_ns\":%d,\n"
-      "\"kernel_types_all_ranks\":{\"ranks\":%d,\"types\":[",
-      RP_GPU_KERNEL_DELAY_NS, RP_GPU_RUNTIME_CUTOFF_NS, RP_GPU_DELAY_CUTOFF_NS, t.ranks);
-  for (int m = 1; m < 8; m++) {
-    fprintf(f, "%s{\"kernel_type\":\"%s\",\"ns\":%" PRId64, m > 1 ? "," : "", rp_combo_name(m),
-            t.combo[m]);
-    jratio(f, "share", t.combo[m], all);
-    fputc('}', f);
-  }
-  fprintf(f, "]},\n\"ranks\":[");
-  int first = 1;
-  for (int i = 0; i < r->nranks; i++) {
-    if (!r->ranks[i].gpu || !r->ranks[i].gpu->gpu_events) continue;
-    fprintf(f, "%s\n", first ? "" : ",");
-    first = 0;
-    json_rank(&r->ranks[i], f);
-  }
-  fprintf(f, "]}");
-}
-
-/* ---- CSV: one table per analysis, each with its own header line */
-static void csv_name(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"') fputc('"', f);
-    fputc(*s, f);
-  }
-  fputc('"', f);
-}
-
-static void csv_ratio(FILE *f, int64_t num, int64_t den) {
-  if (den > 0) fprintf(f, ",%.6f", (double)num / (double)den);
-  else fprintf(f, ",");
-}
-
-/* One rank's memcpy/memset kinds. */
-static void csv_memcpy_rows(FILE *f, const rp_rank *rank) {
-  const rp_gpu *g = rank->gpu;
-  for (size_t j = 0; j < g->nmem; j++) {
-    const rp_memkind *m = &g->mem[j];
-    fprintf(f, "%d,%s,%" PRIu64 ",", rank->world_rank, m->kind, m->n);
-    if (m->with_bytes) fprintf(f, "%" PRIu64, m->bytes);
-    fprintf(f, ",%" PRId64 ",", m->dur);
-    if (m->dur_with_bytes > 0) fprintf(f, "%.6g", (double)m->bytes / (double)m->dur_with_bytes);
-    fputc(',', f);
-    if (m->s_n) fprintf(f, "%.6g,%.6g", m->s_sum / (double)m->s_n, m->s_max);
-    else fputc(',', f);
-    fputc('\n', f);
-  }
-}
-
-/* One rank's streams. */
-static void csv_stream_rows(FILE *f, const rp_rank *rank) {
-  const rp_gpu *g = rank->gpu;
-  for (size_t j = 0; j < g->nstreams; j++) {
-    const rp_gstream *s = &g->streams[j];
-    fprintf(f, "%d,%" PRId64 ",%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRIu64,
-            rank->world_rank, s->stream, s->events, s->idle[0], s->idle[1], s->idle[2], s->delay.n);
-    if (s->delay.n)
-      fprintf(f, ",%.1f,%" PRId64 ",%" PRId64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64,
-              s->delay.sum / (double)s->delay.n, rp_quant_get(&s->delay, 0.5), s->delay.max,
-              s->delay_outliers, s->runtime_outliers, s->short_kernels);
-    else fprintf(f, ",,,,,,");
-    if (s->q_n) fprintf(f, ",%.6g,%" PRId64 "\n", s->q_sum / (double)s->q_n, s->q_max);
-    else fprintf(f, ",,\n");
-  }
-}
-
-/* One rank's kernel table; kernel_id is the kernel's index in the rank's JSON "kernels". */
-static void csv_kernel_rows(FILE *f, const rp_rank *rank) {
-  const rp_gpu *g = rank->gpu;
-  for (size_t j = 0; j < g->nkern; j++) {
-    const rp_kstat *k = &g->kern[j];
-    fprintf(f, "%d,%zu,%s,", rank->world_rank, j, rp_ktype_name(k->type));
-    csv_name(f, k->name);
-    fprintf(f, ",%d,%" PRIu64 ",%" PRId64 ",%.1f,%" PRId64 ",%" PRId64 ",", k->top, k->n, k->sum,
-            k->mean, k->min, k->max);
-    double s = kstd(k);
-    if (s == s) fprintf(f, "%.1f", s);
-    fputc('\n', f);
-  }
-}
-
-/* One rank's temporal breakdown, whole span (step empty) and per step. */
-static void csv_temporal_rows(FILE *f, const rp_rank *rank) {
-  const rp_gpu *g = rank->gpu;
-  if (!g->gpu_events) return;
-  int64_t span = g->last - g->first;
-  fprintf(f, "%d,,%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64, rank->world_rank, span,
-          span - g->busy, g->compute, g->busy - g->compute);
-  csv_ratio(f, span - g->busy, span);
-  csv_ratio(f, g->compute, span);
-  csv_ratio(f, g->busy - g->compute, span);
-  fputc('\n', f);
-  for (size_t s = 0; s < g->nsteps; s++) {
-    const rp_gstep *st = &g->steps[s];
-    int64_t sp = st->stop - st->start;
-    fprintf(f, "%d,%" PRIu64 ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%" PRId64, rank->world_rank,
-            st->value, sp, sp - st->busy, st->compute, st->busy - st->compute);
-    csv_ratio(f, sp - st->busy, sp);
-    csv_ratio(f, st->compute, sp);
-    csv_ratio(f, st->busy - st->compute, sp);
-    fputc('\n', f);
-  }
-}
-
-int rp_render_kernels_any(const rp_report *r) { return any(r); }
-
-void rp_render_kernels_csv(const rp_report *r, int which, FILE *f) {
-  static const char *const head[] = {
-      "rank,step,span_ns,idle_ns,compute_ns,non_compute_ns,idle_share,compute_share,"
-      "non_compute_share",
-      "rank,kernel_id,type,kernel,top,count,total_ns,mean_ns,min_ns,max_ns,std_ns",
-      "rank,stream,events,host_wait_ns,kernel_wait_ns,other_idle_ns,launched,"
-      "launch_delay_mean_ns,launch_delay_p50_ns,launch_delay_max_ns,delay_outliers,"
-      "runtime_outliers,short_kernels,queue_mean,queue_max",
-      "rank,kind,ops,bytes,time_ns,gbps,concurrent_gbps_mean,concurrent_gbps_max"};
-  static void (*const rows[])(FILE *, const rp_rank *) = {csv_temporal_rows, csv_kernel_rows,
-                                                          csv_stream_rows, csv_memcpy_rows};
-  if (which < 0 || which > 3) return;
-  fprintf(f, "%s\n", head[which]);
-  if (any(r)) each_rank(r, f, rows[which]);
-}
-
-/* ---- HTML: the kernel-type chart, the per-step temporal table, top kernels, streams */
-static void html_pct(FILE *f, int64_t ns, int64_t whole) {
-  char t[32];
-  rp_fmt_ns(ns, t, sizeof t);
-  if (whole > 0) fprintf(f, "<td>%s (%.1f%%)</td>", t, 100.0 * (double)ns / (double)whole);
-  else fprintf(f, "<td>%s (n/a)</td>", t);
-}
-
-static void html_chart(const rp_report *r, FILE *f) {
-  int n = 0;
-  for (int i = 0; i < r->nranks; i++) n += r->ranks[i].gpu && r->ranks[i].gpu->gpu_events;
-  const double W = 900, L = 90, bar = 18, gap = 8;
-  double H = 10 + n * (bar + gap) + 10;
-  struct {
-    const char *what, *color;
-  } seg[] = {{"computation only", "#4e79a7"},
-             {"communication only", "#f28e2b"},
-             {"computation overlapping communication", "#b07aa1"},
-             {"memory only", "#59a14f"},
-             {"memory overlapping computation or communication", "#8cd17d"},
-             {"other GPU events only", "#9c755f"},
-             {"idle", "#e3e3e3"}};
-  fprintf(f,
-          "<h2>Kernel types</h2><p class=note>Each rank's GPU span (first to last GPU event of its "
-          "Kineto trace) split by the kernel types running, as Holistic Trace Analysis classifies "
-          "kernels by name. Hover a bar for its time.</p>\n");
-  fprintf(f, "<svg class=plot viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" role=img>\n", W + L + 240,
-          H);
-  int row = 0;
-  for (int i = 0; i < r->nranks; i++) {
-    const rp_gpu *g = r->ranks[i].gpu;
-    if (!g || !g->gpu_events) continue;
-    int64_t span = g->last - g->first, c = g->combo[1], m = g->combo[2], b = g->combo[3],
-            mem = g->combo[4];
-    int64_t memo = g->combo[5] + g->combo[6] + g->combo[7], typed = c + m + b + mem + memo;
-    int64_t v[] = {c, m, b, mem, memo, g->busy - typed, span - g->busy};
-    double y = 10 + row++ * (bar + gap), x = L;
-    fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab text-anchor=end>rank %d</text>\n", L - 8,
-            y + bar - 5, r->ranks[i].world_rank);
-    for (size_t p = 0; p < sizeof v / sizeof *v; p++) {
-      double w = span > 0 ? W * (double)v[p] / (double)span : 0;
-      if (w <= 0) continue;
-      char t[32];
-      rp_fmt_ns(v[p], t, sizeof t);
-      fprintf(f,
-              "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\"><title>rank "
-              "%d, %s: %s "
-              "(%.1f%% of %s)</title></rect>",
-              x, y, w, bar, seg[p].color, r->ranks[i].world_rank, seg[p].what, t,
-              100.0 * (double)v[p] / (double)span, "its span");
-      x += w;
-    }
-    fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" class=lab>idle %.1f%% · compute %.1f%%</text>\n",
-            L + W + 8, y + bar - 5, span > 0 ? 100.0 * (double)(span - g->busy) / (double)span : 0,
-            span > 0 ? 100.0 * (double)g->compute / (double)span : 0);
-  }
-  fprintf(f, "</svg>\n<div class=legend>");
-  for (size_t p = 0; p < sizeof seg / sizeof *seg; p++)
-    fprintf(f, "<span style=\"background:%s\"></span>%s ", seg[p].color, seg[p].what);
-  fprintf(f, "</div>\n");
-}
-
-/* One rank's temporal breakdown per step. */
-static void html_step_rows(FILE *f, const rp_rank *rank) {
-  const rp_gpu *g = rank->gpu;
-  for (size_t s = 0; g && s < g->nsteps; s++) {
-    const rp_gstep *st = &g->steps[s];
-    int64_t sp = st->stop - st->start;
-    char t[32];
-    rp_fmt_ns(sp, t, sizeof t);
-    fprintf(f, "<tr><td>rank %d</td><td>%" PRIu64 "</td><td>%s</td>", rank->world_rank, st->value,
-            t);
-    html_pct(f, sp - st->busy, sp);
-    html_pct(f, st->compute, sp);
-    html_pct(f, st->busy - st->compute, sp);
-    if (st->comm > 0)
-      fprintf(f, "<td>%.1f%%</td></tr>\n", 100.0 * (double)st->overlap / (double)st->comm);
-    else fprintf(f, "<td>n/a</td></tr>\n");
-  }
-}
-
-static void html_steps(const rp_report *r, FILE *f) {
-  int steps = 0;
-  for (int i = 0; i < r->nranks; i++) steps += r->ranks[i].gpu && r->ranks[i].gpu->nsteps;
-  fprintf(f, "<h2>Temporal breakdown per step</h2>");
-  if (!steps) {
-    fprintf(f, "<p class=note>n/a: the Kineto traces hold no ProfilerStep.</p>\n");
-    return;
-  }
-  fprintf(
-      f,
-      "<p class=note>Each step's GPU window (first to last GPU event it launched): idle = no GPU "
-      "event running; compute = a computation kernel running; non-compute = the rest "
-      "(communication, memory, other not overlapped by computation). Holistic Trace Analysis' "
-      "temporal breakdown, per step.</p>\n<div "
-      "class=tw><table><tr><th>rank</th><th>step</th><th>span</th>"
-      "<th>idle</th><th>compute</th><th>non-compute</th><th>communication overlapped</th></tr>\n");
-  each_rank(r, f, html_step_rows);
-  fprintf(f, "</table></div>\n");
-}
-
-/* One rank's top kernels. */
-static void html_kernel_rows(FILE *f, const rp_rank *rank) {
-  const rp_gpu *g = rank->gpu;
-  char(*names)[512] = g ? top_names(g) : NULL;
-  for (size_t j = 0; g && j < g->nkern; j++) {
-    const rp_kstat *k = &g->kern[j];
-    if (!k->top) continue;
-    char nm[NAME_SHORT], shortname[NAME_SHORT], a[32], b[32], c[32], d[32];
-    rp_kernel_short_name(k->name, shortname, sizeof shortname);
-    snprintf(nm, sizeof nm, "%s", names ? names[j] : shortname);
-    rp_fmt_ns(k->sum, a, sizeof a);
-    rp_fmt_ns((int64_t)llround(k->mean), b, sizeof b);
-    rp_fmt_ns(k->min, c, sizeof c);
-    rp_fmt_ns(k->max, d, sizeof d);
-    fprintf(f, "<tr><td>rank %d</td><td>%s</td><td>%zu</td><td class=name title=\"",
-            rank->world_rank, rp_ktype_name(k->type), j);
-    rp_html_esc(f, k->name);
-    fprintf(f, "\">");
-    if (strcmp(nm, shortname)) { /* it read like another: its full name one click away */
-      fprintf(f, "<details><summary>");
-      rp_html_esc(f, nm);
-      fprintf(f, " …</summary>");
-      rp_html_esc(f, k->name);
-      fprintf(f, "</details>");
-    } else {
-      rp_html_esc(f, nm);
-    }
-    fprintf(f, "</td><td>%" PRIu64 "</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n", k->n,
-            a, b, c, d);
-  }
-  topo_free(names);
-}
-
-static void html_kernels(const rp_report *r, FILE *f) {
-  fprintf(
-      f,
-      "<h2>Top kernels</h2><p class=note>Per rank and type, by total time (HTA's rule: at most 10, "
-      "within 80%% of the type's time; --top N). Names without template and call arguments; where "
-      "two read alike, open one for its full name (hover any for it). id: the kernel's index in "
-      "--json kernel_analyses.ranks[].kernels and in the kernels CSV table.</p>\n"
-      "<div class=tw><table><tr><th>rank</th><th>type</th><th>id</th><th>kernel</th><th>count</th>"
-      "<th>total</th><th>mean</th><th>min</th><th>max</th></tr>\n");
-  each_rank(r, f, html_kernel_rows);
-  fprintf(f, "</table></div>\n");
-}
-
-/* One rank's streams. */
-static void html_stream_rows(FILE *f, const rp_rank *rank) {
-  const rp_gpu *g = rank->gpu;
-  for (size_t j = 0; g && j < g->nstreams; j++) {
-    const rp_gstream *s = &g->streams[j];
-    int64_t idle = s->idle[0] + s->idle[1] + s->idle[2];
-    fprintf(f, "<tr><td>rank %d</td><td>%" PRId64 "</td><td>%" PRIu64 "</td>", rank->world_rank,
-            s->stream, s->events);
-    for (int c = 0; c < RP_IDLE_CATS; c++) html_pct(f, s->idle[c], idle);
-    if (s->delay.n) {
-      char a[32], b[32];
-      rp_fmt_ns(rp_quant_get(&s->delay, 0.5), a, sizeof a);
-      rp_fmt_ns(s->delay.max, b, sizeof b);
-      fprintf(f,
-              "<td>%s</td><td>%s</td><td>%" PRIu64 "</td><td>%.2f</td><td>%" PRId64 "</td></tr>\n",
-              a, b, s->delay_outliers, s->q_sum / (double)s->q_n, s->q_max);
-    } else {
-      fprintf(f, "<td>-</td><td>-</td><td>-</td><td>-</td><td>-</td></tr>\n");
-    }
-  }
-}
-
-static void html_streams(const rp_report *r, FILE *f) {
-  fprintf(
-      f,
-      "<h2>Streams: idle time, launch delay, queue length</h2><p class=note>Idle: the gap before "
-      "each kernel, memcpy or memset on its stream; host wait when its launch call began after the "
-      "previous one ended, kernel wait when the gap is under 30 us, else other. Launch delay: GPU "
-      "start minus the end of the launch call. Queue: launched but not started, after each launch "
-      "and start.</p>\n<div "
-      "class=tw><table><tr><th>rank</th><th>stream</th><th>events</th><th>host wait</th>"
-      "<th>kernel wait</th><th>other idle</th><th>launch delay median</th><th>max</th>"
-      "<th>&gt; 100 us</th><th>queue mean</th><th>queue max</th></tr>\n");
-  each_rank(r, f, html_stream_rows);
-  fprintf(f, "</table></div>\n");
-}
-
-void rp_render_kernels_html(const rp_report *r, FILE *f) {
-  if (!any(r)) return;
-  html_chart(r, f);
-  html_steps(r, f);
-  html_kernels(r, f);
-  html_streams(r, f);
+  rp_kern_each_rank(r, f, text_warning_rows);
 }

@@ -14,6 +14,7 @@
 
 #include <stdio.h>
 
+#include "kernel_stats.h"
 #include "report.h"
 
 /* ---- renderers (render_*.c, export_chrome.c, fit.c) */
@@ -45,6 +46,13 @@ topo_status rp_dump(const char *path, FILE *out);
 void rp_render_diff(const rp_report *a, const rp_report *b, const char *name_a, const char *name_b,
                     FILE *f);
 
+/* ---- the --html page's plots (html_plots.c), inline SVG, in the order the page shows them */
+void rp_html_timeline(FILE *f, const rp_report *r);   /* a lane per rank over the window */
+void rp_html_breakdown(FILE *f, const rp_report *r);  /* time breakdown per rank */
+void rp_html_busbw_plot(FILE *f, const rp_report *r); /* busbw against size, reference line */
+/* "rank 3" ("rank ?" unknown), as the page names a rank. */
+void rp_html_rank_name(const rp_rank *k, char *buf, size_t len);
+
 /* ---- the kernel-level analyses (render_kernels.c, kdiff.c) */
 void rp_render_kernels_text(const rp_report *r, FILE *f);
 void rp_render_kernels_json(const rp_report *r, FILE *f); /* `,"kernel_analyses":{...}` */
@@ -60,5 +68,15 @@ void rp_render_kernel_diff(const rp_report *a, const rp_report *b, FILE *f);
  * arguments ("at::native::vectorized_elementwise_kernel<GeluCUDAKernelImpl…>"); where that still
  * reads alike, the full name. */
 void rp_kernel_display_names(const char *const *full, size_t n, char (*out)[512]);
+
+/* Shared by render_kernels.c (text), kernels_json.c and kernels_html.c: */
+#define RP_NAME_SHORT 512 /* a short kernel name (kernels.c copies at most NAME_MAX_LEN) */
+double rp_kern_std(const rp_kstat *k);         /* a kernel's duration std. deviation; NAN: < 2 */
+double rp_kern_queue_std(const rp_gstream *s); /* a stream's queue length std. deviation */
+/* Calls rows(f, rank) for every rank with kernel analyses (a Kineto trace), in rank order. */
+void rp_kern_each_rank(const rp_report *r, FILE *f, void (*rows)(FILE *f, const rp_rank *rank));
+/* The names shown for one rank's top kernels (indexed like g->kern; NULL out of memory; the
+ * caller frees). */
+char (*rp_kern_top_names(const rp_gpu *g))[512];
 
 #endif
