@@ -10,7 +10,7 @@
 
 #include "alloc.h"
 #include "jscan.h"
-#include "kineto_internal.h"
+#include "kineto_ctx.h"
 #include "log.h"
 #include "report.h"
 #include "report_inputs.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Kineto steps: ProfilerStep ranges, and each GPU event attributed to the step whose CPU range
-// holds the call that launched it (HTA's rule, by correlation id; kineto_internal.h, kstep), then
+// holds the call that launched it (HTA's rule, by correlation id; kineto_ctx.h, kstep), then
 // the steps handed to the sink at the end of the file (kn_emit_steps). Called by kineto_event.c
 // (calls and GPU events as they come) and kineto.c (the end of the file).
 #include <errno.h>
@@ -12,7 +12,7 @@
 
 #include "alloc.h"
 #include "jscan.h"
-#include "kineto_internal.h"
+#include "kineto_ctx.h"
 #include "log.h"
 #include "report.h"
 #include "report_inputs.h"

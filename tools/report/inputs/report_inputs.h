@@ -6,7 +6,7 @@
  *   input.c          the source interface over both kinds; the paths given expanded into input
  *                    files, a directory's PyTorch runs chosen
  *   kineto*.c        Kineto / Chrome trace JSON: events into the sink, pass 1's spill for pass 2,
- *                    the file sniffed (kineto_internal.h: their shared state)
+ *                    the file sniffed (kineto_ctx.h: their shared state)
  *   jscan.c, .h      the streaming JSON scanner (plain, gzip or memory) the Kineto reader uses
  * Binary topo traces are read through common/trace_reader. Imports model/ only.
  */
