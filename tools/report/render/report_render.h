@@ -3,7 +3,9 @@
  * render/: what a reader sees, from a finished rp_report: text, JSON, CSV and HTML, the kernel
  * analyses' sections, next steps, the diff of two reports, the Chrome trace export and the raw
  * record dump. Imports analysis/ (derived figures), kernels/, inputs/ (export, dump) and model/.
- *   render_text.c, render_json.c (and CSV), render_html*.c, render_kernels*.c, render_next.c
+ *   render_text.c, render_json.c (and CSV), render_html.c (html_plots.c: its SVG plots)
+ *   render_kernels.c  the kernel analyses as text (kernels_json.c: JSON, CSV; kernels_html.c)
+ *   render_next.c    the next steps in every format
  *   render_diff.c, kdiff.c     two reports side by side (kernel tables in kdiff.c)
  *   export_chrome.c, dump.c    the Chrome trace of topo traces; one trace's records as text
  *   textout.c, .h    width-aware tables and folded notes; escape.c: JSON and HTML strings
