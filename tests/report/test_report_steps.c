@@ -5,9 +5,10 @@
 // TP + DP (two communicators interleaved; also one process whose GPU runs a step behind its
 // enqueues, with a communicator used once at the end) and PP (sends and receives) jobs, an
 // incomplete last step, collectives with no period, Kineto steps that win, few operations held for
-// order, the warm-up steps marked, and the real 2 x H200 DDP traces. Step k spans from the CPU enqueue end of
-// repetition k-1's last operation to that of repetition k's (docs/metrics.md, Steps); the expected
-// figures below follow from the fixture.
+// order, a rank's stream fed straight in (each step kept; many steps in bounded memory, grouped as
+// every step would be), the warm-up steps marked, and the real 2 x H200 DDP traces. Step k spans
+// from the CPU enqueue end of repetition k-1's last operation to that of repetition k's
+// (docs/metrics.md, Steps); the expected figures below follow from the fixture.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -375,6 +376,137 @@ static void test_few_operations_held_for_order(void **state) {
   free(rank.steps);
 }
 
+/* A rank's stream straight into the detection: `n` steps of four AllReduces (three gradient
+ * buckets 100 us apart, then a small one), each GPU-timed 1 ms after its enqueue; steps DS apart
+ * but the first ones, which come 4, 3, 2.5 and 2 times as far apart (warm-up: steps 0-2 are
+ * marked). Step rows kept: `keep` (0: all). The largest rp_steps_bytes seen while feeding steps
+ * 0..at - 1 goes to *before, over steps at..n - 1 to *after (either may be NULL). */
+#define DS (10 * MS)
+static void direct_steps(size_t n, size_t keep, size_t at, rp_report *r, size_t *before,
+                         size_t *after) {
+  rp_steps *d = rp_steps_new(0, 1);
+  assert_non_null(d);
+  rp_steps_set_keep(d, keep);
+  rp_coll c;
+  memset(&c, 0, sizeof c);
+  c.nranks = 2;
+  c.func = F_AR;
+  c.timed = 1;
+  static const double slow[] = {4, 3, 2.5, 2};
+  int64_t t = 0;
+  uint64_t seq = 0;
+  size_t peak[2] = {0, 0};
+  for (size_t k = 0; k < n; k++) {
+    t += (int64_t)((k < 4 ? slow[k] : 1.0) * (double)DS);
+    for (int b = 0; b < 4; b++) {
+      c.seq = seq++;
+      c.bytes = b < 3 ? 25u << 20 : 8;
+      c.cpu_start = B + t + b * 100 * US;
+      c.cpu_stop = c.cpu_start + ENQ;
+      c.gpu_start = c.cpu_start + MS;
+      c.gpu_stop = c.gpu_start + 50 * US;
+      rp_steps_coll(d, 0, 2, 0, 0, &c);
+    }
+    size_t bytes = rp_steps_bytes(d);
+    if (bytes > peak[k >= at]) peak[k >= at] = bytes;
+  }
+  if (before) *before = peak[0];
+  if (after) *after = peak[1];
+  memset(r, 0, sizeof *r);
+  r->ranks = calloc(1, sizeof *r->ranks);
+  assert_non_null(r->ranks);
+  r->nranks = 1;
+  r->steps_keep = keep;
+  assert_int_equal(rp_steps_finish(d, r), TOPO_OK);
+  rp_steps_free(d);
+}
+
+static void direct_free(rp_report *r) {
+  free(r->ranks[0].steps);
+  free(r->ranks);
+}
+
+static int cmp_row(const void *a, const void *b) { /* warm-up, number, start */
+  const rp_step *x = a, *y = b;
+  if (x->warmup != y->warmup) return x->warmup - y->warmup;
+  if (x->value != y->value) return x->value < y->value ? -1 : 1;
+  return (x->start > y->start) - (x->start < y->start);
+}
+
+/* Fewer steps than a rank keeps rows for: one row per step, numbered 0.., each from the GPU end
+ * of the operation before its first to that of its last (the next one's start), warm-up exactly
+ * steps 0-2, the last step ending at its last AllReduce's GPU end. */
+static void test_direct_steps_each_kept(void **state) {
+  (void)state;
+  rp_report r;
+  direct_steps(3000, RP_STEPS_KEEP, 3000, &r, NULL, NULL);
+  const rp_rank *k = &r.ranks[0];
+  assert_int_equal(r.step_period, 4);
+  assert_int_equal(k->steps_gpu, 1);
+  assert_int_equal(k->step_shift, 0);
+  assert_int_equal(k->nsteps, 3000);
+  for (size_t s = 0; s < k->nsteps; s++) {
+    const rp_step *st = &k->steps[s];
+    assert_int_equal(st->value, s);
+    assert_int_equal(st->count, 1);
+    assert_int_equal(st->warmup, s < 3);
+    if (s + 1 < k->nsteps) assert_int_equal(st->stop, k->steps[s + 1].start);
+    if (s >= 4) assert_int_equal(st->stop - st->start, DS);
+  }
+  assert_int_equal(k->steps[2999].stop, k->steps[2999].start + DS);
+  direct_free(&r);
+}
+
+/* Many steps: what the detection holds stops growing once the rows are grouped (it holds no
+ * record per step), and the rows hold every step, warm-up still exactly steps 0-2. */
+static void test_direct_steps_memory_bounded(void **state) {
+  (void)state;
+  rp_report r;
+  size_t before = 0, after = 0;
+  direct_steps(200000, RP_STEPS_KEEP, 50000, &r, &before, &after);
+  assert_true(before > 0);
+  assert_true(after <= before);
+  assert_true(after < (2u << 20));
+  const rp_rank *k = &r.ranks[0];
+  assert_true(k->nsteps <= RP_STEPS_KEEP);
+  assert_true(k->step_shift > 0);
+  uint64_t steps = 0, warm = 0;
+  for (size_t s = 0; s < k->nsteps; s++) {
+    steps += k->steps[s].count;
+    warm += k->steps[s].warmup ? k->steps[s].count : 0;
+  }
+  assert_int_equal(steps, 200000);
+  assert_int_equal(warm, 3);
+  direct_free(&r);
+}
+
+/* A stretch of one step longer than a rank keeps rows for: the rows are those of every step
+ * (keep 0, --all-steps) grouped by the same number of steps. */
+static void test_direct_steps_grouped_as_all(void **state) {
+  (void)state;
+  rp_report all, grouped;
+  direct_steps(3 * RP_STEPS_KEEP + 5, 0, 0, &all, NULL, NULL);
+  direct_steps(3 * RP_STEPS_KEEP + 5, RP_STEPS_KEEP, 0, &grouped, NULL, NULL);
+  rp_rank *a = &all.ranks[0], *g = &grouped.ranks[0];
+  assert_int_equal(a->nsteps, 3 * RP_STEPS_KEEP + 5);
+  for (size_t s = 0; s < a->nsteps; s++) assert_int_equal(a->steps[s].warmup, s < 3);
+  assert_true(g->step_shift > 0);
+  rp_rank_group_steps(a, g->step_shift);
+  qsort(a->steps, a->nsteps, sizeof *a->steps, cmp_row);
+  qsort(g->steps, g->nsteps, sizeof *g->steps, cmp_row);
+  assert_int_equal(a->nsteps, g->nsteps);
+  for (size_t s = 0; s < a->nsteps; s++) {
+    assert_int_equal(a->steps[s].value, g->steps[s].value);
+    assert_int_equal(a->steps[s].last, g->steps[s].last);
+    assert_int_equal(a->steps[s].count, g->steps[s].count);
+    assert_int_equal(a->steps[s].warmup, g->steps[s].warmup);
+    assert_int_equal(a->steps[s].start, g->steps[s].start);
+    assert_int_equal(a->steps[s].stop, g->steps[s].stop);
+  }
+  direct_free(&all);
+  direct_free(&grouped);
+}
+
 /* TP + DP: four processes, TP pairs {0, 1} and {2, 3} (communicators 0xa1, 0xa2), DP pairs
  * {0, 2} and {1, 3} (0xd1, 0xd2). A step of U: per layer (4) two TP AllReduces forward, two
  * backward, and a DP bucket after every second layer of the backward pass: 4 x 2 + 4 x 2 + 2 = 18
@@ -679,6 +811,9 @@ int main(void) {
       cmocka_unit_test(test_no_period),
       cmocka_unit_test(test_kineto_steps_win),
       cmocka_unit_test(test_few_operations_held_for_order),
+      cmocka_unit_test(test_direct_steps_each_kept),
+      cmocka_unit_test(test_direct_steps_memory_bounded),
+      cmocka_unit_test(test_direct_steps_grouped_as_all),
       cmocka_unit_test(test_tp_dp_two_communicators_one_step),
       cmocka_unit_test(test_tp_dp_lagged_gpu_and_a_last_communicator),
       cmocka_unit_test(test_pipeline_steps_from_sends_and_receives),

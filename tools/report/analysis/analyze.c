@@ -139,6 +139,7 @@ static topo_status pass1_state(ctx *c) {
   for (int i = 0; i < r->nsrc; i++) ntrackers += c->src_comm[i] >= 0;
   c->steps = rp_steps_new(c->opt->steps, ntrackers);
   if (c->opt->steps >= 0 && !c->steps) return TOPO_ERR_NOMEM;
+  rp_steps_set_keep(c->steps, r->steps_keep);
   return TOPO_OK;
 }
 

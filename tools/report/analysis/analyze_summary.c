@@ -11,11 +11,13 @@
 
 /* ---- the steps a rank keeps (report.h, RP_STEPS_KEEP) */
 
-static int cmp_group(const void *a, const void *b) { /* by source, warm-up, group, then start */
+/* By source, group, warm-up before steady, then start: steps come in order, warm-up first, so the
+ * next step joins the last row or begins a new group (never repeats a row further back). */
+static int cmp_group(const void *a, const void *b) {
   const rp_step *x = a, *y = b;
   if (x->from_kineto != y->from_kineto) return x->from_kineto - y->from_kineto;
-  if (x->warmup != y->warmup) return x->warmup - y->warmup;
   if (x->value != y->value) return x->value < y->value ? -1 : 1;
+  if (x->warmup != y->warmup) return y->warmup - x->warmup;
   return (x->start > y->start) - (x->start < y->start);
 }
 
@@ -46,7 +48,7 @@ void rp_rank_group_steps(rp_rank *k, int shift) {
 
 topo_status rp_rank_add_step(rp_rank *k, const rp_step *in, size_t keep) {
   rp_step st = *in;
-  st.count = 1;
+  st.count = in->count ? in->count : 1;
   st.value = st.value >> k->step_shift << k->step_shift;
   st.last = st.value + ((1ull << k->step_shift) - 1);
   if (k->step_shift && k->nsteps) { /* steps come in order: most join the last group */
@@ -54,7 +56,7 @@ topo_status rp_rank_add_step(rp_rank *k, const rp_step *in, size_t keep) {
     if (g->value == st.value && g->from_kineto == st.from_kineto && g->warmup == st.warmup) {
       if (st.start < g->start) g->start = st.start;
       if (st.stop > g->stop) g->stop = st.stop;
-      g->count++;
+      g->count += st.count;
       return TOPO_OK;
     }
   }

@@ -121,8 +121,10 @@ int rp_exposed_all(const rp_omodel *m, int64_t comm, int64_t cov_comm, int64_t c
 double rp_step_uncovered_units(const rp_step *st);
 
 /* ---- a rank's step rows (analyze_summary.c; RP_STEPS_KEEP in report.h) */
-/* Append a step (its start, stop, value, from_kineto and period; count and last filled here) to
- * rank k, grouped as above when `keep` (> 0) rows are reached. TOPO_ERR_NOMEM. Pass 1 only. */
+/* Append a step (its start, stop, value, from_kineto and period; last filled here) to rank k,
+ * grouped as above when `keep` (> 0) rows are reached; count 0 or 1: one step, more: a row already
+ * grouped (its value a group's first at k's shift or a smaller one). TOPO_ERR_NOMEM. Pass 1
+ * only. */
 topo_status rp_rank_add_step(rp_rank *k, const rp_step *st, size_t keep);
 /* Group rank k's steps by 2^shift step numbers (shift only grows). */
 void rp_rank_group_steps(rp_rank *k, int shift);
@@ -149,6 +151,13 @@ typedef struct rp_steps rp_steps;
 rp_steps *rp_steps_new(int mode, size_t ntrackers);
 /* Test hook only: operations held for order per rank (>= 16), to reach a full heap with few. */
 void rp_steps_set_cap(rp_steps *d, size_t cap);
+/* Step rows a rank keeps (report.h, RP_STEPS_KEEP; 0: all); RP_STEPS_KEEP unless set. Before the
+ * first operation. */
+void rp_steps_set_keep(rp_steps *d, size_t keep);
+/* Bytes the detection holds for the steps it found so far (boundaries, steps awaiting their
+ * warm-up judgement, step rows), over all ranks; the learners, their histories and the
+ * operations held for order are fixed per rank and not counted. */
+size_t rp_steps_bytes(const rp_steps *d);
 /* Pass 1: a collective or p2p operation of rank `rank` (of nranks) of communicator `comm` (a
  * dense index), from report rank `proc`. Amortised O(log held) once a step is known. */
 void rp_steps_coll(rp_steps *d, size_t comm, int nranks, int rank, int proc, const rp_coll *co);
