@@ -29,7 +29,7 @@ void rp_rank_group_steps(rp_rank *k, int shift) {
     st->value = st->value >> shift << shift;
     st->last = st->value + ((1ull << shift) - 1);
   }
-  qsort(k->steps, k->nsteps, sizeof *k->steps, cmp_group);
+  if (k->nsteps) qsort(k->steps, k->nsteps, sizeof *k->steps, cmp_group);
   size_t n = 0;
   for (size_t i = 0; i < k->nsteps; i++) {
     const rp_step *st = &k->steps[i];
