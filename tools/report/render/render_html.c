@@ -545,7 +545,7 @@ static void summary_cards(FILE *f, const rp_report *r) {
   snprintf(sub, sizeof sub, "no kernel running, %s", cov);
   card(f, "idle", o.known ? v : "n/a", o.known ? sub : why);
   if (r->overall.last > r->overall.first) {
-    rp_fmt_ns(r->overall.last - r->overall.first, v, sizeof v);
+    rp_fmt_ns(rp_sub_sat(r->overall.last, r->overall.first), v, sizeof v);
     card(f, "wall span", v, "first to last GPU activity");
   }
   fprintf(f, "</div>\n");

@@ -296,7 +296,7 @@ static void overall_json(FILE *f, const rp_report *r) {
           ",\"p2p\":%" PRIu64,
           r->nranks, r->colls, r->timed_colls, r->p2p);
   ns_or_null(f, "wall_span_ns", r->overall.last > r->overall.first,
-             r->overall.last - r->overall.first); /* no GPU activity: null */
+             rp_sub_sat(r->overall.last, r->overall.first)); /* no GPU activity: null */
   fputc(',', f);
   derived_json(f, &o, NULL);
   fprintf(f, ",\"ranks_with_compute\":%d,\"ranks_with_exposed_all\":%d", o.ranks_known,

@@ -386,7 +386,7 @@ static void print_header(const rp_report *r, FILE *f, int width) {
                 : "open-ended");
   if (r->overall.last > r->overall.first)
     rp_note(f, width, 0, "wall span of GPU activity: %s",
-            dur(r->overall.last - r->overall.first, a, sizeof a));
+            dur(rp_sub_sat(r->overall.last, r->overall.first), a, sizeof a));
   print_sources(r, f, width);
 }
 
