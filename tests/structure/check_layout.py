@@ -8,7 +8,8 @@
     (common/, tuner-plugin/, profiler-plugin/, tools/<tool>/ and, inside tools/report/, between
     its folders and between the modules of each folder);
   - every tool parses its command line through common/cli (cli.h) and none reads argv by hand
-    beyond handing it to getopt_long.
+    beyond handing it to getopt_long;
+  - no shipped target (a library or program defined outside tests/ and bench/) builds from tests/.
 An X_internal.h belongs to module X. A module imports another when one of its files #includes the other's header, or calls (uses) a
 name that only the other defines (read from the build's object files with nm). Prints every
 violation and exits 1 if there is any."""
@@ -198,6 +199,22 @@ for f in files:
             problems.append(f"{rel(f)}: main() without common/cli (cli.h)")
         if "getopt_long" not in text and "topo_cli_" not in text:
             problems.append(f"{rel(f)}: main() reads its command line without getopt_long")
+
+# 5. no shipped target builds from tests/: a library or program defined outside tests/ and bench/
+#    lists no source under tests/
+for d, dirs, names in os.walk(root):
+    r = rel(d)
+    if r != "." and (r + "/").startswith(SKIP):
+        dirs[:] = []
+        continue
+    dirs[:] = [x for x in dirs if not x.startswith(".") and not x.startswith("build")]
+    for n in names:
+        if n != "CMakeLists.txt" and not n.endswith(".cmake"):
+            continue
+        text = re.sub(r"#[^\n]*", "", open(os.path.join(d, n), errors="replace").read())
+        for m in re.finditer(r"\badd_(library|executable)\s*\(([^)]*)\)", text):
+            if re.search(r"(^|[/\s}])tests/", m.group(2)):
+                problems.append(f"{rel(os.path.join(d, n))}: {m.group(2).split()[0]} builds from tests/")
 
 for p in problems:
     print(p)
