@@ -185,10 +185,13 @@ static void test_small_collectives_only_get_a_window_one_period_after_init(void 
   const topo_rec_cupti *first;
   assert_true(read_dir(dir, &c, &comm, &first) >= 1); /* the next one a period later */
   assert_int_equal(first->state, TOPO_CUPTI_RECORDED);
-  /* CUPTI loaded one period after init, the window (no step) one period after that: never
-   * before, and (a loaded machine's writer may wake late) within a second and a half of it */
+  /* CUPTI loaded one period after init, never before; the window (no step) one period after
+   * that, within a second and a half (a loaded machine's writer may wake late). A loaded
+   * machine also makes the even stream uneven (5 ms sleeps that last 50): the step learner may
+   * then find a step in it and open the window at its first boundary after CUPTI loaded, so the
+   * window's start is held to one period after init, not two. */
   int64_t after_ms = first->cpu_start_ns / 1000000 - forked_ms;
-  if (after_ms < 2000 || after_ms > 3500)
+  if (after_ms < 1000 || after_ms > 3500)
     fail_msg("the window opened %lld ms after the fork that preceded init", (long long)after_ms);
   int64_t len = first->cpu_stop_ns - first->cpu_start_ns;
   if (len < 200000000LL || len > 1200000000LL)
