@@ -49,6 +49,7 @@ struct topo_step_learner {
   int64_t step_ns, gap_ns; /* medians of dur and gap */
   uint64_t stretch;        /* where the stretch the step was found in began */
   uint64_t watch_until;    /* until then the repetitions of every period are still counted */
+  uint32_t unit;           /* the symbol period the step is a multiple of (0: the step is it) */
   uint8_t verdicts;        /* the last 8 steps: bit set where the boundary gap did not stand out */
   uint8_t nverdicts;
   uint8_t steady;
@@ -251,6 +252,7 @@ static void lock(topo_step_learner *l, uint64_t cur, uint32_t d, uint64_t anchor
   l->since_trust = d == l->good_period ? l->steady_k : 0;
   l->stretch = start;
   l->period = d;
+  l->unit = 0;
   l->tol = d / 16 > 1 ? d / 16 : 1;
   l->mism_count = 0;
   memset(l->mism, 0, d);
@@ -295,6 +297,17 @@ static int keeps_timing(topo_step_learner *l, uint64_t x, uint32_t p) {
   for (uint32_t i = 1; i < p; i++) v[i - 1] = gap_at(l, x - p + i);
   int64_t other = median(v, p - 1);
   return gap_at(l, x) >= (other > 0 ? 2 * other : 1);
+}
+
+/* Whether the step of period p ending at x still dominates its units of u operations (p a
+ * multiple of u): its boundary gap is at least 4 times the median gap at the other unit
+ * boundaries inside it, the rule by which search() takes a multiple over the unit. */
+static int dominates_here(topo_step_learner *l, uint64_t x, uint32_t p, uint32_t u) {
+  int64_t *v = l->scratch + l->hist;
+  uint32_t k = 0;
+  for (uint32_t j = 1; j < p / u; j++) v[k++] = gap_at(l, x - (uint64_t)j * u);
+  int64_t other = median(v, k), g = gap_at(l, x);
+  return g > 0 && g >= 4 * other;
 }
 
 /* Whether >= 75 % of the steps of period p (boundaries at anchor + k p) that lie wholly in the
@@ -408,7 +421,8 @@ static void follow(topo_step_learner *l, uint64_t cur, uint32_t sig, int64_t t,
    * the median of its other gaps; a pattern inside the real step (a layer) fails that in the
    * part of the step where it does not have the step's gap. 3 failures in the last 8: lost. */
   if (p >= 2 && !l->cfg.force_period) {
-    l->verdicts = (uint8_t)(l->verdicts << 1 | !keeps_timing(l, cur, p));
+    int kept = keeps_timing(l, cur, p) && (!l->unit || dominates_here(l, cur, p, l->unit));
+    l->verdicts = (uint8_t)(l->verdicts << 1 | !kept);
     if (l->nverdicts < 8) l->nverdicts++;
     if (__builtin_popcount(l->verdicts) >= 3) {
       unlock(l);
@@ -528,6 +542,10 @@ static void seek(topo_step_learner *l, uint64_t cur, uint32_t sig, int64_t t, to
   if (!search(l, cur, q, best, &period, &anchor, &gap)) return;
   if (wide > best && !fits(l, cur, wide, period, anchor, gap)) return;
   lock(l, cur, period, anchor, cur + 1 - best);
+  /* a step of several symbol periods: its halves (or thirds ...) must keep being dominated by
+   * its own boundary; where they stop being (the early steps that made it stand out are over),
+   * the step is lost and the unit is searched again */
+  if (period > q && period % q == 0 && period / q <= FOLD_MAX) l->unit = q;
   ev->found = 1;
   follow(l, cur, sig, t, ev);
 }

@@ -162,6 +162,36 @@ static void fsdp(stream *s, int steps, int layers, int odd_every) {
   }
 }
 
+/* FSDP whose first `uneven` steps show the step's gap only every other step (warm-up, the
+ * job's own timing steps), as a real FSDP job on a shared GPU did; every step after has it. */
+static void fsdp_uneven_start(stream *s, int uneven, int steps) {
+  for (int st = 0; st < steps; st++) {
+    for (int l = 0; l < 12; l++)
+      put(s, 0xf5, F_AG, 8u << 20, l ? 3 * MS : st < uneven && st % 2 ? 3 * MS : 45 * MS, 10);
+    for (int l = 0; l < 12; l++) {
+      put(s, 0xf5, F_AG, 8u << 20, 5 * MS, 10);
+      put(s, 0xf5, F_RS, 16u << 20, 1 * MS, 10);
+    }
+  }
+}
+
+static void test_two_steps_taken_early_give_way_to_one(void **state) {
+  (void)state;
+  /* the first steps make two steps (72 operations) look like the step; once every step shows
+   * its gap, the lock on 72 no longer dominates its halves and the step of 36 is found */
+  stream s;
+  stream_init(&s, 12);
+  fsdp_uneven_start(&s, 7, 60);
+  result r;
+  learn(&s, NULL, &r);
+  assert_int_equal(r.period, 36);
+  assert_true(r.nb >= 20);
+  for (size_t k = 1; k < r.nb; k++) assert_int_equal(r.boundary[k] - r.boundary[k - 1], 36);
+  assert_int_equal(r.boundary[0] % 36, 0);
+  assert_true(r.last_found < 30 * 36);
+  stream_free(&s);
+}
+
 static void test_fsdp_step_is_not_a_layer(void **state) {
   (void)state;
   stream s;
@@ -376,6 +406,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ddp_step_is_the_bucket_sequence),
       cmocka_unit_test(test_fsdp_step_is_not_a_layer),
+      cmocka_unit_test(test_two_steps_taken_early_give_way_to_one),
       cmocka_unit_test(test_period_of_several_steps_folds_to_one),
       cmocka_unit_test(test_two_communicators_make_one_step),
       cmocka_unit_test(test_one_kind_of_operation_steps_by_its_gap),
